@@ -1,0 +1,177 @@
+//! Settings the core needs, read once at start-up and passed explicitly.
+//!
+//! The variable names are the reference's (spec/http.md §7) so that an environment written for
+//! the reference configures mailroom unchanged. Nothing outside start-up reads the environment.
+
+use std::path::PathBuf;
+
+/// How `register_agent`/`create_agent_identity` treat a requested name (cli_guard_share.md §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameEnforcement {
+    /// Invalid names are an error.
+    Strict,
+    /// Invalid names are silently replaced by a generated one (the reference's default).
+    Coerce,
+    /// Requested names are ignored; a name is always generated.
+    AlwaysAuto,
+}
+
+/// Core settings.
+#[derive(Debug, Clone)]
+pub struct CoreConfig {
+    /// `APP_ENVIRONMENT`.
+    pub environment: String,
+    /// SQLite database file.
+    pub database_path: PathBuf,
+    /// The `DATABASE_URL` shown by health_check and config resources.
+    pub database_url: String,
+    /// Git archive root (`STORAGE_ROOT`).
+    pub storage_root: PathBuf,
+    /// `WORKTREES_ENABLED` or `GIT_IDENTITY_ENABLED`: identity fields, product bus, build slots.
+    pub worktrees_enabled: bool,
+    /// `CONTACT_ENFORCEMENT_ENABLED`.
+    pub contact_enforcement_enabled: bool,
+    /// `CONTACT_AUTO_TTL_SECONDS`: the recent-contact window of the `auto` policy.
+    pub contact_auto_ttl_seconds: i64,
+    /// `MESSAGING_AUTO_HANDSHAKE_ON_BLOCK`: blocked sends file contact requests automatically.
+    pub auto_handshake_on_block: bool,
+    /// `MESSAGING_AUTO_REGISTER_RECIPIENTS`: unknown local recipients are registered on send.
+    pub auto_register_recipients: bool,
+    /// `AGENT_NAME_ENFORCEMENT_MODE`.
+    pub name_enforcement: NameEnforcement,
+    /// Number of read-only SQLite connections.
+    pub reader_connections: usize,
+}
+
+impl CoreConfig {
+    /// Defaults for a data directory: database and archive both live under it.
+    pub fn for_data_dir(data_dir: impl Into<PathBuf>) -> Self {
+        let data_dir = data_dir.into();
+        let database_path = data_dir.join("mailroom.sqlite3");
+        Self {
+            environment: "development".to_string(),
+            database_url: format!("sqlite+aiosqlite:///{}", database_path.display()),
+            database_path,
+            storage_root: data_dir.join("archive"),
+            worktrees_enabled: false,
+            contact_enforcement_enabled: true,
+            contact_auto_ttl_seconds: 86_400,
+            auto_handshake_on_block: true,
+            auto_register_recipients: false,
+            name_enforcement: NameEnforcement::Coerce,
+            reader_connections: 4,
+        }
+    }
+
+    /// Applies the reference's environment variables on top of `self`.
+    ///
+    /// `lookup` is the environment (a closure so tests need not touch the process env).
+    /// Invalid values are reported, not ignored, so a typo does not silently run defaults.
+    pub fn apply_env(&mut self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+        if let Some(v) = lookup("APP_ENVIRONMENT") {
+            self.environment = v;
+        }
+        if let Some(url) = lookup("DATABASE_URL") {
+            self.database_path = database_path_from_url(&url)?;
+            self.database_url = url;
+        }
+        if let Some(root) = lookup("STORAGE_ROOT") {
+            self.storage_root = expand_home(&root, lookup);
+        }
+        let flag = |name: &str, current: bool| -> Result<bool, String> {
+            lookup(name).map_or(Ok(current), |v| parse_bool(name, &v))
+        };
+        self.worktrees_enabled = flag("WORKTREES_ENABLED", self.worktrees_enabled)?
+            || flag("GIT_IDENTITY_ENABLED", false)?;
+        self.contact_enforcement_enabled =
+            flag("CONTACT_ENFORCEMENT_ENABLED", self.contact_enforcement_enabled)?;
+        self.auto_handshake_on_block =
+            flag("MESSAGING_AUTO_HANDSHAKE_ON_BLOCK", self.auto_handshake_on_block)?;
+        self.auto_register_recipients =
+            flag("MESSAGING_AUTO_REGISTER_RECIPIENTS", self.auto_register_recipients)?;
+        if let Some(v) = lookup("CONTACT_AUTO_TTL_SECONDS") {
+            self.contact_auto_ttl_seconds = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("CONTACT_AUTO_TTL_SECONDS must be an integer, got {v:?}"))?;
+        }
+        if let Some(v) = lookup("AGENT_NAME_ENFORCEMENT_MODE") {
+            self.name_enforcement = match v.trim().to_ascii_lowercase().as_str() {
+                "strict" => NameEnforcement::Strict,
+                "always_auto" => NameEnforcement::AlwaysAuto,
+                _ => NameEnforcement::Coerce,
+            };
+        }
+        Ok(())
+    }
+}
+
+/// Parses a boolean the way the reference does (`1,true,t,yes,y` / `0,false,f,no,n`).
+pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "t" | "yes" | "y" | "on" => Ok(true),
+        "0" | "false" | "f" | "no" | "n" | "off" | "" => Ok(false),
+        _ => Err(format!("{name} must be a boolean (true/false), got {value:?}")),
+    }
+}
+
+/// Extracts the file path from a `sqlite[+driver]:///path` URL, refusing other backends.
+pub fn database_path_from_url(url: &str) -> Result<PathBuf, String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(format!("DATABASE_URL is not a URL: {url:?}"));
+    };
+    if scheme != "sqlite" && !scheme.starts_with("sqlite+") {
+        return Err(format!(
+            "DATABASE_URL uses an unsupported backend {scheme:?}; only SQLite is supported"
+        ));
+    }
+    let path = rest.strip_prefix('/').unwrap_or(rest);
+    if path.is_empty() || path == ":memory:" {
+        return Err("DATABASE_URL must name a database file".to_string());
+    }
+    Ok(PathBuf::from(path))
+}
+
+fn expand_home(path: &str, lookup: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    match (path.strip_prefix("~/"), lookup("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(url: &str, expected: Result<&str, ()>) {
+        let got = database_path_from_url(url);
+        match expected {
+            Ok(path) => assert_eq!(got, Ok(PathBuf::from(path)), "{url}"),
+            Err(()) => assert!(got.is_err(), "{url} should be refused, got {got:?}"),
+        }
+    }
+
+    #[test]
+    fn database_urls() {
+        check("sqlite+aiosqlite:///./storage.sqlite3", Ok("./storage.sqlite3"));
+        check("sqlite:////var/db/mail.sqlite3", Ok("/var/db/mail.sqlite3"));
+        check("postgresql://localhost/db", Err(()));
+        check("sqlite:///:memory:", Err(()));
+        check("storage.sqlite3", Err(()));
+    }
+
+    #[test]
+    fn env_overrides_defaults_and_rejects_bad_values() {
+        let mut config = CoreConfig::for_data_dir("/data");
+        let env = |name: &str| match name {
+            "WORKTREES_ENABLED" => Some("yes".to_string()),
+            "AGENT_NAME_ENFORCEMENT_MODE" => Some("strict".to_string()),
+            _ => None,
+        };
+        config.apply_env(&env).expect("valid env");
+        assert!(config.worktrees_enabled);
+        assert_eq!(config.name_enforcement, NameEnforcement::Strict);
+        let bad = |name: &str| (name == "CONTACT_ENFORCEMENT_ENABLED").then(|| "maybe".to_string());
+        assert!(config.apply_env(&bad).is_err());
+    }
+}

@@ -1,0 +1,86 @@
+//! The one error type of the core, grouped by what the caller can do about it.
+//!
+//! Every error carries the reference's error-type vocabulary (`kind`, e.g. `NOT_FOUND`,
+//! `CONTACT_REQUIRED`, spec/tools.md §0.6) and a human message. The transports map the
+//! [`Category`] to their own shapes; clients of the reference match substrings of the message,
+//! so messages follow the reference's wording where it is known.
+
+use std::fmt;
+
+/// What the caller can do about an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Category {
+    /// The request is wrong; fix an argument (the message names the field).
+    InvalidArgument,
+    /// A named project, agent, message or reservation does not exist.
+    NotFound,
+    /// The request clashes with current state (e.g. a name already taken).
+    Conflict,
+    /// The caller is not allowed to do this (contact policy, authentication).
+    PermissionDenied,
+    /// A transient condition (database busy); retrying may succeed.
+    Retryable,
+    /// A bug or an environment fault; details are logged, not returned.
+    Internal,
+}
+
+/// A core error: category, reference error type and message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    /// What the caller can do.
+    pub category: Category,
+    /// The reference's error type, e.g. `INVALID_ARGUMENT`.
+    pub kind: &'static str,
+    /// The message returned to the client.
+    pub message: String,
+}
+
+/// Result alias used throughout the core.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Builds an error of any category.
+    pub fn new(category: Category, kind: &'static str, message: impl Into<String>) -> Self {
+        Self { category, kind, message: message.into() }
+    }
+
+    /// An `INVALID_ARGUMENT` error.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(Category::InvalidArgument, "INVALID_ARGUMENT", message)
+    }
+
+    /// An invalid-argument error with a specific reference type (e.g. `EMPTY_PROGRAM`).
+    pub fn invalid_kind(kind: &'static str, message: impl Into<String>) -> Self {
+        Self::new(Category::InvalidArgument, kind, message)
+    }
+
+    /// A reference `ValueError`: the wording the reference wraps around plain value errors.
+    pub fn value_error(detail: impl fmt::Display) -> Self {
+        Self::invalid(format!(
+            "Invalid argument value: {detail}. Check that all parameters have valid values."
+        ))
+    }
+
+    /// A `NOT_FOUND` error.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(Category::NotFound, "NOT_FOUND", message)
+    }
+
+    /// A permission error with the given reference type (e.g. `CONTACT_BLOCKED`).
+    pub fn denied(kind: &'static str, message: impl Into<String>) -> Self {
+        Self::new(Category::PermissionDenied, kind, message)
+    }
+
+    /// An internal error; the message is logged and a generic one is shown to clients.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(Category::Internal, "UNHANDLED_EXCEPTION", message)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,16 @@
+//! mailroom-core: the domain of the mailroom coordination server.
+//!
+//! `model` holds pure rules (names, slugs, timestamps, query sanitising, summaries), `ops` the
+//! use-cases the transports call (one function per tool or route), `store` the only code that
+//! touches SQL. This crate knows nothing of HTTP or JSON-RPC.
+
+pub mod config;
+pub mod error;
+pub mod model;
+pub mod ops;
+pub mod records;
+mod store;
+
+pub use config::CoreConfig;
+pub use error::{Category, Error, Result};
+pub use ops::Mailroom;

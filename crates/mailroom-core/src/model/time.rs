@@ -1,0 +1,514 @@
+//! UTC timestamps with microsecond precision, formatted and parsed the way the reference does.
+//!
+//! The reference stores naive UTC datetimes (`YYYY-MM-DD HH:MM:SS.ffffff` in SQLite) and emits
+//! Python `isoformat()` strings with an explicit `+00:00`. A single integer of microseconds
+//! since the Unix epoch is enough to reproduce both, and the calendar arithmetic is a few lines
+//! (Howard Hinnant's `days_from_civil` / `civil_from_days`), so core needs no date crate.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+const MICROS_PER_SECOND: i64 = 1_000_000;
+const SECONDS_PER_DAY: i64 = 86_400;
+const MICROS_PER_DAY: i64 = SECONDS_PER_DAY * MICROS_PER_SECOND;
+
+/// A point in time: microseconds since 1970-01-01T00:00:00 UTC.
+///
+/// Ordering and equality are those of the instant, which is what every `created_ts` comparison
+/// and `since_ts` filter needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(i64);
+
+/// A timestamp split into calendar fields, all in UTC.
+struct Civil {
+    year: i64,
+    month: u32,
+    day: u32,
+    hour: u32,
+    minute: u32,
+    second: u32,
+    micros: u32,
+}
+
+impl Timestamp {
+    /// The current time from the system clock.
+    ///
+    /// Use cases take the clock as a parameter so tests stay deterministic; only the clock
+    /// implementation should call this.
+    pub fn now() -> Self {
+        let micros = match SystemTime::now().duration_since(UNIX_EPOCH) {
+            Ok(after) => i64::try_from(after.as_micros()).unwrap_or(i64::MAX),
+            Err(before) => i64::try_from(before.duration().as_micros()).map_or(i64::MIN, |m| -m),
+        };
+        Timestamp(micros)
+    }
+
+    /// Wraps a count of microseconds since the Unix epoch.
+    pub fn from_micros(micros: i64) -> Self {
+        Timestamp(micros)
+    }
+
+    /// Microseconds since the Unix epoch.
+    pub fn as_micros(self) -> i64 {
+        self.0
+    }
+
+    /// This instant moved by `secs` seconds (negative moves back), saturating at the extremes
+    /// so that a huge TTL cannot wrap around into the past.
+    pub fn plus_seconds(self, secs: i64) -> Self {
+        Timestamp(self.0.saturating_add(secs.saturating_mul(MICROS_PER_SECOND)))
+    }
+
+    /// Python `isoformat()` of the aware UTC datetime: `YYYY-MM-DDTHH:MM:SS[.ffffff]+00:00`,
+    /// with the six-digit fraction only when it is not zero. This is the wire format of every
+    /// timestamp in tool and REST outputs.
+    pub fn to_iso(self) -> String {
+        let c = self.civil();
+        let mut text = format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+            c.year, c.month, c.day, c.hour, c.minute, c.second
+        );
+        if c.micros != 0 {
+            text.push_str(&format!(".{:06}", c.micros));
+        }
+        text.push_str("+00:00");
+        text
+    }
+
+    /// The database format `YYYY-MM-DD HH:MM:SS.ffffff`, always with six fraction digits so that
+    /// text comparison in SQL orders like time.
+    pub fn to_db(self) -> String {
+        let c = self.civil();
+        format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}",
+            c.year, c.month, c.day, c.hour, c.minute, c.second, c.micros
+        )
+    }
+
+    /// Parses a stored naive UTC value: `YYYY-MM-DD HH:MM:SS[.f{1,6}]`, also with a `T` between
+    /// date and time, since rows written by other tools use either.
+    pub fn parse_db(s: &str) -> Option<Self> {
+        let mut cursor = Cursor::new(s);
+        let (year, month, day) = cursor.date()?;
+        if !(cursor.eat(b' ') || cursor.eat(b'T')) {
+            return None;
+        }
+        let (hour, minute) = (cursor.number(2)?, cursor.colon_number()?);
+        let second = cursor.colon_number()?;
+        let micros = if cursor.eat(b'.') { cursor.fraction(6)? } else { 0 };
+        cursor.finished()?;
+        Self::from_civil(year, month, day, (hour, minute, second), micros)
+    }
+
+    /// Parses caller-supplied ISO-8601 such as `since_ts`, normalising to UTC.
+    ///
+    /// Accepts a bare date `YYYY-MM-DD` (midnight), or a date, `T`/`t`/space, and
+    /// `HH[:MM[:SS[.fraction]]]` (`.` or `,`; digits beyond six are truncated like Python),
+    /// followed by `Z`, `±HH[:MM[:SS]]`, `±HHMM`, or nothing (naive input counts as UTC, as in
+    /// the reference). This is the subset of Python's `fromisoformat` that clients send; the
+    /// compact `20240101T1030` forms are not accepted.
+    pub fn parse_iso(s: &str) -> Option<Self> {
+        let mut cursor = Cursor::new(s);
+        let (year, month, day) = cursor.date()?;
+        if cursor.is_at_end() {
+            return Self::from_civil(year, month, day, (0, 0, 0), 0);
+        }
+        if !(cursor.eat(b'T') || cursor.eat(b't') || cursor.eat(b' ')) {
+            return None;
+        }
+        let (time, micros) = cursor.iso_time()?;
+        let offset_seconds = cursor.iso_offset()?;
+        cursor.finished()?;
+        let local = Self::from_civil(year, month, day, time, micros)?;
+        Some(local.plus_seconds(-offset_seconds))
+    }
+
+    /// The timestamp used in archive file names, `YYYY-MM-DDTHH-MM-SSZ`: no colons, so it is
+    /// valid on every filesystem, and it still sorts chronologically.
+    pub fn archive_stamp(self) -> String {
+        let c = self.civil();
+        format!(
+            "{:04}-{:02}-{:02}T{:02}-{:02}-{:02}Z",
+            c.year, c.month, c.day, c.hour, c.minute, c.second
+        )
+    }
+
+    /// The UTC year and month, which name the archive's `YYYY/MM` message directories.
+    pub fn year_month(self) -> (i32, u32) {
+        let c = self.civil();
+        (i32::try_from(c.year).unwrap_or(i32::MAX), c.month)
+    }
+
+    /// Splits the instant into UTC calendar fields.
+    fn civil(self) -> Civil {
+        let days = self.0.div_euclid(MICROS_PER_DAY);
+        let micros_of_day = self.0.rem_euclid(MICROS_PER_DAY);
+        let (year, month, day) = civil_from_days(days);
+        let second_of_day = micros_of_day / MICROS_PER_SECOND;
+        // Every value below is bounded by the day length, so the narrowing cannot fail.
+        let field = |value: i64| u32::try_from(value).unwrap_or(0);
+        Civil {
+            year,
+            month,
+            day,
+            hour: field(second_of_day / 3600),
+            minute: field(second_of_day / 60 % 60),
+            second: field(second_of_day % 60),
+            micros: field(micros_of_day % MICROS_PER_SECOND),
+        }
+    }
+
+    /// Builds a timestamp from validated UTC calendar fields; `None` if any field is out of range.
+    fn from_civil(
+        year: i64,
+        month: u32,
+        day: u32,
+        (hour, minute, second): (u32, u32, u32),
+        micros: u32,
+    ) -> Option<Self> {
+        let valid_date = (1..=12).contains(&month) && day >= 1 && day <= days_in_month(year, month);
+        if !valid_date || hour > 23 || minute > 59 || second > 59 {
+            return None;
+        }
+        let seconds = days_from_civil(year, month, day) * SECONDS_PER_DAY
+            + i64::from(hour * 3600 + minute * 60 + second);
+        Some(Timestamp(seconds * MICROS_PER_SECOND + i64::from(micros)))
+    }
+}
+
+impl serde::Serialize for Timestamp {
+    /// Serialises as [`Timestamp::to_iso`], the format every client of the reference expects.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_iso())
+    }
+}
+
+fn is_leap_year(year: i64) -> bool {
+    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+}
+
+fn days_in_month(year: i64, month: u32) -> u32 {
+    match month {
+        2 if is_leap_year(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's `days_from_civil`).
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let shifted_month = i64::from((month + 9) % 12);
+    let day_of_year = (153 * shifted_month + 2) / 5 + i64::from(day) - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted - era * 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 { shifted_month + 3 } else { shifted_month - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    // Both values are small by construction (1..=31 and 1..=12).
+    (year, u32::try_from(month).unwrap_or(1), u32::try_from(day).unwrap_or(1))
+}
+
+/// A left-to-right reader over the ASCII bytes of a timestamp string.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    position: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(text: &'a str) -> Self {
+        Cursor { bytes: text.as_bytes(), position: 0 }
+    }
+
+    fn is_at_end(&self) -> bool {
+        self.position == self.bytes.len()
+    }
+
+    fn finished(&self) -> Option<()> {
+        self.is_at_end().then_some(())
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.position).copied()
+    }
+
+    /// Consumes `byte` if it comes next.
+    fn eat(&mut self, byte: u8) -> bool {
+        let matched = self.peek() == Some(byte);
+        if matched {
+            self.position += 1;
+        }
+        matched
+    }
+
+    /// Reads exactly `width` decimal digits.
+    fn number(&mut self, width: usize) -> Option<u32> {
+        let digits = self.bytes.get(self.position..self.position + width)?;
+        if !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        self.position += width;
+        Some(digits.iter().fold(0, |value, digit| value * 10 + u32::from(digit - b'0')))
+    }
+
+    /// Reads `:` followed by two digits.
+    fn colon_number(&mut self) -> Option<u32> {
+        if self.eat(b':') { self.number(2) } else { None }
+    }
+
+    /// Reads `YYYY-MM-DD` (ranges are checked later, together with the time).
+    fn date(&mut self) -> Option<(i64, u32, u32)> {
+        let year = self.number(4)?;
+        if year == 0 || !self.eat(b'-') {
+            return None;
+        }
+        let month = self.number(2)?;
+        if !self.eat(b'-') {
+            return None;
+        }
+        Some((i64::from(year), month, self.number(2)?))
+    }
+
+    /// Reads fraction digits as microseconds: at least one, at most `max_digits`, and any
+    /// digits beyond the sixth are dropped (Python truncates rather than rounds).
+    fn fraction(&mut self, max_digits: usize) -> Option<u32> {
+        let start = self.position;
+        while self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            self.position += 1;
+        }
+        let digits = &self.bytes[start..self.position];
+        if digits.is_empty() || digits.len() > max_digits {
+            return None;
+        }
+        let micros = (0..6).fold(0, |value, index| {
+            value * 10 + digits.get(index).map_or(0, |digit| u32::from(digit - b'0'))
+        });
+        Some(micros)
+    }
+
+    /// Reads `HH[:MM[:SS[.fraction]]]`.
+    fn iso_time(&mut self) -> Option<((u32, u32, u32), u32)> {
+        let hour = self.number(2)?;
+        if self.peek() != Some(b':') {
+            return Some(((hour, 0, 0), 0));
+        }
+        let minute = self.colon_number()?;
+        if self.peek() != Some(b':') {
+            return Some(((hour, minute, 0), 0));
+        }
+        let second = self.colon_number()?;
+        let micros = if self.eat(b'.') || self.eat(b',') { self.fraction(usize::MAX)? } else { 0 };
+        Some(((hour, minute, second), micros))
+    }
+
+    /// Reads an optional UTC offset and returns it in seconds east of UTC.
+    fn iso_offset(&mut self) -> Option<i64> {
+        if self.eat(b'Z') {
+            return Some(0);
+        }
+        let sign = match self.peek() {
+            None => return Some(0),
+            Some(b'+') => 1,
+            Some(b'-') => -1,
+            Some(_) => return None,
+        };
+        self.position += 1;
+        let hours = self.number(2)?;
+        let minutes = match self.peek() {
+            Some(b':') => self.colon_number()?,
+            Some(_) => self.number(2)?,
+            None => 0,
+        };
+        let seconds = if self.peek() == Some(b':') { self.colon_number()? } else { 0 };
+        if hours > 23 || minutes > 59 || seconds > 59 {
+            return None;
+        }
+        Some(sign * i64::from(hours * 3600 + minutes * 60 + seconds))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Compares what a rule returned for `input` with what we expected, naming the input.
+    fn check<T: PartialEq + std::fmt::Debug>(input: &str, actual: T, expected: T) {
+        assert_eq!(actual, expected, "input: {input:?}");
+    }
+
+    /// Microseconds of a UTC civil time, computed independently of the code under test from a
+    /// count of days given by hand.
+    fn micros(days: i64, hour: i64, minute: i64, second: i64, fraction: i64) -> i64 {
+        ((days * 24 + hour) * 60 + minute) * 60 * 1_000_000 + second * 1_000_000 + fraction
+    }
+
+    #[test]
+    fn formatting() {
+        // (micros, to_iso, to_db, archive_stamp)
+        let cases = [
+            (0, "1970-01-01T00:00:00+00:00", "1970-01-01 00:00:00.000000", "1970-01-01T00-00-00Z"),
+            (
+                micros(11_016, 12, 0, 0, 0),
+                "2000-02-29T12:00:00+00:00",
+                "2000-02-29 12:00:00.000000",
+                "2000-02-29T12-00-00Z",
+            ),
+            (
+                micros(20_088, 23, 59, 59, 999_999),
+                "2024-12-31T23:59:59.999999+00:00",
+                "2024-12-31 23:59:59.999999",
+                "2024-12-31T23-59-59Z",
+            ),
+            (
+                micros(19_723, 9, 5, 7, 120_000),
+                "2024-01-01T09:05:07.120000+00:00",
+                "2024-01-01 09:05:07.120000",
+                "2024-01-01T09-05-07Z",
+            ),
+            (
+                micros(2_932_896, 23, 59, 59, 0),
+                "9999-12-31T23:59:59+00:00",
+                "9999-12-31 23:59:59.000000",
+                "9999-12-31T23-59-59Z",
+            ),
+            (
+                -1,
+                "1969-12-31T23:59:59.999999+00:00",
+                "1969-12-31 23:59:59.999999",
+                "1969-12-31T23-59-59Z",
+            ),
+        ];
+        for (value, iso, db, stamp) in cases {
+            let timestamp = Timestamp::from_micros(value);
+            check(iso, timestamp.to_iso().as_str(), iso);
+            check(db, timestamp.to_db().as_str(), db);
+            check(stamp, timestamp.archive_stamp().as_str(), stamp);
+        }
+    }
+
+    #[test]
+    fn year_and_month() {
+        let cases = [
+            ("1970-01-01 00:00:00", (1970, 1)),
+            ("2000-02-29 23:59:59", (2000, 2)),
+            ("2024-12-31 23:59:59.999999", (2024, 12)),
+            ("2025-03-01 00:00:00", (2025, 3)),
+        ];
+        for (input, expected) in cases {
+            check(input, Timestamp::parse_db(input).map(Timestamp::year_month), Some(expected));
+        }
+    }
+
+    #[test]
+    fn calendar_round_trips_every_day_from_1970_to_9999() {
+        let last = days_from_civil(9999, 12, 31);
+        check("9999-12-31", last, 2_932_896);
+        for days in 0..=last {
+            let (year, month, day) = civil_from_days(days);
+            assert_eq!(days_from_civil(year, month, day), days, "{year}-{month}-{day}");
+            assert!(day <= days_in_month(year, month), "{year}-{month}-{day}");
+        }
+    }
+
+    #[test]
+    fn database_parsing() {
+        let cases = [
+            ("2024-12-31 23:59:59.999999", Some(micros(20_088, 23, 59, 59, 999_999))),
+            ("2024-12-31T23:59:59.999999", Some(micros(20_088, 23, 59, 59, 999_999))),
+            ("2024-01-01 09:05:07.12", Some(micros(19_723, 9, 5, 7, 120_000))),
+            ("2024-01-01 09:05:07", Some(micros(19_723, 9, 5, 7, 0))),
+            ("2000-02-29 00:00:00", Some(micros(11_016, 0, 0, 0, 0))),
+            ("2001-02-29 00:00:00", None),
+            ("2024-01-01 09:05:07.1234567", None),
+            ("2024-01-01 09:05:07.", None),
+            ("2024-01-01 09:05", None),
+            ("2024-01-01 24:00:00", None),
+            ("2024-01-01 09:05:07+00:00", None),
+            ("2024-13-01 00:00:00", None),
+            ("0000-01-01 00:00:00", None),
+            ("", None),
+        ];
+        for (input, expected) in cases {
+            check(input, Timestamp::parse_db(input).map(Timestamp::as_micros), expected);
+        }
+    }
+
+    #[test]
+    fn iso_parsing() {
+        let new_year = |h, m, s, f| Some(micros(19_723, h, m, s, f));
+        let cases = [
+            ("2024-01-01T10:30:00+00:00", new_year(10, 30, 0, 0)),
+            ("2024-01-01T10:30:00Z", new_year(10, 30, 0, 0)),
+            ("2024-01-01T10:30:00", new_year(10, 30, 0, 0)),
+            ("2024-01-01 10:30:00", new_year(10, 30, 0, 0)),
+            ("2024-01-01t10:30", new_year(10, 30, 0, 0)),
+            ("2024-01-01T10", new_year(10, 0, 0, 0)),
+            ("2024-01-01", new_year(0, 0, 0, 0)),
+            ("2024-01-01T10:30:00.5", new_year(10, 30, 0, 500_000)),
+            ("2024-01-01T10:30:00,5", new_year(10, 30, 0, 500_000)),
+            ("2024-01-01T10:30:00.1234567", new_year(10, 30, 0, 123_456)),
+            ("2024-01-01T10:30:00.123456789Z", new_year(10, 30, 0, 123_456)),
+            ("2024-01-01T15:30:00+05:00", new_year(10, 30, 0, 0)),
+            ("2024-01-01T16:00:00+0530", new_year(10, 30, 0, 0)),
+            ("2024-01-01T15:30:00+05", new_year(10, 30, 0, 0)),
+            ("2023-12-31T22:30:00-12:00", new_year(10, 30, 0, 0)),
+            ("2023-12-31T23:30:00-01:00", new_year(0, 30, 0, 0)),
+            ("2024-01-01T00:30:00+01:00", Some(micros(19_722, 23, 30, 0, 0))),
+            ("2024-01-01T10:30:00+00:00:30", new_year(10, 29, 30, 0)),
+            ("2024-02-29T00:00:00-00:30", Some(micros(19_782, 0, 30, 0, 0))),
+            ("2024-01-01T10:30:00z", None),
+            ("2024-01-01T10:30:00 +05:00", None),
+            ("2024-01-01T10:30:00+24:00", None),
+            ("2024-01-01T10:30:00.", None),
+            ("2024-01-01T25:00", None),
+            ("2024-01-01X10:30", None),
+            ("20240101T103000", None),
+            ("2023-02-29", None),
+            ("yesterday", None),
+            ("", None),
+        ];
+        for (input, expected) in cases {
+            check(input, Timestamp::parse_iso(input).map(Timestamp::as_micros), expected);
+        }
+    }
+
+    #[test]
+    fn round_trips_through_text() {
+        let cases = [0, 1, -1, 1_700_000_000_123_456, micros(20_088, 23, 59, 59, 999_999)];
+        for value in cases {
+            let timestamp = Timestamp::from_micros(value);
+            let label = value.to_string();
+            check(&label, Timestamp::parse_iso(&timestamp.to_iso()), Some(timestamp));
+            check(&label, Timestamp::parse_db(&timestamp.to_db()), Some(timestamp));
+        }
+    }
+
+    #[test]
+    fn arithmetic_and_serialisation() {
+        let start = Timestamp::from_micros(1_500_000);
+        let cases = [
+            ("plus 60", start.plus_seconds(60).as_micros(), 61_500_000),
+            ("minus 2", start.plus_seconds(-2).as_micros(), -500_000),
+            ("saturates", start.plus_seconds(i64::MAX).as_micros(), i64::MAX),
+        ];
+        for (label, actual, expected) in cases {
+            check(label, actual, expected);
+        }
+        let json = serde_json::to_string(&start).unwrap_or_default();
+        check("serde", json.as_str(), "\"1970-01-01T00:00:01.500000+00:00\"");
+        check("now", Timestamp::now() > Timestamp::parse_iso("2025-01-01").unwrap_or(start), true);
+    }
+}

@@ -1,0 +1,338 @@
+//! request_contact, respond_contact, list_contacts, set_contact_policy (semantics §4).
+
+use serde::Serialize;
+
+use super::identity::new_registration_token;
+use super::messaging::{Delivery, deliver};
+use super::{Mailroom, resolve};
+use crate::error::{Error, Result};
+use crate::model::names::is_valid_adjective_noun;
+use crate::model::time::Timestamp;
+use crate::records::{Agent, Project};
+use crate::store::Db;
+use crate::store::db::agents::NewAgent;
+
+/// Default lifetime of a contact request (7 days).
+pub const REQUEST_TTL_SECONDS: i64 = 604_800;
+/// Default lifetime of an approval (30 days).
+pub const APPROVAL_TTL_SECONDS: i64 = 2_592_000;
+
+/// Arguments of request_contact.
+#[derive(Debug, Clone)]
+pub struct ContactRequest {
+    pub project_key: String,
+    pub from_agent: String,
+    pub to_agent: String,
+    pub to_project: Option<String>,
+    pub reason: String,
+    pub ttl_seconds: i64,
+    pub register_if_missing: bool,
+    pub program: Option<String>,
+    pub model: Option<String>,
+    pub task_description: Option<String>,
+}
+
+/// Result of request_contact.
+#[derive(Debug, Clone, Serialize)]
+pub struct ContactRequested {
+    pub from: String,
+    pub from_project: String,
+    pub to: String,
+    pub to_project: String,
+    pub status: String,
+    pub expires_ts: Option<Timestamp>,
+}
+
+/// Arguments of respond_contact.
+#[derive(Debug, Clone)]
+pub struct ContactResponse {
+    pub project_key: String,
+    pub to_agent: String,
+    pub from_agent: String,
+    pub from_project: Option<String>,
+    pub accept: bool,
+    pub ttl_seconds: i64,
+}
+
+/// Result of respond_contact.
+#[derive(Debug, Clone, Serialize)]
+pub struct ContactResponded {
+    pub from: String,
+    pub to: String,
+    pub approved: bool,
+    pub expires_ts: Option<Timestamp>,
+    pub updated: u8,
+}
+
+/// One entry of list_contacts.
+#[derive(Debug, Clone, Serialize)]
+pub struct ContactEntry {
+    pub to: String,
+    pub status: String,
+    pub reason: String,
+    pub updated_ts: Timestamp,
+    pub expires_ts: Option<Timestamp>,
+}
+
+/// Result of set_contact_policy.
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicySet {
+    pub agent: String,
+    pub policy: String,
+}
+
+impl Mailroom {
+    /// Asks `to_agent` for permission to message it; sends the intro message when due.
+    pub async fn request_contact(&self, req: ContactRequest) -> Result<ContactRequested> {
+        self.store
+            .write(move |db| {
+                let now = Timestamp::now();
+                let project = resolve::project(db, &req.project_key)?;
+                let requester = resolve::agent(db, &project, &req.from_agent, "from_agent")?;
+                let (target_project, target_name) = split_target(db, &project, &req)?;
+                let target = find_or_register_target(db, &target_project, &target_name, &req, now)?;
+                file_request(
+                    db,
+                    (&project, &requester),
+                    (&target_project, &target),
+                    &req.reason,
+                    req.ttl_seconds,
+                    now,
+                )
+            })
+            .await
+    }
+
+    /// Approves or blocks a pending request from `from_agent` to `to_agent`.
+    pub async fn respond_contact(&self, req: ContactResponse) -> Result<ContactResponded> {
+        self.store
+            .write(move |db| {
+                let now = Timestamp::now();
+                let project = resolve::project(db, &req.project_key)?;
+                let responder = resolve::agent(db, &project, &req.to_agent, "to_agent")?;
+                let requester_project = match req.from_project.as_deref() {
+                    Some(key) if !key.trim().is_empty() => resolve::project(db, key)?,
+                    _ => project.clone(),
+                };
+                let requester =
+                    resolve::agent(db, &requester_project, &req.from_agent, "from_agent")?;
+                if requester.id == responder.id {
+                    return Err(Error::value_error("respond_contact does not allow self-contact"));
+                }
+                respond(db, (&requester_project, &requester), (&project, &responder), &req, now)
+            })
+            .await
+    }
+
+    /// The agent's contacts: its outgoing links, plus approved links pointing at it.
+    pub async fn list_contacts(
+        &self,
+        project_key: String,
+        agent_name: String,
+    ) -> Result<Vec<ContactEntry>> {
+        self.store
+            .read(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                let agent = resolve::agent(db, &project, &agent_name, "agent_name")?;
+                let mut entries: Vec<ContactEntry> = db
+                    .outgoing_links(agent.id)?
+                    .into_iter()
+                    .map(|l| contact_entry(l.peer_name, &l.link))
+                    .collect();
+                for incoming in db.incoming_links(agent.id)? {
+                    let known = entries.iter().any(|e| e.to == incoming.peer_name);
+                    if incoming.link.status == "approved" && !known {
+                        entries.push(contact_entry(incoming.peer_name, &incoming.link));
+                    }
+                }
+                Ok(entries)
+            })
+            .await
+    }
+
+    /// Sets how an agent accepts incoming messages (`open`, `auto`, `contacts_only`, `block_all`).
+    pub async fn set_contact_policy(
+        &self,
+        project_key: String,
+        agent_name: String,
+        policy: String,
+    ) -> Result<PolicySet> {
+        self.store
+            .write(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                let agent = resolve::agent(db, &project, &agent_name, "agent_name")?;
+                let policy = normalize_policy(&policy);
+                db.set_contact_policy(agent.id, policy)?;
+                Ok(PolicySet { agent: agent.name, policy: policy.to_string() })
+            })
+            .await
+    }
+}
+
+/// The reference lower-cases the policy and silently turns unknown values into `auto`.
+pub fn normalize_policy(raw: &str) -> &'static str {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "open" => "open",
+        "contacts_only" => "contacts_only",
+        "block_all" => "block_all",
+        _ => "auto",
+    }
+}
+
+fn contact_entry(peer: String, link: &crate::records::ContactLink) -> ContactEntry {
+    ContactEntry {
+        to: peer,
+        status: link.status.clone(),
+        reason: link.reason.clone(),
+        updated_ts: link.updated_ts,
+        expires_ts: link.expires_ts,
+    }
+}
+
+/// The target project and bare agent name: `to_project`, or `project:<key>#<Name>` in `to_agent`.
+fn split_target(db: &Db<'_>, project: &Project, req: &ContactRequest) -> Result<(Project, String)> {
+    if let Some(rest) = req.to_agent.trim().strip_prefix("project:")
+        && let Some((key, name)) = rest.split_once('#')
+    {
+        return Ok((resolve::project(db, key)?, name.to_string()));
+    }
+    match req.to_project.as_deref().map(str::trim).filter(|k| !k.is_empty()) {
+        Some(key) => Ok((resolve::project(db, key)?, req.to_agent.trim().to_string())),
+        None => Ok((project.clone(), req.to_agent.trim().to_string())),
+    }
+}
+
+fn find_or_register_target(
+    db: &Db<'_>,
+    project: &Project,
+    name: &str,
+    req: &ContactRequest,
+    now: Timestamp,
+) -> Result<Agent> {
+    match resolve::agent(db, project, name, "to_agent") {
+        Err(e)
+            if e.category == crate::Category::NotFound
+                && req.register_if_missing
+                && is_valid_adjective_noun(name) =>
+        {
+            let token = new_registration_token()?;
+            let row = NewAgent {
+                project_id: project.id,
+                name,
+                program: req.program.as_deref().unwrap_or("unknown"),
+                model: req.model.as_deref().unwrap_or("unknown"),
+                task_description: req.task_description.as_deref().unwrap_or(""),
+                attachments_policy: "auto",
+                registration_token: &token,
+                now,
+            };
+            db.insert_agent(&row)?
+                .ok_or_else(|| Error::internal("target agent appeared concurrently"))
+        }
+        other => other,
+    }
+}
+
+/// Upserts the A→B link per semantics §4.3 and sends the intro message when a notice is due.
+pub(crate) fn file_request(
+    db: &Db<'_>,
+    (from_project, from): (&Project, &Agent),
+    (to_project, to): (&Project, &Agent),
+    reason: &str,
+    ttl_seconds: i64,
+    now: Timestamp,
+) -> Result<ContactRequested> {
+    if from.id == to.id {
+        return Err(Error::value_error("request_contact does not allow self-contact"));
+    }
+    let ttl = ttl_seconds.max(60);
+    let fresh_expiry = now.plus_seconds(ttl);
+    let existing = db.link_between(from.id, to.id)?;
+    let (status, expires, notify) = match &existing {
+        Some(link) if link.is_active_approved(now) => {
+            ("approved", link.expires_ts.map(|e| e.max(fresh_expiry)), false)
+        }
+        Some(link) if link.is_active_pending(now) => {
+            ("pending", link.expires_ts.map(|e| e.max(fresh_expiry)), false)
+        }
+        _ => ("pending", Some(fresh_expiry), true),
+    };
+    db.upsert_link(
+        (from_project.id, from.id),
+        (to_project.id, to.id),
+        status,
+        reason,
+        expires,
+        now,
+    )?;
+    if notify {
+        let body = if reason.trim().is_empty() {
+            format!("{} requests permission to contact {}.", from.name, to.name)
+        } else {
+            reason.to_string()
+        };
+        let intro = Delivery {
+            project: to_project,
+            sender: from,
+            subject: format!("Contact request from {}", from.name),
+            body_md: body,
+            importance: "normal".to_string(),
+            ack_required: true,
+            thread_id: None,
+            topic: None,
+            recipients: vec![(to.clone(), "to")],
+        };
+        deliver(db, &intro, now)?;
+    }
+    Ok(ContactRequested {
+        from: from.name.clone(),
+        from_project: from_project.human_key.clone(),
+        to: to.name.clone(),
+        to_project: to_project.human_key.clone(),
+        status: status.to_string(),
+        expires_ts: expires,
+    })
+}
+
+fn respond(
+    db: &Db<'_>,
+    (a_project, requester): (&Project, &Agent),
+    (b_project, responder): (&Project, &Agent),
+    req: &ContactResponse,
+    now: Timestamp,
+) -> Result<ContactResponded> {
+    let existing = db.link_between(requester.id, responder.id)?;
+    let outcome = |expires_ts, updated| ContactResponded {
+        from: requester.name.clone(),
+        to: responder.name.clone(),
+        approved: req.accept,
+        expires_ts,
+        updated,
+    };
+    if !req.accept {
+        return match existing {
+            Some(link) => {
+                db.update_link_status(link.id, "blocked", None, now)?;
+                Ok(outcome(None, 1))
+            }
+            None => Ok(outcome(None, 0)),
+        };
+    }
+    let fresh_expiry = now.plus_seconds(req.ttl_seconds.max(60));
+    let expires = match &existing {
+        Some(link) if link.is_active_approved(now) => link.expires_ts.map(|e| e.max(fresh_expiry)),
+        _ => Some(fresh_expiry),
+    };
+    match existing {
+        Some(link) => db.update_link_status(link.id, "approved", expires, now)?,
+        None => db.upsert_link(
+            (a_project.id, requester.id),
+            (b_project.id, responder.id),
+            "approved",
+            "",
+            expires,
+            now,
+        )?,
+    }
+    Ok(outcome(expires, 1))
+}

@@ -1,0 +1,263 @@
+//! register_agent, create_agent_identity, whois, list_agents.
+
+use serde::Serialize;
+
+use super::output::{AgentBase, AgentOut};
+use super::{Mailroom, resolve};
+use crate::config::NameEnforcement;
+use crate::error::{Error, Result};
+use crate::model::names::{
+    detect_name_mistake, is_valid_adjective_noun, is_valid_explicit_id, random_adjective_noun,
+    sanitize_agent_name,
+};
+use crate::model::time::Timestamp;
+use crate::records::{Agent, Project};
+use crate::store::Db;
+use crate::store::db::agents::NewAgent;
+
+/// Arguments of register_agent and create_agent_identity.
+#[derive(Debug, Clone, Default)]
+pub struct Registration {
+    pub project_key: String,
+    pub program: String,
+    pub model: String,
+    /// `name` (register) or `name_hint` (create).
+    pub name: Option<String>,
+    pub task_description: String,
+    pub attachments_policy: Option<String>,
+}
+
+/// Result of whois.
+#[derive(Debug, Clone, Serialize)]
+pub struct Whois {
+    #[serde(flatten)]
+    pub agent: AgentOut,
+    pub recent_commits: Vec<serde_json::Value>,
+}
+
+/// One entry of list_agents.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListedAgent {
+    #[serde(flatten)]
+    pub agent: AgentBase,
+    pub unread_count: i64,
+}
+
+/// Result of list_agents (the shape of `resource://agents/{project}`).
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentDirectory {
+    pub project: ProjectRef,
+    pub agents: Vec<ListedAgent>,
+}
+
+/// A project's slug and human key.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProjectRef {
+    pub slug: String,
+    pub human_key: String,
+}
+
+/// Generated names are retried this many times before giving up (4,278 combinations exist).
+const NAME_GENERATION_ATTEMPTS: usize = 1024;
+
+impl Mailroom {
+    /// Registers an agent, or refreshes an existing one of the same name.
+    pub async fn register_agent(&self, reg: Registration) -> Result<AgentOut> {
+        validate_program_model(&reg)?;
+        let mode = self.config.name_enforcement;
+        self.store
+            .write(move |db| {
+                let project = resolve::project(db, &reg.project_key)?;
+                let now = Timestamp::now();
+                let token = new_registration_token()?;
+                let policy = attachments_policy(reg.attachments_policy.as_deref());
+                let wanted = choose_name(reg.name.as_deref(), mode)?;
+                if let Some(name) = &wanted
+                    && let Some(existing) = db.agent_by_name(project.id, name)?
+                {
+                    let update = new_agent(&project, &existing.name, &reg, policy, &token, now);
+                    let agent = db.update_agent_registration(existing.id, &update)?;
+                    return Ok(AgentOut::new(&agent, true));
+                }
+                let agent = insert_named(db, &project, wanted, &reg, policy, &token, now)?;
+                Ok(AgentOut::new(&agent, true))
+            })
+            .await
+    }
+
+    /// Creates a new agent identity; never reuses an existing agent.
+    pub async fn create_agent_identity(&self, reg: Registration) -> Result<AgentOut> {
+        validate_program_model(&reg)?;
+        let mode = self.config.name_enforcement;
+        self.store
+            .write(move |db| {
+                let project = resolve::project(db, &reg.project_key)?;
+                let now = Timestamp::now();
+                let token = new_registration_token()?;
+                let policy = attachments_policy(reg.attachments_policy.as_deref());
+                let mut wanted = choose_name(reg.name.as_deref(), mode)?;
+                if let Some(name) = &wanted
+                    && db.agent_by_name(project.id, name)?.is_some()
+                {
+                    if mode == NameEnforcement::Strict {
+                        return Err(Error::value_error(format!(
+                            "agent name '{name}' is already in use in this project"
+                        )));
+                    }
+                    wanted = None;
+                }
+                let agent = insert_named(db, &project, wanted, &reg, policy, &token, now)?;
+                Ok(AgentOut::new(&agent, true))
+            })
+            .await
+    }
+
+    /// Profile of an agent. Recent archive commits arrive with the archive.
+    pub async fn whois(&self, project_key: String, agent_name: String) -> Result<Whois> {
+        self.store
+            .read(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                let agent = resolve::agent(db, &project, &agent_name, "agent_name")?;
+                Ok(Whois { agent: AgentOut::new(&agent, false), recent_commits: Vec::new() })
+            })
+            .await
+    }
+
+    /// Every agent of a project with its unread count, in registration order.
+    pub async fn list_agents(&self, project_key: String) -> Result<AgentDirectory> {
+        self.store
+            .read(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                let unread: std::collections::HashMap<i64, i64> =
+                    db.unread_counts(project.id)?.into_iter().collect();
+                let agents = db
+                    .agents_of_project(project.id)?
+                    .iter()
+                    .map(|a| ListedAgent {
+                        agent: AgentBase::from(a),
+                        unread_count: unread.get(&a.id).copied().unwrap_or(0),
+                    })
+                    .collect();
+                Ok(AgentDirectory {
+                    project: ProjectRef { slug: project.slug, human_key: project.human_key },
+                    agents,
+                })
+            })
+            .await
+    }
+}
+
+fn validate_program_model(reg: &Registration) -> Result<()> {
+    if reg.program.trim().is_empty() {
+        return Err(Error::invalid_kind(
+            "EMPTY_PROGRAM",
+            "program must not be empty; pass the name of your coding tool (e.g. 'claude-code').",
+        ));
+    }
+    if reg.model.trim().is_empty() {
+        return Err(Error::invalid_kind(
+            "EMPTY_MODEL",
+            "model must not be empty; pass the model you run on (e.g. 'gpt-5').",
+        ));
+    }
+    Ok(())
+}
+
+fn attachments_policy(raw: Option<&str>) -> &'static str {
+    match raw.map(|p| p.trim().to_ascii_lowercase()).as_deref() {
+        Some("inline") => "inline",
+        Some("file") => "file",
+        _ => "auto",
+    }
+}
+
+/// Applies the naming rules (cli_guard_share.md §4.3): `Some(name)` to use, `None` to generate.
+fn choose_name(requested: Option<&str>, mode: NameEnforcement) -> Result<Option<String>> {
+    let Some(raw) = requested.map(str::trim).filter(|n| !n.is_empty()) else {
+        return Ok(None);
+    };
+    if mode == NameEnforcement::AlwaysAuto {
+        return Ok(None);
+    }
+    if is_valid_explicit_id(raw) {
+        return Ok(Some(raw.to_string()));
+    }
+    match sanitize_agent_name(raw) {
+        Some(name) if is_valid_adjective_noun(&name) => Ok(Some(name)),
+        _ if mode == NameEnforcement::Strict => Err(invalid_name(raw)),
+        _ => Ok(None),
+    }
+}
+
+fn invalid_name(raw: &str) -> Error {
+    let (kind, detail) = match detect_name_mistake(raw) {
+        Some(mistake) => (mistake.error_type(), mistake.explain(raw)),
+        None => ("INVALID_AGENT_NAME", format!("'{raw}' is not a valid agent name.")),
+    };
+    Error::invalid_kind(
+        kind,
+        format!(
+            "{detail} Names are adjective+noun pairs such as 'BlueLake'; omit the name to \
+             have one generated."
+        ),
+    )
+}
+
+fn new_agent<'a>(
+    project: &Project,
+    name: &'a str,
+    reg: &'a Registration,
+    policy: &'a str,
+    token: &'a str,
+    now: Timestamp,
+) -> NewAgent<'a> {
+    NewAgent {
+        project_id: project.id,
+        name,
+        program: reg.program.trim(),
+        model: reg.model.trim(),
+        task_description: &reg.task_description,
+        attachments_policy: policy,
+        registration_token: token,
+        now,
+    }
+}
+
+/// Inserts the agent under `wanted`, or under a fresh generated name when `wanted` is `None`.
+fn insert_named(
+    db: &Db<'_>,
+    project: &Project,
+    wanted: Option<String>,
+    reg: &Registration,
+    policy: &str,
+    token: &str,
+    now: Timestamp,
+) -> Result<Agent> {
+    if let Some(name) = wanted {
+        let row = new_agent(project, &name, reg, policy, token, now);
+        return db.insert_agent(&row)?.ok_or_else(|| {
+            Error::new(
+                crate::Category::Conflict,
+                "INVALID_ARGUMENT",
+                format!("agent name '{name}' is already in use in this project"),
+            )
+        });
+    }
+    for _ in 0..NAME_GENERATION_ATTEMPTS {
+        let candidate = random_adjective_noun();
+        if let Some(agent) =
+            db.insert_agent(&new_agent(project, &candidate, reg, policy, token, now))?
+        {
+            return Ok(agent);
+        }
+    }
+    Err(Error::internal("could not find a free agent name after 1024 attempts"))
+}
+
+/// A registration token: 32 random bytes, URL-safe base64 without padding (43 characters).
+pub fn new_registration_token() -> Result<String> {
+    use base64::Engine as _;
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness: {e}")))?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}

@@ -1,0 +1,559 @@
+//! send_message, reply_message, fetch_inbox, mark_message_read, acknowledge_message.
+
+use serde::Serialize;
+
+use super::output::MessageOut;
+use super::policy::{self, Enforcement};
+use super::{Mailroom, resolve};
+use crate::error::{Error, Result};
+use crate::model::names::detect_name_mistake;
+use crate::model::thread_id::{is_valid_thread_id, is_valid_topic};
+use crate::model::time::Timestamp;
+use crate::records::{Agent, Project};
+use crate::store::Db;
+use crate::store::db::messages::{InboxQuery, ListedMessage, NewMessage};
+
+/// Subjects longer than this are cut (the reference's limit).
+const MAX_SUBJECT_CHARS: usize = 200;
+/// fetch_inbox never returns more than this many messages.
+const MAX_INBOX_LIMIT: i64 = 1000;
+
+/// Arguments of send_message.
+#[derive(Debug, Clone, Default)]
+pub struct SendMessage {
+    pub project_key: String,
+    pub sender_name: String,
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+    pub bcc: Vec<String>,
+    pub subject: String,
+    pub body_md: String,
+    pub importance: Option<String>,
+    pub ack_required: bool,
+    pub thread_id: Option<String>,
+    pub topic: Option<String>,
+    pub broadcast: bool,
+    pub auto_contact_if_blocked: Option<bool>,
+}
+
+/// The sender's view of a delivered message: MessageOut with body and recipient lists.
+#[derive(Debug, Clone, Serialize)]
+pub struct SentPayload {
+    #[serde(flatten)]
+    pub message: MessageOut,
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+    pub bcc: Vec<String>,
+}
+
+/// One delivery (one per target project).
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveryOut {
+    pub project: String,
+    pub payload: SentPayload,
+}
+
+/// Result of send_message.
+#[derive(Debug, Clone, Serialize)]
+pub struct SendOutcome {
+    pub deliveries: Vec<DeliveryOut>,
+    pub count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attachments: Option<Vec<serde_json::Value>>,
+    pub verified_sender: bool,
+}
+
+/// Arguments of reply_message.
+#[derive(Debug, Clone, Default)]
+pub struct ReplyMessage {
+    pub project_key: String,
+    pub message_id: i64,
+    pub sender_name: String,
+    pub body_md: String,
+    pub to: Option<Vec<String>>,
+    pub cc: Vec<String>,
+    pub bcc: Vec<String>,
+    pub subject_prefix: Option<String>,
+}
+
+/// Result of reply_message: the delivered payload flattened, plus delivery bookkeeping.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplyOutcome {
+    #[serde(flatten)]
+    pub payload: Option<SentPayload>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    pub reply_to: i64,
+    pub deliveries: Vec<DeliveryOut>,
+    pub count: usize,
+    pub verified_sender: bool,
+}
+
+/// Arguments of fetch_inbox.
+#[derive(Debug, Clone, Default)]
+pub struct FetchInbox {
+    pub project_key: String,
+    pub agent_name: String,
+    pub limit: Option<i64>,
+    pub urgent_only: bool,
+    pub include_bodies: bool,
+    pub since_ts: Option<String>,
+    pub topic: Option<String>,
+}
+
+/// Result of mark_message_read.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadReceipt {
+    pub message_id: i64,
+    pub read: bool,
+    pub read_at: Option<Timestamp>,
+}
+
+/// Result of acknowledge_message.
+#[derive(Debug, Clone, Serialize)]
+pub struct AckReceipt {
+    pub message_id: i64,
+    pub acknowledged: bool,
+    pub acknowledged_at: Option<Timestamp>,
+    pub read_at: Option<Timestamp>,
+}
+
+/// A message ready to be stored in one project.
+pub(crate) struct Delivery<'a> {
+    pub project: &'a Project,
+    pub sender: &'a Agent,
+    pub subject: String,
+    pub body_md: String,
+    pub importance: String,
+    pub ack_required: bool,
+    pub thread_id: Option<String>,
+    pub topic: Option<String>,
+    /// Resolved recipients with their kind (`to`/`cc`/`bcc`), de-duplicated.
+    pub recipients: Vec<(Agent, &'static str)>,
+}
+
+impl Mailroom {
+    /// Sends a message; the reply goes out once message and recipients are committed.
+    pub async fn send_message(&self, req: SendMessage) -> Result<SendOutcome> {
+        let enforcement = Enforcement::from_config(&self.config);
+        // Contact requests filed by a blocked send are kept even though the send fails, as in
+        // the reference: that one outcome commits and is carried out inside `Ok`. Every other
+        // error rolls the whole job back.
+        let outcome = self.store.write(move |db| match send_in_tx(db, req, enforcement) {
+            Err(e) if e.kind == policy::CONTACT_REQUIRED => Ok(Err(e)),
+            other => other.map(Ok),
+        });
+        outcome.await?
+    }
+
+    /// Replies to a message, in its thread, by default to its sender.
+    pub async fn reply_message(&self, req: ReplyMessage) -> Result<ReplyOutcome> {
+        let enforcement = Enforcement::from_config(&self.config);
+        self.store.write(move |db| reply_in_tx(db, req, enforcement)).await
+    }
+
+    /// The agent's inbox, newest first. Read-only: marks nothing read.
+    pub async fn fetch_inbox(&self, req: FetchInbox) -> Result<Vec<MessageOut>> {
+        let limit = match req.limit {
+            Some(l) if l < 1 => {
+                return Err(Error::invalid_kind(
+                    "INVALID_LIMIT",
+                    format!("limit must be at least 1 (got {l})"),
+                ));
+            }
+            Some(l) => l.min(MAX_INBOX_LIMIT),
+            None => 20,
+        };
+        let since = parse_since(req.since_ts.as_deref())?;
+        self.store
+            .read(move |db| {
+                let project = resolve::project(db, &req.project_key)?;
+                let agent = resolve::agent(db, &project, &req.agent_name, "agent_name")?;
+                let topic = req.topic.as_deref().map(str::trim).filter(|t| !t.is_empty());
+                let query = InboxQuery {
+                    project_id: project.id,
+                    agent_id: agent.id,
+                    limit,
+                    urgent_only: req.urgent_only,
+                    since,
+                    topic,
+                };
+                let rows = db.inbox(&query)?;
+                Ok(rows.iter().map(|r| MessageOut::from_listing(r, req.include_bodies)).collect())
+            })
+            .await
+    }
+
+    /// Marks a message read for the agent (first write wins).
+    pub async fn mark_message_read(
+        &self,
+        project_key: String,
+        agent_name: String,
+        message_id: i64,
+    ) -> Result<ReadReceipt> {
+        self.store
+            .write(move |db| {
+                let Some(state) = receipt_after(db, &project_key, &agent_name, message_id, false)?
+                else {
+                    return Ok(ReadReceipt { message_id, read: false, read_at: None });
+                };
+                Ok(ReadReceipt {
+                    message_id,
+                    read: state.read_ts.is_some(),
+                    read_at: state.read_ts,
+                })
+            })
+            .await
+    }
+
+    /// Acknowledges a message for the agent (also marks it read); first write wins.
+    pub async fn acknowledge_message(
+        &self,
+        project_key: String,
+        agent_name: String,
+        message_id: i64,
+    ) -> Result<AckReceipt> {
+        self.store
+            .write(move |db| {
+                let state = receipt_after(db, &project_key, &agent_name, message_id, true)?;
+                Ok(AckReceipt {
+                    message_id,
+                    acknowledged: state.is_some_and(|s| s.ack_ts.is_some()),
+                    acknowledged_at: state.and_then(|s| s.ack_ts),
+                    read_at: state.and_then(|s| s.read_ts),
+                })
+            })
+            .await
+    }
+}
+
+fn parse_since(raw: Option<&str>) -> Result<Option<Timestamp>> {
+    match raw.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(text) => Timestamp::parse_iso(text).map(Some).ok_or_else(|| {
+            Error::invalid_kind("INVALID_TIMESTAMP", format!(
+                "since_ts '{text}' is not an ISO-8601 timestamp (e.g. 2025-01-15T10:30:00+00:00)"))
+        }),
+    }
+}
+
+/// Records the receipt when the agent can see the message; `None` when it only sent it.
+fn receipt_after(
+    db: &Db<'_>,
+    project_key: &str,
+    agent_name: &str,
+    message_id: i64,
+    acknowledge: bool,
+) -> Result<Option<crate::store::db::messages::ReceiptState>> {
+    let project = resolve::project(db, project_key)?;
+    let agent = resolve::agent(db, &project, agent_name, "agent_name")?;
+    let visible_message = db.message_by_id(message_id)?.filter(|m| m.project_id == project.id);
+    let Some(message) = visible_message else {
+        return Err(not_visible(message_id, &agent.name));
+    };
+    if db.receipt(message_id, agent.id)?.is_none() {
+        if message.sender_id == agent.id {
+            return Ok(None);
+        }
+        return Err(not_visible(message_id, &agent.name));
+    }
+    db.record_receipt(message_id, agent.id, Timestamp::now(), acknowledge)?;
+    db.receipt(message_id, agent.id)
+}
+
+fn not_visible(message_id: i64, agent: &str) -> Error {
+    Error::not_found(format!("Message '{message_id}' not found or not visible to agent '{agent}'."))
+}
+
+fn send_in_tx(db: &Db<'_>, req: SendMessage, enforcement: Enforcement) -> Result<SendOutcome> {
+    let project = resolve::project(db, &req.project_key)?;
+    let topic = validated_topic(req.topic.as_deref())?;
+    let sender_probe = req.sender_name.clone();
+    let to = if req.broadcast {
+        if !req.to.is_empty() {
+            return Err(Error::invalid("broadcast=true requires an empty 'to' list"));
+        }
+        broadcast_targets(db, &project, &sender_probe)?
+    } else {
+        req.to.clone()
+    };
+    screen_recipient_names(&to)?;
+    let thread_id = validated_thread_id(req.thread_id.as_deref())?;
+    let sender = resolve::agent(db, &project, &req.sender_name, "sender_name")?;
+    let names = RecipientNames::new(&to, &req.cc, &req.bcc);
+    let auto_contact = req.auto_contact_if_blocked.unwrap_or(enforcement.auto_handshake_on_block);
+    policy::enforce_send(
+        db,
+        &project,
+        &sender,
+        thread_id.as_deref(),
+        &names.all(),
+        enforcement,
+        auto_contact,
+    )?;
+    let recipients = names.resolve(db, &project, "Unable to send message")?;
+    if recipients.is_empty() {
+        return Ok(SendOutcome {
+            deliveries: Vec::new(),
+            count: 0,
+            attachments: None,
+            verified_sender: false,
+        });
+    }
+    let delivery = Delivery {
+        project: &project,
+        sender: &sender,
+        subject: truncate_subject(&req.subject),
+        body_md: req.body_md,
+        importance: req
+            .importance
+            .filter(|i| !i.trim().is_empty())
+            .unwrap_or_else(|| "normal".to_string()),
+        ack_required: req.ack_required,
+        thread_id,
+        topic,
+        recipients,
+    };
+    let payload = deliver(db, &delivery, Timestamp::now())?;
+    let deliveries = vec![DeliveryOut { project: project.human_key.clone(), payload }];
+    Ok(SendOutcome {
+        count: deliveries.len(),
+        deliveries,
+        attachments: Some(Vec::new()),
+        verified_sender: false,
+    })
+}
+
+fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Result<ReplyOutcome> {
+    let project = resolve::project(db, &req.project_key)?;
+    let sender = resolve::agent(db, &project, &req.sender_name, "sender_name")?;
+    let original = db
+        .listed_message(req.message_id)?
+        .filter(|m| m.message.project_id == project.id)
+        .filter(|m| m.message.sender_id == sender.id || is_recipient(db, m, sender.id))
+        .ok_or_else(|| not_visible(req.message_id, &sender.name))?;
+    let thread_key =
+        original.message.thread_id.clone().unwrap_or_else(|| original.message.id.to_string());
+    let to = match req.to.clone() {
+        Some(to) => to,
+        None if original.message.sender_id == sender.id => db
+            .recipients_of(original.message.id)?
+            .into_iter()
+            .filter(|(kind, _, _)| kind == "to")
+            .map(|(_, name, _)| name)
+            .collect(),
+        None => vec![original.sender_name.clone()],
+    };
+    let names = RecipientNames::new(&to, &req.cc, &req.bcc);
+    let recipients = names.resolve(db, &project, "Unable to send reply")?;
+    policy::enforce_reply(db, &project, &sender, &thread_key, &recipients, enforcement)?;
+    let subject =
+        reply_subject(&original.message.subject, req.subject_prefix.as_deref().unwrap_or("Re:"));
+    if recipients.is_empty() {
+        return Ok(ReplyOutcome {
+            payload: None,
+            thread_id: Some(thread_key),
+            reply_to: req.message_id,
+            deliveries: Vec::new(),
+            count: 0,
+            verified_sender: false,
+        });
+    }
+    let delivery = Delivery {
+        project: &project,
+        sender: &sender,
+        subject,
+        body_md: req.body_md,
+        importance: original.message.importance.clone(),
+        ack_required: original.message.ack_required,
+        thread_id: Some(thread_key),
+        topic: original.message.topic.clone(),
+        recipients,
+    };
+    let payload = deliver(db, &delivery, Timestamp::now())?;
+    let deliveries =
+        vec![DeliveryOut { project: project.human_key.clone(), payload: payload.clone() }];
+    Ok(ReplyOutcome {
+        payload: Some(payload),
+        thread_id: None,
+        reply_to: req.message_id,
+        count: deliveries.len(),
+        deliveries,
+        verified_sender: false,
+    })
+}
+
+fn is_recipient(db: &Db<'_>, message: &ListedMessage, agent_id: i64) -> bool {
+    matches!(db.receipt(message.message.id, agent_id), Ok(Some(_)))
+}
+
+/// Stores one message with its recipients and bumps the sender's activity.
+pub(crate) fn deliver(db: &Db<'_>, d: &Delivery<'_>, now: Timestamp) -> Result<SentPayload> {
+    let id = db.insert_message(&NewMessage {
+        project_id: d.project.id,
+        sender_id: d.sender.id,
+        thread_id: d.thread_id.as_deref(),
+        topic: d.topic.as_deref(),
+        subject: &d.subject,
+        body_md: &d.body_md,
+        importance: &d.importance,
+        ack_required: d.ack_required,
+        created_ts: now,
+    })?;
+    let mut lists: [Vec<String>; 3] = Default::default();
+    for (agent, kind) in &d.recipients {
+        db.insert_recipient(id, agent.id, kind)?;
+        let slot = match *kind {
+            "to" => 0,
+            "cc" => 1,
+            _ => 2,
+        };
+        lists[slot].push(agent.name.clone());
+    }
+    db.touch_agent(d.sender.id, now)?;
+    let row =
+        db.listed_message(id)?.ok_or_else(|| Error::internal("message vanished after insert"))?;
+    let [to, cc, bcc] = lists;
+    Ok(SentPayload { message: MessageOut::from_listing(&row, true), to, cc, bcc })
+}
+
+/// Raw to/cc/bcc names, de-duplicated within and across kinds (first occurrence wins).
+pub(crate) struct RecipientNames {
+    entries: Vec<(String, &'static str)>,
+}
+
+impl RecipientNames {
+    fn new(to: &[String], cc: &[String], bcc: &[String]) -> Self {
+        let mut entries: Vec<(String, &'static str)> = Vec::new();
+        for (names, kind) in [(to, "to"), (cc, "cc"), (bcc, "bcc")] {
+            for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+                if !entries.iter().any(|(seen, _)| seen.eq_ignore_ascii_case(name)) {
+                    entries.push((name.to_string(), kind));
+                }
+            }
+        }
+        Self { entries }
+    }
+
+    fn all(&self) -> Vec<String> {
+        self.entries.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    /// Resolves every name in the project or fails with RECIPIENT_NOT_FOUND listing the unknown.
+    fn resolve(
+        &self,
+        db: &Db<'_>,
+        project: &Project,
+        lead: &str,
+    ) -> Result<Vec<(Agent, &'static str)>> {
+        let mut found = Vec::with_capacity(self.entries.len());
+        let mut unknown = Vec::new();
+        for (name, kind) in &self.entries {
+            match db.agent_by_name(project.id, name)? {
+                Some(agent) if !found.iter().any(|(a, _): &(Agent, _)| a.id == agent.id) => {
+                    found.push((agent, *kind))
+                }
+                Some(_) => {}
+                None => unknown.push(name.clone()),
+            }
+        }
+        if unknown.is_empty() {
+            return Ok(found);
+        }
+        Err(Error::new(
+            crate::Category::NotFound,
+            "RECIPIENT_NOT_FOUND",
+            format!(
+                "{lead} — local recipients {} are not registered in project '{}'; register them \
+             with register_agent, or check the spelling (list the project's agents with \
+             resource://agents/{}).",
+                unknown.join(", "),
+                project.human_key,
+                project.slug
+            ),
+        ))
+    }
+}
+
+fn screen_recipient_names(to: &[String]) -> Result<()> {
+    for name in to {
+        if let Some(mistake) = detect_name_mistake(name.trim()) {
+            return Err(Error::invalid_kind(
+                mistake.error_type(),
+                format!("Invalid recipient '{name}': {}", mistake.explain(name.trim())),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validated_thread_id(raw: Option<&str>) -> Result<Option<String>> {
+    match raw.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(None),
+        Some(t) if is_valid_thread_id(t) => Ok(Some(t.to_string())),
+        Some(t) => Err(Error::invalid_kind(
+            "INVALID_THREAD_ID",
+            format!(
+                "thread_id '{t}' is invalid: use 1-128 letters, digits, '.', '_' or '-', starting \
+             with a letter or digit"
+            ),
+        )),
+    }
+}
+
+fn validated_topic(raw: Option<&str>) -> Result<Option<String>> {
+    match raw.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(None),
+        Some(t) if is_valid_topic(t) => Ok(Some(t.to_string())),
+        Some(t) => Err(Error::invalid_kind(
+            "INVALID_TOPIC",
+            format!("topic '{t}' is invalid: use 1-64 letters, digits, '_' or '-'"),
+        )),
+    }
+}
+
+fn broadcast_targets(db: &Db<'_>, project: &Project, sender: &str) -> Result<Vec<String>> {
+    let cutoff = Timestamp::now().plus_seconds(-30 * 86_400);
+    Ok(db
+        .agents_of_project(project.id)?
+        .into_iter()
+        .filter(|a| !a.name.eq_ignore_ascii_case(sender.trim()))
+        .filter(|a| a.contact_policy != "block_all" && a.retired_at.is_none())
+        .filter(|a| a.last_active_ts >= cutoff)
+        .map(|a| a.name)
+        .collect())
+}
+
+fn truncate_subject(subject: &str) -> String {
+    subject.chars().take(MAX_SUBJECT_CHARS).collect()
+}
+
+/// `Re: <subject>` unless the subject already starts with the prefix (no `Re: Re:` chains).
+pub fn reply_subject(original: &str, prefix: &str) -> String {
+    let prefix = prefix.trim();
+    let already = original.len() >= prefix.len()
+        && original.get(..prefix.len()).is_some_and(|head| head.eq_ignore_ascii_case(prefix));
+    if prefix.is_empty() || already {
+        original.to_string()
+    } else {
+        format!("{prefix} {original}").trim().to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(original: &str, prefix: &str, expected: &str) {
+        assert_eq!(reply_subject(original, prefix), expected, "{original:?} + {prefix:?}");
+    }
+
+    #[test]
+    fn reply_subjects_do_not_chain() {
+        check("Hello", "Re:", "Re: Hello");
+        check("Re: Hello", "Re:", "Re: Hello");
+        check("RE: Hello", "Re:", "RE: Hello");
+        check("Hello", "", "Hello");
+        check("Hello", "  Fwd: ", "Fwd: Hello");
+    }
+}

@@ -1,0 +1,181 @@
+//! Contact-policy enforcement on send and reply (semantics §4.2).
+
+use std::collections::HashSet;
+
+use super::contacts::{REQUEST_TTL_SECONDS, file_request};
+use crate::config::CoreConfig;
+use crate::error::{Error, Result};
+use crate::model::time::Timestamp;
+use crate::records::{Agent, Project};
+use crate::store::Db;
+
+/// Error type of a send blocked by contact policy.
+pub const CONTACT_REQUIRED: &str = "CONTACT_REQUIRED";
+
+/// The enforcement settings, copied out of the config for a store job.
+#[derive(Debug, Clone, Copy)]
+pub struct Enforcement {
+    pub enabled: bool,
+    pub auto_ttl_seconds: i64,
+    pub auto_handshake_on_block: bool,
+}
+
+impl Enforcement {
+    /// Reads the settings from the core configuration.
+    pub fn from_config(config: &CoreConfig) -> Self {
+        Self {
+            enabled: config.contact_enforcement_enabled,
+            auto_ttl_seconds: config.contact_auto_ttl_seconds,
+            auto_handshake_on_block: config.auto_handshake_on_block,
+        }
+    }
+}
+
+/// Checks every raw recipient name of a send; files contact requests for blocked recipients
+/// when `auto_contact` is on, then fails with CONTACT_REQUIRED if any remain blocked.
+pub fn enforce_send(
+    db: &Db<'_>,
+    project: &Project,
+    sender: &Agent,
+    thread_id: Option<&str>,
+    names: &[String],
+    enforcement: Enforcement,
+    auto_contact: bool,
+) -> Result<()> {
+    if !enforcement.enabled {
+        return Ok(());
+    }
+    let auto_ok: HashSet<String> = match thread_id {
+        Some(thread) => {
+            db.thread_participant_names(project.id, thread, sender.id)?.into_iter().collect()
+        }
+        None => HashSet::new(),
+    };
+    let now = Timestamp::now();
+    let mut blocked = Vec::new();
+    for name in names {
+        if auto_ok.contains(name) {
+            continue;
+        }
+        let Some(recipient) = db.agent_by_name(project.id, name)? else { continue };
+        if !allowed(db, project, sender, &recipient, enforcement, now)? {
+            blocked.push(recipient);
+        }
+    }
+    if blocked.is_empty() {
+        return Ok(());
+    }
+    let mut requested = Vec::new();
+    if auto_contact {
+        for recipient in &blocked {
+            file_request(
+                db,
+                (project, sender),
+                (project, recipient),
+                "",
+                REQUEST_TTL_SECONDS,
+                now,
+            )?;
+            requested.push(recipient.name.clone());
+        }
+    }
+    Err(contact_required(sender, &blocked, &requested))
+}
+
+/// Checks the routed local recipients of a reply: thread participants pass, no auto-requests.
+pub fn enforce_reply(
+    db: &Db<'_>,
+    project: &Project,
+    sender: &Agent,
+    thread_id: &str,
+    recipients: &[(Agent, &'static str)],
+    enforcement: Enforcement,
+) -> Result<()> {
+    if !enforcement.enabled {
+        return Ok(());
+    }
+    let participants: HashSet<String> =
+        db.thread_participant_names(project.id, thread_id, sender.id)?.into_iter().collect();
+    let root_sender = thread_id
+        .parse::<i64>()
+        .ok()
+        .and_then(|id| db.listed_message(id).ok().flatten())
+        .map(|m| m.sender_name);
+    let now = Timestamp::now();
+    let mut blocked = Vec::new();
+    for (recipient, _) in recipients {
+        if participants.contains(&recipient.name) || root_sender.as_deref() == Some(&recipient.name)
+        {
+            continue;
+        }
+        if !allowed(db, project, sender, recipient, enforcement, now)? {
+            blocked.push(recipient.clone());
+        }
+    }
+    if blocked.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = blocked.iter().map(|a| a.name.as_str()).collect();
+    Err(Error::denied(
+        CONTACT_REQUIRED,
+        format!(
+            "Contact approval required for recipients: {}. Ask them with request_contact and have \
+         them approve with respond_contact before replying.",
+            names.join(", ")
+        ),
+    ))
+}
+
+/// Whether `recipient`'s policy lets `sender` in (retired and block_all recipients fail loudly).
+fn allowed(
+    db: &Db<'_>,
+    project: &Project,
+    sender: &Agent,
+    recipient: &Agent,
+    enforcement: Enforcement,
+    now: Timestamp,
+) -> Result<bool> {
+    if recipient.retired_at.is_some() {
+        return Err(Error::denied(
+            "AGENT_RETIRED",
+            format!("Recipient '{}' is retired and cannot receive messages.", recipient.name),
+        ));
+    }
+    if recipient.id == sender.id {
+        return Ok(true);
+    }
+    match recipient.contact_policy.as_str() {
+        "open" => return Ok(true),
+        "block_all" => {
+            return Err(Error::denied("CONTACT_BLOCKED", "Recipient is not accepting messages."));
+        }
+        "auto" => {
+            let since = now.plus_seconds(-enforcement.auto_ttl_seconds);
+            if db.exchanged_since(project.id, sender.id, recipient.id, since)? {
+                return Ok(true);
+            }
+        }
+        _ => {}
+    }
+    Ok(db.link_between(sender.id, recipient.id)?.is_some_and(|l| l.is_active_approved(now)))
+}
+
+fn contact_required(sender: &Agent, blocked: &[Agent], requested: &[String]) -> Error {
+    let names: Vec<&str> = blocked.iter().map(|a| a.name.as_str()).collect();
+    let list = names.join(", ");
+    let mut message = format!(
+        "Contact approval required for recipients: {list}. Before retrying, create a pending \
+         request with `request_contact(project_key, from_agent='{}', to_agent=<recipient>)`, \
+         then have the recipient approve it with `respond_contact(...)`. Alternatively, send \
+         your message inside a recent thread that already includes them.",
+        sender.name
+    );
+    if !requested.is_empty() {
+        message.push_str(&format!(
+            " Contact requests were sent automatically to: {}; once they approve (or reply), \
+             retry.",
+            requested.join(", ")
+        ));
+    }
+    Error::denied(CONTACT_REQUIRED, message)
+}

@@ -1,0 +1,125 @@
+//! Finding projects and agents by the names agents type, with the reference's error messages
+//! (spec/tools.md §0.5). Runs inside store jobs.
+
+use crate::error::{Error, Result};
+use crate::model::names::detect_name_mistake;
+use crate::model::similarity::close_matches;
+use crate::model::slug::{looks_like_path, normalize_absolute_path, slugify};
+use crate::records::{Agent, Project};
+use crate::store::Db;
+
+const PROJECT_PLACEHOLDERS: [&str; 7] = [
+    "YOUR_PROJECT",
+    "YOUR_PROJECT_PATH",
+    "YOUR_PROJECT_KEY",
+    "PLACEHOLDER",
+    "<PROJECT>",
+    "{PROJECT}",
+    "$PROJECT",
+];
+const AGENT_PLACEHOLDERS: [&str; 7] =
+    ["YOUR_AGENT", "YOUR_AGENT_NAME", "AGENT_NAME", "PLACEHOLDER", "<AGENT>", "{AGENT}", "$AGENT"];
+
+fn is_placeholder(value: &str, placeholders: &[&str]) -> bool {
+    let upper = value.to_ascii_uppercase();
+    placeholders.iter().any(|p| upper.contains(p))
+}
+
+/// Resolves `project_key` (slug, human key or path spelling) to a project.
+pub fn project(db: &Db<'_>, raw: &str) -> Result<Project> {
+    let key = raw.trim();
+    if key.is_empty() {
+        return Err(Error::invalid(
+            "project_key must not be empty. Pass the absolute path of \
+             your project directory (the human_key given to ensure_project) or its slug.",
+        ));
+    }
+    if is_placeholder(key, &PROJECT_PLACEHOLDERS) {
+        return Err(Error::invalid_kind(
+            "CONFIGURATION_ERROR",
+            format!(
+                "project_key '{key}' looks like an unfilled placeholder; pass the absolute \
+                 path of your project directory instead."
+            ),
+        ));
+    }
+    let canonical = canonical_project_key(key);
+    if let Some(found) = db.project_matching(&slugify(&canonical), &[&canonical, key])? {
+        return Ok(found);
+    }
+    Err(project_not_found(db, raw)?)
+}
+
+/// The spelling used for matching: absolute paths are normalised, other keys kept as typed.
+fn canonical_project_key(key: &str) -> String {
+    if looks_like_path(key)
+        && let Some(normalised) = normalize_absolute_path(key)
+    {
+        return normalised;
+    }
+    key.to_string()
+}
+
+fn project_not_found(db: &Db<'_>, raw: &str) -> Result<Error> {
+    let keys = db.project_keys()?;
+    let candidates: Vec<&str> =
+        keys.iter().flat_map(|(slug, human)| [slug.as_str(), human.as_str()]).collect();
+    let similar = close_matches(raw.trim(), candidates, 3, 0.4);
+    let message = if similar.is_empty() {
+        format!(
+            "Project '{raw}' not found and no similar projects exist. Use ensure_project to \
+             create it first (pass the absolute path of your project directory)."
+        )
+    } else {
+        let list = similar.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+        format!(
+            "Project '{raw}' not found. Did you mean: {list}? Use ensure_project to create a \
+             new project."
+        )
+    };
+    Ok(Error::not_found(message))
+}
+
+/// Resolves an agent name (case-insensitive) in a project; `field` names the argument.
+pub fn agent(db: &Db<'_>, project: &Project, raw: &str, field: &str) -> Result<Agent> {
+    let name = raw.trim();
+    if name.is_empty() {
+        return Err(Error::invalid(format!("{field} must not be empty.")));
+    }
+    if is_placeholder(name, &AGENT_PLACEHOLDERS) {
+        return Err(Error::invalid_kind(
+            "CONFIGURATION_ERROR",
+            format!(
+                "{field} '{name}' looks like an unfilled placeholder; pass your agent \
+                 name (as returned by register_agent)."
+            ),
+        ));
+    }
+    if let Some(found) = db.agent_by_name(project.id, name)? {
+        return Ok(found);
+    }
+    Err(agent_not_found(db, project, name)?)
+}
+
+fn agent_not_found(db: &Db<'_>, project: &Project, name: &str) -> Result<Error> {
+    let agents = db.agents_of_project(project.id)?;
+    let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
+    let key = &project.human_key;
+    let mut message = format!("Agent '{name}' not found in project '{key}'.");
+    if names.is_empty() {
+        message.push_str(" The project has no registered agents yet; use register_agent first.");
+    } else {
+        let similar = close_matches(name, names.iter().copied(), 3, 0.6);
+        if !similar.is_empty() {
+            message.push_str(&format!(" Did you mean: {}?", similar.join(", ")));
+        }
+        let shown: Vec<&str> = names.iter().copied().take(10).collect();
+        message.push_str(&format!(" Available agents: {}.", shown.join(", ")));
+    }
+    let kind = detect_name_mistake(name).map_or("NOT_FOUND", |m| m.error_type());
+    if let Some(mistake) = detect_name_mistake(name) {
+        message.push(' ');
+        message.push_str(&mistake.explain(name));
+    }
+    Ok(Error::new(crate::error::Category::NotFound, kind, message))
+}

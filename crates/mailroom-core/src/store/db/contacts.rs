@@ -1,0 +1,129 @@
+//! Queries on `agent_links` (directed contact links).
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::{Db, db_ts, map_err, opt_ts, ts};
+use crate::error::Result;
+use crate::model::time::Timestamp;
+use crate::records::ContactLink;
+
+const COLUMNS: &str = "l.id, l.a_project_id, l.a_agent_id, l.b_project_id, l.b_agent_id, \
+     l.status, l.reason, l.created_ts, l.updated_ts, l.expires_ts";
+
+fn link(row: &Row<'_>) -> rusqlite::Result<ContactLink> {
+    Ok(ContactLink {
+        id: row.get(0)?,
+        a_project_id: row.get(1)?,
+        a_agent_id: row.get(2)?,
+        b_project_id: row.get(3)?,
+        b_agent_id: row.get(4)?,
+        status: row.get(5)?,
+        reason: row.get(6)?,
+        created_ts: ts(row, 7)?,
+        updated_ts: ts(row, 8)?,
+        expires_ts: opt_ts(row, 9)?,
+    })
+}
+
+/// A link together with the name of the agent at its other end.
+#[derive(Debug, Clone)]
+pub struct LinkWithPeer {
+    pub link: ContactLink,
+    pub peer_name: String,
+    pub peer_project_human_key: String,
+}
+
+impl Db<'_> {
+    /// The link from agent `a` to agent `b`, if any.
+    pub fn link_between(&self, a_agent_id: i64, b_agent_id: i64) -> Result<Option<ContactLink>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM agent_links l WHERE l.a_agent_id = ?1 AND l.b_agent_id = ?2"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_row(params![a_agent_id, b_agent_id], link).optional())
+            .map_err(map_err)
+    }
+
+    /// Creates or overwrites the A→B link's status, reason and expiry.
+    #[allow(clippy::too_many_arguments)]
+    pub fn upsert_link(
+        &self,
+        a: (i64, i64),
+        b: (i64, i64),
+        status: &str,
+        reason: &str,
+        expires_ts: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO agent_links (a_project_id, a_agent_id, b_project_id, b_agent_id,
+                     status, reason, created_ts, updated_ts, expires_ts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)
+                 ON CONFLICT (a_project_id, a_agent_id, b_project_id, b_agent_id) DO UPDATE
+                 SET status = excluded.status, reason = excluded.reason,
+                     updated_ts = excluded.updated_ts, expires_ts = excluded.expires_ts",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    a.0,
+                    a.1,
+                    b.0,
+                    b.1,
+                    status,
+                    reason,
+                    now.to_db(),
+                    db_ts(expires_ts)
+                ])
+            })
+            .map(drop)
+            .map_err(map_err)
+    }
+
+    /// Sets status and expiry of an existing link (reason kept).
+    pub fn update_link_status(
+        &self,
+        id: i64,
+        status: &str,
+        expires_ts: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "UPDATE agent_links SET status = ?2, expires_ts = ?3, updated_ts = ?4 WHERE id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute(params![id, status, db_ts(expires_ts), now.to_db()]))
+            .map(drop)
+            .map_err(map_err)
+    }
+
+    /// Links the agent started (outgoing), newest update first.
+    pub fn outgoing_links(&self, agent_id: i64) -> Result<Vec<LinkWithPeer>> {
+        self.links_where("l.a_agent_id = ?1", "l.b_agent_id", agent_id)
+    }
+
+    /// Links pointing at the agent (incoming), newest update first.
+    pub fn incoming_links(&self, agent_id: i64) -> Result<Vec<LinkWithPeer>> {
+        self.links_where("l.b_agent_id = ?1", "l.a_agent_id", agent_id)
+    }
+
+    fn links_where(&self, filter: &str, peer: &str, agent_id: i64) -> Result<Vec<LinkWithPeer>> {
+        let sql = format!(
+            "SELECT {COLUMNS}, p.name, pp.human_key FROM agent_links l
+             JOIN agents p ON p.id = {peer} JOIN projects pp ON pp.id = p.project_id
+             WHERE {filter} ORDER BY l.updated_ts DESC, l.id DESC"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let rows = stmt
+            .query_map([agent_id], |row| {
+                Ok(LinkWithPeer {
+                    link: link(row)?,
+                    peer_name: row.get(10)?,
+                    peer_project_human_key: row.get(11)?,
+                })
+            })
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+}

@@ -1,0 +1,294 @@
+//! Queries on `messages` and `message_recipients`.
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::{Db, db_ts, map_err, opt_ts, ts};
+use crate::error::Result;
+use crate::model::time::Timestamp;
+use crate::records::Message;
+
+const COLUMNS: &str = "m.id, m.project_id, m.sender_id, m.thread_id, m.topic, m.subject, \
+     m.body_md, m.importance, m.ack_required, m.created_ts, m.attachments";
+
+fn message(row: &Row<'_>) -> rusqlite::Result<Message> {
+    Ok(Message {
+        id: row.get(0)?,
+        project_id: row.get(1)?,
+        sender_id: row.get(2)?,
+        thread_id: row.get(3)?,
+        topic: row.get(4)?,
+        subject: row.get(5)?,
+        body_md: row.get(6)?,
+        importance: row.get(7)?,
+        ack_required: row.get(8)?,
+        created_ts: ts(row, 9)?,
+        attachments: row.get(10)?,
+    })
+}
+
+/// Fields of a new message row.
+pub struct NewMessage<'a> {
+    pub project_id: i64,
+    pub sender_id: i64,
+    pub thread_id: Option<&'a str>,
+    pub topic: Option<&'a str>,
+    pub subject: &'a str,
+    pub body_md: &'a str,
+    pub importance: &'a str,
+    pub ack_required: bool,
+    pub created_ts: Timestamp,
+}
+
+/// A message as seen in a listing: the row, its sender and the sender's project.
+#[derive(Debug, Clone)]
+pub struct ListedMessage {
+    pub message: Message,
+    pub sender_name: String,
+    pub sender_project_id: i64,
+    pub sender_project_slug: String,
+    pub sender_project_human_key: String,
+    /// The viewer's recipient kind (`to`/`cc`/`bcc`) in inbox listings.
+    pub kind: Option<String>,
+}
+
+/// Filters of an inbox listing.
+pub struct InboxQuery<'a> {
+    pub project_id: i64,
+    pub agent_id: i64,
+    pub limit: i64,
+    pub urgent_only: bool,
+    pub since: Option<Timestamp>,
+    pub topic: Option<&'a str>,
+}
+
+/// Read and acknowledgement state of one recipient row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReceiptState {
+    pub read_ts: Option<Timestamp>,
+    pub ack_ts: Option<Timestamp>,
+}
+
+const LISTED_COLUMNS: &str = "s.name, s.project_id, sp.slug, sp.human_key";
+const LISTED_JOINS: &str =
+    "JOIN agents s ON s.id = m.sender_id JOIN projects sp ON sp.id = s.project_id";
+
+fn listed(row: &Row<'_>, kind: bool) -> rusqlite::Result<ListedMessage> {
+    Ok(ListedMessage {
+        message: message(row)?,
+        sender_name: row.get(11)?,
+        sender_project_id: row.get(12)?,
+        sender_project_slug: row.get(13)?,
+        sender_project_human_key: row.get(14)?,
+        kind: if kind { row.get(15)? } else { None },
+    })
+}
+
+impl Db<'_> {
+    /// Inserts a message row and returns its id. Recipients are added by the caller in the
+    /// same transaction.
+    pub fn insert_message(&self, new: &NewMessage<'_>) -> Result<i64> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO messages (project_id, sender_id, thread_id, topic, subject, body_md,
+                     importance, ack_required, created_ts, attachments)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, '[]')",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    new.project_id,
+                    new.sender_id,
+                    new.thread_id,
+                    new.topic,
+                    new.subject,
+                    new.body_md,
+                    new.importance,
+                    new.ack_required,
+                    new.created_ts.to_db(),
+                ])
+            })
+            .map_err(map_err)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Adds one recipient row.
+    pub fn insert_recipient(&self, message_id: i64, agent_id: i64, kind: &str) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO message_recipients (message_id, agent_id, kind) VALUES (?1, ?2, ?3)",
+            )
+            .and_then(|mut stmt| stmt.execute(params![message_id, agent_id, kind]))
+            .map(drop)
+            .map_err(map_err)
+    }
+
+    /// The message with this id.
+    pub fn message_by_id(&self, id: i64) -> Result<Option<Message>> {
+        let sql = format!("SELECT {COLUMNS} FROM messages m WHERE m.id = ?1");
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_row([id], message).optional())
+            .map_err(map_err)
+    }
+
+    /// Recipient `(kind, name, agent_id)` triples of a message in insertion order.
+    pub fn recipients_of(&self, message_id: i64) -> Result<Vec<(String, String, i64)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT r.kind, a.name, a.id FROM message_recipients r
+                 JOIN agents a ON a.id = r.agent_id WHERE r.message_id = ?1 ORDER BY r.rowid",
+            )
+            .map_err(map_err)?;
+        let rows = stmt
+            .query_map([message_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
+    /// The inbox of an agent in a project, newest first.
+    pub fn inbox(&self, query: &InboxQuery<'_>) -> Result<Vec<ListedMessage>> {
+        let sql = format!(
+            "SELECT {COLUMNS}, {LISTED_COLUMNS}, r.kind FROM message_recipients r
+             JOIN messages m ON m.id = r.message_id {LISTED_JOINS}
+             WHERE r.agent_id = ?1 AND m.project_id = ?2
+               AND (?3 = 0 OR m.importance IN ('high', 'urgent'))
+               AND (?4 IS NULL OR m.created_ts > ?4)
+               AND (?5 IS NULL OR m.topic = ?5 COLLATE NOCASE)
+             ORDER BY m.created_ts DESC, m.id DESC LIMIT ?6"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let rows = stmt
+            .query_map(
+                params![
+                    query.agent_id,
+                    query.project_id,
+                    query.urgent_only,
+                    db_ts(query.since),
+                    query.topic,
+                    query.limit
+                ],
+                |row| listed(row, true),
+            )
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
+    /// Messages of a thread in a project, oldest first: those carrying `thread_id` plus the
+    /// root whose numeric id equals it.
+    pub fn thread_messages(
+        &self,
+        project_id: i64,
+        thread_id: &str,
+        limit: i64,
+    ) -> Result<Vec<ListedMessage>> {
+        let root_id: Option<i64> = thread_id.parse().ok();
+        let sql = format!(
+            "SELECT {COLUMNS}, {LISTED_COLUMNS} FROM messages m {LISTED_JOINS}
+             WHERE m.project_id = ?1 AND (m.thread_id = ?2 OR m.id = ?3)
+             ORDER BY m.created_ts ASC, m.id ASC LIMIT ?4"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let rows = stmt
+            .query_map(params![project_id, thread_id, root_id, limit], |row| listed(row, false))
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
+    /// One message as a listing row (sender and sender project resolved).
+    pub fn listed_message(&self, id: i64) -> Result<Option<ListedMessage>> {
+        let sql = format!(
+            "SELECT {COLUMNS}, {LISTED_COLUMNS} FROM messages m {LISTED_JOINS} WHERE m.id = ?1"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_row([id], |row| listed(row, false)).optional())
+            .map_err(map_err)
+    }
+
+    /// The recipient row of `agent_id` on a message, if any.
+    pub fn receipt(&self, message_id: i64, agent_id: i64) -> Result<Option<ReceiptState>> {
+        self.conn
+            .prepare_cached(
+                "SELECT read_ts, ack_ts FROM message_recipients
+                 WHERE message_id = ?1 AND agent_id = ?2",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![message_id, agent_id], |row| {
+                    Ok(ReceiptState { read_ts: opt_ts(row, 0)?, ack_ts: opt_ts(row, 1)? })
+                })
+                .optional()
+            })
+            .map_err(map_err)
+    }
+
+    /// Sets `read_ts` (and `ack_ts` when `acknowledge`) where still unset: first write wins.
+    pub fn record_receipt(
+        &self,
+        message_id: i64,
+        agent_id: i64,
+        now: Timestamp,
+        acknowledge: bool,
+    ) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "UPDATE message_recipients SET read_ts = COALESCE(read_ts, ?3),
+                     ack_ts = CASE WHEN ?4 THEN COALESCE(ack_ts, ?3) ELSE ack_ts END
+                 WHERE message_id = ?1 AND agent_id = ?2",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![message_id, agent_id, now.to_db(), acknowledge])
+            })
+            .map(drop)
+            .map_err(map_err)
+    }
+
+    /// Whether the two agents exchanged any message in the project since `since`.
+    pub fn exchanged_since(
+        &self,
+        project_id: i64,
+        a: i64,
+        b: i64,
+        since: Timestamp,
+    ) -> Result<bool> {
+        self.conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM messages m
+                   JOIN message_recipients r ON r.message_id = m.id
+                   WHERE m.project_id = ?1 AND m.created_ts > ?4
+                     AND ((m.sender_id = ?2 AND r.agent_id = ?3)
+                       OR (m.sender_id = ?3 AND r.agent_id = ?2)))",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![project_id, a, b, since.to_db()], |r| r.get(0))
+            })
+            .map_err(map_err)
+    }
+
+    /// Names of senders and recipients of the (at most 500) thread messages `viewer` can see.
+    pub fn thread_participant_names(
+        &self,
+        project_id: i64,
+        thread_id: &str,
+        viewer_id: i64,
+    ) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "WITH visible AS (
+                   SELECT m.id, m.sender_id FROM messages m
+                   WHERE m.project_id = ?1 AND m.thread_id = ?2
+                     AND (m.sender_id = ?3 OR EXISTS (SELECT 1 FROM message_recipients r
+                          WHERE r.message_id = m.id AND r.agent_id = ?3))
+                   ORDER BY m.created_ts LIMIT 500)
+                 SELECT a.name FROM visible v JOIN agents a ON a.id = v.sender_id
+                 UNION
+                 SELECT a.name FROM visible v JOIN message_recipients r ON r.message_id = v.id
+                   JOIN agents a ON a.id = r.agent_id",
+            )
+            .map_err(map_err)?;
+        let rows = stmt
+            .query_map(params![project_id, thread_id, viewer_id], |r| r.get(0))
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+}

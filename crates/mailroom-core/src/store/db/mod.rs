@@ -1,0 +1,72 @@
+//! SQL, and nothing but SQL: schema migrations and one query module per family.
+//!
+//! Every statement goes through `prepare_cached`, so each is compiled once per connection.
+
+pub mod agents;
+pub mod contacts;
+pub mod messages;
+pub mod migrations;
+pub mod projects;
+pub mod search;
+
+use rusqlite::{Connection, Row};
+
+use crate::error::{Category, Error};
+use crate::model::time::Timestamp;
+
+/// A connection inside a transaction (writer) or a read-only connection (reader).
+pub struct Db<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> Db<'c> {
+    pub(crate) fn new(conn: &'c Connection) -> Self {
+        Self { conn }
+    }
+
+    /// `SELECT 1`: proves the database answers.
+    pub fn ping(&self) -> crate::error::Result<()> {
+        self.conn.query_row("SELECT 1", [], |_| Ok(())).map_err(map_err)
+    }
+}
+
+/// Converts a driver error at the store boundary: busy/locked becomes retryable, the rest
+/// internal (details are logged by the transport, never returned).
+pub fn map_err(e: rusqlite::Error) -> Error {
+    let busy = matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    );
+    if busy {
+        Error::new(Category::Retryable, "RESOURCE_BUSY", format!("Database is busy: {e}"))
+    } else {
+        Error::new(Category::Internal, "DATABASE_ERROR", format!("database error: {e}"))
+    }
+}
+
+/// Reads a timestamp column written in either of the reference's text forms.
+pub(crate) fn ts(row: &Row<'_>, index: usize) -> rusqlite::Result<Timestamp> {
+    let text: String = row.get(index)?;
+    parse_ts(index, &text)
+}
+
+/// Reads a nullable timestamp column.
+pub(crate) fn opt_ts(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Timestamp>> {
+    let text: Option<String> = row.get(index)?;
+    text.map(|t| parse_ts(index, &t)).transpose()
+}
+
+fn parse_ts(index: usize, text: &str) -> rusqlite::Result<Timestamp> {
+    Timestamp::parse_db(text).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            index,
+            rusqlite::types::Type::Text,
+            format!("bad timestamp {text:?}").into(),
+        )
+    })
+}
+
+/// Binds an optional timestamp as its database text.
+pub(crate) fn db_ts(value: Option<Timestamp>) -> Option<String> {
+    value.map(Timestamp::to_db)
+}

@@ -1,0 +1,76 @@
+//! Queries on `projects`.
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::{Db, map_err, opt_ts, ts};
+use crate::error::Result;
+use crate::model::time::Timestamp;
+use crate::records::Project;
+
+const COLUMNS: &str = "id, slug, human_key, created_at, archived_at";
+
+fn project(row: &Row<'_>) -> rusqlite::Result<Project> {
+    Ok(Project {
+        id: row.get(0)?,
+        slug: row.get(1)?,
+        human_key: row.get(2)?,
+        created_at: ts(row, 3)?,
+        archived_at: opt_ts(row, 4)?,
+    })
+}
+
+impl Db<'_> {
+    /// The project whose slug or human key matches any of the given spellings.
+    pub fn project_matching(&self, slug: &str, keys: &[&str]) -> Result<Option<Project>> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM projects WHERE slug = ?1 OR human_key = ?2 OR human_key = ?3
+             ORDER BY (slug = ?1) DESC, id LIMIT 1"
+        );
+        let key_a = keys.first().copied().unwrap_or(slug);
+        let key_b = keys.get(1).copied().unwrap_or(key_a);
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_row(params![slug, key_a, key_b], project).optional())
+            .map_err(map_err)
+    }
+
+    /// The project with this id.
+    pub fn project_by_id(&self, id: i64) -> Result<Option<Project>> {
+        let sql = format!("SELECT {COLUMNS} FROM projects WHERE id = ?1");
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_row([id], project).optional())
+            .map_err(map_err)
+    }
+
+    /// Inserts a project unless its slug exists; returns the stored row either way.
+    pub fn insert_project_if_absent(
+        &self,
+        slug: &str,
+        human_key: &str,
+        now: Timestamp,
+    ) -> Result<Project> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO projects (slug, human_key, created_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (slug) DO NOTHING",
+            )
+            .and_then(|mut stmt| stmt.execute(params![slug, human_key, now.to_db()]))
+            .map_err(map_err)?;
+        let sql = format!("SELECT {COLUMNS} FROM projects WHERE slug = ?1");
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_row([slug], project))
+            .map_err(map_err)
+    }
+
+    /// Every project's slug and human key, for "did you mean" suggestions.
+    pub fn project_keys(&self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT slug, human_key FROM projects ORDER BY id")
+            .map_err(map_err)?;
+        let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?))).map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+}

@@ -1,0 +1,168 @@
+//! Persistence: SQLite is the live state (and, from the archive issue on, the Git archive the
+//! durable ledger). Only this module touches SQL.
+//!
+//! One writer thread owns the only read-write connection and runs each write job in its own
+//! `BEGIN IMMEDIATE` transaction, so multi-row writes land together or not at all and writers
+//! never fight over SQLite's lock. Reads use a small pool of read-only connections on blocking
+//! threads, so a slow write never stalls a read (WAL).
+
+pub mod db;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+use crate::error::{Error, Result};
+pub use db::Db;
+
+/// Bound of the write queue: senders wait (backpressure) instead of piling up work.
+const WRITE_QUEUE_CAPACITY: usize = 1024;
+/// Prepared statements kept per connection; covers every query the server issues.
+const STATEMENT_CACHE_CAPACITY: usize = 128;
+
+type WriteJob = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// Handle to the database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    writer: mpsc::Sender<WriteJob>,
+    readers: Mutex<Vec<Connection>>,
+    reader_permits: Semaphore,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, migrates it and starts the writer.
+    pub fn open(path: &Path, reader_connections: usize) -> Result<Self> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Error::internal(format!("cannot create database directory {parent:?}: {e}"))
+            })?;
+        }
+        let mut writer_conn = open_connection(path, false)?;
+        db::migrations::migrate(&mut writer_conn)?;
+        let readers = (0..reader_connections.max(1))
+            .map(|_| open_connection(path, true))
+            .collect::<Result<Vec<_>>>()?;
+        let (sender, receiver) = mpsc::channel(WRITE_QUEUE_CAPACITY);
+        std::thread::Builder::new()
+            .name("mailroom-db-writer".to_string())
+            .spawn(move || run_writer(writer_conn, receiver))
+            .map_err(|e| Error::internal(format!("cannot start database writer: {e}")))?;
+        let permits = readers.len();
+        Ok(Self {
+            inner: Arc::new(Inner {
+                writer: sender,
+                readers: Mutex::new(readers),
+                reader_permits: Semaphore::new(permits),
+            }),
+        })
+    }
+
+    /// Runs `job` in one write transaction on the writer thread; commits when it returns `Ok`.
+    pub async fn write<R, F>(&self, job: F) -> Result<R>
+    where
+        F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let boxed: WriteJob = Box::new(move |conn: &mut Connection| {
+            let _ = reply.send(run_in_transaction(conn, job));
+        });
+        self.inner
+            .writer
+            .send(boxed)
+            .await
+            .map_err(|_| Error::internal("database writer has stopped"))?;
+        answer.await.map_err(|_| Error::internal("database writer dropped a job"))?
+    }
+
+    /// Runs `job` on a pooled read-only connection on a blocking thread.
+    pub async fn read<R, F>(&self, job: F) -> Result<R>
+    where
+        F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let _permit = self
+            .inner
+            .reader_permits
+            .acquire()
+            .await
+            .map_err(|_| Error::internal("reader pool closed"))?;
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            let conn = inner.take_reader()?;
+            let outcome = job(&Db::new(&conn));
+            inner.return_reader(conn);
+            outcome
+        })
+        .await
+        .map_err(|e| Error::internal(format!("read task failed: {e}")))?
+    }
+
+    /// A real database round trip, for readiness probes.
+    pub async fn ping(&self) -> Result<()> {
+        self.read(|db| db.ping()).await
+    }
+}
+
+impl Inner {
+    fn take_reader(&self) -> Result<Connection> {
+        let mut pool = self.readers.lock().map_err(|_| Error::internal("reader pool poisoned"))?;
+        pool.pop().ok_or_else(|| Error::internal("reader pool empty despite a permit"))
+    }
+
+    fn return_reader(&self, conn: Connection) {
+        if let Ok(mut pool) = self.readers.lock() {
+            pool.push(conn);
+        }
+    }
+}
+
+fn run_in_transaction<R>(
+    conn: &mut Connection,
+    job: impl FnOnce(&Db<'_>) -> Result<R>,
+) -> Result<R> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db::map_err)?;
+    let outcome = job(&Db::new(&tx))?;
+    tx.commit().map_err(db::map_err)?;
+    Ok(outcome)
+}
+
+fn run_writer(mut conn: Connection, mut jobs: mpsc::Receiver<WriteJob>) {
+    while let Some(job) = jobs.blocking_recv() {
+        job(&mut conn);
+    }
+    // All senders are gone: fold the WAL back so the database file is complete on its own.
+    if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
+        tracing::warn!(error = %e, "final WAL checkpoint failed");
+    }
+}
+
+fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
+    let flags = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    };
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| Error::internal(format!("cannot open database {path:?}: {e}")))?;
+    if !read_only {
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+            .map_err(db::map_err)?;
+    }
+    conn.execute_batch(
+        "PRAGMA busy_timeout=60000; PRAGMA cache_size=-32768; PRAGMA temp_store=MEMORY;
+         PRAGMA mmap_size=268435456;",
+    )
+    .map_err(db::map_err)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+    Ok(conn)
+}

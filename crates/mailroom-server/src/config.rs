@@ -1,0 +1,67 @@
+//! Settings of the HTTP front, read once at start-up (reference names: spec/http.md §7).
+
+/// HTTP settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Interface the server listens on (`HTTP_HOST`).
+    pub host: String,
+    /// Port the server listens on (`HTTP_PORT`); reported by health_check.
+    pub port: u16,
+    /// Extra MCP mount path (`HTTP_PATH`, reference default `/api/`); `/mcp` and `/api` always.
+    pub mcp_path: String,
+    /// Origins allowed besides loopback ones (`HTTP_CORS_ORIGINS`, CSV).
+    pub allowed_origins: Vec<String>,
+    /// Host header values allowed besides loopback names and the bind address
+    /// (`HTTP_ALLOWED_HOSTS`, CSV; `*` disables the check).
+    pub allowed_hosts: Vec<String>,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// Most MCP sessions kept at once; the least recently used is dropped beyond it.
+    pub max_sessions: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            host: "127.0.0.1".to_string(),
+            port: 8765,
+            mcp_path: "/api/".to_string(),
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            max_body_bytes: 8 * 1024 * 1024,
+            max_sessions: 10_000,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Applies the reference's environment variables on top of `self`.
+    pub fn apply_env(&mut self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+        if let Some(host) = lookup("HTTP_HOST") {
+            self.host = host;
+        }
+        if let Some(port) = lookup("HTTP_PORT") {
+            self.port = port
+                .trim()
+                .parse()
+                .map_err(|_| format!("HTTP_PORT must be a port, got {port:?}"))?;
+        }
+        if let Some(path) = lookup("HTTP_PATH") {
+            if !path.starts_with('/') {
+                return Err(format!("HTTP_PATH must start with '/', got {path:?}"));
+            }
+            self.mcp_path = path;
+        }
+        if let Some(origins) = lookup("HTTP_CORS_ORIGINS") {
+            self.allowed_origins = csv(&origins);
+        }
+        if let Some(hosts) = lookup("HTTP_ALLOWED_HOSTS") {
+            self.allowed_hosts = csv(&hosts);
+        }
+        Ok(())
+    }
+}
+
+fn csv(value: &str) -> Vec<String> {
+    value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
+}

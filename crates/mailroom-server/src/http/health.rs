@@ -1,0 +1,38 @@
+//! Health probes. Liveness answers without I/O; readiness makes a real database round trip.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use mailroom_core::model::time::Timestamp;
+use serde_json::json;
+
+use crate::state::AppState;
+
+/// `GET /health`: the process answers.
+pub async fn health() -> Response {
+    static BODY: &str = r#"{"status":"ok"}"#;
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], BODY).into_response()
+}
+
+/// `GET /health/liveness` (reference shape).
+pub async fn liveness() -> Response {
+    static BODY: &str = r#"{"status":"alive"}"#;
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], BODY).into_response()
+}
+
+/// `GET /api/health` (reference shape; no database access).
+pub async fn api_health() -> Json<serde_json::Value> {
+    Json(json!({ "status": "ok", "timestamp": Timestamp::now().to_iso() }))
+}
+
+/// `GET /ready` and `/health/readiness`: 200 when the database answers, else 503 with why.
+pub async fn readiness(State(state): State<AppState>) -> Response {
+    match state.core.check_database().await {
+        Ok(()) => Json(json!({ "status": "ready" })).into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e.message, "readiness check failed");
+            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "detail": e.message }))).into_response()
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The axum router: health probes, REST routes, MCP mount points, OAuth-discovery stubs.
+
+pub mod error;
+pub mod health;
+pub mod rest;
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::routing::{any, get, post};
+use serde_json::json;
+
+use crate::mcp::transport;
+use crate::state::AppState;
+
+/// Builds the whole application.
+pub fn router(state: AppState) -> Router {
+    let mut router = Router::new()
+        .route("/health", get(health::health))
+        .route("/health/liveness", get(health::liveness))
+        .route("/ready", get(health::readiness))
+        .route("/health/readiness", get(health::readiness))
+        .route("/api/health", get(health::api_health))
+        .route("/api/project/ensure", post(rest::ensure_project))
+        .route("/api/agent/register", post(rest::register_agent))
+        .route("/api/message/send", post(rest::send_message))
+        .route("/api/inbox", post(rest::inbox))
+        .route("/api/messages/search", post(rest::search_messages));
+    for path in mcp_paths(&state.config.mcp_path) {
+        router = router.route(&path, any(transport::endpoint));
+    }
+    for path in oauth_discovery_paths(&state.config.mcp_path) {
+        router = router.route(&path, get(oauth_disabled));
+    }
+    router.with_state(state)
+}
+
+/// `/mcp`, `/api` and HTTP_PATH, each with and without the trailing slash.
+fn mcp_paths(configured: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    for base in ["/mcp", "/api", configured.trim_end_matches('/')] {
+        if base.is_empty() {
+            continue;
+        }
+        for path in [base.to_string(), format!("{base}/")] {
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+    }
+    paths
+}
+
+/// The reference answers OAuth discovery with a 404 saying OAuth is off, so MCP clients do not
+/// start an authorization flow.
+fn oauth_discovery_paths(configured: &str) -> Vec<String> {
+    let well_known = "/.well-known/oauth-authorization-server";
+    let mut paths = vec![well_known.to_string(), format!("{well_known}/mcp")];
+    for base in ["/mcp", "/api", configured.trim_end_matches('/')] {
+        if !base.is_empty() {
+            paths.push(format!("{base}{well_known}"));
+            paths.push(format!("{well_known}{base}"));
+        }
+    }
+    let mut all: Vec<String> = paths.iter().flat_map(|p| [p.clone(), format!("{p}/")]).collect();
+    all.sort();
+    all.dedup();
+    all
+}
+
+async fn oauth_disabled() -> (StatusCode, axum::Json<serde_json::Value>) {
+    (StatusCode::NOT_FOUND, axum::Json(json!({ "mcp_oauth": false })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_paths_cover_aliases_once() {
+        assert_eq!(mcp_paths("/api/"), ["/mcp", "/mcp/", "/api", "/api/"]);
+        assert_eq!(
+            mcp_paths("/agent-mail"),
+            ["/mcp", "/mcp/", "/api", "/api/", "/agent-mail", "/agent-mail/"]
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! REST routes for scripts and load tools (seed 000 §2.3). Each mirrors one tool: same op,
+//! same JSON result; bodies are strict (unknown fields rejected, errors name the field).
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use mailroom_core::Error;
+use mailroom_core::ops::identity::Registration;
+use mailroom_core::ops::messaging::{FetchInbox, SendMessage};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::error::ApiError;
+use crate::state::AppState;
+
+fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError(Error::invalid(format!("Invalid request body: {e}"))))
+}
+
+fn reply<T: serde::Serialize>(outcome: mailroom_core::Result<T>) -> Response {
+    match outcome {
+        Ok(value) => Json(value).into_response(),
+        Err(e) => ApiError(e).into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnsureProjectBody {
+    human_key: String,
+}
+
+/// `POST /api/project/ensure {human_key}`.
+pub async fn ensure_project(State(state): State<AppState>, body: Bytes) -> Response {
+    match parse::<EnsureProjectBody>(&body) {
+        Ok(b) => reply(state.core.ensure_project(&b.human_key).await),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegisterBody {
+    project_slug: String,
+    name: Option<String>,
+    program: String,
+    model: String,
+    #[serde(default)]
+    task_description: String,
+}
+
+/// `POST /api/agent/register {project_slug, name, program, model, task_description?}`.
+pub async fn register_agent(State(state): State<AppState>, body: Bytes) -> Response {
+    match parse::<RegisterBody>(&body) {
+        Ok(b) => reply(
+            state
+                .core
+                .register_agent(Registration {
+                    project_key: b.project_slug,
+                    program: b.program,
+                    model: b.model,
+                    name: b.name,
+                    task_description: b.task_description,
+                    attachments_policy: None,
+                })
+                .await,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SendBody {
+    project_slug: String,
+    sender_name: String,
+    recipient_names: Vec<String>,
+    #[serde(default)]
+    cc_names: Vec<String>,
+    #[serde(default)]
+    bcc_names: Vec<String>,
+    subject: String,
+    body_md: String,
+    thread_id: Option<String>,
+    importance: Option<String>,
+    #[serde(default)]
+    ack_required: bool,
+}
+
+/// `POST /api/message/send` → the send_message result.
+pub async fn send_message(State(state): State<AppState>, body: Bytes) -> Response {
+    match parse::<SendBody>(&body) {
+        Ok(b) => reply(
+            state
+                .core
+                .send_message(SendMessage {
+                    project_key: b.project_slug,
+                    sender_name: b.sender_name,
+                    to: b.recipient_names,
+                    cc: b.cc_names,
+                    bcc: b.bcc_names,
+                    subject: b.subject,
+                    body_md: b.body_md,
+                    importance: b.importance,
+                    ack_required: b.ack_required,
+                    thread_id: b.thread_id,
+                    ..SendMessage::default()
+                })
+                .await,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InboxBody {
+    project_slug: String,
+    agent_name: String,
+    limit: Option<i64>,
+    since_ts: Option<String>,
+    #[serde(default)]
+    include_bodies: bool,
+}
+
+/// `POST /api/inbox` → the fetch_inbox result.
+pub async fn inbox(State(state): State<AppState>, body: Bytes) -> Response {
+    match parse::<InboxBody>(&body) {
+        Ok(b) => reply(
+            state
+                .core
+                .fetch_inbox(FetchInbox {
+                    project_key: b.project_slug,
+                    agent_name: b.agent_name,
+                    limit: b.limit,
+                    include_bodies: b.include_bodies,
+                    since_ts: b.since_ts,
+                    ..FetchInbox::default()
+                })
+                .await,
+        ),
+        Err(e) => e.into_response(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchBody {
+    project_slug: String,
+    query: String,
+    limit: Option<i64>,
+}
+
+/// `POST /api/messages/search` → the search_messages result.
+pub async fn search_messages(State(state): State<AppState>, body: Bytes) -> Response {
+    match parse::<SearchBody>(&body) {
+        Ok(b) => {
+            reply(state.core.search_messages(b.project_slug, b.query, b.limit.unwrap_or(20)).await)
+        }
+        Err(e) => e.into_response(),
+    }
+}

@@ -1,0 +1,31 @@
+//! mailroom-server: the HTTP front of mailroom — MCP over Streamable HTTP, a REST API for
+//! scripts and load tools, and health probes — on top of `mailroom-core`.
+
+pub mod config;
+pub mod http;
+pub mod mcp;
+pub mod state;
+
+use std::future::Future;
+
+use axum::serve::ListenerExt as _;
+use tokio::net::TcpListener;
+
+pub use config::ServerConfig;
+pub use state::AppState;
+
+/// Serves `state` on `listener` until `shutdown` resolves, then drains in-flight requests.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    // Without TCP_NODELAY, small keep-alive responses wait on Nagle + delayed ACK (~40 ms).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
+    let app = http::router(state);
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+}

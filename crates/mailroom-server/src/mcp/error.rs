@@ -1,0 +1,47 @@
+//! Mapping errors to what MCP clients of the reference expect (spec/semantics.md §12):
+//! protocol faults become JSON-RPC errors; tool failures become `isError` results whose text
+//! carries the message.
+
+use mailroom_core::{Category, Error};
+
+/// JSON-RPC error codes.
+pub mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+}
+
+/// Why a tool call failed.
+#[derive(Debug)]
+pub enum ToolError {
+    /// Arguments did not match the tool's schema; the text is returned as is.
+    InvalidArguments(String),
+    /// The operation failed.
+    Domain(Error),
+}
+
+impl ToolError {
+    /// The text of the `isError` result for tool `tool`.
+    pub fn result_text(&self, tool: &str) -> String {
+        match self {
+            Self::InvalidArguments(text) => text.clone(),
+            Self::Domain(e) if e.category == Category::Internal => {
+                tracing::error!(tool, kind = e.kind, error = %e.message, "tool failed");
+                format!(
+                    "Error calling tool '{tool}': Unexpected error ({}). The server logged \
+                     the details.",
+                    e.kind
+                )
+            }
+            Self::Domain(e) => format!("Error calling tool '{tool}': {}", e.message),
+        }
+    }
+}
+
+impl From<Error> for ToolError {
+    fn from(e: Error) -> Self {
+        Self::Domain(e)
+    }
+}

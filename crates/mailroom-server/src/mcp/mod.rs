@@ -1,0 +1,16 @@
+//! MCP over Streamable HTTP: transport (HTTP rules), session table, JSON-RPC dispatch, the
+//! tool registry and one file per tool.
+
+pub mod dispatch;
+pub mod error;
+pub mod session;
+pub mod tools;
+pub mod transport;
+
+/// Protocol versions we speak, newest first; the first is offered when a client asks for
+/// one we do not know.
+pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 4] =
+    ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The server name the reference advertises (clients key configuration on it).
+pub const SERVER_NAME: &str = "mcp-agent-mail";

@@ -1,0 +1,106 @@
+//! MCP sessions of clients that initialize. Clients that do not are served statelessly,
+//! as the reference serves everyone.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// One initialized client.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub protocol_version: String,
+    pub last_seen: Instant,
+}
+
+/// The session table, bounded: beyond `capacity` the least recently seen session is dropped.
+pub struct Sessions {
+    table: Mutex<HashMap<String, Session>>,
+    capacity: usize,
+}
+
+impl Sessions {
+    /// An empty table holding at most `capacity` sessions.
+    pub fn new(capacity: usize) -> Self {
+        Self { table: Mutex::new(HashMap::new()), capacity: capacity.max(1) }
+    }
+
+    /// Opens a session and returns its id (128 random bits, hex).
+    pub fn open(&self, protocol_version: &str) -> String {
+        let id = new_session_id();
+        let session =
+            Session { protocol_version: protocol_version.to_string(), last_seen: Instant::now() };
+        let mut table = self.lock();
+        if table.len() >= self.capacity {
+            let oldest = table.iter().min_by_key(|(_, s)| s.last_seen).map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                table.remove(&oldest);
+            }
+        }
+        table.insert(id.clone(), session);
+        id
+    }
+
+    /// Marks the session seen; `None` if it does not exist (expired or deleted).
+    pub fn touch(&self, id: &str) -> Option<Session> {
+        let mut table = self.lock();
+        let session = table.get_mut(id)?;
+        session.last_seen = Instant::now();
+        Some(session.clone())
+    }
+
+    /// Ends a session; false if it did not exist.
+    pub fn close(&self, id: &str) -> bool {
+        self.lock().remove(id).is_some()
+    }
+
+    /// Number of open sessions.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether no session is open.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+        // A panic while holding this lock cannot leave the map inconsistent (single inserts
+        // and removes), so a poisoned lock is still safe to use.
+        self.table.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn new_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // Uniqueness, not secrecy, is what a session id needs; fall back to time + counter.
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        bytes[..8].copy_from_slice(&t.to_le_bytes());
+        bytes[8..].copy_from_slice(&n.to_le_bytes());
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_open_touch_close_and_stay_bounded() {
+        let sessions = Sessions::new(2);
+        let a = sessions.open("2025-06-18");
+        assert_eq!(a.len(), 32);
+        assert!(sessions.touch(&a).is_some());
+        let _b = sessions.open("2025-06-18");
+        let _c = sessions.open("2025-11-25");
+        assert_eq!(sessions.len(), 2);
+        assert!(sessions.touch("nope").is_none());
+        let remaining: Vec<_> = [&a].iter().filter(|id| sessions.touch(id).is_some()).collect();
+        assert!(remaining.len() <= 1);
+        assert!(!sessions.close("nope"));
+    }
+}

@@ -1,0 +1,355 @@
+//! The tool registry: one alphabetical table of every tool, built once at start-up with its
+//! schema and a precomputed `tools/list` result.
+//!
+//! The registry owns argument decoding (lax coercion as pydantic does, unknown fields
+//! rejected, missing fields named) and the result shape (text content + structuredContent).
+
+mod acknowledge_message;
+mod create_agent_identity;
+mod ensure_project;
+mod fetch_inbox;
+mod health_check;
+mod list_agents;
+mod list_contacts;
+mod mark_message_read;
+mod register_agent;
+mod reply_message;
+mod request_contact;
+mod respond_contact;
+mod search_messages;
+mod send_message;
+mod set_contact_policy;
+mod summarize_thread;
+mod whois;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use super::error::ToolError;
+use crate::state::AppState;
+
+/// Every tool, alphabetically. Add a tool: one file, one line here.
+fn all_tools() -> Vec<Tool> {
+    vec![
+        acknowledge_message::tool(),
+        create_agent_identity::tool(),
+        ensure_project::tool(),
+        fetch_inbox::tool(),
+        health_check::tool(),
+        list_agents::tool(),
+        list_contacts::tool(),
+        mark_message_read::tool(),
+        register_agent::tool(),
+        reply_message::tool(),
+        request_contact::tool(),
+        respond_contact::tool(),
+        search_messages::tool(),
+        send_message::tool(),
+        set_contact_policy::tool(),
+        summarize_thread::tool(),
+        whois::tool(),
+    ]
+}
+
+/// What a tool call resolves to.
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
+type Handler = Box<dyn Fn(AppState, Value) -> ToolFuture + Send + Sync>;
+
+/// One tool: its public contract and its glue.
+pub struct Tool {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub input_schema: Value,
+    handler: Handler,
+}
+
+impl Tool {
+    /// Declares a tool whose arguments decode into `A` and whose op returns `O`.
+    pub fn new<A, O, F, Fut>(name: &'static str, description: &'static str, run: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + 'static,
+        F: Fn(AppState, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = mailroom_core::Result<O>> + Send + 'static,
+    {
+        let input_schema = input_schema::<A>();
+        let schema_for_decode = input_schema.clone();
+        let handler: Handler = Box::new(move |state, arguments| {
+            match decode::<A>(name, &schema_for_decode, arguments) {
+                Err(e) => Box::pin(std::future::ready(Err(e))),
+                Ok(args) => {
+                    let pending = run(state, args);
+                    Box::pin(async move {
+                        let output = pending.await?;
+                        serde_json::to_value(output).map_err(|e| {
+                            ToolError::Domain(mailroom_core::Error::internal(format!(
+                                "cannot encode result: {e}"
+                            )))
+                        })
+                    })
+                }
+            }
+        });
+        Self { name, description, input_schema, handler }
+    }
+
+    /// Runs the tool on raw JSON arguments.
+    pub fn call(&self, state: AppState, arguments: Value) -> ToolFuture {
+        (self.handler)(state, arguments)
+    }
+}
+
+/// The registry and the `tools/list` result, serialised once.
+pub struct Registry {
+    by_name: HashMap<&'static str, Tool>,
+    list_result: Box<serde_json::value::RawValue>,
+}
+
+impl Registry {
+    /// Builds every tool. `worktrees_enabled` will gate the product-bus and build-slot tools.
+    pub fn build(_worktrees_enabled: bool) -> Self {
+        let tools = all_tools();
+        let listed: Vec<Value> = tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
+            .collect();
+        let list_text = json!({ "tools": listed }).to_string();
+        let list_result = serde_json::value::RawValue::from_string(list_text)
+            .unwrap_or_else(|_| unreachable_raw());
+        let by_name = tools.into_iter().map(|t| (t.name, t)).collect();
+        Self { by_name, list_result }
+    }
+
+    /// The tool of this name.
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.by_name.get(name)
+    }
+
+    /// Tool names, sorted.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut names: Vec<_> = self.by_name.keys().copied().collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// The precomputed `tools/list` result.
+    pub fn list_result(&self) -> &serde_json::value::RawValue {
+        &self.list_result
+    }
+}
+
+fn unreachable_raw() -> Box<serde_json::value::RawValue> {
+    // `json!(...).to_string()` is always valid JSON; this keeps the code panic-free anyway.
+    serde_json::value::RawValue::from_string("{\"tools\":[]}".to_string())
+        .unwrap_or_else(|_| std::process::abort())
+}
+
+/// The JSON schema of an argument struct, without the meta-schema key.
+fn input_schema<A: JsonSchema>() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(A)).unwrap_or(Value::Null);
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("$schema");
+        object.entry("properties").or_insert_with(|| json!({}));
+    }
+    schema
+}
+
+/// Decodes arguments: absent/null means `{}`; numeric and boolean strings are coerced where
+/// the schema wants numbers or booleans (pydantic's lax mode); errors name the field.
+fn decode<A: DeserializeOwned>(
+    tool: &str,
+    schema: &Value,
+    arguments: Value,
+) -> Result<A, ToolError> {
+    let mut arguments = match arguments {
+        Value::Null => Value::Object(Map::new()),
+        Value::Object(map) => Value::Object(map),
+        other => {
+            return Err(ToolError::InvalidArguments(format!(
+                "1 validation error for call[{tool}]\n  Arguments must be an object, got {}",
+                json_type(&other)
+            )));
+        }
+    };
+    validate_format(tool, &arguments)?;
+    coerce_lax(schema, &mut arguments);
+    check_types(tool, schema, &arguments)?;
+    serde_json::from_value(arguments).map_err(|e| {
+        ToolError::InvalidArguments(format!(
+            "1 validation error for call[{tool}]\n  {}",
+            describe(&e)
+        ))
+    })
+}
+
+/// Rewrites serde's wording into the reference's (pydantic) vocabulary, keeping the field name.
+fn describe(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    if let Some(rest) = text.strip_prefix("missing field `") {
+        let field = rest.split('`').next().unwrap_or_default();
+        return format!("{field}\n  Missing required argument [type=missing_argument]");
+    }
+    if let Some(rest) = text.strip_prefix("unknown field `") {
+        let field = rest.split('`').next().unwrap_or_default();
+        return format!(
+            "{field}\n  Unexpected keyword argument [type=unexpected_keyword_argument]"
+        );
+    }
+    format!("Invalid arguments: {text}")
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The optional `format` argument (spec/tools.md §0.2). JSON is always available; the TOON
+/// encoder is not built yet, so asking for it is a clear error rather than silent JSON.
+fn validate_format(tool: &str, arguments: &Value) -> Result<(), ToolError> {
+    let Some(format) = arguments.get("format") else { return Ok(()) };
+    let Some(text) = format.as_str() else {
+        return if format.is_null() {
+            Ok(())
+        } else {
+            Err(ToolError::InvalidArguments(format!(
+                "1 validation error for call[{tool}]\nformat\n  Input should be a valid string"
+            )))
+        };
+    };
+    match text.trim().to_ascii_lowercase().as_str() {
+        "" | "auto" | "default" | "none" | "null" | "json" | "application/json" | "text/json" => {
+            Ok(())
+        }
+        "toon" | "application/toon" | "text/toon" => {
+            Err(ToolError::Domain(mailroom_core::Error::invalid(
+                "Invalid format 'toon': this server does not encode \
+                 TOON yet; use format='json'.",
+            )))
+        }
+        other => Err(ToolError::Domain(mailroom_core::Error::invalid(format!(
+            "Invalid format '{other}'. Use 'json' or 'toon'."
+        )))),
+    }
+}
+
+/// Coerces `"5"` → 5 and `"true"` → true where the schema asks for integers or booleans.
+fn coerce_lax(schema: &Value, arguments: &mut Value) {
+    let (Some(properties), Some(args)) = (schema.get("properties"), arguments.as_object_mut())
+    else {
+        return;
+    };
+    for (field, value) in args.iter_mut() {
+        let Some(text) = value.as_str() else { continue };
+        let Some(wanted) = properties.get(field).map(schema_types) else { continue };
+        if wanted.contains(&"integer")
+            && let Ok(n) = text.trim().parse::<i64>()
+        {
+            *value = Value::from(n);
+            continue;
+        }
+        if wanted.contains(&"boolean") {
+            match text.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" | "t" | "y" => *value = Value::Bool(true),
+                "false" | "0" | "no" | "off" | "f" | "n" => *value = Value::Bool(false),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Names the first argument whose JSON type the schema does not allow (serde's own message
+/// would not say which field it was).
+fn check_types(tool: &str, schema: &Value, arguments: &Value) -> Result<(), ToolError> {
+    let (Some(properties), Some(args)) = (schema.get("properties"), arguments.as_object()) else {
+        return Ok(());
+    };
+    for (field, value) in args {
+        let Some(wanted) = properties.get(field).map(schema_types) else { continue };
+        if wanted.is_empty() || wanted.iter().any(|t| type_matches(t, value)) {
+            continue;
+        }
+        return Err(ToolError::InvalidArguments(format!(
+            "1 validation error for call[{tool}]\n{field}\n  Input should be a valid {} \
+             [type={}_type, input_value={value}]",
+            wanted.iter().find(|t| **t != "null").unwrap_or(&"value"),
+            wanted.iter().find(|t| **t != "null").unwrap_or(&"value"),
+        )));
+    }
+    Ok(())
+}
+
+fn type_matches(wanted: &str, value: &Value) -> bool {
+    match wanted {
+        "null" => value.is_null(),
+        "boolean" => value.is_boolean(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "string" => value.is_string(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        _ => true,
+    }
+}
+
+fn schema_types(property: &Value) -> Vec<&str> {
+    match property.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Wraps a successful result the way the reference's clients see it: the JSON text, and
+/// structuredContent (lists wrapped as `{"result": [...]}`).
+pub fn success_result(value: Value) -> Value {
+    let text = value.to_string();
+    let structured = if value.is_object() { value } else { json!({ "result": value }) };
+    json!({ "content": [{ "type": "text", "text": text }], "structuredContent": structured, "isError": false })
+}
+
+/// An `isError` result with one text item.
+pub fn error_result(text: String) -> Value {
+    json!({ "content": [{ "type": "text", "text": text }], "isError": true })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_is_registered_once_and_alphabetically() {
+        let names: Vec<&str> = all_tools().iter().map(|t| t.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted, "registry must be alphabetical without duplicates");
+        let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/mcp/tools"))
+            .expect("tools dir")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter_map(|f| f.strip_suffix(".rs").map(str::to_string))
+            .filter(|f| f != "mod")
+            .count();
+        assert_eq!(files, names.len(), "every tool file must be registered");
+    }
+
+    #[test]
+    fn lax_coercion_follows_the_schema() {
+        let schema = json!({"properties": {"limit": {"type": ["integer", "null"]},
+            "urgent_only": {"type": "boolean"}, "name": {"type": "string"}}});
+        let mut args = json!({"limit": "5", "urgent_only": "true", "name": "5"});
+        coerce_lax(&schema, &mut args);
+        assert_eq!(args, json!({"limit": 5, "urgent_only": true, "name": "5"}));
+    }
+}

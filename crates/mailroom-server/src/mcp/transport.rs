@@ -1,0 +1,282 @@
+//! Streamable HTTP (MCP 2025-06-18 / 2025-11-25) with the reference's stateless behaviour.
+//!
+//! A POST without `Mcp-Session-Id` is served on its own (the reference serves everyone that
+//! way: no initialize needed, JSON response). A client that initializes gets a session id and
+//! the full protocol: version header checks, GET event stream, DELETE to end the session.
+//! Every request first passes the Origin (403) and Host (421) checks against DNS rebinding.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
+use serde_json::Value;
+
+use super::dispatch::{self, Request};
+use super::error::code;
+use super::{SUPPORTED_PROTOCOL_VERSIONS, session};
+use crate::state::AppState;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+/// Comment lines keep idle event streams open through proxies.
+const KEEPALIVE_EVERY: Duration = Duration::from_secs(15);
+
+/// Entry point for every method on every MCP mount path.
+pub async fn endpoint(
+    State(state): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(rejection) = check_origin_and_host(&state, &headers) {
+        return rejection;
+    }
+    match method {
+        Method::POST => post(&state, &headers, body).await,
+        Method::GET => get(&state, &headers),
+        Method::DELETE => delete(&state, &headers),
+        _ => plain(StatusCode::METHOD_NOT_ALLOWED, "Use POST (or GET/DELETE with a session)."),
+    }
+}
+
+async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
+    if body.len() > state.config.max_body_bytes {
+        return rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            code::INVALID_REQUEST,
+            "Request body too large.",
+        );
+    }
+    let session = match session_of(state, headers) {
+        Ok(session) => session,
+        Err(rejection) => return rejection,
+    };
+    let message: Value = match serde_json::from_slice(&body) {
+        Ok(value) => value,
+        Err(e) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                code::PARSE_ERROR,
+                &format!("Parse error: {e}"),
+            );
+        }
+    };
+    let Value::Object(object) = message else {
+        let text = if message.is_array() {
+            "Batch requests are not supported: send one JSON-RPC message per POST."
+        } else {
+            "Invalid Request: expected a JSON-RPC object."
+        };
+        return rpc_error(StatusCode::BAD_REQUEST, code::INVALID_REQUEST, text);
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_REQUEST,
+            "Invalid Request: jsonrpc must be \"2.0\".",
+        );
+    }
+    let Some(method) = object.get("method").and_then(Value::as_str).map(str::to_string) else {
+        // A response or error sent by the client (we never ask it anything): acknowledge.
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let Some(id) = object.get("id").cloned().filter(valid_id) else {
+        return if object.contains_key("id") {
+            rpc_error(
+                StatusCode::BAD_REQUEST,
+                code::INVALID_REQUEST,
+                "Invalid Request: id must be a string or number.",
+            )
+        } else {
+            StatusCode::ACCEPTED.into_response() // notification
+        };
+    };
+    let params = object.get("params").cloned().unwrap_or(Value::Null);
+    let initialize = method == "initialize";
+    let new_session = (initialize && session.is_none()).then(|| {
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        state.sessions.open(dispatch::negotiate_version(requested))
+    });
+    let reply = dispatch::handle(state, Request { id, method, params }).await;
+    let mut response = respond(headers, reply);
+    if let Some(id) = new_session.and_then(|id| HeaderValue::from_str(&id).ok()) {
+        response.headers_mut().insert(SESSION_HEADER, id);
+    }
+    response
+}
+
+fn valid_id(id: &Value) -> bool {
+    id.is_string() || id.is_i64() || id.is_u64()
+}
+
+/// JSON by default (as the reference); an event stream when the client accepts only that.
+fn respond(headers: &HeaderMap, reply: String) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let wants_sse_only = accept.contains("text/event-stream")
+        && !accept.contains("application/json")
+        && !accept.contains("*/*");
+    if wants_sse_only {
+        let event = format!("event: message\ndata: {reply}\n\n");
+        return (
+            [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
+            event,
+        )
+            .into_response();
+    }
+    ([(header::CONTENT_TYPE, "application/json")], reply).into_response()
+}
+
+/// The session named by the request, if any. Unknown ids get 404 (the client must
+/// re-initialize); unsupported protocol versions get 400.
+fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Option<session::Session>, Response> {
+    if let Some(version) = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok())
+        && !SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
+    {
+        return Err(rpc_error(
+            StatusCode::BAD_REQUEST,
+            code::INVALID_REQUEST,
+            &format!(
+                "Unsupported MCP-Protocol-Version '{version}'; supported: {}.",
+                SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+            ),
+        ));
+    }
+    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+        return Ok(None);
+    };
+    match state.sessions.touch(id) {
+        Some(session) => Ok(Some(session)),
+        None => Err(rpc_error(
+            StatusCode::NOT_FOUND,
+            code::INVALID_REQUEST,
+            "Session not found or expired; initialize a new session.",
+        )),
+    }
+}
+
+/// GET opens the server-to-client event stream of a session. Nothing is pushed yet beyond
+/// keep-alive comments; the stream ends when the client disconnects.
+fn get(state: &AppState, headers: &HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !accept.contains("text/event-stream") {
+        return plain(StatusCode::METHOD_NOT_ALLOWED, "GET needs Accept: text/event-stream.");
+    }
+    match session_of(state, headers) {
+        Err(rejection) => rejection,
+        Ok(None) => {
+            plain(StatusCode::METHOD_NOT_ALLOWED, "GET needs an Mcp-Session-Id from initialize.")
+        }
+        Ok(Some(_)) => {
+            let ticks = stream::unfold((), |()| async {
+                tokio::time::sleep(KEEPALIVE_EVERY).await;
+                Some((Ok::<_, Infallible>(Bytes::from_static(b": keep-alive\n\n")), ()))
+            });
+            let first = stream::once(async {
+                Ok::<_, Infallible>(Bytes::from_static(b": stream open\n\n"))
+            });
+            let body = Body::from_stream(futures_util::StreamExt::chain(first, ticks));
+            (
+                [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
+                body,
+            )
+                .into_response()
+        }
+    }
+}
+
+fn delete(state: &AppState, headers: &HeaderMap) -> Response {
+    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+        return plain(StatusCode::BAD_REQUEST, "DELETE needs the Mcp-Session-Id to end.");
+    };
+    if state.sessions.close(id) {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        plain(StatusCode::NOT_FOUND, "Session not found.")
+    }
+}
+
+/// DNS-rebinding protection: browsers on other origins get 403; a Host that is not ours
+/// (a rebound name) gets 421.
+fn check_origin_and_host(state: &AppState, headers: &HeaderMap) -> Result<(), Response> {
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        let allowed = origin_host(origin).is_some_and(is_loopback_name)
+            || state.config.allowed_origins.iter().any(|o| o == "*" || o == origin);
+        if !allowed {
+            return Err(plain(StatusCode::FORBIDDEN, "Forbidden: Origin not allowed."));
+        }
+    }
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
+        return Ok(());
+    };
+    let name = strip_port(host);
+    let config = &state.config;
+    let allowed = is_loopback_name(name)
+        || name == config.host
+        || is_wildcard(&config.host) && config.allowed_hosts.is_empty()
+        || config.allowed_hosts.iter().any(|h| h == "*" || h == name || h == host);
+    if allowed {
+        Ok(())
+    } else {
+        Err(plain(StatusCode::MISDIRECTED_REQUEST, "Misdirected Request: Host not allowed."))
+    }
+}
+
+fn is_wildcard(host: &str) -> bool {
+    host == "0.0.0.0" || host == "::" || host == "[::]"
+}
+
+fn origin_host(origin: &str) -> Option<&str> {
+    let rest = origin.split_once("://")?.1;
+    Some(strip_port(rest.split('/').next().unwrap_or(rest)))
+}
+
+fn strip_port(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    host.rsplit_once(':').map_or(host, |(name, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) { name } else { host }
+    })
+}
+
+fn is_loopback_name(name: &str) -> bool {
+    matches!(name, "localhost" | "127.0.0.1" | "::1") || name.ends_with(".localhost")
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response {
+    (status, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response()
+}
+
+fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = dispatch::error(&Value::Null, code, message);
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(input: &str, expected: &str) {
+        assert_eq!(strip_port(input), expected, "{input}");
+    }
+
+    #[test]
+    fn hosts_lose_their_ports() {
+        check("127.0.0.1:8765", "127.0.0.1");
+        check("localhost", "localhost");
+        check("[::1]:80", "::1");
+        check("example.com:x", "example.com:x");
+    }
+
+    #[test]
+    fn origins_are_reduced_to_hosts() {
+        assert_eq!(origin_host("http://localhost:3000"), Some("localhost"));
+        assert_eq!(origin_host("https://evil.example/path"), Some("evil.example"));
+        assert_eq!(origin_host("null"), None);
+    }
+}

@@ -1,0 +1,29 @@
+//! Shared state of every request: the core, the settings, the tool registry, MCP sessions.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use mailroom_core::Mailroom;
+
+use crate::config::ServerConfig;
+use crate::mcp::session::Sessions;
+use crate::mcp::tools::Registry;
+
+/// Cheap to clone: everything is behind `Arc`.
+#[derive(Clone)]
+pub struct AppState {
+    pub core: Mailroom,
+    pub config: Arc<ServerConfig>,
+    pub tools: Arc<Registry>,
+    pub sessions: Arc<Sessions>,
+    pub started: Instant,
+}
+
+impl AppState {
+    /// Builds the state once at start-up (tool catalog and schemas included).
+    pub fn new(core: Mailroom, config: ServerConfig) -> Self {
+        let tools = Arc::new(Registry::build(core.config().worktrees_enabled));
+        let sessions = Arc::new(Sessions::new(config.max_sessions));
+        Self { core, config: Arc::new(config), tools, sessions, started: Instant::now() }
+    }
+}

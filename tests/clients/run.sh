@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Independent-client tests: start a mailroom server and drive it with the official MCP SDKs
+# (Python: tests/clients/python_sdk_client.py, TypeScript: tests/clients/ts/client.mjs).
+#
+# Usage: tests/clients/run.sh [path/to/mailroom]     (default: target/debug/mailroom)
+#
+# Builds nothing. Needs .venv/bin/python with the `mcp` package and `npm ci` done in
+# tests/clients/ts (.ci/run sets both up). Environment knobs:
+#   MAILROOM_CLIENT_PYTHON  python interpreter for the Python client (default: <repo>/.venv/bin/python)
+#   MAILROOM_CLIENT_NODE    node binary for the TypeScript client     (default: node on PATH)
+#   MAILROOM_CLIENT_TIMEOUT seconds each client may spend talking to the server (default: 60)
+#   MAILROOM_MCP_PATH       MCP endpoint path                          (default: /mcp)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BIN_ARG="${1:-target/debug/mailroom}"
+case "$BIN_ARG" in
+  /*) BIN="$BIN_ARG" ;;
+  *) if [[ -e "$BIN_ARG" ]]; then BIN="$(pwd)/$BIN_ARG"; else BIN="$ROOT/$BIN_ARG"; fi ;;
+esac
+cd "$ROOT"
+
+PYTHON="${MAILROOM_CLIENT_PYTHON:-$ROOT/.venv/bin/python}"
+NODE="${MAILROOM_CLIENT_NODE:-node}"
+MCP_PATH="${MAILROOM_MCP_PATH:-/mcp}"
+STARTUP_TIMEOUT=30
+
+say() { printf '[clients] %s\n' "$*"; }
+die() { printf '[clients] ERROR: %s\n' "$*" >&2; exit 1; }
+
+[[ -x "$BIN" ]] || die "mailroom binary not found or not executable: $BIN (build it first: cargo build -p mailroom)"
+[[ -x "$PYTHON" ]] || die "python interpreter not found: $PYTHON (create .venv and pip install mcp; see .ci/run)"
+command -v "$NODE" >/dev/null 2>&1 || die "node not found: $NODE"
+[[ -d "$ROOT/tests/clients/ts/node_modules/@modelcontextprotocol/sdk" ]] \
+  || die "tests/clients/ts/node_modules is missing (run: npm ci --prefix tests/clients/ts)"
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/mailroom-clients.XXXXXX")"
+DATA_DIR="$WORK/data"
+SERVER_LOG="$WORK/server.log"
+mkdir -p "$DATA_DIR"
+SERVER_PID=""
+
+stop_server() {
+  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      kill -0 "$SERVER_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+      say "server did not stop on SIGTERM within 5 s; sending SIGKILL"
+      kill -KILL "$SERVER_PID" 2>/dev/null || true
+    fi
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  SERVER_PID=""
+}
+
+show_server_log() {
+  echo "----- server log ($SERVER_LOG), last 200 lines -----"
+  tail -n 200 "$SERVER_LOG" 2>/dev/null || echo "(no server log)"
+  echo "----- end of server log -----"
+}
+
+cleanup() {
+  stop_server
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() {
+  python3 - <<'PY'
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()
+PY
+}
+
+http_status() {
+  # Prints the HTTP status of GET $1 and its body on the next line, or "000" when unreachable.
+  python3 - "$1" <<'PY'
+import sys, urllib.request, urllib.error
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=2) as r:
+        print(r.status); print(r.read().decode("utf-8", "replace"))
+except urllib.error.HTTPError as e:
+    print(e.code); print(e.read().decode("utf-8", "replace"))
+except Exception as e:  # connection refused, timeout, ...
+    print("000"); print(e)
+PY
+}
+
+PORT="$(free_port)"
+BASE="http://127.0.0.1:$PORT"
+URL="$BASE$MCP_PATH"
+
+say "server: $BIN serve --host 127.0.0.1 --port $PORT --data-dir $DATA_DIR"
+"$BIN" serve --host 127.0.0.1 --port "$PORT" --data-dir "$DATA_DIR" >"$SERVER_LOG" 2>&1 &
+SERVER_PID=$!
+
+deadline=$((SECONDS + STARTUP_TIMEOUT))
+ready=0
+while ((SECONDS < deadline)); do
+  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+    wait "$SERVER_PID" && rc=0 || rc=$?
+    SERVER_PID=""
+    say "FAIL: server exited during start-up (exit code $rc)"
+    show_server_log
+    exit 1
+  fi
+  reply="$(http_status "$BASE/health/liveness")"
+  if [[ "$(head -n1 <<<"$reply")" == "200" ]]; then
+    ready=1
+    break
+  fi
+  sleep 0.25
+done
+if ((ready == 0)); then
+  say "FAIL: server did not answer 200 on GET /health/liveness within ${STARTUP_TIMEOUT} s (last: $(tr '\n' ' ' <<<"$reply"))"
+  show_server_log
+  exit 1
+fi
+say "server is up at $BASE (liveness: $(tail -n +2 <<<"$reply" | tr -d '\n'))"
+
+export MAILROOM_CLIENT_TIMEOUT="${MAILROOM_CLIENT_TIMEOUT:-60}"
+passed=0
+failed=0
+failed_names=()
+
+run_client() {
+  local name="$1"
+  shift
+  say "=== $name: $* $URL"
+  local rc=0
+  "$@" "$URL" || rc=$?
+  if ((rc == 0)); then
+    say "PASS: $name"
+    passed=$((passed + 1))
+  else
+    say "FAIL: $name (exit code $rc)"
+    failed=$((failed + 1))
+    failed_names+=("$name")
+  fi
+}
+
+run_client "python-sdk-client" "$PYTHON" "$ROOT/tests/clients/python_sdk_client.py"
+run_client "ts-sdk-client" "$NODE" "$ROOT/tests/clients/ts/client.mjs"
+
+if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+  say "FAIL: the server is no longer running after the clients ran"
+  failed=$((failed + 1))
+  failed_names+=("server-still-running")
+  SERVER_PID=""
+fi
+
+if ((failed > 0)); then
+  show_server_log
+  say "failed: ${failed_names[*]}"
+fi
+stop_server
+echo "clients: $passed passed, $failed failed"
+((failed == 0))
