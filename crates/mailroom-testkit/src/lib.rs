@@ -1,1 +1,162 @@
-//! placeholder
+//! Test harness: boots a real mailroom server (real SQLite in a temp dir) on 127.0.0.1:0 and
+//! talks to it over HTTP, so tests exercise exactly what clients see. The listener is bound
+//! before the server task starts, so no test sleeps waiting for a port.
+
+use std::path::PathBuf;
+
+use mailroom_core::{CoreConfig, Mailroom};
+use mailroom_server::{AppState, ServerConfig};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+/// A running server and an HTTP client for it.
+pub struct TestApp {
+    pub base_url: String,
+    pub client: reqwest::Client,
+    pub data_dir: tempfile::TempDir,
+    stop: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+/// Knobs for [`TestApp::start_with`].
+#[derive(Debug, Clone, Default)]
+pub struct TestOptions {
+    /// Enable the worktree-gated features (identity fields, products, build slots).
+    pub worktrees_enabled: bool,
+    /// Port reported by health_check (the conformance fixture recorded 8765).
+    pub reported_port: Option<u16>,
+}
+
+impl TestApp {
+    /// Starts a server with default settings.
+    pub async fn start() -> Self {
+        Self::start_with(TestOptions::default()).await
+    }
+
+    /// Starts a server with the given options.
+    pub async fn start_with(options: TestOptions) -> Self {
+        let data_dir = tempfile::tempdir().expect("temp dir");
+        let mut core_config = CoreConfig::for_data_dir(data_dir.path());
+        core_config.worktrees_enabled = options.worktrees_enabled;
+        let core = Mailroom::open(core_config).expect("open core");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address");
+        let server_config = ServerConfig {
+            port: options.reported_port.unwrap_or(address.port()),
+            ..ServerConfig::default()
+        };
+        let state = AppState::new(core, server_config);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server = tokio::spawn(mailroom_server::serve(listener, state, async move {
+            let _ = stopped.await;
+        }));
+        Self {
+            base_url: format!("http://{address}"),
+            client: reqwest::Client::new(),
+            data_dir,
+            stop: Some(stop),
+            server: Some(server),
+        }
+    }
+
+    /// The data directory of this server.
+    pub fn data_path(&self) -> PathBuf {
+        self.data_dir.path().to_path_buf()
+    }
+
+    /// POSTs a JSON-RPC message to `/mcp` and returns the parsed JSON response.
+    pub async fn rpc(&self, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let response = self
+            .client
+            .post(format!("{}/mcp", self.base_url))
+            .json(&body)
+            .send()
+            .await
+            .expect("rpc request");
+        response.json().await.expect("rpc json")
+    }
+
+    /// Calls a tool and returns the JSON-RPC `result` (content, structuredContent, isError).
+    pub async fn call_tool_raw(&self, name: &str, arguments: Value) -> Value {
+        let response = self.rpc("tools/call", json!({"name": name, "arguments": arguments})).await;
+        response.get("result").cloned().unwrap_or_else(|| panic!("no result: {response}"))
+    }
+
+    /// Calls a tool: `Ok(parsed text content)` or `Err(error text)` when `isError`.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, String> {
+        let result = self.call_tool_raw(name, arguments).await;
+        let text = result["content"][0]["text"].as_str().unwrap_or_default().to_string();
+        if result["isError"].as_bool().unwrap_or(false) {
+            return Err(text);
+        }
+        Ok(serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("tool text is not JSON ({e}): {text}")))
+    }
+
+    /// Calls a tool that must succeed.
+    pub async fn tool_ok(&self, name: &str, arguments: Value) -> Value {
+        self.call_tool(name, arguments).await.unwrap_or_else(|e| panic!("{name} failed: {e}"))
+    }
+
+    /// POSTs JSON to a REST path; returns status and parsed body.
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base_url))
+            .json(&body)
+            .send()
+            .await
+            .expect("post");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// GETs a path; returns status and body text.
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        let response =
+            self.client.get(format!("{}{path}", self.base_url)).send().await.expect("get");
+        (response.status().as_u16(), response.text().await.unwrap_or_default())
+    }
+
+    /// Creates a project and two agents that may message each other; returns the slug.
+    pub async fn seed_pair(&self, path: &str, sender: &str, recipient: &str) -> String {
+        let project = self.tool_ok("ensure_project", json!({"human_key": path})).await;
+        let slug = project["slug"].as_str().expect("slug").to_string();
+        for name in [sender, recipient] {
+            self.tool_ok(
+                "register_agent",
+                json!({"project_key": slug, "program": "codex-cli", "model": "gpt-5", "name": name}),
+            )
+            .await;
+        }
+        self.tool_ok(
+            "set_contact_policy",
+            json!({"project_key": slug, "agent_name": recipient, "policy": "open"}),
+        )
+        .await;
+        slug
+    }
+
+    /// Stops the server gracefully and waits for it.
+    pub async fn stop(mut self) {
+        self.shutdown().await;
+    }
+
+    async fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}

@@ -5,6 +5,7 @@ pub mod health;
 pub mod rest;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::routing::{any, get, post};
 use serde_json::json;
@@ -31,7 +32,8 @@ pub fn router(state: AppState) -> Router {
     for path in oauth_discovery_paths(&state.config.mcp_path) {
         router = router.route(&path, get(oauth_disabled));
     }
-    router.with_state(state)
+    let body_limit = DefaultBodyLimit::max(state.config.max_body_bytes);
+    router.layer(body_limit).with_state(state)
 }
 
 /// `/mcp`, `/api` and HTTP_PATH, each with and without the trailing slash.

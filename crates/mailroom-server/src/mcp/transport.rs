@@ -33,7 +33,7 @@ pub async fn endpoint(
     body: Bytes,
 ) -> Response {
     if let Err(rejection) = check_origin_and_host(&state, &headers) {
-        return rejection;
+        return *rejection;
     }
     match method {
         Method::POST => post(&state, &headers, body).await,
@@ -53,7 +53,7 @@ async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
     }
     let session = match session_of(state, headers) {
         Ok(session) => session,
-        Err(rejection) => return rejection,
+        Err(rejection) => return *rejection,
     };
     let message: Value = match serde_json::from_slice(&body) {
         Ok(value) => value,
@@ -132,29 +132,32 @@ fn respond(headers: &HeaderMap, reply: String) -> Response {
 
 /// The session named by the request, if any. Unknown ids get 404 (the client must
 /// re-initialize); unsupported protocol versions get 400.
-fn session_of(state: &AppState, headers: &HeaderMap) -> Result<Option<session::Session>, Response> {
+fn session_of(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<session::Session>, Box<Response>> {
     if let Some(version) = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok())
         && !SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
     {
-        return Err(rpc_error(
+        return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             code::INVALID_REQUEST,
             &format!(
                 "Unsupported MCP-Protocol-Version '{version}'; supported: {}.",
                 SUPPORTED_PROTOCOL_VERSIONS.join(", ")
             ),
-        ));
+        )));
     }
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return Ok(None);
     };
     match state.sessions.touch(id) {
         Some(session) => Ok(Some(session)),
-        None => Err(rpc_error(
+        None => Err(Box::new(rpc_error(
             StatusCode::NOT_FOUND,
             code::INVALID_REQUEST,
             "Session not found or expired; initialize a new session.",
-        )),
+        ))),
     }
 }
 
@@ -166,7 +169,7 @@ fn get(state: &AppState, headers: &HeaderMap) -> Response {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "GET needs Accept: text/event-stream.");
     }
     match session_of(state, headers) {
-        Err(rejection) => rejection,
+        Err(rejection) => *rejection,
         Ok(None) => {
             plain(StatusCode::METHOD_NOT_ALLOWED, "GET needs an Mcp-Session-Id from initialize.")
         }
@@ -201,13 +204,13 @@ fn delete(state: &AppState, headers: &HeaderMap) -> Response {
 
 /// DNS-rebinding protection: browsers on other origins get 403; a Host that is not ours
 /// (a rebound name) gets 421.
-fn check_origin_and_host(state: &AppState, headers: &HeaderMap) -> Result<(), Response> {
+fn check_origin_and_host(state: &AppState, headers: &HeaderMap) -> Result<(), Box<Response>> {
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
         let allowed = origin_host(origin).is_some_and(is_loopback_name)
             || state.config.allowed_origins.iter().any(|o| o == "*" || o == origin);
         if !allowed {
-            return Err(plain(StatusCode::FORBIDDEN, "Forbidden: Origin not allowed."));
+            return Err(Box::new(plain(StatusCode::FORBIDDEN, "Forbidden: Origin not allowed.")));
         }
     }
     let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
@@ -222,7 +225,10 @@ fn check_origin_and_host(state: &AppState, headers: &HeaderMap) -> Result<(), Re
     if allowed {
         Ok(())
     } else {
-        Err(plain(StatusCode::MISDIRECTED_REQUEST, "Misdirected Request: Host not allowed."))
+        Err(Box::new(plain(
+            StatusCode::MISDIRECTED_REQUEST,
+            "Misdirected Request: Host not allowed.",
+        )))
     }
 }
 

@@ -24,9 +24,16 @@ impl<'c> Db<'c> {
         Self { conn }
     }
 
-    /// `SELECT 1`: proves the database answers.
+    /// Proves the database answers: reads the file header and a real table, so a missing,
+    /// corrupt or unreadable file fails here (`SELECT 1` alone touches no file).
     pub fn ping(&self) -> crate::error::Result<()> {
-        self.conn.query_row("SELECT 1", [], |_| Ok(())).map_err(map_err)
+        self.conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM sqlite_master), (SELECT id FROM projects LIMIT 1)",
+                [],
+                |_| Ok(()),
+            )
+            .map_err(map_err)
     }
 }
 

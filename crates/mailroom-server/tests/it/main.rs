@@ -1,0 +1,7 @@
+//! Integration tests: a real server on 127.0.0.1:0, driven over HTTP.
+
+mod conformance;
+mod health;
+mod messaging;
+mod rest;
+mod transport;

@@ -1,0 +1,257 @@
+//! Tools end to end: identity, contacts, messaging, search, bad input.
+
+use mailroom_testkit::TestApp;
+use serde_json::json;
+
+#[tokio::test]
+async fn send_fetch_reply_read_and_ack() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/alpha", "BlueLake", "GreenCastle").await;
+    let sent = app
+        .tool_ok(
+            "send_message",
+            json!({"project_key": slug, "sender_name": "BlueLake",
+            "to": ["GreenCastle"], "subject": "Plan", "body_md": "Ship it", "ack_required": true}),
+        )
+        .await;
+    assert_eq!(sent["count"], 1);
+    let id = sent["deliveries"][0]["payload"]["id"].as_i64().expect("id");
+    let inbox = app
+        .tool_ok(
+            "fetch_inbox",
+            json!({"project_key": slug, "agent_name": "greencastle", "include_bodies": true}),
+        )
+        .await;
+    assert_eq!(inbox[0]["id"], id);
+    assert_eq!(inbox[0]["body_md"], "Ship it");
+    assert_eq!(inbox[0]["kind"], "to");
+    let reply = app
+        .tool_ok(
+            "reply_message",
+            json!({"project_key": slug, "message_id": id,
+            "sender_name": "GreenCastle", "body_md": "On it"}),
+        )
+        .await;
+    assert_eq!(reply["subject"], "Re: Plan");
+    assert_eq!(reply["thread_id"], id.to_string());
+    assert_eq!(reply["to"], json!(["BlueLake"]));
+    let read = app
+        .tool_ok(
+            "mark_message_read",
+            json!({"project_key": slug, "agent_name": "GreenCastle", "message_id": id}),
+        )
+        .await;
+    assert_eq!(read["read"], true);
+    let ack = app
+        .tool_ok(
+            "acknowledge_message",
+            json!({"project_key": slug, "agent_name": "GreenCastle", "message_id": id}),
+        )
+        .await;
+    assert_eq!(ack["acknowledged"], true);
+    assert_eq!(ack["read_at"], read["read_at"], "first read wins");
+    let again = app
+        .tool_ok(
+            "acknowledge_message",
+            json!({"project_key": slug, "agent_name": "GreenCastle", "message_id": id}),
+        )
+        .await;
+    assert_eq!(again["acknowledged_at"], ack["acknowledged_at"], "acknowledgement is idempotent");
+}
+
+#[tokio::test]
+async fn contact_policy_blocks_then_the_request_unlocks() {
+    let app = TestApp::start().await;
+    app.tool_ok("ensure_project", json!({"human_key": "/work/beta"})).await;
+    for name in ["RedFox", "SilverHawk"] {
+        app.tool_ok(
+            "register_agent",
+            json!({"project_key": "/work/beta", "program": "p", "model": "m", "name": name}),
+        )
+        .await;
+    }
+    app.tool_ok(
+        "set_contact_policy",
+        json!({"project_key": "work-beta", "agent_name": "SilverHawk", "policy": "contacts_only"}),
+    )
+    .await;
+    let send = json!({"project_key": "work-beta", "sender_name": "RedFox", "to": ["SilverHawk"], "subject": "hi", "body_md": "x"});
+    let blocked = app.call_tool("send_message", send.clone()).await.expect_err("blocked");
+    assert!(blocked.contains("Contact approval required"), "{blocked}");
+    // The automatic request left an intro message; still blocked until approved (contacts_only).
+    assert!(app.call_tool("send_message", send.clone()).await.is_err());
+    app.tool_ok("respond_contact", json!({"project_key": "work-beta", "to_agent": "SilverHawk", "from_agent": "RedFox", "accept": true})).await;
+    app.tool_ok("send_message", send).await;
+    let contacts = app
+        .tool_ok("list_contacts", json!({"project_key": "work-beta", "agent_name": "SilverHawk"}))
+        .await;
+    assert_eq!(contacts[0]["to"], "RedFox");
+    assert_eq!(contacts[0]["status"], "approved");
+    app.tool_ok(
+        "set_contact_policy",
+        json!({"project_key": "work-beta", "agent_name": "SilverHawk", "policy": "block_all"}),
+    )
+    .await;
+    let refused = app
+        .call_tool(
+            "send_message",
+            json!({"project_key": "work-beta", "sender_name": "RedFox",
+        "to": ["SilverHawk"], "subject": "hi", "body_md": "x"}),
+        )
+        .await
+        .expect_err("block_all");
+    assert!(refused.contains("not accepting messages"), "{refused}");
+}
+
+#[tokio::test]
+async fn search_finds_words_and_survives_hostile_queries() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/gamma", "BlueLake", "GreenCastle").await;
+    for (subject, body) in [("Deploy POL-358", "migrate the database"), ("Lunch", "tacos")] {
+        app.tool_ok(
+            "send_message",
+            json!({"project_key": slug, "sender_name": "BlueLake",
+            "to": ["GreenCastle"], "subject": subject, "body_md": body}),
+        )
+        .await;
+    }
+    let search = |q: &str| json!({"project_key": slug, "query": q});
+    let hits = app.tool_ok("search_messages", search("migrate")).await;
+    assert_eq!(hits["result"][0]["subject"], "Deploy POL-358");
+    assert_eq!(hits["result"][0]["ack_required"], 0);
+    let hyphen = app.tool_ok("search_messages", search("POL-358")).await;
+    assert_eq!(hyphen["result"].as_array().map(Vec::len), Some(1));
+    let prefix = app.tool_ok("search_messages", search("migr*")).await;
+    assert_eq!(prefix["result"].as_array().map(Vec::len), Some(1));
+    for hostile in ["", "*", "\"unterminated", "AND", "a OR", "((", "NEAR(", "subject:"] {
+        let outcome = app.call_tool("search_messages", search(hostile)).await;
+        assert!(outcome.is_ok(), "{hostile:?} must not error: {outcome:?}");
+    }
+}
+
+#[tokio::test]
+async fn bad_input_gets_errors_naming_the_problem_and_writes_nothing() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/delta", "BlueLake", "GreenCastle").await;
+    let cases = [
+        ("ensure_project", json!({"human_key": "relative/path"}), "absolute directory path"),
+        (
+            "send_message",
+            json!({"project_key": slug, "sender_name": "BlueLake", "to": "GreenCastle", "subject": "s", "body_md": "b"}),
+            "to",
+        ),
+        (
+            "send_message",
+            json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"], "subject": "s"}),
+            "body_md",
+        ),
+        (
+            "send_message",
+            json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"], "subject": "s", "body_md": "b", "colour": "red"}),
+            "colour",
+        ),
+        (
+            "send_message",
+            json!({"project_key": slug, "sender_name": "BlueLake", "to": ["NoSuchAgent"], "subject": "s", "body_md": "b"}),
+            "NoSuchAgent",
+        ),
+        (
+            "send_message",
+            json!({"project_key": slug, "sender_name": "BlueLake", "to": ["claude-code"], "subject": "s", "body_md": "b"}),
+            "Invalid recipient",
+        ),
+        (
+            "send_message",
+            json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"], "subject": "s", "body_md": "b", "thread_id": "../etc"}),
+            "thread_id",
+        ),
+        (
+            "send_message",
+            json!({"project_key": "nope", "sender_name": "BlueLake", "to": ["GreenCastle"], "subject": "s", "body_md": "b"}),
+            "not found",
+        ),
+        (
+            "fetch_inbox",
+            json!({"project_key": slug, "agent_name": "GreenCastle", "limit": 0}),
+            "limit",
+        ),
+        (
+            "fetch_inbox",
+            json!({"project_key": slug, "agent_name": "GreenCastle", "limit": "many"}),
+            "limit",
+        ),
+        (
+            "fetch_inbox",
+            json!({"project_key": slug, "agent_name": "GreenCastle", "since_ts": "yesterday"}),
+            "since_ts",
+        ),
+        ("register_agent", json!({"project_key": slug, "program": " ", "model": "m"}), "program"),
+        (
+            "mark_message_read",
+            json!({"project_key": slug, "agent_name": "GreenCastle", "message_id": 999}),
+            "not found",
+        ),
+        ("no_such_tool", json!({}), "Unknown tool"),
+    ];
+    for (tool, args, needle) in cases {
+        let error = app.call_tool(tool, args.clone()).await.expect_err(tool);
+        assert!(error.contains(needle), "{tool} {args}: {error}");
+    }
+    let inbox =
+        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    assert_eq!(inbox, json!([]), "no failed call left a message behind");
+    let lax = app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle", "limit": "5", "include_bodies": "true"})).await;
+    assert_eq!(lax, json!([]), "numeric and boolean strings are coerced as the reference does");
+}
+
+#[tokio::test]
+async fn fifty_concurrent_registrations_of_one_name_all_succeed() {
+    let app = std::sync::Arc::new(TestApp::start().await);
+    app.tool_ok("ensure_project", json!({"human_key": "/work/epsilon"})).await;
+    let calls = (0..50).map(|i| {
+        let app = app.clone();
+        tokio::spawn(async move {
+            app.call_tool(
+                "register_agent",
+                json!({"project_key": "work-epsilon", "program": "p",
+                "model": format!("m{i}"), "name": "BlueLake"}),
+            )
+            .await
+        })
+    });
+    let outcomes = futures_join(calls).await;
+    assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
+    let agents = app.tool_ok("list_agents", json!({"project_key": "work-epsilon"})).await;
+    assert_eq!(agents["agents"].as_array().map(Vec::len), Some(1), "{agents}");
+}
+
+#[tokio::test]
+async fn generated_names_follow_the_adjective_noun_rule() {
+    let app = TestApp::start().await;
+    app.tool_ok("ensure_project", json!({"human_key": "/work/zeta"})).await;
+    let agent = app
+        .tool_ok(
+            "register_agent",
+            json!({"project_key": "/work/zeta", "program": "p", "model": "m"}),
+        )
+        .await;
+    let name = agent["name"].as_str().expect("name");
+    assert!(mailroom_core::model::names::is_valid_adjective_noun(name), "{name}");
+    let coerced = app
+        .tool_ok(
+            "create_agent_identity",
+            json!({"project_key": "/work/zeta", "program": "p", "model": "m", "name_hint": name}),
+        )
+        .await;
+    assert_ne!(coerced["name"], name, "a taken hint yields a fresh name");
+}
+
+async fn futures_join<T: Send + 'static>(
+    handles: impl Iterator<Item = tokio::task::JoinHandle<T>>,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    for handle in handles {
+        out.push(handle.await.expect("task"));
+    }
+    out
+}

@@ -1,0 +1,162 @@
+//! Streamable HTTP rules: stateless POSTs, sessions, negotiation, rejections.
+
+use mailroom_testkit::TestApp;
+use serde_json::{Value, json};
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"it","version":"0"}}}"#;
+
+async fn post_raw(
+    app: &TestApp,
+    path: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut request = app
+        .client
+        .post(format!("{}{path}", app.base_url))
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.expect("post")
+}
+
+#[tokio::test]
+async fn tools_work_without_initialize_on_every_alias() {
+    let app = TestApp::start().await;
+    for path in ["/mcp", "/mcp/", "/api", "/api/"] {
+        let body = r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#;
+        let response = post_raw(&app, path, body, &[]).await;
+        assert_eq!(response.status(), 200, "{path}");
+        assert!(response.headers().get("mcp-session-id").is_none());
+        let json: Value = response.json().await.expect("json");
+        assert_eq!(json["id"], 7);
+        let names: Vec<&str> = json["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        for expected in ["send_message", "fetch_inbox", "register_agent", "search_messages"] {
+            assert!(names.contains(&expected), "{path} lacks {expected}: {names:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn initialize_opens_a_session_that_get_and_delete_honour() {
+    let app = TestApp::start().await;
+    let response =
+        post_raw(&app, "/mcp", INIT, &[("accept", "application/json, text/event-stream")]).await;
+    assert_eq!(response.status(), 200);
+    let session = response.headers()["mcp-session-id"].to_str().expect("header").to_string();
+    let json: Value = response.json().await.expect("json");
+    assert_eq!(json["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(json["result"]["serverInfo"]["name"], "mcp-agent-mail");
+
+    let notified = post_raw(
+        &app,
+        "/mcp",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        &[("mcp-session-id", &session), ("mcp-protocol-version", "2025-06-18")],
+    )
+    .await;
+    assert_eq!(notified.status(), 202);
+
+    let stream = app
+        .client
+        .get(format!("{}/mcp", app.base_url))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(stream.status(), 200);
+    assert_eq!(stream.headers()["content-type"], "text/event-stream");
+    drop(stream);
+
+    let deleted = app
+        .client
+        .delete(format!("{}/mcp", app.base_url))
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(deleted.status(), 204);
+    let after = post_raw(
+        &app,
+        "/mcp",
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+        &[("mcp-session-id", &session)],
+    )
+    .await;
+    assert_eq!(after.status(), 404, "a deleted session is gone");
+}
+
+#[tokio::test]
+async fn event_stream_only_clients_get_sse_responses() {
+    let app = TestApp::start().await;
+    let response = post_raw(
+        &app,
+        "/mcp",
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#,
+        &[("accept", "text/event-stream")],
+    )
+    .await;
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let text = response.text().await.expect("text");
+    assert!(text.starts_with("event: message\ndata: {"), "{text}");
+    assert!(text.contains(r#""id":3"#), "{text}");
+}
+
+#[tokio::test]
+async fn bad_requests_are_rejected_clearly() {
+    let app = TestApp::start().await;
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], u16, &'a str);
+    let cases: [Case; 6] = [
+        ("{not json", &[], 400, "Parse error"),
+        (r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, &[], 400, "Batch"),
+        (r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, &[], 400, "jsonrpc"),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            &[("origin", "http://evil.example")],
+            403,
+            "Origin",
+        ),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, &[("host", "evil.example")], 421, "Host"),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            &[("mcp-protocol-version", "1999-01-01")],
+            400,
+            "Unsupported",
+        ),
+    ];
+    for (body, headers, status, needle) in cases {
+        let response = post_raw(&app, "/mcp", body, headers).await;
+        assert_eq!(response.status(), status, "{body} {headers:?}");
+        let text = response.text().await.expect("text");
+        assert!(text.contains(needle), "{body}: {text}");
+    }
+    let localhost = post_raw(
+        &app,
+        "/mcp",
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+        &[("origin", "http://localhost:6274")],
+    )
+    .await;
+    assert_eq!(localhost.status(), 200, "loopback origins (e.g. the Inspector) are allowed");
+    let unknown = app.rpc("no/such", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32601);
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_refused() {
+    let app = TestApp::start().await;
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(9 << 20)
+    );
+    let response = post_raw(&app, "/mcp", &huge, &[]).await;
+    assert!(response.status() == 413 || response.status() == 400, "{}", response.status());
+}
