@@ -336,3 +336,22 @@ fn respond(
     }
     Ok(outcome(expires, 1))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_policy;
+
+    fn check(raw: &str, expected: &str) {
+        assert_eq!(normalize_policy(raw), expected, "{raw:?}");
+    }
+
+    #[test]
+    fn policies_are_lower_cased_and_unknown_ones_mean_auto() {
+        check("open", "open");
+        check(" CONTACTS_ONLY ", "contacts_only");
+        check("Block_All", "block_all");
+        check("auto", "auto");
+        check("everyone", "auto");
+        check("", "auto");
+    }
+}
