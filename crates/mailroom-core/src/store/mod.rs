@@ -1,10 +1,12 @@
 //! Persistence: SQLite is the live state (and, from the archive issue on, the Git archive the
 //! durable ledger). Only this module touches SQL.
 //!
-//! One writer thread owns the only read-write connection and runs each write job in its own
-//! `BEGIN IMMEDIATE` transaction, so multi-row writes land together or not at all and writers
-//! never fight over SQLite's lock. Reads use a small pool of read-only connections on blocking
-//! threads, so a slow write never stalls a read (WAL).
+//! One writer thread owns the only read-write connection, so writers never fight over
+//! SQLite's lock. It takes every job already queued (group commit): one `BEGIN IMMEDIATE`
+//! transaction, one savepoint per job (a failing job rolls back alone, so each job's rows
+//! land together or not at all), one commit for the batch, and only then the replies, so an
+//! answer always means committed. Reads use a small pool of read-only connections on
+//! blocking threads, so a slow write never stalls a read (WAL).
 
 pub mod db;
 
@@ -22,7 +24,13 @@ const WRITE_QUEUE_CAPACITY: usize = 1024;
 /// Prepared statements kept per connection; covers every query the server issues.
 const STATEMENT_CACHE_CAPACITY: usize = 128;
 
-type WriteJob = Box<dyn FnOnce(&mut Connection) + Send>;
+/// Most jobs committed together; bounds the latency a long batch adds to its first job.
+const MAX_BATCH: usize = 256;
+
+/// Delivers a job's outcome once the batch's commit result is known.
+type Finish = Box<dyn FnOnce(Result<()>) + Send>;
+/// Runs inside the batch transaction; says whether it succeeded and how to answer.
+type WriteJob = Box<dyn FnOnce(&Connection) -> (bool, Finish) + Send>;
 
 /// Handle to the database; cheap to clone.
 #[derive(Clone)]
@@ -71,8 +79,13 @@ impl Store {
         R: Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
-        let boxed: WriteJob = Box::new(move |conn: &mut Connection| {
-            let _ = reply.send(run_in_transaction(conn, job));
+        let boxed: WriteJob = Box::new(move |conn: &Connection| {
+            let outcome = job(&Db::new(conn));
+            let succeeded = outcome.is_ok();
+            let finish: Finish = Box::new(move |committed: Result<()>| {
+                let _ = reply.send(committed.and(outcome));
+            });
+            (succeeded, finish)
         });
         self.inner
             .writer
@@ -124,19 +137,38 @@ impl Inner {
     }
 }
 
-fn run_in_transaction<R>(
-    conn: &mut Connection,
-    job: impl FnOnce(&Db<'_>) -> Result<R>,
-) -> Result<R> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db::map_err)?;
-    let outcome = job(&Db::new(&tx))?;
-    tx.commit().map_err(db::map_err)?;
-    Ok(outcome)
+/// Runs a batch of jobs in one transaction, each in its own savepoint, then answers them all.
+fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>) {
+    let mut finishers = Vec::with_capacity(batch.len());
+    let committed = (|| -> Result<()> {
+        let tx =
+            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db::map_err)?;
+        for job in batch {
+            tx.execute_batch("SAVEPOINT job").map_err(db::map_err)?;
+            let (succeeded, finish) = job(&tx);
+            finishers.push(finish);
+            let end = if succeeded { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
+            tx.execute_batch(end).map_err(db::map_err)?;
+        }
+        tx.commit().map_err(db::map_err)
+    })();
+    // Jobs never reached (the batch failed early) are dropped, so their callers see "writer
+    // dropped a job"; jobs that ran get the commit's verdict.
+    for finish in finishers {
+        finish(committed.clone());
+    }
 }
 
 fn run_writer(mut conn: Connection, mut jobs: mpsc::Receiver<WriteJob>) {
-    while let Some(job) = jobs.blocking_recv() {
-        job(&mut conn);
+    while let Some(first) = jobs.blocking_recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        run_batch(&mut conn, batch);
     }
     // All senders are gone: fold the WAL back so the database file is complete on its own.
     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
@@ -165,4 +197,38 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
     .map_err(db::map_err)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
     Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::time::Timestamp;
+
+    /// Concurrent writes land in shared batches; a failing job rolls back only its own rows.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failing_job_rolls_back_alone_within_a_batch() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(&dir.path().join("db.sqlite3"), 2).expect("open");
+        let writes = (0..64).map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .write(move |db| {
+                        db.insert_project_if_absent(&format!("p{i}"), "/k", Timestamp::now())?;
+                        if i % 2 == 1 { Err(Error::invalid("odd jobs fail")) } else { Ok(i) }
+                    })
+                    .await
+            })
+        });
+        let mut outcomes = Vec::new();
+        for write in writes {
+            outcomes.push(write.await.expect("task"));
+        }
+        for (i, outcome) in outcomes.iter().enumerate() {
+            assert_eq!(outcome.is_ok(), i % 2 == 0, "job {i}: {outcome:?}");
+        }
+        let slugs = store.read(|db| db.project_keys()).await.expect("read");
+        assert_eq!(slugs.len(), 32, "only the successful jobs' rows remain");
+        assert!(slugs.iter().all(|(slug, _)| slug[1..].parse::<usize>().is_ok_and(|n| n % 2 == 0)));
+    }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
@@ -30,13 +31,21 @@ pub async fn endpoint(
     State(state): State<AppState>,
     method: Method,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     if let Err(rejection) = check_origin_and_host(&state, &headers) {
         return *rejection;
     }
     match method {
-        Method::POST => post(&state, &headers, body).await,
+        Method::POST => match body {
+            Ok(body) => post(&state, &headers, body).await,
+            // The router's body limit (ServerConfig::max_body_bytes) stopped the read.
+            Err(rejection) => rpc_error(
+                rejection.status(),
+                code::INVALID_REQUEST,
+                &format!("Request body rejected: {}", rejection.body_text()),
+            ),
+        },
         Method::GET => get(&state, &headers),
         Method::DELETE => delete(&state, &headers),
         _ => plain(StatusCode::METHOD_NOT_ALLOWED, "Use POST (or GET/DELETE with a session)."),
@@ -44,13 +53,6 @@ pub async fn endpoint(
 }
 
 async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
-    if body.len() > state.config.max_body_bytes {
-        return rpc_error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            code::INVALID_REQUEST,
-            "Request body too large.",
-        );
-    }
     let session = match session_of(state, headers) {
         Ok(session) => session,
         Err(rejection) => return *rejection,

@@ -158,5 +158,7 @@ async fn oversized_bodies_are_refused() {
         "x".repeat(9 << 20)
     );
     let response = post_raw(&app, "/mcp", &huge, &[]).await;
-    assert!(response.status() == 413 || response.status() == 400, "{}", response.status());
+    assert_eq!(response.status(), 413);
+    let json: Value = response.json().await.expect("a JSON-RPC error, not plain text");
+    assert_eq!(json["error"]["code"], -32600);
 }

@@ -146,6 +146,10 @@ impl Db<'_> {
     }
 
     /// The inbox of an agent in a project, newest first.
+    ///
+    /// Ordered by message id, which the single writer assigns in creation order (so it is
+    /// `created_ts` order), because the `(agent_id, message_id)` index then serves the
+    /// `LIMIT` directly instead of sorting a large inbox on every call.
     pub fn inbox(&self, query: &InboxQuery<'_>) -> Result<Vec<ListedMessage>> {
         let sql = format!(
             "SELECT {COLUMNS}, {LISTED_COLUMNS}, r.kind FROM message_recipients r
@@ -154,7 +158,7 @@ impl Db<'_> {
                AND (?3 = 0 OR m.importance IN ('high', 'urgent'))
                AND (?4 IS NULL OR m.created_ts > ?4)
                AND (?5 IS NULL OR m.topic = ?5 COLLATE NOCASE)
-             ORDER BY m.created_ts DESC, m.id DESC LIMIT ?6"
+             ORDER BY r.message_id DESC LIMIT ?6"
         );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
         let rows = stmt
