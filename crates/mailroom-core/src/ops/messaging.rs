@@ -11,7 +11,7 @@ use crate::model::thread_id::{is_valid_thread_id, is_valid_topic};
 use crate::model::time::Timestamp;
 use crate::records::{Agent, Project};
 use crate::store::Db;
-use crate::store::db::messages::{InboxQuery, ListedMessage, NewMessage};
+use crate::store::db::messages::{InboxQuery, NewMessage};
 
 /// Subjects longer than this are cut (the reference's limit).
 const MAX_SUBJECT_CHARS: usize = 200;
@@ -268,12 +268,11 @@ fn not_visible(message_id: i64, agent: &str) -> Error {
 fn send_in_tx(db: &Db<'_>, req: SendMessage, enforcement: Enforcement) -> Result<SendOutcome> {
     let project = resolve::project(db, &req.project_key)?;
     let topic = validated_topic(req.topic.as_deref())?;
-    let sender_probe = req.sender_name.clone();
     let to = if req.broadcast {
         if !req.to.is_empty() {
             return Err(Error::invalid("broadcast=true requires an empty 'to' list"));
         }
-        broadcast_targets(db, &project, &sender_probe)?
+        broadcast_targets(db, &project, &req.sender_name)?
     } else {
         req.to.clone()
     };
@@ -330,8 +329,12 @@ fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Resu
     let original = db
         .listed_message(req.message_id)?
         .filter(|m| m.message.project_id == project.id)
-        .filter(|m| m.message.sender_id == sender.id || is_recipient(db, m, sender.id))
         .ok_or_else(|| not_visible(req.message_id, &sender.name))?;
+    let visible = original.message.sender_id == sender.id
+        || db.receipt(original.message.id, sender.id)?.is_some();
+    if !visible {
+        return Err(not_visible(req.message_id, &sender.name));
+    }
     let thread_key =
         original.message.thread_id.clone().unwrap_or_else(|| original.message.id.to_string());
     let to = match req.to.clone() {
@@ -381,10 +384,6 @@ fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Resu
         deliveries,
         verified_sender: false,
     })
-}
-
-fn is_recipient(db: &Db<'_>, message: &ListedMessage, agent_id: i64) -> bool {
-    matches!(db.receipt(message.message.id, agent_id), Ok(Some(_)))
 }
 
 /// Stores one message with its recipients and bumps the sender's activity.

@@ -116,10 +116,11 @@ fn agent_not_found(db: &Db<'_>, project: &Project, name: &str) -> Result<Error> 
         let shown: Vec<&str> = names.iter().copied().take(10).collect();
         message.push_str(&format!(" Available agents: {}.", shown.join(", ")));
     }
-    let kind = detect_name_mistake(name).map_or("NOT_FOUND", |m| m.error_type());
-    if let Some(mistake) = detect_name_mistake(name) {
+    let mistake = detect_name_mistake(name);
+    if let Some(mistake) = &mistake {
         message.push(' ');
         message.push_str(&mistake.explain(name));
     }
+    let kind = mistake.map_or("NOT_FOUND", |m| m.error_type());
     Ok(Error::new(crate::error::Category::NotFound, kind, message))
 }

@@ -171,8 +171,7 @@ fn search_result(db: &Db<'_>, hit: SearchHit) -> Result<SearchResult> {
             _ => {}
         }
     }
-    let project_id = db.message_by_id(hit.id)?.map_or(hit.sender_project_id, |m| m.project_id);
-    let foreign_sender = (hit.sender_project_id != project_id).then(|| ForeignSender {
+    let foreign_sender = (hit.sender_project_id != hit.project_id).then(|| ForeignSender {
         from_project: hit.sender_project_human_key.clone(),
         from_project_slug: hit.sender_project_slug.clone(),
         from_address: format!("project:{}#{}", hit.sender_project_slug, hit.sender_name),

@@ -11,6 +11,7 @@ use crate::model::time::Timestamp;
 #[derive(Debug, Clone)]
 pub struct SearchHit {
     pub id: i64,
+    pub project_id: i64,
     pub subject: String,
     pub importance: String,
     pub ack_required: bool,
@@ -22,21 +23,22 @@ pub struct SearchHit {
     pub sender_project_human_key: String,
 }
 
-const HIT_COLUMNS: &str = "m.id, m.subject, m.importance, m.ack_required, m.created_ts, \
+const HIT_COLUMNS: &str = "m.id, m.project_id, m.subject, m.importance, m.ack_required, m.created_ts, \
      m.thread_id, s.name, s.project_id, sp.slug, sp.human_key";
 
 fn hit(row: &rusqlite::Row<'_>) -> rusqlite::Result<SearchHit> {
     Ok(SearchHit {
         id: row.get(0)?,
-        subject: row.get(1)?,
-        importance: row.get(2)?,
-        ack_required: row.get(3)?,
-        created_ts: ts(row, 4)?,
-        thread_id: row.get(5)?,
-        sender_name: row.get(6)?,
-        sender_project_id: row.get(7)?,
-        sender_project_slug: row.get(8)?,
-        sender_project_human_key: row.get(9)?,
+        project_id: row.get(1)?,
+        subject: row.get(2)?,
+        importance: row.get(3)?,
+        ack_required: row.get(4)?,
+        created_ts: ts(row, 5)?,
+        thread_id: row.get(6)?,
+        sender_name: row.get(7)?,
+        sender_project_id: row.get(8)?,
+        sender_project_slug: row.get(9)?,
+        sender_project_human_key: row.get(10)?,
     })
 }
 

@@ -112,16 +112,15 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Builds every tool. `worktrees_enabled` will gate the product-bus and build-slot tools.
-    pub fn build(_worktrees_enabled: bool) -> Self {
+    /// Builds every tool and serialises the `tools/list` answer once (start-up only).
+    pub fn build() -> Self {
         let tools = all_tools();
         let listed: Vec<Value> = tools
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
             .collect();
-        let list_text = json!({ "tools": listed }).to_string();
-        let list_result = serde_json::value::RawValue::from_string(list_text)
-            .unwrap_or_else(|_| unreachable_raw());
+        let list_result = serde_json::value::to_raw_value(&json!({ "tools": listed }))
+            .expect("a serde_json::Value always serialises");
         let by_name = tools.into_iter().map(|t| (t.name, t)).collect();
         Self { by_name, list_result }
     }
@@ -142,12 +141,6 @@ impl Registry {
     pub fn list_result(&self) -> &serde_json::value::RawValue {
         &self.list_result
     }
-}
-
-fn unreachable_raw() -> Box<serde_json::value::RawValue> {
-    // `json!(...).to_string()` is always valid JSON; this keeps the code panic-free anyway.
-    serde_json::value::RawValue::from_string("{\"tools\":[]}".to_string())
-        .unwrap_or_else(|_| std::process::abort())
 }
 
 /// The JSON schema of an argument struct, without the meta-schema key.
