@@ -41,6 +41,47 @@ pub struct CoreConfig {
     pub name_enforcement: NameEnforcement,
     /// Number of read-only SQLite connections.
     pub reader_connections: usize,
+    /// The Git archive (`STORAGE_ROOT`). `ARCHIVE_ENABLED=false` (a mailroom extra) runs
+    /// on SQLite alone, for benchmarks and throwaway servers.
+    pub archive: ArchiveConfig,
+}
+
+/// Settings of the Git archive and its attachments.
+#[derive(Debug, Clone)]
+pub struct ArchiveConfig {
+    /// `ARCHIVE_ENABLED` (default true).
+    pub enabled: bool,
+    /// `GIT_AUTHOR_NAME` / `GIT_AUTHOR_EMAIL`.
+    pub author_name: String,
+    pub author_email: String,
+    /// `ARCHIVE_COMMIT_WINDOW_MS`: the longest a change waits to share a commit (default 50).
+    pub commit_window_ms: u64,
+    /// `ARCHIVE_QUEUE_CAPACITY`: rows the archive may lag before writers wait (default 8192).
+    pub queue_capacity: u64,
+    /// `CONVERT_IMAGES` (default true).
+    pub convert_images: bool,
+    /// `INLINE_IMAGE_MAX_BYTES` (default 65536).
+    pub inline_image_max_bytes: usize,
+    /// `KEEP_ORIGINAL_IMAGES` (default false).
+    pub keep_original_images: bool,
+    /// `ALLOW_ABSOLUTE_ATTACHMENT_PATHS` (default false).
+    pub allow_absolute_attachment_paths: bool,
+}
+
+impl Default for ArchiveConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            author_name: "mcp-agent".to_string(),
+            author_email: "mcp-agent@example.com".to_string(),
+            commit_window_ms: 50,
+            queue_capacity: 8192,
+            convert_images: true,
+            inline_image_max_bytes: 65_536,
+            keep_original_images: false,
+            allow_absolute_attachment_paths: false,
+        }
+    }
 }
 
 impl CoreConfig {
@@ -60,6 +101,7 @@ impl CoreConfig {
             auto_register_recipients: false,
             name_enforcement: NameEnforcement::Coerce,
             reader_connections: 4,
+            archive: ArchiveConfig::default(),
         }
     }
 
@@ -95,6 +137,7 @@ impl CoreConfig {
                 .parse()
                 .map_err(|_| format!("CONTACT_AUTO_TTL_SECONDS must be an integer, got {v:?}"))?;
         }
+        self.apply_archive_env(lookup, &flag)?;
         if let Some(v) = lookup("AGENT_NAME_ENFORCEMENT_MODE") {
             self.name_enforcement = match v.trim().to_ascii_lowercase().as_str() {
                 "strict" => NameEnforcement::Strict,
@@ -103,6 +146,47 @@ impl CoreConfig {
             };
         }
         Ok(())
+    }
+}
+
+impl CoreConfig {
+    fn apply_archive_env(
+        &mut self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        flag: &dyn Fn(&str, bool) -> Result<bool, String>,
+    ) -> Result<(), String> {
+        let archive = &mut self.archive;
+        archive.enabled = flag("ARCHIVE_ENABLED", archive.enabled)?;
+        archive.convert_images = flag("CONVERT_IMAGES", archive.convert_images)?;
+        archive.keep_original_images = flag("KEEP_ORIGINAL_IMAGES", archive.keep_original_images)?;
+        archive.allow_absolute_attachment_paths =
+            flag("ALLOW_ABSOLUTE_ATTACHMENT_PATHS", archive.allow_absolute_attachment_paths)?;
+        if let Some(v) = lookup("GIT_AUTHOR_NAME").filter(|v| !v.trim().is_empty()) {
+            archive.author_name = v;
+        }
+        if let Some(v) = lookup("GIT_AUTHOR_EMAIL").filter(|v| !v.trim().is_empty()) {
+            archive.author_email = v;
+        }
+        archive.commit_window_ms =
+            number(lookup, "ARCHIVE_COMMIT_WINDOW_MS", archive.commit_window_ms)?;
+        archive.queue_capacity = number(lookup, "ARCHIVE_QUEUE_CAPACITY", archive.queue_capacity)?;
+        archive.inline_image_max_bytes =
+            number(lookup, "INLINE_IMAGE_MAX_BYTES", archive.inline_image_max_bytes)?;
+        Ok(())
+    }
+}
+
+fn number<T: std::str::FromStr>(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    current: T,
+) -> Result<T, String> {
+    match lookup(name) {
+        None => Ok(current),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| format!("{name} must be a non-negative integer, got {v:?}")),
     }
 }
 

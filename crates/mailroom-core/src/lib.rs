@@ -4,6 +4,7 @@
 //! use-cases the transports call (one function per tool or route), `store` the only code that
 //! touches SQL. This crate knows nothing of HTTP or JSON-RPC.
 
+pub mod archive;
 pub mod config;
 pub mod error;
 pub mod model;

@@ -14,7 +14,8 @@ use tokio::net::TcpListener;
 pub use config::ServerConfig;
 pub use state::AppState;
 
-/// Serves `state` on `listener` until `shutdown` resolves, then drains in-flight requests.
+/// Serves `state` on `listener` until `shutdown` resolves, then drains in-flight requests and
+/// commits the archive's queued work.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -26,6 +27,9 @@ pub async fn serve(
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
     });
+    let core = state.core.clone();
     let app = http::router(state);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    tokio::task::spawn_blocking(move || core.close()).await.map_err(std::io::Error::other)?;
+    served
 }

@@ -14,6 +14,8 @@ pub struct TestApp {
     pub base_url: String,
     pub client: reqwest::Client,
     pub data_dir: tempfile::TempDir,
+    /// The server's core, for waiting on the archive (`core.archive()`).
+    pub core: Mailroom,
     stop: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -45,7 +47,7 @@ impl TestApp {
             port: options.reported_port.unwrap_or(address.port()),
             ..ServerConfig::default()
         };
-        let state = AppState::new(core, server_config);
+        let state = AppState::new(core.clone(), server_config);
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(mailroom_server::serve(listener, state, async move {
             let _ = stopped.await;
@@ -54,6 +56,7 @@ impl TestApp {
             base_url: format!("http://{address}"),
             client: reqwest::Client::new(),
             data_dir,
+            core,
             stop: Some(stop),
             server: Some(server),
         }
@@ -136,6 +139,18 @@ impl TestApp {
         )
         .await;
         slug
+    }
+
+    /// The archive repository root.
+    pub fn archive_root(&self) -> PathBuf {
+        self.data_dir.path().join("archive")
+    }
+
+    /// Waits until everything written so far is committed to the archive.
+    pub async fn archive_flushed(&self) {
+        if let Some(archive) = self.core.archive() {
+            archive.flushed().await;
+        }
     }
 
     /// Stops the server gracefully and waits for it.

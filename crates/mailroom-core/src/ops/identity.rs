@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use super::output::{AgentBase, AgentOut};
 use super::{Mailroom, resolve};
+use crate::archive::git::recent_commits;
 use crate::config::NameEnforcement;
 use crate::error::{Error, Result};
 use crate::model::names::{
@@ -14,6 +15,7 @@ use crate::model::time::Timestamp;
 use crate::records::{Agent, Project};
 use crate::store::Db;
 use crate::store::db::agents::NewAgent;
+use crate::store::db::archive_queue::ArchiveKind;
 
 /// Arguments of register_agent and create_agent_identity.
 #[derive(Debug, Clone, Default)]
@@ -65,6 +67,7 @@ impl Mailroom {
     pub async fn register_agent(&self, reg: Registration) -> Result<AgentOut> {
         validate_program_model(&reg)?;
         let mode = self.config.name_enforcement;
+        self.admit_archive_work().await;
         self.store
             .write(move |db| {
                 let project = resolve::project(db, &reg.project_key)?;
@@ -72,14 +75,18 @@ impl Mailroom {
                 let token = new_registration_token()?;
                 let policy = attachments_policy(reg.attachments_policy.as_deref());
                 let wanted = choose_name(reg.name.as_deref(), mode)?;
-                if let Some(name) = &wanted
-                    && let Some(existing) = db.agent_by_name(project.id, name)?
-                {
-                    let update = new_agent(&project, &existing.name, &reg, policy, &token, now);
-                    let agent = db.update_agent_registration(existing.id, &update)?;
-                    return Ok(AgentOut::new(&agent, true));
-                }
-                let agent = insert_named(db, &project, wanted, &reg, policy, &token, now)?;
+                let agent = match &wanted {
+                    Some(name) => match db.agent_by_name(project.id, name)? {
+                        Some(existing) => {
+                            let update =
+                                new_agent(&project, &existing.name, &reg, policy, &token, now);
+                            db.update_agent_registration(existing.id, &update)?
+                        }
+                        None => insert_named(db, &project, wanted, &reg, policy, &token, now)?,
+                    },
+                    None => insert_named(db, &project, wanted, &reg, policy, &token, now)?,
+                };
+                db.enqueue_archive(ArchiveKind::Profile, agent.id)?;
                 Ok(AgentOut::new(&agent, true))
             })
             .await
@@ -89,6 +96,7 @@ impl Mailroom {
     pub async fn create_agent_identity(&self, reg: Registration) -> Result<AgentOut> {
         validate_program_model(&reg)?;
         let mode = self.config.name_enforcement;
+        self.admit_archive_work().await;
         self.store
             .write(move |db| {
                 let project = resolve::project(db, &reg.project_key)?;
@@ -107,20 +115,39 @@ impl Mailroom {
                     wanted = None;
                 }
                 let agent = insert_named(db, &project, wanted, &reg, policy, &token, now)?;
+                db.enqueue_archive(ArchiveKind::Profile, agent.id)?;
                 Ok(AgentOut::new(&agent, true))
             })
             .await
     }
 
-    /// Profile of an agent. Recent archive commits arrive with the archive.
-    pub async fn whois(&self, project_key: String, agent_name: String) -> Result<Whois> {
-        self.store
+    /// Profile of an agent, with the archive's newest `commit_limit` commits (clamped to
+    /// 1..=50) when asked for: those of the whole archive, as in the reference.
+    pub async fn whois(
+        &self,
+        project_key: String,
+        agent_name: String,
+        commit_limit: Option<i64>,
+    ) -> Result<Whois> {
+        let agent = self
+            .store
             .read(move |db| {
                 let project = resolve::project(db, &project_key)?;
-                let agent = resolve::agent(db, &project, &agent_name, "agent_name")?;
-                Ok(Whois { agent: AgentOut::new(&agent, false), recent_commits: Vec::new() })
+                resolve::agent(db, &project, &agent_name, "agent_name")
             })
-            .await
+            .await?;
+        let recent_commits = match (commit_limit, &self.archive) {
+            (Some(limit), Some(archive)) => {
+                let root = archive.root().to_path_buf();
+                let limit = limit.clamp(1, 50) as usize;
+                let commits = tokio::task::spawn_blocking(move || recent_commits(&root, limit))
+                    .await
+                    .map_err(|e| Error::internal(format!("commit listing failed: {e}")))??;
+                commits.into_iter().map(|c| serde_json::json!(c)).collect()
+            }
+            _ => Vec::new(),
+        };
+        Ok(Whois { agent: AgentOut::new(&agent, false), recent_commits })
     }
 
     /// Every agent of a project with its unread count, in registration order.

@@ -11,6 +11,7 @@ use crate::model::thread_id::{is_valid_thread_id, is_valid_topic};
 use crate::model::time::Timestamp;
 use crate::records::{Agent, Project};
 use crate::store::Db;
+use crate::store::db::archive_queue::ArchiveKind;
 use crate::store::db::messages::{InboxQuery, NewMessage};
 
 /// Subjects longer than this are cut (the reference's limit).
@@ -136,6 +137,7 @@ impl Mailroom {
     /// Sends a message; the reply goes out once message and recipients are committed.
     pub async fn send_message(&self, req: SendMessage) -> Result<SendOutcome> {
         let enforcement = Enforcement::from_config(&self.config);
+        self.admit_archive_work().await;
         // Contact requests filed by a blocked send are kept even though the send fails, as in
         // the reference: that one outcome commits and is carried out inside `Ok`. Every other
         // error rolls the whole job back.
@@ -149,6 +151,7 @@ impl Mailroom {
     /// Replies to a message, in its thread, by default to its sender.
     pub async fn reply_message(&self, req: ReplyMessage) -> Result<ReplyOutcome> {
         let enforcement = Enforcement::from_config(&self.config);
+        self.admit_archive_work().await;
         self.store.write(move |db| reply_in_tx(db, req, enforcement)).await
     }
 
@@ -410,6 +413,7 @@ pub(crate) fn deliver(db: &Db<'_>, d: &Delivery<'_>, now: Timestamp) -> Result<S
         lists[slot].push(agent.name.clone());
     }
     db.touch_agent(d.sender.id, now)?;
+    db.enqueue_archive(ArchiveKind::Message, id)?;
     let row =
         db.listed_message(id)?.ok_or_else(|| Error::internal("message vanished after insert"))?;
     let [to, cc, bcc] = lists;

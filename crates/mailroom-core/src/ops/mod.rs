@@ -15,27 +15,69 @@ pub mod resolve;
 pub mod search;
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use crate::archive::{Archive, ArchiveSettings, Author, PreparedArchive};
 use crate::config::CoreConfig;
 use crate::error::Result;
 use crate::store::Store;
 
-/// The core: configuration plus storage. Cheap to clone; shared by every request.
+/// The core: configuration, storage and the archive. Cheap to clone; shared by every request.
 #[derive(Clone)]
 pub struct Mailroom {
     pub(crate) store: Store,
     pub(crate) config: Arc<CoreConfig>,
+    pub(crate) archive: Option<Arc<Archive>>,
 }
 
 impl Mailroom {
-    /// Opens the database named by `config` (creating and migrating it as needed).
+    /// Opens the database named by `config` (creating and migrating it as needed) and, unless
+    /// disabled, the Git archive, whose writer first replays work queued before a crash.
     pub fn open(config: CoreConfig) -> Result<Self> {
-        let store = Store::open(&config.database_path, config.reader_connections)?;
-        Ok(Self { store, config: Arc::new(config) })
+        let prepared = if config.archive.enabled {
+            Some(PreparedArchive::prepare(archive_settings(&config))?)
+        } else {
+            None
+        };
+        let hook = prepared.as_ref().map(PreparedArchive::hook);
+        let store = Store::open(&config.database_path, config.reader_connections, hook)?;
+        let archive = prepared.map(|p| p.start(&store)).transpose()?.map(Arc::new);
+        Ok(Self { store, config: Arc::new(config), archive })
+    }
+
+    /// The Git archive, unless disabled.
+    pub fn archive(&self) -> Option<&Archive> {
+        self.archive.as_deref()
+    }
+
+    /// Commits all queued archive work and stops the archive writer; blocks until done.
+    /// Call once, when no request can arrive any more.
+    pub fn close(&self) {
+        if let Some(archive) = &self.archive {
+            archive.close();
+        }
+    }
+
+    /// Waits while the archive lags too far behind (backpressure for writes that queue
+    /// archive work).
+    pub(crate) async fn admit_archive_work(&self) {
+        if let Some(archive) = &self.archive {
+            archive.admit().await;
+        }
     }
 
     /// The configuration this core runs with.
     pub fn config(&self) -> &CoreConfig {
         &self.config
+    }
+}
+
+fn archive_settings(config: &CoreConfig) -> ArchiveSettings {
+    let archive = &config.archive;
+    ArchiveSettings {
+        root: config.storage_root.clone(),
+        author: Author { name: archive.author_name.clone(), email: archive.author_email.clone() },
+        commit_window: Duration::from_millis(archive.commit_window_ms),
+        queue_capacity: archive.queue_capacity,
     }
 }

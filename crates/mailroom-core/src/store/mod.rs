@@ -10,7 +10,8 @@
 
 pub mod db;
 
-use std::path::Path;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
@@ -29,8 +30,19 @@ const MAX_BATCH: usize = 256;
 
 /// Delivers a job's outcome once the batch's commit result is known.
 type Finish = Box<dyn FnOnce(Result<()>) + Send>;
-/// Runs inside the batch transaction; says whether it succeeded and how to answer.
-type WriteJob = Box<dyn FnOnce(&Connection) -> (bool, Finish) + Send>;
+/// Runs inside the batch transaction; says whether it succeeded, how many archive rows it
+/// queued and how to answer.
+type WriteJob = Box<dyn FnOnce(&Connection, bool) -> JobOutcome + Send>;
+
+struct JobOutcome {
+    succeeded: bool,
+    archive_enqueued: usize,
+    finish: Finish,
+}
+
+/// Called by the writer thread after a commit that queued archive work, with the number of
+/// rows queued; it wakes the archive writer.
+pub type ArchiveHook = Arc<dyn Fn(usize) + Send + Sync>;
 
 /// Handle to the database; cheap to clone.
 #[derive(Clone)]
@@ -39,6 +51,7 @@ pub struct Store {
 }
 
 struct Inner {
+    path: PathBuf,
     writer: mpsc::Sender<WriteJob>,
     readers: Mutex<Vec<Connection>>,
     reader_permits: Semaphore,
@@ -46,7 +59,14 @@ struct Inner {
 
 impl Store {
     /// Opens (creating if needed) the database at `path`, migrates it and starts the writer.
-    pub fn open(path: &Path, reader_connections: usize) -> Result<Self> {
+    ///
+    /// With an `archive_hook`, changes queue archive work and the hook hears of each commit
+    /// that queued some; without one the archive is off and nothing is queued.
+    pub fn open(
+        path: &Path,
+        reader_connections: usize,
+        archive_hook: Option<ArchiveHook>,
+    ) -> Result<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| {
                 Error::internal(format!("cannot create database directory {parent:?}: {e}"))
@@ -60,11 +80,12 @@ impl Store {
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE_CAPACITY);
         std::thread::Builder::new()
             .name("mailroom-db-writer".to_string())
-            .spawn(move || run_writer(writer_conn, receiver))
+            .spawn(move || run_writer(writer_conn, receiver, archive_hook))
             .map_err(|e| Error::internal(format!("cannot start database writer: {e}")))?;
         let permits = readers.len();
         Ok(Self {
             inner: Arc::new(Inner {
+                path: path.to_path_buf(),
                 writer: sender,
                 readers: Mutex::new(readers),
                 reader_permits: Semaphore::new(permits),
@@ -78,21 +99,33 @@ impl Store {
         F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        let (reply, answer) = oneshot::channel();
-        let boxed: WriteJob = Box::new(move |conn: &Connection| {
-            let outcome = job(&Db::new(conn));
-            let succeeded = outcome.is_ok();
-            let finish: Finish = Box::new(move |committed: Result<()>| {
-                let _ = reply.send(committed.and(outcome));
-            });
-            (succeeded, finish)
-        });
+        let (boxed, answer) = boxed_job(job);
         self.inner
             .writer
             .send(boxed)
             .await
             .map_err(|_| Error::internal("database writer has stopped"))?;
         answer.await.map_err(|_| Error::internal("database writer dropped a job"))?
+    }
+
+    /// `write` for plain threads (the archive writer); must not be called on an async worker.
+    pub fn write_blocking<R, F>(&self, job: F) -> Result<R>
+    where
+        F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let (boxed, answer) = boxed_job(job);
+        self.inner
+            .writer
+            .blocking_send(boxed)
+            .map_err(|_| Error::internal("database writer has stopped"))?;
+        answer.blocking_recv().map_err(|_| Error::internal("database writer dropped a job"))?
+    }
+
+    /// A read-only connection of its own, for a thread that reads continuously (the archive
+    /// writer) and must not hold a pool connection.
+    pub fn dedicated_reader(&self) -> Result<Reader> {
+        Ok(Reader { conn: open_connection(&self.inner.path, true)? })
     }
 
     /// Runs `job` on a pooled read-only connection on a blocking thread.
@@ -110,7 +143,7 @@ impl Store {
         let inner = Arc::clone(&self.inner);
         tokio::task::spawn_blocking(move || {
             let conn = inner.take_reader()?;
-            let outcome = job(&Db::new(&conn));
+            let outcome = job(&Db::new(&conn, false));
             inner.return_reader(conn);
             outcome
         })
@@ -122,6 +155,40 @@ impl Store {
     pub async fn ping(&self) -> Result<()> {
         self.read(|db| db.ping()).await
     }
+}
+
+/// A read-only connection owned by one thread.
+pub struct Reader {
+    conn: Connection,
+}
+
+impl Reader {
+    /// Runs `job` on this connection, in one read transaction (one consistent snapshot).
+    pub fn read<R>(&mut self, job: impl FnOnce(&Db<'_>) -> Result<R>) -> Result<R> {
+        let tx = self.conn.transaction().map_err(db::map_err)?;
+        let outcome = job(&Db::new(&tx, false));
+        drop(tx);
+        outcome
+    }
+}
+
+/// Wraps a typed job for the writer thread; the receiver yields its answer after commit.
+fn boxed_job<R, F>(job: F) -> (WriteJob, oneshot::Receiver<Result<R>>)
+where
+    F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
+    R: Send + 'static,
+{
+    let (reply, answer) = oneshot::channel();
+    let boxed: WriteJob = Box::new(move |conn: &Connection, archive_enabled: bool| {
+        let db = Db::new(conn, archive_enabled);
+        let outcome = job(&db);
+        let succeeded = outcome.is_ok();
+        let finish: Finish = Box::new(move |committed: Result<()>| {
+            let _ = reply.send(committed.and(outcome));
+        });
+        JobOutcome { succeeded, archive_enqueued: db.archive_enqueued(), finish }
+    });
+    (boxed, answer)
 }
 
 impl Inner {
@@ -137,29 +204,51 @@ impl Inner {
     }
 }
 
-/// Runs a batch of jobs in one transaction, each in its own savepoint, then answers them all.
-fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>) {
+/// A committed (or failed) batch: the answers to send and the archive rows it queued.
+struct BatchResult {
+    committed: Result<()>,
+    finishers: Vec<Finish>,
+    archive_enqueued: usize,
+}
+
+/// Runs a batch of jobs in one transaction, each in its own savepoint.
+fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>, archive_enabled: bool) -> BatchResult {
     let mut finishers = Vec::with_capacity(batch.len());
+    let mut archive_enqueued = 0;
     let committed = (|| -> Result<()> {
         let tx =
             conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db::map_err)?;
         for job in batch {
             tx.execute_batch("SAVEPOINT job").map_err(db::map_err)?;
-            let (succeeded, finish) = job(&tx);
-            finishers.push(finish);
+            // A panicking job is a bug, but it must cost only its own write: its caller sees
+            // "writer dropped a job" and the writer thread lives on.
+            let succeeded = match catch_unwind(AssertUnwindSafe(|| job(&tx, archive_enabled))) {
+                Ok(outcome) => {
+                    finishers.push(outcome.finish);
+                    if outcome.succeeded {
+                        archive_enqueued += outcome.archive_enqueued;
+                    }
+                    outcome.succeeded
+                }
+                Err(_) => {
+                    tracing::error!("a database write job panicked; its changes are rolled back");
+                    false
+                }
+            };
             let end = if succeeded { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
             tx.execute_batch(end).map_err(db::map_err)?;
         }
         tx.commit().map_err(db::map_err)
     })();
-    // Jobs never reached (the batch failed early) are dropped, so their callers see "writer
-    // dropped a job"; jobs that ran get the commit's verdict.
-    for finish in finishers {
-        finish(committed.clone());
-    }
+    let archive_enqueued = if committed.is_ok() { archive_enqueued } else { 0 };
+    BatchResult { committed, finishers, archive_enqueued }
 }
 
-fn run_writer(mut conn: Connection, mut jobs: mpsc::Receiver<WriteJob>) {
+fn run_writer(
+    mut conn: Connection,
+    mut jobs: mpsc::Receiver<WriteJob>,
+    archive_hook: Option<ArchiveHook>,
+) {
     while let Some(first) = jobs.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -168,7 +257,17 @@ fn run_writer(mut conn: Connection, mut jobs: mpsc::Receiver<WriteJob>) {
                 Err(_) => break,
             }
         }
-        run_batch(&mut conn, batch);
+        let result = run_batch(&mut conn, batch, archive_hook.is_some());
+        // The archive hears of the rows before anyone hears "done", so a caller that waits
+        // for the archive after its answer waits for its own rows too.
+        if let Some(hook) = archive_hook.as_ref().filter(|_| result.archive_enqueued > 0) {
+            hook(result.archive_enqueued);
+        }
+        // Jobs never reached (the batch failed early) were dropped, so their callers see
+        // "writer dropped a job"; jobs that ran get the commit's verdict.
+        for finish in result.finishers {
+            finish(result.committed.clone());
+        }
     }
     // All senders are gone: fold the WAL back so the database file is complete on its own.
     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
@@ -208,7 +307,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failing_job_rolls_back_alone_within_a_batch() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let store = Store::open(&dir.path().join("db.sqlite3"), 2).expect("open");
+        let store = Store::open(&dir.path().join("db.sqlite3"), 2, None).expect("open");
         let writes = (0..64).map(|i| {
             let store = store.clone();
             tokio::spawn(async move {

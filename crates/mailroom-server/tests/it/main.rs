@@ -1,5 +1,6 @@
 //! Integration tests: a real server on 127.0.0.1:0, driven over HTTP.
 
+mod archive;
 mod conformance;
 mod health;
 mod messaging;

@@ -8,7 +8,8 @@ use super::map_err;
 use crate::error::{Error, Result};
 
 /// Migrations in order; index + 1 is the `user_version` after applying it.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] =
+    &[include_str!("migrations/0001_init.sql"), include_str!("migrations/0002_archive_queue.sql")];
 
 /// Brings the database up to the latest schema.
 pub fn migrate(conn: &mut Connection) -> Result<()> {

@@ -3,11 +3,14 @@
 //! Every statement goes through `prepare_cached`, so each is compiled once per connection.
 
 pub mod agents;
+pub mod archive_queue;
 pub mod contacts;
 pub mod messages;
 pub mod migrations;
 pub mod projects;
 pub mod search;
+
+use std::cell::Cell;
 
 use rusqlite::{Connection, Row};
 
@@ -17,11 +20,20 @@ use crate::model::time::Timestamp;
 /// A connection inside a transaction (writer) or a read-only connection (reader).
 pub struct Db<'c> {
     conn: &'c Connection,
+    /// Whether changes queue archive work (`enqueue_archive`); off when there is no archive.
+    archive_enabled: bool,
+    /// Archive rows queued by this job, so the writer knows to wake the archive after commit.
+    archive_enqueued: Cell<usize>,
 }
 
 impl<'c> Db<'c> {
-    pub(crate) fn new(conn: &'c Connection) -> Self {
-        Self { conn }
+    pub(crate) fn new(conn: &'c Connection, archive_enabled: bool) -> Self {
+        Self { conn, archive_enabled, archive_enqueued: Cell::new(0) }
+    }
+
+    /// Archive rows this job queued.
+    pub(crate) fn archive_enqueued(&self) -> usize {
+        self.archive_enqueued.get()
     }
 
     /// Proves the database answers: reads the file header and a real table, so a missing,

@@ -20,12 +20,12 @@ struct Args {
     /// Token of that agent (needed only when the server requires authentication).
     #[serde(default, rename = "registration_token")]
     _registration_token: Option<String>,
-    /// Include the archive's recent commits.
-    #[serde(default, rename = "include_recent_commits")]
-    _include_recent_commits: Option<bool>,
-    /// How many commits to include (1-50).
-    #[serde(default, rename = "commit_limit")]
-    _commit_limit: Option<i64>,
+    /// Include the archive's recent commits (default true).
+    #[serde(default)]
+    include_recent_commits: Option<bool>,
+    /// How many commits to include (1-50, default 5).
+    #[serde(default)]
+    commit_limit: Option<i64>,
     /// Output format: "json" (default) or "toon".
     #[serde(default, rename = "format")]
     _format: Option<String>,
@@ -33,6 +33,8 @@ struct Args {
 
 pub fn tool() -> Tool {
     Tool::new("whois", DESCRIPTION, |state: AppState, args: Args| async move {
-        state.core.whois(args.project_key, args.agent_name).await
+        let limit =
+            args.include_recent_commits.unwrap_or(true).then(|| args.commit_limit.unwrap_or(5));
+        state.core.whois(args.project_key, args.agent_name, limit).await
     })
 }

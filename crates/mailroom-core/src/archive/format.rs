@@ -1,0 +1,1238 @@
+//! The bytes of the Git archive: message files with JSON front matter, their names and paths,
+//! thread digests, agent profiles and file-reservation artifacts (storage spec §2–§4).
+//!
+//! Everything here is a pure function of its inputs. The archive is a public contract shared
+//! with the Python reference, so the renderers reproduce its output byte for byte: an archive
+//! written by either server diffs cleanly against the other, and replaying one into the other
+//! finds nothing to change. The store decides when to write; this module only says what.
+
+use std::collections::HashSet;
+use std::io;
+
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::ser::{CharEscape, Formatter, PrettyFormatter};
+use serde_json::{Map, Value};
+
+use crate::model::time::Timestamp;
+
+/// The subject slug in a message file name is cut to this many characters, as in the reference.
+const SUBJECT_SLUG_MAX_CHARS: usize = 80;
+
+/// Digest entries quote at most this many characters of the body, so a digest stays readable.
+const DIGEST_PREVIEW_MAX_CHARS: usize = 1200;
+
+/// The line that opens a message file's front matter.
+const FRONT_MATTER_OPEN: &str = "---json";
+
+/// The line that closes a message file's front matter.
+const FRONT_MATTER_CLOSE: &str = "---";
+
+// ---------------------------------------------------------------------------------------------
+// Python-compatible JSON
+// ---------------------------------------------------------------------------------------------
+
+/// Renders `value` exactly as Python's `json.dumps(value, indent=2, sort_keys=True)` does.
+///
+/// That is the reference's only JSON layout on disk (front matter, profiles, reservations), so
+/// matching it byte for byte keeps the two servers' archives interchangeable. It means: two-space
+/// indent, `": "` between key and value, keys in code-point order, `[]` and `{}` for empty
+/// containers, every character outside printable ASCII escaped as lowercase `\uXXXX` (astral
+/// characters as UTF-16 surrogate pairs), `/` left alone, and floats in Python's `repr` form.
+pub fn python_json(value: &Value) -> String {
+    let mut buffer = Vec::new();
+    let mut serializer =
+        serde_json::Serializer::with_formatter(&mut buffer, PythonFormatter::new());
+    // Serialising a `Value` into memory has no failure mode: every key is a string, every number
+    // is finite and a `Vec` accepts every write. The check documents that rather than hiding it.
+    let written = SortedKeys(value).serialize(&mut serializer);
+    debug_assert!(written.is_ok(), "serialising a JSON value into memory failed: {written:?}");
+    // The formatter escapes everything outside ASCII, so the bytes are always valid UTF-8.
+    String::from_utf8(buffer)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+}
+
+/// Serialises a `Value` with object keys sorted.
+///
+/// `serde_json::Map` is sorted already unless some crate in the build enables serde_json's
+/// `preserve_order` feature, which Cargo would then turn on for us too and silently reorder
+/// every file we write. Sorting here makes the output independent of that feature.
+struct SortedKeys<'a>(&'a Value);
+
+impl Serialize for SortedKeys<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Array(items) => {
+                let mut sequence = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    sequence.serialize_element(&SortedKeys(item))?;
+                }
+                sequence.end()
+            }
+            Value::Object(entries) => {
+                let mut sorted: Vec<(&String, &Value)> = entries.iter().collect();
+                sorted.sort_unstable_by(|left, right| left.0.cmp(right.0));
+                let mut map = serializer.serialize_map(Some(sorted.len()))?;
+                for (key, item) in sorted {
+                    map.serialize_entry(key, &SortedKeys(item))?;
+                }
+                map.end()
+            }
+            scalar => scalar.serialize(serializer),
+        }
+    }
+}
+
+/// serde_json's pretty layout with Python's string escapes and float spelling.
+///
+/// The layout methods are delegated to [`PrettyFormatter`], whose output for `indent=2` already
+/// matches Python's (including `[]`/`{}` for empty containers); only strings and floats differ.
+struct PythonFormatter {
+    pretty: PrettyFormatter<'static>,
+}
+
+impl PythonFormatter {
+    fn new() -> Self {
+        PythonFormatter { pretty: PrettyFormatter::with_indent(b"  ") }
+    }
+}
+
+impl Formatter for PythonFormatter {
+    fn begin_array<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.pretty.begin_array(writer)
+    }
+
+    fn end_array<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.pretty.end_array(writer)
+    }
+
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.pretty.begin_array_value(writer, first)
+    }
+
+    fn end_array_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.pretty.end_array_value(writer)
+    }
+
+    fn begin_object<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.pretty.begin_object(writer)
+    }
+
+    fn end_object<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.pretty.end_object(writer)
+    }
+
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.pretty.begin_object_key(writer, first)
+    }
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.pretty.begin_object_value(writer)
+    }
+
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, writer: &mut W) -> io::Result<()> {
+        self.pretty.end_object_value(writer)
+    }
+
+    fn write_f64<W: ?Sized + io::Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
+        writer.write_all(python_float_repr(value).as_bytes())
+    }
+
+    /// Escapes what serde_json leaves alone but Python's `ensure_ascii` does not: DEL and
+    /// every non-ASCII character.
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut unwritten_from = 0;
+        for (index, character) in fragment.char_indices() {
+            if is_printable_ascii(character) {
+                continue;
+            }
+            writer.write_all(&fragment.as_bytes()[unwritten_from..index])?;
+            write_unicode_escape(writer, character)?;
+            unwritten_from = index + character.len_utf8();
+        }
+        writer.write_all(&fragment.as_bytes()[unwritten_from..])
+    }
+
+    /// serde_json's escapes are Python's (`\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`, lowercase
+    /// `\u00XX`), except that Python never escapes `/`.
+    fn write_char_escape<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        char_escape: CharEscape,
+    ) -> io::Result<()> {
+        match char_escape {
+            CharEscape::Solidus => writer.write_all(b"/"),
+            other => self.pretty.write_char_escape(writer, other),
+        }
+    }
+}
+
+/// Whether Python's `ensure_ascii` writes `character` as is (space through `~`).
+fn is_printable_ascii(character: char) -> bool {
+    (' '..='~').contains(&character)
+}
+
+/// Writes `character` as one `\uXXXX` per UTF-16 code unit, in lowercase hex like Python.
+fn write_unicode_escape<W: ?Sized + io::Write>(writer: &mut W, character: char) -> io::Result<()> {
+    let mut units = [0_u16; 2];
+    for unit in character.encode_utf16(&mut units) {
+        write!(writer, "\\u{unit:04x}")?;
+    }
+    Ok(())
+}
+
+/// Python's `repr(float)`: the shortest digits that round-trip, in positional notation when the
+/// decimal exponent is in `-4..16` (always with a fractional part, `100.0`) and otherwise in
+/// scientific notation with a signed, at least two-digit exponent (`1e+16`, `2.5e-05`).
+fn python_float_repr(value: f64) -> String {
+    let scientific = shortest_scientific(value);
+    let Some((mantissa, exponent)) = scientific.split_once('e') else {
+        return scientific;
+    };
+    let Ok(exponent) = exponent.parse::<i32>() else {
+        return scientific;
+    };
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(unsigned) => ("-", unsigned),
+        None => ("", mantissa),
+    };
+    if !(-4..16).contains(&exponent) {
+        let exponent_sign = if exponent < 0 { '-' } else { '+' };
+        return format!("{sign}{mantissa}e{exponent_sign}{:02}", exponent.unsigned_abs());
+    }
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    format!("{sign}{}", positional_digits(&digits, exponent))
+}
+
+/// `value` in Rust's scientific notation (`d.ddde-x`) with the digits Python's `repr` picks: the
+/// fewest that read back as `value` and, among those, the closest to it.
+///
+/// Rust's `{:e}` finds the fewest digits but, when two candidates are equally close, may end on
+/// the other one (`959579170482118.3` where Python prints `...118.2`). Re-rounding to that many
+/// digits with `{:.N e}`, which rounds the exact value half to even, settles such ties Python's way.
+fn shortest_scientific(value: f64) -> String {
+    let shortest = format!("{value:e}");
+    let mantissa = shortest.split('e').next().unwrap_or_default();
+    let significant_digits = mantissa.chars().filter(char::is_ascii_digit).count();
+    format!("{value:.precision$e}", precision = significant_digits.saturating_sub(1))
+}
+
+/// Places the decimal point in `digits` (the significand `d.ddd` without its point) for a
+/// decimal exponent in `-4..16`, padding with zeros as needed.
+fn positional_digits(digits: &str, exponent: i32) -> String {
+    let Ok(integer_len) = usize::try_from(exponent).map(|exponent| exponent + 1) else {
+        let leading_zeros = usize::try_from(exponent.unsigned_abs() - 1).unwrap_or(0);
+        return format!("0.{}{digits}", "0".repeat(leading_zeros));
+    };
+    match (digits.get(..integer_len), digits.get(integer_len..)) {
+        (Some(integer), Some(fraction)) if !fraction.is_empty() => format!("{integer}.{fraction}"),
+        _ => format!("{digits}{}.0", "0".repeat(integer_len.saturating_sub(digits.len()))),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Python string stripping
+// ---------------------------------------------------------------------------------------------
+
+/// Whether Python's `str.isspace()` holds for `character`.
+///
+/// That is Unicode `White_Space` (Rust's `char::is_whitespace`) plus the four ASCII separators
+/// U+001C..U+001F, which Python counts as whitespace because of their bidirectional class.
+fn is_python_whitespace(character: char) -> bool {
+    character.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&character)
+}
+
+/// Python's `str.strip()` with no arguments.
+fn python_strip(text: &str) -> &str {
+    text.trim_matches(is_python_whitespace)
+}
+
+/// Python's `str.rstrip()` with no arguments.
+fn python_rstrip(text: &str) -> &str {
+    text.trim_end_matches(is_python_whitespace)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Message documents
+// ---------------------------------------------------------------------------------------------
+
+/// Everything a message file says: its JSON front matter and its Markdown body.
+///
+/// The same bytes are written to the canonical copy, the sender's outbox and every recipient's
+/// inbox, so the document is all one needs to rebuild a message row from the archive.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageDoc {
+    /// The message id, also the last part of the file name.
+    pub id: i64,
+    /// The thread the message belongs to; written as `null` when it has none.
+    pub thread_id: Option<String>,
+    /// The target project's human key (its absolute path).
+    pub project: String,
+    /// The target project's slug, which names its directory under `projects/`.
+    pub project_slug: String,
+    /// The sender's agent name.
+    pub from: String,
+    /// The sender's own project, present only when it is not the target project.
+    pub from_project: Option<SenderProject>,
+    /// Names of the `to` recipients.
+    pub to: Vec<String>,
+    /// Names of the `cc` recipients.
+    pub cc: Vec<String>,
+    /// Names of the `bcc` recipients; the reference writes them into every copy.
+    pub bcc: Vec<String>,
+    /// The subject line.
+    pub subject: String,
+    /// The importance label (`low`, `normal`, `high`, `urgent`).
+    pub importance: String,
+    /// Whether recipients are asked to acknowledge the message.
+    pub ack_required: bool,
+    /// When the message was created; also names its `YYYY/MM` directories and its file.
+    pub created: Timestamp,
+    /// Attachment metadata objects (storage spec §6), written as given.
+    pub attachments: Vec<Value>,
+    /// The processed Markdown body. Files hold it stripped of surrounding whitespace.
+    pub body_md: String,
+}
+
+/// The project of a sender who writes into another project.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SenderProject {
+    /// The sender project's human key, written as `from_project`.
+    pub human_key: String,
+    /// The sender project's slug, written as `from_project_slug` and inside `from_address`.
+    pub slug: String,
+}
+
+/// Why a message file could not be read back into a [`MessageDoc`].
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    /// The text does not begin with the `---json` line.
+    #[error("missing front matter: a message file must start with a '---json' line")]
+    MissingFrontMatter,
+    /// No `---` line ends the front matter.
+    #[error("front matter is not closed by a '---' line")]
+    UnclosedFrontMatter,
+    /// The text between the two fences is not valid JSON.
+    #[error("front matter is not JSON: {0}")]
+    InvalidJson(#[source] serde_json::Error),
+    /// The front matter is valid JSON but not an object.
+    #[error("front matter is not a JSON object")]
+    NotAnObject,
+    /// A key every message file has is absent.
+    #[error("missing key '{0}'")]
+    MissingKey(&'static str),
+    /// A key holds a value of the wrong JSON type.
+    #[error("key '{key}' must be {expected}")]
+    WrongType {
+        /// The offending front-matter key.
+        key: &'static str,
+        /// What the key should hold, in words.
+        expected: &'static str,
+    },
+    /// `created` is a string but not an ISO-8601 timestamp.
+    #[error("key 'created' is not an ISO-8601 timestamp: {0:?}")]
+    InvalidTimestamp(String),
+}
+
+/// Renders a message file: `---json`, the front matter as [`python_json`], `---`, a blank
+/// line, the stripped body and a final newline, exactly as the reference writes it.
+pub fn render_message(doc: &MessageDoc) -> String {
+    let front_matter = python_json(&front_matter(doc));
+    let body = python_strip(&doc.body_md);
+    format!("{FRONT_MATTER_OPEN}\n{front_matter}\n{FRONT_MATTER_CLOSE}\n\n{body}\n")
+}
+
+/// The front-matter object of `doc`. `topic` is deliberately absent: the reference keeps it
+/// only in the database.
+fn front_matter(doc: &MessageDoc) -> Value {
+    let mut map = Map::new();
+    let mut put = |key: &str, value: Value| map.insert(key.to_owned(), value);
+    put("id", doc.id.into());
+    put("thread_id", doc.thread_id.clone().into());
+    put("project", doc.project.clone().into());
+    put("project_slug", doc.project_slug.clone().into());
+    put("from", doc.from.clone().into());
+    if let Some(sender) = &doc.from_project {
+        put("from_project", sender.human_key.clone().into());
+        put("from_project_slug", sender.slug.clone().into());
+        put("from_address", format!("project:{}#{}", sender.slug, doc.from).into());
+    }
+    put("to", doc.to.clone().into());
+    put("cc", doc.cc.clone().into());
+    put("bcc", doc.bcc.clone().into());
+    put("subject", doc.subject.clone().into());
+    put("importance", doc.importance.clone().into());
+    put("ack_required", doc.ack_required.into());
+    put("created", doc.created.to_iso().into());
+    put("attachments", doc.attachments.clone().into());
+    Value::Object(map)
+}
+
+/// Reads a message file back into a [`MessageDoc`].
+///
+/// Accepts what [`render_message`] writes and what hands and tools do to it: `\r\n` line ends
+/// around the fences, a missing final newline, a leading byte-order mark, unknown extra keys
+/// (ignored; `from_address` is derived, so it is ignored too), and `created` in any form
+/// [`Timestamp::parse_iso`] reads (`+00:00` or `Z`, with or without a fraction). To replay
+/// archives written by older versions, `thread_id`, `cc`, `bcc` and `attachments` may be
+/// absent (read as none and empty). The body comes back stripped, as it was written.
+pub fn parse_message(text: &str) -> Result<MessageDoc, FormatError> {
+    let (json_text, body) = split_front_matter(text)?;
+    let front_matter: Value = serde_json::from_str(json_text).map_err(FormatError::InvalidJson)?;
+    let Value::Object(map) = front_matter else {
+        return Err(FormatError::NotAnObject);
+    };
+    let keys = FrontMatter(&map);
+    Ok(MessageDoc {
+        id: keys.integer("id")?,
+        thread_id: keys.optional_string("thread_id")?,
+        project: keys.string("project")?,
+        project_slug: keys.string("project_slug")?,
+        from: keys.string("from")?,
+        from_project: keys.sender_project()?,
+        to: keys.names("to")?,
+        cc: keys.optional_names("cc")?,
+        bcc: keys.optional_names("bcc")?,
+        subject: keys.string("subject")?,
+        importance: keys.string("importance")?,
+        ack_required: keys.boolean("ack_required")?,
+        created: keys.timestamp("created")?,
+        attachments: keys.optional_list("attachments")?,
+        body_md: python_strip(body).to_owned(),
+    })
+}
+
+/// Splits a message file into its front-matter JSON and its raw body.
+///
+/// The front matter ends at the first line that is exactly `---`. JSON strings cannot hold a
+/// raw line break, so such a line can never be inside the JSON, while the body may contain any
+/// number of them.
+fn split_front_matter(text: &str) -> Result<(&str, &str), FormatError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let after_open = text
+        .strip_prefix(FRONT_MATTER_OPEN)
+        .and_then(strip_line_break)
+        .ok_or(FormatError::MissingFrontMatter)?;
+    let mut line_start = 0;
+    for line in after_open.split_inclusive('\n') {
+        let line_end = line_start + line.len();
+        if line.trim_end_matches(['\n', '\r']) == FRONT_MATTER_CLOSE {
+            return Ok((&after_open[..line_start], &after_open[line_end..]));
+        }
+        line_start = line_end;
+    }
+    Err(FormatError::UnclosedFrontMatter)
+}
+
+/// Removes one leading `\n` or `\r\n`; `None` if the text does not start with a line break.
+fn strip_line_break(text: &str) -> Option<&str> {
+    text.strip_prefix("\r\n").or_else(|| text.strip_prefix('\n'))
+}
+
+/// Typed access to front-matter keys, turning absent or mistyped values into [`FormatError`]s.
+struct FrontMatter<'a>(&'a Map<String, Value>);
+
+impl FrontMatter<'_> {
+    fn required(&self, key: &'static str) -> Result<&Value, FormatError> {
+        self.0.get(key).ok_or(FormatError::MissingKey(key))
+    }
+
+    /// The value of `key`, treating an absent key like `null`.
+    fn present(&self, key: &'static str) -> Option<&Value> {
+        self.0.get(key).filter(|value| !value.is_null())
+    }
+
+    fn integer(&self, key: &'static str) -> Result<i64, FormatError> {
+        self.required(key)?.as_i64().ok_or(FormatError::WrongType { key, expected: "an integer" })
+    }
+
+    fn boolean(&self, key: &'static str) -> Result<bool, FormatError> {
+        self.required(key)?.as_bool().ok_or(FormatError::WrongType { key, expected: "a boolean" })
+    }
+
+    fn string(&self, key: &'static str) -> Result<String, FormatError> {
+        as_string(key, self.required(key)?)
+    }
+
+    fn optional_string(&self, key: &'static str) -> Result<Option<String>, FormatError> {
+        self.present(key).map(|value| as_string(key, value)).transpose()
+    }
+
+    fn names(&self, key: &'static str) -> Result<Vec<String>, FormatError> {
+        as_names(key, self.required(key)?)
+    }
+
+    fn optional_names(&self, key: &'static str) -> Result<Vec<String>, FormatError> {
+        self.present(key).map_or(Ok(Vec::new()), |value| as_names(key, value))
+    }
+
+    fn optional_list(&self, key: &'static str) -> Result<Vec<Value>, FormatError> {
+        match self.present(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) => Ok(items.clone()),
+            Some(_) => Err(FormatError::WrongType { key, expected: "a list" }),
+        }
+    }
+
+    fn timestamp(&self, key: &'static str) -> Result<Timestamp, FormatError> {
+        let text = self.string(key)?;
+        Timestamp::parse_iso(&text).ok_or(FormatError::InvalidTimestamp(text))
+    }
+
+    /// The sender's project, when `from_project` is present; its slug is then required too.
+    fn sender_project(&self) -> Result<Option<SenderProject>, FormatError> {
+        let Some(human_key) = self.optional_string("from_project")? else {
+            return Ok(None);
+        };
+        Ok(Some(SenderProject { human_key, slug: self.string("from_project_slug")? }))
+    }
+}
+
+fn as_string(key: &'static str, value: &Value) -> Result<String, FormatError> {
+    value.as_str().map(str::to_owned).ok_or(FormatError::WrongType { key, expected: "a string" })
+}
+
+fn as_names(key: &'static str, value: &Value) -> Result<Vec<String>, FormatError> {
+    let wrong_type = || FormatError::WrongType { key, expected: "a list of strings" };
+    let items = value.as_array().ok_or_else(wrong_type)?;
+    items.iter().map(|item| item.as_str().map(str::to_owned).ok_or_else(wrong_type)).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// File names and paths
+// ---------------------------------------------------------------------------------------------
+
+/// The subject part of a message file name, as the reference computes it:
+/// `re.sub(r"[^a-zA-Z0-9._-]+", "-", subject).strip("-_").lower()[:80] or "message"`.
+pub fn subject_slug(subject: &str) -> String {
+    let mut replaced = String::with_capacity(subject.len());
+    let mut in_replaced_run = false;
+    for character in subject.chars() {
+        if character.is_ascii_alphanumeric() || matches!(character, '.' | '_' | '-') {
+            replaced.push(character.to_ascii_lowercase());
+            in_replaced_run = false;
+        } else if !in_replaced_run {
+            replaced.push('-');
+            in_replaced_run = true;
+        }
+    }
+    let stripped = replaced.trim_matches(['-', '_']);
+    // The slug is ASCII, so cutting at a byte offset is cutting at a character.
+    let cut = stripped.get(..SUBJECT_SLUG_MAX_CHARS).unwrap_or(stripped);
+    if cut.is_empty() { "message".to_owned() } else { cut.to_owned() }
+}
+
+/// The file name shared by all copies of a message: `<YYYY-MM-DDTHH-MM-SSZ>__<slug>__<id>.md`,
+/// which sorts chronologically and is valid on every filesystem.
+pub fn message_file_name(created: Timestamp, subject: &str, id: i64) -> String {
+    format!("{}__{}__{id}.md", created.archive_stamp(), subject_slug(subject))
+}
+
+/// The message id in a message file name, from the current `<stamp>__<slug>__<id>.md` form or
+/// the legacy `<id>.md`; `None` for any other name.
+///
+/// Accepts a bare name or a path (only the last component is read). Thread digests
+/// (`messages/threads/<thread_id>.md`) can look like legacy names, so apply this only to files
+/// under `messages/YYYY/MM/` or a mailbox.
+pub fn parse_message_file_name(name: &str) -> Option<i64> {
+    let file_name = name.rsplit('/').next().unwrap_or(name);
+    let stem = file_name.strip_suffix(".md")?;
+    let id = match stem.rsplit_once("__") {
+        Some((stamp_and_slug, id)) if stamp_and_slug.contains("__") => id,
+        Some(_) => return None,
+        None => stem,
+    };
+    if id.is_empty() || !id.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    id.parse().ok()
+}
+
+/// Where one message is written, as repo-relative paths with `/` separators.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MessagePaths {
+    /// `projects/<slug>/messages/YYYY/MM/<file>`, the copy the read side trusts.
+    pub canonical: String,
+    /// The sender's outbox copy; only for senders registered in the target project.
+    pub outbox: Option<String>,
+    /// One inbox copy per distinct recipient, in `to`, `cc`, `bcc` order.
+    pub inboxes: Vec<String>,
+}
+
+/// Every path a delivery of `doc` writes, apart from the thread digest.
+///
+/// A name listed more than once (say in both `to` and `cc`) gets a single inbox path, since
+/// every copy has the same name and bytes. `YYYY/MM` is the UTC month of `created`.
+pub fn message_paths(doc: &MessageDoc, sender_is_local: bool) -> MessagePaths {
+    let file_name = message_file_name(doc.created, &doc.subject, doc.id);
+    let month = month_directory(doc.created);
+    let project = project_directory(&doc.project_slug);
+    let mailbox =
+        |agent: &str, kind: &str| format!("{project}/agents/{agent}/{kind}/{month}/{file_name}");
+    let mut seen = HashSet::new();
+    let inboxes = recipients(doc)
+        .filter(|name| seen.insert(*name))
+        .map(|name| mailbox(name, "inbox"))
+        .collect();
+    MessagePaths {
+        canonical: format!("{project}/messages/{month}/{file_name}"),
+        outbox: sender_is_local.then(|| mailbox(&doc.from, "outbox")),
+        inboxes,
+    }
+}
+
+/// The path of an agent's profile: `projects/<slug>/agents/<Name>/profile.json`.
+pub fn profile_path(project_slug: &str, agent_name: &str) -> String {
+    format!("{}/agents/{agent_name}/profile.json", project_directory(project_slug))
+}
+
+/// The path of a thread's digest: `projects/<slug>/messages/threads/<thread_id>.md`.
+///
+/// The thread id is used verbatim; callers must have checked it against the thread-id rule
+/// (alphanumeric start, then letters, digits, `.`, `_`, `-`), which keeps it one path component.
+pub fn thread_digest_path(project_slug: &str, thread_id: &str) -> String {
+    format!("{}/messages/threads/{thread_id}.md", project_directory(project_slug))
+}
+
+/// The two artifacts of a file reservation: the legacy one named by the SHA-1 of its pattern
+/// (overwritten by the latest reservation of that exact pattern) and the stable `id-<id>` one.
+///
+/// The pattern is hashed after Python-style whitespace stripping, because the reference strips
+/// it before hashing; the record written into both files should hold the stripped pattern too.
+pub fn reservation_paths(project_slug: &str, id: i64, path_pattern: &str) -> [String; 2] {
+    let directory = format!("{}/file_reservations", project_directory(project_slug));
+    let digest = sha1_smol::Sha1::from(python_strip(path_pattern).as_bytes()).digest();
+    [format!("{directory}/{digest}.json"), format!("{directory}/id-{id}.json")]
+}
+
+fn project_directory(project_slug: &str) -> String {
+    format!("projects/{project_slug}")
+}
+
+/// The `YYYY/MM` directory of a UTC instant.
+fn month_directory(created: Timestamp) -> String {
+    let (year, month) = created.year_month();
+    format!("{year:04}/{month:02}")
+}
+
+/// All recipient names of a message in file order: `to`, then `cc`, then `bcc`.
+fn recipients(doc: &MessageDoc) -> impl Iterator<Item = &str> {
+    doc.to.iter().chain(&doc.cc).chain(&doc.bcc).map(String::as_str)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread digests
+// ---------------------------------------------------------------------------------------------
+
+/// The first lines of a new thread digest.
+pub fn digest_header(thread_id: &str) -> String {
+    format!("# Thread {thread_id}\n\n")
+}
+
+/// The digest entry appended for one message of a thread.
+///
+/// Follows the reference: an `### <subject>` line when the stripped subject is not empty, a
+/// `## <created> — <from> → <recipients>` line (recipients as written in `to`, `cc`, `bcc`,
+/// repeats kept), a link to the canonical copy, a body preview and a `---` separator. The
+/// preview is the stripped body, or when that is longer than 1200 characters its first 1200
+/// characters with trailing whitespace removed, then `\n...`.
+pub fn digest_entry(doc: &MessageDoc, canonical_path: &str) -> String {
+    let subject = python_strip(&doc.subject);
+    let subject_line =
+        if subject.is_empty() { String::new() } else { format!("### {subject}\n\n") };
+    let recipients = recipients(doc).collect::<Vec<_>>().join(", ");
+    let created = doc.created.to_iso();
+    let preview = digest_preview(&doc.body_md);
+    format!(
+        "{subject_line}## {created} \u{2014} {from} \u{2192} {recipients}\n\n{link}\n\n{preview}\n\n---\n\n",
+        from = doc.from,
+        link = canonical_link(canonical_path),
+    )
+}
+
+/// Whether `digest` already has the entry linking to `canonical_path`, so that replaying a
+/// delivery does not append it twice.
+///
+/// It looks for the link as a whole line. A body that quotes that exact line would also match;
+/// the cost is one missing digest entry, never a wrong one.
+pub fn digest_contains(digest: &str, canonical_path: &str) -> bool {
+    let link = canonical_link(canonical_path);
+    digest.lines().any(|line| line == link)
+}
+
+fn canonical_link(canonical_path: &str) -> String {
+    format!("[View canonical]({canonical_path})")
+}
+
+fn digest_preview(body_md: &str) -> String {
+    let body = python_strip(body_md);
+    match body.char_indices().nth(DIGEST_PREVIEW_MAX_CHARS) {
+        None => body.to_owned(),
+        Some((cut, _)) => format!("{}\n...", python_rstrip(&body[..cut])),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profiles and reservation artifacts
+// ---------------------------------------------------------------------------------------------
+
+/// An agent's `profile.json`: the caller's object as [`python_json`] plus a final newline.
+pub fn render_profile(profile: &Value) -> String {
+    json_file(profile)
+}
+
+/// A file-reservation artifact: the caller's record as [`python_json`] plus a final newline.
+pub fn render_reservation(reservation: &Value) -> String {
+    json_file(reservation)
+}
+
+/// The reference's `_write_json` layout, shared by every JSON file in the archive.
+fn json_file(value: &Value) -> String {
+    let mut text = python_json(value);
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// Compares what a rule returned for `input` with what we expected, naming the input.
+    fn check<T: PartialEq + std::fmt::Debug>(input: &str, actual: T, expected: T) {
+        assert_eq!(actual, expected, "input: {input:?}");
+    }
+
+    fn at(iso: &str) -> Timestamp {
+        Timestamp::parse_iso(iso).expect("test timestamps are valid")
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    /// A message like the conformance fixture's first delivery.
+    fn sample() -> MessageDoc {
+        MessageDoc {
+            id: 42,
+            thread_id: Some("TKT-1".into()),
+            project: "/home/u/backend".into(),
+            project_slug: "home-u-backend".into(),
+            from: "BlueLake".into(),
+            from_project: None,
+            to: names(&["GreenCastle"]),
+            cc: Vec::new(),
+            bcc: Vec::new(),
+            subject: "Hello, World!".into(),
+            importance: "normal".into(),
+            ack_required: false,
+            created: at("2025-01-01T12:00:00.123456+00:00"),
+            attachments: Vec::new(),
+            body_md: "Test".into(),
+        }
+    }
+
+    const SAMPLE_FILE: &str = r#"---json
+{
+  "ack_required": false,
+  "attachments": [],
+  "bcc": [],
+  "cc": [],
+  "created": "2025-01-01T12:00:00.123456+00:00",
+  "from": "BlueLake",
+  "id": 42,
+  "importance": "normal",
+  "project": "/home/u/backend",
+  "project_slug": "home-u-backend",
+  "subject": "Hello, World!",
+  "thread_id": "TKT-1",
+  "to": [
+    "GreenCastle"
+  ]
+}
+---
+
+Test
+"#;
+
+    #[test]
+    fn python_json_matches_json_dumps() {
+        // Expected strings are Python 3's json.dumps(value, indent=2, sort_keys=True).
+        let cases = [
+            (json!(null), "null"),
+            (json!(true), "true"),
+            (json!(-7), "-7"),
+            (json!(u64::MAX), "18446744073709551615"),
+            (json!(1.5), "1.5"),
+            (json!(100.0), "100.0"),
+            (json!(-0.0), "-0.0"),
+            (json!(0.0001), "0.0001"),
+            (json!(0.00001), "1e-05"),
+            (json!(1e16), "1e+16"),
+            (json!(123456789012345680.0), "1.2345678901234568e+17"),
+            // Exactly halfway between two shortest candidates; Python rounds to the even one.
+            (json!(959_579_170_482_118.0 + 0.25), "959579170482118.2"),
+            (json!("é"), r#""\u00e9""#),
+            (json!("😀"), r#""\ud83d\ude00""#),
+            (json!("a/b"), r#""a/b""#),
+            (json!("\"\\\n\r\t\u{8}\u{c}"), r#""\"\\\n\r\t\b\f""#),
+            (json!("\u{0}\u{1f}\u{7f}\u{ffff}"), r#""\u0000\u001f\u007f\uffff""#),
+            (json!([]), "[]"),
+            (json!({}), "{}"),
+            (json!([1, [], {}]), "[\n  1,\n  [],\n  {}\n]"),
+            (
+                json!({"b": {"z": [1.5, "x"], "a": null}, "a": [], "é": 1, "Z": 2}),
+                "{\n  \"Z\": 2,\n  \"a\": [],\n  \"b\": {\n    \"a\": null,\n    \"z\": [\n      1.5,\n      \
+                 \"x\"\n    ]\n  },\n  \"\\u00e9\": 1\n}",
+            ),
+        ];
+        for (value, expected) in cases {
+            check(&value.to_string(), python_json(&value).as_str(), expected);
+        }
+    }
+
+    #[test]
+    fn python_whitespace_is_stripped() {
+        let cases = [
+            (" \t\n x y \r\n", "x y"),
+            ("\u{1c}\u{1f}x\u{85}\u{a0}\u{3000}", "x"),
+            ("\u{200b}x\u{feff}", "\u{200b}x\u{feff}"),
+            ("   ", ""),
+        ];
+        for (input, expected) in cases {
+            check(input, python_strip(input), expected);
+        }
+    }
+
+    #[test]
+    fn renders_a_message_like_the_reference() {
+        let doc = MessageDoc { body_md: "\n  Test \n\n".into(), ..sample() };
+        let text = render_message(&doc);
+        check("sample", text.as_str(), SAMPLE_FILE);
+        // The reference's commit for such a message reports 21 inserted lines.
+        check("lines", text.lines().count(), 21);
+        let two_lines = MessageDoc { body_md: "Line one\nLine two".into(), ..sample() };
+        check("two-line body", render_message(&two_lines).lines().count(), 22);
+    }
+
+    #[test]
+    fn renders_cross_project_sender_keys() {
+        let doc = MessageDoc {
+            thread_id: None,
+            from_project: Some(SenderProject {
+                human_key: "/srv/front".into(),
+                slug: "srv-front".into(),
+            }),
+            ..sample()
+        };
+        let text = render_message(&doc);
+        let expected_lines = [
+            "  \"from\": \"BlueLake\",",
+            "  \"from_address\": \"project:srv-front#BlueLake\",",
+            "  \"from_project\": \"/srv/front\",",
+            "  \"from_project_slug\": \"srv-front\",",
+            "  \"id\": 42,",
+        ];
+        check("cross-project", text.contains(&expected_lines.join("\n")), true);
+        check("null thread", text.contains("  \"thread_id\": null,\n"), true);
+        check("round trip", parse_message(&text).ok(), Some(doc));
+    }
+
+    #[test]
+    fn parses_what_hands_and_tools_do_to_files() {
+        let expected = sample();
+        let crlf = SAMPLE_FILE.replace('\n', "\r\n");
+        let no_final_newline = SAMPLE_FILE.trim_end().to_owned();
+        let with_bom = format!("\u{feff}{SAMPLE_FILE}");
+        let zulu = SAMPLE_FILE.replace(".123456+00:00", ".123456Z");
+        let extra_keys = SAMPLE_FILE.replace("{\n", "{\n  \"topic\": \"x\",\n  \"zzz\": [1],\n");
+        let old_file = SAMPLE_FILE
+            .replace("  \"attachments\": [],\n  \"bcc\": [],\n  \"cc\": [],\n", "")
+            .replace("  \"thread_id\": \"TKT-1\",\n", "");
+        let cases = [
+            ("crlf", crlf, expected.clone()),
+            ("no final newline", no_final_newline, expected.clone()),
+            ("bom", with_bom, expected.clone()),
+            ("zulu", zulu, expected.clone()),
+            ("extra keys", extra_keys, expected.clone()),
+            ("old file", old_file, MessageDoc { thread_id: None, ..expected.clone() }),
+            (
+                "no fraction",
+                SAMPLE_FILE.replace(".123456+00:00", "Z"),
+                MessageDoc { created: at("2025-01-01T12:00:00Z"), ..expected.clone() },
+            ),
+            (
+                "fence only",
+                SAMPLE_FILE.replace("---\n\nTest\n", "---"),
+                MessageDoc { body_md: String::new(), ..expected.clone() },
+            ),
+        ];
+        for (label, text, expected) in cases {
+            match parse_message(&text) {
+                Ok(doc) => check(label, doc, expected),
+                Err(error) => panic!("{label}: {error}"),
+            }
+        }
+    }
+
+    #[test]
+    fn parse_errors_say_what_is_wrong() {
+        let replace = |from: &str, to: &str| SAMPLE_FILE.replacen(from, to, 1);
+        let cases = [
+            ("", "missing front matter: a message file must start with a '---json' line".into()),
+            (
+                "---\n{}\n---\n",
+                "missing front matter: a message file must start with a '---json' line".into(),
+            ),
+            (
+                "---json {}\n---\n",
+                "missing front matter: a message file must start with a '---json' line".into(),
+            ),
+            ("---json\n{}\n", "front matter is not closed by a '---' line".into()),
+            ("---json\n{}\n----\nbody", "front matter is not closed by a '---' line".into()),
+            (
+                "---json\n{\n---\n",
+                "front matter is not JSON: EOF while parsing an object at line 2 column 0".into(),
+            ),
+            ("---json\n[]\n---\n", "front matter is not a JSON object".into()),
+            ("---json\n{}\n---\n", "missing key 'id'".into()),
+            (
+                &replace("  \"to\": [\n    \"GreenCastle\"\n  ]\n", "  \"z\": 1\n"),
+                "missing key 'to'".into(),
+            ),
+            (&replace("\"id\": 42", "\"id\": \"42\""), "key 'id' must be an integer".into()),
+            (&replace("\"id\": 42", "\"id\": 4.2"), "key 'id' must be an integer".into()),
+            (
+                &replace("\"ack_required\": false", "\"ack_required\": 0"),
+                "key 'ack_required' must be a boolean".into(),
+            ),
+            (
+                &replace("\"subject\": \"Hello, World!\"", "\"subject\": null"),
+                "key 'subject' must be a string".into(),
+            ),
+            (
+                &replace("\"thread_id\": \"TKT-1\"", "\"thread_id\": 7"),
+                "key 'thread_id' must be a string".into(),
+            ),
+            (&replace("\"cc\": []", "\"cc\": [1]"), "key 'cc' must be a list of strings".into()),
+            (
+                &replace("\"attachments\": []", "\"attachments\": {}"),
+                "key 'attachments' must be a list".into(),
+            ),
+            (
+                &replace("2025-01-01T12:00:00.123456+00:00", "yesterday"),
+                "key 'created' is not an ISO-8601 timestamp: \"yesterday\"".to_owned(),
+            ),
+            (
+                &replace("\"cc\": [],", "\"cc\": [],\n  \"from_project\": \"/srv\","),
+                "missing key 'from_project_slug'".into(),
+            ),
+        ];
+        for (text, expected) in cases {
+            let message = parse_message(text).err().map(|error| error.to_string());
+            check(text, message, Some(expected));
+        }
+    }
+
+    #[test]
+    fn subject_slugs() {
+        let hundred = "a".repeat(100);
+        let cases = [
+            ("Hello, World!", "hello-world".to_owned()),
+            ("  __x__ ", "x".to_owned()),
+            ("", "message".to_owned()),
+            ("ÄÖÜ", "message".to_owned()),
+            ("-_-", "message".to_owned()),
+            ("a - b", "a---b".to_owned()),
+            ("Grüße aus Köln", "gr-e-aus-k-ln".to_owned()),
+            ("v1.2_final.tar.gz", "v1.2_final.tar.gz".to_owned()),
+            ("[WIP] Fix #12: auth", "wip-fix-12-auth".to_owned()),
+            (".hidden", ".hidden".to_owned()),
+            (hundred.as_str(), "a".repeat(80)),
+            (&format!("{}!x", "b".repeat(79)), format!("{}-", "b".repeat(79))),
+        ];
+        for (input, expected) in cases {
+            check(input, subject_slug(input), expected);
+        }
+    }
+
+    #[test]
+    fn message_file_names() {
+        let created = at("2025-01-01T12:00:00.123456+00:00");
+        let cases = [
+            ("Hello, World!", 42, "2025-01-01T12-00-00Z__hello-world__42.md"),
+            ("", 1, "2025-01-01T12-00-00Z__message__1.md"),
+        ];
+        for (subject, id, expected) in cases {
+            check(subject, message_file_name(created, subject, id).as_str(), expected);
+        }
+        let late = at("2024-12-31T23:59:59.999999-05:00");
+        check("offset", message_file_name(late, "x", 3).as_str(), "2025-01-01T04-59-59Z__x__3.md");
+    }
+
+    #[test]
+    fn parses_message_file_names() {
+        let cases = [
+            ("2025-01-01T12-00-00Z__hello-world__42.md", Some(42)),
+            ("projects/p/messages/2025/01/2025-01-01T12-00-00Z__a__b__7.md", Some(7)),
+            ("2025-01-01T12-00-00Z__message__9223372036854775807.md", Some(i64::MAX)),
+            ("17.md", Some(17)),
+            ("2025-01-01T12-00-00Z__hello-world__42.json", None),
+            ("2025-01-01T12-00-00Z__hello-world.md", None),
+            ("hello__42.md", None),
+            ("x__y__-4.md", None),
+            ("x__y__+4.md", None),
+            ("x__y__.md", None),
+            ("x__y__99999999999999999999.md", None),
+            ("TKT-1.md", None),
+            (".md", None),
+        ];
+        for (name, expected) in cases {
+            check(name, parse_message_file_name(name), expected);
+        }
+    }
+
+    #[test]
+    fn message_paths_cover_every_copy() {
+        let file = "2025-01-01T12-00-00Z__hello-world__42.md";
+        let doc = MessageDoc {
+            to: names(&["GreenCastle", "BlueLake"]),
+            cc: names(&["RedStone", "GreenCastle"]),
+            bcc: names(&["RedStone", "PinkFox"]),
+            ..sample()
+        };
+        let inbox =
+            |name: &str| format!("projects/home-u-backend/agents/{name}/inbox/2025/01/{file}");
+        let expected = MessagePaths {
+            canonical: format!("projects/home-u-backend/messages/2025/01/{file}"),
+            outbox: Some(format!("projects/home-u-backend/agents/BlueLake/outbox/2025/01/{file}")),
+            inboxes: vec![
+                inbox("GreenCastle"),
+                inbox("BlueLake"),
+                inbox("RedStone"),
+                inbox("PinkFox"),
+            ],
+        };
+        check("local sender", message_paths(&doc, true), expected.clone());
+        check(
+            "remote sender",
+            message_paths(&doc, false),
+            MessagePaths { outbox: None, ..expected },
+        );
+    }
+
+    #[test]
+    fn other_paths() {
+        let cases = [
+            (profile_path("p", "BlueLake"), "projects/p/agents/BlueLake/profile.json"),
+            (thread_digest_path("p", "TKT-1"), "projects/p/messages/threads/TKT-1.md"),
+        ];
+        for (actual, expected) in cases {
+            check(expected, actual.as_str(), expected);
+        }
+        // Expected digests are Python's hashlib.sha1(pattern.encode("utf-8")).hexdigest().
+        let cases = [
+            ("src/**/*.rs", "deb95f5865984addb1628b45ed46a02956f04c71"),
+            ("  src/**/*.rs\n", "deb95f5865984addb1628b45ed46a02956f04c71"),
+            ("docs/é.md", "e04681a6c65c3096b45d23b2fdc9ede31f0658ec"),
+        ];
+        for (pattern, digest) in cases {
+            let expected = [
+                format!("projects/p/file_reservations/{digest}.json"),
+                "projects/p/file_reservations/id-12.json".to_owned(),
+            ];
+            check(pattern, reservation_paths("p", 12, pattern), expected);
+        }
+    }
+
+    #[test]
+    fn digest_entries() {
+        let canonical = "projects/home-u-backend/messages/2025/01/x__42.md";
+        let head = format!(
+            "## 2025-01-01T12:00:00.123456+00:00 \u{2014} BlueLake \u{2192} GreenCastle, RedStone, PinkFox\n\n\
+             [View canonical]({canonical})\n\n"
+        );
+        let recipients =
+            MessageDoc { cc: names(&["RedStone"]), bcc: names(&["PinkFox"]), ..sample() };
+        let long_body = format!("{}   {}", "a".repeat(1198), "b".repeat(10));
+        let exact_body = "é".repeat(1200);
+        let cases = [
+            (recipients.clone(), format!("### Hello, World!\n\n{head}Test\n\n---\n\n")),
+            (
+                MessageDoc {
+                    subject: " \t ".into(),
+                    body_md: "\n body \n".into(),
+                    ..recipients.clone()
+                },
+                format!("{head}body\n\n---\n\n"),
+            ),
+            (
+                MessageDoc { subject: String::new(), body_md: long_body, ..recipients.clone() },
+                format!("{head}{}\n...\n\n---\n\n", "a".repeat(1198)),
+            ),
+            (
+                MessageDoc {
+                    subject: String::new(),
+                    body_md: exact_body.clone(),
+                    ..recipients.clone()
+                },
+                format!("{head}{exact_body}\n\n---\n\n"),
+            ),
+            (
+                MessageDoc {
+                    subject: String::new(),
+                    body_md: format!("{exact_body}ü"),
+                    ..recipients
+                },
+                format!("{head}{exact_body}\n...\n\n---\n\n"),
+            ),
+        ];
+        for (doc, expected) in cases {
+            check(&doc.subject, digest_entry(&doc, canonical), expected);
+        }
+        check("header", digest_header("TKT-1").as_str(), "# Thread TKT-1\n\n");
+    }
+
+    #[test]
+    fn digest_lookup() {
+        let canonical = "projects/p/messages/2025/01/x__42.md";
+        let digest = format!("{}{}", digest_header("T"), digest_entry(&sample(), canonical));
+        let cases = [
+            (canonical, true),
+            ("projects/p/messages/2025/01/x__4.md", false),
+            ("projects/p/messages/2025/01/x__42", false),
+            ("p/messages/2025/01/x__42.md", false),
+        ];
+        for (path, expected) in cases {
+            check(path, digest_contains(&digest, path), expected);
+        }
+        check("crlf", digest_contains(&digest.replace('\n', "\r\n"), canonical), true);
+    }
+
+    #[test]
+    fn json_files_end_with_a_newline() {
+        let profile = json!({"name": "BlueLake", "program": "claude-code", "inception_ts": "x"});
+        let expected = "{\n  \"inception_ts\": \"x\",\n  \"name\": \"BlueLake\",\n  \"program\": \"claude-code\"\n}\n";
+        check("profile", render_profile(&profile).as_str(), expected);
+        let reservation = json!({"id": 3, "exclusive": true, "path_pattern": "src/**"});
+        let expected =
+            "{\n  \"exclusive\": true,\n  \"id\": 3,\n  \"path_pattern\": \"src/**\"\n}\n";
+        check("reservation", render_reservation(&reservation).as_str(), expected);
+    }
+
+    /// Text that stresses the format: arbitrary characters mixed with fences, line breaks,
+    /// quotes, emoji and Python-only whitespace.
+    fn nasty_text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            any::<char>().prop_map(String::from),
+            "[a-zA-Z0-9 ]{1,8}",
+            Just("---".to_owned()),
+            Just("---json".to_owned()),
+            Just("\n".to_owned()),
+            Just("\r\n".to_owned()),
+            Just(" \t".to_owned()),
+            Just("\"\\".to_owned()),
+            Just("😀".to_owned()),
+            Just("\u{1c}\u{a0}\u{3000}".to_owned()),
+        ];
+        proptest::collection::vec(piece, 0..12).prop_map(|pieces| pieces.concat())
+    }
+
+    fn timestamp() -> impl Strategy<Value = Timestamp> {
+        // 0001-01-01T00:00:00 to 9999-12-31T23:59:59.999999, the years ISO text can hold.
+        (-62_135_596_800_000_000_i64..=253_402_300_799_999_999).prop_map(Timestamp::from_micros)
+    }
+
+    fn attachment() -> impl Strategy<Value = Value> {
+        (nasty_text(), any::<i64>(), any::<bool>(), proptest::option::of(nasty_text())).prop_map(
+            |(kind, bytes, inline, path)| {
+                json!({"type": kind, "bytes": bytes, "inline": inline, "path": path, "dims": [1, {}]})
+            },
+        )
+    }
+
+    fn message_doc() -> impl Strategy<Value = MessageDoc> {
+        let names = || proptest::collection::vec(nasty_text(), 0..4);
+        let sender = proptest::option::of((nasty_text(), nasty_text()))
+            .prop_map(|pair| pair.map(|(human_key, slug)| SenderProject { human_key, slug }));
+        let addressing =
+            (any::<i64>(), proptest::option::of(nasty_text()), nasty_text(), nasty_text());
+        let people = (nasty_text(), sender, names(), names(), names());
+        let content = (nasty_text(), nasty_text(), any::<bool>(), timestamp());
+        let payload = (proptest::collection::vec(attachment(), 0..3), nasty_text());
+        (addressing, people, content, payload).prop_map(
+            |(
+                (id, thread_id, project, project_slug),
+                (from, from_project, to, cc, bcc),
+                (subject, importance, ack_required, created),
+                (attachments, body_md),
+            )| MessageDoc {
+                id,
+                thread_id,
+                project,
+                project_slug,
+                from,
+                from_project,
+                to,
+                cc,
+                bcc,
+                subject,
+                importance,
+                ack_required,
+                created,
+                attachments,
+                body_md,
+            },
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn messages_round_trip(doc in message_doc()) {
+            let text = render_message(&doc);
+            let parsed = parse_message(&text);
+            let expected = MessageDoc { body_md: python_strip(&doc.body_md).to_owned(), ..doc };
+            prop_assert_eq!(parsed.as_ref().ok(), Some(&expected), "{:?}", parsed.as_ref().err());
+            prop_assert_eq!(render_message(&expected), text);
+        }
+
+        #[test]
+        fn python_json_is_ascii_json(doc in message_doc()) {
+            let value = front_matter(&doc);
+            let text = python_json(&value);
+            prop_assert!(text.is_ascii());
+            prop_assert_eq!(serde_json::from_str::<Value>(&text).ok(), Some(value));
+        }
+
+        #[test]
+        fn file_names_round_trip(created in timestamp(), subject in nasty_text(), id in 0..=i64::MAX) {
+            let name = message_file_name(created, &subject, id);
+            prop_assert_eq!(parse_message_file_name(&name), Some(id));
+            let slug = subject_slug(&subject);
+            prop_assert!(slug.len() <= 80 && !slug.is_empty());
+            prop_assert!(!slug.starts_with(['-', '_']));
+            prop_assert!(slug.bytes().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'-')));
+        }
+
+        #[test]
+        fn digests_find_their_entries(doc in message_doc()) {
+            // Real slugs are `[a-z0-9-]+`; arbitrary text could even hold a line break.
+            let doc = MessageDoc { project_slug: "home-u-backend".into(), ..doc };
+            let canonical = message_paths(&doc, true).canonical;
+            let digest = format!("{}{}", digest_header("T"), digest_entry(&doc, &canonical));
+            prop_assert!(digest_contains(&digest, &canonical));
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! Git plumbing for the archive: blobs and trees are written directly and the commit moves
+//! HEAD, so no commit waits for Git's shared index lock. The working tree and the index are
+//! kept in step afterwards for humans (`ls`, `git status`), but nothing depends on them.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use git2::build::TreeUpdateBuilder;
+use git2::{FileMode, Index, IndexEntry, IndexTime, Oid, Repository, Signature, Tree};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::model::time::Timestamp;
+
+const GITATTRIBUTES: &str = "*.json text\n*.md text\n";
+
+/// Local-only files Git should not offer to add: lock files and their owner records, and the
+/// temporary files of atomic writes.
+const EXCLUDES: &str = "*.lock\n*.lock.owner.json\n.*.tmp\n";
+
+/// Who commits to the archive (`GIT_AUTHOR_NAME` / `GIT_AUTHOR_EMAIL`).
+#[derive(Debug, Clone)]
+pub struct Author {
+    pub name: String,
+    pub email: String,
+}
+
+/// The archive repository, owned by the archive writer thread.
+pub struct ArchiveRepo {
+    repo: Repository,
+    root: PathBuf,
+    author: Author,
+    index: Index,
+    /// Paths committed since the index was last written.
+    index_pending: Vec<String>,
+}
+
+/// A commit as `whois` and the resources show it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CommitInfo {
+    pub hexsha: String,
+    pub summary: String,
+    pub authored_ts: Timestamp,
+}
+
+pub(crate) fn git_err(context: &str, e: git2::Error) -> Error {
+    Error::internal(format!("archive: {context}: {}", e.message()))
+}
+
+fn io_err(context: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::internal(format!("archive: {context} {}: {e}", path.display()))
+}
+
+impl ArchiveRepo {
+    /// Opens the repository at `root`, creating it (with `.gitattributes` and the reference's
+    /// first commit) when absent, and brings a stale index back in line with HEAD.
+    pub fn open_or_init(root: &Path, author: Author) -> Result<Self> {
+        fs::create_dir_all(root).map_err(|e| io_err("cannot create", root, e))?;
+        let fresh = !root.join(".git").exists();
+        let repo = if fresh {
+            let repo = Repository::init(root).map_err(|e| git_err("init", e))?;
+            repo.config()
+                .and_then(|mut c| c.set_bool("commit.gpgsign", false))
+                .map_err(|e| git_err("config", e))?;
+            repo
+        } else {
+            Repository::open(root).map_err(|e| git_err("open", e))?
+        };
+        ensure_excludes(root)?;
+        let index = repo.index().map_err(|e| git_err("index", e))?;
+        let mut archive =
+            Self { repo, root: root.to_path_buf(), author, index, index_pending: Vec::new() };
+        if fresh || archive.head_tree()?.is_none() {
+            let files = vec![(".gitattributes".to_string(), GITATTRIBUTES.as_bytes().to_vec())];
+            archive.commit_files(&files, "chore: initialize archive")?;
+            archive.sync_index()?;
+        } else {
+            archive.realign_index()?;
+        }
+        Ok(archive)
+    }
+
+    /// The work tree root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The tree HEAD points to; `None` before the first commit.
+    pub fn head_tree(&self) -> Result<Option<Tree<'_>>> {
+        head_tree(&self.repo)
+    }
+
+    /// The committed bytes of `path` in HEAD, if it exists there.
+    pub fn committed_file(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        let Some(tree) = self.head_tree()? else { return Ok(None) };
+        let entry = match tree.get_path(Path::new(path)) {
+            Ok(entry) => entry,
+            Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(git_err("tree lookup", e)),
+        };
+        let blob = self.repo.find_blob(entry.id()).map_err(|e| git_err("blob", e))?;
+        Ok(Some(blob.content().to_vec()))
+    }
+
+    /// Commits `files` (repo-relative path, bytes) on top of HEAD in one commit, then writes
+    /// them to the work tree. Returns `None` when HEAD already holds exactly these bytes
+    /// (a replay of work committed before a crash).
+    pub fn commit_files(
+        &mut self,
+        files: &[(String, Vec<u8>)],
+        message: &str,
+    ) -> Result<Option<Oid>> {
+        let commit_id = self.commit_objects(files, message)?;
+        self.write_work_tree(files)?;
+        Ok(commit_id)
+    }
+
+    fn commit_objects(&self, files: &[(String, Vec<u8>)], message: &str) -> Result<Option<Oid>> {
+        let mut update = TreeUpdateBuilder::new();
+        for (path, bytes) in files {
+            let blob = self.repo.blob(bytes).map_err(|e| git_err("write blob", e))?;
+            update.upsert(path.as_str(), blob, FileMode::Blob);
+        }
+        let head = self.head_commit()?;
+        let baseline = match &head {
+            Some(commit) => commit.tree().map_err(|e| git_err("HEAD tree", e))?,
+            None => {
+                let empty = self.repo.treebuilder(None).and_then(|b| b.write());
+                let empty = empty.map_err(|e| git_err("empty tree", e))?;
+                self.repo.find_tree(empty).map_err(|e| git_err("empty tree", e))?
+            }
+        };
+        let tree_id =
+            update.create_updated(&self.repo, &baseline).map_err(|e| git_err("build tree", e))?;
+        let commit_id = if head.is_some() && tree_id == baseline.id() {
+            None
+        } else {
+            let tree = self.repo.find_tree(tree_id).map_err(|e| git_err("find tree", e))?;
+            let signature = Signature::now(&self.author.name, &self.author.email)
+                .map_err(|e| git_err("signature", e))?;
+            let parents: Vec<&git2::Commit<'_>> = head.iter().collect();
+            let id = self
+                .repo
+                .commit(Some("HEAD"), &signature, &signature, message, &tree, &parents)
+                .map_err(|e| git_err("commit", e))?;
+            Some(id)
+        };
+        Ok(commit_id)
+    }
+
+    fn head_commit(&self) -> Result<Option<git2::Commit<'_>>> {
+        match self.repo.head() {
+            Ok(head) => head.peel_to_commit().map(Some).map_err(|e| git_err("HEAD commit", e)),
+            Err(e)
+                if matches!(
+                    e.code(),
+                    git2::ErrorCode::UnbornBranch | git2::ErrorCode::NotFound
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(git_err("HEAD", e)),
+        }
+    }
+
+    /// Writes each file atomically (temp file + rename), so a reader never sees half a file.
+    fn write_work_tree(&mut self, files: &[(String, Vec<u8>)]) -> Result<()> {
+        for (path, bytes) in files {
+            let target = self.root.join(path);
+            let dir = target.parent().unwrap_or(&self.root);
+            fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, e))?;
+            let temp = dir.join(format!(
+                ".{}.tmp",
+                target.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+            ));
+            let mut file = fs::File::create(&temp).map_err(|e| io_err("cannot write", &temp, e))?;
+            file.write_all(bytes).map_err(|e| io_err("cannot write", &temp, e))?;
+            drop(file);
+            fs::rename(&temp, &target).map_err(|e| io_err("cannot rename", &target, e))?;
+            self.index_pending.push(path.clone());
+        }
+        Ok(())
+    }
+
+    /// Whether committed paths still wait for the index.
+    pub fn index_stale(&self) -> bool {
+        !self.index_pending.is_empty()
+    }
+
+    /// Records the committed files in Git's index (with their stat data, so `git status`
+    /// stays fast) and writes it. Best effort: when a human's git command holds
+    /// `index.lock`, the paths wait for the next call.
+    pub fn sync_index(&mut self) -> Result<()> {
+        if self.index_pending.is_empty() {
+            return Ok(());
+        }
+        let Some(tree) = head_tree(&self.repo)? else { return Ok(()) };
+        let mut paths = std::mem::take(&mut self.index_pending);
+        paths.sort_unstable();
+        paths.dedup();
+        for path in &paths {
+            let Ok(entry) = tree.get_path(Path::new(path)) else { continue };
+            let Ok(meta) = fs::metadata(self.root.join(path)) else { continue };
+            let entry = index_entry(path, entry.id(), &meta);
+            self.index.add(&entry).map_err(|e| git_err("index add", e))?;
+        }
+        drop(tree);
+        if let Err(e) = self.index.write() {
+            tracing::debug!(error = %e.message(), "archive index busy; will retry");
+            self.index_pending = paths;
+        }
+        Ok(())
+    }
+
+    /// After a crash the index can lag HEAD; reload it from HEAD's tree when they differ.
+    fn realign_index(&mut self) -> Result<()> {
+        let Some(head_tree) = head_tree(&self.repo)?.map(|t| t.id()) else { return Ok(()) };
+        let index_tree = self.index.write_tree_to(&self.repo).ok();
+        if index_tree != Some(head_tree) {
+            let tree = self.repo.find_tree(head_tree).map_err(|e| git_err("find tree", e))?;
+            self.index.read_tree(&tree).map_err(|e| git_err("index reload", e))?;
+            if let Err(e) = self.index.write() {
+                tracing::warn!(error = %e.message(), "cannot rewrite the archive index");
+            }
+        }
+        Ok(())
+    }
+}
+
+fn ensure_excludes(root: &Path) -> Result<()> {
+    let path = root.join(".git/info/exclude");
+    let current = fs::read_to_string(&path).unwrap_or_default();
+    if current.contains(EXCLUDES) {
+        return Ok(());
+    }
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, e))?;
+    }
+    let mut text = current;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(EXCLUDES);
+    fs::write(&path, text).map_err(|e| io_err("cannot write", &path, e))
+}
+
+fn head_tree(repo: &Repository) -> Result<Option<Tree<'_>>> {
+    match repo.head() {
+        Ok(head) => head.peel_to_tree().map(Some).map_err(|e| git_err("HEAD tree", e)),
+        Err(e) if matches!(e.code(), git2::ErrorCode::UnbornBranch | git2::ErrorCode::NotFound) => {
+            Ok(None)
+        }
+        Err(e) => Err(git_err("HEAD", e)),
+    }
+}
+
+fn index_entry(path: &str, id: Oid, meta: &fs::Metadata) -> IndexEntry {
+    // Index stat fields are 32-bit by format; truncation is what Git itself stores.
+    let time = |secs: i64, nanos: i64| IndexTime::new(secs as i32, nanos as u32);
+    IndexEntry {
+        ctime: time(meta.ctime(), meta.ctime_nsec()),
+        mtime: time(meta.mtime(), meta.mtime_nsec()),
+        dev: meta.dev() as u32,
+        ino: meta.ino() as u32,
+        mode: 0o100644,
+        uid: meta.uid(),
+        gid: meta.gid(),
+        file_size: meta.size() as u32,
+        id,
+        flags: path.len().min(0xfff) as u16,
+        flags_extended: 0,
+        path: path.as_bytes().to_vec(),
+    }
+}
+
+/// The newest `limit` commits of the archive at `root`, newest first (whois).
+pub fn recent_commits(root: &Path, limit: usize) -> Result<Vec<CommitInfo>> {
+    let repo = match Repository::open(root) {
+        Ok(repo) => repo,
+        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(git_err("open", e)),
+    };
+    let mut walk = repo.revwalk().map_err(|e| git_err("revwalk", e))?;
+    if walk.push_head().is_err() {
+        return Ok(Vec::new());
+    }
+    let mut commits = Vec::with_capacity(limit);
+    for id in walk.take(limit) {
+        let id = id.map_err(|e| git_err("revwalk", e))?;
+        let commit = repo.find_commit(id).map_err(|e| git_err("commit", e))?;
+        let hex = id.to_string();
+        commits.push(CommitInfo {
+            hexsha: hex[..12].to_string(),
+            summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
+                .into_owned(),
+            authored_ts: Timestamp::from_micros(commit.author().when().seconds() * 1_000_000),
+        });
+    }
+    Ok(commits)
+}

@@ -1,0 +1,234 @@
+//! Ownership of the archive and the clean-up of lock files left by dead processes.
+//!
+//! One process writes an archive: `archive.lock` carries an OS lock (released by the kernel
+//! when the owner dies, however it dies) and `archive.lock.owner.json` names the owner's pid so
+//! a refused start can say who holds it. Lock files of the reference's shape (`*.lock` with a
+//! `*.lock.owner.json` beside it) and Git's own `*.lock` files can outlive a killed process;
+//! [`heal_stale_locks`] removes those whose owner is gone.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::error::{Error, Result};
+
+/// Name of the ownership lock file at the archive root.
+pub const OWNER_LOCK: &str = "archive.lock";
+
+/// A reference-style lock without owner metadata counts as stale after this long.
+const UNOWNED_LOCK_STALE_AFTER: Duration = Duration::from_secs(180);
+
+/// Git's own lock files carry no pid. Git holds them for milliseconds, so one this old when
+/// the archive's new owner starts was left by a process that died holding it.
+const GIT_LOCK_STALE_AFTER: Duration = Duration::from_secs(2);
+
+/// The held ownership lock; dropping it releases the OS lock.
+#[derive(Debug)]
+pub struct OwnerLock {
+    _file: File,
+    owner_path: PathBuf,
+}
+
+impl Drop for OwnerLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.owner_path);
+    }
+}
+
+/// Takes the archive's ownership lock, or says which process holds it.
+pub fn acquire_owner_lock(root: &Path) -> Result<OwnerLock> {
+    let lock_path = root.join(OWNER_LOCK);
+    let owner_path = root.join(format!("{OWNER_LOCK}.owner.json"));
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| Error::internal(format!("cannot open {}: {e}", lock_path.display())))?;
+    if file.try_lock().is_err() {
+        let holder = read_owner_pid(&owner_path)
+            .map(|pid| format!("process {pid}"))
+            .unwrap_or_else(|| "another process".to_string());
+        return Err(Error::internal(format!(
+            "the archive at {} is in use by {holder} (lock {})",
+            root.display(),
+            lock_path.display()
+        )));
+    }
+    write_owner(&owner_path)?;
+    Ok(OwnerLock { _file: file, owner_path })
+}
+
+fn write_owner(owner_path: &Path) -> Result<()> {
+    let created = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default();
+    let body = serde_json::json!({ "pid": std::process::id(), "created_ts": created });
+    let mut file = File::create(owner_path)
+        .map_err(|e| Error::internal(format!("cannot write {}: {e}", owner_path.display())))?;
+    writeln!(file, "{body}")
+        .map_err(|e| Error::internal(format!("cannot write {}: {e}", owner_path.display())))
+}
+
+fn read_owner_pid(owner_path: &Path) -> Option<u32> {
+    let text = fs::read_to_string(owner_path).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value.get("pid")?.as_u64()?.try_into().ok()
+}
+
+/// Whether a process with this pid exists (Linux `/proc`; elsewhere assume it does, which
+/// errs on the side of keeping a lock).
+fn process_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    let proc_root = Path::new("/proc");
+    if !proc_root.join("self").exists() {
+        return true;
+    }
+    proc_root.join(pid.to_string()).exists()
+}
+
+fn age(path: &Path) -> Option<Duration> {
+    let modified = fs::metadata(path).ok()?.modified().ok()?;
+    SystemTime::now().duration_since(modified).ok()
+}
+
+/// Removes lock files whose owner is dead; returns the paths removed. Called by the archive's
+/// owner, after [`acquire_owner_lock`], so no other mailroom can be writing.
+///
+/// * `<x>.lock` with `<x>.lock.owner.json`: stale when the pid is not running.
+/// * `<x>.lock` without metadata (outside `.git`): stale after 180 s, as in the reference.
+/// * orphan `*.lock.owner.json`: removed.
+/// * `.git/index.lock`, `.git/HEAD.lock`, `.git/refs/**.lock`: stale after 2 s.
+pub fn heal_stale_locks(root: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    heal_dir(root, root, &mut removed);
+    let git = root.join(".git");
+    for name in ["index.lock", "HEAD.lock", "packed-refs.lock", "config.lock"] {
+        remove_if_older(&git.join(name), GIT_LOCK_STALE_AFTER, &mut removed);
+    }
+    heal_git_refs(&git.join("refs"), &mut removed);
+    removed
+}
+
+fn heal_dir(root: &Path, dir: &Path, removed: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_dir() {
+            if name != ".git" {
+                heal_dir(root, &path, removed);
+            }
+        } else if name.ends_with(".lock.owner.json") {
+            let lock = path.with_file_name(name.trim_end_matches(".owner.json"));
+            if !lock.exists() {
+                remove(&path, removed);
+            }
+        } else if name.ends_with(".lock") && !(dir == root && name == OWNER_LOCK) {
+            let owner = path.with_file_name(format!("{name}.owner.json"));
+            let stale = match read_owner_pid(&owner) {
+                Some(pid) => !process_alive(pid),
+                None => age(&path).is_some_and(|a| a >= UNOWNED_LOCK_STALE_AFTER),
+            };
+            if stale {
+                remove(&path, removed);
+                if owner.exists() {
+                    remove(&owner, removed);
+                }
+            }
+        }
+    }
+}
+
+fn heal_git_refs(dir: &Path, removed: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            heal_git_refs(&path, removed);
+        } else if path.extension().is_some_and(|e| e == "lock") {
+            remove_if_older(&path, GIT_LOCK_STALE_AFTER, removed);
+        }
+    }
+}
+
+fn remove_if_older(path: &Path, limit: Duration, removed: &mut Vec<PathBuf>) {
+    if age(path).is_some_and(|a| a >= limit) {
+        remove(path, removed);
+    }
+}
+
+fn remove(path: &Path, removed: &mut Vec<PathBuf>) {
+    match fs::remove_file(path) {
+        Ok(()) => {
+            tracing::warn!(path = %path.display(), "removed a stale lock file");
+            removed.push(path.to_path_buf());
+        }
+        Err(e) => tracing::warn!(path = %path.display(), error = %e, "cannot remove stale lock"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_owner_is_refused_with_the_first_owners_pid() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let first = acquire_owner_lock(dir.path()).expect("first owner");
+        let refused = acquire_owner_lock(dir.path()).expect_err("second owner");
+        assert!(
+            refused.message.contains(&format!("process {}", std::process::id())),
+            "{}",
+            refused.message
+        );
+        drop(first);
+        acquire_owner_lock(dir.path()).expect("free again once released");
+    }
+
+    #[test]
+    fn locks_of_dead_owners_are_removed_and_live_ones_kept() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let project = dir.path().join("projects/p");
+        fs::create_dir_all(&project).expect("mkdir");
+        let dead = project.join(".archive.lock");
+        fs::write(&dead, "").expect("write");
+        // Pid 0 is never a user process, and /proc/0 does not exist.
+        fs::write(project.join(".archive.lock.owner.json"), r#"{"pid": 0, "created_ts": 1.0}"#)
+            .expect("write");
+        let live = project.join(".commit.lock");
+        fs::write(&live, "").expect("write");
+        let me = format!(r#"{{"pid": {}, "created_ts": 1.0}}"#, std::process::id());
+        fs::write(project.join(".commit.lock.owner.json"), me).expect("write");
+        let orphan = project.join("gone.lock.owner.json");
+        fs::write(&orphan, "{}").expect("write");
+        let fresh_unowned = project.join("fresh.lock");
+        fs::write(&fresh_unowned, "").expect("write");
+
+        let removed = heal_stale_locks(dir.path());
+
+        assert!(!dead.exists() && !project.join(".archive.lock.owner.json").exists());
+        assert!(!orphan.exists());
+        assert!(live.exists(), "a lock whose owner runs is kept");
+        assert!(fresh_unowned.exists(), "an unowned lock younger than 180 s is kept");
+        assert_eq!(removed.len(), 3, "{removed:?}");
+    }
+
+    #[test]
+    fn git_lock_files_are_stale_only_when_old() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let heads = dir.path().join(".git/refs/heads");
+        fs::create_dir_all(&heads).expect("mkdir");
+        let young = heads.join("main.lock");
+        fs::write(&young, "").expect("write");
+        assert!(heal_stale_locks(dir.path()).is_empty());
+        let old = File::options().write(true).open(&young).expect("open");
+        old.set_modified(SystemTime::now() - Duration::from_secs(10)).expect("set mtime");
+        assert_eq!(heal_stale_locks(dir.path()), vec![young]);
+    }
+}

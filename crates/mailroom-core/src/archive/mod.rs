@@ -1,0 +1,255 @@
+//! The Git archive: a human-auditable copy of every message, profile and reservation.
+//!
+//! SQLite stays the live state. A change that must reach the archive queues a row in
+//! `archive_queue` inside its own transaction; after the commit the store rings the
+//! [`Signal`], and one writer thread per archive ([`writer`]) gathers everything queued
+//! within a short window into a single Git commit, built with plumbing ([`git`]), then deletes
+//! the rows it carried. A crash between the two leaves the rows, which the next start
+//! replays; replays are idempotent. The queue is bounded: when the writer falls behind by
+//! `queue_capacity` rows, writers wait ([`Signal::admit`]).
+
+// pub mod attachments;
+pub mod format;
+pub mod git;
+pub mod locks;
+mod render;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+
+use crate::error::{Error, Result};
+use crate::store::{ArchiveHook, Store};
+pub use git::{Author, CommitInfo};
+
+/// How the archive writer runs.
+#[derive(Debug, Clone)]
+pub struct ArchiveSettings {
+    /// The repository (`STORAGE_ROOT`).
+    pub root: PathBuf,
+    pub author: Author,
+    /// Longest a change waits for company before its commit (`ARCHIVE_COMMIT_WINDOW_MS`).
+    /// The writer commits sooner when the stream of changes pauses.
+    pub commit_window: Duration,
+    /// Rows the archive may lag behind before writers wait (`ARCHIVE_QUEUE_CAPACITY`).
+    pub queue_capacity: u64,
+}
+
+/// Counters of the archive, for health and benchmarks.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct ArchiveStats {
+    /// Rows queued since start (including the replayed backlog).
+    pub enqueued: u64,
+    /// Rows committed to Git since start.
+    pub archived: u64,
+    /// Git commits made since start.
+    pub commits: u64,
+    /// Failed commit attempts (retried).
+    pub errors: u64,
+}
+
+/// Shared between the store (rings after commits), ops (wait for room) and the writer.
+pub(crate) struct Signal {
+    state: Mutex<Bell>,
+    bell: Condvar,
+    capacity: u64,
+    enqueued: AtomicU64,
+    commits: AtomicU64,
+    errors: AtomicU64,
+    /// Rows committed to Git; watchers wait for it to pass their row.
+    archived: watch::Sender<u64>,
+    room: Notify,
+}
+
+#[derive(Default)]
+struct Bell {
+    rung: bool,
+    stopping: bool,
+}
+
+impl Signal {
+    fn new(capacity: u64, backlog: u64) -> Self {
+        Self {
+            state: Mutex::new(Bell::default()),
+            bell: Condvar::new(),
+            capacity: capacity.max(1),
+            enqueued: AtomicU64::new(backlog),
+            commits: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            archived: watch::channel(0).0,
+            room: Notify::new(),
+        }
+    }
+
+    /// Called by the store writer after a commit that queued `rows`.
+    fn ring(&self, rows: usize) {
+        self.enqueued.fetch_add(rows as u64, Ordering::SeqCst);
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if let Ok(mut bell) = self.state.lock() {
+            bell.rung = true;
+        }
+        self.bell.notify_one();
+    }
+
+    fn lag(&self) -> u64 {
+        self.enqueued.load(Ordering::SeqCst).saturating_sub(*self.archived.borrow())
+    }
+
+    /// Waits while the archive lags by `capacity` rows or more (backpressure).
+    pub(crate) async fn admit(&self) {
+        loop {
+            let room = self.room.notified();
+            if self.lag() < self.capacity {
+                return;
+            }
+            room.await;
+        }
+    }
+
+    /// Records `rows` committed to Git.
+    fn archived(&self, rows: u64) {
+        self.archived.send_modify(|n| *n += rows);
+        self.room.notify_waiters();
+    }
+
+    fn stats(&self) -> ArchiveStats {
+        ArchiveStats {
+            enqueued: self.enqueued.load(Ordering::SeqCst),
+            archived: *self.archived.borrow(),
+            commits: self.commits.load(Ordering::SeqCst),
+            errors: self.errors.load(Ordering::SeqCst),
+        }
+    }
+}
+
+/// The running archive: its signal and writer thread.
+pub struct Archive {
+    signal: Arc<Signal>,
+    root: PathBuf,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    _owner: locks::OwnerLock,
+}
+
+/// The part of the archive that exists before the store: the lock and the signal the store
+/// rings. [`PreparedArchive::start`] then starts the writer on the opened store.
+pub(crate) struct PreparedArchive {
+    settings: ArchiveSettings,
+    signal: Arc<Signal>,
+    owner: locks::OwnerLock,
+}
+
+impl PreparedArchive {
+    /// Takes ownership of the archive root and clears lock files left by dead processes.
+    pub(crate) fn prepare(settings: ArchiveSettings) -> Result<Self> {
+        std::fs::create_dir_all(&settings.root).map_err(|e| {
+            Error::internal(format!("cannot create archive root {}: {e}", settings.root.display()))
+        })?;
+        let owner = locks::acquire_owner_lock(&settings.root)?;
+        locks::heal_stale_locks(&settings.root);
+        let signal = Arc::new(Signal::new(settings.queue_capacity, 0));
+        Ok(Self { settings, signal, owner })
+    }
+
+    /// The hook the store calls after commits that queued archive work.
+    pub(crate) fn hook(&self) -> ArchiveHook {
+        let signal = Arc::clone(&self.signal);
+        Arc::new(move |rows| signal.ring(rows))
+    }
+
+    /// Opens the repository and starts the writer, which first replays the queued backlog.
+    /// The repository is opened on the writer thread (libgit2 handles stay on one thread);
+    /// an error opening it is returned here.
+    pub(crate) fn start(self, store: &Store) -> Result<Archive> {
+        let mut reader = store.dedicated_reader()?;
+        let backlog = reader.read(|db| db.archive_backlog())?;
+        self.signal.enqueued.fetch_add(backlog.max(0) as u64, Ordering::SeqCst);
+        let (opened, open_result) = std::sync::mpsc::sync_channel(1);
+        let settings = self.settings.clone();
+        let (store, signal) = (store.clone(), Arc::clone(&self.signal));
+        let handle = std::thread::Builder::new()
+            .name("mailroom-archive".to_string())
+            .spawn(move || {
+                let repo =
+                    match git::ArchiveRepo::open_or_init(&settings.root, settings.author.clone()) {
+                        Ok(repo) => repo,
+                        Err(e) => {
+                            let _ = opened.send(Err(e));
+                            return;
+                        }
+                    };
+                let _ = opened.send(Ok(()));
+                writer::Writer::new(repo, store, reader, signal, &settings).run();
+            })
+            .map_err(|e| Error::internal(format!("cannot start archive writer: {e}")))?;
+        open_result.recv().map_err(|_| {
+            Error::internal("the archive writer stopped while opening the repository")
+        })??;
+        if backlog > 0 {
+            tracing::info!(backlog, "replaying archive work queued before the last stop");
+            self.signal.wake();
+        }
+        Ok(Archive {
+            signal: self.signal,
+            root: self.settings.root,
+            writer: Mutex::new(Some(handle)),
+            _owner: self.owner,
+        })
+    }
+}
+
+impl Drop for Archive {
+    /// Without `close`, the writer is told to finish and exit on its own (nobody waits).
+    fn drop(&mut self) {
+        if let Ok(mut bell) = self.signal.state.lock() {
+            bell.stopping = true;
+        }
+        self.signal.bell.notify_one();
+    }
+}
+
+impl Archive {
+    /// The repository root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Waits until the archive has room for more work.
+    pub(crate) async fn admit(&self) {
+        self.signal.admit().await;
+    }
+
+    /// Counters since start.
+    pub fn stats(&self) -> ArchiveStats {
+        self.signal.stats()
+    }
+
+    /// Waits until every row queued so far is committed to Git.
+    pub async fn flushed(&self) {
+        let target = self.signal.enqueued.load(Ordering::SeqCst);
+        let mut archived = self.signal.archived.subscribe();
+        let _ = archived.wait_for(|n| *n >= target).await;
+    }
+
+    /// Stops the writer after it has committed everything queued; blocks until then.
+    pub fn close(&self) {
+        if let Ok(mut bell) = self.signal.state.lock() {
+            bell.stopping = true;
+            bell.rung = true;
+        }
+        self.signal.bell.notify_one();
+        let handle = self.writer.lock().ok().and_then(|mut w| w.take());
+        if let Some(handle) = handle
+            && handle.join().is_err()
+        {
+            tracing::error!("the archive writer panicked");
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! Turns queued archive work into file contents, from the database as it is now.
+//!
+//! Rendering reads the rows rather than a copy taken at queue time, so a replay after a crash
+//! produces the same bytes as the first attempt would have (idempotent), and `archive
+//! rebuild` can reuse the same functions.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::format::{self, MessageDoc, SenderProject};
+use super::git::ArchiveRepo;
+use crate::error::{Error, Result};
+use crate::model::thread_id::is_valid_thread_id;
+use crate::ops::output::AgentBase;
+use crate::store::Db;
+use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
+
+/// Files to commit (repo-relative path → bytes) and the commit message.
+pub(super) struct Rendered {
+    pub files: Vec<(String, Vec<u8>)>,
+    pub message: String,
+}
+
+/// One change's commit line and, for a single-change commit, its body.
+struct Entry {
+    line: String,
+    body: String,
+}
+
+/// Renders a batch of work into one commit's files. Work whose row is gone (deleted since)
+/// renders nothing.
+pub(super) fn render(db: &Db<'_>, work: &[QueuedWork], repo: &ArchiveRepo) -> Result<Rendered> {
+    let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut entries = Vec::new();
+    for item in work {
+        let entry = match item.kind {
+            ArchiveKind::Message => render_message(db, item.ref_id, repo, &mut files)?,
+            ArchiveKind::Profile => render_profile(db, item.ref_id, &mut files)?,
+        };
+        entries.extend(entry);
+    }
+    Ok(Rendered { files: files.into_iter().collect(), message: commit_message(&entries) })
+}
+
+/// Loads a message as its archive document; `None` when it no longer exists. The flag says
+/// whether the sender belongs to the message's project (only then is there an outbox copy).
+pub(super) fn message_doc(db: &Db<'_>, id: i64) -> Result<Option<(MessageDoc, bool)>> {
+    let Some(listed) = db.listed_message(id)? else { return Ok(None) };
+    let message = &listed.message;
+    let project = db
+        .project_by_id(message.project_id)?
+        .ok_or_else(|| Error::internal(format!("message {id} has no project")))?;
+    let (mut to, mut cc, mut bcc) = (Vec::new(), Vec::new(), Vec::new());
+    for (kind, name, _) in db.recipients_of(id)? {
+        match kind.as_str() {
+            "cc" => cc.push(name),
+            "bcc" => bcc.push(name),
+            _ => to.push(name),
+        }
+    }
+    let sender_is_local = listed.sender_project_id == project.id;
+    let from_project = (!sender_is_local).then(|| SenderProject {
+        human_key: listed.sender_project_human_key.clone(),
+        slug: listed.sender_project_slug.clone(),
+    });
+    let attachments: Vec<Value> = serde_json::from_str(&message.attachments).unwrap_or_default();
+    let doc = MessageDoc {
+        id,
+        thread_id: message.thread_id.clone(),
+        project: project.human_key,
+        project_slug: project.slug,
+        from: listed.sender_name.clone(),
+        from_project,
+        to,
+        cc,
+        bcc,
+        subject: message.subject.clone(),
+        importance: message.importance.clone(),
+        ack_required: message.ack_required,
+        created: message.created_ts,
+        attachments,
+        body_md: message.body_md.clone(),
+    };
+    Ok(Some((doc, sender_is_local)))
+}
+
+fn render_message(
+    db: &Db<'_>,
+    id: i64,
+    repo: &ArchiveRepo,
+    files: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<Option<Entry>> {
+    let Some((doc, sender_is_local)) = message_doc(db, id)? else { return Ok(None) };
+    let content = format::render_message(&doc).into_bytes();
+    let paths = format::message_paths(&doc, sender_is_local);
+    for path in paths.inboxes.iter().chain(&paths.outbox) {
+        files.insert(path.clone(), content.clone());
+    }
+    files.insert(paths.canonical.clone(), content);
+    if let Some(thread_id) = doc.thread_id.as_deref().filter(|t| is_valid_thread_id(t)) {
+        append_digest(&doc, thread_id, &paths.canonical, repo, files)?;
+    }
+    for path in attachment_files(&doc) {
+        match std::fs::read(repo.root().join(&path)) {
+            Ok(bytes) => {
+                files.insert(path, bytes);
+            }
+            Err(e) => tracing::warn!(path, error = %e, "attachment file missing from the archive"),
+        }
+    }
+    Ok(Some(Entry { line: mail_line(&doc), body: mail_body(&doc) }))
+}
+
+/// Appends the message's digest entry unless the digest already has it (a replay).
+fn append_digest(
+    doc: &MessageDoc,
+    thread_id: &str,
+    canonical: &str,
+    repo: &ArchiveRepo,
+    files: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<()> {
+    let path = format::thread_digest_path(&doc.project_slug, thread_id);
+    let current = match files.remove(&path) {
+        Some(bytes) => bytes,
+        None => repo
+            .committed_file(&path)?
+            .unwrap_or_else(|| format::digest_header(thread_id).into_bytes()),
+    };
+    let mut text = String::from_utf8_lossy(&current).into_owned();
+    if !format::digest_contains(&text, canonical) {
+        text.push_str(&format::digest_entry(doc, canonical));
+    }
+    files.insert(path, text.into_bytes());
+    Ok(())
+}
+
+/// Repo-relative files of the message's stored images (webp, manifest, audit log).
+fn attachment_files(doc: &MessageDoc) -> Vec<String> {
+    let mut paths = Vec::new();
+    for meta in &doc.attachments {
+        let Some(sha1) = meta.get("sha1").and_then(Value::as_str) else { continue };
+        if sha1.len() < 2 || !sha1.bytes().all(|b| b.is_ascii_hexdigit()) {
+            continue;
+        }
+        let base = format!("projects/{}/attachments", doc.project_slug);
+        paths.push(format!("{base}/{}/{sha1}.webp", &sha1[..2]));
+        paths.push(format!("{base}/_manifests/{sha1}.json"));
+        paths.push(format!("{base}/_audit/{sha1}.log"));
+        if let Some(original) = meta.get("original_path").and_then(Value::as_str) {
+            paths.push(original.to_string());
+        }
+    }
+    paths
+}
+
+/// `mail: A -> B, C | subject`, the reference's plain commit line.
+fn mail_line(doc: &MessageDoc) -> String {
+    let sender = match &doc.from_project {
+        Some(p) => format!("{}@{}", doc.from, p.slug),
+        None => doc.from.clone(),
+    };
+    let recipients: Vec<&str> =
+        doc.to.iter().chain(&doc.cc).chain(&doc.bcc).map(String::as_str).collect();
+    format!("mail: {sender} -> {} | {}", recipients.join(", "), doc.subject)
+}
+
+fn mail_body(doc: &MessageDoc) -> String {
+    let thread = doc.thread_id.clone().unwrap_or_else(|| doc.id.to_string());
+    format!(
+        "Agent: {}\nProject: {}\nStarted: {}\nStatus: SUCCESS\nThread: {thread}\n",
+        doc.from,
+        doc.project,
+        doc.created.to_iso()
+    )
+}
+
+fn render_profile(
+    db: &Db<'_>,
+    agent_id: i64,
+    files: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<Option<Entry>> {
+    let Some((path, content, name)) = profile_file(db, agent_id)? else { return Ok(None) };
+    files.insert(path, content);
+    Ok(Some(Entry { line: format!("agent: profile {name}"), body: String::new() }))
+}
+
+/// An agent's `profile.json`: path, bytes and the agent's name; `None` when it is gone.
+pub(super) fn profile_file(
+    db: &Db<'_>,
+    agent_id: i64,
+) -> Result<Option<(String, Vec<u8>, String)>> {
+    let Some(agent) = db.agent_by_id(agent_id)? else { return Ok(None) };
+    let project = db
+        .project_by_id(agent.project_id)?
+        .ok_or_else(|| Error::internal(format!("agent {agent_id} has no project")))?;
+    let profile = serde_json::to_value(AgentBase::from(&agent))
+        .map_err(|e| Error::internal(format!("profile of {}: {e}", agent.name)))?;
+    let path = format::profile_path(&project.slug, &agent.name);
+    Ok(Some((path, format::render_profile(&profile).into_bytes(), agent.name)))
+}
+
+/// One change: its line and body. Several: `batch: N commits` and a line per change.
+fn commit_message(entries: &[Entry]) -> String {
+    match entries {
+        [] => "chore: archive replay (no changes)".to_string(),
+        [one] if one.body.is_empty() => format!("{}\n", one.line),
+        [one] => format!("{}\n\n{}", one.line, one.body),
+        many => {
+            let mut message = format!("batch: {} commits\n\n", many.len());
+            for entry in many {
+                message.push_str("- ");
+                message.push_str(&entry.line);
+                message.push('\n');
+            }
+            message
+        }
+    }
+}

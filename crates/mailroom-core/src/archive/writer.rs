@@ -1,0 +1,146 @@
+//! The archive writer thread: waits for queued work, lets a burst gather, commits it as one
+//! Git commit, then forgets the rows it carried.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::git::ArchiveRepo;
+use super::{ArchiveSettings, Signal, render};
+use crate::error::Result;
+use crate::store::{Reader, Store};
+
+/// A burst is over when no new work arrived for this long; the commit then goes out at once
+/// instead of waiting out the whole window (a lone message is archived in milliseconds).
+const QUIET_GAP: Duration = Duration::from_millis(3);
+/// Most rows carried by one commit.
+const MAX_ROWS_PER_COMMIT: i64 = 4096;
+/// The index is written once the writer has been idle this long.
+const INDEX_IDLE: Duration = Duration::from_millis(200);
+/// First and longest pause after a failed commit.
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(10);
+/// Attempts at stop before leaving the rest to the next start's replay.
+const ATTEMPTS_AT_STOP: u32 = 3;
+
+pub(super) struct Writer {
+    repo: ArchiveRepo,
+    store: Store,
+    reader: Reader,
+    signal: Arc<Signal>,
+    window: Duration,
+    /// Highest queue id committed by this writer.
+    last_id: i64,
+}
+
+impl Writer {
+    pub(super) fn new(
+        repo: ArchiveRepo,
+        store: Store,
+        reader: Reader,
+        signal: Arc<Signal>,
+        settings: &ArchiveSettings,
+    ) -> Self {
+        Self { repo, store, reader, signal, window: settings.commit_window, last_id: 0 }
+    }
+
+    pub(super) fn run(mut self) {
+        let mut retry = RETRY_FIRST;
+        let mut failures_at_stop = 0;
+        loop {
+            let stopping = self.wait_for_work();
+            match self.drain() {
+                Ok(()) => retry = RETRY_FIRST,
+                Err(e) => {
+                    self.signal.errors.fetch_add(1, Ordering::SeqCst);
+                    tracing::error!(error = %e.message, "archive commit failed; will retry");
+                    if stopping {
+                        failures_at_stop += 1;
+                        if failures_at_stop >= ATTEMPTS_AT_STOP {
+                            tracing::error!("archive work left queued for the next start");
+                            break;
+                        }
+                    }
+                    std::thread::sleep(retry);
+                    retry = (retry * 2).min(RETRY_MAX);
+                    self.signal.wake();
+                    continue;
+                }
+            }
+            if stopping {
+                break;
+            }
+        }
+        if let Err(e) = self.repo.sync_index() {
+            tracing::warn!(error = %e.message, "archive index not written at stop");
+        }
+    }
+
+    /// Blocks until work is rung, then lingers while more keeps arriving (up to the window).
+    /// Returns whether the archive is stopping. Writes the index while idle.
+    fn wait_for_work(&mut self) -> bool {
+        let signal = Arc::clone(&self.signal);
+        let Ok(mut bell) = signal.state.lock() else { return true };
+        while !bell.rung && !bell.stopping {
+            if self.repo.index_stale() {
+                let Ok((guard, timeout)) = signal.bell.wait_timeout(bell, INDEX_IDLE) else {
+                    return true;
+                };
+                bell = guard;
+                if timeout.timed_out() && !bell.rung {
+                    drop(bell);
+                    if let Err(e) = self.repo.sync_index() {
+                        tracing::warn!(error = %e.message, "archive index not written");
+                    }
+                    let Ok(guard) = signal.state.lock() else { return true };
+                    bell = guard;
+                }
+            } else {
+                let Ok(guard) = signal.bell.wait(bell) else { return true };
+                bell = guard;
+            }
+        }
+        let started = Instant::now();
+        while !bell.stopping {
+            bell.rung = false;
+            let remaining = self.window.saturating_sub(started.elapsed());
+            if remaining.is_zero() {
+                break;
+            }
+            let Ok((guard, _)) =
+                signal
+                    .bell
+                    .wait_timeout_while(bell, QUIET_GAP.min(remaining), |b| !b.rung && !b.stopping)
+            else {
+                return true;
+            };
+            bell = guard;
+            if !bell.rung {
+                break;
+            }
+        }
+        bell.rung = false;
+        bell.stopping
+    }
+
+    /// Commits everything queued, in commits of at most `MAX_ROWS_PER_COMMIT` rows.
+    fn drain(&mut self) -> Result<()> {
+        loop {
+            let after = self.last_id;
+            let work = self.reader.read(|db| db.queued_archive_work(after, MAX_ROWS_PER_COMMIT))?;
+            let Some(last) = work.last().map(|w| w.id) else { return Ok(()) };
+            let repo = &self.repo;
+            let rendered = self.reader.read(|db| render::render(db, &work, repo))?;
+            if self.repo.commit_files(&rendered.files, &rendered.message)?.is_some() {
+                self.signal.commits.fetch_add(1, Ordering::SeqCst);
+            }
+            self.last_id = last;
+            let ids: Vec<i64> = work.iter().map(|w| w.id).collect();
+            // Losing this delete only means the rows are replayed (idempotently) next start.
+            if let Err(e) = self.store.write_blocking(move |db| db.complete_archive_work(&ids)) {
+                tracing::warn!(error = %e.message, "archived rows not cleared; they will replay");
+            }
+            self.signal.archived(work.len() as u64);
+        }
+    }
+}

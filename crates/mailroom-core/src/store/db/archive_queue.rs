@@ -1,0 +1,112 @@
+//! The archive queue: archive work recorded with the change it describes (crash safety).
+
+use rusqlite::{OptionalExtension, params};
+
+use super::{Db, map_err};
+use crate::error::Result;
+use crate::model::time::Timestamp;
+
+/// What an archive queue row asks the archive to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchiveKind {
+    /// A message's canonical, outbox and inbox copies and its thread digest entry.
+    Message,
+    /// An agent's `profile.json`.
+    Profile,
+}
+
+impl ArchiveKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Message => "message",
+            Self::Profile => "profile",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "message" => Some(Self::Message),
+            "profile" => Some(Self::Profile),
+            _ => None,
+        }
+    }
+}
+
+/// One queued piece of archive work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueuedWork {
+    pub id: i64,
+    pub kind: ArchiveKind,
+    pub ref_id: i64,
+}
+
+impl Db<'_> {
+    /// Records archive work in the current transaction; a no-op when the archive is off.
+    pub fn enqueue_archive(&self, kind: ArchiveKind, ref_id: i64) -> Result<()> {
+        if !self.archive_enabled {
+            return Ok(());
+        }
+        self.conn
+            .prepare_cached(
+                "INSERT INTO archive_queue (kind, ref_id, enqueued_ts) VALUES (?1, ?2, ?3)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![kind.as_str(), ref_id, Timestamp::now().to_db()])
+            })
+            .map_err(map_err)?;
+        self.archive_enqueued.set(self.archive_enqueued.get() + 1);
+        Ok(())
+    }
+
+    /// Queued work after `after_id`, oldest first. Rows of an unknown kind (written by a
+    /// newer mailroom) are skipped, not dropped.
+    pub fn queued_archive_work(&self, after_id: i64, limit: i64) -> Result<Vec<QueuedWork>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, kind, ref_id FROM archive_queue WHERE id > ?1 ORDER BY id LIMIT ?2",
+            )
+            .map_err(map_err)?;
+        let rows = stmt
+            .query_map(params![after_id, limit], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?))
+            })
+            .map_err(map_err)?;
+        let mut work = Vec::new();
+        for row in rows {
+            let (id, kind, ref_id) = row.map_err(map_err)?;
+            match ArchiveKind::parse(&kind) {
+                Some(kind) => work.push(QueuedWork { id, kind, ref_id }),
+                None => tracing::warn!(id, kind, "skipping archive work of an unknown kind"),
+            }
+        }
+        Ok(work)
+    }
+
+    /// Number of queued rows (start-up backlog, health).
+    pub fn archive_backlog(&self) -> Result<i64> {
+        self.conn
+            .prepare_cached("SELECT count(*) FROM archive_queue")
+            .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
+            .map_err(map_err)
+    }
+
+    /// Forgets work the archive has committed.
+    pub fn complete_archive_work(&self, ids: &[i64]) -> Result<()> {
+        let mut stmt =
+            self.conn.prepare_cached("DELETE FROM archive_queue WHERE id = ?1").map_err(map_err)?;
+        for id in ids {
+            stmt.execute([id]).map_err(map_err)?;
+        }
+        Ok(())
+    }
+
+    /// The newest queued id, if any (a replay starts from the oldest anyway).
+    pub fn newest_archive_work(&self) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached("SELECT max(id) FROM archive_queue")
+            .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)).optional())
+            .map(Option::flatten)
+            .map_err(map_err)
+    }
+}
