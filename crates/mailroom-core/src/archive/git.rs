@@ -2,13 +2,17 @@
 //! HEAD, so no commit waits for Git's shared index lock. The working tree and the index are
 //! kept in step afterwards for humans (`ls`, `git status`), but nothing depends on them.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use git2::build::TreeUpdateBuilder;
-use git2::{FileMode, Index, IndexEntry, IndexTime, Oid, Repository, Signature, Tree};
+use git2::{
+    FileMode, Index, IndexEntry, IndexTime, ObjectType, Oid, Repository, RepositoryOpenFlags,
+    Signature, Tree, TreeWalkMode, TreeWalkResult,
+};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -273,6 +277,94 @@ fn index_entry(path: &str, id: Oid, meta: &fs::Metadata) -> IndexEntry {
         flags_extended: 0,
         path: path.as_bytes().to_vec(),
     }
+}
+
+/// The files of the archive's HEAD commit, listed once: a read-only view for maintenance.
+///
+/// Opening it writes nothing (no index, no work tree, no lock), so it is safe beside a server
+/// that keeps committing; it shows HEAD as it was when opened.
+pub struct CommittedFiles {
+    repo: Repository,
+    /// Repo-relative path (`/` separators) → blob id, for every file of the HEAD tree.
+    files: HashMap<String, Oid>,
+    head: Option<Oid>,
+}
+
+impl CommittedFiles {
+    /// Lists HEAD of the repository at `root`; `None` when `root` holds no repository. A
+    /// repository without commits yields an empty listing.
+    pub fn open(root: &Path) -> Result<Option<Self>> {
+        // No upward search: a directory inside some other repository is not an archive.
+        let flags = RepositoryOpenFlags::NO_SEARCH;
+        let repo = match Repository::open_ext(root, flags, std::iter::empty::<&std::ffi::OsStr>())
+        {
+            Ok(repo) => repo,
+            Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(git_err("open", e)),
+        };
+        let mut files = HashMap::new();
+        let head = match head_tree(&repo)? {
+            None => None,
+            Some(tree) => {
+                list_tree(&tree, &mut files)?;
+                repo.head().ok().and_then(|h| h.target())
+            }
+        };
+        Ok(Some(Self { repo, files, head }))
+    }
+
+    /// The HEAD commit id; `None` before the first commit.
+    pub fn head(&self) -> Option<Oid> {
+        self.head
+    }
+
+    /// Whether `path` is committed.
+    pub fn contains(&self, path: &str) -> bool {
+        self.files.contains_key(path)
+    }
+
+    /// Whether `path` is committed with exactly `bytes`, compared by blob id (nothing is read).
+    pub fn holds(&self, path: &str, bytes: &[u8]) -> bool {
+        self.files.get(path).is_some_and(|id| Some(*id) == blob_id(bytes))
+    }
+
+    /// The committed bytes of `path`, if it is committed.
+    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        let Some(id) = self.files.get(path) else { return Ok(None) };
+        let blob = self.repo.find_blob(*id).map_err(|e| git_err("blob", e))?;
+        Ok(Some(blob.content().to_vec()))
+    }
+
+    /// Every committed path, in no particular order.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.keys().map(String::as_str)
+    }
+
+    /// Number of committed files.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Whether HEAD holds no file (or there is no commit).
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+/// The blob id Git gives `bytes` (no object is written).
+fn blob_id(bytes: &[u8]) -> Option<Oid> {
+    Oid::hash_object(ObjectType::Blob, bytes).ok()
+}
+
+fn list_tree(tree: &Tree<'_>, files: &mut HashMap<String, Oid>) -> Result<()> {
+    tree.walk(TreeWalkMode::PreOrder, |directory, entry| {
+        if entry.kind() == Some(ObjectType::Blob) {
+            let name = String::from_utf8_lossy(entry.name_bytes());
+            files.insert(format!("{directory}{name}"), entry.id());
+        }
+        TreeWalkResult::Ok
+    })
+    .map_err(|e| git_err("tree walk", e))
 }
 
 /// The newest `limit` commits of the archive at `root`, newest first (whois).

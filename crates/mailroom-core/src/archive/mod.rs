@@ -8,7 +8,7 @@
 //! replays; replays are idempotent. The queue is bounded: when the writer falls behind by
 //! `queue_capacity` rows, writers wait ([`Signal::admit`]).
 
-// pub mod attachments;
+pub mod attachments;
 pub mod format;
 pub mod git;
 pub mod locks;
@@ -193,7 +193,7 @@ impl PreparedArchive {
             Error::internal("the archive writer stopped while opening the repository")
         })??;
         if backlog > 0 {
-            tracing::info!(backlog, "replaying archive work queued before the last stop");
+            tracing::warn!(backlog, "replaying archive work queued before the last stop");
             self.signal.wake();
         }
         Ok(Archive {

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::git::ArchiveRepo;
-use super::{ArchiveSettings, Signal, render};
+use super::{ArchiveSettings, Signal, locks, render};
 use crate::error::Result;
 use crate::store::{Reader, Store};
 
@@ -63,6 +63,9 @@ impl Writer {
                     }
                     std::thread::sleep(retry);
                     retry = (retry * 2).min(RETRY_MAX);
+                    // A Git lock file left by a killed process (ref or index lock) fails every
+                    // commit until removed; once old enough it is removed here.
+                    locks::heal_stale_locks(self.repo.root());
                     self.signal.wake();
                     continue;
                 }

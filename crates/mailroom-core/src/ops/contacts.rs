@@ -281,6 +281,7 @@ pub(crate) fn file_request(
             thread_id: None,
             topic: None,
             recipients: vec![(to.clone(), "to")],
+            attachments: "[]".to_string(),
         };
         deliver(db, &intro, now)?;
     }

@@ -5,6 +5,7 @@ use serde::Serialize;
 use super::output::MessageOut;
 use super::policy::{self, Enforcement};
 use super::{Mailroom, resolve};
+use crate::archive::attachments::{self, AttachmentSettings, EmbedPolicy, ProcessedBody};
 use crate::error::{Error, Result};
 use crate::model::names::detect_name_mistake;
 use crate::model::thread_id::{is_valid_thread_id, is_valid_topic};
@@ -35,6 +36,10 @@ pub struct SendMessage {
     pub topic: Option<String>,
     pub broadcast: bool,
     pub auto_contact_if_blocked: Option<bool>,
+    /// Image files to attach (resolved under the project's archive directory).
+    pub attachment_paths: Vec<String>,
+    /// Convert images to WebP; `None` means `CONVERT_IMAGES`.
+    pub convert_images: Option<bool>,
 }
 
 /// The sender's view of a delivered message: MessageOut with body and recipient lists.
@@ -131,20 +136,24 @@ pub(crate) struct Delivery<'a> {
     pub topic: Option<String>,
     /// Resolved recipients with their kind (`to`/`cc`/`bcc`), de-duplicated.
     pub recipients: Vec<(Agent, &'static str)>,
+    /// The attachments metadata list as stored (JSON array text).
+    pub attachments: String,
 }
 
 impl Mailroom {
     /// Sends a message; the reply goes out once message and recipients are committed.
     pub async fn send_message(&self, req: SendMessage) -> Result<SendOutcome> {
         let enforcement = Enforcement::from_config(&self.config);
+        let processed = self.store_attachments(&req).await?;
         self.admit_archive_work().await;
         // Contact requests filed by a blocked send are kept even though the send fails, as in
         // the reference: that one outcome commits and is carried out inside `Ok`. Every other
         // error rolls the whole job back.
-        let outcome = self.store.write(move |db| match send_in_tx(db, req, enforcement) {
-            Err(e) if e.kind == policy::CONTACT_REQUIRED => Ok(Err(e)),
-            other => other.map(Ok),
-        });
+        let outcome =
+            self.store.write(move |db| match send_in_tx(db, req, processed, enforcement) {
+                Err(e) if e.kind == policy::CONTACT_REQUIRED => Ok(Err(e)),
+                other => other.map(Ok),
+            });
         outcome.await?
     }
 
@@ -230,6 +239,69 @@ impl Mailroom {
     }
 }
 
+impl Mailroom {
+    /// Converts and stores the images of a send before its transaction (image work is slow
+    /// and touches files, so it stays out of the single writer). `None` when the message has
+    /// no image references or attachment paths.
+    async fn store_attachments(&self, req: &SendMessage) -> Result<Option<ProcessedBody>> {
+        if req.attachment_paths.is_empty() && !req.body_md.contains("![") {
+            return Ok(None);
+        }
+        let Some(archive) = &self.archive else {
+            if req.attachment_paths.is_empty() {
+                return Ok(None);
+            }
+            return Err(Error::invalid(
+                "attachment_paths: attachments are stored in the Git archive, which is disabled \
+                 (ARCHIVE_ENABLED=false)",
+            ));
+        };
+        let (project_key, sender_name) = (req.project_key.clone(), req.sender_name.clone());
+        let (project, sender) = self
+            .store
+            .read(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                let sender = resolve::agent(db, &project, &sender_name, "sender_name")?;
+                Ok((project, sender))
+            })
+            .await?;
+        let config = &self.config.archive;
+        let settings = AttachmentSettings {
+            convert_images: config.convert_images,
+            inline_max_bytes: config.inline_image_max_bytes,
+            allow_absolute_paths: config.allow_absolute_attachment_paths,
+            keep_original: config.keep_original_images,
+        };
+        let convert = req.convert_images.unwrap_or(config.convert_images);
+        let policy = EmbedPolicy::from_agent_policy(&sender.attachments_policy);
+        let root = archive.root().to_path_buf();
+        let (body, paths) = (req.body_md.clone(), req.attachment_paths.clone());
+        let now = Timestamp::now().to_iso();
+        let work = move || {
+            // Relative attachment paths resolve under the project's archive directory.
+            let _ = std::fs::create_dir_all(root.join("projects").join(&project.slug));
+            attachments::process(
+                &root,
+                &project.slug,
+                &body,
+                &paths,
+                policy,
+                convert,
+                &settings,
+                &now,
+            )
+        };
+        let processed = tokio::task::spawn_blocking(work)
+            .await
+            .map_err(|e| Error::internal(format!("attachment task failed: {e}")))?;
+        match processed {
+            Ok(p) => Ok(Some(p)),
+            Err(e) if e.is_invalid_argument() => Err(Error::invalid(e.to_string())),
+            Err(e) => Err(Error::internal(e.to_string())),
+        }
+    }
+}
+
 fn parse_since(raw: Option<&str>) -> Result<Option<Timestamp>> {
     match raw.map(str::trim).filter(|s| !s.is_empty()) {
         None => Ok(None),
@@ -268,7 +340,12 @@ fn not_visible(message_id: i64, agent: &str) -> Error {
     Error::not_found(format!("Message '{message_id}' not found or not visible to agent '{agent}'."))
 }
 
-fn send_in_tx(db: &Db<'_>, req: SendMessage, enforcement: Enforcement) -> Result<SendOutcome> {
+fn send_in_tx(
+    db: &Db<'_>,
+    req: SendMessage,
+    processed: Option<ProcessedBody>,
+    enforcement: Enforcement,
+) -> Result<SendOutcome> {
     let project = resolve::project(db, &req.project_key)?;
     let topic = validated_topic(req.topic.as_deref())?;
     let to = if req.broadcast {
@@ -302,11 +379,17 @@ fn send_in_tx(db: &Db<'_>, req: SendMessage, enforcement: Enforcement) -> Result
             verified_sender: false,
         });
     }
+    let (body_md, attachments) = match processed {
+        Some(p) => (p.body_md, p.attachments),
+        None => (req.body_md, Vec::new()),
+    };
     let delivery = Delivery {
         project: &project,
         sender: &sender,
         subject: truncate_subject(&req.subject),
-        body_md: req.body_md,
+        body_md,
+        attachments: serde_json::to_string(&attachments)
+            .map_err(|e| Error::internal(format!("attachments metadata: {e}")))?,
         importance: req
             .importance
             .filter(|i| !i.trim().is_empty())
@@ -321,7 +404,7 @@ fn send_in_tx(db: &Db<'_>, req: SendMessage, enforcement: Enforcement) -> Result
     Ok(SendOutcome {
         count: deliveries.len(),
         deliveries,
-        attachments: Some(Vec::new()),
+        attachments: Some(attachments),
         verified_sender: false,
     })
 }
@@ -375,6 +458,7 @@ fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Resu
         thread_id: Some(thread_key),
         topic: original.message.topic.clone(),
         recipients,
+        attachments: "[]".to_string(),
     };
     let payload = deliver(db, &delivery, Timestamp::now())?;
     let deliveries =
@@ -398,6 +482,7 @@ pub(crate) fn deliver(db: &Db<'_>, d: &Delivery<'_>, now: Timestamp) -> Result<S
         topic: d.topic.as_deref(),
         subject: &d.subject,
         body_md: &d.body_md,
+        attachments: &d.attachments,
         importance: &d.importance,
         ack_required: d.ack_required,
         created_ts: now,

@@ -163,6 +163,15 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// A read-only connection to an existing database, outside any [`Store`]: for maintenance
+    /// that must not create, migrate or lock the database, since a server may be using it.
+    pub fn open(path: &Path) -> Result<Self> {
+        if !path.is_file() {
+            return Err(Error::internal(format!("no database at {}", path.display())));
+        }
+        Ok(Self { conn: open_connection(path, true)? })
+    }
+
     /// Runs `job` on this connection, in one read transaction (one consistent snapshot).
     pub fn read<R>(&mut self, job: impl FnOnce(&Db<'_>) -> Result<R>) -> Result<R> {
         let tx = self.conn.transaction().map_err(db::map_err)?;
@@ -170,6 +179,25 @@ impl Reader {
         drop(tx);
         outcome
     }
+}
+
+/// Creates the database at `path` (which must not exist yet) with the full schema, runs `job`
+/// in one transaction and closes it, so the file is complete on its own when this returns.
+///
+/// For building a database offline (reconstruction from the archive); the schema comes from
+/// the same migrations [`Store::open`] runs, so triggers and FTS tables are all there.
+pub fn create_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -> Result<R> {
+    if path.exists() {
+        return Err(Error::internal(format!("{} exists already", path.display())));
+    }
+    let mut conn = open_connection(path, false)?;
+    db::migrations::migrate(&mut conn)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db::map_err)?;
+    let outcome = job(&Db::new(&tx, false))?;
+    tx.commit().map_err(db::map_err)?;
+    // Closing the only connection checkpoints the WAL into the file and removes it.
+    conn.close().map_err(|(_, e)| db::map_err(e))?;
+    Ok(outcome)
 }
 
 /// Wraps a typed job for the writer thread; the receiver yields its answer after commit.

@@ -162,3 +162,64 @@ async fn a_burst_of_sends_shares_few_commits_and_loses_nothing() {
     // asserted here; the benchmark reports the actual count.
     assert!(after - before < 40, "{} commits for 40 sends", after - before);
 }
+
+/// A 1x1 RGBA PNG.
+const TINY_PNG: [u8; 70] = [
+    137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0,
+    0, 0, 31, 21, 196, 137, 0, 0, 0, 13, 73, 68, 65, 84, 120, 218, 99, 100, 248, 207, 80, 15, 0, 3,
+    134, 1, 128, 90, 52, 125, 107, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+];
+
+#[tokio::test]
+async fn image_attachments_become_webp_in_the_archive_and_bad_paths_are_refused() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/images", "BlueLake", "GreenCastle").await;
+    let project_dir = app.archive_root().join("projects").join(&slug);
+    std::fs::create_dir_all(&project_dir).expect("project dir");
+    std::fs::write(project_dir.join("diagram.png"), TINY_PNG).expect("png");
+
+    let sent = app
+        .tool_ok(
+            "send_message",
+            json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
+                   "subject": "Diagram", "body_md": "See ![the diagram](diagram.png)",
+                   "attachment_paths": ["diagram.png"]}),
+        )
+        .await;
+    let payload = &sent["deliveries"][0]["payload"];
+    let attachments = payload["attachments"].as_array().expect("attachments");
+    assert_eq!(attachments.len(), 2, "body image and attachment_paths: {attachments:?}");
+    assert!(attachments.iter().all(|a| a["type"] == "inline" && a["media_type"] == "image/webp"));
+    let body = payload["body_md"].as_str().expect("body");
+    assert!(body.starts_with("See ![the diagram](data:image/webp;base64,"), "{body}");
+    let sha1 = attachments[0]["sha1"].as_str().expect("sha1");
+
+    app.archive_flushed().await;
+    let root = app.archive_root();
+    let webp_path = format!("projects/{slug}/attachments/{}/{sha1}.webp", &sha1[..2]);
+    let files = committed_files(&root);
+    assert!(files.contains(&webp_path), "{webp_path} committed: {files:#?}");
+    let webp = Command::new("git")
+        .arg("-C")
+        .arg(&root)
+        .args(["show", &format!("HEAD:{webp_path}")])
+        .output()
+        .expect("git show");
+    assert!(webp.stdout.starts_with(b"RIFF") && &webp.stdout[8..12] == b"WEBP");
+
+    for (path, reason) in [("../../outside.png", "'..'"), ("/etc/passwd", "absolute")] {
+        let refused = app
+            .call_tool(
+                "send_message",
+                json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
+                       "subject": "x", "body_md": "x", "attachment_paths": [path]}),
+            )
+            .await
+            .expect_err("refused");
+        assert!(refused.contains("attachment_paths[0]") && refused.contains(path), "{refused}");
+        assert!(
+            refused.to_lowercase().contains(reason.trim_matches('\'')) || refused.contains(reason),
+            "{refused}"
+        );
+    }
+}

@@ -34,6 +34,8 @@ pub struct NewMessage<'a> {
     pub topic: Option<&'a str>,
     pub subject: &'a str,
     pub body_md: &'a str,
+    /// The attachments metadata JSON array.
+    pub attachments: &'a str,
     pub importance: &'a str,
     pub ack_required: bool,
     pub created_ts: Timestamp,
@@ -91,7 +93,7 @@ impl Db<'_> {
             .prepare_cached(
                 "INSERT INTO messages (project_id, sender_id, thread_id, topic, subject, body_md,
                      importance, ack_required, created_ts, attachments)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, '[]')",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -104,6 +106,7 @@ impl Db<'_> {
                     new.importance,
                     new.ack_required,
                     new.created_ts.to_db(),
+                    new.attachments,
                 ])
             })
             .map_err(map_err)?;

@@ -32,12 +32,12 @@ struct Args {
     /// Blind carbon-copy recipients.
     #[serde(default)]
     bcc: Option<Vec<String>>,
-    /// Image files to attach (arrives with the archive).
-    #[serde(default, rename = "attachment_paths")]
-    _attachment_paths: Option<Vec<String>>,
-    /// Convert images to WebP (arrives with the archive).
-    #[serde(default, rename = "convert_images")]
-    _convert_images: Option<bool>,
+    /// Image files to attach, relative to the project's archive directory; stored as WebP.
+    #[serde(default)]
+    attachment_paths: Option<Vec<String>>,
+    /// Convert images to WebP (default: the server's CONVERT_IMAGES setting).
+    #[serde(default)]
+    convert_images: Option<bool>,
     /// "low", "normal" (default), "high" or "urgent".
     #[serde(default)]
     importance: Option<String>,
@@ -82,6 +82,8 @@ pub fn tool() -> Tool {
                 topic: args.topic,
                 broadcast: args.broadcast.unwrap_or(false),
                 auto_contact_if_blocked: args.auto_contact_if_blocked,
+                attachment_paths: args.attachment_paths.unwrap_or_default(),
+                convert_images: args.convert_images,
             })
             .await
     })
