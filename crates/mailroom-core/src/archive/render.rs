@@ -4,7 +4,7 @@
 //! produces the same bytes as the first attempt would have (idempotent), and `archive
 //! rebuild` can reuse the same functions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
@@ -28,14 +28,30 @@ struct Entry {
     body: String,
 }
 
+/// Committed thread digests by path, kept by the writer so that appending to a digest does
+/// not read it back out of Git (a lookup through large trees) for every batch.
+pub(super) type DigestCache = HashMap<String, String>;
+
+/// Where a digest's current text comes from: this batch, the cache, or HEAD.
+struct Sources<'a> {
+    repo: &'a ArchiveRepo,
+    digests: &'a DigestCache,
+}
+
 /// Renders a batch of work into one commit's files. Work whose row is gone (deleted since)
 /// renders nothing.
-pub(super) fn render(db: &Db<'_>, work: &[QueuedWork], repo: &ArchiveRepo) -> Result<Rendered> {
+pub(super) fn render(
+    db: &Db<'_>,
+    work: &[QueuedWork],
+    repo: &ArchiveRepo,
+    digests: &DigestCache,
+) -> Result<Rendered> {
+    let sources = Sources { repo, digests };
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut entries = Vec::new();
     for item in work {
         let entry = match item.kind {
-            ArchiveKind::Message => render_message(db, item.ref_id, repo, &mut files)?,
+            ArchiveKind::Message => render_message(db, item.ref_id, &sources, &mut files)?,
             ArchiveKind::Profile => render_profile(db, item.ref_id, &mut files)?,
         };
         entries.extend(entry);
@@ -88,7 +104,7 @@ pub(super) fn message_doc(db: &Db<'_>, id: i64) -> Result<Option<(MessageDoc, bo
 fn render_message(
     db: &Db<'_>,
     id: i64,
-    repo: &ArchiveRepo,
+    sources: &Sources<'_>,
     files: &mut BTreeMap<String, Vec<u8>>,
 ) -> Result<Option<Entry>> {
     let Some((doc, sender_is_local)) = message_doc(db, id)? else { return Ok(None) };
@@ -99,10 +115,10 @@ fn render_message(
     }
     files.insert(paths.canonical.clone(), content);
     if let Some(thread_id) = doc.thread_id.as_deref().filter(|t| is_valid_thread_id(t)) {
-        append_digest(&doc, thread_id, &paths.canonical, repo, files)?;
+        append_digest(&doc, thread_id, &paths.canonical, sources, files)?;
     }
     for path in attachment_files(&doc) {
-        match std::fs::read(repo.root().join(&path)) {
+        match std::fs::read(sources.repo.root().join(&path)) {
             Ok(bytes) => {
                 files.insert(path, bytes);
             }
@@ -117,13 +133,15 @@ fn append_digest(
     doc: &MessageDoc,
     thread_id: &str,
     canonical: &str,
-    repo: &ArchiveRepo,
+    sources: &Sources<'_>,
     files: &mut BTreeMap<String, Vec<u8>>,
 ) -> Result<()> {
     let path = format::thread_digest_path(&doc.project_slug, thread_id);
-    let current = match files.remove(&path) {
-        Some(bytes) => bytes,
-        None => repo
+    let current = match (files.remove(&path), sources.digests.get(&path)) {
+        (Some(bytes), _) => bytes,
+        (None, Some(cached)) => cached.clone().into_bytes(),
+        (None, None) => sources
+            .repo
             .committed_file(&path)?
             .unwrap_or_else(|| format::digest_header(thread_id).into_bytes()),
     };
@@ -136,7 +154,7 @@ fn append_digest(
 }
 
 /// Repo-relative files of the message's stored images (webp, manifest, audit log).
-fn attachment_files(doc: &MessageDoc) -> Vec<String> {
+pub(super) fn attachment_files(doc: &MessageDoc) -> Vec<String> {
     let mut paths = Vec::new();
     for meta in &doc.attachments {
         let Some(sha1) = meta.get("sha1").and_then(Value::as_str) else { continue };

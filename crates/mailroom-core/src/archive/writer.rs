@@ -20,6 +20,8 @@ const INDEX_IDLE: Duration = Duration::from_millis(200);
 /// First and longest pause after a failed commit.
 const RETRY_FIRST: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(10);
+/// Digests kept in memory; past this many the cache starts over (it is only a shortcut).
+const DIGEST_CACHE_ENTRIES: usize = 512;
 /// Attempts at stop before leaving the rest to the next start's replay.
 const ATTEMPTS_AT_STOP: u32 = 3;
 
@@ -31,6 +33,8 @@ pub(super) struct Writer {
     window: Duration,
     /// Highest queue id committed by this writer.
     last_id: i64,
+    /// Thread digests as committed (never holds uncommitted text: filled after commits).
+    digests: render::DigestCache,
 }
 
 impl Writer {
@@ -41,7 +45,15 @@ impl Writer {
         signal: Arc<Signal>,
         settings: &ArchiveSettings,
     ) -> Self {
-        Self { repo, store, reader, signal, window: settings.commit_window, last_id: 0 }
+        Self {
+            repo,
+            store,
+            reader,
+            signal,
+            window: settings.commit_window,
+            last_id: 0,
+            digests: Default::default(),
+        }
     }
 
     pub(super) fn run(mut self) {
@@ -126,17 +138,29 @@ impl Writer {
         bell.stopping
     }
 
+    fn remember_digests(&mut self, files: &[(String, Vec<u8>)]) {
+        for (path, bytes) in files {
+            if path.contains("/messages/threads/") {
+                if self.digests.len() >= DIGEST_CACHE_ENTRIES {
+                    self.digests.clear();
+                }
+                self.digests.insert(path.clone(), String::from_utf8_lossy(bytes).into_owned());
+            }
+        }
+    }
+
     /// Commits everything queued, in commits of at most `MAX_ROWS_PER_COMMIT` rows.
     fn drain(&mut self) -> Result<()> {
         loop {
             let after = self.last_id;
             let work = self.reader.read(|db| db.queued_archive_work(after, MAX_ROWS_PER_COMMIT))?;
             let Some(last) = work.last().map(|w| w.id) else { return Ok(()) };
-            let repo = &self.repo;
-            let rendered = self.reader.read(|db| render::render(db, &work, repo))?;
+            let (repo, digests) = (&self.repo, &self.digests);
+            let rendered = self.reader.read(|db| render::render(db, &work, repo, digests))?;
             if self.repo.commit_files(&rendered.files, &rendered.message)?.is_some() {
                 self.signal.commits.fetch_add(1, Ordering::SeqCst);
             }
+            self.remember_digests(&rendered.files);
             self.last_id = last;
             let ids: Vec<i64> = work.iter().map(|w| w.id).collect();
             // Losing this delete only means the rows are replayed (idempotently) next start.

@@ -14,6 +14,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
@@ -323,6 +324,10 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
     )
     .map_err(db::map_err)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+    // Without the planner stability guarantee, SQLite re-plans (re-parses) a cached
+    // statement whenever a bound value that could change the plan changes — every call of
+    // the optional-filter queries — which made cached statements cost a full prepare.
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true).map_err(db::map_err)?;
     Ok(conn)
 }
 
