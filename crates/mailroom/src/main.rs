@@ -4,7 +4,10 @@
 
 mod commands;
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
+use commands::archive::{ArchiveCommand, Verdict};
 
 /// Coordination server for fleets of AI coding agents: identities, mailboxes, threads,
 /// search and file reservations over MCP and REST.
@@ -19,18 +22,29 @@ struct Cli {
 enum Command {
     /// Run the server (MCP at /mcp, REST under /api, health at /health).
     Serve(commands::serve::ServeArgs),
+    /// Check the Git archive against the database, or rebuild one from the other.
+    Archive(commands::archive::ArchiveArgs),
 }
 
-fn main() -> std::process::ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    let outcome = match cli.command {
-        Command::Serve(args) => commands::serve::run(args),
-    };
+    match cli.command {
+        Command::Serve(args) => exit_code(commands::serve::run(args).map(|()| Verdict::Clean), 1),
+        Command::Archive(args) => {
+            // `verify` keeps 1 for "differences found", so its errors exit 2 (as diff does).
+            let on_error = if matches!(args.command, ArchiveCommand::Verify(_)) { 2 } else { 1 };
+            exit_code(commands::archive::run(args), on_error)
+        }
+    }
+}
+
+fn exit_code(outcome: anyhow::Result<Verdict>, on_error: u8) -> ExitCode {
     match outcome {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(Verdict::Clean) => ExitCode::SUCCESS,
+        Ok(Verdict::Differences) => ExitCode::from(1),
         Err(e) => {
             eprintln!("mailroom: {e:#}");
-            std::process::ExitCode::FAILURE
+            ExitCode::from(on_error)
         }
     }
 }

@@ -12,7 +12,11 @@ pub mod attachments;
 pub mod format;
 pub mod git;
 pub mod locks;
+pub mod maintenance;
+mod rebuild;
+mod reconstruct;
 mod render;
+mod verify;
 mod writer;
 
 use std::path::{Path, PathBuf};

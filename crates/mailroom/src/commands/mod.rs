@@ -1,3 +1,5 @@
-//! One module per subcommand.
+//! One module per subcommand, and what they share.
 
+pub mod archive;
 pub mod serve;
+pub mod setup;

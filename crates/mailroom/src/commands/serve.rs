@@ -1,14 +1,14 @@
 //! `mailroom serve`: configuration (defaults < environment < flags), the data-dir lock, the
 //! runtime, and graceful shutdown on SIGINT/SIGTERM.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 use mailroom_core::{CoreConfig, Mailroom};
 use mailroom_server::{AppState, ServerConfig};
+
+use super::setup::{self, env};
 
 /// Flags of `mailroom serve`; each overrides the environment variable named beside it.
 #[derive(Args, Debug)]
@@ -29,10 +29,8 @@ pub struct ServeArgs {
 
 /// Runs the server until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> Result<()> {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let data_dir = args.data_dir.clone().unwrap_or_else(|| PathBuf::from("mailroom-data"));
-    let mut core_config = CoreConfig::for_data_dir(&data_dir);
-    core_config.apply_env(&env).map_err(anyhow::Error::msg).context("invalid environment")?;
+    let data_dir = setup::data_dir(args.data_dir);
+    let core_config = setup::core_config(&data_dir)?;
     let mut server_config = ServerConfig::default();
     server_config.apply_env(&env).map_err(anyhow::Error::msg).context("invalid environment")?;
     if let Some(host) = args.host {
@@ -44,10 +42,10 @@ pub fn run(args: ServeArgs) -> Result<()> {
     if let Some(path) = args.path {
         server_config.mcp_path = path;
     }
-    init_logging(&env);
+    setup::init_logging();
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
-    let _lock = lock_data_dir(&data_dir)?;
+    let _lock = setup::lock_data_dir(&data_dir)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -93,41 +91,4 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = interrupt.await;
-}
-
-/// Holds an exclusive OS lock on `DIR/server.lock` for the life of the process, so a second
-/// server on the same data directory is refused instead of corrupting shared state.
-fn lock_data_dir(data_dir: &Path) -> Result<File> {
-    let lock_path = data_dir.join("server.lock");
-    let pid_path = data_dir.join("server.pid");
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .with_context(|| format!("cannot open {}", lock_path.display()))?;
-    if lock.try_lock().is_err() {
-        let pid = std::fs::read_to_string(&pid_path).unwrap_or_default();
-        bail!(
-            "Another mailroom server is already running for this data directory {} (PID: {}). \
-             Stop it or choose another --data-dir.",
-            data_dir.display(),
-            pid.trim()
-        );
-    }
-    let mut pid_file =
-        File::create(&pid_path).with_context(|| format!("cannot write {}", pid_path.display()))?;
-    writeln!(pid_file, "{}", std::process::id())?;
-    Ok(lock)
-}
-
-fn init_logging(env: &dyn Fn(&str) -> Option<String>) {
-    let level = match env("LOG_LEVEL").unwrap_or_default().to_ascii_lowercase().as_str() {
-        "debug" => tracing::Level::DEBUG,
-        "trace" => tracing::Level::TRACE,
-        "warn" | "warning" => tracing::Level::WARN,
-        "error" => tracing::Level::ERROR,
-        _ => tracing::Level::INFO,
-    };
-    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
 }

@@ -68,6 +68,14 @@ impl Db<'_> {
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
 
+    /// Every agent id in id order (archive maintenance walks them all).
+    pub fn agent_ids(&self) -> Result<Vec<i64>> {
+        let mut stmt =
+            self.conn.prepare_cached("SELECT id FROM agents ORDER BY id").map_err(map_err)?;
+        let rows = stmt.query_map([], |r| r.get(0)).map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
     /// Unread recipient rows per agent of a project (across all projects, as the reference).
     pub fn unread_counts(&self, project_id: i64) -> Result<Vec<(i64, i64)>> {
         let mut stmt = self

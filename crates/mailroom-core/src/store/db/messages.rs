@@ -133,6 +133,19 @@ impl Db<'_> {
             .map_err(map_err)
     }
 
+    /// Every message id with its project's slug, in id order (archive maintenance).
+    pub fn message_ids_with_project_slug(&self) -> Result<Vec<(i64, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT m.id, p.slug FROM messages m JOIN projects p ON p.id = m.project_id
+                 ORDER BY m.id",
+            )
+            .map_err(map_err)?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
     /// Recipient `(kind, name, agent_id)` triples of a message in insertion order.
     pub fn recipients_of(&self, message_id: i64) -> Result<Vec<(String, String, i64)>> {
         let mut stmt = self

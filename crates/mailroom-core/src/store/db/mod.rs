@@ -8,6 +8,7 @@ pub mod contacts;
 pub mod messages;
 pub mod migrations;
 pub mod projects;
+pub mod reconstruct;
 pub mod search;
 
 use std::cell::Cell;

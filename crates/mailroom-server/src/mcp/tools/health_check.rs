@@ -1,10 +1,13 @@
 //! health_check: a readiness probe an agent calls before anything else.
 //!
 //! The reference's five keys (status, environment, http_host, http_port, database_url) come
-//! first; mailroom adds honest figures of its own (database round trip, uptime, sessions).
+//! first; mailroom adds honest figures of its own (database round trip, uptime, sessions,
+//! archive queue).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use mailroom_core::archive::ArchiveStats;
 
 use super::Tool;
 use crate::state::AppState;
@@ -31,6 +34,17 @@ struct Health {
     database: DatabaseHealth,
     uptime_seconds: u64,
     mcp_sessions: usize,
+    /// The Git archive's counters since start; `null` when the archive is disabled.
+    archive: Option<ArchiveHealth>,
+}
+
+#[derive(Debug, Serialize)]
+struct ArchiveHealth {
+    storage_root: String,
+    #[serde(flatten)]
+    stats: ArchiveStats,
+    /// Changes acknowledged but not yet committed to Git.
+    lag: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -56,6 +70,14 @@ pub fn tool() -> Tool {
             database,
             uptime_seconds: state.started.elapsed().as_secs(),
             mcp_sessions: state.sessions.len(),
+            archive: state.core.archive().map(|archive| {
+                let stats = archive.stats();
+                ArchiveHealth {
+                    storage_root: archive.root().display().to_string(),
+                    lag: stats.enqueued.saturating_sub(stats.archived),
+                    stats,
+                }
+            }),
         })
     })
 }

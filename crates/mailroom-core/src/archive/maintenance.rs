@@ -1,0 +1,211 @@
+//! Archive maintenance behind `mailroom archive …`: check the archive against the database
+//! ([`verify`]), regenerate the archive from the database ([`rebuild`]), or the other way
+//! round, a new database from the archive ([`reconstruct`]).
+//!
+//! Each takes the configuration a server would run with and opens what it needs itself.
+//! `verify` only reads (a read-only SQLite connection, HEAD listed without touching index or
+//! work tree), so it may run beside a live server. `rebuild` and `reconstruct` write; they take
+//! the archive's owner lock, and their caller must make sure no server runs on the data.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use super::git::{ArchiveRepo, Author, CommittedFiles};
+use super::rebuild::REBUILD_COMMIT_MESSAGE;
+use super::{locks, rebuild, reconstruct, verify};
+use crate::config::CoreConfig;
+use crate::error::{Category, Error, Result};
+use crate::model::time::Timestamp;
+use crate::store::{self, Reader};
+
+pub use super::rebuild::RebuildReport;
+pub use super::reconstruct::ReconstructReport;
+pub use super::verify::{CopyRole, Difference, VerifyReport};
+
+/// Compares the database with the archive's HEAD and lists every difference.
+///
+/// The database is read in one snapshot taken before HEAD is listed, so everything the
+/// snapshot counts as archived is in the listing; messages sent in between show up only in
+/// HEAD, and are looked up again in a fresh snapshot before being called unknown.
+pub fn verify(config: &CoreConfig) -> Result<VerifyReport> {
+    let mut reader = Reader::open(&config.database_path)?;
+    let mut report = reader.read(|db| {
+        let queued = db.queued_archive_work(0, i64::MAX)?;
+        let head = committed_files(&config.storage_root)?;
+        verify::check(db, &head, &queued)
+    })?;
+    reader.read(|db| verify::recheck_unknown(db, &mut report))?;
+    Ok(report)
+}
+
+/// Regenerates every archive file the database accounts for and commits those that differ
+/// from HEAD in one commit (none when nothing differs). Other files stay as they are.
+pub fn rebuild(config: &CoreConfig) -> Result<RebuildReport> {
+    let root = &config.storage_root;
+    // The database is opened first: without one there is nothing to rebuild from, and the
+    // archive should not be created or locked for nothing.
+    let mut reader = Reader::open(&config.database_path)?;
+    std::fs::create_dir_all(root)
+        .map_err(|e| Error::internal(format!("cannot create {}: {e}", root.display())))?;
+    let _owner = locks::acquire_owner_lock(root)?;
+    locks::heal_stale_locks(root);
+    let mut repo = ArchiveRepo::open_or_init(root, author(config))?;
+    let head = committed_files(root)?;
+    let regenerated = reader.read(|db| rebuild::regenerate(db, root, &head))?;
+    let mut report = regenerated.report;
+    if !regenerated.files.is_empty() {
+        let commit = repo.commit_files(&regenerated.files, REBUILD_COMMIT_MESSAGE)?;
+        report.commit = commit.map(|id| id.to_string());
+        repo.sync_index()?;
+    }
+    Ok(report)
+}
+
+/// Builds a new database from the archive's HEAD at `config.database_path`.
+///
+/// An existing database is refused unless `force`; then it is moved aside (with its `-wal`
+/// and `-shm` files) to `<db>.pre-reconstruct-<timestamp>`, never deleted. The new database
+/// is built beside it first, so a failure leaves the old one where it was.
+pub fn reconstruct(config: &CoreConfig, force: bool) -> Result<ReconstructReport> {
+    let database = &config.database_path;
+    if database.exists() && !force {
+        return Err(Error::new(
+            Category::Conflict,
+            "DATABASE_EXISTS",
+            format!(
+                "the database {} exists; pass --force to move it aside and build a new one",
+                database.display()
+            ),
+        ));
+    }
+    let root = &config.storage_root;
+    let head = committed_files(root)?;
+    let _owner = locks::acquire_owner_lock(root)?;
+    let recovered = reconstruct::read_archive(&head)?;
+    if let Some(parent) = database.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::internal(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    let building = with_suffix(database, ".reconstructing");
+    // Only this function creates that file: a leftover is an interrupted earlier attempt.
+    remove_database_files(&building)?;
+    let built = store::create_database(&building, |db| reconstruct::write_database(db, recovered));
+    let mut report = match built {
+        Ok(report) => report,
+        Err(e) => {
+            let _ = remove_database_files(&building);
+            return Err(e);
+        }
+    };
+    report.moved_aside = move_aside(database)?;
+    rename(&building, database)?;
+    report.database = database.clone();
+    Ok(report)
+}
+
+fn author(config: &CoreConfig) -> Author {
+    Author { name: config.archive.author_name.clone(), email: config.archive.author_email.clone() }
+}
+
+fn committed_files(root: &Path) -> Result<CommittedFiles> {
+    CommittedFiles::open(root)?
+        .ok_or_else(|| Error::not_found(format!("there is no Git archive at {}", root.display())))
+}
+
+/// The files SQLite keeps for a database: the file itself, then its WAL and shared memory.
+fn database_files(database: &Path) -> [PathBuf; 3] {
+    [database.to_path_buf(), with_suffix(database, "-wal"), with_suffix(database, "-shm")]
+}
+
+/// Moves the database and its sidecar files to `<db>.pre-reconstruct-<timestamp>` (plus
+/// `-wal`/`-shm`, so the moved copy still opens with everything it committed). `None` when
+/// there was nothing to move.
+fn move_aside(database: &Path) -> Result<Option<PathBuf>> {
+    let present: Vec<PathBuf> =
+        database_files(database).into_iter().filter(|p| p.exists()).collect();
+    if present.is_empty() {
+        return Ok(None);
+    }
+    let stamp = Timestamp::now().archive_stamp();
+    let mut target = with_suffix(database, &format!(".pre-reconstruct-{stamp}"));
+    let mut attempt = 1;
+    while database_files(&target).iter().any(|p| p.exists()) {
+        attempt += 1;
+        target = with_suffix(database, &format!(".pre-reconstruct-{stamp}-{attempt}"));
+    }
+    for (from, to) in database_files(database).iter().zip(database_files(&target)) {
+        if from.exists() {
+            rename(from, &to)?;
+        }
+    }
+    Ok(Some(target))
+}
+
+fn remove_database_files(database: &Path) -> Result<()> {
+    for path in database_files(database) {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(Error::internal(format!("cannot remove {}: {e}", path.display())));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn rename(from: &Path, to: &Path) -> Result<()> {
+    std::fs::rename(from, to).map_err(|e| {
+        Error::internal(format!("cannot move {} to {}: {e}", from.display(), to.display()))
+    })
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = OsString::from(path.as_os_str());
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// What a committed path is, as far as maintenance cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ArchivePath<'a> {
+    /// `projects/<slug>/messages/YYYY/MM/<message file>`
+    Canonical { slug: &'a str, message_id: i64 },
+    /// `projects/<slug>/agents/<Name>/{inbox,outbox}/YYYY/MM/<message file>`
+    Mailbox { slug: &'a str, message_id: i64 },
+    /// `projects/<slug>/agents/<Name>/profile.json`
+    Profile { slug: &'a str, agent: &'a str },
+    /// Any other file under `projects/<slug>/`.
+    Project { slug: &'a str },
+}
+
+/// Classifies a repo-relative path; `None` for files outside `projects/<slug>/`.
+pub(super) fn classify_path(path: &str) -> Option<ArchivePath<'_>> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let ["projects", slug, rest @ ..] = parts.as_slice() else { return None };
+    let slug = *slug;
+    if slug.is_empty() || rest.is_empty() {
+        return None;
+    }
+    let message_id = |year: &str, month: &str, file: &str| {
+        let dated = is_ascii_digits(year, 4) && is_ascii_digits(month, 2);
+        dated.then(|| super::format::parse_message_file_name(file)).flatten()
+    };
+    let classified = match rest {
+        ["messages", year, month, file] => message_id(year, month, file)
+            .map(|message_id| ArchivePath::Canonical { slug, message_id }),
+        ["agents", _, "inbox" | "outbox", year, month, file] => message_id(year, month, file)
+            .map(|message_id| ArchivePath::Mailbox { slug, message_id }),
+        ["agents", agent, "profile.json"] => Some(ArchivePath::Profile { slug, agent }),
+        _ => None,
+    };
+    Some(classified.unwrap_or(ArchivePath::Project { slug }))
+}
+
+/// Whether `text` is exactly `len` ASCII digits (the `YYYY` and `MM` directory names).
+fn is_ascii_digits(text: &str, len: usize) -> bool {
+    text.len() == len && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests;

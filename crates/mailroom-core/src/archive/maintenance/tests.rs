@@ -1,0 +1,312 @@
+//! Maintenance against a real database and a real Git archive in a temp dir, filled through
+//! the ops as a server would fill them; damage is done with the `git` command line.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::*;
+use crate::Mailroom;
+use crate::archive::git::CommittedFiles;
+use crate::ops::identity::Registration;
+use crate::ops::messaging::{FetchInbox, ReplyMessage, SendMessage};
+use crate::store::Db;
+use crate::store::db::archive_queue::ArchiveKind;
+
+const SLUG: &str = "work-alpha";
+
+/// Compares what a rule returned for `input` with what we expected, naming the input.
+fn check<T: PartialEq + std::fmt::Debug>(input: &str, actual: T, expected: T) {
+    assert_eq!(actual, expected, "input: {input:?}");
+}
+
+fn config(dir: &Path) -> CoreConfig {
+    let mut config = CoreConfig::for_data_dir(dir);
+    config.contact_enforcement_enabled = false;
+    config
+}
+
+/// Three agents of one project; message 1 (BlueLake → GreenCastle, cc RedStone, thread T-1)
+/// and its reply, message 2. Returns once the archive has committed everything.
+fn seed(config: &CoreConfig) {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let core = Mailroom::open(config.clone()).expect("open");
+    runtime.block_on(async {
+        core.ensure_project("/work/alpha").await.expect("project");
+        for name in ["BlueLake", "GreenCastle", "RedStone"] {
+            let registration = Registration {
+                project_key: SLUG.into(),
+                program: "codex-cli".into(),
+                model: "gpt-5".into(),
+                name: Some(name.into()),
+                task_description: format!("{name}'s task"),
+                attachments_policy: None,
+            };
+            core.register_agent(registration).await.expect("register");
+        }
+        let send = SendMessage {
+            project_key: SLUG.into(),
+            sender_name: "BlueLake".into(),
+            to: vec!["GreenCastle".into()],
+            cc: vec!["RedStone".into()],
+            subject: "Build plan".into(),
+            body_md: "Step one: migrate the schema.".into(),
+            thread_id: Some("T-1".into()),
+            ..SendMessage::default()
+        };
+        core.send_message(send).await.expect("send");
+        let reply = ReplyMessage {
+            project_key: SLUG.into(),
+            message_id: 1,
+            sender_name: "GreenCastle".into(),
+            body_md: "Agreed.".into(),
+            ..ReplyMessage::default()
+        };
+        core.reply_message(reply).await.expect("reply");
+    });
+    core.close();
+}
+
+fn git(root: &Path, args: &[&str]) {
+    let output = Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-C"])
+        .arg(root)
+        .args(args)
+        .output()
+        .expect("run git");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// The one committed path that starts with `prefix` and ends with `suffix`.
+fn committed(root: &Path, prefix: &str, suffix: &str) -> String {
+    let files = CommittedFiles::open(root).expect("open").expect("repository");
+    let found: Vec<&str> =
+        files.paths().filter(|p| p.starts_with(prefix) && p.ends_with(suffix)).collect();
+    assert_eq!(found.len(), 1, "{prefix}…{suffix}: {found:?}");
+    found[0].to_owned()
+}
+
+fn edit_and_commit(root: &Path, path: &str, edit: impl FnOnce(String) -> String) {
+    let full = root.join(path);
+    std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+    let text = std::fs::read_to_string(&full).unwrap_or_default();
+    // Copies with equal bytes may share an inode in the work tree: replace, don't write through.
+    let _ = std::fs::remove_file(&full);
+    std::fs::write(&full, edit(text)).expect("write");
+    git(root, &["add", path]);
+    git(root, &["commit", "-qm", "damage"]);
+}
+
+fn lines(report: &VerifyReport) -> Vec<String> {
+    report.differences.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn verify_names_every_kind_of_damage_and_rebuild_repairs_what_the_database_knows() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = config(dir.path());
+    seed(&config);
+    let root = config.storage_root.clone();
+
+    let clean = verify(&config).expect("verify");
+    assert!(clean.is_clean(), "{:#?}", clean.differences);
+    check("messages", clean.messages_checked, 2);
+    check("agents", clean.agents_checked, 3);
+    check("queued", clean.queued_rows, 0);
+
+    let projects = format!("projects/{SLUG}/");
+    let inbox = committed(&root, &format!("{projects}agents/RedStone/inbox/"), "__1.md");
+    let canonical = committed(&root, &format!("{projects}messages/"), "__2.md");
+    let profile = format!("{projects}agents/GreenCastle/profile.json");
+    let digest = format!("{projects}messages/threads/T-1.md");
+    let stray = format!("{projects}messages/2025/01/2025-01-01T00-00-00Z__ghost__99.md");
+    let misplaced = canonical.replace(SLUG, "work-beta");
+    git(&root, &["rm", "-q", &inbox]);
+    git(&root, &["commit", "-qm", "damage"]);
+    edit_and_commit(&root, &canonical, |text| text.replace("Agreed.", "Disagreed."));
+    edit_and_commit(&root, &profile, |text| text.replace("codex-cli", "other-cli"));
+    edit_and_commit(&root, &digest, |text| text.split("## ").next().unwrap_or("").to_owned());
+    edit_and_commit(&root, &stray, |_| "---json\n{}\n---\n".to_owned());
+    let moved = std::fs::read_to_string(root.join(&canonical)).expect("read");
+    edit_and_commit(&root, &misplaced, |_| moved);
+
+    let damaged = verify(&config).expect("verify");
+    let expected = [
+        format!("missing: {inbox} (inbox copy of message 1)"),
+        format!("incomplete: {digest} (digest lacks message 1)"),
+        format!("differs: {canonical} (canonical copy of message 2)"),
+        format!("incomplete: {digest} (digest lacks message 2)"),
+        format!("differs: {profile} (profile of GreenCastle: program)"),
+        format!("extra: {stray} (message 99 is not in the database)"),
+        format!("misplaced: {misplaced} (message 2 belongs to project {SLUG})"),
+    ];
+    check("damaged", lines(&damaged), expected.to_vec());
+
+    let rebuilt = rebuild(&config).expect("rebuild");
+    check("written", rebuilt.files_written, 4);
+    check("messages", (rebuilt.messages, rebuilt.message_files), (2, 7));
+    check("digests and profiles", (rebuilt.digests, rebuilt.profiles), (1, 3));
+    assert!(rebuilt.commit.is_some());
+    check("left in place", lines(&verify(&config).expect("verify")), expected[5..].to_vec());
+    let again = rebuild(&config).expect("rebuild again");
+    check("nothing to do", (again.files_written, again.commit), (0, None));
+}
+
+#[test]
+fn verify_counts_queued_work_instead_of_calling_it_missing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = config(dir.path());
+    seed(&config);
+    let root = config.storage_root.clone();
+    let inbox = committed(&root, &format!("projects/{SLUG}/agents/GreenCastle/inbox/"), "__1.md");
+    git(&root, &["rm", "-q", &inbox]);
+    git(&root, &["commit", "-qm", "as if message 1 were not archived yet"]);
+    // What a server killed before its archive commit leaves behind.
+    let connection = rusqlite::Connection::open(&config.database_path).expect("open");
+    Db::new(&connection, true).enqueue_archive(ArchiveKind::Message, 1).expect("enqueue");
+    drop(connection);
+
+    let report = verify(&config).expect("verify");
+    assert!(report.is_clean(), "{:#?}", report.differences);
+    check("queued", (report.queued_rows, report.queued_messages), (1, 1));
+    check("checked", report.messages_checked, 1);
+}
+
+#[test]
+fn reconstruct_brings_back_ids_recipients_and_search() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let original = config(dir.path());
+    seed(&original);
+    let root = original.storage_root.clone();
+    let profile = format!("projects/{SLUG}/agents/RedStone/profile.json");
+    git(&root, &["rm", "-q", &profile]);
+    git(&root, &["commit", "-qm", "RedStone is known from messages only"]);
+
+    let refused = reconstruct(&original, false).expect_err("the database exists");
+    assert!(refused.message.contains("--force"), "{}", refused.message);
+    let mut rebuilt = original.clone();
+    rebuilt.database_path = dir.path().join("rebuilt.sqlite3");
+    let report = reconstruct(&rebuilt, false).expect("reconstruct");
+    check("projects", report.projects, 1);
+    check("agents", (report.agents_from_profiles, report.agents_from_messages), (2, 1));
+    check("messages", (report.messages, report.recipients), (2, 3));
+    check("moved", report.moved_aside, None);
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+
+    // Everything but RedStone's profile (now "unknown") matches the archive again.
+    let verified = verify(&rebuilt).expect("verify");
+    check("verify", lines(&verified), vec![format!("missing: {profile} (profile of RedStone)")]);
+
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let core = Mailroom::open(rebuilt).expect("open rebuilt");
+    runtime.block_on(async {
+        let fetch = |agent: &str| FetchInbox {
+            project_key: SLUG.into(),
+            agent_name: agent.into(),
+            include_bodies: true,
+            ..FetchInbox::default()
+        };
+        let inbox = core.fetch_inbox(fetch("RedStone")).await.expect("inbox");
+        let got: Vec<_> = inbox.iter().map(|m| (m.id, m.subject.as_str())).collect();
+        check("RedStone", got, vec![(1, "Build plan")]);
+        check("kind", inbox[0].kind.as_deref(), Some("cc"));
+        let inbox = core.fetch_inbox(fetch("BlueLake")).await.expect("inbox");
+        check("reply", (inbox[0].id, inbox[0].thread_id.as_deref()), (2, Some("T-1")));
+        let hits = core.search_messages(SLUG.into(), "migrate".into(), 10).await.expect("search");
+        check("search", hits.result.iter().map(|h| h.id).collect::<Vec<_>>(), vec![1]);
+    });
+    core.close();
+}
+
+#[test]
+fn paths_are_classified_by_their_place_in_the_layout() {
+    let file = "2025-01-01T12-00-00Z__hello__42.md";
+    let cases = [
+        (
+            format!("projects/p/messages/2025/01/{file}"),
+            Some(ArchivePath::Canonical { slug: "p", message_id: 42 }),
+        ),
+        (
+            "projects/p/messages/2025/01/42.md".to_owned(),
+            Some(ArchivePath::Canonical { slug: "p", message_id: 42 }),
+        ),
+        (
+            format!("projects/p/agents/A/inbox/2025/01/{file}"),
+            Some(ArchivePath::Mailbox { slug: "p", message_id: 42 }),
+        ),
+        (
+            format!("projects/p/agents/A/outbox/2025/01/{file}"),
+            Some(ArchivePath::Mailbox { slug: "p", message_id: 42 }),
+        ),
+        (
+            "projects/p/agents/A/profile.json".to_owned(),
+            Some(ArchivePath::Profile { slug: "p", agent: "A" }),
+        ),
+        ("projects/p/messages/threads/42.md".to_owned(), Some(ArchivePath::Project { slug: "p" })),
+        (format!("projects/p/messages/25/01/{file}"), Some(ArchivePath::Project { slug: "p" })),
+        (
+            format!("projects/p/agents/A/drafts/2025/01/{file}"),
+            Some(ArchivePath::Project { slug: "p" }),
+        ),
+        (
+            "projects/p/messages/2025/01/notes.md".to_owned(),
+            Some(ArchivePath::Project { slug: "p" }),
+        ),
+        ("projects/p".to_owned(), None),
+        (".gitattributes".to_owned(), None),
+        (format!("other/p/messages/2025/01/{file}"), None),
+    ];
+    for (path, expected) in &cases {
+        check(path, classify_path(path), *expected);
+    }
+}
+
+/// A 1x1 RGBA PNG.
+const TINY_PNG: [u8; 70] = [
+    137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0,
+    0, 0, 31, 21, 196, 137, 0, 0, 0, 13, 73, 68, 65, 84, 120, 218, 99, 100, 248, 207, 80, 15, 0, 3,
+    134, 1, 128, 90, 52, 125, 107, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+];
+
+#[test]
+fn attachment_files_missing_from_head_are_reported_and_restored_from_the_work_tree() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = config(dir.path());
+    seed(&config);
+    let root = config.storage_root.clone();
+    let project = root.join("projects").join(SLUG);
+    std::fs::write(project.join("diagram.png"), TINY_PNG).expect("png");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let core = Mailroom::open(config.clone()).expect("open");
+    runtime.block_on(async {
+        let send = SendMessage {
+            project_key: SLUG.into(),
+            sender_name: "BlueLake".into(),
+            to: vec!["GreenCastle".into()],
+            subject: "Diagram".into(),
+            body_md: "Attached.".into(),
+            attachment_paths: vec!["diagram.png".into()],
+            ..SendMessage::default()
+        };
+        core.send_message(send).await.expect("send");
+    });
+    core.close();
+    drop(core);
+    assert!(verify(&config).expect("verify").is_clean());
+
+    let webp = committed(&root, &format!("projects/{SLUG}/attachments/"), ".webp");
+    let manifest = committed(&root, &format!("projects/{SLUG}/attachments/_manifests/"), ".json");
+    // The webp leaves HEAD but stays on disk; the manifest is gone from both.
+    git(&root, &["rm", "-q", "--cached", &webp]);
+    git(&root, &["rm", "-q", &manifest]);
+    git(&root, &["commit", "-qm", "lose attachment files"]);
+    let expected = [
+        format!("missing: {webp} (attachment of message 3)"),
+        format!("missing: {manifest} (attachment of message 3)"),
+    ];
+    check("damaged", lines(&verify(&config).expect("verify")), expected.to_vec());
+
+    let rebuilt = rebuild(&config).expect("rebuild");
+    check("restored", rebuilt.attachments_restored, 1);
+    check("lost", rebuilt.attachments_missing, vec![manifest]);
+    check("left", lines(&verify(&config).expect("verify")), expected[1..].to_vec());
+}

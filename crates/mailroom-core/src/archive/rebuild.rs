@@ -1,0 +1,131 @@
+//! `mailroom archive rebuild`: regenerates the archive's files from the database.
+//!
+//! Messages (canonical, outbox and inbox copies) and profiles are rendered exactly as the
+//! archive writer renders them; thread digests are written from scratch (header, then one
+//! entry per message of the thread in id order) instead of appended to. Only files whose
+//! bytes differ from HEAD are kept, so the commit shows just what was repaired and memory
+//! holds only that; a profile that differs only in `last_active_ts` counts as unchanged.
+//! Files the database knows nothing of are left alone.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use super::git::CommittedFiles;
+use super::{format, render, verify};
+use crate::error::Result;
+use crate::model::thread_id::is_valid_thread_id;
+use crate::store::Db;
+
+/// The commit message of a rebuild.
+pub(super) const REBUILD_COMMIT_MESSAGE: &str = "chore: rebuild archive from database";
+
+/// What `rebuild` regenerated and committed.
+#[derive(Debug, Clone, Default)]
+pub struct RebuildReport {
+    /// Messages rendered.
+    pub messages: usize,
+    /// Message copies rendered (canonical, outbox and inbox).
+    pub message_files: usize,
+    /// Thread digests rendered.
+    pub digests: usize,
+    /// Profiles rendered.
+    pub profiles: usize,
+    /// Attachment files found in the work tree but not in HEAD, and committed again.
+    pub attachments_restored: usize,
+    /// Attachment files in neither HEAD nor the work tree: the database cannot recreate them.
+    pub attachments_missing: Vec<String>,
+    /// Files whose bytes differed from HEAD (or were absent) and were written.
+    pub files_written: usize,
+    /// Files HEAD already held with the right bytes.
+    pub files_unchanged: usize,
+    /// The rebuild commit, in hex; `None` when nothing had to change.
+    pub commit: Option<String>,
+}
+
+/// The files that differ from HEAD, with the report's counts filled in (but no commit yet).
+pub(super) struct Regenerated {
+    pub files: Vec<(String, Vec<u8>)>,
+    pub report: RebuildReport,
+}
+
+/// Renders every archive file the database accounts for and keeps those HEAD lacks.
+pub(super) fn regenerate(db: &Db<'_>, root: &Path, head: &CommittedFiles) -> Result<Regenerated> {
+    let mut out = Collector { head, files: Vec::new(), report: RebuildReport::default() };
+    let mut digests: BTreeMap<String, String> = BTreeMap::new();
+    let mut attachments_seen = HashSet::new();
+    for (id, _) in db.message_ids_with_project_slug()? {
+        let Some((doc, sender_is_local)) = render::message_doc(db, id)? else { continue };
+        let bytes = format::render_message(&doc).into_bytes();
+        let paths = format::message_paths(&doc, sender_is_local);
+        for path in paths.inboxes.iter().chain(&paths.outbox).chain([&paths.canonical]) {
+            out.offer(path.clone(), bytes.clone());
+            out.report.message_files += 1;
+        }
+        if let Some(thread_id) = doc.thread_id.as_deref().filter(|t| is_valid_thread_id(t)) {
+            let path = format::thread_digest_path(&doc.project_slug, thread_id);
+            let digest = digests.entry(path).or_insert_with(|| format::digest_header(thread_id));
+            digest.push_str(&format::digest_entry(&doc, &paths.canonical));
+        }
+        for path in render::attachment_files(&doc) {
+            if attachments_seen.insert(path.clone()) && !head.contains(&path) {
+                out.restore_attachment(root, path);
+            }
+        }
+        out.report.messages += 1;
+    }
+    out.report.digests = digests.len();
+    for (path, text) in digests {
+        out.offer(path, text.into_bytes());
+    }
+    for agent_id in db.agent_ids()? {
+        if let Some((path, bytes, _)) = render::profile_file(db, agent_id)? {
+            out.offer_profile(path, bytes)?;
+            out.report.profiles += 1;
+        }
+    }
+    out.report.files_written = out.files.len();
+    Ok(Regenerated { files: out.files, report: out.report })
+}
+
+struct Collector<'a> {
+    head: &'a CommittedFiles,
+    files: Vec<(String, Vec<u8>)>,
+    report: RebuildReport,
+}
+
+impl Collector<'_> {
+    /// Keeps a rendered file unless HEAD already holds exactly these bytes.
+    fn offer(&mut self, path: String, bytes: Vec<u8>) {
+        if self.head.holds(&path, &bytes) {
+            self.report.files_unchanged += 1;
+        } else {
+            self.files.push((path, bytes));
+        }
+    }
+
+    /// Keeps a rendered profile unless HEAD's has the same identity. Like the archive writer,
+    /// a rebuild does not rewrite a profile only because `last_active_ts` moved on.
+    fn offer_profile(&mut self, path: String, bytes: Vec<u8>) -> Result<()> {
+        if !self.head.holds(&path, &bytes)
+            && let Some(committed) = self.head.read(&path)?
+            && verify::changed_identity_fields(&bytes, &committed).is_some_and(|f| f.is_empty())
+        {
+            self.report.files_unchanged += 1;
+            return Ok(());
+        }
+        self.offer(path, bytes);
+        Ok(())
+    }
+
+    /// Attachment bytes cannot be rendered from the database; the work tree may still have
+    /// them (deleted from Git only), in which case they are committed again.
+    fn restore_attachment(&mut self, root: &Path, path: String) {
+        match std::fs::read(root.join(&path)) {
+            Ok(bytes) => {
+                self.files.push((path, bytes));
+                self.report.attachments_restored += 1;
+            }
+            Err(_) => self.report.attachments_missing.push(path),
+        }
+    }
+}

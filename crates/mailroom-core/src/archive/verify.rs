@@ -1,0 +1,347 @@
+//! `mailroom archive verify`: does the archive's HEAD hold what the database says it should?
+//!
+//! Every message is rendered from the database as the archive writer would render it now,
+//! and its canonical, outbox and inbox copies are compared with HEAD by blob id (so unchanged
+//! files are never read); thread digests must link every message of their thread; profiles
+//! must carry the agent's identity; attachment files must be committed. In the other
+//! direction, every canonical message file must name a message of its own project.
+//!
+//! Work still queued in `archive_queue` is not yet archived by design (the server commits it
+//! moments later, or replays it at its next start), so the messages and profiles it names are
+//! counted, not compared.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use serde_json::Value;
+
+use super::format::{self, MessageDoc};
+use super::git::CommittedFiles;
+use super::maintenance::{ArchivePath, classify_path};
+use super::render;
+use crate::error::Result;
+use crate::model::thread_id::is_valid_thread_id;
+use crate::model::time::Timestamp;
+use crate::store::Db;
+use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
+
+/// Profile fields that identify an agent. `last_active_ts` is left out: it moves with every
+/// send, and the archive rewrites a profile only when the agent registers again.
+const PROFILE_IDENTITY_FIELDS: [&str; 8] = [
+    "id",
+    "name",
+    "program",
+    "model",
+    "task_description",
+    "project_id",
+    "attachments_policy",
+    "inception_ts",
+];
+
+/// What `verify` found.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyReport {
+    /// Every difference, forward ones in message and agent id order, then stray files by path.
+    pub differences: Vec<Difference>,
+    /// Messages compared with the archive.
+    pub messages_checked: usize,
+    /// Agents whose profile was compared.
+    pub agents_checked: usize,
+    /// Files in the HEAD tree.
+    pub committed_files: usize,
+    /// The HEAD commit, in hex.
+    pub head: Option<String>,
+    /// Rows in `archive_queue`: work the archive has not committed yet.
+    pub queued_rows: i64,
+    /// Messages skipped because their archive work is still queued.
+    pub queued_messages: usize,
+    /// Profiles skipped because their archive work is still queued.
+    pub queued_profiles: usize,
+}
+
+impl VerifyReport {
+    /// Whether database and archive agree.
+    pub fn is_clean(&self) -> bool {
+        self.differences.is_empty()
+    }
+}
+
+/// Which copy of a message a file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyRole {
+    /// `projects/<slug>/messages/YYYY/MM/…`
+    Canonical,
+    /// The sender's `outbox/YYYY/MM/…`.
+    Outbox,
+    /// A recipient's `inbox/YYYY/MM/…`.
+    Inbox,
+}
+
+impl fmt::Display for CopyRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CopyRole::Canonical => "canonical copy",
+            CopyRole::Outbox => "outbox copy",
+            CopyRole::Inbox => "inbox copy",
+        })
+    }
+}
+
+/// One way the archive differs from the database. Displayed as one line that starts with
+/// what is wrong and the repo-relative path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Difference {
+    /// A copy of a message is not committed.
+    MissingCopy { path: String, role: CopyRole, message_id: i64 },
+    /// A copy is committed with other bytes than the database renders now.
+    ChangedCopy { path: String, role: CopyRole, message_id: i64 },
+    /// A thread has messages but no digest.
+    MissingDigest { path: String, thread_id: String },
+    /// A digest does not link to one of its thread's messages.
+    MissingDigestEntry { path: String, message_id: i64 },
+    /// An agent has no `profile.json`.
+    MissingProfile { path: String, agent: String },
+    /// A profile's identity fields differ from the agent's row.
+    ChangedProfile { path: String, agent: String, fields: Vec<&'static str> },
+    /// A profile is not a JSON object.
+    UnreadableProfile { path: String, agent: String },
+    /// A file of a message's stored image is not committed.
+    MissingAttachment { path: String, message_id: i64 },
+    /// A canonical message file names an id the database does not have.
+    UnknownMessage { path: String, message_id: i64 },
+    /// A canonical message file sits in another project than its message.
+    MisplacedMessage { path: String, message_id: i64, project: String },
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Difference::MissingCopy { path, role, message_id } => {
+                write!(f, "missing: {path} ({role} of message {message_id})")
+            }
+            Difference::ChangedCopy { path, role, message_id } => {
+                write!(f, "differs: {path} ({role} of message {message_id})")
+            }
+            Difference::MissingDigest { path, thread_id } => {
+                write!(f, "missing: {path} (digest of thread {thread_id})")
+            }
+            Difference::MissingDigestEntry { path, message_id } => {
+                write!(f, "incomplete: {path} (digest lacks message {message_id})")
+            }
+            Difference::MissingProfile { path, agent } => {
+                write!(f, "missing: {path} (profile of {agent})")
+            }
+            Difference::ChangedProfile { path, agent, fields } => {
+                write!(f, "differs: {path} (profile of {agent}: {})", fields.join(", "))
+            }
+            Difference::UnreadableProfile { path, agent } => {
+                write!(f, "differs: {path} (profile of {agent} is not a JSON object)")
+            }
+            Difference::MissingAttachment { path, message_id } => {
+                write!(f, "missing: {path} (attachment of message {message_id})")
+            }
+            Difference::UnknownMessage { path, message_id } => {
+                write!(f, "extra: {path} (message {message_id} is not in the database)")
+            }
+            Difference::MisplacedMessage { path, message_id, project } => {
+                write!(f, "misplaced: {path} (message {message_id} belongs to project {project})")
+            }
+        }
+    }
+}
+
+/// Compares the database (`db`, one read snapshot) with the files of HEAD. `queued` is the
+/// archive work still queued in that snapshot.
+pub(super) fn check(
+    db: &Db<'_>,
+    files: &CommittedFiles,
+    queued: &[QueuedWork],
+) -> Result<VerifyReport> {
+    let queued_of = |kind| -> HashSet<i64> {
+        queued.iter().filter(|w| w.kind == kind).map(|w| w.ref_id).collect()
+    };
+    let (queued_messages, queued_profiles) =
+        (queued_of(ArchiveKind::Message), queued_of(ArchiveKind::Profile));
+    let mut checker = Checker { files, report: VerifyReport::default(), digests: HashMap::new() };
+    let messages = db.message_ids_with_project_slug()?;
+    for (id, _) in &messages {
+        if queued_messages.contains(id) {
+            checker.report.queued_messages += 1;
+        } else if let Some((doc, sender_is_local)) = render::message_doc(db, *id)? {
+            checker.message(&doc, sender_is_local);
+            checker.report.messages_checked += 1;
+        }
+    }
+    for agent_id in db.agent_ids()? {
+        if queued_profiles.contains(&agent_id) {
+            checker.report.queued_profiles += 1;
+        } else if let Some((path, bytes, name)) = render::profile_file(db, agent_id)? {
+            checker.profile(path, &bytes, name);
+            checker.report.agents_checked += 1;
+        }
+    }
+    let projects: HashMap<i64, &str> =
+        messages.iter().map(|(id, slug)| (*id, slug.as_str())).collect();
+    checker.stray_messages(&projects);
+    let mut report = checker.report;
+    report.committed_files = files.len();
+    report.head = files.head().map(|id| id.to_string());
+    report.queued_rows = db.archive_backlog()?;
+    Ok(report)
+}
+
+/// Drops the `UnknownMessage` differences whose message exists in a newer snapshot (it was
+/// sent after the first snapshot and committed before HEAD was read), and turns those that
+/// exist in another project into `MisplacedMessage`.
+pub(super) fn recheck_unknown(db: &Db<'_>, report: &mut VerifyReport) -> Result<()> {
+    let mut kept = Vec::with_capacity(report.differences.len());
+    for difference in std::mem::take(&mut report.differences) {
+        let Difference::UnknownMessage { path, message_id } = &difference else {
+            kept.push(difference);
+            continue;
+        };
+        let Some(message) = db.message_by_id(*message_id)? else {
+            kept.push(difference);
+            continue;
+        };
+        let project = db.project_by_id(message.project_id)?.map(|p| p.slug).unwrap_or_default();
+        if !matches!(classify_path(path), Some(ArchivePath::Canonical { slug, .. }) if slug == project)
+        {
+            let (path, message_id) = (path.clone(), *message_id);
+            kept.push(Difference::MisplacedMessage { path, message_id, project });
+        }
+    }
+    report.differences = kept;
+    Ok(())
+}
+
+struct Checker<'a> {
+    files: &'a CommittedFiles,
+    report: VerifyReport,
+    /// Digest texts read so far; `None` for a digest that is not committed.
+    digests: HashMap<String, Option<String>>,
+}
+
+impl Checker<'_> {
+    fn differ(&mut self, difference: Difference) {
+        self.report.differences.push(difference);
+    }
+
+    fn message(&mut self, doc: &MessageDoc, sender_is_local: bool) {
+        let bytes = format::render_message(doc).into_bytes();
+        let paths = format::message_paths(doc, sender_is_local);
+        self.copy(&paths.canonical, CopyRole::Canonical, doc.id, &bytes);
+        if let Some(outbox) = &paths.outbox {
+            self.copy(outbox, CopyRole::Outbox, doc.id, &bytes);
+        }
+        for inbox in &paths.inboxes {
+            self.copy(inbox, CopyRole::Inbox, doc.id, &bytes);
+        }
+        if let Some(thread_id) = doc.thread_id.as_deref().filter(|t| is_valid_thread_id(t)) {
+            self.digest_entry(doc, thread_id, &paths.canonical);
+        }
+        for path in render::attachment_files(doc) {
+            if !self.files.contains(&path) {
+                self.differ(Difference::MissingAttachment { path, message_id: doc.id });
+            }
+        }
+    }
+
+    fn copy(&mut self, path: &str, role: CopyRole, message_id: i64, bytes: &[u8]) {
+        let path = path.to_owned();
+        if !self.files.contains(&path) {
+            self.differ(Difference::MissingCopy { path, role, message_id });
+        } else if !self.files.holds(&path, bytes) {
+            self.differ(Difference::ChangedCopy { path, role, message_id });
+        }
+    }
+
+    fn digest_entry(&mut self, doc: &MessageDoc, thread_id: &str, canonical: &str) {
+        let path = format::thread_digest_path(&doc.project_slug, thread_id);
+        let files = self.files;
+        let first_look = !self.digests.contains_key(&path);
+        let text = self.digests.entry(path.clone()).or_insert_with(|| {
+            // An unreadable blob counts as missing; the error would say no more than that.
+            files.read(&path).ok().flatten().map(|b| String::from_utf8_lossy(&b).into_owned())
+        });
+        let difference = match text {
+            None if first_look => {
+                Some(Difference::MissingDigest { path, thread_id: thread_id.to_owned() })
+            }
+            Some(text) if !format::digest_contains(text, canonical) => {
+                Some(Difference::MissingDigestEntry { path, message_id: doc.id })
+            }
+            _ => None,
+        };
+        self.report.differences.extend(difference);
+    }
+
+    fn profile(&mut self, path: String, expected: &[u8], agent: String) {
+        if self.files.holds(&path, expected) {
+            return;
+        }
+        let committed = match self.files.read(&path) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) | Err(_) => {
+                self.differ(Difference::MissingProfile { path, agent });
+                return;
+            }
+        };
+        match changed_identity_fields(expected, &committed) {
+            None => self.differ(Difference::UnreadableProfile { path, agent }),
+            Some(fields) if !fields.is_empty() => {
+                self.differ(Difference::ChangedProfile { path, agent, fields });
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// Canonical message files whose id the database lacks, or holds in another project.
+    fn stray_messages(&mut self, projects: &HashMap<i64, &str>) {
+        let mut paths: Vec<&str> = self.files.paths().collect();
+        paths.sort_unstable();
+        for path in paths {
+            let Some(ArchivePath::Canonical { slug, message_id }) = classify_path(path) else {
+                continue;
+            };
+            let path = path.to_owned();
+            match projects.get(&message_id) {
+                None => self.differ(Difference::UnknownMessage { path, message_id }),
+                Some(project) if *project != slug => {
+                    let project = (*project).to_owned();
+                    self.differ(Difference::MisplacedMessage { path, message_id, project });
+                }
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// The identity fields in which a committed profile differs from the expected one; `None`
+/// when the committed one is not a JSON object.
+pub(super) fn changed_identity_fields(
+    expected: &[u8],
+    committed: &[u8],
+) -> Option<Vec<&'static str>> {
+    let expected: Value = serde_json::from_slice(expected).unwrap_or_default();
+    let Ok(Value::Object(committed)) = serde_json::from_slice::<Value>(committed) else {
+        return None;
+    };
+    let differs = |field: &&str| !same_field(field, expected.get(field), committed.get(*field));
+    Some(PROFILE_IDENTITY_FIELDS.into_iter().filter(differs).collect())
+}
+
+/// Whether a profile field holds the same value; timestamps compare as instants, so a
+/// profile written with another ISO spelling of the same time is not a difference.
+fn same_field(field: &str, expected: Option<&Value>, committed: Option<&Value>) -> bool {
+    if expected == committed {
+        return true;
+    }
+    if !field.ends_with("_ts") {
+        return false;
+    }
+    let instant =
+        |value: Option<&Value>| value.and_then(Value::as_str).and_then(Timestamp::parse_iso);
+    let (expected, committed) = (instant(expected), instant(committed));
+    expected.is_some() && expected == committed
+}

@@ -1,0 +1,177 @@
+//! `mailroom archive verify|rebuild`: check the Git archive against the database, regenerate
+//! it from the database, or reconstruct the database from it. The work is done by
+//! `mailroom_core::archive::maintenance`; this module resolves the data directory, takes the
+//! data-dir lock where a command writes, and prints.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use mailroom_core::archive::maintenance::{self, RebuildReport, ReconstructReport, VerifyReport};
+
+use super::setup;
+
+/// Flags of `mailroom archive`.
+#[derive(Args, Debug)]
+pub struct ArchiveArgs {
+    #[command(subcommand)]
+    pub command: ArchiveCommand,
+}
+
+/// The archive subcommands.
+#[derive(Subcommand, Debug)]
+pub enum ArchiveCommand {
+    /// Compare the database with the archive's last commit and print every difference.
+    ///
+    /// Checks every message's canonical, outbox and inbox copies, thread digests, profiles
+    /// and attachment files, and canonical files of messages the database lacks. Read-only,
+    /// safe while a server runs. Exits 0 when they agree, 1 when they differ, 2 on error.
+    Verify(VerifyArgs),
+    /// Regenerate the archive from the database, or the database from the archive.
+    ///
+    /// Without flags: renders every message copy, thread digest and profile from the
+    /// database and commits those that differ in one commit; other files stay. With
+    /// --reconstruct-database: builds a new database from the archive's committed files.
+    /// Refused while a server runs on the data directory.
+    Rebuild(RebuildArgs),
+}
+
+/// Flags of `mailroom archive verify`.
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// Directory of the database and the archive [default: ./mailroom-data]
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+/// Flags of `mailroom archive rebuild`.
+#[derive(Args, Debug)]
+pub struct RebuildArgs {
+    /// Directory of the database and the archive [default: ./mailroom-data]
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Build a new database from the archive's committed files (projects, agents, messages
+    /// with their ids and recipients; read/ack state is not archived)
+    #[arg(long)]
+    reconstruct_database: bool,
+    /// Move an existing database aside to <db>.pre-reconstruct-<timestamp> instead of
+    /// refusing (it is never deleted)
+    #[arg(long, requires = "reconstruct_database")]
+    force: bool,
+}
+
+/// How a command that compares ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing to report (or the command does not compare).
+    Clean,
+    /// `verify` found differences.
+    Differences,
+}
+
+/// Runs one archive subcommand.
+pub fn run(args: ArchiveArgs) -> Result<Verdict> {
+    match args.command {
+        ArchiveCommand::Verify(args) => verify(args),
+        ArchiveCommand::Rebuild(args) => rebuild(args).map(|()| Verdict::Clean),
+    }
+}
+
+fn verify(args: VerifyArgs) -> Result<Verdict> {
+    let data_dir = setup::data_dir(args.data_dir);
+    let config = setup::core_config(&data_dir)?;
+    setup::init_logging();
+    let report = maintenance::verify(&config)
+        .map_err(|e| anyhow::anyhow!(e.message))
+        .context("cannot verify the archive")?;
+    print_verify(&report);
+    Ok(if report.is_clean() { Verdict::Clean } else { Verdict::Differences })
+}
+
+fn rebuild(args: RebuildArgs) -> Result<()> {
+    let data_dir = setup::data_dir(args.data_dir);
+    let config = setup::core_config(&data_dir)?;
+    setup::init_logging();
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
+    let _lock = setup::lock_data_dir(&data_dir)?;
+    if args.reconstruct_database {
+        let report = maintenance::reconstruct(&config, args.force)
+            .map_err(|e| anyhow::anyhow!(e.message))
+            .context("cannot reconstruct the database")?;
+        print_reconstruct(&report);
+    } else {
+        let report = maintenance::rebuild(&config)
+            .map_err(|e| anyhow::anyhow!(e.message))
+            .context("cannot rebuild the archive")?;
+        print_rebuild(&report);
+    }
+    Ok(())
+}
+
+fn print_verify(report: &VerifyReport) {
+    for difference in &report.differences {
+        println!("{difference}");
+    }
+    let head = report.head.as_deref().map_or("none", |h| h.get(..12).unwrap_or(h));
+    let found = match report.differences.len() {
+        0 => "no differences".to_owned(),
+        1 => "1 difference".to_owned(),
+        n => format!("{n} differences"),
+    };
+    println!(
+        "{found}: checked {} messages and {} agents against {} committed files (HEAD {head})",
+        report.messages_checked, report.agents_checked, report.committed_files
+    );
+    if report.queued_rows > 0 {
+        println!(
+            "{} changes are still queued in archive_queue ({} messages and {} profiles not \
+             compared): the server may still be running, or was stopped before archiving \
+             them; they are replayed at its next start",
+            report.queued_rows, report.queued_messages, report.queued_profiles
+        );
+    }
+}
+
+fn print_rebuild(report: &RebuildReport) {
+    println!(
+        "rendered {} messages ({} copies), {} thread digests and {} profiles from the database",
+        report.messages, report.message_files, report.digests, report.profiles
+    );
+    println!(
+        "wrote {} files ({} already up to date, {} attachment files restored from the work tree)",
+        report.files_written, report.files_unchanged, report.attachments_restored
+    );
+    for path in &report.attachments_missing {
+        eprintln!("warning: attachment file in neither the archive nor the work tree: {path}");
+    }
+    match &report.commit {
+        Some(commit) => println!("committed {commit}"),
+        None => println!("nothing to commit: the archive already matches the database"),
+    }
+}
+
+fn print_reconstruct(report: &ReconstructReport) {
+    if let Some(moved) = &report.moved_aside {
+        println!("moved the previous database to {}", moved.display());
+    }
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+    println!("reconstructed {} from the archive:", report.database.display());
+    println!("  {} projects", report.projects);
+    println!(
+        "  {} agents ({} from profiles, {} named only in messages, program and model \"unknown\")",
+        report.agents_from_profiles + report.agents_from_messages,
+        report.agents_from_profiles,
+        report.agents_from_messages
+    );
+    println!(
+        "  {} messages ({} read from a mailbox copy), {} recipient rows",
+        report.messages, report.messages_from_mailbox_copies, report.recipients
+    );
+    println!(
+        "read and acknowledgement state, topics, contacts and registration tokens are not \
+         archived and start empty"
+    );
+}

@@ -1,0 +1,185 @@
+//! `mailroom archive verify|rebuild` on data written by a real server: damage found and
+//! named, repaired by a rebuild, and a lost database reconstructed from the archive.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+const SLUG: &str = "work-cli";
+
+fn mailroom() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mailroom"))
+}
+
+/// Starts `mailroom serve` on a free port and returns it with the URL it printed.
+fn start(data_dir: &Path) -> (Child, String) {
+    let mut child = mailroom()
+        .args(["serve", "--port", "0", "--data-dir"])
+        .arg(data_dir)
+        .env("LOG_LEVEL", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn mailroom");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("line");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_string();
+    (child, url)
+}
+
+/// SIGTERM: a graceful stop commits all queued archive work before exiting.
+fn stop(mut server: Child) {
+    let sent = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+    assert!(sent.expect("kill").success());
+    assert!(server.wait().expect("wait").success(), "graceful stop exits 0");
+}
+
+async fn tool(url: &str, name: &str, arguments: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": name, "arguments": arguments}});
+    let client = reqwest::Client::new();
+    let response: Value = client
+        .post(format!("{url}/mcp"))
+        .json(&body)
+        .send()
+        .await
+        .expect("rpc")
+        .json()
+        .await
+        .expect("json");
+    let text = response["result"]["content"][0]["text"].as_str().expect("text");
+    assert_ne!(response["result"]["isError"], true, "{name}: {text}");
+    serde_json::from_str(text).expect("tool JSON")
+}
+
+/// Runs `mailroom archive <args> --data-dir DIR`.
+fn archive(data_dir: &Path, args: &[&str]) -> Output {
+    mailroom()
+        .arg("archive")
+        .args(args)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env("LOG_LEVEL", "warn")
+        .output()
+        .expect("run mailroom archive")
+}
+
+/// Asserts the exit code and returns stdout followed by stderr.
+fn expect_exit(output: &Output, code: i32) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(code), "{text}");
+    text
+}
+
+fn git(root: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-C"])
+        .arg(root)
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// (id, subject, body) of an agent's inbox, newest first.
+async fn inbox(url: &str, agent: &str) -> Vec<(i64, String, String)> {
+    let arguments = json!({"project_key": SLUG, "agent_name": agent, "include_bodies": true});
+    let messages = tool(url, "fetch_inbox", arguments).await;
+    let text = |m: &Value, key: &str| m[key].as_str().unwrap_or_default().to_owned();
+    let messages = messages.as_array().expect("inbox").iter();
+    messages
+        .map(|m| (m["id"].as_i64().expect("id"), text(m, "subject"), text(m, "body_md")))
+        .collect()
+}
+
+/// A project, two agents and two messages of one thread, written by a real server.
+async fn seed(url: &str) {
+    tool(url, "ensure_project", json!({"human_key": "/work/cli"})).await;
+    for name in ["BlueLake", "GreenCastle"] {
+        let arguments =
+            json!({"project_key": SLUG, "program": "codex-cli", "model": "gpt-5", "name": name});
+        tool(url, "register_agent", arguments).await;
+    }
+    let arguments = json!({"project_key": SLUG, "agent_name": "GreenCastle", "policy": "open"});
+    tool(url, "set_contact_policy", arguments).await;
+    for (subject, body) in [("Schema plan", "Migrate the ledger table."), ("Rollout", "Friday.")] {
+        let arguments = json!({"project_key": SLUG, "sender_name": "BlueLake",
+            "to": ["GreenCastle"], "subject": subject, "body_md": body, "thread_id": "PLAN-1"});
+        tool(url, "send_message", arguments).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_finds_damage_rebuild_repairs_it_and_reconstruct_restores_a_lost_database() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let root = data.join("archive");
+    let (server, url) = start(data);
+    seed(&url).await;
+    let sent = inbox(&url, "GreenCastle").await;
+    assert_eq!(sent.len(), 2);
+    stop(server);
+
+    let clean = expect_exit(&archive(data, &["verify"]), 0);
+    assert!(clean.contains("no differences: checked 2 messages and 2 agents"), "{clean}");
+
+    let files = git(&root, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    let inbox_copy = files
+        .lines()
+        .find(|f| f.contains("/agents/GreenCastle/inbox/") && f.ends_with("__1.md"))
+        .expect("inbox copy of message 1")
+        .to_owned();
+    git(&root, &["rm", "-q", &inbox_copy]);
+    git(&root, &["commit", "-qm", "lose an inbox copy"]);
+    let damaged = expect_exit(&archive(data, &["verify"]), 1);
+    assert!(damaged.contains(&format!("missing: {inbox_copy} (inbox copy of message 1)")));
+    assert!(damaged.contains("1 difference: "), "{damaged}");
+
+    let rebuilt = expect_exit(&archive(data, &["rebuild"]), 0);
+    assert!(rebuilt.contains("wrote 1 files"), "{rebuilt}");
+    let log = git(&root, &["log", "-1", "--format=%s"]);
+    assert_eq!(log.trim(), "chore: rebuild archive from database");
+    expect_exit(&archive(data, &["verify"]), 0);
+
+    // Verify reads beside a running server; rebuild refuses to write under it.
+    let (server, _) = start(data);
+    expect_exit(&archive(data, &["verify"]), 0);
+    let refused = expect_exit(&archive(data, &["rebuild"]), 1);
+    assert!(refused.contains("Another mailroom server is already running"), "{refused}");
+    stop(server);
+
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(data.join(format!("mailroom.sqlite3{suffix}")));
+    }
+    expect_exit(&archive(data, &["verify"]), 2);
+    let restored = expect_exit(&archive(data, &["rebuild", "--reconstruct-database"]), 0);
+    assert!(restored.contains("2 agents (2 from profiles"), "{restored}");
+    assert!(restored.contains("2 messages (0 read from a mailbox copy), 2 recipient rows"));
+    let exists = expect_exit(&archive(data, &["rebuild", "--reconstruct-database"]), 1);
+    assert!(exists.contains("--force"), "{exists}");
+    let forced = expect_exit(&archive(data, &["rebuild", "--reconstruct-database", "--force"]), 0);
+    let moved = forced
+        .lines()
+        .find_map(|line| line.strip_prefix("moved the previous database to "))
+        .unwrap_or_else(|| panic!("{forced}"));
+    assert!(Path::new(moved).is_file() && moved.contains(".pre-reconstruct-"), "{moved}");
+    expect_exit(&archive(data, &["verify"]), 0);
+
+    let (server, url) = start(data);
+    assert_eq!(inbox(&url, "GreenCastle").await, sent, "same ids, subjects and bodies");
+    let hits = tool(&url, "search_messages", json!({"project_key": SLUG, "query": "ledger"})).await;
+    assert_eq!(hits["result"][0]["id"], 1, "{hits}");
+    assert_eq!(hits["result"].as_array().map(Vec::len), Some(1));
+    stop(server);
+}
