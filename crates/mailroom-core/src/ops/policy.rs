@@ -45,19 +45,32 @@ pub fn enforce_send(
     if !enforcement.enabled {
         return Ok(());
     }
-    let auto_ok: HashSet<String> = match thread_id {
-        Some(thread) => {
-            db.thread_participant_names(project.id, thread, sender.id)?.into_iter().collect()
-        }
-        None => HashSet::new(),
-    };
     let now = Timestamp::now();
     let mut blocked = Vec::new();
+    // Thread participants may always write to each other. Listing them scans the thread (up
+    // to 500 messages), so it is done only for a recipient whose policy does not already let
+    // the sender in.
+    let mut participants: Option<HashSet<String>> = None;
     for name in names {
-        if auto_ok.contains(name) {
+        let Some(recipient) = db.agent_by_name(project.id, name)? else { continue };
+        let plainly_open = recipient.retired_at.is_none()
+            && (recipient.id == sender.id || recipient.contact_policy == "open");
+        if plainly_open {
             continue;
         }
-        let Some(recipient) = db.agent_by_name(project.id, name)? else { continue };
+        if let Some(thread) = thread_id {
+            let in_thread = match &participants {
+                Some(set) => set,
+                None => participants.insert(
+                    db.thread_participant_names(project.id, thread, sender.id)?
+                        .into_iter()
+                        .collect(),
+                ),
+            };
+            if in_thread.contains(name) {
+                continue;
+            }
+        }
         if !allowed(db, project, sender, &recipient, enforcement, now)? {
             blocked.push(recipient);
         }
