@@ -1,64 +1,16 @@
 //! `mailroom archive verify|rebuild` on data written by a real server: damage found and
 //! named, repaired by a rebuild, and a lost database reconstructed from the archive.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+mod common;
 
+use std::path::Path;
+use std::process::Output;
+
+use common::{git, mailroom, start, stop, tool};
 use serde_json::{Value, json};
 
 const SLUG: &str = "work-cli";
 
-fn mailroom() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_mailroom"))
-}
-
-/// Starts `mailroom serve` on a free port and returns it with the URL it printed.
-fn start(data_dir: &Path) -> (Child, String) {
-    let mut child = mailroom()
-        .args(["serve", "--port", "0", "--data-dir"])
-        .arg(data_dir)
-        .env("LOG_LEVEL", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn mailroom");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("line");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_string();
-    (child, url)
-}
-
-/// SIGTERM: a graceful stop commits all queued archive work before exiting.
-fn stop(mut server: Child) {
-    let sent = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
-    assert!(sent.expect("kill").success());
-    assert!(server.wait().expect("wait").success(), "graceful stop exits 0");
-}
-
-async fn tool(url: &str, name: &str, arguments: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                      "params": {"name": name, "arguments": arguments}});
-    let client = reqwest::Client::new();
-    let response: Value = client
-        .post(format!("{url}/mcp"))
-        .json(&body)
-        .send()
-        .await
-        .expect("rpc")
-        .json()
-        .await
-        .expect("json");
-    let text = response["result"]["content"][0]["text"].as_str().expect("text");
-    assert_ne!(response["result"]["isError"], true, "{name}: {text}");
-    serde_json::from_str(text).expect("tool JSON")
-}
-
-/// Runs `mailroom archive <args> --data-dir DIR`.
 fn archive(data_dir: &Path, args: &[&str]) -> Output {
     mailroom()
         .arg("archive")
@@ -79,17 +31,6 @@ fn expect_exit(output: &Output, code: i32) -> String {
     );
     assert_eq!(output.status.code(), Some(code), "{text}");
     text
-}
-
-fn git(root: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-C"])
-        .arg(root)
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// (id, subject, body) of an agent's inbox, newest first.

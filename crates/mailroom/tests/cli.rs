@@ -1,32 +1,10 @@
 //! The built binary, run as a user runs it: start-up line, data-dir lock, signals.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
 
-fn mailroom() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_mailroom"))
-}
+use std::process::Command;
 
-/// Starts `mailroom serve` on a free port and returns it with the URL it printed.
-fn start(data_dir: &std::path::Path) -> (Child, String) {
-    let mut child = mailroom()
-        .args(["serve", "--port", "0", "--data-dir"])
-        .arg(data_dir)
-        .env("LOG_LEVEL", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mailroom");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("start-up line");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_string();
-    (child, url)
-}
+use common::{mailroom, start};
 
 #[test]
 fn help_names_the_serve_command() {

@@ -1,57 +1,16 @@
 //! Crash safety: a server killed with SIGKILL in the middle of a send storm loses no
 //! acknowledged message — after a restart every one is in the database and in the archive.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod common;
+
 use std::sync::{Arc, Mutex};
 
+use common::{git, signal, start, tool};
 use serde_json::{Value, json};
 
 /// Acknowledged sends to collect before the kill.
 const ACKED_BEFORE_KILL: usize = 300;
 const CLIENTS: usize = 8;
-
-fn start(data_dir: &Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mailroom"))
-        .args(["serve", "--port", "0", "--data-dir"])
-        .arg(data_dir)
-        .env("LOG_LEVEL", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn mailroom");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("line");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no URL in {line:?}"))
-        .to_string();
-    (child, url)
-}
-
-fn signal(child: &Child, name: &str) {
-    let sent = Command::new("kill").args([name, &child.id().to_string()]).status().expect("kill");
-    assert!(sent.success());
-}
-
-async fn tool(client: &reqwest::Client, url: &str, name: &str, arguments: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                      "params": {"name": name, "arguments": arguments}});
-    let response: Value = client
-        .post(format!("{url}/mcp"))
-        .json(&body)
-        .send()
-        .await
-        .expect("rpc")
-        .json()
-        .await
-        .expect("json");
-    let text = response["result"]["content"][0]["text"].as_str().expect("text");
-    assert_ne!(response["result"]["isError"], true, "{name}: {text}");
-    serde_json::from_str(text).expect("tool JSON")
-}
 
 /// Sends until the request fails (the server died); returns the acknowledged ids.
 async fn storm(client: reqwest::Client, url: String, acked: Arc<Mutex<Vec<i64>>>) {
@@ -72,21 +31,14 @@ async fn storm(client: reqwest::Client, url: String, acked: Arc<Mutex<Vec<i64>>>
     }
 }
 
-fn git(root: &Path, args: &[&str]) -> String {
-    let output = Command::new("git").arg("-C").arg(root).args(args).output().expect("git");
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acknowledged_message_survives_sigkill_in_the_database_and_the_archive() {
     let dir = tempfile::tempdir().expect("temp dir");
     let client = reqwest::Client::new();
     let (mut server, url) = start(dir.path());
-    tool(&client, &url, "ensure_project", json!({"human_key": "/work/crash"})).await;
+    tool(&url, "ensure_project", json!({"human_key": "/work/crash"})).await;
     for name in ["BlueLake", "GreenCastle"] {
         tool(
-            &client,
             &url,
             "register_agent",
             json!({"project_key": "work-crash", "program": "test", "model": "m", "name": name}),
@@ -94,7 +46,6 @@ async fn every_acknowledged_message_survives_sigkill_in_the_database_and_the_arc
         .await;
     }
     tool(
-        &client,
         &url,
         "set_contact_policy",
         json!({"project_key": "work-crash", "agent_name": "GreenCastle", "policy": "open"}),
@@ -118,7 +69,6 @@ async fn every_acknowledged_message_survives_sigkill_in_the_database_and_the_arc
 
     let (mut restarted, url) = start(dir.path());
     let inbox = tool(
-        &client,
         &url,
         "fetch_inbox",
         json!({"project_key": "work-crash", "agent_name": "GreenCastle", "limit": 1000}),
