@@ -153,17 +153,17 @@ impl ArchiveRepo {
             update.upsert(path.as_str(), *blob, FileMode::Blob);
         }
         let head = self.head_commit()?;
-        let baseline = match &head {
-            Some(commit) => commit.tree().map_err(|e| git_err("HEAD tree", e))?,
-            None => {
-                let empty = self.repo.treebuilder(None).and_then(|b| b.write());
-                let empty = empty.map_err(|e| git_err("empty tree", e))?;
-                self.repo.find_tree(empty).map_err(|e| git_err("empty tree", e))?
+        let (tree_id, unchanged) = match &head {
+            Some(commit) => {
+                let baseline = commit.tree().map_err(|e| git_err("HEAD tree", e))?;
+                let tree = update
+                    .create_updated(&self.repo, &baseline)
+                    .map_err(|e| git_err("build tree", e))?;
+                (tree, tree == baseline.id())
             }
+            None => (self.first_tree(files, blobs)?, false),
         };
-        let tree_id =
-            update.create_updated(&self.repo, &baseline).map_err(|e| git_err("build tree", e))?;
-        let commit_id = if head.is_some() && tree_id == baseline.id() {
+        let commit_id = if unchanged {
             None
         } else {
             let tree = self.repo.find_tree(tree_id).map_err(|e| git_err("find tree", e))?;
@@ -177,6 +177,23 @@ impl ArchiveRepo {
             Some(id)
         };
         Ok(commit_id)
+    }
+
+    /// The root tree of the first commit, built directly: an empty baseline tree would be
+    /// left dangling (and reported by `git fsck`). The first commit only holds top-level
+    /// files (`.gitattributes`).
+    fn first_tree(&self, files: &[(String, Vec<u8>)], blobs: &[Oid]) -> Result<Oid> {
+        let mut root = self.repo.treebuilder(None).map_err(|e| git_err("tree builder", e))?;
+        for ((path, _), blob) in files.iter().zip(blobs) {
+            if path.contains('/') {
+                return Err(Error::internal(format!(
+                    "archive: the first commit holds top-level files only, got {path}"
+                )));
+            }
+            root.insert(path, *blob, i32::from(FileMode::Blob))
+                .map_err(|e| git_err("tree insert", e))?;
+        }
+        root.write().map_err(|e| git_err("write tree", e))
     }
 
     fn head_commit(&self) -> Result<Option<git2::Commit<'_>>> {

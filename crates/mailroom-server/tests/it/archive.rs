@@ -91,7 +91,8 @@ async fn messages_profiles_and_digests_are_committed_and_readable_with_git() {
         "{log}"
     );
 
-    git(&root, &["fsck", "--strict"]);
+    let fsck = git(&root, &["fsck", "--strict"]);
+    assert_eq!(fsck, "", "no broken or dangling objects");
     // The index is written once the writer idles (it is for humans; commits never use it).
     let mut status = String::new();
     for _ in 0..100 {
