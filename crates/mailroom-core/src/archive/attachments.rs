@@ -31,7 +31,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use image::{DynamicImage, ImageDecoder, ImageReader, Limits};
 use serde_json::{Value, json};
 
-use python_json::{python_json_line, python_json_pretty};
+use super::python_json::{python_json, python_json_line};
 
 /// Largest source file read, in bytes (64 MiB). Reading is bounded before decoding so a
 /// huge or endlessly growing file cannot exhaust memory.
@@ -561,7 +561,7 @@ impl<'a> Archive<'a> {
             "bytes_original": bytes_original,
             "original_ext": extension,
         });
-        let text = format!("{}\n", python_json_pretty(&manifest));
+        let text = format!("{}\n", python_json(&manifest));
         let path = self.repo_path(&format!("attachments/_manifests/{}.json", stored.sha1));
         let target = self.absolute(&path);
         if fs::read(&target).is_ok_and(|existing| existing == text.as_bytes()) {
@@ -785,6 +785,5 @@ fn append_line(path: &Path, line: &str) -> io::Result<()> {
 }
 
 mod paths;
-mod python_json;
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,7 @@ pub mod format;
 pub mod git;
 pub mod locks;
 pub mod maintenance;
+pub mod python_json;
 mod rebuild;
 mod reconstruct;
 mod render;

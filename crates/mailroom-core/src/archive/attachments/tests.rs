@@ -528,14 +528,3 @@ fn agent_policies_parse_like_the_reference() {
         assert_eq!(EmbedPolicy::from_agent_policy(text), expected, "{text:?}");
     }
 }
-
-#[test]
-fn json_is_written_as_python_writes_it() {
-    let value = json!({"b": 1, "a": "é", "c": null, "d": [1, 2], "e": "😀"});
-    let expected = r#"{"a": "\u00e9", "b": 1, "c": null, "d": [1, 2], "e": "\ud83d\ude00"}"#;
-    assert_eq!(python_json_line(&value), expected);
-    let nested = json!({"b": 1, "a": {}, "n": {"x": [1, {"y": []}]}});
-    let expected = "{\n  \"a\": {},\n  \"b\": 1,\n  \"n\": {\n    \"x\": [\n      1,\n      {\n        \
-                    \"y\": []\n      }\n    ]\n  }\n}";
-    assert_eq!(python_json_pretty(&nested), expected);
-}
