@@ -236,6 +236,11 @@ impl ArchiveRepo {
         Ok(())
     }
 
+    /// Entries in Git's index (about one per archived file).
+    pub fn index_entries(&self) -> usize {
+        self.index.len()
+    }
+
     /// Whether committed paths still wait for the index.
     pub fn index_stale(&self) -> bool {
         !self.index_pending.is_empty()

@@ -21,7 +21,7 @@ mod verify;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -69,6 +69,9 @@ pub(crate) struct Signal {
     /// Rows committed to Git; watchers wait for it to pass their row.
     archived: watch::Sender<u64>,
     room: Notify,
+    /// Set when the writer thread has ended: nobody waits for it any more (its queued rows
+    /// stay in SQLite for the next start).
+    stopped: AtomicBool,
 }
 
 #[derive(Default)]
@@ -88,6 +91,7 @@ impl Signal {
             errors: AtomicU64::new(0),
             archived: watch::channel(0).0,
             room: Notify::new(),
+            stopped: AtomicBool::new(false),
         }
     }
 
@@ -108,15 +112,23 @@ impl Signal {
         self.enqueued.load(Ordering::SeqCst).saturating_sub(*self.archived.borrow())
     }
 
-    /// Waits while the archive lags by `capacity` rows or more (backpressure).
+    /// Waits while the archive lags by `capacity` rows or more (backpressure). Without a
+    /// running writer there is nothing to wait for: the rows wait in SQLite for a replay.
     pub(crate) async fn admit(&self) {
         loop {
             let room = self.room.notified();
-            if self.lag() < self.capacity {
+            if self.lag() < self.capacity || self.stopped.load(Ordering::SeqCst) {
                 return;
             }
             room.await;
         }
+    }
+
+    /// Called by the writer thread as it ends; releases everyone waiting on it.
+    fn writer_stopped(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        self.archived.send_modify(|_| {});
+        self.room.notify_waiters();
     }
 
     /// Records `rows` committed to Git.
@@ -132,6 +144,15 @@ impl Signal {
             commits: self.commits.load(Ordering::SeqCst),
             errors: self.errors.load(Ordering::SeqCst),
         }
+    }
+}
+
+/// Marks the writer stopped when dropped.
+struct WriterExit(Arc<Signal>);
+
+impl Drop for WriterExit {
+    fn drop(&mut self) {
+        self.0.writer_stopped();
     }
 }
 
@@ -191,6 +212,8 @@ impl PreparedArchive {
                         }
                     };
                 let _ = opened.send(Ok(()));
+                // Runs on return and on panic alike, so no caller waits on a dead writer.
+                let _release_waiters = WriterExit(Arc::clone(&signal));
                 writer::Writer::new(repo, store, reader, signal, &settings).run();
             })
             .map_err(|e| Error::internal(format!("cannot start archive writer: {e}")))?;
@@ -236,11 +259,12 @@ impl Archive {
         self.signal.stats()
     }
 
-    /// Waits until every row queued so far is committed to Git.
+    /// Waits until every row queued so far is committed to Git, or the writer has stopped.
     pub async fn flushed(&self) {
         let target = self.signal.enqueued.load(Ordering::SeqCst);
         let mut archived = self.signal.archived.subscribe();
-        let _ = archived.wait_for(|n| *n >= target).await;
+        let stopped = &self.signal.stopped;
+        let _ = archived.wait_for(|n| *n >= target || stopped.load(Ordering::SeqCst)).await;
     }
 
     /// Stops the writer after it has committed everything queued; blocks until then.

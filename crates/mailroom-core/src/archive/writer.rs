@@ -17,6 +17,10 @@ const QUIET_GAP: Duration = Duration::from_millis(3);
 const MAX_ROWS_PER_COMMIT: i64 = 4096;
 /// The index is written once the writer has been idle this long.
 const INDEX_IDLE: Duration = Duration::from_millis(200);
+/// A large index (every archived file has an entry) is rewritten whole, so it is written at
+/// most this often; small ones are written at every idle moment.
+const LARGE_INDEX_INTERVAL: Duration = Duration::from_secs(5);
+const LARGE_INDEX_ENTRIES: usize = 20_000;
 /// First and longest pause after a failed commit.
 const RETRY_FIRST: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(10);
@@ -35,6 +39,7 @@ pub(super) struct Writer {
     last_id: i64,
     /// Thread digests as committed (never holds uncommitted text: filled after commits).
     digests: render::DigestCache,
+    last_index_write: Instant,
 }
 
 impl Writer {
@@ -53,6 +58,7 @@ impl Writer {
             window: settings.commit_window,
             last_id: 0,
             digests: Default::default(),
+            last_index_write: Instant::now(),
         }
     }
 
@@ -91,6 +97,14 @@ impl Writer {
         }
     }
 
+    /// How long the writer must idle before it writes the index.
+    fn index_wait(&self) -> Duration {
+        if self.repo.index_entries() < LARGE_INDEX_ENTRIES {
+            return INDEX_IDLE;
+        }
+        INDEX_IDLE.max(LARGE_INDEX_INTERVAL.saturating_sub(self.last_index_write.elapsed()))
+    }
+
     /// Blocks until work is rung, then lingers while more keeps arriving (up to the window).
     /// Returns whether the archive is stopping. Writes the index while idle.
     fn wait_for_work(&mut self) -> bool {
@@ -98,7 +112,7 @@ impl Writer {
         let Ok(mut bell) = signal.state.lock() else { return true };
         while !bell.rung && !bell.stopping {
             if self.repo.index_stale() {
-                let Ok((guard, timeout)) = signal.bell.wait_timeout(bell, INDEX_IDLE) else {
+                let Ok((guard, timeout)) = signal.bell.wait_timeout(bell, self.index_wait()) else {
                     return true;
                 };
                 bell = guard;
@@ -107,6 +121,7 @@ impl Writer {
                     if let Err(e) = self.repo.sync_index() {
                         tracing::warn!(error = %e.message, "archive index not written");
                     }
+                    self.last_index_write = Instant::now();
                     let Ok(guard) = signal.state.lock() else { return true };
                     bell = guard;
                 }
