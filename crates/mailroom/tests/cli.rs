@@ -50,3 +50,33 @@ fn invalid_environment_is_a_clear_start_up_error() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("CONTACT_ENFORCEMENT_ENABLED"), "{stderr}");
 }
+
+#[test]
+fn two_servers_cannot_share_one_archive() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let archive = dir.path().join("shared-archive");
+    let mut first = mailroom()
+        .args(["serve", "--port", "0", "--data-dir"])
+        .arg(dir.path().join("a"))
+        .env("STORAGE_ROOT", &archive)
+        .env("LOG_LEVEL", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn first");
+    let mut line = String::new();
+    let stdout = first.stdout.take().expect("stdout");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("line");
+
+    let second = mailroom()
+        .args(["serve", "--port", "0", "--data-dir"])
+        .arg(dir.path().join("b"))
+        .env("STORAGE_ROOT", &archive)
+        .output()
+        .expect("run second server");
+    assert_eq!(second.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("archive") && stderr.contains(&first.id().to_string()), "{stderr}");
+
+    first.kill().expect("kill");
+    first.wait().expect("wait");
+}

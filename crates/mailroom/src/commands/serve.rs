@@ -55,9 +55,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
 
 async fn serve(core_config: CoreConfig, mut server_config: ServerConfig) -> Result<()> {
     let database = core_config.database_path.clone();
-    let core = Mailroom::open(core_config)
-        .map_err(|e| anyhow::anyhow!(e.message))
-        .with_context(|| format!("cannot open database {}", database.display()))?;
+    // The core's messages name what failed (the database file or the archive root).
+    let core = Mailroom::open(core_config).map_err(|e| anyhow::anyhow!(e.message))?;
     let address = format!("{}:{}", server_config.host, server_config.port);
     let listener = tokio::net::TcpListener::bind(&address)
         .await
