@@ -130,6 +130,11 @@ fn heal_dir(root: &Path, dir: &Path, removed: &mut Vec<PathBuf>) {
                 remove(&path, removed);
             }
         } else if name.ends_with(".lock") && !(dir == root && name == OWNER_LOCK) {
+            if held_by_os_lock(&path) {
+                // A server's `server.lock` (this one's, when the data dir is inside the
+                // archive) or any other flock-held lock is live whatever its age.
+                continue;
+            }
             let owner = path.with_file_name(format!("{name}.owner.json"));
             let stale = match read_owner_pid(&owner) {
                 Some(pid) => !process_alive(pid),
@@ -142,6 +147,28 @@ fn heal_dir(root: &Path, dir: &Path, removed: &mut Vec<PathBuf>) {
                 }
             }
         }
+    }
+}
+
+/// Removes Git ref locks (HEAD, refs, packed-refs) older than 2 s: what a commit retry needs.
+/// Leaves `index.lock` alone, which a human's `git commit` may hold for minutes while its
+/// editor is open; archive commits do not need the index.
+pub fn heal_stale_ref_locks(root: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let git = root.join(".git");
+    for name in ["HEAD.lock", "packed-refs.lock"] {
+        remove_if_older(&git.join(name), GIT_LOCK_STALE_AFTER, &mut removed);
+    }
+    heal_git_refs(&git.join("refs"), &mut removed);
+    removed
+}
+
+/// Whether another open file holds an OS lock on `path` (flock-style locks vanish with their
+/// process, so a held one is never stale).
+fn held_by_os_lock(path: &Path) -> bool {
+    match File::open(path) {
+        Ok(file) => file.try_lock().is_err(),
+        Err(_) => false,
     }
 }
 
@@ -217,6 +244,18 @@ mod tests {
         assert!(live.exists(), "a lock whose owner runs is kept");
         assert!(fresh_unowned.exists(), "an unowned lock younger than 180 s is kept");
         assert_eq!(removed.len(), 3, "{removed:?}");
+    }
+
+    #[test]
+    fn an_os_locked_file_is_never_stale() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let server_lock = dir.path().join("server.lock");
+        let held = File::create(&server_lock).expect("create");
+        held.lock().expect("hold the OS lock");
+        held.set_modified(SystemTime::now() - Duration::from_secs(3600)).expect("set mtime");
+        assert!(heal_stale_locks(dir.path()).is_empty(), "held lock kept");
+        drop(held);
+        assert_eq!(heal_stale_locks(dir.path()), vec![server_lock], "released and old: stale");
     }
 
     #[test]

@@ -32,6 +32,9 @@ use crate::error::{Error, Result};
 use crate::store::{ArchiveHook, Store};
 pub use git::{Author, CommitInfo};
 
+/// Longest a write waits for room in a full archive queue before failing.
+const ADMIT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How the archive writer runs.
 #[derive(Debug, Clone)]
 pub struct ArchiveSettings {
@@ -72,6 +75,8 @@ pub(crate) struct Signal {
     /// Set when the writer thread has ended: nobody waits for it any more (its queued rows
     /// stay in SQLite for the next start).
     stopped: AtomicBool,
+    /// The writer's last failure, while it keeps failing (for the backpressure error).
+    last_error: Mutex<Option<String>>,
 }
 
 #[derive(Default)]
@@ -92,6 +97,7 @@ impl Signal {
             archived: watch::channel(0).0,
             room: Notify::new(),
             stopped: AtomicBool::new(false),
+            last_error: Mutex::new(None),
         }
     }
 
@@ -113,15 +119,43 @@ impl Signal {
     }
 
     /// Waits while the archive lags by `capacity` rows or more (backpressure). Without a
-    /// running writer there is nothing to wait for: the rows wait in SQLite for a replay.
-    pub(crate) async fn admit(&self) {
-        loop {
-            let room = self.room.notified();
-            if self.lag() < self.capacity || self.stopped.load(Ordering::SeqCst) {
-                return;
+    /// running writer there is nothing to wait for: the rows wait in SQLite for a replay. A
+    /// writer that cannot commit for `ADMIT_TIMEOUT` turns the wait into a retryable error
+    /// naming the cause, instead of a request that hangs.
+    pub(crate) async fn admit(&self) -> Result<()> {
+        let wait = async {
+            loop {
+                let room = self.room.notified();
+                if self.lag() < self.capacity || self.stopped.load(Ordering::SeqCst) {
+                    return;
+                }
+                room.await;
             }
-            room.await;
+        };
+        if tokio::time::timeout(ADMIT_TIMEOUT, wait).await.is_ok() {
+            return Ok(());
         }
+        let cause = self.last_error().unwrap_or_else(|| "it is still catching up".to_string());
+        Err(Error::new(
+            crate::Category::Retryable,
+            "ARCHIVE_BACKLOG",
+            format!(
+                "The Git archive is {} changes behind and not keeping up ({cause}); nothing was \
+                 written. Retry later.",
+                self.lag()
+            ),
+        ))
+    }
+
+    /// Records (or, with `None`, clears) the writer's current failure.
+    fn set_last_error(&self, error: Option<String>) {
+        if let Ok(mut last) = self.last_error.lock() {
+            *last = error;
+        }
+    }
+
+    fn last_error(&self) -> Option<String> {
+        self.last_error.lock().ok().and_then(|last| last.clone())
     }
 
     /// Called by the writer thread as it ends; releases everyone waiting on it.
@@ -249,9 +283,9 @@ impl Archive {
         &self.root
     }
 
-    /// Waits until the archive has room for more work.
-    pub(crate) async fn admit(&self) {
-        self.signal.admit().await;
+    /// Waits until the archive has room for more work (see [`Signal::admit`]).
+    pub(crate) async fn admit(&self) -> Result<()> {
+        self.signal.admit().await
     }
 
     /// Counters since start.

@@ -53,6 +53,7 @@ pub(super) fn render(
         let entry = match item.kind {
             ArchiveKind::Message => render_message(db, item.ref_id, &sources, &mut files)?,
             ArchiveKind::Profile => render_profile(db, item.ref_id, &mut files)?,
+            ArchiveKind::Unknown => None,
         };
         entries.extend(entry);
     }

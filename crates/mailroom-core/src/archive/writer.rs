@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::git::ArchiveRepo;
 use super::{ArchiveSettings, Signal, locks, render};
 use crate::error::Result;
+use crate::store::db::archive_queue::ArchiveKind;
 use crate::store::{Reader, Store};
 
 /// A burst is over when no new work arrived for this long; the commit then goes out at once
@@ -68,9 +69,13 @@ impl Writer {
         loop {
             let stopping = self.wait_for_work();
             match self.drain() {
-                Ok(()) => retry = RETRY_FIRST,
+                Ok(()) => {
+                    retry = RETRY_FIRST;
+                    self.signal.set_last_error(None);
+                }
                 Err(e) => {
                     self.signal.errors.fetch_add(1, Ordering::SeqCst);
+                    self.signal.set_last_error(Some(e.message.clone()));
                     tracing::error!(error = %e.message, "archive commit failed; will retry");
                     if stopping {
                         failures_at_stop += 1;
@@ -81,9 +86,9 @@ impl Writer {
                     }
                     std::thread::sleep(retry);
                     retry = (retry * 2).min(RETRY_MAX);
-                    // A Git lock file left by a killed process (ref or index lock) fails every
-                    // commit until removed; once old enough it is removed here.
-                    locks::heal_stale_locks(self.repo.root());
+                    // A ref lock left by a killed process fails every commit until removed;
+                    // once old enough it is removed here.
+                    locks::heal_stale_ref_locks(self.repo.root());
                     self.signal.wake();
                     continue;
                 }
@@ -175,9 +180,12 @@ impl Writer {
             if self.repo.commit_files(&rendered.files, &rendered.message)?.is_some() {
                 self.signal.commits.fetch_add(1, Ordering::SeqCst);
             }
+            self.repo.make_durable()?;
             self.remember_digests(&rendered.files);
             self.last_id = last;
-            let ids: Vec<i64> = work.iter().map(|w| w.id).collect();
+            // Rows of an unknown kind stay queued for the mailroom that wrote them.
+            let ids: Vec<i64> =
+                work.iter().filter(|w| w.kind != ArchiveKind::Unknown).map(|w| w.id).collect();
             // Losing this delete only means the rows are replayed (idempotently) next start.
             if let Err(e) = self.store.write_blocking(move |db| db.complete_archive_work(&ids)) {
                 tracing::warn!(error = %e.message, "archived rows not cleared; they will replay");

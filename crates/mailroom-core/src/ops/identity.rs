@@ -67,7 +67,7 @@ impl Mailroom {
     pub async fn register_agent(&self, reg: Registration) -> Result<AgentOut> {
         validate_program_model(&reg)?;
         let mode = self.config.name_enforcement;
-        self.admit_archive_work().await;
+        self.admit_archive_work().await?;
         self.store
             .write(move |db| {
                 let project = resolve::project(db, &reg.project_key)?;
@@ -96,7 +96,7 @@ impl Mailroom {
     pub async fn create_agent_identity(&self, reg: Registration) -> Result<AgentOut> {
         validate_program_model(&reg)?;
         let mode = self.config.name_enforcement;
-        self.admit_archive_work().await;
+        self.admit_archive_work().await?;
         self.store
             .write(move |db| {
                 let project = resolve::project(db, &reg.project_key)?;

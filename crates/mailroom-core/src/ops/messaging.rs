@@ -145,7 +145,7 @@ impl Mailroom {
     pub async fn send_message(&self, req: SendMessage) -> Result<SendOutcome> {
         let enforcement = Enforcement::from_config(&self.config);
         let processed = self.store_attachments(&req).await?;
-        self.admit_archive_work().await;
+        self.admit_archive_work().await?;
         // Contact requests filed by a blocked send are kept even though the send fails, as in
         // the reference: that one outcome commits and is carried out inside `Ok`. Every other
         // error rolls the whole job back.
@@ -160,7 +160,7 @@ impl Mailroom {
     /// Replies to a message, in its thread, by default to its sender.
     pub async fn reply_message(&self, req: ReplyMessage) -> Result<ReplyOutcome> {
         let enforcement = Enforcement::from_config(&self.config);
-        self.admit_archive_work().await;
+        self.admit_archive_work().await?;
         self.store.write(move |db| reply_in_tx(db, req, enforcement)).await
     }
 

@@ -60,9 +60,10 @@ impl Mailroom {
 
     /// Waits while the archive lags too far behind (backpressure for writes that queue
     /// archive work).
-    pub(crate) async fn admit_archive_work(&self) {
-        if let Some(archive) = &self.archive {
-            archive.admit().await;
+    pub(crate) async fn admit_archive_work(&self) -> Result<()> {
+        match &self.archive {
+            Some(archive) => archive.admit().await,
+            None => Ok(()),
         }
     }
 

@@ -13,6 +13,8 @@ pub enum ArchiveKind {
     Message,
     /// An agent's `profile.json`.
     Profile,
+    /// Written by a newer mailroom: skipped (and kept) by this one.
+    Unknown,
 }
 
 impl ArchiveKind {
@@ -20,14 +22,15 @@ impl ArchiveKind {
         match self {
             Self::Message => "message",
             Self::Profile => "profile",
+            Self::Unknown => "unknown",
         }
     }
 
-    fn parse(text: &str) -> Option<Self> {
+    fn parse(text: &str) -> Self {
         match text {
-            "message" => Some(Self::Message),
-            "profile" => Some(Self::Profile),
-            _ => None,
+            "message" => Self::Message,
+            "profile" => Self::Profile,
+            _ => Self::Unknown,
         }
     }
 }
@@ -58,8 +61,8 @@ impl Db<'_> {
         Ok(())
     }
 
-    /// Queued work after `after_id`, oldest first. Rows of an unknown kind (written by a
-    /// newer mailroom) are skipped, not dropped.
+    /// Queued work after `after_id`, oldest first, including rows of an unknown kind
+    /// (written by a newer mailroom), which the writer passes over without deleting them.
     pub fn queued_archive_work(&self, after_id: i64, limit: i64) -> Result<Vec<QueuedWork>> {
         let mut stmt = self
             .conn
@@ -75,10 +78,11 @@ impl Db<'_> {
         let mut work = Vec::new();
         for row in rows {
             let (id, kind, ref_id) = row.map_err(map_err)?;
-            match ArchiveKind::parse(&kind) {
-                Some(kind) => work.push(QueuedWork { id, kind, ref_id }),
-                None => tracing::warn!(id, kind, "skipping archive work of an unknown kind"),
+            let parsed = ArchiveKind::parse(&kind);
+            if parsed == ArchiveKind::Unknown {
+                tracing::warn!(id, kind, "passing over archive work of an unknown kind");
             }
+            work.push(QueuedWork { id, kind: parsed, ref_id });
         }
         Ok(work)
     }
