@@ -11,6 +11,7 @@ use crate::model::time::Timestamp;
 use crate::records::{Agent, Project};
 use crate::store::Db;
 use crate::store::db::agents::NewAgent;
+use crate::store::db::archive_queue::ArchiveKind;
 
 /// Default lifetime of a contact request (7 days).
 pub const REQUEST_TTL_SECONDS: i64 = 604_800;
@@ -226,8 +227,11 @@ fn find_or_register_target(
                 registration_token: &token,
                 now,
             };
-            db.insert_agent(&row)?
-                .ok_or_else(|| Error::internal("target agent appeared concurrently"))
+            let agent = db
+                .insert_agent(&row)?
+                .ok_or_else(|| Error::internal("target agent appeared concurrently"))?;
+            db.enqueue_archive(ArchiveKind::Profile, agent.id)?;
+            Ok(agent)
         }
         other => other,
     }
