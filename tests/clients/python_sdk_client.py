@@ -217,6 +217,19 @@ class Runner:
         check(msg.get("kind") == "to", f"fetch_inbox: kind {msg.get('kind')!r} != 'to'")
         self.ok("fetch_inbox GreenCastle: message arrived with subject, body, from, kind")
 
+        whois_args = self.with_token(
+            "whois",
+            {"project_key": human_key, "agent_name": "BlueLake", "include_recent_commits": True},
+            "registration_token", tokens["BlueLake"],
+        )
+        whois, _ = await self.call("whois", whois_args)
+        commits = whois.get("recent_commits") if isinstance(whois, dict) else None
+        check(isinstance(commits, list) and commits,
+              f"whois: expected recent archive commits (the archive has at least its first), got {short(whois)}")
+        check(all(isinstance(c.get("hexsha"), str) and len(c["hexsha"]) == 12 for c in commits),
+              f"whois: commit hexsha must be 12 characters: {short(commits)}")
+        self.ok(f"whois BlueLake: {len(commits)} recent archive commits, newest {commits[0].get('summary')!r}")
+
         bad_args = {"project_key": human_key, "sender_name": "PurpleBadger", "to": ["GreenCastle"],
                     "subject": "should fail", "body_md": "unknown sender"}
         text, _ = await self.call("send_message", bad_args, expect_error=True)
