@@ -451,8 +451,16 @@ pub fn digest_entry(doc: &MessageDoc, canonical_path: &str) -> String {
 /// It looks for the link as a whole line. A body that quotes that exact line would also match;
 /// the cost is one missing digest entry, never a wrong one.
 pub fn digest_contains(digest: &str, canonical_path: &str) -> bool {
+    // A substring search (fast, and digests grow with their thread) confirmed per hit as a
+    // whole line.
     let link = canonical_link(canonical_path);
-    digest.lines().any(|line| line == link)
+    digest.match_indices(&link).any(|(start, _)| {
+        let end = start + link.len();
+        let line_starts = start == 0 || digest[..start].ends_with('\n');
+        let rest = &digest[end..];
+        let line_ends = rest.is_empty() || rest.starts_with('\n') || rest.starts_with("\r\n");
+        line_starts && line_ends
+    })
 }
 
 fn canonical_link(canonical_path: &str) -> String {

@@ -146,7 +146,9 @@ fn append_digest(
             .committed_file(&path)?
             .unwrap_or_else(|| format::digest_header(thread_id).into_bytes()),
     };
-    let mut text = String::from_utf8_lossy(&current).into_owned();
+    // Valid UTF-8 (always, for digests this writer made) is taken over without a copy.
+    let mut text = String::from_utf8(current)
+        .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned());
     if !format::digest_contains(&text, canonical) {
         text.push_str(&format::digest_entry(doc, canonical));
     }
