@@ -1,6 +1,6 @@
 //! The archive queue: archive work recorded with the change it describes (crash safety).
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 
 use super::{Db, map_err};
 use crate::error::Result;
@@ -103,14 +103,5 @@ impl Db<'_> {
             stmt.execute([id]).map_err(map_err)?;
         }
         Ok(())
-    }
-
-    /// The newest queued id, if any (a replay starts from the oldest anyway).
-    pub fn newest_archive_work(&self) -> Result<Option<i64>> {
-        self.conn
-            .prepare_cached("SELECT max(id) FROM archive_queue")
-            .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)).optional())
-            .map(Option::flatten)
-            .map_err(map_err)
     }
 }
