@@ -66,6 +66,8 @@ pub(crate) struct Signal {
     state: Mutex<Bell>,
     bell: Condvar,
     capacity: u64,
+    /// How long a write waits for room before failing with ARCHIVE_BACKLOG.
+    admit_timeout: Duration,
     enqueued: AtomicU64,
     commits: AtomicU64,
     errors: AtomicU64,
@@ -86,11 +88,12 @@ struct Bell {
 }
 
 impl Signal {
-    fn new(capacity: u64, backlog: u64) -> Self {
+    fn new(capacity: u64, backlog: u64, admit_timeout: Duration) -> Self {
         Self {
             state: Mutex::new(Bell::default()),
             bell: Condvar::new(),
             capacity: capacity.max(1),
+            admit_timeout,
             enqueued: AtomicU64::new(backlog),
             commits: AtomicU64::new(0),
             errors: AtomicU64::new(0),
@@ -120,7 +123,7 @@ impl Signal {
 
     /// Waits while the archive lags by `capacity` rows or more (backpressure). Without a
     /// running writer there is nothing to wait for: the rows wait in SQLite for a replay. A
-    /// writer that cannot commit for `ADMIT_TIMEOUT` turns the wait into a retryable error
+    /// writer that cannot commit for `admit_timeout` turns the wait into a retryable error
     /// naming the cause, instead of a request that hangs.
     pub(crate) async fn admit(&self) -> Result<()> {
         let wait = async {
@@ -132,7 +135,7 @@ impl Signal {
                 room.await;
             }
         };
-        if tokio::time::timeout(ADMIT_TIMEOUT, wait).await.is_ok() {
+        if tokio::time::timeout(self.admit_timeout, wait).await.is_ok() {
             return Ok(());
         }
         let cause = self.last_error().unwrap_or_else(|| "it is still catching up".to_string());
@@ -214,7 +217,7 @@ impl PreparedArchive {
         })?;
         let owner = locks::acquire_owner_lock(&settings.root)?;
         locks::heal_stale_locks(&settings.root);
-        let signal = Arc::new(Signal::new(settings.queue_capacity, 0));
+        let signal = Arc::new(Signal::new(settings.queue_capacity, 0, ADMIT_TIMEOUT));
         Ok(Self { settings, signal, owner })
     }
 
@@ -314,5 +317,33 @@ impl Archive {
         {
             tracing::error!("the archive writer panicked");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer that cannot keep up turns a full queue into a clear error, not a hang; room
+    /// made by the writer lets the next write in.
+    #[tokio::test]
+    async fn a_full_queue_fails_with_the_writers_error_and_admits_again_once_drained() {
+        let signal = Signal::new(2, 0, Duration::from_millis(20));
+        signal.ring(2);
+        signal.set_last_error(Some("archive: commit: disk full".to_string()));
+        let refused = signal.admit().await.expect_err("no room");
+        assert_eq!(refused.kind, "ARCHIVE_BACKLOG");
+        assert!(refused.message.contains("2 changes behind"), "{}", refused.message);
+        assert!(refused.message.contains("disk full"), "{}", refused.message);
+        signal.archived(1);
+        signal.admit().await.expect("room again");
+    }
+
+    #[tokio::test]
+    async fn nothing_waits_on_a_stopped_writer() {
+        let signal = Arc::new(Signal::new(1, 0, Duration::from_secs(3600)));
+        signal.ring(5);
+        signal.writer_stopped();
+        signal.admit().await.expect("a stopped writer does not block writes");
     }
 }
