@@ -2,7 +2,7 @@
 //! HEAD, so no commit waits for Git's shared index lock. The working tree and the index are
 //! kept in step afterwards for humans (`ls`, `git status`), but nothing depends on them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
@@ -152,7 +152,7 @@ impl ArchiveRepo {
         for ((path, _), blob) in files.iter().zip(blobs) {
             update.upsert(path.as_str(), *blob, FileMode::Blob);
         }
-        let head = self.head_commit()?;
+        let head = head_commit(&self.repo)?;
         let (tree_id, unchanged) = match &head {
             Some(commit) => {
                 let baseline = commit.tree().map_err(|e| git_err("HEAD tree", e))?;
@@ -196,21 +196,6 @@ impl ArchiveRepo {
         root.write().map_err(|e| git_err("write tree", e))
     }
 
-    fn head_commit(&self) -> Result<Option<git2::Commit<'_>>> {
-        match self.repo.head() {
-            Ok(head) => head.peel_to_commit().map(Some).map_err(|e| git_err("HEAD commit", e)),
-            Err(e)
-                if matches!(
-                    e.code(),
-                    git2::ErrorCode::UnbornBranch | git2::ErrorCode::NotFound
-                ) =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(git_err("HEAD", e)),
-        }
-    }
-
     /// Writes the committed files to the work tree. Files with the same bytes (a message's
     /// canonical, outbox and inbox copies) share one inode through hard links: creating
     /// inodes is the dominant cost of a large batch. Files are written in place, not through
@@ -218,6 +203,8 @@ impl ArchiveRepo {
     /// is repaired by the replay, which rewrites the same bytes.
     fn write_work_tree(&mut self, files: &[(String, Vec<u8>)], blobs: &[Oid]) -> Result<()> {
         let mut written: HashMap<Oid, PathBuf> = HashMap::new();
+        // A batch puts many files in the same few directories; create each once.
+        let mut directories: HashSet<PathBuf> = HashSet::new();
         for ((path, bytes), blob) in files.iter().zip(blobs) {
             self.index_pending.push((path.clone(), *blob));
             if is_stored_attachment(path) {
@@ -225,7 +212,10 @@ impl ArchiveRepo {
             }
             let target = self.root.join(path);
             let dir = target.parent().unwrap_or(&self.root);
-            fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, e))?;
+            if !directories.contains(dir) {
+                fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, e))?;
+                directories.insert(dir.to_path_buf());
+            }
             let linked = written.get(blob).is_some_and(|first| link_over(first, &target));
             if !linked {
                 // A previous hard link must not be written through: replace, don't truncate.
@@ -313,14 +303,19 @@ fn ensure_excludes(root: &Path) -> Result<()> {
     fs::write(&path, text).map_err(|e| io_err("cannot write", &path, e))
 }
 
-fn head_tree(repo: &Repository) -> Result<Option<Tree<'_>>> {
+/// The commit HEAD points to; `None` before the first commit (unborn branch).
+fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>> {
     match repo.head() {
-        Ok(head) => head.peel_to_tree().map(Some).map_err(|e| git_err("HEAD tree", e)),
+        Ok(head) => head.peel_to_commit().map(Some).map_err(|e| git_err("HEAD commit", e)),
         Err(e) if matches!(e.code(), git2::ErrorCode::UnbornBranch | git2::ErrorCode::NotFound) => {
             Ok(None)
         }
         Err(e) => Err(git_err("HEAD", e)),
     }
+}
+
+fn head_tree(repo: &Repository) -> Result<Option<Tree<'_>>> {
+    head_commit(repo)?.map(|c| c.tree().map_err(|e| git_err("HEAD tree", e))).transpose()
 }
 
 /// Attachment files (WebP, manifest, audit log) are written into the work tree, atomically,

@@ -107,10 +107,10 @@ pub fn heal_stale_locks(root: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     heal_dir(root, root, &mut removed);
     let git = root.join(".git");
-    for name in ["index.lock", "HEAD.lock", "packed-refs.lock", "config.lock"] {
+    for name in ["index.lock", "config.lock"] {
         remove_if_older(&git.join(name), GIT_LOCK_STALE_AFTER, &mut removed);
     }
-    heal_git_refs(&git.join("refs"), &mut removed);
+    removed.extend(heal_stale_ref_locks(root));
     removed
 }
 

@@ -59,6 +59,8 @@ pub struct ArchiveStats {
     pub commits: u64,
     /// Failed commit attempts (retried).
     pub errors: u64,
+    /// Rows queued but not yet committed to Git.
+    pub lag: u64,
 }
 
 /// Shared between the store (rings after commits), ops (wait for room) and the writer.
@@ -180,6 +182,7 @@ impl Signal {
             archived: *self.archived.borrow(),
             commits: self.commits.load(Ordering::SeqCst),
             errors: self.errors.load(Ordering::SeqCst),
+            lag: self.lag(),
         }
     }
 }

@@ -43,8 +43,6 @@ struct ArchiveHealth {
     storage_root: String,
     #[serde(flatten)]
     stats: ArchiveStats,
-    /// Changes acknowledged but not yet committed to Git.
-    lag: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -70,13 +68,9 @@ pub fn tool() -> Tool {
             database,
             uptime_seconds: state.started.elapsed().as_secs(),
             mcp_sessions: state.sessions.len(),
-            archive: state.core.archive().map(|archive| {
-                let stats = archive.stats();
-                ArchiveHealth {
-                    storage_root: archive.root().display().to_string(),
-                    lag: stats.enqueued.saturating_sub(stats.archived),
-                    stats,
-                }
+            archive: state.core.archive().map(|archive| ArchiveHealth {
+                storage_root: archive.root().display().to_string(),
+                stats: archive.stats(),
             }),
         })
     })
