@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 pub use super::python_json::python_json;
+use crate::model::thread_id::is_valid_thread_id;
 use crate::model::time::Timestamp;
 
 /// The subject slug in a message file name is cut to this many characters, as in the reference.
@@ -354,6 +355,13 @@ pub struct MessagePaths {
     pub inboxes: Vec<String>,
 }
 
+impl MessagePaths {
+    /// Every copy: the canonical one, then the outbox copy (if any), then the inbox copies.
+    pub fn all(&self) -> impl Iterator<Item = &String> {
+        std::iter::once(&self.canonical).chain(&self.outbox).chain(&self.inboxes)
+    }
+}
+
 /// Every path a delivery of `doc` writes, apart from the thread digest.
 ///
 /// A name listed more than once (say in both `to` and `cc`) gets a single inbox path, since
@@ -387,6 +395,13 @@ pub fn profile_path(project_slug: &str, agent_name: &str) -> String {
 /// (alphanumeric start, then letters, digits, `.`, `_`, `-`), which keeps it one path component.
 pub fn thread_digest_path(project_slug: &str, thread_id: &str) -> String {
     format!("{}/messages/threads/{thread_id}.md", project_directory(project_slug))
+}
+
+/// The path of the digest of the message's thread; `None` when the message has no thread id
+/// that passes the thread-id rule (such messages get no digest).
+pub fn digest_path(doc: &MessageDoc) -> Option<String> {
+    let thread_id = doc.thread_id.as_deref().filter(|t| is_valid_thread_id(t))?;
+    Some(thread_digest_path(&doc.project_slug, thread_id))
 }
 
 /// The two artifacts of a file reservation: the legacy one named by the SHA-1 of its pattern

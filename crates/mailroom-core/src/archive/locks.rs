@@ -36,6 +36,17 @@ impl Drop for OwnerLock {
     }
 }
 
+/// Becomes the archive's writer: creates the root if needed, takes the ownership lock and
+/// then removes the lock files dead processes left behind (safe only once the lock is held).
+pub fn take_ownership(root: &Path) -> Result<OwnerLock> {
+    fs::create_dir_all(root).map_err(|e| {
+        Error::internal(format!("cannot create archive root {}: {e}", root.display()))
+    })?;
+    let owner = acquire_owner_lock(root)?;
+    heal_stale_locks(root);
+    Ok(owner)
+}
+
 /// Takes the archive's ownership lock, or says which process holds it.
 pub fn acquire_owner_lock(root: &Path) -> Result<OwnerLock> {
     let lock_path = root.join(OWNER_LOCK);

@@ -10,12 +10,13 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::git::{ArchiveRepo, Author, CommittedFiles};
+use super::git::{ArchiveRepo, CommittedFiles};
 use super::rebuild::REBUILD_COMMIT_MESSAGE;
 use super::{locks, rebuild, reconstruct, verify};
 use crate::config::CoreConfig;
 use crate::error::{Category, Error, Result};
 use crate::model::time::Timestamp;
+use crate::ops::archive_settings;
 use crate::store::{self, Reader};
 
 pub use super::rebuild::RebuildReport;
@@ -45,11 +46,8 @@ pub fn rebuild(config: &CoreConfig) -> Result<RebuildReport> {
     // The database is opened first: without one there is nothing to rebuild from, and the
     // archive should not be created or locked for nothing.
     let mut reader = Reader::open(&config.database_path)?;
-    std::fs::create_dir_all(root)
-        .map_err(|e| Error::internal(format!("cannot create {}: {e}", root.display())))?;
-    let _owner = locks::acquire_owner_lock(root)?;
-    locks::heal_stale_locks(root);
-    let mut repo = ArchiveRepo::open_or_init(root, author(config))?;
+    let _owner = locks::take_ownership(root)?;
+    let mut repo = ArchiveRepo::open_or_init(root, archive_settings(config).author)?;
     let head = committed_files(root)?;
     let regenerated = reader.read(|db| rebuild::regenerate(db, root, &head))?;
     let mut report = regenerated.report;
@@ -79,8 +77,13 @@ pub fn reconstruct(config: &CoreConfig, force: bool) -> Result<ReconstructReport
         ));
     }
     let root = &config.storage_root;
-    let head = committed_files(root)?;
+    // The lock is taken before HEAD is listed, so no other writer can move HEAD while it is
+    // read. A root without a repository holds no archive to lock (and gets no lock file).
+    if !root.join(".git").exists() {
+        return Err(no_archive(root));
+    }
     let _owner = locks::acquire_owner_lock(root)?;
+    let head = committed_files(root)?;
     let recovered = reconstruct::read_archive(&head)?;
     if let Some(parent) = database.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
@@ -103,13 +106,12 @@ pub fn reconstruct(config: &CoreConfig, force: bool) -> Result<ReconstructReport
     Ok(report)
 }
 
-fn author(config: &CoreConfig) -> Author {
-    Author { name: config.archive.author_name.clone(), email: config.archive.author_email.clone() }
+fn committed_files(root: &Path) -> Result<CommittedFiles> {
+    CommittedFiles::open(root)?.ok_or_else(|| no_archive(root))
 }
 
-fn committed_files(root: &Path) -> Result<CommittedFiles> {
-    CommittedFiles::open(root)?
-        .ok_or_else(|| Error::not_found(format!("there is no Git archive at {}", root.display())))
+fn no_archive(root: &Path) -> Error {
+    Error::not_found(format!("there is no Git archive at {}", root.display()))
 }
 
 /// The files SQLite keeps for a database: the file itself, then its WAL and shared memory.

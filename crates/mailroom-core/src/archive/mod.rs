@@ -215,11 +215,7 @@ pub(crate) struct PreparedArchive {
 impl PreparedArchive {
     /// Takes ownership of the archive root and clears lock files left by dead processes.
     pub(crate) fn prepare(settings: ArchiveSettings) -> Result<Self> {
-        std::fs::create_dir_all(&settings.root).map_err(|e| {
-            Error::internal(format!("cannot create archive root {}: {e}", settings.root.display()))
-        })?;
-        let owner = locks::acquire_owner_lock(&settings.root)?;
-        locks::heal_stale_locks(&settings.root);
+        let owner = locks::take_ownership(&settings.root)?;
         let signal = Arc::new(Signal::new(settings.queue_capacity, 0, ADMIT_TIMEOUT));
         Ok(Self { settings, signal, owner })
     }

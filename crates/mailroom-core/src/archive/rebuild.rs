@@ -13,7 +13,6 @@ use std::path::Path;
 use super::git::CommittedFiles;
 use super::{format, render, verify};
 use crate::error::Result;
-use crate::model::thread_id::is_valid_thread_id;
 use crate::store::Db;
 
 /// The commit message of a rebuild.
@@ -57,12 +56,12 @@ pub(super) fn regenerate(db: &Db<'_>, root: &Path, head: &CommittedFiles) -> Res
         let Some((doc, sender_is_local)) = render::message_doc(db, id)? else { continue };
         let bytes = format::render_message(&doc).into_bytes();
         let paths = format::message_paths(&doc, sender_is_local);
-        for path in paths.inboxes.iter().chain(&paths.outbox).chain([&paths.canonical]) {
+        for path in paths.all() {
             out.offer(path.clone(), bytes.clone());
             out.report.message_files += 1;
         }
-        if let Some(thread_id) = doc.thread_id.as_deref().filter(|t| is_valid_thread_id(t)) {
-            let path = format::thread_digest_path(&doc.project_slug, thread_id);
+        if let (Some(path), Some(thread_id)) = (format::digest_path(&doc), doc.thread_id.as_deref())
+        {
             let digest = digests.entry(path).or_insert_with(|| format::digest_header(thread_id));
             digest.push_str(&format::digest_entry(&doc, &paths.canonical));
         }
@@ -96,25 +95,28 @@ struct Collector<'a> {
 impl Collector<'_> {
     /// Keeps a rendered file unless HEAD already holds exactly these bytes.
     fn offer(&mut self, path: String, bytes: Vec<u8>) {
-        if self.head.holds(&path, &bytes) {
-            self.report.files_unchanged += 1;
-        } else {
-            self.files.push((path, bytes));
-        }
+        let unchanged = self.head.holds(&path, &bytes);
+        self.keep_unless(unchanged, path, bytes);
     }
 
     /// Keeps a rendered profile unless HEAD's has the same identity. Like the archive writer,
     /// a rebuild does not rewrite a profile only because `last_active_ts` moved on.
     fn offer_profile(&mut self, path: String, bytes: Vec<u8>) -> Result<()> {
-        if !self.head.holds(&path, &bytes)
-            && let Some(committed) = self.head.read(&path)?
-            && verify::changed_identity_fields(&bytes, &committed).is_some_and(|f| f.is_empty())
-        {
-            self.report.files_unchanged += 1;
-            return Ok(());
-        }
-        self.offer(path, bytes);
+        let unchanged = self.head.holds(&path, &bytes)
+            || self.head.read(&path)?.is_some_and(|committed| {
+                verify::changed_identity_fields(&bytes, &committed).is_some_and(|f| f.is_empty())
+            });
+        self.keep_unless(unchanged, path, bytes);
         Ok(())
+    }
+
+    /// Counts an unchanged file, or keeps it to be written.
+    fn keep_unless(&mut self, unchanged: bool, path: String, bytes: Vec<u8>) {
+        if unchanged {
+            self.report.files_unchanged += 1;
+        } else {
+            self.files.push((path, bytes));
+        }
     }
 
     /// Attachment bytes cannot be rendered from the database; the work tree may still have

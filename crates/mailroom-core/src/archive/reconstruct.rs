@@ -23,7 +23,8 @@ use super::maintenance::{ArchivePath, classify_path};
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 use crate::store::Db;
-use crate::store::db::reconstruct::{RestoredAgent, RestoredMessage, RestoredProject};
+use crate::store::db::messages::NewMessage;
+use crate::store::db::reconstruct::{RestoredAgent, RestoredProject};
 
 /// Program and model of an agent known only because messages name it.
 const UNKNOWN: &str = "unknown";
@@ -84,6 +85,25 @@ struct AgentSketch {
     from_profile: bool,
 }
 
+impl AgentSketch {
+    /// An agent without a profile, known only because a message `seen` then names it: program
+    /// and model "unknown", active at that instant.
+    fn named(name: String, seen: Timestamp) -> Self {
+        Self {
+            id: None,
+            name,
+            program: UNKNOWN.to_owned(),
+            model: UNKNOWN.to_owned(),
+            task_description: String::new(),
+            inception_ts: seen,
+            last_active_ts: seen,
+            attachments_policy: "auto".to_owned(),
+            retired_at: None,
+            from_profile: false,
+        }
+    }
+}
+
 /// Reads projects, profiles and messages from the files of HEAD.
 pub(super) fn read_archive(files: &CommittedFiles) -> Result<Recovered> {
     let mut paths: Vec<&str> = files.paths().collect();
@@ -108,7 +128,7 @@ pub(super) fn read_archive(files: &CommittedFiles) -> Result<Recovered> {
             }
             Some(ArchivePath::Profile { slug, agent }) => profiles.push((slug, agent, path)),
             Some(ArchivePath::Project { slug }) => {
-                recovered.projects.entry(slug.to_owned()).or_default();
+                recovered.project(slug);
             }
             None => {}
         }
@@ -224,26 +244,14 @@ impl Recovered {
     fn agents_named_in_messages(&mut self) {
         let mut named = Vec::new();
         for (slug, doc) in self.messages.values() {
-            let sender_slug = doc.from_project.as_ref().map_or(slug.as_str(), |p| p.slug.as_str());
-            named.push((sender_slug.to_owned(), doc.from.clone(), doc.created));
+            named.push((sender_slug(slug, doc).to_owned(), doc.from.clone(), doc.created));
             for name in doc.to.iter().chain(&doc.cc).chain(&doc.bcc) {
                 named.push((slug.clone(), name.clone(), doc.created));
             }
         }
         for (slug, name, seen) in named {
-            let agent =
-                self.agents.entry((slug, name.to_lowercase())).or_insert_with(|| AgentSketch {
-                    id: None,
-                    name,
-                    program: UNKNOWN.to_owned(),
-                    model: UNKNOWN.to_owned(),
-                    task_description: String::new(),
-                    inception_ts: seen,
-                    last_active_ts: seen,
-                    attachments_policy: "auto".to_owned(),
-                    retired_at: None,
-                    from_profile: false,
-                });
+            let key = (slug, name.to_lowercase());
+            let agent = self.agents.entry(key).or_insert_with(|| AgentSketch::named(name, seen));
             if !agent.from_profile {
                 agent.inception_ts = agent.inception_ts.min(seen);
                 agent.last_active_ts = agent.last_active_ts.max(seen);
@@ -261,27 +269,33 @@ pub(super) fn write_database(db: &Db<'_>, recovered: Recovered) -> Result<Recons
     let agent_ids = write_agents(db, &recovered.agents, &project_ids, &mut report)?;
     for (id, (slug, doc)) in &recovered.messages {
         let project_id = id_of(&project_ids, slug)?;
-        let sender_slug = doc.from_project.as_ref().map_or(slug.as_str(), |p| p.slug.as_str());
-        let sender_key = (sender_slug.to_owned(), doc.from.to_lowercase());
+        let sender_key = (sender_slug(slug, doc).to_owned(), doc.from.to_lowercase());
         let attachments = serde_json::to_string(&doc.attachments)
             .map_err(|e| Error::internal(format!("attachments of message {id}: {e}")))?;
-        db.insert_restored_message(&RestoredMessage {
-            id: *id,
+        // The topic is not archived and stays empty; the FTS triggers index the message like
+        // any other.
+        db.insert_message(&NewMessage {
+            id: Some(*id),
             project_id,
             sender_id: id_of(&agent_ids, &sender_key)?,
             thread_id: doc.thread_id.as_deref(),
+            topic: None,
             subject: &doc.subject,
             body_md: &doc.body_md,
+            attachments: &attachments,
             importance: &doc.importance,
             ack_required: doc.ack_required,
             created_ts: doc.created,
-            attachments: &attachments,
         })?;
+        // An agent listed in both `to` and `cc` keeps its first kind. Read and ack state are
+        // not archived.
+        let mut delivered = HashSet::new();
         let kinds = [("to", &doc.to), ("cc", &doc.cc), ("bcc", &doc.bcc)];
         for (kind, names) in kinds {
             for name in names {
                 let agent_id = id_of(&agent_ids, &(slug.clone(), name.to_lowercase()))?;
-                if db.insert_restored_recipient(*id, agent_id, kind)? {
+                if delivered.insert(agent_id) {
+                    db.insert_recipient(*id, agent_id, kind)?;
                     report.recipients += 1;
                 }
             }
@@ -354,9 +368,7 @@ fn write_agents(
             attachments_policy: &agent.attachments_policy,
             retired_at: agent.retired_at,
         };
-        let agent_id = db.insert_restored_agent(&restored)?.ok_or_else(|| {
-            Error::internal(format!("agent {} of {} inserted twice", agent.name, key.0))
-        })?;
+        let agent_id = db.insert_restored_agent(&restored)?;
         ids.insert(key.clone(), agent_id);
         if agent.from_profile {
             report.agents_from_profiles += 1;
@@ -365,6 +377,12 @@ fn write_agents(
         }
     }
     Ok(ids)
+}
+
+/// The slug of the sender's project: the message's own (`slug`, where it was found) unless
+/// the front matter names another.
+fn sender_slug<'a>(slug: &'a str, doc: &'a MessageDoc) -> &'a str {
+    doc.from_project.as_ref().map_or(slug, |p| p.slug.as_str())
 }
 
 /// The id written for `key`; every name the messages use was given a row before them.

@@ -11,7 +11,6 @@ use serde_json::Value;
 use super::format::{self, MessageDoc, SenderProject};
 use super::git::ArchiveRepo;
 use crate::error::{Error, Result};
-use crate::model::thread_id::is_valid_thread_id;
 use crate::ops::output::AgentBase;
 use crate::store::Db;
 use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
@@ -111,12 +110,11 @@ fn render_message(
     let Some((doc, sender_is_local)) = message_doc(db, id)? else { return Ok(None) };
     let content = format::render_message(&doc).into_bytes();
     let paths = format::message_paths(&doc, sender_is_local);
-    for path in paths.inboxes.iter().chain(&paths.outbox) {
+    for path in paths.all() {
         files.insert(path.clone(), content.clone());
     }
-    files.insert(paths.canonical.clone(), content);
-    if let Some(thread_id) = doc.thread_id.as_deref().filter(|t| is_valid_thread_id(t)) {
-        append_digest(&doc, thread_id, &paths.canonical, sources, files)?;
+    if let (Some(path), Some(thread_id)) = (format::digest_path(&doc), doc.thread_id.as_deref()) {
+        append_digest(&doc, path, thread_id, &paths.canonical, sources, files)?;
     }
     for path in attachment_files(&doc) {
         match std::fs::read(sources.repo.root().join(&path)) {
@@ -132,12 +130,12 @@ fn render_message(
 /// Appends the message's digest entry unless the digest already has it (a replay).
 fn append_digest(
     doc: &MessageDoc,
+    path: String,
     thread_id: &str,
     canonical: &str,
     sources: &Sources<'_>,
     files: &mut BTreeMap<String, Vec<u8>>,
 ) -> Result<()> {
-    let path = format::thread_digest_path(&doc.project_slug, thread_id);
     let current = match (files.remove(&path), sources.digests.get(&path)) {
         (Some(bytes), _) => bytes,
         (None, Some(cached)) => cached.clone().into_bytes(),

@@ -20,7 +20,6 @@ use super::git::CommittedFiles;
 use super::maintenance::{ArchivePath, classify_path};
 use super::render;
 use crate::error::Result;
-use crate::model::thread_id::is_valid_thread_id;
 use crate::model::time::Timestamp;
 use crate::store::Db;
 use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
@@ -186,7 +185,8 @@ pub(super) fn check(
     let mut report = checker.report;
     report.committed_files = files.len();
     report.head = files.head().map(|id| id.to_string());
-    report.queued_rows = db.archive_backlog()?;
+    // `queued` is every queued row of this snapshot, so its length is the backlog.
+    report.queued_rows = queued.len() as i64;
     Ok(report)
 }
 
@@ -237,8 +237,9 @@ impl Checker<'_> {
         for inbox in &paths.inboxes {
             self.copy(inbox, CopyRole::Inbox, doc.id, &bytes);
         }
-        if let Some(thread_id) = doc.thread_id.as_deref().filter(|t| is_valid_thread_id(t)) {
-            self.digest_entry(doc, thread_id, &paths.canonical);
+        if let (Some(path), Some(thread_id)) = (format::digest_path(doc), doc.thread_id.as_deref())
+        {
+            self.digest_entry(doc, path, thread_id, &paths.canonical);
         }
         for path in render::attachment_files(doc) {
             if !self.files.contains(&path) {
@@ -256,8 +257,7 @@ impl Checker<'_> {
         }
     }
 
-    fn digest_entry(&mut self, doc: &MessageDoc, thread_id: &str, canonical: &str) {
-        let path = format::thread_digest_path(&doc.project_slug, thread_id);
+    fn digest_entry(&mut self, doc: &MessageDoc, path: String, thread_id: &str, canonical: &str) {
         let files = self.files;
         let first_look = !self.digests.contains_key(&path);
         let text = self.digests.entry(path.clone()).or_insert_with(|| {

@@ -476,6 +476,7 @@ fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Resu
 /// Stores one message with its recipients and bumps the sender's activity.
 pub(crate) fn deliver(db: &Db<'_>, d: &Delivery<'_>, now: Timestamp) -> Result<SentPayload> {
     let id = db.insert_message(&NewMessage {
+        id: None,
         project_id: d.project.id,
         sender_id: d.sender.id,
         thread_id: d.thread_id.as_deref(),

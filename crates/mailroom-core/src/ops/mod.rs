@@ -73,7 +73,8 @@ impl Mailroom {
     }
 }
 
-fn archive_settings(config: &CoreConfig) -> ArchiveSettings {
+/// The archive writer's settings, taken from the core configuration.
+pub(crate) fn archive_settings(config: &CoreConfig) -> ArchiveSettings {
     let archive = &config.archive;
     ArchiveSettings {
         root: config.storage_root.clone(),

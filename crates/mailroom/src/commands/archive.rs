@@ -81,9 +81,7 @@ fn verify(args: VerifyArgs) -> Result<Verdict> {
     let data_dir = setup::data_dir(args.data_dir);
     let config = setup::core_config(&data_dir)?;
     setup::init_logging();
-    let report = maintenance::verify(&config)
-        .map_err(|e| anyhow::anyhow!(e.message))
-        .context("cannot verify the archive")?;
+    let report = maintenance::verify(&config).context("cannot verify the archive")?;
     print_verify(&report);
     Ok(if report.is_clean() { Verdict::Clean } else { Verdict::Differences })
 }
@@ -92,18 +90,13 @@ fn rebuild(args: RebuildArgs) -> Result<()> {
     let data_dir = setup::data_dir(args.data_dir);
     let config = setup::core_config(&data_dir)?;
     setup::init_logging();
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
     let _lock = setup::lock_data_dir(&data_dir)?;
     if args.reconstruct_database {
         let report = maintenance::reconstruct(&config, args.force)
-            .map_err(|e| anyhow::anyhow!(e.message))
             .context("cannot reconstruct the database")?;
         print_reconstruct(&report);
     } else {
-        let report = maintenance::rebuild(&config)
-            .map_err(|e| anyhow::anyhow!(e.message))
-            .context("cannot rebuild the archive")?;
+        let report = maintenance::rebuild(&config).context("cannot rebuild the archive")?;
         print_rebuild(&report);
     }
     Ok(())

@@ -43,8 +43,6 @@ pub fn run(args: ServeArgs) -> Result<()> {
         server_config.mcp_path = path;
     }
     setup::init_logging();
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
     let _lock = setup::lock_data_dir(&data_dir)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -56,7 +54,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
 async fn serve(core_config: CoreConfig, mut server_config: ServerConfig) -> Result<()> {
     let database = core_config.database_path.clone();
     // The core's messages name what failed (the database file or the archive root).
-    let core = Mailroom::open(core_config).map_err(|e| anyhow::anyhow!(e.message))?;
+    let core = Mailroom::open(core_config)?;
     let address = format!("{}:{}", server_config.host, server_config.port);
     let listener = tokio::net::TcpListener::bind(&address)
         .await

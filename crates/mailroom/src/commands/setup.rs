@@ -28,10 +28,13 @@ pub fn core_config(data_dir: &Path) -> Result<CoreConfig> {
     Ok(config)
 }
 
-/// Holds an exclusive OS lock on `DIR/server.lock` for the life of the process, so a second
-/// server (or a maintenance command that writes) on the same data directory is refused
-/// instead of corrupting shared state.
+/// Creates the data directory if needed, then holds an exclusive OS lock on
+/// `DIR/server.lock` for the life of the process, so a second server (or a maintenance
+/// command that writes) on the same data directory is refused instead of corrupting shared
+/// state.
 pub fn lock_data_dir(data_dir: &Path) -> Result<File> {
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
     let lock_path = data_dir.join("server.lock");
     let pid_path = data_dir.join("server.pid");
     let lock = OpenOptions::new()

@@ -28,6 +28,8 @@ fn message(row: &Row<'_>) -> rusqlite::Result<Message> {
 
 /// Fields of a new message row.
 pub struct NewMessage<'a> {
+    /// The id to keep (a message restored from the archive); `None` lets SQLite assign one.
+    pub id: Option<i64>,
     pub project_id: i64,
     pub sender_id: i64,
     pub thread_id: Option<&'a str>,
@@ -91,12 +93,13 @@ impl Db<'_> {
     pub fn insert_message(&self, new: &NewMessage<'_>) -> Result<i64> {
         self.conn
             .prepare_cached(
-                "INSERT INTO messages (project_id, sender_id, thread_id, topic, subject, body_md,
-                     importance, ack_required, created_ts, attachments)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                "INSERT INTO messages (id, project_id, sender_id, thread_id, topic, subject,
+                     body_md, importance, ack_required, created_ts, attachments)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
+                    new.id,
                     new.project_id,
                     new.sender_id,
                     new.thread_id,

@@ -35,21 +35,6 @@ pub struct RestoredAgent<'a> {
     pub retired_at: Option<Timestamp>,
 }
 
-/// A message as recovered from its archive file; the id is always kept.
-pub struct RestoredMessage<'a> {
-    pub id: i64,
-    pub project_id: i64,
-    pub sender_id: i64,
-    pub thread_id: Option<&'a str>,
-    pub subject: &'a str,
-    pub body_md: &'a str,
-    pub importance: &'a str,
-    pub ack_required: bool,
-    pub created_ts: Timestamp,
-    /// The attachments metadata as a JSON array.
-    pub attachments: &'a str,
-}
-
 impl Db<'_> {
     /// Inserts a project with the given (or a fresh) id; returns the id.
     pub fn insert_restored_project(&self, project: &RestoredProject<'_>) -> Result<i64> {
@@ -69,17 +54,16 @@ impl Db<'_> {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Inserts an agent with the given (or a fresh) id; `None` when its name is taken in the
-    /// project (case-insensitively). Contact policy and registration token are not archived:
-    /// the policy starts at `auto`, and the token is issued at the next registration.
-    pub fn insert_restored_agent(&self, agent: &RestoredAgent<'_>) -> Result<Option<i64>> {
-        let inserted = self
-            .conn
+    /// Inserts an agent with the given (or a fresh) id; returns the id. The caller ensures
+    /// neither the id nor the name (case-insensitively, per project) is taken. Contact policy
+    /// and registration token are not archived: the policy starts at `auto`, and the token is
+    /// issued at the next registration.
+    pub fn insert_restored_agent(&self, agent: &RestoredAgent<'_>) -> Result<i64> {
+        self.conn
             .prepare_cached(
                 "INSERT INTO agents (id, project_id, name, program, model, task_description,
                      inception_ts, last_active_ts, attachments_policy, contact_policy, retired_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'auto', ?10)
-                 ON CONFLICT DO NOTHING",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'auto', ?10)",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -96,51 +80,6 @@ impl Db<'_> {
                 ])
             })
             .map_err(map_err)?;
-        Ok((inserted > 0).then(|| self.conn.last_insert_rowid()))
-    }
-
-    /// Inserts a message with its archived id; `topic` is not archived and stays empty. The
-    /// FTS triggers index it like any other message.
-    pub fn insert_restored_message(&self, message: &RestoredMessage<'_>) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO messages (id, project_id, sender_id, thread_id, topic, subject,
-                     body_md, importance, ack_required, created_ts, attachments)
-                 VALUES (?1, ?2, ?3, ?4, NULL, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    message.id,
-                    message.project_id,
-                    message.sender_id,
-                    message.thread_id,
-                    message.subject,
-                    message.body_md,
-                    message.importance,
-                    message.ack_required,
-                    message.created_ts.to_db(),
-                    message.attachments,
-                ])
-            })
-            .map(drop)
-            .map_err(map_err)
-    }
-
-    /// Adds a recipient row unless the agent already has one on this message (a name listed
-    /// in both `to` and `cc` keeps its first kind). Read and ack state are not archived.
-    pub fn insert_restored_recipient(
-        &self,
-        message_id: i64,
-        agent_id: i64,
-        kind: &str,
-    ) -> Result<bool> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO message_recipients (message_id, agent_id, kind) VALUES (?1, ?2, ?3)
-                 ON CONFLICT DO NOTHING",
-            )
-            .and_then(|mut stmt| stmt.execute(params![message_id, agent_id, kind]))
-            .map(|inserted| inserted > 0)
-            .map_err(map_err)
+        Ok(self.conn.last_insert_rowid())
     }
 }
