@@ -44,6 +44,8 @@ pub struct CoreConfig {
     /// The Git archive (`STORAGE_ROOT`). `ARCHIVE_ENABLED=false` (a mailroom extra) runs
     /// on SQLite alone, for benchmarks and throwaway servers.
     pub archive: ArchiveConfig,
+    /// The optional LLM (`LLM_ENABLED`, `OPENAI_BASE_URL`, ...; see `crate::llm`).
+    pub llm: crate::llm::LlmConfig,
 }
 
 /// Settings of the Git archive and its attachments.
@@ -102,6 +104,7 @@ impl CoreConfig {
             name_enforcement: NameEnforcement::Coerce,
             reader_connections: 4,
             archive: ArchiveConfig::default(),
+            llm: crate::llm::LlmConfig::default(),
         }
     }
 
@@ -138,6 +141,7 @@ impl CoreConfig {
                 .map_err(|_| format!("CONTACT_AUTO_TTL_SECONDS must be an integer, got {v:?}"))?;
         }
         self.apply_archive_env(lookup, &flag)?;
+        self.llm.apply_env(lookup)?;
         if let Some(v) = lookup("AGENT_NAME_ENFORCEMENT_MODE") {
             self.name_enforcement = match v.trim().to_ascii_lowercase().as_str() {
                 "strict" => NameEnforcement::Strict,

@@ -2,12 +2,16 @@
 //! talks to it over HTTP, so tests exercise exactly what clients see. The listener is bound
 //! before the server task starts, so no test sleeps waiting for a port.
 
+mod fake_llm;
+
 use std::path::PathBuf;
 
 use mailroom_core::{CoreConfig, Mailroom};
 use mailroom_server::{AppState, ServerConfig};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
+
+pub use fake_llm::{FakeLlm, FakeLlmMode};
 
 /// A running server and an HTTP client for it.
 pub struct TestApp {
@@ -27,6 +31,8 @@ pub struct TestOptions {
     pub worktrees_enabled: bool,
     /// Port reported by health_check (the conformance fixture recorded 8765).
     pub reported_port: Option<u16>,
+    /// Enable the LLM against this OpenAI-compatible base URL (e.g. [`FakeLlm::base_url`]).
+    pub llm_base_url: Option<String>,
 }
 
 impl TestApp {
@@ -40,6 +46,11 @@ impl TestApp {
         let data_dir = tempfile::tempdir().expect("temp dir");
         let mut core_config = CoreConfig::for_data_dir(data_dir.path());
         core_config.worktrees_enabled = options.worktrees_enabled;
+        if let Some(base_url) = options.llm_base_url {
+            core_config.llm.enabled = true;
+            core_config.llm.base_url = base_url;
+            core_config.llm.api_key = Some(fake_llm::API_KEY.to_string());
+        }
         let core = Mailroom::open(core_config).expect("open core");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let address = listener.local_addr().expect("address");

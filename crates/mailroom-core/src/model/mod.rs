@@ -10,5 +10,6 @@ pub mod search_query;
 pub mod similarity;
 pub mod slug;
 pub mod summary;
+pub mod summary_refine;
 pub mod thread_id;
 pub mod time;

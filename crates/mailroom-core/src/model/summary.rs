@@ -186,7 +186,7 @@ fn key_point_text(line: &str) -> &str {
 
 /// True when the upper-cased line contains an action keyword anywhere (so `NEXTGEN` counts too;
 /// the reference does not look for word boundaries).
-fn has_action_keyword(line: &str) -> bool {
+pub(crate) fn has_action_keyword(line: &str) -> bool {
     let upper = line.to_uppercase();
     ACTION_KEYWORDS.iter().any(|keyword| upper.contains(keyword))
 }

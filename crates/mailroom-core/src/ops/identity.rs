@@ -174,7 +174,7 @@ impl Mailroom {
     }
 }
 
-fn validate_program_model(reg: &Registration) -> Result<()> {
+pub(crate) fn validate_program_model(reg: &Registration) -> Result<()> {
     if reg.program.trim().is_empty() {
         return Err(Error::invalid_kind(
             "EMPTY_PROGRAM",

@@ -7,6 +7,7 @@
 pub mod contacts;
 pub mod health;
 pub mod identity;
+pub mod macros;
 pub mod messaging;
 pub mod output;
 pub mod policy;
@@ -20,6 +21,7 @@ use std::time::Duration;
 use crate::archive::{Archive, ArchiveSettings, Author, PreparedArchive};
 use crate::config::CoreConfig;
 use crate::error::Result;
+use crate::llm::LlmClient;
 use crate::store::Store;
 
 /// The core: configuration, storage and the archive. Cheap to clone; shared by every request.
@@ -28,6 +30,8 @@ pub struct Mailroom {
     pub(crate) store: Store,
     pub(crate) config: Arc<CoreConfig>,
     pub(crate) archive: Option<Arc<Archive>>,
+    /// The LLM used to refine summaries; `None` when disabled.
+    pub(crate) llm: Option<Arc<LlmClient>>,
 }
 
 impl Mailroom {
@@ -42,7 +46,8 @@ impl Mailroom {
         let hook = prepared.as_ref().map(PreparedArchive::hook);
         let store = Store::open(&config.database_path, config.reader_connections, hook)?;
         let archive = prepared.map(|p| p.start(&store)).transpose()?.map(Arc::new);
-        Ok(Self { store, config: Arc::new(config), archive })
+        let llm = LlmClient::from_config(&config.llm).map(Arc::new);
+        Ok(Self { store, config: Arc::new(config), archive, llm })
     }
 
     /// The Git archive, unless disabled.

@@ -1,4 +1,5 @@
-//! search_messages and summarize_thread (heuristic; LLM refinement arrives later).
+//! search_messages and summarize_thread: heuristic summaries, refined by the LLM when one is
+//! configured and the caller asks (`llm_mode`). Any LLM failure keeps the heuristic result.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,10 @@ use super::{Mailroom, resolve};
 use crate::error::Result;
 use crate::model::search_query::{like_fallback_terms, sanitize_fts_query};
 use crate::model::summary::{Mention, SummaryInput, ThreadSummary, summarize};
+use crate::model::summary_refine::{
+    MAX_EXCERPTS, ThreadExcerpt, TopMention, aggregate_revision, multi_thread_prompt,
+    refine_digest_thread, refine_single, single_thread_prompt,
+};
 use crate::model::time::Timestamp;
 use crate::store::Db;
 use crate::store::db::messages::ListedMessage;
@@ -63,7 +68,8 @@ pub struct ThreadDigest {
 /// Aggregate over several threads.
 #[derive(Debug, Clone, Serialize)]
 pub struct Aggregate {
-    pub top_mentions: Vec<Mention>,
+    /// Heuristic `{name, count}` pairs; an LLM digest may give bare names instead.
+    pub top_mentions: Vec<TopMention>,
     pub action_items: Vec<String>,
     pub key_points: Vec<String>,
 }
@@ -90,6 +96,16 @@ pub struct SummarizeThread {
     pub thread_id: String,
     pub include_examples: bool,
     pub per_thread_limit: i64,
+    /// Refine with the LLM when one is configured (ignored otherwise).
+    pub llm_mode: bool,
+    /// Model override for the refinement.
+    pub llm_model: Option<String>,
+}
+
+/// What the read job gathered for summarize_thread, before any LLM refinement.
+enum Gathered {
+    Single(SingleThreadSummary, Vec<ThreadExcerpt>),
+    Multi(MultiThreadSummary),
 }
 
 /// Messages of one thread considered for a single summary.
@@ -130,20 +146,17 @@ impl Mailroom {
 
     /// Summarises one thread, or several when `thread_id` lists ids separated by commas.
     pub async fn summarize_thread(&self, req: SummarizeThread) -> Result<Summary> {
-        self.store
+        let (llm_mode, llm_model) = (req.llm_mode, req.llm_model.clone());
+        let gathered = self
+            .store
             .read(move |db| {
                 let project = resolve::project(db, &req.project_key)?;
                 let ids: Vec<&str> =
                     req.thread_id.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
                 if let [single] = ids.as_slice() {
-                    let rows = db.thread_messages(project.id, single, SINGLE_THREAD_LIMIT)?;
-                    let examples =
-                        if req.include_examples { examples_of(&rows) } else { Vec::new() };
-                    return Ok(Summary::Single(SingleThreadSummary {
-                        thread_id: single.to_string(),
-                        summary: summarize_rows(&rows),
-                        examples,
-                    }));
+                    let (summary, excerpts, _) =
+                        single_thread(db, project.id, single, req.include_examples)?;
+                    return Ok(Gathered::Single(summary, excerpts));
                 }
                 let limit = req.per_thread_limit.max(1);
                 let threads = ids
@@ -155,10 +168,125 @@ impl Mailroom {
                         })
                     })
                     .collect::<Result<Vec<_>>>()?;
-                Ok(Summary::Multi(MultiThreadSummary { aggregate: aggregate(&threads), threads }))
+                Ok(Gathered::Multi(MultiThreadSummary { aggregate: aggregate(&threads), threads }))
             })
-            .await
+            .await?;
+        Ok(match gathered {
+            Gathered::Single(mut single, excerpts) => {
+                single.summary = self
+                    .refine_thread_summary(
+                        single.summary,
+                        &excerpts,
+                        llm_mode,
+                        llm_model.as_deref(),
+                    )
+                    .await;
+                Summary::Single(single)
+            }
+            Gathered::Multi(multi) => {
+                Summary::Multi(self.refine_digest(multi, llm_mode, llm_model.as_deref()).await)
+            }
+        })
     }
+
+    /// Summarises the single thread `thread_id` of a project (no comma splitting) and returns
+    /// it with the number of messages it covers.
+    pub(crate) async fn summarize_single_thread(
+        &self,
+        project_id: i64,
+        thread_id: String,
+        include_examples: bool,
+        llm_mode: bool,
+        llm_model: Option<String>,
+    ) -> Result<(SingleThreadSummary, usize)> {
+        let (mut single, excerpts, total) = self
+            .store
+            .read(move |db| single_thread(db, project_id, &thread_id, include_examples))
+            .await?;
+        single.summary = self
+            .refine_thread_summary(single.summary, &excerpts, llm_mode, llm_model.as_deref())
+            .await;
+        Ok((single, total))
+    }
+
+    /// Refines a heuristic single-thread summary with the LLM (semantics §10) from the
+    /// thread's messages, oldest first. Returns `heuristic` unchanged when the LLM is off, the
+    /// caller did not ask (`llm_mode` false) or the call fails in any way (logged).
+    ///
+    /// Shared by summarize_thread, macro_prepare_thread and the product-wide summary.
+    pub async fn refine_thread_summary(
+        &self,
+        heuristic: ThreadSummary,
+        excerpts: &[ThreadExcerpt],
+        llm_mode: bool,
+        llm_model: Option<&str>,
+    ) -> ThreadSummary {
+        let Some(llm) = self.llm.as_ref().filter(|_| llm_mode) else {
+            return heuristic;
+        };
+        let (system, user) = single_thread_prompt(excerpts);
+        match llm.complete_json(system, &user, llm_model).await {
+            Ok(reply) => refine_single(&heuristic, &reply),
+            Err(e) => {
+                tracing::warn!(error = %e, "LLM thread summary failed; heuristic summary kept");
+                heuristic
+            }
+        }
+    }
+
+    /// Refines a multi-thread summary with one LLM digest of its first threads.
+    async fn refine_digest(
+        &self,
+        mut multi: MultiThreadSummary,
+        llm_mode: bool,
+        llm_model: Option<&str>,
+    ) -> MultiThreadSummary {
+        let Some(llm) = self.llm.as_ref().filter(|_| llm_mode && !multi.threads.is_empty()) else {
+            return multi;
+        };
+        let shown: Vec<(&str, &ThreadSummary)> =
+            multi.threads.iter().map(|t| (t.thread_id.as_str(), &t.summary)).collect();
+        let (system, user) = multi_thread_prompt(&shown);
+        let reply = match llm.complete_json(system, &user, llm_model).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                tracing::warn!(error = %e, "LLM thread digest failed; heuristic digest kept");
+                return multi;
+            }
+        };
+        for thread in &mut multi.threads {
+            refine_digest_thread(&thread.thread_id, &mut thread.summary, &reply);
+        }
+        let revision = aggregate_revision(&reply);
+        let aggregate = &mut multi.aggregate;
+        if let Some(top_mentions) = revision.top_mentions {
+            aggregate.top_mentions = top_mentions;
+        }
+        if let Some(key_points) = revision.key_points {
+            aggregate.key_points = key_points;
+        }
+        if let Some(action_items) = revision.action_items {
+            aggregate.action_items = action_items;
+        }
+        multi
+    }
+}
+
+/// The heuristic single-thread summary, its excerpts for the LLM and its message count.
+fn single_thread(
+    db: &Db<'_>,
+    project_id: i64,
+    thread_id: &str,
+    include_examples: bool,
+) -> Result<(SingleThreadSummary, Vec<ThreadExcerpt>, usize)> {
+    let rows = db.thread_messages(project_id, thread_id, SINGLE_THREAD_LIMIT)?;
+    let examples = if include_examples { examples_of(&rows) } else { Vec::new() };
+    let single = SingleThreadSummary {
+        thread_id: thread_id.to_string(),
+        summary: summarize_rows(&rows),
+        examples,
+    };
+    Ok((single, excerpts_of(&rows), rows.len()))
 }
 
 fn search_result(db: &Db<'_>, hit: SearchHit) -> Result<SearchResult> {
@@ -199,7 +327,8 @@ fn sender_label(row: &ListedMessage) -> String {
     }
 }
 
-fn summarize_rows(rows: &[ListedMessage]) -> ThreadSummary {
+/// The heuristic summary of thread rows (oldest first).
+pub(crate) fn summarize_rows(rows: &[ListedMessage]) -> ThreadSummary {
     let labels: Vec<String> = rows.iter().map(sender_label).collect();
     let inputs: Vec<SummaryInput<'_>> = rows
         .iter()
@@ -209,7 +338,20 @@ fn summarize_rows(rows: &[ListedMessage]) -> ThreadSummary {
     summarize(&inputs)
 }
 
-fn examples_of(rows: &[ListedMessage]) -> Vec<ThreadExample> {
+/// What the LLM is shown of thread rows (oldest first): the first few messages.
+pub(crate) fn excerpts_of(rows: &[ListedMessage]) -> Vec<ThreadExcerpt> {
+    rows.iter()
+        .take(MAX_EXCERPTS)
+        .map(|r| ThreadExcerpt {
+            sender: sender_label(r),
+            subject: r.message.subject.clone(),
+            body: r.message.body_md.clone(),
+        })
+        .collect()
+}
+
+/// The first three messages of thread rows as summary examples.
+pub(crate) fn examples_of(rows: &[ListedMessage]) -> Vec<ThreadExample> {
     rows.iter()
         .take(3)
         .map(|r| ThreadExample {
@@ -231,7 +373,7 @@ fn aggregate(threads: &[ThreadDigest]) -> Aggregate {
     top.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
     top.truncate(10);
     Aggregate {
-        top_mentions: top,
+        top_mentions: top.into_iter().map(TopMention::Counted).collect(),
         action_items: threads
             .iter()
             .flat_map(|t| t.summary.action_items.clone())

@@ -1,9 +1,10 @@
 //! Replays the Python reference's recorded session (conformance/python_reference.json) in the
 //! order its README gives, over real HTTP, and compares results exactly (minus the fixture's
-//! volatile JSON pointers). Cases of tools not built yet, LLM cases (they need the LLM stub)
-//! and resource reads not built yet are reported as pending, by name; never passed silently.
+//! volatile JSON pointers). LLM cases run against a fake OpenAI-compatible endpoint answering
+//! as the reference's stub did. Cases of tools not built yet and resource reads not built yet
+//! are reported as pending, by name; never passed silently.
 
-use mailroom_testkit::{TestApp, TestOptions};
+use mailroom_testkit::{FakeLlm, FakeLlmMode, TestApp, TestOptions};
 use serde_json::Value;
 
 const FIXTURE: &str =
@@ -67,10 +68,6 @@ const ORDER: [(&str, &str); 54] = [
     ("macro_contact_handshake", "macro_handshake_auto_accept"),
 ];
 
-/// Tools whose `llm` cases need the LLM stub (other `llm_*` cases only build up state).
-const LLM_TOOLS: [&str; 3] =
-    ["summarize_thread", "summarize_thread_product", "macro_prepare_thread"];
-
 /// health_check: only the reference's own keys are compared (conformance README).
 const HEALTH_KEYS: [&str; 5] = ["status", "environment", "http_host", "http_port", "database_url"];
 
@@ -84,9 +81,13 @@ struct Tally {
 #[tokio::test]
 async fn python_reference_session_replays_exactly() {
     let fixture: Value = serde_json::from_str(FIXTURE).expect("fixture parses");
-    let app =
-        TestApp::start_with(TestOptions { worktrees_enabled: true, reported_port: Some(8765) })
-            .await;
+    let llm = FakeLlm::start(FakeLlmMode::Reference).await;
+    let app = TestApp::start_with(TestOptions {
+        worktrees_enabled: true,
+        reported_port: Some(8765),
+        llm_base_url: Some(llm.base_url.clone()),
+    })
+    .await;
     let listed = app.rpc("tools/list", Value::Null).await;
     let available: Vec<String> = listed["result"]["tools"]
         .as_array()
@@ -100,8 +101,6 @@ async fn python_reference_session_replays_exactly() {
         let label = format!("{tool}/{}", case["name"].as_str().unwrap_or(case_name));
         if !available.iter().any(|t| t == tool) {
             tally.pending.push(format!("{label} (tool not built yet)"));
-        } else if label.contains("llm") && LLM_TOOLS.contains(&tool) {
-            tally.pending.push(format!("{label} (needs the LLM stub)"));
         } else {
             match replay(&app, tool, case).await {
                 Ok(()) => tally.passed.push(label),
@@ -122,6 +121,11 @@ async fn python_reference_session_replays_exactly() {
         println!("  pending: {line}");
     }
     assert!(tally.failed.is_empty(), "conformance failures:\n{}", tally.failed.join("\n"));
+    assert!(
+        llm.requests().len() >= 3,
+        "the LLM cases must reach the fake endpoint: {} requests",
+        llm.requests().len()
+    );
     assert!(
         tally.passed.len() >= 25,
         "implemented tools must replay their cases: {:?}",

@@ -11,6 +11,9 @@ mod fetch_inbox;
 mod health_check;
 mod list_agents;
 mod list_contacts;
+mod macro_contact_handshake;
+mod macro_prepare_thread;
+mod macro_start_session;
 mod mark_message_read;
 mod register_agent;
 mod reply_message;
@@ -44,6 +47,9 @@ fn all_tools() -> Vec<Tool> {
         health_check::tool(),
         list_agents::tool(),
         list_contacts::tool(),
+        macro_contact_handshake::tool(),
+        macro_prepare_thread::tool(),
+        macro_start_session::tool(),
         mark_message_read::tool(),
         register_agent::tool(),
         reply_message::tool(),

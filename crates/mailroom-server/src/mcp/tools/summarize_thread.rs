@@ -22,12 +22,12 @@ struct Args {
     /// Include up to three example messages (single thread).
     #[serde(default)]
     include_examples: Option<bool>,
-    /// Refine with the LLM when the server has one configured.
-    #[serde(default, rename = "llm_mode")]
-    _llm_mode: Option<bool>,
+    /// Refine with the LLM when the server has one configured (default true).
+    #[serde(default)]
+    llm_mode: Option<bool>,
     /// LLM model override.
-    #[serde(default, rename = "llm_model")]
-    _llm_model: Option<String>,
+    #[serde(default)]
+    llm_model: Option<String>,
     /// Messages per thread in multi-thread mode (default 50).
     #[serde(default)]
     per_thread_limit: Option<i64>,
@@ -51,6 +51,8 @@ pub fn tool() -> Tool {
                 thread_id: args.thread_id,
                 include_examples: args.include_examples.unwrap_or(false),
                 per_thread_limit: args.per_thread_limit.unwrap_or(50),
+                llm_mode: args.llm_mode.unwrap_or(true),
+                llm_model: args.llm_model,
             })
             .await
     })
