@@ -3,6 +3,7 @@
 mod archive;
 mod conformance;
 mod health;
+mod macros;
 mod messaging;
 mod rest;
 mod transport;
