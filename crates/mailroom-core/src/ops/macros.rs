@@ -17,6 +17,7 @@ use super::{Mailroom, resolve};
 use crate::error::{Category, Error, Result};
 use crate::model::slug::{normalize_absolute_path, slugify};
 use crate::model::time::Timestamp;
+use crate::records::Project;
 
 /// Arguments of macro_start_session.
 #[derive(Debug, Clone, Default)]
@@ -163,27 +164,7 @@ impl Mailroom {
     pub async fn macro_prepare_thread(&self, req: PrepareThread) -> Result<PreparedThread> {
         let project_key = req.project_key.clone();
         let project = self.store.read(move |db| resolve::project(db, &project_key)).await?;
-        let agent = if req.register_if_missing {
-            self.register_agent(Registration {
-                project_key: project.slug.clone(),
-                program: req.program,
-                model: req.model,
-                name: req.agent_name,
-                task_description: req.task_description,
-                attachments_policy: None,
-            })
-            .await?
-        } else {
-            let Some(name) = req.agent_name.filter(|n| !n.trim().is_empty()) else {
-                return Err(Error::value_error(
-                    "agent_name is required when register_if_missing is false",
-                ));
-            };
-            let found = project.clone();
-            let agent =
-                self.store.read(move |db| resolve::agent(db, &found, &name, "agent_name")).await?;
-            AgentOut::new(&agent, false)
-        };
+        let agent = self.prepare_agent(&project, &req).await?;
         let inbox = self
             .inbox_snapshot(&project.slug, &agent, req.inbox_limit, req.include_inbox_bodies)
             .await?;
@@ -193,7 +174,7 @@ impl Mailroom {
                 req.thread_id.trim().to_string(),
                 req.include_examples,
                 req.llm_mode,
-                req.llm_model,
+                req.llm_model.clone(),
             )
             .await?;
         Ok(PreparedThread {
@@ -239,27 +220,69 @@ impl Mailroom {
         } else {
             None
         };
-        let (mut welcome_message, mut welcome_error) = (None, None);
-        if let Some((subject, body)) = welcome {
-            let recipient = match &target_project {
-                Some(key) => format!("{target_name}@{key}"),
-                None => target_name,
-            };
-            let send = SendMessage {
-                project_key: req.project_key,
-                sender_name: requester,
-                to: vec![recipient],
-                subject,
-                body_md: body,
-                thread_id: req.thread_id.filter(|t| !t.trim().is_empty()),
-                ..SendMessage::default()
-            };
-            match self.send_message(send).await {
-                Ok(sent) => welcome_message = Some(sent),
-                Err(e) => welcome_error = Some(step_error(e)),
+        let (welcome_message, welcome_error) = match welcome {
+            Some(text) => {
+                let recipient = match &target_project {
+                    Some(key) => format!("{target_name}@{key}"),
+                    None => target_name,
+                };
+                let thread_id = req.thread_id.filter(|t| !t.trim().is_empty());
+                self.send_welcome(req.project_key, requester, recipient, text, thread_id).await
             }
-        }
+            None => (None, None),
+        };
         Ok(HandshakeOutcome { request, response, welcome_message, welcome_error })
+    }
+
+    /// Sends the handshake's welcome message; a failure is reported, not raised, since the
+    /// contact itself is already established.
+    async fn send_welcome(
+        &self,
+        project_key: String,
+        sender_name: String,
+        recipient: String,
+        (subject, body_md): (String, String),
+        thread_id: Option<String>,
+    ) -> (Option<SendOutcome>, Option<StepError>) {
+        let send = SendMessage {
+            project_key,
+            sender_name,
+            to: vec![recipient],
+            subject,
+            body_md,
+            thread_id,
+            ..SendMessage::default()
+        };
+        match self.send_message(send).await {
+            Ok(sent) => (Some(sent), None),
+            Err(e) => (None, Some(step_error(e))),
+        }
+    }
+
+    /// The agent of macro_prepare_thread: registered (or refreshed) by default, else looked up
+    /// by the required `agent_name`.
+    async fn prepare_agent(&self, project: &Project, req: &PrepareThread) -> Result<AgentOut> {
+        if req.register_if_missing {
+            return self
+                .register_agent(Registration {
+                    project_key: project.slug.clone(),
+                    program: req.program.clone(),
+                    model: req.model.clone(),
+                    name: req.agent_name.clone(),
+                    task_description: req.task_description.clone(),
+                    attachments_policy: None,
+                })
+                .await;
+        }
+        let Some(name) = req.agent_name.clone().filter(|n| !n.trim().is_empty()) else {
+            return Err(Error::value_error(
+                "agent_name is required when register_if_missing is false",
+            ));
+        };
+        let found = project.clone();
+        let agent =
+            self.store.read(move |db| resolve::agent(db, &found, &name, "agent_name")).await?;
+        Ok(AgentOut::new(&agent, false))
     }
 
     /// The project for `human_key`, created when missing. Unlike ensure_project, relative keys

@@ -288,6 +288,30 @@ async fn handshake_with_auto_accept_approves_and_welcomes() {
     assert_eq!(again["request"]["status"], "pending", "an approved link is filed afresh");
     assert_eq!(again["response"]["approved"], true);
     assert_eq!(again["welcome_message"], Value::Null);
+    let inbox =
+        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    assert_eq!(inbox[0]["subject"], "Contact request from BlueLake", "with a new intro");
+
+    app.tool_ok(
+        "register_agent",
+        json!({"project_key": slug, "program": "x", "model": "y", "name": "RedStone"}),
+    )
+    .await;
+    app.tool_ok(
+        "set_contact_policy",
+        json!({"project_key": slug, "agent_name": "RedStone", "policy": "block_all"}),
+    )
+    .await;
+    let blocked = handshake(
+        &app,
+        json!({"project_key": slug, "requester": "BlueLake", "target": "RedStone",
+               "auto_accept": true, "welcome_subject": "Hi", "welcome_body": "Hello"}),
+    )
+    .await
+    .expect("the handshake itself succeeds");
+    assert_eq!(blocked["response"]["approved"], true);
+    assert_eq!(blocked["welcome_message"], Value::Null);
+    assert_eq!(blocked["welcome_error"]["type"], "CONTACT_BLOCKED", "{blocked}");
 }
 
 #[tokio::test]
