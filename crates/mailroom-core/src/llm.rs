@@ -148,11 +148,11 @@ impl LlmClient {
             return None;
         }
         match reqwest::Client::builder().timeout(config.timeout).build() {
-            Ok(http) => Some(Self {
-                http,
-                endpoint: format!("{base}/chat/completions"),
-                config: config.clone(),
-            }),
+            Ok(http) => {
+                let endpoint = format!("{base}/chat/completions");
+                tracing::info!(%endpoint, model = %config.default_model, "LLM summaries enabled");
+                Some(Self { http, endpoint, config: config.clone() })
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "LLM disabled: cannot build the HTTP client");
                 None
