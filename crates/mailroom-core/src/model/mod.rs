@@ -1,5 +1,5 @@
 //! Pure domain rules shared by every use-case: agent names, project slugs, thread ids, search
-//! query sanitation, timestamps, fuzzy matching and heuristic thread summaries.
+//! query sanitation, timestamps, fuzzy matching, heuristic thread summaries and the TOON encoding.
 //!
 //! Nothing in this tree touches the database, the Git archive, the clock (except
 //! [`time::Timestamp::now`]) or the network, so every rule can be tested as a plain function and
@@ -12,3 +12,4 @@ pub mod slug;
 pub mod summary;
 pub mod thread_id;
 pub mod time;
+pub mod toon;
