@@ -7,6 +7,7 @@
 pub mod contacts;
 pub mod health;
 pub mod identity;
+pub mod mailbox;
 pub mod messaging;
 pub mod output;
 pub mod policy;
