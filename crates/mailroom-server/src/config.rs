@@ -1,5 +1,7 @@
 //! Settings of the HTTP front, read once at start-up (reference names: spec/http.md §7).
 
+use crate::mcp::format::OutputFormat;
+
 /// HTTP settings.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -18,6 +20,9 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Most MCP sessions kept at once; the least recently used is dropped beyond it.
     pub max_sessions: usize,
+    /// Format of tool and resource results when the caller names none
+    /// (`MCP_AGENT_MAIL_OUTPUT_FORMAT`, else `TOON_DEFAULT_FORMAT`; default JSON).
+    pub default_format: OutputFormat,
 }
 
 impl Default for ServerConfig {
@@ -30,6 +35,7 @@ impl Default for ServerConfig {
             allowed_hosts: Vec::new(),
             max_body_bytes: 8 * 1024 * 1024,
             max_sessions: 10_000,
+            default_format: OutputFormat::Json,
         }
     }
 }
@@ -57,6 +63,11 @@ impl ServerConfig {
         }
         if let Some(hosts) = lookup("HTTP_ALLOWED_HOSTS") {
             self.allowed_hosts = csv(&hosts);
+        }
+        let format =
+            lookup("MCP_AGENT_MAIL_OUTPUT_FORMAT").or_else(|| lookup("TOON_DEFAULT_FORMAT"));
+        if let Some(format) = format {
+            self.default_format = OutputFormat::parse(&format)?.unwrap_or(OutputFormat::Json);
         }
         Ok(())
     }

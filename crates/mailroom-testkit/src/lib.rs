@@ -27,6 +27,8 @@ pub struct TestOptions {
     pub worktrees_enabled: bool,
     /// Port reported by health_check (the conformance fixture recorded 8765).
     pub reported_port: Option<u16>,
+    /// The MCP path reported by resource://config/environment (`HTTP_PATH`).
+    pub mcp_path: Option<String>,
 }
 
 impl TestApp {
@@ -45,6 +47,7 @@ impl TestApp {
         let address = listener.local_addr().expect("address");
         let server_config = ServerConfig {
             port: options.reported_port.unwrap_or(address.port()),
+            mcp_path: options.mcp_path.unwrap_or_else(|| ServerConfig::default().mcp_path),
             ..ServerConfig::default()
         };
         let state = AppState::new(core.clone(), server_config);
@@ -95,6 +98,18 @@ impl TestApp {
         }
         Ok(serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("tool text is not JSON ({e}): {text}")))
+    }
+
+    /// Reads a resource: `Ok(parsed JSON text)` or `Err((code, message))` of the JSON-RPC error.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, (i64, String)> {
+        let response = self.rpc("resources/read", json!({ "uri": uri })).await;
+        if let Some(error) = response.get("error") {
+            let message = error["message"].as_str().unwrap_or_default().to_string();
+            return Err((error["code"].as_i64().unwrap_or_default(), message));
+        }
+        let text = response["result"]["contents"][0]["text"].as_str().unwrap_or_default();
+        Ok(serde_json::from_str(text)
+            .unwrap_or_else(|e| panic!("resource text is not JSON ({e}): {text}")))
     }
 
     /// Calls a tool that must succeed.
