@@ -8,6 +8,7 @@ use super::Mailroom;
 use super::output::{AgentBase, DEFAULT_CAPABILITIES, MessageOut, ProjectOut};
 use super::resolve;
 use crate::error::{Error, Result};
+use crate::model::fnmatch::fnmatch;
 use crate::model::time::Timestamp;
 use crate::records::{Agent, Project};
 use crate::store::Db;
@@ -176,9 +177,20 @@ pub struct AckViewOut {
 }
 
 impl Mailroom {
-    /// Every project, oldest first.
+    /// Every project, oldest first, except those whose slug or human key matches one of
+    /// `RETENTION_IGNORE_PROJECT_PATTERNS` (demo and test projects, by default).
     pub async fn list_projects(&self) -> Result<Vec<ProjectOut>> {
-        self.store.read(|db| Ok(db.all_projects()?.iter().map(ProjectOut::from).collect())).await
+        let hidden = self.config.retention_ignore_project_patterns.clone();
+        let shown = move |p: &Project| {
+            !hidden
+                .iter()
+                .any(|pattern| fnmatch(&p.slug, pattern) || fnmatch(&p.human_key, pattern))
+        };
+        self.store
+            .read(move |db| {
+                Ok(db.all_projects()?.iter().filter(|p| shown(p)).map(ProjectOut::from).collect())
+            })
+            .await
     }
 
     /// A project (by slug, human key or path) with all its agents.

@@ -14,7 +14,8 @@ use crate::state::AppState;
 /// Instructions shown to agents on initialize.
 const INSTRUCTIONS: &str = "Agent Mail: a mailbox, identities, threads, search and file \
      reservations for coding agents sharing a project. Start with ensure_project, then \
-     register_agent; send_message / fetch_inbox to talk. Results are JSON by default.";
+     register_agent; send_message / fetch_inbox to talk. Results are JSON by default; pass \
+     format='toon' (tools) or ?format=toon (resources) for a compact TOON encoding.";
 
 /// One parsed JSON-RPC request (a message with `method` and `id`).
 pub struct Request {

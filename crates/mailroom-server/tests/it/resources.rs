@@ -172,8 +172,12 @@ async fn acknowledgement_views_follow_read_and_ack_state() {
 async fn project_and_tooling_resources() {
     let app = TestApp::start().await;
     let (slug, _, _, _) = seeded(&app).await;
-    let projects = app.read_resource("resource://projects").await.expect("projects");
-    assert_eq!(projects[0]["slug"], slug.as_str());
+    app.tool_ok("ensure_project", json!({"human_key": "/demo"})).await;
+    app.tool_ok("ensure_project", json!({"human_key": "/testproject"})).await;
+    let projects = app.read_resource("resource://tooling/projects").await.expect("projects");
+    let slugs: Vec<&str> =
+        projects.as_array().expect("list").iter().filter_map(|p| p["slug"].as_str()).collect();
+    assert_eq!(slugs, [slug.as_str()], "demo and test projects are hidden by default");
     let detail = app.read_resource(&format!("resource://project/{slug}")).await.expect("project");
     assert_eq!(detail["agents"].as_array().map(Vec::len), Some(2));
     assert!(detail["agents"][0].get("capabilities").is_none(), "plain AgentOut");
