@@ -7,6 +7,8 @@ use serde_json::Value;
 use super::Mailroom;
 use super::output::{AgentBase, DEFAULT_CAPABILITIES, MessageOut, ProjectOut};
 use super::resolve;
+use crate::archive::format::canonical_message_path;
+use crate::archive::history::{FileCommit, last_commits};
 use crate::error::{Error, Result};
 use crate::model::fnmatch::fnmatch;
 use crate::model::time::Timestamp;
@@ -75,9 +77,10 @@ pub struct MailboxRequest {
     pub since_ts: Option<String>,
 }
 
-/// Where a message's archive commit would be described. Mailroom does not look commits up
-/// per message (that would cost a Git walk per row), so `hexsha` is null and the summary
-/// says the metadata is unavailable, as the conformance fixture's reference does.
+/// The archive commit of a message. Inbox rows carry the commit that last wrote the
+/// message's canonical file when it is found; otherwise (and in the mailbox and outbox
+/// listings, as the conformance fixture records them) `hexsha` is null and the summary says
+/// the metadata is unavailable.
 #[derive(Debug, Serialize)]
 pub struct CommitNote {
     pub hexsha: Option<String>,
@@ -86,7 +89,25 @@ pub struct CommitNote {
     pub details: Option<CommitDetails>,
 }
 
-/// The detail fields of a commit note (all empty: see [`CommitNote`]).
+impl CommitNote {
+    fn from_file_commit(commit: &FileCommit) -> Self {
+        Self {
+            hexsha: Some(commit.hexsha.clone()),
+            summary: commit.summary.clone(),
+            details: Some(CommitDetails {
+                authored_ts: Some(commit.authored_ts),
+                insertions: commit.insertions as i64,
+                deletions: commit.deletions as i64,
+                diff_summary: DiffSummary {
+                    hunks: commit.hunks as i64,
+                    excerpt: Some(commit.excerpt.clone()),
+                },
+            }),
+        }
+    }
+}
+
+/// The detail fields of a commit note.
 #[derive(Debug, Serialize)]
 pub struct CommitDetails {
     pub authored_ts: Option<Timestamp>,
@@ -266,7 +287,9 @@ impl Mailroom {
     pub async fn mailbox(&self, req: MailboxRequest) -> Result<MailboxView> {
         let limit = clamp_limit(req.limit, DEFAULT_LIMIT);
         let since = req.since_ts.as_deref().and_then(|s| Timestamp::parse_iso(s.trim()));
-        self.store
+        let kind = req.kind;
+        let (mut view, slug) = self
+            .store
             .read(move |db| {
                 let (project, agent) = project_agent(db, &req.project_key, &req.agent_name)?;
                 let messages = match req.kind {
@@ -284,14 +307,51 @@ impl Mailroom {
                         combined(db, &project, &agent, limit, details)?
                     }
                 };
-                Ok(MailboxView {
+                let view = MailboxView {
                     project: project.human_key,
                     agent: agent.name,
                     count: messages.len(),
                     messages,
-                })
+                };
+                Ok((view, project.slug))
             })
-            .await
+            .await?;
+        if kind == MailboxKind::Inbox {
+            self.attach_commits(&mut view.messages, &slug).await;
+        }
+        Ok(view)
+    }
+
+    /// Replaces the commit notes of inbox rows by the archive commit that last wrote each
+    /// message's canonical file, where one is found (best-effort: a message the archive has
+    /// not committed yet, or a failing lookup, keeps its "unavailable" note).
+    async fn attach_commits(&self, items: &mut [MailboxItem], project_slug: &str) {
+        let Some(archive) = &self.archive else { return };
+        let paths: Vec<String> = items
+            .iter()
+            .map(|i| {
+                let m = &i.message;
+                canonical_message_path(project_slug, m.created_ts, &m.subject, m.id)
+            })
+            .collect();
+        let root = archive.root().to_path_buf();
+        let lookup = paths.clone();
+        let found = match tokio::task::spawn_blocking(move || last_commits(&root, &lookup)).await {
+            Ok(Ok(found)) => found,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e.message, "inbox commit lookup failed");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "inbox commit lookup failed");
+                return;
+            }
+        };
+        for (item, path) in items.iter_mut().zip(&paths) {
+            if let Some(commit) = found.get(path) {
+                item.commit = CommitNote::from_file_commit(commit);
+            }
+        }
     }
 
     /// One of the acknowledgement views of an agent.
