@@ -15,7 +15,7 @@ use crate::model::time::Timestamp;
 use crate::records::{Agent, Project};
 use crate::store::Db;
 use crate::store::db::mailbox::RecipientQuery;
-use crate::store::db::messages::{InboxQuery, ListedMessage};
+use crate::store::db::messages::{InboxQuery, ListedMessage, ReceiptState};
 
 /// Most messages a thread view returns (the reference's fixed cap).
 const THREAD_LIMIT: i64 = 10_000;
@@ -369,7 +369,7 @@ impl Mailroom {
         self.store
             .read(move |db| {
                 let (project, agent) = project_agent(db, &project_key, &agent_name)?;
-                let mut query = RecipientQuery {
+                let query = RecipientQuery {
                     project_id: project.id,
                     agent_id: agent.id,
                     urgent_only: false,
@@ -378,39 +378,14 @@ impl Mailroom {
                     oldest_first: true,
                     limit,
                 };
-                let (rows, ttl_seconds) = match view {
-                    AckView::UrgentUnread => {
-                        query.urgent_only = true;
-                        query.pending_ack_only = false;
-                        query.oldest_first = false;
-                        let rows = db.recipient_rows(&query)?;
-                        (rows.into_iter().filter(|(_, r)| r.read_ts.is_none()).collect(), None)
-                    }
-                    AckView::AckRequired => {
-                        query.oldest_first = false;
-                        (db.recipient_rows(&query)?, None)
-                    }
-                    AckView::AcksStale { ttl_seconds } => {
-                        query.created_until = Some(now.plus_seconds(-ttl_seconds.max(0)));
-                        (db.recipient_rows(&query)?, Some(ttl_seconds))
-                    }
-                    AckView::AckOverdue { ttl_minutes } => {
-                        query.created_until = Some(now.plus_seconds(-60 * ttl_minutes.max(1)));
-                        (db.recipient_rows(&query)?, None)
-                    }
-                };
-                let stale = matches!(view, AckView::AcksStale { .. });
-                let messages: Vec<AckViewItem> = rows
+                let messages: Vec<AckViewItem> = ack_rows(db, query, view, now)?
                     .iter()
-                    .map(|(row, receipt)| AckViewItem {
-                        read_at: stale.then_some(receipt.read_ts),
-                        age_seconds: stale.then(|| {
-                            (now.as_micros() - row.message.created_ts.as_micros()) / 1_000_000
-                        }),
-                        from: (view == AckView::UrgentUnread).then(|| row.sender_name.clone()),
-                        ..ack_item(row)
-                    })
+                    .map(|(row, receipt)| ack_view_item(row, receipt, view, now))
                     .collect();
+                let ttl_seconds = match view {
+                    AckView::AcksStale { ttl_seconds } => Some(ttl_seconds),
+                    _ => None,
+                };
                 Ok(AckViewOut {
                     project: project.human_key,
                     agent: agent.name,
@@ -577,6 +552,54 @@ fn commit_note(
             deletions: 0,
             diff_summary: DiffSummary { hunks: 0, excerpt: None },
         }),
+    }
+}
+
+/// The recipient rows of a view: `query` starts as "pending acks, oldest first".
+fn ack_rows(
+    db: &Db<'_>,
+    mut query: RecipientQuery,
+    view: AckView,
+    now: Timestamp,
+) -> Result<Vec<(ListedMessage, ReceiptState)>> {
+    match view {
+        AckView::UrgentUnread => {
+            query.urgent_only = true;
+            query.pending_ack_only = false;
+            query.oldest_first = false;
+            // The limit applies before the unread filter, as in the reference.
+            let rows = db.recipient_rows(&query)?;
+            Ok(rows.into_iter().filter(|(_, r)| r.read_ts.is_none()).collect())
+        }
+        AckView::AckRequired => {
+            query.oldest_first = false;
+            db.recipient_rows(&query)
+        }
+        AckView::AcksStale { ttl_seconds } => {
+            query.created_until = Some(now.plus_seconds(-ttl_seconds.max(0)));
+            db.recipient_rows(&query)
+        }
+        AckView::AckOverdue { ttl_minutes } => {
+            query.created_until = Some(now.plus_seconds(-60 * ttl_minutes.max(1)));
+            db.recipient_rows(&query)
+        }
+    }
+}
+
+/// A row of a view: urgent-unread names the sender; acks-stale adds read time and age.
+fn ack_view_item(
+    row: &ListedMessage,
+    receipt: &ReceiptState,
+    view: AckView,
+    now: Timestamp,
+) -> AckViewItem {
+    let stale = matches!(view, AckView::AcksStale { .. });
+    let age = (now.as_micros() - row.message.created_ts.as_micros()) / 1_000_000;
+    AckViewItem {
+        read_at: stale.then_some(receipt.read_ts),
+        age_seconds: stale.then_some(age),
+        from: (view == AckView::UrgentUnread).then(|| row.sender_name.clone()),
+        ..ack_item(row)
     }
 }
 
