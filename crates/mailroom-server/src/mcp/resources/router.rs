@@ -26,8 +26,7 @@ enum Segment {
 const SCHEME: &str = "resource://";
 
 impl Template {
-    /// Parses a template; panics on a malformed one (they are compile-time constants checked
-    /// by a test).
+    /// Parses a template (a constant of the resource table; `resources::tests` checks them).
     pub fn parse(template: &str) -> Self {
         let base = template.split("{?").next().unwrap_or(template).to_string();
         let path = base.strip_prefix(SCHEME).unwrap_or(&base);
