@@ -5,9 +5,12 @@
 //! indentation, `key: value` fields, inline primitive arrays `key[N]: a,b`, tabular arrays of
 //! uniform flat objects `key[N]{a,b}:` with one row per line, list form (`- item`) otherwise,
 //! comma delimiter, strings quoted only when a decoder could misread them, canonical numbers.
-//! Not covered (optional or newer forms): key folding, tab/pipe delimiters and the keyed /
-//! nested-field-group tabular forms, which fall back to the list form (still valid TOON).
-//! Object keys come out in `serde_json::Map` order (sorted), which decoders accept.
+//! This is the stable core shared by the v3 specification and the 4.x drafts' default
+//! ("auto") layout. Not covered (optional or draft forms): key folding, tab/pipe delimiters,
+//! the columnar and keyed / nested-field-group tabular forms (such arrays use the list form,
+//! still valid TOON), and the drafts' options that drop nulls or empty arrays. Empty arrays
+//! are written `key[0]:`, the v3 form (some 4.x drafts write `key: []`). Object keys come
+//! out in `serde_json::Map` order (sorted), which the encoder is free to choose.
 
 use serde_json::{Map, Number, Value};
 
