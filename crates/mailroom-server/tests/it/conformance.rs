@@ -123,6 +123,10 @@ async fn python_reference_session_replays_exactly() {
             tally.passed.push(label);
             continue;
         };
+        if let Err(shape) = same_shape_as_recorded(&app, &uri, case).await {
+            tally.failed.push(format!("{label}: {shape}"));
+            continue;
+        }
         match missing_piece(&uri, &case["expect"]["ok"], &available) {
             Some(missing) => tally.pending.push(format!("{label} ({missing}){}", brief(&why))),
             None => tally.failed.push(format!("{label}: {why}")),
@@ -227,7 +231,9 @@ fn missing_piece(uri: &str, expected: &Value, available: &[String]) -> Option<St
     let (_, needs) = NEEDS.iter().find(|(prefix, _)| uri.starts_with(prefix))?;
     let tools: Vec<&str> = match needs {
         Needs::DataLayer(what) => return Some(format!("data layer not built yet: {what}")),
-        Needs::RecordedElsewhere(why) => return Some(format!("recorded state differs: {why}")),
+        Needs::RecordedElsewhere(why) => {
+            return Some(format!("recorded state differs: {why}"));
+        }
         Needs::Tools(tools) => tools.to_vec(),
         Needs::CountedTools => expected["tools"]
             .as_array()
@@ -267,6 +273,41 @@ async fn replay_resource(app: &TestApp, uri: &str, case: &Value) -> Result<(), S
         Ok(())
     } else {
         Err(format!("\n  expected {expected}\n  actual   {actual}"))
+    }
+}
+
+/// Even a case whose values cannot match must answer in the recorded shape: the same keys
+/// in every object, and array items keyed like the recorded first item.
+async fn same_shape_as_recorded(app: &TestApp, uri: &str, case: &Value) -> Result<(), String> {
+    let Ok(actual) = app.read_resource(uri).await else {
+        // An error answer is reported by the exact comparison already.
+        return Ok(());
+    };
+    let mut expected = case["expect"]["ok"].clone();
+    let mut actual = actual;
+    for pointer in case["normalize"]["ignore_json_pointers"].as_array().into_iter().flatten() {
+        let pointer = pointer.as_str().unwrap_or_default();
+        blank(&mut actual, pointer);
+        blank(&mut expected, pointer);
+    }
+    shape_diff(&expected, &actual, "")
+        .map_or(Ok(()), |where_| Err(format!("shape differs at {where_}")))
+}
+
+fn shape_diff(expected: &Value, actual: &Value, at: &str) -> Option<String> {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            let keys = |m: &serde_json::Map<String, Value>| m.keys().cloned().collect::<Vec<_>>();
+            if keys(e) != keys(a) {
+                return Some(format!("{at}: keys {:?} vs {:?}", keys(e), keys(a)));
+            }
+            e.iter().find_map(|(k, v)| shape_diff(v, &a[k], &format!("{at}/{k}")))
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            let first = e.first()?;
+            a.iter().enumerate().find_map(|(i, item)| shape_diff(first, item, &format!("{at}/{i}")))
+        }
+        _ => None,
     }
 }
 

@@ -88,12 +88,12 @@ impl Params {
         self.get(name).map(str::to_string)
     }
 
-    /// A boolean parameter: `1,true,t,yes,y,on` / `0,false,f,no,n,off`, anything else (or
-    /// absence) gives `default`.
+    /// A boolean parameter: `1,true,t,yes,y,on` / `0,false,no,n,off`, anything else (or
+    /// absence) gives `default` (spec/resources.md §0).
     pub fn bool(&self, name: &str, default: bool) -> bool {
         match self.get(name).map(|v| v.trim().to_ascii_lowercase()).as_deref() {
             Some("1" | "true" | "t" | "yes" | "y" | "on") => true,
-            Some("0" | "false" | "f" | "no" | "n" | "off") => false,
+            Some("0" | "false" | "no" | "n" | "off") => false,
             _ => default,
         }
     }
