@@ -76,3 +76,29 @@ impl ServerConfig {
 fn csv(value: &str) -> Vec<String> {
     value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_env(pairs: &[(&str, &str)]) -> Result<ServerConfig, String> {
+        let mut config = ServerConfig::default();
+        config.apply_env(&|name| {
+            pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_string())
+        })?;
+        Ok(config)
+    }
+
+    #[test]
+    fn default_output_format_comes_from_the_reference_variables() {
+        assert_eq!(with_env(&[]).map(|c| c.default_format), Ok(OutputFormat::Json));
+        let toon = with_env(&[("TOON_DEFAULT_FORMAT", "toon")]);
+        assert_eq!(toon.map(|c| c.default_format), Ok(OutputFormat::Toon));
+        let both =
+            with_env(&[("MCP_AGENT_MAIL_OUTPUT_FORMAT", "json"), ("TOON_DEFAULT_FORMAT", "toon")]);
+        assert_eq!(both.map(|c| c.default_format), Ok(OutputFormat::Json), "the first one wins");
+        let auto = with_env(&[("MCP_AGENT_MAIL_OUTPUT_FORMAT", "auto")]);
+        assert_eq!(auto.map(|c| c.default_format), Ok(OutputFormat::Json));
+        assert!(with_env(&[("MCP_AGENT_MAIL_OUTPUT_FORMAT", "xml")]).is_err());
+    }
+}
