@@ -1,5 +1,7 @@
 //! Settings of the HTTP front, read once at start-up (reference names: spec/http.md §7).
 
+use crate::mcp::format::OutputFormat;
+
 /// HTTP settings.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -18,6 +20,9 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Most MCP sessions kept at once; the least recently used is dropped beyond it.
     pub max_sessions: usize,
+    /// Format of tool and resource results when the caller names none
+    /// (`MCP_AGENT_MAIL_OUTPUT_FORMAT`, else `TOON_DEFAULT_FORMAT`; default JSON).
+    pub default_format: OutputFormat,
 }
 
 impl Default for ServerConfig {
@@ -30,6 +35,7 @@ impl Default for ServerConfig {
             allowed_hosts: Vec::new(),
             max_body_bytes: 8 * 1024 * 1024,
             max_sessions: 10_000,
+            default_format: OutputFormat::Json,
         }
     }
 }
@@ -58,10 +64,41 @@ impl ServerConfig {
         if let Some(hosts) = lookup("HTTP_ALLOWED_HOSTS") {
             self.allowed_hosts = csv(&hosts);
         }
+        let format =
+            lookup("MCP_AGENT_MAIL_OUTPUT_FORMAT").or_else(|| lookup("TOON_DEFAULT_FORMAT"));
+        if let Some(format) = format {
+            self.default_format = OutputFormat::parse(&format)?.unwrap_or(OutputFormat::Json);
+        }
         Ok(())
     }
 }
 
 fn csv(value: &str) -> Vec<String> {
     value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_env(pairs: &[(&str, &str)]) -> Result<ServerConfig, String> {
+        let mut config = ServerConfig::default();
+        config.apply_env(&|name| {
+            pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_string())
+        })?;
+        Ok(config)
+    }
+
+    #[test]
+    fn default_output_format_comes_from_the_reference_variables() {
+        assert_eq!(with_env(&[]).map(|c| c.default_format), Ok(OutputFormat::Json));
+        let toon = with_env(&[("TOON_DEFAULT_FORMAT", "toon")]);
+        assert_eq!(toon.map(|c| c.default_format), Ok(OutputFormat::Toon));
+        let both =
+            with_env(&[("MCP_AGENT_MAIL_OUTPUT_FORMAT", "json"), ("TOON_DEFAULT_FORMAT", "toon")]);
+        assert_eq!(both.map(|c| c.default_format), Ok(OutputFormat::Json), "the first one wins");
+        let auto = with_env(&[("MCP_AGENT_MAIL_OUTPUT_FORMAT", "auto")]);
+        assert_eq!(auto.map(|c| c.default_format), Ok(OutputFormat::Json));
+        assert!(with_env(&[("MCP_AGENT_MAIL_OUTPUT_FORMAT", "xml")]).is_err());
+    }
 }

@@ -6,6 +6,8 @@ use std::time::Instant;
 use mailroom_core::Mailroom;
 
 use crate::config::ServerConfig;
+use crate::mcp::metrics::Instruments;
+use crate::mcp::resources::Resources;
 use crate::mcp::session::Sessions;
 use crate::mcp::tools::Registry;
 
@@ -15,6 +17,9 @@ pub struct AppState {
     pub core: Mailroom,
     pub config: Arc<ServerConfig>,
     pub tools: Arc<Registry>,
+    pub resources: Arc<Resources>,
+    /// Per-tool counters and recent calls, recorded by the dispatcher.
+    pub instruments: Arc<Instruments>,
     pub sessions: Arc<Sessions>,
     pub started: Instant,
 }
@@ -23,7 +28,17 @@ impl AppState {
     /// Builds the state once at start-up (tool catalog and schemas included).
     pub fn new(core: Mailroom, config: ServerConfig) -> Self {
         let tools = Arc::new(Registry::build());
+        let resources = Arc::new(Resources::build(core.config().worktrees_enabled));
+        let instruments = Arc::new(Instruments::new(&tools.names()));
         let sessions = Arc::new(Sessions::new(config.max_sessions));
-        Self { core, config: Arc::new(config), tools, sessions, started: Instant::now() }
+        Self {
+            core,
+            config: Arc::new(config),
+            tools,
+            resources,
+            instruments,
+            sessions,
+            started: Instant::now(),
+        }
     }
 }

@@ -33,6 +33,8 @@ pub struct TestOptions {
     pub reported_port: Option<u16>,
     /// Enable the LLM against this OpenAI-compatible base URL (e.g. [`FakeLlm::base_url`]).
     pub llm_base_url: Option<String>,
+    /// The MCP path reported by resource://config/environment (`HTTP_PATH`).
+    pub mcp_path: Option<String>,
 }
 
 impl TestApp {
@@ -56,6 +58,7 @@ impl TestApp {
         let address = listener.local_addr().expect("address");
         let server_config = ServerConfig {
             port: options.reported_port.unwrap_or(address.port()),
+            mcp_path: options.mcp_path.unwrap_or_else(|| ServerConfig::default().mcp_path),
             ..ServerConfig::default()
         };
         let state = AppState::new(core.clone(), server_config);
@@ -106,6 +109,18 @@ impl TestApp {
         }
         Ok(serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("tool text is not JSON ({e}): {text}")))
+    }
+
+    /// Reads a resource: `Ok(parsed JSON text)` or `Err((code, message))` of the JSON-RPC error.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, (i64, String)> {
+        let response = self.rpc("resources/read", json!({ "uri": uri })).await;
+        if let Some(error) = response.get("error") {
+            let message = error["message"].as_str().unwrap_or_default().to_string();
+            return Err((error["code"].as_i64().unwrap_or_default(), message));
+        }
+        let text = response["result"]["contents"][0]["text"].as_str().unwrap_or_default();
+        Ok(serde_json::from_str(text)
+            .unwrap_or_else(|e| panic!("resource text is not JSON ({e}): {text}")))
     }
 
     /// Calls a tool that must succeed.

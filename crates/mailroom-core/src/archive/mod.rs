@@ -11,6 +11,8 @@
 pub mod attachments;
 pub mod format;
 pub mod git;
+pub mod history;
+pub mod lock_report;
 pub mod locks;
 pub mod maintenance;
 pub mod python_json;

@@ -4,10 +4,12 @@
 //! one store job, so a write never interleaves with another (the writer is single-threaded).
 //! Outputs are serde structs whose JSON is the reference's result shape.
 
+pub mod ack_views;
 pub mod contacts;
 pub mod health;
 pub mod identity;
 pub mod macros;
+pub mod mailbox;
 pub mod messaging;
 pub mod output;
 pub mod policy;

@@ -5,5 +5,6 @@ mod conformance;
 mod health;
 mod macros;
 mod messaging;
+mod resources;
 mod rest;
 mod transport;

@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod archive_queue;
 pub mod contacts;
+pub mod mailbox;
 pub mod messages;
 pub mod migrations;
 pub mod projects;

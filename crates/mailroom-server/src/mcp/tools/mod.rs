@@ -214,32 +214,18 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// The optional `format` argument (spec/tools.md §0.2). JSON is always available; the TOON
-/// encoder is not built yet, so asking for it is a clear error rather than silent JSON.
+/// The optional `format` argument (spec/tools.md §0.2): validated here with the other
+/// arguments; the dispatcher applies it to the result (`mcp::format`).
 fn validate_format(tool: &str, arguments: &Value) -> Result<(), ToolError> {
-    let Some(format) = arguments.get("format") else { return Ok(()) };
-    let Some(text) = format.as_str() else {
-        return if format.is_null() {
-            Ok(())
-        } else {
-            Err(ToolError::InvalidArguments(format!(
-                "1 validation error for call[{tool}]\nformat\n  Input should be a valid string"
-            )))
-        };
-    };
-    match text.trim().to_ascii_lowercase().as_str() {
-        "" | "auto" | "default" | "none" | "null" | "json" | "application/json" | "text/json" => {
-            Ok(())
+    match arguments.get("format") {
+        None | Some(Value::Null | Value::String(_)) => {
+            super::format::from_argument(arguments.get("format"))
+                .map(drop)
+                .map_err(|message| ToolError::Domain(mailroom_core::Error::invalid(message)))
         }
-        "toon" | "application/toon" | "text/toon" => {
-            Err(ToolError::Domain(mailroom_core::Error::invalid(
-                "Invalid format 'toon': this server does not encode \
-                 TOON yet; use format='json'.",
-            )))
-        }
-        other => Err(ToolError::Domain(mailroom_core::Error::invalid(format!(
-            "Invalid format '{other}'. Use 'json' or 'toon'."
-        )))),
+        Some(_) => Err(ToolError::InvalidArguments(format!(
+            "1 validation error for call[{tool}]\nformat\n  Input should be a valid string"
+        ))),
     }
 }
 
