@@ -7,4 +7,5 @@ mod macros;
 mod messaging;
 mod resources;
 mod rest;
+mod tool_schemas;
 mod transport;
