@@ -22,7 +22,7 @@ pub struct AppState {
 impl AppState {
     /// Builds the state once at start-up (tool catalog and schemas included).
     pub fn new(core: Mailroom, config: ServerConfig) -> Self {
-        let tools = Arc::new(Registry::build());
+        let tools = Arc::new(Registry::build(core.config().worktrees_enabled));
         let sessions = Arc::new(Sessions::new(config.max_sessions));
         Self { core, config: Arc::new(config), tools, sessions, started: Instant::now() }
     }

@@ -303,6 +303,17 @@ fn ensure_excludes(root: &Path) -> Result<()> {
     fs::write(&path, text).map_err(|e| io_err("cannot write", &path, e))
 }
 
+/// The branch checked out in the repository containing `work_dir` (a project's directory),
+/// if it is one and HEAD names a branch; build slots default their branch to it.
+pub fn current_branch(work_dir: &Path) -> Option<String> {
+    let repo = Repository::discover(work_dir).ok()?;
+    let head = repo.head().ok()?;
+    if !head.is_branch() {
+        return None;
+    }
+    head.shorthand().ok().map(str::to_string)
+}
+
 /// The commit HEAD points to; `None` before the first commit (unborn branch).
 fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>> {
     match repo.head() {

@@ -10,9 +10,12 @@ pub mod identity;
 pub mod messaging;
 pub mod output;
 pub mod policy;
+pub mod products;
 pub mod projects;
 pub mod resolve;
+mod routing;
 pub mod search;
+pub mod slots;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +31,8 @@ pub struct Mailroom {
     pub(crate) store: Store,
     pub(crate) config: Arc<CoreConfig>,
     pub(crate) archive: Option<Arc<Archive>>,
+    /// Serialises build-slot read-modify-write sequences (their files are not in the DB).
+    pub(crate) build_slots_lock: Arc<std::sync::Mutex<()>>,
 }
 
 impl Mailroom {
@@ -42,7 +47,7 @@ impl Mailroom {
         let hook = prepared.as_ref().map(PreparedArchive::hook);
         let store = Store::open(&config.database_path, config.reader_connections, hook)?;
         let archive = prepared.map(|p| p.start(&store)).transpose()?.map(Arc::new);
-        Ok(Self { store, config: Arc::new(config), archive })
+        Ok(Self { store, config: Arc::new(config), archive, build_slots_lock: Arc::default() })
     }
 
     /// The Git archive, unless disabled.

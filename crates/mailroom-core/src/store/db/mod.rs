@@ -7,6 +7,7 @@ pub mod archive_queue;
 pub mod contacts;
 pub mod messages;
 pub mod migrations;
+pub mod products;
 pub mod projects;
 pub mod reconstruct;
 pub mod search;
