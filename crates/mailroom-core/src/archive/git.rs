@@ -21,8 +21,8 @@ use crate::model::time::Timestamp;
 const GITATTRIBUTES: &str = "*.json text\n*.md text\n";
 
 /// Local-only files Git should not offer to add: lock files and their owner records, and the
-/// temporary files of atomic writes.
-const EXCLUDES: &str = "*.lock\n*.lock.owner.json\n.*.tmp\n";
+/// temporary files of atomic writes, and build-slot leases (local coordination state).
+const EXCLUDES: &str = "*.lock\n*.lock.owner.json\n.*.tmp\nprojects/*/build_slots/\n";
 
 /// Who commits to the archive (`GIT_AUTHOR_NAME` / `GIT_AUTHOR_EMAIL`).
 #[derive(Debug, Clone)]
