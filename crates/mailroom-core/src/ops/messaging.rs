@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::output::MessageOut;
 use super::policy::{self, Enforcement};
-use super::routing::{RecipientNames, Route};
+use super::routing::{RECIPIENT_NOT_FOUND, RecipientNames, Route};
 use super::{Mailroom, resolve};
 use crate::archive::attachments::{self, AttachmentSettings, EmbedPolicy, ProcessedBody};
 use crate::error::{Error, Result};
@@ -147,12 +147,15 @@ impl Mailroom {
         let enforcement = Enforcement::from_config(&self.config);
         let processed = self.store_attachments(&req).await?;
         self.admit_archive_work().await?;
-        // Contact requests filed by a blocked send are kept even though the send fails, as in
-        // the reference: that one outcome commits and is carried out inside `Ok`. Every other
-        // error rolls the whole job back.
+        // Contact requests filed by a blocked send (or one to an unlinked agent of another
+        // project) are kept even though the send fails, as in the reference: those outcomes
+        // commit and are carried out inside `Ok`. Nothing else is written before they arise.
+        // Every other error rolls the whole job back.
         let outcome =
             self.store.write(move |db| match send_in_tx(db, req, processed, enforcement) {
-                Err(e) if e.kind == policy::CONTACT_REQUIRED => Ok(Err(e)),
+                Err(e) if e.kind == policy::CONTACT_REQUIRED || e.kind == RECIPIENT_NOT_FOUND => {
+                    Ok(Err(e))
+                }
                 other => other.map(Ok),
             });
         outcome.await?
@@ -378,6 +381,7 @@ fn send_in_tx(
         sender: &sender,
         thread_id: thread_id.as_deref(),
         lead: "Unable to send message",
+        auto_contact,
     };
     let recipients = names.resolve(db, &route)?;
     if recipients.is_empty() {
@@ -498,6 +502,7 @@ fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Resu
         sender: &sender,
         thread_id: Some(&thread_key),
         lead: "Unable to send reply",
+        auto_contact: false,
     };
     let recipients = names.resolve(db, &route)?;
     let local: Vec<(Agent, &'static str)> =

@@ -11,7 +11,7 @@ use std::cmp::Reverse;
 
 use serde::Serialize;
 
-use super::messaging::{FetchInbox, inbox_limit, parse_since};
+use super::messaging::{inbox_limit, parse_since};
 use super::output::MessageOut;
 use super::search::{SearchItem, ThreadExample, examples_of, search_hits, summarize_rows};
 use super::{Mailroom, resolve};
@@ -83,6 +83,18 @@ pub struct ProductSearchResults {
 pub struct ProductViewer {
     pub agent_name: Option<String>,
     pub registration_token: Option<String>,
+}
+
+/// Arguments of fetch_inbox_product.
+#[derive(Debug, Clone, Default)]
+pub struct FetchInboxProduct {
+    pub product_key: String,
+    pub agent_name: String,
+    pub registration_token: Option<String>,
+    pub limit: Option<i64>,
+    pub urgent_only: bool,
+    pub include_bodies: bool,
+    pub since_ts: Option<String>,
 }
 
 /// Arguments of summarize_thread_product.
@@ -214,19 +226,16 @@ impl Mailroom {
     }
 
     /// The agent's inboxes in every linked project it is registered in, merged newest first.
-    /// `req.project_key` is the product key.
-    pub async fn fetch_inbox_product(
-        &self,
-        req: FetchInbox,
-        registration_token: Option<String>,
-    ) -> Result<Vec<MessageOut>> {
+    pub async fn fetch_inbox_product(&self, req: FetchInboxProduct) -> Result<Vec<MessageOut>> {
         let limit = inbox_limit(req.limit)?;
         let since = parse_since(req.since_ts.as_deref())?;
         self.store
             .read(move |db| {
-                let product = product(db, &req.project_key)?;
-                let viewer =
-                    ProductViewer { agent_name: Some(req.agent_name.clone()), registration_token };
+                let product = product(db, &req.product_key)?;
+                let viewer = ProductViewer {
+                    agent_name: Some(req.agent_name.clone()),
+                    registration_token: req.registration_token.clone(),
+                };
                 let mut rows = Vec::new();
                 for readable in readable_projects(db, &product, &viewer)? {
                     let Some(agent) = readable.agent else { continue };

@@ -4,12 +4,16 @@
 //! (or, for those explicit forms, when that agent already wrote to the sender in this thread).
 //! A plain name that is not local may still reach a linked agent of that name elsewhere.
 
+use super::contacts::{REQUEST_TTL_SECONDS, file_request};
 use super::resolve;
 use crate::Category;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 use crate::records::{Agent, Project};
 use crate::store::Db;
+
+/// Error type of a send with recipients that could not be routed.
+pub(crate) const RECIPIENT_NOT_FOUND: &str = "RECIPIENT_NOT_FOUND";
 
 /// One recipient as written by the caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +55,9 @@ pub(crate) struct Route<'a> {
     pub thread_id: Option<&'a str>,
     /// Leads the RECIPIENT_NOT_FOUND message ("Unable to send message").
     pub lead: &'a str,
+    /// File a contact request with an existing external agent that is not reachable yet
+    /// (send_message's auto-handshake; the send still fails until the request is approved).
+    pub auto_contact: bool,
 }
 
 /// Names that could not be routed, for the error message.
@@ -58,6 +65,8 @@ pub(crate) struct Route<'a> {
 struct Unrouted {
     local: Vec<String>,
     external: Vec<String>,
+    /// External agents a contact request was filed with.
+    requested: Vec<String>,
 }
 
 impl RecipientNames {
@@ -144,11 +153,20 @@ fn route_one(
                 }
                 None => false,
             };
-            if !reachable {
-                unrouted.external.push(name.to_string());
-                return Ok(None);
+            match agent {
+                Some(agent) if reachable => Ok(Some(agent)),
+                Some(agent) if route.auto_contact => {
+                    let requester = (route.project, route.sender);
+                    file_request(db, requester, (&target, &agent), "", REQUEST_TTL_SECONDS, now)?;
+                    unrouted.external.push(name.to_string());
+                    unrouted.requested.push(name.to_string());
+                    Ok(None)
+                }
+                _ => {
+                    unrouted.external.push(name.to_string());
+                    Ok(None)
+                }
             }
-            Ok(agent)
         }
         (Address::External { name: bare, .. }, _) => local(db, route, bare, now, unrouted),
         (Address::Plain(plain), _) => local(db, route, plain, now, unrouted),
@@ -205,11 +223,14 @@ fn not_found(route: &Route<'_>, unrouted: &Unrouted) -> Error {
             route.sender.name
         ));
     }
-    Error::new(
-        Category::NotFound,
-        "RECIPIENT_NOT_FOUND",
-        format!("{} — {}.", route.lead, parts.join("; ")),
-    )
+    let mut message = format!("{} — {}.", route.lead, parts.join("; "));
+    if !unrouted.requested.is_empty() {
+        message.push_str(&format!(
+            " Contact requests were sent automatically to: {}; once they approve, retry.",
+            unrouted.requested.join(", ")
+        ));
+    }
+    Error::new(Category::NotFound, RECIPIENT_NOT_FOUND, message)
 }
 
 #[cfg(test)]

@@ -349,16 +349,30 @@ async fn cross_project_messages_need_a_link_and_carry_their_origin() {
             "body_md": "hello", "thread_id": thread}),
         )
     };
+    let quiet = app
+        .call_tool(
+            "send_message",
+            json!({"project_key": "work-alpha",
+            "sender_name": "BlueLake", "to": ["project:work-beta#GreenCastle"], "subject": "s",
+            "body_md": "b", "auto_contact_if_blocked": false}),
+        )
+        .await
+        .expect_err("no link");
+    assert!(quiet.contains("cannot be reached"), "{quiet}");
+    assert!(quiet.contains("project:work-beta#GreenCastle"), "{quiet}");
+    assert!(!quiet.contains("Contact requests were sent"), "{quiet}");
+    let contacts = app
+        .tool_ok("list_contacts", json!({"project_key": "work-alpha", "agent_name": "BlueLake"}))
+        .await;
+    assert_eq!(contacts, json!([]), "nothing requested without auto-contact");
     let refused = send_to("project:work-beta#GreenCastle", None).await.expect_err("no link");
-    assert!(refused.contains("cannot be reached"), "{refused}");
-    assert!(refused.contains("project:work-beta#GreenCastle"), "{refused}");
+    assert!(refused.contains("Contact requests were sent automatically to"), "{refused}");
+    let contacts = app
+        .tool_ok("list_contacts", json!({"project_key": "work-alpha", "agent_name": "BlueLake"}))
+        .await;
+    assert_eq!(contacts[0]["to"], "GreenCastle");
+    assert_eq!(contacts[0]["status"], "pending", "the failed send kept its request");
 
-    app.tool_ok(
-        "request_contact",
-        json!({"project_key": "work-alpha", "from_agent": "BlueLake",
-        "to_agent": "GreenCastle", "to_project": "work-beta"}),
-    )
-    .await;
     app.tool_ok(
         "respond_contact",
         json!({"project_key": "work-beta", "to_agent": "GreenCastle",
@@ -409,4 +423,13 @@ async fn cross_project_messages_need_a_link_and_carry_their_origin() {
         .await
         .expect_err("outside the thread the link is needed");
     assert!(fresh.contains("cannot be reached"), "{fresh}");
+
+    app.tool_ok(
+        "set_contact_policy",
+        json!({"project_key": "work-beta",
+        "agent_name": "GreenCastle", "policy": "block_all"}),
+    )
+    .await;
+    let blocked = send_to("project:work-beta#GreenCastle", None).await.expect_err("block_all");
+    assert!(blocked.contains("not accepting messages"), "{blocked}");
 }

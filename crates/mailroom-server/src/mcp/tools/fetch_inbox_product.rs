@@ -1,7 +1,7 @@
 //! fetch_inbox_product: an agent's inboxes in every project of a product it is registered in,
 //! merged newest first. Registered only when WORKTREES_ENABLED.
 
-use mailroom_core::ops::messaging::FetchInbox;
+use mailroom_core::ops::products::FetchInboxProduct;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -41,16 +41,16 @@ struct Args {
 
 pub fn tool() -> Tool {
     Tool::new("fetch_inbox_product", DESCRIPTION, |state: AppState, args: Args| async move {
-        let request = FetchInbox {
-            project_key: args.product_key,
+        let request = FetchInboxProduct {
+            product_key: args.product_key,
             agent_name: args.agent_name,
+            registration_token: args.registration_token,
             limit: args.limit,
             urgent_only: args.urgent_only.unwrap_or(false),
             include_bodies: args.include_bodies.unwrap_or(false),
             since_ts: args.since_ts,
-            topic: None,
         };
-        state.core.fetch_inbox_product(request, args.registration_token).await
+        state.core.fetch_inbox_product(request).await
     })
     .worktrees_only()
 }
