@@ -401,6 +401,19 @@ async fn cross_project_messages_need_a_link_and_carry_their_origin() {
     assert_eq!(from_alpha.len(), 3);
     assert!(from_alpha.iter().all(|m| m["from_address"] == "project:work-alpha#BlueLake"));
 
+    app.archive_flushed().await;
+    let listing = std::process::Command::new("git")
+        .arg("-C")
+        .arg(app.archive_root())
+        .args(["ls-tree", "-r", "--name-only", "HEAD"])
+        .output()
+        .expect("run git");
+    let files = String::from_utf8_lossy(&listing.stdout);
+    assert!(
+        files.lines().any(|f| f.starts_with("projects/work-beta/agents/GreenCastle/inbox/")),
+        "delivered messages are archived in the target project: {files}"
+    );
+
     // GreenCastle has no link back, but may answer inside the thread BlueLake wrote in.
     let id = from_alpha[0]["id"].clone();
     let reply = app

@@ -80,3 +80,39 @@ impl Db<'_> {
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::model::time::Timestamp;
+    use crate::store::Store;
+
+    #[tokio::test]
+    async fn products_are_found_by_uid_or_exact_name_and_links_are_idempotent() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(&dir.path().join("db.sqlite3"), 1, None).expect("open");
+        let (names, linked) = store
+            .write(|db| {
+                let now = Timestamp::now();
+                let product = db.insert_product("abcdef12", "Widget", now)?;
+                let alpha = db.insert_project_if_absent("alpha", "/alpha", now)?;
+                let beta = db.insert_project_if_absent("beta", "/beta", now)?;
+                for project in [&beta, &alpha, &beta] {
+                    db.link_product_project(product.id, project.id, now)?;
+                }
+                let found = [
+                    db.product_by_key("abcdef12")?,
+                    db.product_by_key("Widget")?,
+                    db.product_by_key("widget")?,
+                ];
+                let names: Vec<Option<String>> =
+                    found.into_iter().map(|p| p.map(|p| p.name)).collect();
+                let linked: Vec<String> =
+                    db.product_projects(product.id)?.into_iter().map(|p| p.slug).collect();
+                Ok((names, linked))
+            })
+            .await
+            .expect("write");
+        assert_eq!(names, [Some("Widget".to_string()), Some("Widget".to_string()), None]);
+        assert_eq!(linked, ["alpha", "beta"], "one link per project, in project order");
+    }
+}
