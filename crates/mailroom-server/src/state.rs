@@ -27,7 +27,7 @@ pub struct AppState {
 impl AppState {
     /// Builds the state once at start-up (tool catalog and schemas included).
     pub fn new(core: Mailroom, config: ServerConfig) -> Self {
-        let tools = Arc::new(Registry::build());
+        let tools = Arc::new(Registry::build(core.config().worktrees_enabled));
         let resources = Arc::new(Resources::build(core.config().worktrees_enabled));
         let instruments = Arc::new(Instruments::new(&tools.names()));
         let sessions = Arc::new(Sessions::new(config.max_sessions));

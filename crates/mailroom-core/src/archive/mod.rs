@@ -9,6 +9,7 @@
 //! `queue_capacity` rows, writers wait ([`Signal::admit`]).
 
 pub mod attachments;
+pub mod build_slots;
 pub mod format;
 pub mod git;
 pub mod history;

@@ -13,9 +13,12 @@ pub mod mailbox;
 pub mod messaging;
 pub mod output;
 pub mod policy;
+pub mod products;
 pub mod projects;
 pub mod resolve;
+mod routing;
 pub mod search;
+pub mod slots;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +37,8 @@ pub struct Mailroom {
     pub(crate) archive: Option<Arc<Archive>>,
     /// The LLM used to refine summaries; `None` when disabled.
     pub(crate) llm: Option<Arc<LlmClient>>,
+    /// Serialises build-slot read-modify-write sequences (their files are not in the DB).
+    pub(crate) build_slots_lock: Arc<std::sync::Mutex<()>>,
 }
 
 impl Mailroom {
@@ -49,7 +54,7 @@ impl Mailroom {
         let store = Store::open(&config.database_path, config.reader_connections, hook)?;
         let archive = prepared.map(|p| p.start(&store)).transpose()?.map(Arc::new);
         let llm = LlmClient::from_config(&config.llm).map(Arc::new);
-        Ok(Self { store, config: Arc::new(config), archive, llm })
+        Ok(Self { store, config: Arc::new(config), archive, llm, build_slots_lock: Arc::default() })
     }
 
     /// The Git archive, unless disabled.

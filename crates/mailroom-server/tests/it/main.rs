@@ -5,6 +5,7 @@ mod conformance;
 mod health;
 mod macros;
 mod messaging;
+mod products;
 mod resources;
 mod rest;
 mod tool_schemas;

@@ -8,6 +8,7 @@ pub mod contacts;
 pub mod mailbox;
 pub mod messages;
 pub mod migrations;
+pub mod products;
 pub mod projects;
 pub mod reconstruct;
 pub mod search;

@@ -5,9 +5,12 @@
 //! rejected, missing fields named) and the result shape (text content + structuredContent).
 
 mod acknowledge_message;
+mod acquire_build_slot;
 mod create_agent_identity;
+mod ensure_product;
 mod ensure_project;
 mod fetch_inbox;
+mod fetch_inbox_product;
 mod health_check;
 mod list_agents;
 mod list_contacts;
@@ -15,14 +18,19 @@ mod macro_contact_handshake;
 mod macro_prepare_thread;
 mod macro_start_session;
 mod mark_message_read;
+mod products_link;
 mod register_agent;
+mod release_build_slot;
+mod renew_build_slot;
 mod reply_message;
 mod request_contact;
 mod respond_contact;
 mod search_messages;
+mod search_messages_product;
 mod send_message;
 mod set_contact_policy;
 mod summarize_thread;
+mod summarize_thread_product;
 mod whois;
 
 use std::collections::HashMap;
@@ -37,13 +45,17 @@ use serde_json::{Map, Value, json};
 use super::error::ToolError;
 use crate::state::AppState;
 
-/// Every tool, alphabetically. Add a tool: one file, one line here.
+/// Every tool, alphabetically. Add a tool: one file, one line here. Feature-gated tools say
+/// so in their file (e.g. [`Tool::worktrees_only`]); `Registry::build` leaves them out.
 fn all_tools() -> Vec<Tool> {
     vec![
         acknowledge_message::tool(),
+        acquire_build_slot::tool(),
         create_agent_identity::tool(),
+        ensure_product::tool(),
         ensure_project::tool(),
         fetch_inbox::tool(),
+        fetch_inbox_product::tool(),
         health_check::tool(),
         list_agents::tool(),
         list_contacts::tool(),
@@ -51,14 +63,19 @@ fn all_tools() -> Vec<Tool> {
         macro_prepare_thread::tool(),
         macro_start_session::tool(),
         mark_message_read::tool(),
+        products_link::tool(),
         register_agent::tool(),
+        release_build_slot::tool(),
+        renew_build_slot::tool(),
         reply_message::tool(),
         request_contact::tool(),
         respond_contact::tool(),
         search_messages::tool(),
+        search_messages_product::tool(),
         send_message::tool(),
         set_contact_policy::tool(),
         summarize_thread::tool(),
+        summarize_thread_product::tool(),
         whois::tool(),
     ]
 }
@@ -72,6 +89,8 @@ pub struct Tool {
     pub name: &'static str,
     pub description: &'static str,
     pub input_schema: Value,
+    /// Listed only when WORKTREES_ENABLED (product bus, build slots).
+    pub worktrees_only: bool,
     handler: Handler,
 }
 
@@ -102,7 +121,14 @@ impl Tool {
                 }
             }
         });
-        Self { name, description, input_schema, handler }
+        Self { name, description, input_schema, worktrees_only: false, handler }
+    }
+
+    /// Marks the tool as part of a WORKTREES_ENABLED feature: unlisted and uncallable without it,
+    /// as in the reference.
+    pub fn worktrees_only(mut self) -> Self {
+        self.worktrees_only = true;
+        self
     }
 
     /// Runs the tool on raw JSON arguments.
@@ -118,9 +144,11 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Builds every tool and serialises the `tools/list` answer once (start-up only).
-    pub fn build() -> Self {
-        let tools = all_tools();
+    /// Builds every tool enabled by the configuration and serialises the `tools/list` answer
+    /// once (start-up only).
+    pub fn build(worktrees_enabled: bool) -> Self {
+        let tools: Vec<Tool> =
+            all_tools().into_iter().filter(|t| worktrees_enabled || !t.worktrees_only).collect();
         let listed: Vec<Value> = tools
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
