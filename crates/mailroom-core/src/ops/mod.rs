@@ -5,6 +5,7 @@
 //! Outputs are serde structs whose JSON is the reference's result shape.
 
 pub mod contacts;
+pub mod guard;
 pub mod health;
 pub mod identity;
 pub mod messaging;

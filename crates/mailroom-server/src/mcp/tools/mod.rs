@@ -9,6 +9,7 @@ mod create_agent_identity;
 mod ensure_project;
 mod fetch_inbox;
 mod health_check;
+mod install_precommit_guard;
 mod list_agents;
 mod list_contacts;
 mod mark_message_read;
@@ -20,6 +21,7 @@ mod search_messages;
 mod send_message;
 mod set_contact_policy;
 mod summarize_thread;
+mod uninstall_precommit_guard;
 mod whois;
 
 use std::collections::HashMap;
@@ -42,6 +44,7 @@ fn all_tools() -> Vec<Tool> {
         ensure_project::tool(),
         fetch_inbox::tool(),
         health_check::tool(),
+        install_precommit_guard::tool(),
         list_agents::tool(),
         list_contacts::tool(),
         mark_message_read::tool(),
@@ -53,6 +56,7 @@ fn all_tools() -> Vec<Tool> {
         send_message::tool(),
         set_contact_policy::tool(),
         summarize_thread::tool(),
+        uninstall_precommit_guard::tool(),
         whois::tool(),
     ]
 }
