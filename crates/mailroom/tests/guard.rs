@@ -297,3 +297,16 @@ fn check_reads_nul_separated_paths_from_stdin() {
     assert_eq!(run(b"README.md\0", &[]).status.code(), Some(0));
     assert_eq!(run(b"src/lib.rs\0", &["--advisory"]).status.code(), Some(0));
 }
+
+#[test]
+fn core_ignorecase_makes_matching_case_insensitive() {
+    let setup = Setup::new();
+    setup.install(&[]);
+    setup.reserve(1, "GreenCastle", "Docs/**", json!({}));
+    let allowed = setup.commit("BlueLake", "docs/a.md", &[]);
+    assert!(allowed.status.success(), "case-sensitive: {}", text(&allowed.stderr));
+    git_ok(&setup.repo, &["config", "core.ignorecase", "true"]);
+    let refused = setup.commit("BlueLake", "docs/a.md", &[]);
+    assert!(!refused.status.success(), "core.ignorecase=true folds case");
+    assert!(text(&refused.stderr).contains("- docs/a.md matches Docs/** (holder: GreenCastle"));
+}

@@ -69,6 +69,15 @@ pub fn pushed_paths(repo: Option<&Path>, remote: &str, refs: &str) -> Result<Vec
     Ok(dedupe(paths))
 }
 
+/// Whether the repository at `repo` (the current directory when `None`) sets
+/// `core.ignorecase` (true on case-insensitive file systems); false outside a repository.
+pub fn ignores_case(repo: Option<&Path>) -> bool {
+    git2::Repository::discover(repo.unwrap_or(Path::new(".")))
+        .and_then(|r| r.config())
+        .and_then(|c| c.get_bool("core.ignorecase"))
+        .unwrap_or(false)
+}
+
 fn is_zero(sha: &str) -> bool {
     sha.bytes().all(|b| b == b'0')
 }

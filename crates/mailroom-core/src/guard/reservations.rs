@@ -29,6 +29,8 @@ pub struct Blocking {
 #[derive(Debug, Clone, Default)]
 pub struct BlockingSet {
     reservations: Vec<Blocking>,
+    /// Match case-insensitively (Git's `core.ignorecase`): patterns and paths are lower-cased.
+    fold_case: bool,
     /// Every pattern in one set: a path no pattern matches is rejected in one pass before
     /// conflicts are attributed.
     union: PatternSet,
@@ -53,9 +55,10 @@ impl BlockingSet {
     /// `agent_name` at `now`: not virtual, exclusive (the default when absent), held by
     /// another agent (exact spelling), not released, not expired (an expiry that does not
     /// parse counts as active). The legacy `<sha1>.json` and `id-<id>.json` copies of one
-    /// reservation are deduplicated by `id`.
-    pub fn load(dir: &Path, agent_name: &str, now: Timestamp) -> Self {
-        let mut set = Self::default();
+    /// reservation are deduplicated by `id`. With `fold_case` (the repository's
+    /// `core.ignorecase`, as the reference honours it) matching ignores case.
+    pub fn load(dir: &Path, agent_name: &str, now: Timestamp, fold_case: bool) -> Self {
+        let mut set = Self { fold_case, ..Self::default() };
         let Ok(entries) = std::fs::read_dir(dir) else { return set };
         let mut files: Vec<_> = entries
             .flatten()
@@ -118,9 +121,14 @@ impl BlockingSet {
         // As the reference: each pattern is compiled with only backslashes converted (a
         // leading `/` anchors it at the root); the union uses the normalised form, which
         // matches a superset, so it stays a safe pre-filter.
-        let compiled = PathPattern::new(&pattern.replace('\\', "/"));
-        self.union.push(PathPattern::new(&normalize(&pattern)));
+        let folded = self.fold(&pattern);
+        let compiled = PathPattern::new(&folded.replace('\\', "/"));
+        self.union.push(PathPattern::new(&normalize(&folded)));
         self.reservations.push(Blocking { pattern, holder, expires_ts, compiled });
+    }
+
+    fn fold(&self, text: &str) -> String {
+        if self.fold_case { text.to_lowercase() } else { text.to_string() }
     }
 
     /// The reservations kept.
@@ -141,7 +149,7 @@ impl BlockingSet {
             return found;
         }
         for path in paths {
-            let normalized = normalize(path);
+            let normalized = normalize(&self.fold(path));
             if !self.union.matches(&normalized) {
                 continue;
             }
@@ -266,13 +274,14 @@ mod tests {
         std::fs::write(d.join("broken.json"), "{not json").expect("write");
         write(d, "ignored.txt", &reservation(12, "GreenCastle", "txt/**"));
 
-        let set = BlockingSet::load(d, "BlueLake", now());
+        let set = BlockingSet::load(d, "BlueLake", now(), false);
         assert_eq!(patterns(&set), ["case/**", "default/**", "docs/*.md", "odd/**", "src/**"]);
     }
 
     #[test]
     fn missing_directory_blocks_nothing() {
-        let set = BlockingSet::load(Path::new("/nonexistent/mailroom/guard"), "BlueLake", now());
+        let set =
+            BlockingSet::load(Path::new("/nonexistent/mailroom/guard"), "BlueLake", now(), false);
         assert!(set.is_empty());
         assert!(set.conflicts(["src/a.rs"]).is_empty());
     }
@@ -283,7 +292,7 @@ mod tests {
         write(dir.path(), "a.json", &reservation(1, "GreenCastle", "src/**"));
         write(dir.path(), "b.json", &reservation(2, "RedFox", "*.rs"));
         write(dir.path(), "c.json", &reservation(3, "RedFox", "/top.txt"));
-        let set = BlockingSet::load(dir.path(), "BlueLake", now());
+        let set = BlockingSet::load(dir.path(), "BlueLake", now(), false);
         let found =
             set.conflicts(["src/lib.rs", "README.md", "docs\\x.rs", "/top.txt", "a/top.txt"]);
         let pairs: Vec<(&str, &str)> =
@@ -302,6 +311,19 @@ mod tests {
         assert!(text.contains(
             "- src/lib.rs matches src/** (holder: GreenCastle, expires 2026-01-10T13:00:00+00:00)"
         ));
+    }
+
+    #[test]
+    fn ignorecase_folds_patterns_and_paths() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write(dir.path(), "a.json", &reservation(1, "GreenCastle", "Src/**"));
+        let exact = BlockingSet::load(dir.path(), "BlueLake", now(), false);
+        assert!(exact.conflicts(["src/a.rs", "SRC/b.rs"]).is_empty());
+        let folded = BlockingSet::load(dir.path(), "BlueLake", now(), true);
+        let found = folded.conflicts(["src/a.rs", "SRC/b.rs", "lib/c.rs"]);
+        let paths: Vec<&str> = found.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["src/a.rs", "SRC/b.rs"]);
+        assert_eq!(found[0].pattern, "Src/**", "reported as stored");
     }
 
     #[test]

@@ -140,13 +140,14 @@ fn check(args: CheckArgs) -> Result<Verdict> {
             bail!("pass --reservations-dir or --project to say whose reservations to check")
         }
     };
+    let repo = args.repo.as_deref();
+    let blocking =
+        BlockingSet::load(&dir, &agent_name, Timestamp::now(), changes::ignores_case(repo));
     // Nothing can conflict without reservations; skip asking Git.
-    let blocking = BlockingSet::load(&dir, &agent_name, Timestamp::now());
     if blocking.is_empty() {
         drain_stdin_if(args.pre_push || args.stdin_nul);
         return Ok(Verdict::Clean);
     }
-    let repo = args.repo.as_deref();
     let paths = if args.stdin_nul {
         changes::split_nul(&read_stdin()?)
     } else if args.pre_push {
