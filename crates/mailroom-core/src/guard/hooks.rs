@@ -96,16 +96,27 @@ pub struct PluginTarget {
 }
 
 /// Installs the chain-runner and our plugin for `hook` in `hooks_dir`, preserving a foreign
-/// hook as `<hook>.orig` (once). Returns the chain-runner's path.
+/// hook as `<hook>.orig` (or, when that is taken, `<hook>.replaced-<unix seconds>`, which is
+/// not chained). Returns the chain-runner's path.
 pub fn install(hooks_dir: &Path, hook: Hook, target: &PluginTarget) -> Result<PathBuf> {
     let run_dir = hooks_dir.join("hooks.d").join(hook.name());
     fs::create_dir_all(&run_dir).map_err(|e| io_error("create", &run_dir, e))?;
     let chain = hooks_dir.join(hook.name());
-    if let Ok(existing) = fs::read(&chain) {
+    if let Ok(existing) = fs::read(&chain)
+        && !is_chain_runner(&existing, hook)
+    {
         let orig = hooks_dir.join(format!("{}.orig", hook.name()));
-        if !is_chain_runner(&existing, hook) && !orig.exists() {
-            fs::rename(&chain, &orig).map_err(|e| io_error("preserve", &chain, e))?;
-        }
+        // The reference overwrites a second foreign hook when `.orig` is taken; we set it
+        // aside instead (not chained), so no user hook is ever destroyed.
+        let keep = if orig.exists() {
+            let stamp = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            hooks_dir.join(format!("{}.replaced-{stamp}", hook.name()))
+        } else {
+            orig
+        };
+        fs::rename(&chain, &keep).map_err(|e| io_error("preserve", &chain, e))?;
     }
     write_executable(&chain, &chain_runner_script(hook))?;
     // The reference's plugin would check the same reservations a second time.
@@ -427,6 +438,25 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&chain).expect("restored"), orig);
         assert!(!hooks.path().join("pre-commit.orig").exists());
         assert!(!uninstall(hooks.path()).expect("second uninstall"), "nothing left to remove");
+    }
+
+    #[test]
+    fn a_second_foreign_hook_is_set_aside_not_destroyed() {
+        let hooks = tempfile::tempdir().expect("tempdir");
+        std::fs::write(hooks.path().join("pre-commit.orig"), "first\n").expect("write");
+        std::fs::write(hooks.path().join("pre-commit"), "second\n").expect("write");
+        install(hooks.path(), Hook::PreCommit, &target()).expect("install");
+        let orig = std::fs::read_to_string(hooks.path().join("pre-commit.orig")).expect("orig");
+        assert_eq!(orig, "first\n");
+        let set_aside: Vec<String> = std::fs::read_dir(hooks.path())
+            .expect("list")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("pre-commit.replaced-"))
+            .collect();
+        assert_eq!(set_aside.len(), 1, "{set_aside:?}");
+        let kept = std::fs::read_to_string(hooks.path().join(&set_aside[0])).expect("kept");
+        assert_eq!(kept, "second\n");
     }
 
     #[test]
