@@ -278,7 +278,7 @@ pub fn chain_runner_script(hook: Hook) -> String {
          # mcp-agent-mail chain-runner ({name})\n\
          # Installed by mailroom. Runs the executables in hooks.d/{name}/ in lexical order,\n\
          # stops at the first failure, then runs the preserved {name}.orig.\n\
-         hook_dir=$(cd \"$(dirname \"$0\")\" && pwd) || exit 1\n\
+         hook_dir=$(CDPATH= cd -- \"$(dirname -- \"$0\")\" && pwd) || exit 1\n\
          {prepare}\
          for child in \"$hook_dir/hooks.d/{name}\"/*; do\n\
          \x20 if [ -f \"$child\" ] && [ -x \"$child\" ]; then\n\
