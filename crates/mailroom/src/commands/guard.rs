@@ -164,7 +164,7 @@ fn check(args: CheckArgs) -> Result<Verdict> {
     let mut stderr = std::io::stderr().lock();
     stderr.write_all(report(&conflicts).as_bytes())?;
     if advisory {
-        writeln!(stderr, "{label} advisory mode (AGENT_MAIL_GUARD_MODE=warn): not blocking")?;
+        writeln!(stderr, "{label} advisory mode: not blocking")?;
         return Ok(Verdict::Clean);
     }
     Ok(Verdict::Differences)
