@@ -7,6 +7,7 @@
 
 pub mod fnmatch;
 pub mod names;
+pub mod path_pattern;
 pub mod search_query;
 pub mod similarity;
 pub mod slug;

@@ -6,6 +6,7 @@
 
 pub mod ack_views;
 pub mod contacts;
+pub mod guard;
 pub mod health;
 pub mod identity;
 pub mod macros;

@@ -100,6 +100,7 @@ async fn python_reference_session_replays_exactly() {
         .iter()
         .filter_map(|t| t["name"].as_str().map(str::to_string))
         .collect();
+    prepare_guard_repositories(&fixture);
     let mut tally = Tally::default();
     for (tool, case_name) in ORDER {
         let case = find_case(&fixture, tool, case_name);
@@ -152,6 +153,21 @@ async fn python_reference_session_replays_exactly() {
         "implemented tools must replay their cases: {:?}",
         tally.passed
     );
+}
+
+/// The guard cases install into and uninstall from Git repositories the recording session
+/// created beforehand (conformance README); create them (`git init` is idempotent).
+fn prepare_guard_repositories(fixture: &Value) {
+    for tool in ["install_precommit_guard", "uninstall_precommit_guard"] {
+        let input = &find_case(fixture, tool, "")["input"];
+        let repo = input["code_repo_path"].as_str().expect("code_repo_path");
+        std::fs::create_dir_all(repo).expect("create the guard repository");
+        let status = std::process::Command::new("git")
+            .args(["init", "-q", repo])
+            .status()
+            .expect("run git init");
+        assert!(status.success(), "git init {repo}");
+    }
 }
 
 fn find_case<'a>(fixture: &'a Value, tool: &str, name: &str) -> &'a Value {

@@ -2,6 +2,7 @@
 
 mod archive;
 mod conformance;
+mod guard;
 mod health;
 mod macros;
 mod messaging;

@@ -12,6 +12,7 @@ mod ensure_project;
 mod fetch_inbox;
 mod fetch_inbox_product;
 mod health_check;
+mod install_precommit_guard;
 mod list_agents;
 mod list_contacts;
 mod macro_contact_handshake;
@@ -31,6 +32,7 @@ mod send_message;
 mod set_contact_policy;
 mod summarize_thread;
 mod summarize_thread_product;
+mod uninstall_precommit_guard;
 mod whois;
 
 use std::collections::HashMap;
@@ -57,6 +59,7 @@ fn all_tools() -> Vec<Tool> {
         fetch_inbox::tool(),
         fetch_inbox_product::tool(),
         health_check::tool(),
+        install_precommit_guard::tool(),
         list_agents::tool(),
         list_contacts::tool(),
         macro_contact_handshake::tool(),
@@ -76,6 +79,7 @@ fn all_tools() -> Vec<Tool> {
         set_contact_policy::tool(),
         summarize_thread::tool(),
         summarize_thread_product::tool(),
+        uninstall_precommit_guard::tool(),
         whois::tool(),
     ]
 }
