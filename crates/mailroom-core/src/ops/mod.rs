@@ -15,6 +15,7 @@ pub mod messaging;
 pub mod output;
 pub mod policy;
 pub mod products;
+pub mod project_identity;
 pub mod projects;
 pub mod resolve;
 mod routing;

@@ -12,7 +12,7 @@ use std::cmp::Reverse;
 use serde::Serialize;
 
 use super::messaging::{inbox_limit, parse_since};
-use super::output::MessageOut;
+use super::output::{MessageOut, ProjectOut};
 use super::search::{
     SearchItem, ThreadExample, examples_of, excerpts_of, search_hits, summarize_rows,
 };
@@ -39,6 +39,14 @@ pub struct ProductOut {
     pub product_uid: String,
     pub name: String,
     pub created_at: Timestamp,
+}
+
+/// `resource://product/{key}`: a product and the projects linked to it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProductDetail {
+    #[serde(flatten)]
+    pub product: ProductOut,
+    pub projects: Vec<ProjectOut>,
 }
 
 /// Result of products_link.
@@ -172,6 +180,21 @@ impl Mailroom {
                     )));
                 }
                 Ok(product_out(db.insert_product(&uid, &display, Timestamp::now())?))
+            })
+            .await
+    }
+
+    /// A product (uid or exact name) with its linked projects, oldest link first.
+    pub async fn product_detail(&self, product_key: String) -> Result<ProductDetail> {
+        self.store
+            .read(move |db| {
+                let found = product(db, &product_key)?;
+                let projects = db
+                    .product_projects(found.id)?
+                    .iter()
+                    .map(|p| ProjectOut { archived_at: None, ..ProjectOut::from(p) })
+                    .collect();
+                Ok(ProductDetail { product: product_out(found), projects })
             })
             .await
     }

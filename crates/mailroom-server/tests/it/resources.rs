@@ -308,3 +308,53 @@ async fn toon_format_for_tools_and_resources() {
     assert!(data.starts_with("[1]{created_at,human_key,id,slug}:\n  "), "{data}");
     assert!(data.ends_with(",/work/toon,1,work-toon"), "{data}");
 }
+
+/// With worktrees on, a project inside a Git repository reports the repository in its
+/// identity (ensure_project and the identity resource agree), and a product lists the
+/// projects linked to it.
+#[tokio::test]
+async fn identity_and_product_resources_describe_real_repositories() {
+    let app =
+        TestApp::start_with(TestOptions { worktrees_enabled: true, ..Default::default() }).await;
+    let repo = tempfile::tempdir().expect("temp dir");
+    let run = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo.path())
+            .args(args)
+            .status()
+            .expect("run git");
+        assert!(status.success(), "git {args:?}");
+    };
+    run(&["init", "-q", "-b", "trunk"]);
+    run(&["remote", "add", "origin", "git@github.com:Acme/Widgets.git"]);
+    run(&["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "x"]);
+    let root = repo.path().to_string_lossy().into_owned();
+
+    let ensured = app.tool_ok("ensure_project", json!({"human_key": root})).await;
+    assert_eq!(ensured["repo_root"], json!(root), "{ensured}");
+    assert_eq!(ensured["branch"], "trunk");
+    assert_eq!(ensured["normalized_remote"], "github.com/acme/widgets");
+    let slug = ensured["slug"].as_str().expect("slug").to_string();
+
+    let by_slug = app.read_resource(&format!("resource://identity/{slug}")).await.expect("read");
+    let encoded = root.replace('/', "%2F");
+    let by_path =
+        app.read_resource(&format!("resource://identity/{encoded}")).await.expect("read");
+    for identity in [&by_slug, &by_path] {
+        assert_eq!(identity["human_key"], json!(root), "{identity}");
+        assert_eq!(identity["slug"], json!(slug));
+        assert_eq!(identity["repo_root"], json!(root));
+        assert_eq!(identity["branch"], "trunk");
+        assert_eq!(identity["project_uid"], ensured["project_uid"]);
+    }
+
+    app.tool_ok("ensure_product", json!({"product_key": "Widgets"})).await;
+    app.tool_ok("products_link", json!({"product_key": "Widgets", "project_key": slug})).await;
+    let product = app.read_resource("resource://product/Widgets").await.expect("product");
+    assert_eq!(product["name"], "Widgets", "{product}");
+    assert_eq!(product["projects"][0]["slug"], json!(slug));
+    let (_, missing) =
+        app.read_resource("resource://product/nope").await.expect_err("unknown product");
+    assert!(missing.contains("not found"), "{missing}");
+}

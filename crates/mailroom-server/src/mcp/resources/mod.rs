@@ -4,7 +4,7 @@
 //!
 //! One file per family: `tooling` (config and tooling), `projects` (projects, a project, its
 //! agents), `mailbox` (message, thread, inbox, outbox, mailbox), `views` (acknowledgement
-//! views), `pending` (resources whose data layer is not built yet).
+//! views), `worktrees` (product, identity), `pending` (resources whose data layer is not built yet).
 
 mod mailbox;
 mod pending;
@@ -12,6 +12,7 @@ mod projects;
 mod router;
 mod tooling;
 mod views;
+mod worktrees;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -53,7 +54,10 @@ impl Resource {
 fn all_resources(worktrees_enabled: bool) -> Vec<Resource> {
     let mut all = tooling::resources();
     all.extend(projects::resources());
-    all.extend(pending::resources(worktrees_enabled));
+    all.extend(pending::resources());
+    if worktrees_enabled {
+        all.extend(worktrees::resources());
+    }
     all.extend(mailbox::resources());
     all.extend(views::resources());
     all
