@@ -6,6 +6,7 @@
 //! reused by both the MCP tools and the REST routes without pulling in any transport.
 
 pub mod names;
+pub mod path_pattern;
 pub mod search_query;
 pub mod similarity;
 pub mod slug;
