@@ -41,6 +41,12 @@ pub struct CoreConfig {
     pub name_enforcement: NameEnforcement,
     /// Number of read-only SQLite connections.
     pub reader_connections: usize,
+    /// `FILE_RESERVATION_INACTIVITY_SECONDS`: a holder idle this long may have stale
+    /// reservations (default 1800).
+    pub reservation_inactivity_seconds: i64,
+    /// `FILE_RESERVATION_ACTIVITY_GRACE_SECONDS`: mail, file or Git activity this recent
+    /// keeps an idle holder's reservations alive (default 900).
+    pub reservation_grace_seconds: i64,
     /// The Git archive (`STORAGE_ROOT`). `ARCHIVE_ENABLED=false` (a mailroom extra) runs
     /// on SQLite alone, for benchmarks and throwaway servers.
     pub archive: ArchiveConfig,
@@ -101,6 +107,8 @@ impl CoreConfig {
             auto_register_recipients: false,
             name_enforcement: NameEnforcement::Coerce,
             reader_connections: 4,
+            reservation_inactivity_seconds: 1800,
+            reservation_grace_seconds: 900,
             archive: ArchiveConfig::default(),
         }
     }
@@ -137,6 +145,16 @@ impl CoreConfig {
                 .parse()
                 .map_err(|_| format!("CONTACT_AUTO_TTL_SECONDS must be an integer, got {v:?}"))?;
         }
+        self.reservation_inactivity_seconds = number(
+            lookup,
+            "FILE_RESERVATION_INACTIVITY_SECONDS",
+            self.reservation_inactivity_seconds,
+        )?;
+        self.reservation_grace_seconds = number(
+            lookup,
+            "FILE_RESERVATION_ACTIVITY_GRACE_SECONDS",
+            self.reservation_grace_seconds,
+        )?;
         self.apply_archive_env(lookup, &flag)?;
         if let Some(v) = lookup("AGENT_NAME_ENFORCEMENT_MODE") {
             self.name_enforcement = match v.trim().to_ascii_lowercase().as_str() {

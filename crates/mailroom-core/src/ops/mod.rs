@@ -11,6 +11,7 @@ pub mod messaging;
 pub mod output;
 pub mod policy;
 pub mod projects;
+pub mod reservations;
 pub mod resolve;
 pub mod search;
 

@@ -9,6 +9,7 @@ pub mod messages;
 pub mod migrations;
 pub mod projects;
 pub mod reconstruct;
+pub mod reservations;
 pub mod search;
 
 use std::cell::Cell;

@@ -8,11 +8,15 @@ mod acknowledge_message;
 mod create_agent_identity;
 mod ensure_project;
 mod fetch_inbox;
+mod file_reservation_paths;
+mod force_release_file_reservation;
 mod health_check;
 mod list_agents;
 mod list_contacts;
 mod mark_message_read;
 mod register_agent;
+mod release_file_reservations;
+mod renew_file_reservations;
 mod reply_message;
 mod request_contact;
 mod respond_contact;
@@ -41,11 +45,15 @@ fn all_tools() -> Vec<Tool> {
         create_agent_identity::tool(),
         ensure_project::tool(),
         fetch_inbox::tool(),
+        file_reservation_paths::tool(),
+        force_release_file_reservation::tool(),
         health_check::tool(),
         list_agents::tool(),
         list_contacts::tool(),
         mark_message_read::tool(),
         register_agent::tool(),
+        release_file_reservations::tool(),
+        renew_file_reservations::tool(),
         reply_message::tool(),
         request_contact::tool(),
         respond_contact::tool(),
