@@ -27,6 +27,9 @@ pub struct TestOptions {
     pub worktrees_enabled: bool,
     /// Port reported by health_check (the conformance fixture recorded 8765).
     pub reported_port: Option<u16>,
+    /// `FILE_RESERVATION_INACTIVITY_SECONDS` and `FILE_RESERVATION_ACTIVITY_GRACE_SECONDS`
+    /// (defaults 1800 and 900), to make reservations go stale in a test.
+    pub reservation_staleness: Option<(i64, i64)>,
 }
 
 impl TestApp {
@@ -40,6 +43,10 @@ impl TestApp {
         let data_dir = tempfile::tempdir().expect("temp dir");
         let mut core_config = CoreConfig::for_data_dir(data_dir.path());
         core_config.worktrees_enabled = options.worktrees_enabled;
+        if let Some((inactivity, grace)) = options.reservation_staleness {
+            core_config.reservation_inactivity_seconds = inactivity;
+            core_config.reservation_grace_seconds = grace;
+        }
         let core = Mailroom::open(core_config).expect("open core");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let address = listener.local_addr().expect("address");

@@ -84,9 +84,12 @@ struct Tally {
 #[tokio::test]
 async fn python_reference_session_replays_exactly() {
     let fixture: Value = serde_json::from_str(FIXTURE).expect("fixture parses");
-    let app =
-        TestApp::start_with(TestOptions { worktrees_enabled: true, reported_port: Some(8765) })
-            .await;
+    let app = TestApp::start_with(TestOptions {
+        worktrees_enabled: true,
+        reported_port: Some(8765),
+        ..TestOptions::default()
+    })
+    .await;
     let listed = app.rpc("tools/list", Value::Null).await;
     let available: Vec<String> = listed["result"]["tools"]
         .as_array()

@@ -4,5 +4,6 @@ mod archive;
 mod conformance;
 mod health;
 mod messaging;
+mod reservations;
 mod rest;
 mod transport;
