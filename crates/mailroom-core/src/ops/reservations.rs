@@ -11,6 +11,7 @@
 pub mod staleness;
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Serialize;
 
@@ -19,7 +20,7 @@ use super::messaging::SendMessage;
 use super::{Mailroom, resolve};
 use crate::error::{Category, Error, Result};
 use crate::model::path_pattern::{
-    Held, PatternSet, ReservationPattern, conflicts, pattern_warnings,
+    Held, ReservationPattern, conflicts, pattern_warnings, union_matches,
 };
 use crate::model::time::Timestamp;
 use crate::records::{Project, Reservation};
@@ -506,10 +507,37 @@ fn sweep_in_tx(db: &Db<'_>, project_id: i64, stale: &[i64], now: Timestamp) -> R
     Ok(())
 }
 
-/// A reservation in force, prepared for matching.
+/// A reservation in force, as the conflict check needs it.
 struct Active {
-    row: Reservation,
-    pattern: ReservationPattern,
+    id: i64,
+    agent_id: i64,
+    exclusive: bool,
+    pattern: Arc<ReservationPattern>,
+}
+
+/// Most compiled patterns kept; past it the cache starts over (patterns are cheap to
+/// recompile, the cache only spares the common case of the same reservations checked again
+/// and again).
+const PATTERN_CACHE_CAPACITY: usize = 16_384;
+
+/// Compiled reservation patterns by text, shared by every request: a project's active
+/// reservations are compared with each new request, and compiling them anew every time cost
+/// more than the rest of the check. A pattern's compiled form depends on its text alone.
+fn compiled(pattern: &str) -> Arc<ReservationPattern> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<ReservationPattern>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Mutex::default);
+    let Ok(mut cache) = cache.lock() else {
+        return Arc::new(ReservationPattern::new(pattern));
+    };
+    if let Some(found) = cache.get(pattern) {
+        return Arc::clone(found);
+    }
+    if cache.len() >= PATTERN_CACHE_CAPACITY {
+        cache.clear();
+    }
+    let made = Arc::new(ReservationPattern::new(pattern));
+    cache.insert(pattern.to_string(), Arc::clone(&made));
+    made
 }
 
 /// The check-and-grant of spec/semantics.md §6.3, in the writer's transaction.
@@ -520,43 +548,44 @@ fn reserve_in_tx(
     req: &ReservePaths,
     now: Timestamp,
 ) -> Result<ReserveOutcome> {
-    let mut active: Vec<Active> = db
-        .active_reservations(project.id, now)?
-        .into_iter()
-        .map(|row| Active { pattern: ReservationPattern::new(&row.path_pattern), row })
-        .collect();
+    let mut active: Vec<Active> = Vec::new();
+    db.scan_active_reservations(project.id, now, |id, holder, pattern, exclusive| {
+        active.push(Active { id, agent_id: holder, exclusive, pattern: compiled(pattern) });
+    })?;
     // The pre-filter: only paths some qualifying pattern matches literally are examined
     // (qualifying = another agent's, non-virtual, and exclusive unless the request is).
     // As in the reference, it is built once, before this call's own grants.
-    let mut qualifying = PatternSet::default();
-    for held in &active {
-        let row = &held.row;
-        if row.agent_id != agent_id
-            && (row.exclusive || req.exclusive)
-            && !held.pattern.is_virtual()
-        {
-            qualifying.push(held.pattern.compiled().clone());
-        }
-    }
+    let qualifying: Vec<Arc<ReservationPattern>> = active
+        .iter()
+        .filter(|held| {
+            held.agent_id != agent_id
+                && (held.exclusive || req.exclusive)
+                && !held.pattern.is_virtual()
+        })
+        .map(|held| Arc::clone(&held.pattern))
+        .collect();
     let mut outcome = ReserveOutcome { granted: Vec::new(), conflicts: Vec::new() };
     let expires = now.plus_seconds(req.ttl_seconds);
     for path in &req.paths {
-        let candidate = ReservationPattern::new(path);
-        if qualifying.is_empty() || qualifying.matches(candidate.normalized()) {
-            let holders = holders_of(&active, &candidate, agent_id, req.exclusive);
+        let candidate = compiled(path);
+        let union = qualifying.iter().map(|p| p.compiled());
+        if qualifying.is_empty() || union_matches(union, candidate.normalized()) {
+            let holders = holders_of(db, &active, &candidate, agent_id, req.exclusive)?;
             if !holders.is_empty() {
                 outcome.conflicts.push(PathConflict { path: path.clone(), holders });
             }
         }
-        let own =
-            active.iter_mut().find(|a| a.row.agent_id == agent_id && a.row.path_pattern == *path);
-        let granted = match own {
-            Some(held) => refresh(db, &mut held.row, req, expires)?,
+        let granted = match db.own_active_reservation(project.id, agent_id, path, now)? {
+            Some(mut row) => refresh(db, &mut row, req, expires)?,
             None => {
                 let row = insert(db, project, agent_id, path, req, now, expires)?;
-                let granted = granted_of(&row);
-                active.push(Active { pattern: candidate, row });
-                granted
+                active.push(Active {
+                    id: row.id,
+                    agent_id,
+                    exclusive: row.exclusive,
+                    pattern: candidate,
+                });
+                granted_of(&row)
             }
         };
         db.enqueue_archive(ArchiveKind::ReservationGrant, granted.id)?;
@@ -565,31 +594,37 @@ fn reserve_in_tx(
     Ok(outcome)
 }
 
+/// The reservations in force that clash with the candidate, as holders (full rows are read
+/// only for those).
 fn holders_of(
+    db: &Db<'_>,
     active: &[Active],
     candidate: &ReservationPattern,
     agent_id: i64,
     exclusive: bool,
-) -> Vec<Holder> {
-    active
-        .iter()
-        .filter(|held| {
-            let row = &held.row;
-            let view = Held {
-                pattern: &held.pattern,
-                exclusive: row.exclusive,
-                released: row.released_ts.is_some(),
-                own: row.agent_id == agent_id,
-            };
-            conflicts(view, candidate, exclusive)
-        })
-        .map(|held| Holder {
-            agent: held.row.agent_name.clone(),
-            path_pattern: held.row.path_pattern.clone(),
-            exclusive: held.row.exclusive,
-            expires_ts: held.row.expires_ts,
-        })
-        .collect()
+) -> Result<Vec<Holder>> {
+    let mut holders = Vec::new();
+    for held in active {
+        let view = Held {
+            pattern: &held.pattern,
+            exclusive: held.exclusive,
+            released: false,
+            own: held.agent_id == agent_id,
+        };
+        if !conflicts(view, candidate, exclusive) {
+            continue;
+        }
+        let row = db
+            .reservation_by_id(held.id)?
+            .ok_or_else(|| Error::internal(format!("reservation {} vanished", held.id)))?;
+        holders.push(Holder {
+            agent: row.agent_name,
+            path_pattern: row.path_pattern,
+            exclusive: row.exclusive,
+            expires_ts: row.expires_ts,
+        });
+    }
+    Ok(holders)
 }
 
 /// Same agent, same pattern: update in place. The reason is replaced unless the new one is

@@ -57,6 +57,56 @@ impl Db<'_> {
         )
     }
 
+    /// Visits the project's reservations in force at `now`, by id, with only what the
+    /// conflict pre-check needs: id, holder id, pattern (borrowed, not copied) and whether it
+    /// is exclusive. The light scan keeps a request in a busy project cheap.
+    pub fn scan_active_reservations(
+        &self,
+        project_id: i64,
+        now: Timestamp,
+        mut visit: impl FnMut(i64, i64, &str, bool),
+    ) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, agent_id, path_pattern, \"exclusive\" FROM file_reservations \
+                 WHERE project_id = ?1 AND released_ts IS NULL AND expires_ts > ?2 ORDER BY id",
+            )
+            .map_err(map_err)?;
+        let mut rows = stmt.query(params![project_id, now.to_db()]).map_err(map_err)?;
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let pattern = row.get_ref(2).and_then(|v| Ok(v.as_str()?)).map_err(map_err)?;
+            visit(
+                row.get(0).map_err(map_err)?,
+                row.get(1).map_err(map_err)?,
+                pattern,
+                row.get(3).map_err(map_err)?,
+            );
+        }
+        Ok(())
+    }
+
+    /// The agent's reservation in force at `now` with exactly this pattern (the newest).
+    pub fn own_active_reservation(
+        &self,
+        project_id: i64,
+        agent_id: i64,
+        pattern: &str,
+        now: Timestamp,
+    ) -> Result<Option<Reservation>> {
+        let sql = format!(
+            "{SELECT} WHERE r.project_id = ?1 AND r.agent_id = ?2 AND r.path_pattern = ?3 \
+             AND r.released_ts IS NULL AND r.expires_ts > ?4 ORDER BY r.id DESC LIMIT 1"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_row(params![project_id, agent_id, pattern, now.to_db()], reservation)
+                    .optional()
+            })
+            .map_err(map_err)
+    }
+
     /// Every reservation of a project (released and expired included), by id.
     pub fn project_reservations(&self, project_id: i64) -> Result<Vec<Reservation>> {
         self.reservations_where("r.project_id = ?1 ORDER BY r.id", [project_id])
@@ -84,7 +134,8 @@ impl Db<'_> {
         cutoff: Timestamp,
     ) -> Result<Vec<Reservation>> {
         self.reservations_where(
-            "r.project_id = ?1 AND r.released_ts IS NULL AND a.last_active_ts < ?2 ORDER BY r.id",
+            "r.project_id = ?1 AND r.released_ts IS NULL AND r.agent_id IN \
+             (SELECT id FROM agents WHERE project_id = ?1 AND last_active_ts < ?2) ORDER BY r.id",
             params![project_id, cutoff.to_db()],
         )
     }
