@@ -280,3 +280,48 @@ fn sha1_hex(text: &str) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+/// The listing behind `resource://file_reservations/{slug}` has the fixture's row shape.
+#[tokio::test]
+async fn the_listing_has_the_resource_row_shape() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/res-g", "BlueLake", "GreenCastle").await;
+    app.tool_ok(
+        "file_reservation_paths",
+        reserve(&slug, "BlueLake", &["src/**", "b.md"], true, "br-123"),
+    )
+    .await;
+    app.tool_ok(
+        "release_file_reservations",
+        json!({"project_key": slug, "agent_name": "BlueLake", "paths": ["b.md"]}),
+    )
+    .await;
+    let all = app.core.list_file_reservations(slug.clone(), false).await.expect("list");
+    let rows = serde_json::to_value(&all).expect("JSON");
+    let expected_keys = [
+        "agent",
+        "created_ts",
+        "exclusive",
+        "expires_ts",
+        "id",
+        "last_agent_activity_ts",
+        "last_filesystem_activity_ts",
+        "last_git_activity_ts",
+        "last_mail_activity_ts",
+        "path_pattern",
+        "reason",
+        "released_ts",
+        "stale",
+        "stale_reasons",
+    ];
+    let mut keys: Vec<&String> = rows[0].as_object().expect("row").keys().collect();
+    keys.sort();
+    assert_eq!(keys, expected_keys.iter().collect::<Vec<_>>());
+    assert_eq!(rows[0]["path_pattern"], "src/**");
+    assert_eq!(rows[0]["stale"], false);
+    assert_eq!(rows[0]["stale_reasons"][0], "agent_recently_active");
+    assert_eq!(rows[0]["stale_reasons"][2], "workspace_unavailable");
+    assert!(rows[1]["released_ts"].is_string());
+    let active = app.core.list_file_reservations(slug, true).await.expect("list");
+    assert_eq!(active.len(), 1, "released ones are left out");
+}
