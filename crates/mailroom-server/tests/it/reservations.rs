@@ -325,3 +325,48 @@ async fn the_listing_has_the_resource_row_shape() {
     let active = app.core.list_file_reservations(slug, true).await.expect("list");
     assert_eq!(active.len(), 1, "released ones are left out");
 }
+
+/// Expired reservations are released by the next request's sweep, stale ones too.
+#[tokio::test]
+async fn the_sweep_releases_expired_and_stale_reservations() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/res-h", "BlueLake", "GreenCastle").await;
+    let mut expired = reserve(&slug, "GreenCastle", &["src/**"], true, "");
+    expired["ttl_seconds"] = json!(0);
+    app.tool_ok("file_reservation_paths", expired).await;
+    let after = app
+        .tool_ok("file_reservation_paths", reserve(&slug, "BlueLake", &["src/a.rs"], true, ""))
+        .await;
+    assert_eq!(after["conflicts"], json!([]), "an expired reservation clashes with nothing");
+    let rows = app.core.list_file_reservations(slug.clone(), false).await.expect("list");
+    assert!(rows[0].released_ts.is_some(), "the sweep released the expired one");
+
+    let idle = TestApp::start_with(TestOptions {
+        reservation_staleness: Some((0, 0)),
+        ..TestOptions::default()
+    })
+    .await;
+    let slug = idle.seed_pair("/work/res-i", "BlueLake", "GreenCastle").await;
+    idle.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["src/**"], true, ""))
+        .await;
+    let after = idle
+        .tool_ok("file_reservation_paths", reserve(&slug, "BlueLake", &["src/a.rs"], true, ""))
+        .await;
+    assert_eq!(after["conflicts"], json!([]), "a stale holder's reservation was swept");
+    let rows = idle.core.list_file_reservations(slug, false).await.expect("list");
+    assert_eq!(rows[0].agent, "GreenCastle");
+    assert!(rows[0].released_ts.is_some(), "released by the sweep of the second request");
+}
+
+/// Concurrent exclusive requests for one path serialise: exactly one sees the other.
+#[tokio::test]
+async fn concurrent_requests_serialise() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/res-j", "BlueLake", "GreenCastle").await;
+    let (blue, green) = tokio::join!(
+        app.tool_ok("file_reservation_paths", reserve(&slug, "BlueLake", &["lib.rs"], true, "")),
+        app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["lib.rs"], true, "")),
+    );
+    let reported = [&blue, &green].iter().filter(|r| r["conflicts"] != json!([])).count();
+    assert_eq!(reported, 1, "{blue} / {green}");
+}
