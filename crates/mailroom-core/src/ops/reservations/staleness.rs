@@ -271,4 +271,28 @@ mod tests {
             Workspace::Unavailable
         );
     }
+
+    #[test]
+    fn git_activity_is_the_newest_commit_touching_a_match() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let repo = git2::Repository::init(dir.path()).expect("init");
+        std::fs::create_dir_all(dir.path().join("src")).expect("mkdir");
+        std::fs::write(dir.path().join("src/a.rs"), "fn main() {}").expect("write");
+        std::fs::write(dir.path().join("notes.md"), "untracked").expect("write");
+        let mut index = repo.index().expect("index");
+        index.add_path(Path::new("src/a.rs")).expect("add");
+        let tree = repo.find_tree(index.write_tree().expect("tree")).expect("tree");
+        let who = git2::Signature::now("t", "t@example.com").expect("signature");
+        repo.commit(Some("HEAD"), &who, &who, "add a.rs", &tree, &[]).expect("commit");
+        let key = dir.path().to_string_lossy().into_owned();
+        let now = Timestamp::now();
+        let Workspace::Matched { git, .. } = workspace_activity(&key, "src/*.rs", now, 900) else {
+            panic!("src/a.rs matches");
+        };
+        assert!(git.is_some(), "the commit touched src/a.rs");
+        let Workspace::Matched { git, .. } = workspace_activity(&key, "notes.md", now, 900) else {
+            panic!("notes.md exists");
+        };
+        assert_eq!(git, None, "no commit touched notes.md");
+    }
 }
