@@ -44,6 +44,12 @@ pub struct CoreConfig {
     /// `RETENTION_IGNORE_PROJECT_PATTERNS` (CSV of fnmatch patterns): projects whose slug or
     /// human key matches are hidden from the project-list resources.
     pub retention_ignore_project_patterns: Vec<String>,
+    /// `FILE_RESERVATION_INACTIVITY_SECONDS`: a holder idle this long may have stale
+    /// reservations (default 1800).
+    pub reservation_inactivity_seconds: i64,
+    /// `FILE_RESERVATION_ACTIVITY_GRACE_SECONDS`: mail, file or Git activity this recent
+    /// keeps an idle holder's reservations alive (default 900).
+    pub reservation_grace_seconds: i64,
     /// The Git archive (`STORAGE_ROOT`). `ARCHIVE_ENABLED=false` (a mailroom extra) runs
     /// on SQLite alone, for benchmarks and throwaway servers.
     pub archive: ArchiveConfig,
@@ -116,6 +122,8 @@ impl CoreConfig {
             ]
             .map(str::to_string)
             .to_vec(),
+            reservation_inactivity_seconds: 1800,
+            reservation_grace_seconds: 900,
             archive: ArchiveConfig::default(),
             llm: crate::llm::LlmConfig::default(),
         }
@@ -161,6 +169,16 @@ impl CoreConfig {
                 .parse()
                 .map_err(|_| format!("CONTACT_AUTO_TTL_SECONDS must be an integer, got {v:?}"))?;
         }
+        self.reservation_inactivity_seconds = number(
+            lookup,
+            "FILE_RESERVATION_INACTIVITY_SECONDS",
+            self.reservation_inactivity_seconds,
+        )?;
+        self.reservation_grace_seconds = number(
+            lookup,
+            "FILE_RESERVATION_ACTIVITY_GRACE_SECONDS",
+            self.reservation_grace_seconds,
+        )?;
         self.apply_archive_env(lookup, &flag)?;
         self.llm.apply_env(lookup)?;
         if let Some(v) = lookup("AGENT_NAME_ENFORCEMENT_MODE") {

@@ -81,3 +81,27 @@ pub struct Product {
     pub name: String,
     pub created_at: Timestamp,
 }
+
+/// A file reservation (an advisory lease on a path pattern), with its holder's name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reservation {
+    pub id: i64,
+    pub project_id: i64,
+    pub agent_id: i64,
+    /// The holder's name (joined from `agents`).
+    pub agent_name: String,
+    /// The pattern as requested (kept verbatim; normalised only for matching).
+    pub path_pattern: String,
+    pub exclusive: bool,
+    pub reason: String,
+    pub created_ts: Timestamp,
+    pub expires_ts: Timestamp,
+    pub released_ts: Option<Timestamp>,
+}
+
+impl Reservation {
+    /// Whether the reservation is in force at `now`: not released and not expired.
+    pub fn is_active(&self, now: Timestamp) -> bool {
+        self.released_ts.is_none() && self.expires_ts > now
+    }
+}

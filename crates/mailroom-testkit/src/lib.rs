@@ -35,6 +35,9 @@ pub struct TestOptions {
     pub llm_base_url: Option<String>,
     /// The MCP path reported by resource://config/environment (`HTTP_PATH`).
     pub mcp_path: Option<String>,
+    /// `FILE_RESERVATION_INACTIVITY_SECONDS` and `FILE_RESERVATION_ACTIVITY_GRACE_SECONDS`
+    /// (defaults 1800 and 900), to make reservations go stale in a test.
+    pub reservation_staleness: Option<(i64, i64)>,
 }
 
 impl TestApp {
@@ -52,6 +55,10 @@ impl TestApp {
             core_config.llm.enabled = true;
             core_config.llm.base_url = base_url;
             core_config.llm.api_key = Some(fake_llm::API_KEY.to_string());
+        }
+        if let Some((inactivity, grace)) = options.reservation_staleness {
+            core_config.reservation_inactivity_seconds = inactivity;
+            core_config.reservation_grace_seconds = grace;
         }
         let core = Mailroom::open(core_config).expect("open core");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");

@@ -39,7 +39,7 @@ fn is_python_whitespace(character: char) -> bool {
 }
 
 /// Python's `str.strip()` with no arguments.
-fn python_strip(text: &str) -> &str {
+pub(crate) fn python_strip(text: &str) -> &str {
     text.trim_matches(is_python_whitespace)
 }
 

@@ -5,7 +5,8 @@
 //! entry per message of the thread in id order) instead of appended to. Only files whose
 //! bytes differ from HEAD are kept, so the commit shows just what was repaired and memory
 //! holds only that; a profile that differs only in `last_active_ts` counts as unchanged.
-//! Files the database knows nothing of are left alone.
+//! File-reservation artifacts missing from HEAD are written again. Files the database knows
+//! nothing of are left alone.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -29,6 +30,8 @@ pub struct RebuildReport {
     pub digests: usize,
     /// Profiles rendered.
     pub profiles: usize,
+    /// File reservations whose artifacts were rendered.
+    pub reservations: usize,
     /// Attachment files found in the work tree but not in HEAD, and committed again.
     pub attachments_restored: usize,
     /// Attachment files in neither HEAD nor the work tree: the database cannot recreate them.
@@ -81,6 +84,19 @@ pub(super) fn regenerate(db: &Db<'_>, root: &Path, head: &CommittedFiles) -> Res
             out.offer_profile(path, bytes)?;
             out.report.profiles += 1;
         }
+    }
+    // Reservation artifacts are only restored when missing: a committed one may name the
+    // code repo's branch at grant time, which the database does not keep.
+    let mut reservation_files = BTreeMap::new();
+    for id in db.reservation_ids()? {
+        if let Some(artifact) = render::reservation_files(db, id, false)? {
+            // Ids ascend, so the pattern-named file ends up with the newest reservation.
+            reservation_files.extend(artifact.files);
+            out.report.reservations += 1;
+        }
+    }
+    for (path, bytes) in reservation_files {
+        out.keep_unless(head.contains(&path), path, bytes);
     }
     out.report.files_written = out.files.len();
     Ok(Regenerated { files: out.files, report: out.report })

@@ -25,6 +25,9 @@ pub(super) struct Rendered {
 struct Entry {
     line: String,
     body: String,
+    /// `<agent> <pattern>` for a reservation artifact, whose commits follow their own
+    /// convention (storage.md §4).
+    reservation: Option<String>,
 }
 
 /// Committed thread digests by path, kept by the writer so that appending to a digest does
@@ -61,6 +64,8 @@ pub(super) fn render(
         let entry = match item.kind {
             ArchiveKind::Message => render_message(db, item, &mut sources, &mut files)?,
             ArchiveKind::Profile => render_profile(db, item.ref_id, &mut files)?,
+            ArchiveKind::Reservation => render_reservation(db, item.ref_id, false, &mut files)?,
+            ArchiveKind::ReservationGrant => render_reservation(db, item.ref_id, true, &mut files)?,
             ArchiveKind::Unknown => None,
         };
         entries.extend(entry);
@@ -136,7 +141,7 @@ fn render_message(
             Err(e) => tracing::warn!(path, error = %e, "attachment file missing from the archive"),
         }
     }
-    Ok(Some(Entry { line: mail_line(&doc), body: mail_body(&doc) }))
+    Ok(Some(Entry { line: mail_line(&doc), body: mail_body(&doc), reservation: None }))
 }
 
 /// Appends the message's digest entry; when the entry `maybe_present` (a replay), only if the
@@ -214,7 +219,11 @@ fn render_profile(
 ) -> Result<Option<Entry>> {
     let Some((path, content, name)) = profile_file(db, agent_id)? else { return Ok(None) };
     files.insert(path, content);
-    Ok(Some(Entry { line: format!("agent: profile {name}"), body: String::new() }))
+    Ok(Some(Entry {
+        line: format!("agent: profile {name}"),
+        body: String::new(),
+        reservation: None,
+    }))
 }
 
 /// An agent's `profile.json`: path, bytes and the agent's name; `None` when it is gone.
@@ -232,8 +241,109 @@ pub(super) fn profile_file(
     Ok(Some((path, format::render_profile(&profile).into_bytes(), agent.name)))
 }
 
+fn render_reservation(
+    db: &Db<'_>,
+    id: i64,
+    grant: bool,
+    files: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<Option<Entry>> {
+    let Some(artifact) = reservation_files(db, id, grant)? else { return Ok(None) };
+    for (path, bytes) in artifact.files {
+        files.insert(path, bytes);
+    }
+    let who = format!("{} {}", artifact.agent, artifact.pattern);
+    Ok(Some(Entry {
+        line: format!("file_reservation: {who}"),
+        body: String::new(),
+        reservation: Some(who),
+    }))
+}
+
+/// A reservation's two artifact files, its holder and its (stripped) pattern.
+pub(super) struct ReservationFiles {
+    pub files: [(String, Vec<u8>); 2],
+    pub agent: String,
+    pub pattern: String,
+}
+
+/// Renders a reservation's artifacts (storage.md §4); `None` when it no longer exists. A
+/// released reservation's `expires_ts` is clamped to its release. On `grant`, the branch and
+/// worktree of the code repository at the project's path are added when there is one.
+pub(super) fn reservation_files(
+    db: &Db<'_>,
+    id: i64,
+    grant: bool,
+) -> Result<Option<ReservationFiles>> {
+    let Some(reservation) = db.reservation_by_id(id)? else { return Ok(None) };
+    let project = db
+        .project_by_id(reservation.project_id)?
+        .ok_or_else(|| Error::internal(format!("reservation {id} has no project")))?;
+    let pattern = format::python_strip(&reservation.path_pattern).to_string();
+    let expires = match reservation.released_ts {
+        Some(released) => reservation.expires_ts.min(released),
+        None => reservation.expires_ts,
+    };
+    let mut record = serde_json::json!({
+        "id": reservation.id,
+        "project": project.human_key,
+        "agent": reservation.agent_name,
+        "path_pattern": pattern,
+        "exclusive": reservation.exclusive,
+        "reason": reservation.reason,
+        "created_ts": reservation.created_ts.to_iso(),
+        "expires_ts": expires.to_iso(),
+    });
+    if let Some(released) = reservation.released_ts {
+        record["released_ts"] = Value::String(released.to_iso());
+    }
+    if grant && let Some((branch, worktree)) = code_repo_branch(&project.human_key) {
+        record["branch"] = Value::String(branch);
+        record["worktree"] = Value::String(worktree);
+    }
+    let bytes = format::render_reservation(&record).into_bytes();
+    let [legacy, by_id] = format::reservation_paths(&project.slug, id, &pattern);
+    Ok(Some(ReservationFiles {
+        files: [(legacy, bytes.clone()), (by_id, bytes)],
+        agent: reservation.agent_name,
+        pattern,
+    }))
+}
+
+/// The current branch and worktree directory name of the Git repository holding `path`,
+/// best effort (no repository, detached or unborn HEAD: `None`).
+fn code_repo_branch(path: &str) -> Option<(String, String)> {
+    let directory = std::path::Path::new(path);
+    if !directory.is_dir() {
+        return None;
+    }
+    let repo = git2::Repository::discover(directory).ok()?;
+    let head = repo.head().ok()?;
+    let branch = head.shorthand().ok()?.to_string();
+    let worktree = repo.workdir()?.file_name()?.to_string_lossy().into_owned();
+    Some((branch, worktree))
+}
+
+/// Reservation entries only: `file_reservation: <agent> <pattern> (+N more)` and a line per
+/// entry (storage.md §4). `None` when any entry is something else.
+fn reservation_commit_message(entries: &[Entry]) -> Option<String> {
+    let whos: Vec<&str> =
+        entries.iter().map(|e| e.reservation.as_deref()).collect::<Option<_>>()?;
+    let (first, rest) = whos.split_first()?;
+    if rest.is_empty() {
+        return Some(format!("file_reservation: {first}\n"));
+    }
+    let mut message = format!("file_reservation: {first} (+{} more)\n\n", rest.len());
+    for who in &whos {
+        message.push_str(&format!("- {who}\n"));
+    }
+    Some(message)
+}
+
 /// One change: its line and body. Several: `batch: N commits` and a line per change.
 fn commit_message(entries: &[Entry]) -> String {
+    if let Some(message) = reservation_commit_message(entries) {
+        return message;
+    }
     match entries {
         [] => "chore: archive replay (no changes)".to_string(),
         [one] if one.body.is_empty() => format!("{}\n", one.line),

@@ -190,8 +190,17 @@ impl PatternSet {
         if !self.has_negation {
             return self.patterns.iter().any(|p| p.matches(path));
         }
-        self.patterns.iter().rev().find(|p| p.matches(path)).is_some_and(|p| p.include)
+        union_matches(self.patterns.iter(), path)
     }
+}
+
+/// [`PatternSet::matches`] over patterns held elsewhere (e.g. shared compiled patterns), in
+/// set order: the last pattern that matches decides.
+pub fn union_matches<'a>(
+    patterns: impl DoubleEndedIterator<Item = &'a PathPattern>,
+    path: &str,
+) -> bool {
+    patterns.rev().find(|p| p.matches(path)).is_some_and(|p| p.include)
 }
 
 /// A reservation pattern prepared for conflict checks: the stored text, its normalised form

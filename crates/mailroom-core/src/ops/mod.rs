@@ -17,6 +17,7 @@ pub mod policy;
 pub mod products;
 pub mod project_identity;
 pub mod projects;
+pub mod reservations;
 pub mod resolve;
 mod routing;
 pub mod search;

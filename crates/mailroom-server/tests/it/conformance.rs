@@ -91,6 +91,7 @@ async fn python_reference_session_replays_exactly() {
         llm_base_url: Some(llm.base_url.clone()),
         // The fixture's environment resource shows the session's HTTP path.
         mcp_path: Some("/mcp/".to_string()),
+        ..TestOptions::default()
     })
     .await;
     let listed = app.rpc("tools/list", Value::Null).await;

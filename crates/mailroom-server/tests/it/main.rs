@@ -7,6 +7,7 @@ mod health;
 mod macros;
 mod messaging;
 mod products;
+mod reservations;
 mod resources;
 mod rest;
 mod tool_schemas;

@@ -339,8 +339,7 @@ async fn identity_and_product_resources_describe_real_repositories() {
 
     let by_slug = app.read_resource(&format!("resource://identity/{slug}")).await.expect("read");
     let encoded = root.replace('/', "%2F");
-    let by_path =
-        app.read_resource(&format!("resource://identity/{encoded}")).await.expect("read");
+    let by_path = app.read_resource(&format!("resource://identity/{encoded}")).await.expect("read");
     for identity in [&by_slug, &by_path] {
         assert_eq!(identity["human_key"], json!(root), "{identity}");
         assert_eq!(identity["slug"], json!(slug));

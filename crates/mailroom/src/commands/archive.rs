@@ -128,8 +128,9 @@ fn print_verify(report: &VerifyReport) {
 
 fn print_rebuild(report: &RebuildReport) {
     println!(
-        "rendered {} messages ({} copies), {} thread digests and {} profiles from the database",
-        report.messages, report.message_files, report.digests, report.profiles
+        "rendered {} messages ({} copies), {} thread digests, {} profiles and {} file \
+         reservations from the database",
+        report.messages, report.message_files, report.digests, report.profiles, report.reservations
     );
     println!(
         "wrote {} files ({} already up to date, {} attachment files restored from the work tree)",

@@ -310,3 +310,39 @@ fn attachment_files_missing_from_head_are_reported_and_restored_from_the_work_tr
     check("lost", rebuilt.attachments_missing, vec![manifest]);
     check("left", lines(&verify(&config).expect("verify")), expected[1..].to_vec());
 }
+
+/// Reservation artifacts are not damage for verify, and rebuild writes back those missing.
+#[test]
+fn reservation_artifacts_pass_verify_and_rebuild_restores_missing_ones() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = config(dir.path());
+    seed(&config);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let core = Mailroom::open(config.clone()).expect("open");
+    runtime.block_on(async {
+        let request = crate::ops::reservations::ReservePaths {
+            project_key: SLUG.into(),
+            agent_name: "BlueLake".into(),
+            paths: vec!["src/**".into()],
+            ttl_seconds: 3600,
+            exclusive: true,
+            reason: "br-1".into(),
+        };
+        core.file_reservation_paths(request).await.expect("reserve");
+    });
+    core.close();
+    drop(core);
+    check("after reserving", lines(&verify(&config).expect("verify")), Vec::new());
+
+    let root = config.storage_root.clone();
+    let by_id = format!("projects/{SLUG}/file_reservations/id-1.json");
+    let committed_bytes = std::fs::read(root.join(&by_id)).expect("artifact in the work tree");
+    git(&root, &["rm", "-q", &by_id]);
+    git(&root, &["commit", "-qm", "lose a reservation artifact"]);
+    let rebuilt = rebuild(&config).expect("rebuild");
+    check("reservations rendered", rebuilt.reservations, 1);
+    let files = CommittedFiles::open(&root).expect("open").expect("repository");
+    assert!(files.holds(&by_id, &committed_bytes), "restored byte for byte");
+    let again = rebuild(&config).expect("rebuild again");
+    check("nothing left to write", again.commit, None);
+}

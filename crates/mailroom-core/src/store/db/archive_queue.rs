@@ -13,6 +13,10 @@ pub enum ArchiveKind {
     Message,
     /// An agent's `profile.json`.
     Profile,
+    /// A file reservation's two JSON artifacts (renew, release, expiry).
+    Reservation,
+    /// A file reservation's artifacts on grant: they also name the code repo's branch.
+    ReservationGrant,
     /// Written by a newer mailroom: skipped (and kept) by this one.
     Unknown,
 }
@@ -22,6 +26,8 @@ impl ArchiveKind {
         match self {
             Self::Message => "message",
             Self::Profile => "profile",
+            Self::Reservation => "reservation",
+            Self::ReservationGrant => "grant",
             Self::Unknown => "unknown",
         }
     }
@@ -30,6 +36,8 @@ impl ArchiveKind {
         match text {
             "message" => Self::Message,
             "profile" => Self::Profile,
+            "reservation" => Self::Reservation,
+            "grant" => Self::ReservationGrant,
             _ => Self::Unknown,
         }
     }

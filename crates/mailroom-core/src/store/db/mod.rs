@@ -11,6 +11,7 @@ pub mod migrations;
 pub mod products;
 pub mod projects;
 pub mod reconstruct;
+pub mod reservations;
 pub mod search;
 
 use std::cell::Cell;

@@ -11,6 +11,8 @@ mod ensure_product;
 mod ensure_project;
 mod fetch_inbox;
 mod fetch_inbox_product;
+mod file_reservation_paths;
+mod force_release_file_reservation;
 mod health_check;
 mod install_precommit_guard;
 mod list_agents;
@@ -22,7 +24,9 @@ mod mark_message_read;
 mod products_link;
 mod register_agent;
 mod release_build_slot;
+mod release_file_reservations;
 mod renew_build_slot;
+mod renew_file_reservations;
 mod reply_message;
 mod request_contact;
 mod respond_contact;
@@ -58,6 +62,8 @@ fn all_tools() -> Vec<Tool> {
         ensure_project::tool(),
         fetch_inbox::tool(),
         fetch_inbox_product::tool(),
+        file_reservation_paths::tool(),
+        force_release_file_reservation::tool(),
         health_check::tool(),
         install_precommit_guard::tool(),
         list_agents::tool(),
@@ -69,7 +75,9 @@ fn all_tools() -> Vec<Tool> {
         products_link::tool(),
         register_agent::tool(),
         release_build_slot::tool(),
+        release_file_reservations::tool(),
         renew_build_slot::tool(),
+        renew_file_reservations::tool(),
         reply_message::tool(),
         request_contact::tool(),
         respond_contact::tool(),

@@ -1,0 +1,263 @@
+//! Queries on `file_reservations`.
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::{Db, map_err, opt_ts, ts};
+use crate::error::Result;
+use crate::model::time::Timestamp;
+use crate::records::Reservation;
+
+const SELECT: &str = "SELECT r.id, r.project_id, r.agent_id, a.name, r.path_pattern, \
+     r.\"exclusive\", r.reason, r.created_ts, r.expires_ts, r.released_ts \
+     FROM file_reservations r JOIN agents a ON a.id = r.agent_id";
+
+fn reservation(row: &Row<'_>) -> rusqlite::Result<Reservation> {
+    Ok(Reservation {
+        id: row.get(0)?,
+        project_id: row.get(1)?,
+        agent_id: row.get(2)?,
+        agent_name: row.get(3)?,
+        path_pattern: row.get(4)?,
+        exclusive: row.get(5)?,
+        reason: row.get(6)?,
+        created_ts: ts(row, 7)?,
+        expires_ts: ts(row, 8)?,
+        released_ts: opt_ts(row, 9)?,
+    })
+}
+
+/// Fields of a new reservation row.
+pub struct NewReservation<'a> {
+    pub project_id: i64,
+    pub agent_id: i64,
+    pub path_pattern: &'a str,
+    pub exclusive: bool,
+    pub reason: &'a str,
+    pub created_ts: Timestamp,
+    pub expires_ts: Timestamp,
+}
+
+impl Db<'_> {
+    fn reservations_where(
+        &self,
+        clause: &str,
+        args: impl rusqlite::Params,
+    ) -> Result<Vec<Reservation>> {
+        let sql = format!("{SELECT} WHERE {clause}");
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let rows = stmt.query_map(args, reservation).map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
+    /// The reservations of a project in force at `now` (unreleased, unexpired), by id.
+    pub fn active_reservations(&self, project_id: i64, now: Timestamp) -> Result<Vec<Reservation>> {
+        self.reservations_where(
+            "r.project_id = ?1 AND r.released_ts IS NULL AND r.expires_ts > ?2 ORDER BY r.id",
+            params![project_id, now.to_db()],
+        )
+    }
+
+    /// Visits the project's reservations in force at `now`, by id, with only what the
+    /// conflict pre-check needs: id, holder id, pattern (borrowed, not copied) and whether it
+    /// is exclusive. The light scan keeps a request in a busy project cheap.
+    pub fn scan_active_reservations(
+        &self,
+        project_id: i64,
+        now: Timestamp,
+        mut visit: impl FnMut(i64, i64, &str, bool),
+    ) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, agent_id, path_pattern, \"exclusive\" FROM file_reservations \
+                 WHERE project_id = ?1 AND released_ts IS NULL AND expires_ts > ?2 ORDER BY id",
+            )
+            .map_err(map_err)?;
+        let mut rows = stmt.query(params![project_id, now.to_db()]).map_err(map_err)?;
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let pattern = row.get_ref(2).and_then(|v| Ok(v.as_str()?)).map_err(map_err)?;
+            visit(
+                row.get(0).map_err(map_err)?,
+                row.get(1).map_err(map_err)?,
+                pattern,
+                row.get(3).map_err(map_err)?,
+            );
+        }
+        Ok(())
+    }
+
+    /// The agent's reservation in force at `now` with exactly this pattern (the newest).
+    pub fn own_active_reservation(
+        &self,
+        project_id: i64,
+        agent_id: i64,
+        pattern: &str,
+        now: Timestamp,
+    ) -> Result<Option<Reservation>> {
+        let sql = format!(
+            "{SELECT} WHERE r.project_id = ?1 AND r.agent_id = ?2 AND r.path_pattern = ?3 \
+             AND r.released_ts IS NULL AND r.expires_ts > ?4 ORDER BY r.id DESC LIMIT 1"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_row(params![project_id, agent_id, pattern, now.to_db()], reservation)
+                    .optional()
+            })
+            .map_err(map_err)
+    }
+
+    /// Every reservation of a project (released and expired included), by id.
+    pub fn project_reservations(&self, project_id: i64) -> Result<Vec<Reservation>> {
+        self.reservations_where("r.project_id = ?1 ORDER BY r.id", [project_id])
+    }
+
+    /// An agent's reservations in force at `now`, soonest expiry first.
+    pub fn agent_active_reservations(
+        &self,
+        project_id: i64,
+        agent_id: i64,
+        now: Timestamp,
+    ) -> Result<Vec<Reservation>> {
+        self.reservations_where(
+            "r.project_id = ?1 AND r.agent_id = ?2 AND r.released_ts IS NULL \
+             AND r.expires_ts > ?3 ORDER BY r.expires_ts, r.id",
+            params![project_id, agent_id, now.to_db()],
+        )
+    }
+
+    /// Unreleased reservations of a project whose holder has been inactive since before
+    /// `cutoff`: the only ones the staleness heuristic can find stale.
+    pub fn reservations_of_inactive_holders(
+        &self,
+        project_id: i64,
+        cutoff: Timestamp,
+    ) -> Result<Vec<Reservation>> {
+        self.reservations_where(
+            "r.project_id = ?1 AND r.released_ts IS NULL AND r.agent_id IN \
+             (SELECT id FROM agents WHERE project_id = ?1 AND last_active_ts < ?2) ORDER BY r.id",
+            params![project_id, cutoff.to_db()],
+        )
+    }
+
+    /// The reservation with this id.
+    pub fn reservation_by_id(&self, id: i64) -> Result<Option<Reservation>> {
+        let sql = format!("{SELECT} WHERE r.id = ?1");
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_row([id], reservation).optional())
+            .map_err(map_err)
+    }
+
+    /// Ids of every reservation (for `archive rebuild`).
+    pub fn reservation_ids(&self) -> Result<Vec<i64>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id FROM file_reservations ORDER BY id")
+            .map_err(map_err)?;
+        let rows = stmt.query_map([], |r| r.get(0)).map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<i64>>>().map_err(map_err)
+    }
+
+    /// Inserts a reservation; returns its id.
+    pub fn insert_reservation(&self, new: &NewReservation<'_>) -> Result<i64> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO file_reservations (project_id, agent_id, path_pattern, \"exclusive\", \
+                 reason, created_ts, expires_ts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    new.project_id,
+                    new.agent_id,
+                    new.path_pattern,
+                    new.exclusive,
+                    new.reason,
+                    new.created_ts.to_db(),
+                    new.expires_ts.to_db()
+                ])
+            })
+            .map_err(map_err)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Refreshes a reservation in place (same agent, same pattern asked again).
+    pub fn refresh_reservation(
+        &self,
+        id: i64,
+        exclusive: bool,
+        reason: &str,
+        expires_ts: Timestamp,
+    ) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "UPDATE file_reservations SET \"exclusive\" = ?2, reason = ?3, expires_ts = ?4 \
+                 WHERE id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute(params![id, exclusive, reason, expires_ts.to_db()]))
+            .map_err(map_err)?;
+        Ok(())
+    }
+
+    /// Moves a reservation's expiry (renew).
+    pub fn set_reservation_expiry(&self, id: i64, expires_ts: Timestamp) -> Result<()> {
+        self.conn
+            .prepare_cached("UPDATE file_reservations SET expires_ts = ?2 WHERE id = ?1")
+            .and_then(|mut stmt| stmt.execute(params![id, expires_ts.to_db()]))
+            .map_err(map_err)?;
+        Ok(())
+    }
+
+    /// Releases a reservation at `now` unless it is released already; says whether it was.
+    pub fn release_reservation(&self, id: i64, now: Timestamp) -> Result<bool> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE file_reservations SET released_ts = ?2 WHERE id = ?1 AND released_ts IS NULL",
+            )
+            .and_then(|mut stmt| stmt.execute(params![id, now.to_db()]))
+            .map_err(map_err)?;
+        Ok(changed > 0)
+    }
+
+    /// Releases, at `now`, every unreleased reservation of the project that expired before
+    /// `now`; returns their ids.
+    pub fn release_expired_reservations(
+        &self,
+        project_id: i64,
+        now: Timestamp,
+    ) -> Result<Vec<i64>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "UPDATE file_reservations SET released_ts = ?2 WHERE project_id = ?1 \
+                 AND released_ts IS NULL AND expires_ts < ?2 RETURNING id",
+            )
+            .map_err(map_err)?;
+        let rows =
+            stmt.query_map(params![project_id, now.to_db()], |r| r.get(0)).map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<i64>>>().map_err(map_err)
+    }
+
+    /// The agent's latest mail activity in the project: the newest of the messages it sent
+    /// there and of its read and acknowledgement times on the project's messages.
+    pub fn last_mail_activity(&self, project_id: i64, agent_id: i64) -> Result<Option<Timestamp>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT max( \
+                   coalesce((SELECT max(created_ts) FROM messages \
+                             WHERE project_id = ?1 AND sender_id = ?2), ''), \
+                   coalesce((SELECT max(mr.ack_ts) FROM message_recipients mr \
+                             JOIN messages m ON m.id = mr.message_id \
+                             WHERE m.project_id = ?1 AND mr.agent_id = ?2), ''), \
+                   coalesce((SELECT max(mr.read_ts) FROM message_recipients mr \
+                             JOIN messages m ON m.id = mr.message_id \
+                             WHERE m.project_id = ?1 AND mr.agent_id = ?2), ''))",
+            )
+            .map_err(map_err)?;
+        let text: Option<String> =
+            stmt.query_row(params![project_id, agent_id], |r| r.get(0)).map_err(map_err)?;
+        Ok(text.filter(|t| !t.is_empty()).and_then(|t| Timestamp::parse_db(&t)))
+    }
+}
