@@ -46,6 +46,9 @@ pub struct CoreConfig {
     pub archive: ArchiveConfig,
     /// The optional LLM (`LLM_ENABLED`, `OPENAI_BASE_URL`, ...; see `crate::llm`).
     pub llm: crate::llm::LlmConfig,
+    /// `MCP_AGENT_MAIL_WINDOW_ID`: this server's window identity UUID, which vouches for the
+    /// agent whose name it shows when a tool call carries no token.
+    pub window_id: Option<String>,
 }
 
 /// Settings of the Git archive and its attachments.
@@ -105,6 +108,7 @@ impl CoreConfig {
             reader_connections: 4,
             archive: ArchiveConfig::default(),
             llm: crate::llm::LlmConfig::default(),
+            window_id: None,
         }
     }
 
@@ -139,6 +143,9 @@ impl CoreConfig {
                 .trim()
                 .parse()
                 .map_err(|_| format!("CONTACT_AUTO_TTL_SECONDS must be an integer, got {v:?}"))?;
+        }
+        if let Some(v) = lookup("MCP_AGENT_MAIL_WINDOW_ID") {
+            self.window_id = Some(v.trim().to_string()).filter(|v| !v.is_empty());
         }
         self.apply_archive_env(lookup, &flag)?;
         self.llm.apply_env(lookup)?;

@@ -18,6 +18,14 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Most MCP sessions kept at once; the least recently used is dropped beyond it.
     pub max_sessions: usize,
+    /// `MAILROOM_TOOL_AUTH` (default false): tools demand registration tokens (or a session
+    /// already bound to the agent) as the reference's HEAD does (spec/tools.md §0.4).
+    pub tool_auth: bool,
+    /// `MCP_AGENT_MAIL_SESSION_BINDING_TTL_SECONDS` (default 86400, at least 60): how long an
+    /// unused session binding lasts.
+    pub session_binding_ttl_seconds: u64,
+    /// `TOOLS_FILTER_*`: which tools are registered.
+    pub tool_filter: crate::mcp::catalog::ToolFilter,
 }
 
 impl Default for ServerConfig {
@@ -30,6 +38,9 @@ impl Default for ServerConfig {
             allowed_hosts: Vec::new(),
             max_body_bytes: 8 * 1024 * 1024,
             max_sessions: 10_000,
+            tool_auth: false,
+            session_binding_ttl_seconds: 86_400,
+            tool_filter: crate::mcp::catalog::ToolFilter::Full,
         }
     }
 }
@@ -58,6 +69,16 @@ impl ServerConfig {
         if let Some(hosts) = lookup("HTTP_ALLOWED_HOSTS") {
             self.allowed_hosts = csv(&hosts);
         }
+        if let Some(v) = lookup("MAILROOM_TOOL_AUTH") {
+            self.tool_auth = mailroom_core::config::parse_bool("MAILROOM_TOOL_AUTH", &v)?;
+        }
+        if let Some(v) = lookup("MCP_AGENT_MAIL_SESSION_BINDING_TTL_SECONDS") {
+            let seconds: u64 = v.trim().parse().map_err(|_| {
+                format!("MCP_AGENT_MAIL_SESSION_BINDING_TTL_SECONDS must be seconds, got {v:?}")
+            })?;
+            self.session_binding_ttl_seconds = seconds.max(60);
+        }
+        self.tool_filter = crate::mcp::catalog::ToolFilter::from_env(lookup)?;
         Ok(())
     }
 }

@@ -6,6 +6,7 @@ use std::time::Instant;
 use mailroom_core::Mailroom;
 
 use crate::config::ServerConfig;
+use crate::mcp::auth::Bindings;
 use crate::mcp::session::Sessions;
 use crate::mcp::tools::Registry;
 
@@ -16,14 +17,18 @@ pub struct AppState {
     pub config: Arc<ServerConfig>,
     pub tools: Arc<Registry>,
     pub sessions: Arc<Sessions>,
+    /// Agents each MCP session has authenticated as (tool authentication).
+    pub bindings: Arc<Bindings>,
     pub started: Instant,
 }
 
 impl AppState {
     /// Builds the state once at start-up (tool catalog and schemas included).
     pub fn new(core: Mailroom, config: ServerConfig) -> Self {
-        let tools = Arc::new(Registry::build());
+        let tools = Arc::new(Registry::build(&config.tool_filter));
         let sessions = Arc::new(Sessions::new(config.max_sessions));
-        Self { core, config: Arc::new(config), tools, sessions, started: Instant::now() }
+        let ttl = std::time::Duration::from_secs(config.session_binding_ttl_seconds);
+        let bindings = Arc::new(Bindings::new(ttl));
+        Self { core, config: Arc::new(config), tools, sessions, bindings, started: Instant::now() }
     }
 }

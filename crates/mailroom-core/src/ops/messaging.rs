@@ -302,7 +302,7 @@ impl Mailroom {
     }
 }
 
-fn parse_since(raw: Option<&str>) -> Result<Option<Timestamp>> {
+pub(crate) fn parse_since(raw: Option<&str>) -> Result<Option<Timestamp>> {
     match raw.map(str::trim).filter(|s| !s.is_empty()) {
         None => Ok(None),
         Some(text) => Timestamp::parse_iso(text).map(Some).ok_or_else(|| {

@@ -4,9 +4,12 @@
 //! one store job, so a write never interleaves with another (the writer is single-threaded).
 //! Outputs are serde structs whose JSON is the reference's result shape.
 
+pub mod auth;
 pub mod contacts;
+pub mod digest;
 pub mod health;
 pub mod identity;
+pub mod lifecycle;
 pub mod macros;
 pub mod messaging;
 pub mod output;
@@ -14,6 +17,7 @@ pub mod policy;
 pub mod projects;
 pub mod resolve;
 pub mod search;
+pub mod windows;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,6 +4,7 @@
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::auth::{authorize, bind_result};
 use super::error::code;
 use super::tools::{error_result, success_result};
 use super::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
@@ -32,8 +33,9 @@ pub fn negotiate_version(requested: Option<&str>) -> &'static str {
         .unwrap_or(SUPPORTED_PROTOCOL_VERSIONS[0])
 }
 
-/// Answers one request.
-pub async fn handle(state: &AppState, request: Request) -> Response {
+/// Answers one request. `session` is the request's MCP session id (`None` for a stateless
+/// request, which is then a session of its own for tool authentication).
+pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -> Response {
     let Request { id, method, params } = request;
     match method.as_str() {
         "initialize" => {
@@ -42,7 +44,7 @@ pub async fn handle(state: &AppState, request: Request) -> Response {
         }
         "ping" | "logging/setLevel" => ok(&id, &json!({})),
         "tools/list" => ok_raw(&id, state.tools.list_result()),
-        "tools/call" => ok(&id, &call_tool(state, params).await),
+        "tools/call" => ok(&id, &call_tool(state, params, session).await),
         "resources/list" => ok(&id, &json!({ "resources": [] })),
         "resources/templates/list" => ok(&id, &json!({ "resourceTemplates": [] })),
         "prompts/list" => ok(&id, &json!({ "prompts": [] })),
@@ -70,7 +72,7 @@ fn unknown_resource(params: &Value) -> String {
     format!("Unknown resource: {uri}")
 }
 
-async fn call_tool(state: &AppState, params: Value) -> Value {
+async fn call_tool(state: &AppState, params: Value, session: Option<&str>) -> Value {
     let Some(name) = params.get("name").and_then(Value::as_str) else {
         return error_result("tools/call needs params.name, the tool to call.".to_string());
     };
@@ -78,8 +80,19 @@ async fn call_tool(state: &AppState, params: Value) -> Value {
         return error_result(format!("Unknown tool: {name}"));
     };
     let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+    let auth = state.config.tool_auth.then_some(&tool.info.auth);
+    if let Some(spec) = auth
+        && let Err(e) = authorize(state, name, spec, &arguments, session).await
+    {
+        return error_result(e.result_text(name));
+    }
     match tool.call(state.clone(), arguments).await {
-        Ok(value) => success_result(value),
+        Ok(value) => {
+            if let Some(spec) = auth {
+                bind_result(state, spec, &value, session);
+            }
+            success_result(value)
+        }
         Err(e) => error_result(e.result_text(name)),
     }
 }

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::Message;
 
-const COLUMNS: &str = "m.id, m.project_id, m.sender_id, m.thread_id, m.topic, m.subject, \
+pub(super) const COLUMNS: &str = "m.id, m.project_id, m.sender_id, m.thread_id, m.topic, m.subject, \
      m.body_md, m.importance, m.ack_required, m.created_ts, m.attachments";
 
 fn message(row: &Row<'_>) -> rusqlite::Result<Message> {
@@ -72,11 +72,11 @@ pub struct ReceiptState {
     pub ack_ts: Option<Timestamp>,
 }
 
-const LISTED_COLUMNS: &str = "s.name, s.project_id, sp.slug, sp.human_key";
-const LISTED_JOINS: &str =
+pub(super) const LISTED_COLUMNS: &str = "s.name, s.project_id, sp.slug, sp.human_key";
+pub(super) const LISTED_JOINS: &str =
     "JOIN agents s ON s.id = m.sender_id JOIN projects sp ON sp.id = s.project_id";
 
-fn listed(row: &Row<'_>, kind: bool) -> rusqlite::Result<ListedMessage> {
+pub(super) fn listed(row: &Row<'_>, kind: bool) -> rusqlite::Result<ListedMessage> {
     Ok(ListedMessage {
         message: message(row)?,
         sender_name: row.get(11)?,

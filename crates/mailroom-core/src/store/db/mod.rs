@@ -5,11 +5,13 @@
 pub mod agents;
 pub mod archive_queue;
 pub mod contacts;
+pub mod lifecycle;
 pub mod messages;
 pub mod migrations;
 pub mod projects;
 pub mod reconstruct;
 pub mod search;
+pub mod windows;
 
 use std::cell::Cell;
 

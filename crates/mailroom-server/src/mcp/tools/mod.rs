@@ -5,24 +5,38 @@
 //! rejected, missing fields named) and the result shape (text content + structuredContent).
 
 mod acknowledge_message;
+mod archive_project;
 mod create_agent_identity;
+mod deregister_agent;
 mod ensure_project;
+mod expire_window;
 mod fetch_inbox;
+mod fetch_summary;
+mod fetch_topic;
+mod hard_delete_agent;
+mod hard_delete_project;
 mod health_check;
 mod list_agents;
 mod list_contacts;
+mod list_window_identities;
 mod macro_contact_handshake;
 mod macro_prepare_thread;
 mod macro_start_session;
 mod mark_message_read;
+mod purge_old_messages;
 mod register_agent;
+mod rename_window;
 mod reply_message;
 mod request_contact;
 mod respond_contact;
+mod retire_agent;
 mod search_messages;
 mod send_message;
 mod set_contact_policy;
+mod summarize_recent;
 mod summarize_thread;
+mod unarchive_project;
+mod unretire_agent;
 mod whois;
 
 use std::collections::HashMap;
@@ -34,6 +48,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use super::catalog::{self, ToolFilter, ToolInfo};
 use super::error::ToolError;
 use crate::state::AppState;
 
@@ -41,24 +56,38 @@ use crate::state::AppState;
 fn all_tools() -> Vec<Tool> {
     vec![
         acknowledge_message::tool(),
+        archive_project::tool(),
         create_agent_identity::tool(),
+        deregister_agent::tool(),
         ensure_project::tool(),
+        expire_window::tool(),
         fetch_inbox::tool(),
+        fetch_summary::tool(),
+        fetch_topic::tool(),
+        hard_delete_agent::tool(),
+        hard_delete_project::tool(),
         health_check::tool(),
         list_agents::tool(),
         list_contacts::tool(),
+        list_window_identities::tool(),
         macro_contact_handshake::tool(),
         macro_prepare_thread::tool(),
         macro_start_session::tool(),
         mark_message_read::tool(),
+        purge_old_messages::tool(),
         register_agent::tool(),
+        rename_window::tool(),
         reply_message::tool(),
         request_contact::tool(),
         respond_contact::tool(),
+        retire_agent::tool(),
         search_messages::tool(),
         send_message::tool(),
         set_contact_policy::tool(),
+        summarize_recent::tool(),
         summarize_thread::tool(),
+        unarchive_project::tool(),
+        unretire_agent::tool(),
         whois::tool(),
     ]
 }
@@ -67,13 +96,30 @@ fn all_tools() -> Vec<Tool> {
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
 type Handler = Box<dyn Fn(AppState, Value) -> ToolFuture + Send + Sync>;
 
-/// One tool: its public contract and its glue.
+/// One tool: its public contract, its catalog row (cluster, capabilities, authentication:
+/// spec/tools.md §12 and §0.4, from [`catalog::CATALOG`]) and its glue.
 pub struct Tool {
     pub name: &'static str,
     pub description: &'static str,
     pub input_schema: Value,
+    pub info: &'static ToolInfo,
     handler: Handler,
 }
+
+/// The catalog row of a tool missing from the catalog: its own cluster, no authentication.
+static UNCATALOGUED: ToolInfo = ToolInfo {
+    name: "",
+    cluster: "uncatalogued",
+    capabilities: &[],
+    complexity: "medium",
+    auth: catalog::AuthSpec {
+        rule: catalog::Rule::Open,
+        project: "",
+        agent: &[],
+        token: "",
+        binds: None,
+    },
+};
 
 impl Tool {
     /// Declares a tool whose arguments decode into `A` and whose op returns `O`.
@@ -102,7 +148,8 @@ impl Tool {
                 }
             }
         });
-        Self { name, description, input_schema, handler }
+        let info = catalog::lookup(name).unwrap_or(&UNCATALOGUED);
+        Self { name, description, input_schema, info, handler }
     }
 
     /// Runs the tool on raw JSON arguments.
@@ -118,9 +165,11 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Builds every tool and serialises the `tools/list` answer once (start-up only).
-    pub fn build() -> Self {
-        let tools = all_tools();
+    /// Builds every tool the filter keeps and serialises the `tools/list` answer once
+    /// (start-up only).
+    pub fn build(filter: &ToolFilter) -> Self {
+        let tools: Vec<Tool> =
+            all_tools().into_iter().filter(|t| filter.keeps(t.name, t.info.cluster)).collect();
         let listed: Vec<Value> = tools
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
@@ -341,6 +390,9 @@ mod tests {
             .filter(|f| f != "mod")
             .count();
         assert_eq!(files, names.len(), "every tool file must be registered");
+        for name in names {
+            assert!(catalog::lookup(name).is_some(), "{name} needs a row in mcp/catalog.rs");
+        }
     }
 
     #[test]
