@@ -33,6 +33,10 @@ pub struct TestOptions {
     pub reported_port: Option<u16>,
     /// Enable the LLM against this OpenAI-compatible base URL (e.g. [`FakeLlm::base_url`]).
     pub llm_base_url: Option<String>,
+    /// Require registration tokens on tool calls (`MAILROOM_TOOL_AUTH`).
+    pub tool_auth: bool,
+    /// Register only the tools this filter keeps (`TOOLS_FILTER_*`).
+    pub tool_filter: Option<mailroom_server::mcp::catalog::ToolFilter>,
 }
 
 impl TestApp {
@@ -56,6 +60,8 @@ impl TestApp {
         let address = listener.local_addr().expect("address");
         let server_config = ServerConfig {
             port: options.reported_port.unwrap_or(address.port()),
+            tool_auth: options.tool_auth,
+            tool_filter: options.tool_filter.unwrap_or_default(),
             ..ServerConfig::default()
         };
         let state = AppState::new(core.clone(), server_config);

@@ -86,6 +86,7 @@ async fn python_reference_session_replays_exactly() {
         worktrees_enabled: true,
         reported_port: Some(8765),
         llm_base_url: Some(llm.base_url.clone()),
+        ..TestOptions::default()
     })
     .await;
     let listed = app.rpc("tools/list", Value::Null).await;

@@ -3,6 +3,7 @@
 mod archive;
 mod conformance;
 mod health;
+mod lifecycle;
 mod macros;
 mod messaging;
 mod rest;
