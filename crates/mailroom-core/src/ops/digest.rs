@@ -112,7 +112,8 @@ impl Mailroom {
                 {
                     return Ok((project.id, Some(hit), Vec::new()));
                 }
-                Ok((project.id, None, db.messages_since(project.id, start, limit)?))
+                // One more than wanted tells whether the window held more than the limit.
+                Ok((project.id, None, db.messages_since(project.id, start, limit + 1)?))
             })
             .await?;
         if let Some(hit) = cached {
@@ -135,8 +136,10 @@ impl Mailroom {
                 created_ts: None,
             });
         }
+        let mut rows = rows;
+        let truncated = rows.len() as i64 > limit;
+        rows.truncate(limit as usize);
         let threads = group_by_thread(&rows);
-        let truncated = rows.len() as i64 >= limit;
         let heuristic = combine_recent(&threads, truncated, limit);
         let (summary_text, llm_model) = self.refine_recent(&heuristic, &rows, &req).await;
         let thread_ids: Vec<String> = threads.keys().cloned().collect();

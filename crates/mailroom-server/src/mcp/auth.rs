@@ -157,19 +157,22 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Checks a tool call against the tool's rule; `Ok` lets the tool run.
+/// Checks a tool call against the tool's rule; `Ok` lets the tool run. A viewer-scoped call
+/// that names no agent gets the session's agent filled in as its viewer (the reference's
+/// `resolve_viewer`), so the tool scopes its results to it.
 pub async fn authorize(
     state: &AppState,
     tool: &str,
     spec: &AuthSpec,
-    args: &Value,
+    args: &mut Value,
     session: Option<&str>,
 ) -> Result<(), ToolError> {
     if spec.rule == Rule::Open {
         return Ok(());
     }
     // A missing project argument fails the tool's own decoding with the usual message.
-    let Some(project_key) = text(args, spec.project) else { return Ok(()) };
+    let Some(project_key) = text(args, spec.project).map(str::to_string) else { return Ok(()) };
+    let project_key = project_key.as_str();
     let named = spec.agent.iter().find_map(|field| text(args, field).map(|n| (*field, n)));
     let token = text(args, spec.token);
     let core = &state.core;
@@ -178,10 +181,18 @@ pub async fn authorize(
             project_admin(state, tool, spec, project_key, token, session).await
         }
         (Rule::Viewer, None) => {
-            let (project_id, _) = core.project_credentials(project_key.to_string()).await?;
-            match state.bindings.session_agent(session, project_id) {
-                Some(_) => Ok(()),
-                None => Err(denied(format!(
+            let (project_id, agents) = core.project_credentials(project_key.to_string()).await?;
+            let viewer = state
+                .bindings
+                .session_agent(session, project_id)
+                .and_then(|id| agents.into_iter().find(|a| a.agent_id == id));
+            match (viewer, spec.agent.first(), args.as_object_mut()) {
+                (Some(viewer), Some(field), Some(object)) => {
+                    object.insert((*field).to_string(), Value::from(viewer.agent_name));
+                    Ok(())
+                }
+                (Some(_), _, _) => Ok(()),
+                (None, _, _) => Err(denied(format!(
                     "{tool} requires agent_name and {} (or an MCP session already \
                      authenticated as an agent of this project).",
                     spec.token

@@ -104,7 +104,8 @@ pub const CATALOG: &[ToolInfo] = &[
     low(info("ensure_project", "infrastructure", &["infrastructure", "storage"], OPEN)),
     info("expire_window", "identity", &["identity", "write"], OPEN),
     info("fetch_inbox", "messaging", &["messaging", "read"], agent(AGENT_NAME)),
-    info("fetch_inbox_product", "product_bus", &["messaging", "read"], agent(AGENT_NAME)),
+    // Product tools authorize per linked project inside the product bus (spec §8).
+    info("fetch_inbox_product", "product_bus", &["messaging", "read"], OPEN),
     info("fetch_summary", "search", &["read", "summarization"], OPEN),
     info("fetch_topic", "messaging", &["messaging", "read"], viewer()),
     info(

@@ -79,10 +79,10 @@ async fn call_tool(state: &AppState, params: Value, session: Option<&str>) -> Va
     let Some(tool) = state.tools.get(name) else {
         return error_result(format!("Unknown tool: {name}"));
     };
-    let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+    let mut arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
     let auth = state.config.tool_auth.then_some(&tool.info.auth);
     if let Some(spec) = auth
-        && let Err(e) = authorize(state, name, spec, &arguments, session).await
+        && let Err(e) = authorize(state, name, spec, &mut arguments, session).await
     {
         return error_result(e.result_text(name));
     }

@@ -463,6 +463,18 @@ async fn tokens_are_required_when_authentication_is_on() {
     call(&app, Some(&fresh), "fetch_inbox", red_inbox.clone()).await.expect("registration binds");
     assert!(call(&app, None, "fetch_inbox", red_inbox).await.is_err());
 
+    let topic = json!({"project_key": "/work/auth", "topic_name": "t"});
+    let viewer = call(&app, None, "fetch_topic", topic.clone()).await.expect_err("viewer");
+    assert!(viewer.contains("fetch_topic requires agent_name"), "{viewer}");
+    let mut tagged = send.clone();
+    tagged["topic"] = json!("t");
+    call(&app, Some(&session), "send_message", tagged).await.expect("tagged send");
+    let seen =
+        call(&app, Some(&session), "fetch_topic", topic.clone()).await.expect("bound viewer");
+    assert_eq!(seen.as_array().map(Vec::len), Some(1), "the session's agent is the viewer");
+    let unseen = call(&app, Some(&fresh), "fetch_topic", topic).await.expect("other viewer");
+    assert_eq!(unseen, json!([]), "RedFox neither sent nor received it");
+
     let admin = json!({"project_key": "/work/auth"});
     let refused = call(&app, None, "archive_project", admin.clone()).await.expect_err("admin");
     assert!(refused.contains("archive_project requires registration_token"), "{refused}");
