@@ -49,6 +49,9 @@ pub struct CoreConfig {
     /// `MCP_AGENT_MAIL_WINDOW_ID`: this server's window identity UUID, which vouches for the
     /// agent whose name it shows when a tool call carries no token.
     pub window_id: Option<String>,
+    /// `MCP_AGENT_MAIL_WINDOW_TTL_DAYS` (default 30): how long a window identity lives after
+    /// its last registration.
+    pub window_ttl_days: i64,
 }
 
 /// Settings of the Git archive and its attachments.
@@ -109,6 +112,7 @@ impl CoreConfig {
             archive: ArchiveConfig::default(),
             llm: crate::llm::LlmConfig::default(),
             window_id: None,
+            window_ttl_days: 30,
         }
     }
 
@@ -147,6 +151,8 @@ impl CoreConfig {
         if let Some(v) = lookup("MCP_AGENT_MAIL_WINDOW_ID") {
             self.window_id = Some(v.trim().to_string()).filter(|v| !v.is_empty());
         }
+        self.window_ttl_days =
+            number(lookup, "MCP_AGENT_MAIL_WINDOW_TTL_DAYS", self.window_ttl_days)?;
         self.apply_archive_env(lookup, &flag)?;
         self.llm.apply_env(lookup)?;
         if let Some(v) = lookup("AGENT_NAME_ENFORCEMENT_MODE") {

@@ -35,6 +35,8 @@ pub struct TestOptions {
     pub llm_base_url: Option<String>,
     /// Require registration tokens on tool calls (`MAILROOM_TOOL_AUTH`).
     pub tool_auth: bool,
+    /// The server's window identity (`MCP_AGENT_MAIL_WINDOW_ID`).
+    pub window_id: Option<String>,
     /// Register only the tools this filter keeps (`TOOLS_FILTER_*`).
     pub tool_filter: Option<mailroom_server::mcp::catalog::ToolFilter>,
 }
@@ -50,6 +52,7 @@ impl TestApp {
         let data_dir = tempfile::tempdir().expect("temp dir");
         let mut core_config = CoreConfig::for_data_dir(data_dir.path());
         core_config.worktrees_enabled = options.worktrees_enabled;
+        core_config.window_id = options.window_id;
         if let Some(base_url) = options.llm_base_url {
             core_config.llm.enabled = true;
             core_config.llm.base_url = base_url;

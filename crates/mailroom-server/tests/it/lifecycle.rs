@@ -480,3 +480,33 @@ async fn tokens_are_required_when_authentication_is_on() {
     assert!(refused.contains("archive_project requires registration_token"), "{refused}");
     call(&app, Some(&fresh), "archive_project", admin).await.expect("session agent is admin");
 }
+
+#[tokio::test]
+async fn the_window_identity_names_the_agent_and_vouches_for_it() {
+    let uuid = "0f8fad5b-d9cb-469f-a165-70867728950e";
+    let app = TestApp::start_with(TestOptions {
+        tool_auth: true,
+        window_id: Some(uuid.to_uppercase()),
+        ..TestOptions::default()
+    })
+    .await;
+    app.tool_ok("ensure_project", json!({"human_key": "/work/window"})).await;
+    let register = json!({"project_key": "/work/window", "program": "p", "model": "m"});
+    let first = app.tool_ok("register_agent", register.clone()).await;
+    let name = first["name"].as_str().expect("name").to_string();
+    assert_eq!(first["window_id"], uuid);
+    assert_eq!(first["window_display_name"], name.as_str());
+    let second = app.tool_ok("register_agent", register).await;
+    assert_eq!(second["name"], name.as_str(), "the window keeps its name across registrations");
+    assert_eq!(second["id"], first["id"]);
+    let listed =
+        app.tool_ok("list_window_identities", json!({"project_key": "/work/window"})).await;
+    assert_eq!(listed["count"], 1);
+    assert_eq!(listed["identities"][0]["display_name"], name.as_str());
+    assert!(listed["identities"][0]["expires_ts"].is_string());
+    let inbox = json!({"project_key": "/work/window", "agent_name": name});
+    call(&app, None, "fetch_inbox", inbox.clone()).await.expect("the window vouches");
+    app.tool_ok("expire_window", json!({"project_key": "/work/window", "window_uuid": uuid})).await;
+    let refused = call(&app, None, "fetch_inbox", inbox).await.expect_err("no longer vouched");
+    assert!(refused.contains("requires registration_token"), "{refused}");
+}

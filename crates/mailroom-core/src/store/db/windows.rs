@@ -121,6 +121,17 @@ impl Db<'_> {
             .map_err(map_err)
     }
 
+    /// Marks a window identity used now and moves its expiry.
+    pub fn extend_window(&self, id: i64, now: Timestamp, expires: Timestamp) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "UPDATE window_identities SET last_active_ts = ?2, expires_ts = ?3 WHERE id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute(params![id, now.to_db(), expires.to_db()]))
+            .map(drop)
+            .map_err(map_err)
+    }
+
     /// Ends a window identity now.
     pub fn expire_window(&self, id: i64, now: Timestamp) -> Result<()> {
         self.conn
@@ -130,7 +141,8 @@ impl Db<'_> {
             .map_err(map_err)
     }
 
-    /// Records a window identity (used by tests and the window-env registration path).
+    /// Records a window identity (registration under `MCP_AGENT_MAIL_WINDOW_ID`), replacing
+    /// an expired one of the same window.
     pub fn insert_window(
         &self,
         project_id: i64,
@@ -143,7 +155,9 @@ impl Db<'_> {
             .prepare_cached(
                 "INSERT INTO window_identities
                      (project_id, window_uuid, display_name, created_ts, last_active_ts, expires_ts)
-                 VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                 VALUES (?1, ?2, ?3, ?4, ?4, ?5)
+                 ON CONFLICT (project_id, window_uuid) DO UPDATE SET display_name = ?3,
+                     created_ts = ?4, last_active_ts = ?4, expires_ts = ?5",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
