@@ -81,10 +81,14 @@ async fn call_tool(state: &AppState, params: Value, session: Option<&str>) -> Va
     };
     let mut arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
     let auth = state.config.tool_auth.then_some(&tool.info.auth);
-    if let Some(spec) = auth
-        && let Err(e) = authorize(state, name, spec, &mut arguments, session).await
-    {
-        return error_result(e.result_text(name));
+    if let Some(spec) = auth {
+        let checked = match tool.validate(&arguments) {
+            Ok(()) => authorize(state, name, spec, &mut arguments, session).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = checked {
+            return error_result(e.result_text(name));
+        }
     }
     match tool.call(state.clone(), arguments).await {
         Ok(value) => {

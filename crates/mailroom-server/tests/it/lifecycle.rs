@@ -427,6 +427,9 @@ async fn tokens_are_required_when_authentication_is_on() {
         }
         args
     };
+    let malformed = json!({"project_key": "/work/auth", "agent_name": "BlueLake", "limit": "x"});
+    let invalid = call(&app, None, "fetch_inbox", malformed).await.expect_err("bad args");
+    assert!(invalid.contains("validation error"), "arguments are checked first: {invalid}");
     let missing = call(&app, None, "fetch_inbox", inbox(None)).await.expect_err("no token");
     assert!(
         missing.contains("fetch_inbox requires registration_token for agent 'BlueLake'"),

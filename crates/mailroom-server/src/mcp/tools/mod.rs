@@ -95,6 +95,7 @@ fn all_tools() -> Vec<Tool> {
 /// What a tool call resolves to.
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
 type Handler = Box<dyn Fn(AppState, Value) -> ToolFuture + Send + Sync>;
+type Validator = Box<dyn Fn(&Value) -> Result<(), ToolError> + Send + Sync>;
 
 /// One tool: its public contract, its catalog row (cluster, capabilities, authentication:
 /// spec/tools.md §12 and §0.4, from [`catalog::CATALOG`]) and its glue.
@@ -104,6 +105,7 @@ pub struct Tool {
     pub input_schema: Value,
     pub info: &'static ToolInfo,
     handler: Handler,
+    validator: Validator,
 }
 
 /// The catalog row of a tool missing from the catalog: its own cluster, no authentication.
@@ -132,6 +134,10 @@ impl Tool {
     {
         let input_schema = input_schema::<A>();
         let schema_for_decode = input_schema.clone();
+        let schema_for_check = input_schema.clone();
+        let validator: Validator = Box::new(move |arguments: &Value| {
+            decode::<A>(name, &schema_for_check, arguments.clone()).map(drop)
+        });
         let handler: Handler = Box::new(move |state, arguments| {
             match decode::<A>(name, &schema_for_decode, arguments) {
                 Err(e) => Box::pin(std::future::ready(Err(e))),
@@ -149,7 +155,13 @@ impl Tool {
             }
         });
         let info = catalog::lookup(name).unwrap_or(&UNCATALOGUED);
-        Self { name, description, input_schema, info, handler }
+        Self { name, description, input_schema, info, handler, validator }
+    }
+
+    /// Checks raw JSON arguments as the call would decode them, without running the tool
+    /// (authentication runs after argument validation, as in the reference).
+    pub fn validate(&self, arguments: &Value) -> Result<(), ToolError> {
+        (self.validator)(arguments)
     }
 
     /// Runs the tool on raw JSON arguments.
