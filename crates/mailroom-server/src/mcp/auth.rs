@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use mailroom_core::ops::auth::Credential;
+use mailroom_core::ops::auth::{Credential, constant_time_eq};
 use mailroom_core::{Category, Error};
 use serde_json::Value;
 
@@ -50,6 +50,11 @@ impl Bindings {
             let found = agents.iter_mut().find(|b| b.agent_id == agent_id);
             found.map(|b| b.last_used = Instant::now()).is_some()
         })
+    }
+
+    /// Every agent this session is bound to.
+    pub fn session_agents(&self, session: Option<&str>) -> Vec<i64> {
+        self.with_session(session, |agents| agents.iter().map(|b| b.agent_id).collect())
     }
 
     /// The agent of `project_id` this session used last, if any.
@@ -146,15 +151,6 @@ pub fn decide(e: Evidence<'_>) -> Decision {
         }
         Some(_) => Decision::Invalid,
     }
-}
-
-/// Compares without stopping at the first difference, so timing does not reveal how much
-/// of a guessed token was right (only its length).
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Checks a tool call against the tool's rule; `Ok` lets the tool run. A viewer-scoped call
@@ -357,14 +353,6 @@ mod tests {
         check(tokenless, Decision::NoStoredToken);
         check(Evidence { adjacent: true, ..tokenless }, Decision::Allow);
         check(Evidence { adjacent: true, ..base }, Decision::Missing);
-    }
-
-    #[test]
-    fn constant_time_comparison_is_still_equality() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"abcd"));
-        assert!(constant_time_eq(b"", b""));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::auth::{authorize, bind_result};
 use super::error::code;
-use super::tools::{error_result, success_result};
+use super::tools::{Caller, error_result, success_result};
 use super::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::state::AppState;
 
@@ -90,7 +90,8 @@ async fn call_tool(state: &AppState, params: Value, session: Option<&str>) -> Va
             return error_result(e.result_text(name));
         }
     }
-    match tool.call(state.clone(), arguments).await {
+    let caller = Caller { session: session.map(str::to_string) };
+    match tool.call(state.clone(), arguments, caller).await {
         Ok(value) => {
             if let Some(spec) = auth {
                 bind_result(state, spec, &value, session);

@@ -513,3 +513,32 @@ async fn the_window_identity_names_the_agent_and_vouches_for_it() {
     let refused = call(&app, None, "fetch_inbox", inbox).await.expect_err("no longer vouched");
     assert!(refused.contains("requires registration_token"), "{refused}");
 }
+
+#[tokio::test]
+async fn handshake_auto_accept_needs_the_target_when_authentication_is_on() {
+    let app = TestApp::start_with(TestOptions { tool_auth: true, ..TestOptions::default() }).await;
+    app.tool_ok("ensure_project", json!({"human_key": "/work/hs"})).await;
+    let mut tokens = Vec::new();
+    for name in ["BlueLake", "GreenCastle"] {
+        let agent = app
+            .tool_ok(
+                "register_agent",
+                json!({"project_key": "/work/hs", "program": "p", "model": "m", "name": name}),
+            )
+            .await;
+        tokens.push(agent["registration_token"].as_str().expect("token").to_string());
+    }
+    let mut handshake = json!({"project_key": "/work/hs", "requester": "BlueLake",
+        "target": "GreenCastle", "auto_accept": true});
+    let anonymous = app.call_tool("macro_contact_handshake", handshake.clone()).await;
+    assert!(anonymous.expect_err("requester").contains("requester_registration_token"));
+    handshake["requester_registration_token"] = json!(tokens[0]);
+    let pending = app.tool_ok("macro_contact_handshake", handshake.clone()).await;
+    assert_eq!(pending["response"], Value::Null);
+    assert_eq!(pending["response_error"]["type"], "AUTHENTICATION_REQUIRED");
+    assert_eq!(pending["request"]["status"], "pending");
+    handshake["target_registration_token"] = json!(tokens[1]);
+    let accepted = app.tool_ok("macro_contact_handshake", handshake).await;
+    assert_eq!(accepted["response"]["approved"], true, "{accepted}");
+    assert!(accepted.get("response_error").is_none());
+}

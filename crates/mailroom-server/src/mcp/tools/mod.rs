@@ -94,7 +94,14 @@ fn all_tools() -> Vec<Tool> {
 
 /// What a tool call resolves to.
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
-type Handler = Box<dyn Fn(AppState, Value) -> ToolFuture + Send + Sync>;
+type Handler = Box<dyn Fn(AppState, Value, Caller) -> ToolFuture + Send + Sync>;
+
+/// Who is calling, for the few tools whose behaviour depends on it (authentication).
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    /// The request's MCP session id; `None` for a stateless request.
+    pub session: Option<String>,
+}
 type Validator = Box<dyn Fn(&Value) -> Result<(), ToolError> + Send + Sync>;
 
 /// One tool: its public contract, its catalog row (cluster, capabilities, authentication:
@@ -132,17 +139,28 @@ impl Tool {
         F: Fn(AppState, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = mailroom_core::Result<O>> + Send + 'static,
     {
+        Self::with_caller(name, description, move |state, args, _caller| run(state, args))
+    }
+
+    /// Declares a tool that also sees its [`Caller`].
+    pub fn with_caller<A, O, F, Fut>(name: &'static str, description: &'static str, run: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + 'static,
+        F: Fn(AppState, A, Caller) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = mailroom_core::Result<O>> + Send + 'static,
+    {
         let input_schema = input_schema::<A>();
         let schema_for_decode = input_schema.clone();
         let schema_for_check = input_schema.clone();
         let validator: Validator = Box::new(move |arguments: &Value| {
             decode::<A>(name, &schema_for_check, arguments.clone()).map(drop)
         });
-        let handler: Handler = Box::new(move |state, arguments| {
+        let handler: Handler = Box::new(move |state, arguments, caller| {
             match decode::<A>(name, &schema_for_decode, arguments) {
                 Err(e) => Box::pin(std::future::ready(Err(e))),
                 Ok(args) => {
-                    let pending = run(state, args);
+                    let pending = run(state, args, caller);
                     Box::pin(async move {
                         let output = pending.await?;
                         serde_json::to_value(output).map_err(|e| {
@@ -165,8 +183,8 @@ impl Tool {
     }
 
     /// Runs the tool on raw JSON arguments.
-    pub fn call(&self, state: AppState, arguments: Value) -> ToolFuture {
-        (self.handler)(state, arguments)
+    pub fn call(&self, state: AppState, arguments: Value, caller: Caller) -> ToolFuture {
+        (self.handler)(state, arguments, caller)
     }
 }
 
