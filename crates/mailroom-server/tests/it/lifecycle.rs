@@ -466,6 +466,13 @@ async fn tokens_are_required_when_authentication_is_on() {
     call(&app, Some(&fresh), "fetch_inbox", red_inbox.clone()).await.expect("registration binds");
     assert!(call(&app, None, "fetch_inbox", red_inbox).await.is_err());
 
+    let rest = json!({"project_slug": "work-auth", "agent_name": "BlueLake"});
+    let (status, refused) = app.post("/api/inbox", rest.clone()).await;
+    assert_eq!(status, 403, "REST routes authenticate like their tools: {refused}");
+    let mut rest = rest;
+    rest["registration_token"] = json!(token);
+    assert_eq!(app.post("/api/inbox", rest).await.0, 200);
+
     let topic = json!({"project_key": "/work/auth", "topic_name": "t"});
     let viewer = call(&app, None, "fetch_topic", topic.clone()).await.expect_err("viewer");
     assert!(viewer.contains("fetch_topic requires agent_name"), "{viewer}");
