@@ -549,3 +549,32 @@ async fn handshake_auto_accept_needs_the_target_when_authentication_is_on() {
     assert_eq!(accepted["response"]["approved"], true, "{accepted}");
     assert!(accepted.get("response_error").is_none());
 }
+
+#[tokio::test]
+async fn a_session_authenticated_as_the_recipient_approves_the_contact() {
+    let app = TestApp::start_with(TestOptions { tool_auth: true, ..TestOptions::default() }).await;
+    app.tool_ok("ensure_project", json!({"human_key": "/work/approve"})).await;
+    let mut tokens = Vec::new();
+    for name in ["BlueLake", "SilverHawk"] {
+        let agent = app
+            .tool_ok(
+                "register_agent",
+                json!({"project_key": "/work/approve", "program": "p", "model": "m", "name": name}),
+            )
+            .await;
+        tokens.push(agent["registration_token"].as_str().expect("token").to_string());
+    }
+    let policy = json!({"project_key": "/work/approve", "agent_name": "SilverHawk",
+        "policy": "contacts_only", "registration_token": tokens[1]});
+    app.tool_ok("set_contact_policy", policy).await;
+    let send = json!({"project_key": "/work/approve", "sender_name": "BlueLake",
+        "to": ["SilverHawk"], "subject": "s", "body_md": "b", "sender_token": tokens[0]});
+    let blocked = call(&app, None, "send_message", send.clone()).await.expect_err("blocked");
+    assert!(blocked.contains("Contact approval required"), "{blocked}");
+    let session = open_session(&app).await;
+    let inbox = json!({"project_key": "/work/approve", "agent_name": "SilverHawk",
+        "registration_token": tokens[1]});
+    call(&app, Some(&session), "fetch_inbox", inbox).await.expect("binds SilverHawk");
+    let sent = call(&app, Some(&session), "send_message", send).await.expect("auto-approved");
+    assert_eq!(sent["count"], 1);
+}
