@@ -86,3 +86,28 @@ impl ServerConfig {
 fn csv(value: &str) -> Vec<String> {
     value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::catalog::ToolFilter;
+
+    #[test]
+    fn auth_and_filter_settings_come_from_the_environment() {
+        let mut config = ServerConfig::default();
+        assert!(!config.tool_auth, "authentication is off by default");
+        let env = |name: &str| match name {
+            "MAILROOM_TOOL_AUTH" => Some("true".to_string()),
+            "MCP_AGENT_MAIL_SESSION_BINDING_TTL_SECONDS" => Some("5".to_string()),
+            "TOOLS_FILTER_ENABLED" => Some("1".to_string()),
+            "TOOLS_FILTER_PROFILE" => Some("core".to_string()),
+            _ => None,
+        };
+        config.apply_env(&env).expect("valid env");
+        assert!(config.tool_auth);
+        assert_eq!(config.session_binding_ttl_seconds, 60, "at least a minute");
+        assert_eq!(config.tool_filter, ToolFilter::Core);
+        let bad = |name: &str| (name == "MAILROOM_TOOL_AUTH").then(|| "perhaps".to_string());
+        assert!(ServerConfig::default().apply_env(&bad).is_err());
+    }
+}
