@@ -124,7 +124,8 @@ pub const CATALOG: &[ToolInfo] = &[
     info("hard_delete_project", "infrastructure", &["infrastructure"], admin()),
     low(info("health_check", "infrastructure", &["infrastructure"], OPEN)),
     info("install_precommit_guard", "infrastructure", &["infrastructure", "repository"], OPEN),
-    info("list_agents", "identity", &["audit", "identity"], OPEN),
+    // mailroom's own tool (not in the reference): its own cluster, as metrics.rs on main has it.
+    info("list_agents", "other", &["audit", "identity"], OPEN),
     info("list_contacts", "contact", &["audit", "contact"], agent(AGENT_NAME)),
     low(info("list_window_identities", "identity", &["identity"], OPEN)),
     info(
