@@ -95,6 +95,7 @@ fn all_tools() -> Vec<Tool> {
 /// What a tool call resolves to.
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
 type Handler = Box<dyn Fn(AppState, Value, Caller) -> ToolFuture + Send + Sync>;
+type Validator = Box<dyn Fn(&Value) -> Result<(), ToolError> + Send + Sync>;
 
 /// Who is calling, for the few tools whose behaviour depends on it (authentication).
 #[derive(Debug, Clone, Default)]
@@ -102,7 +103,6 @@ pub struct Caller {
     /// The request's MCP session id; `None` for a stateless request.
     pub session: Option<String>,
 }
-type Validator = Box<dyn Fn(&Value) -> Result<(), ToolError> + Send + Sync>;
 
 /// One tool: its public contract, its catalog row (cluster, capabilities, authentication:
 /// spec/tools.md §12 and §0.4, from [`catalog::CATALOG`]) and its glue.
