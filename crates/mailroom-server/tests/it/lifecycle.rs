@@ -578,3 +578,29 @@ async fn a_session_authenticated_as_the_recipient_approves_the_contact() {
     let sent = call(&app, Some(&session), "send_message", send).await.expect("auto-approved");
     assert_eq!(sent["count"], 1);
 }
+
+#[tokio::test]
+async fn summarize_recent_takes_the_llm_digest_and_keeps_the_heuristic_on_failure() {
+    use mailroom_testkit::{FakeLlm, FakeLlmMode};
+    for (mode, refined) in [(FakeLlmMode::Reference, true), (FakeLlmMode::Garbage, false)] {
+        let llm = FakeLlm::start(mode).await;
+        let app = TestApp::start_with(TestOptions {
+            llm_base_url: Some(llm.base_url.clone()),
+            ..TestOptions::default()
+        })
+        .await;
+        let slug = app.seed_pair("/work/llm", "BlueLake", "GreenCastle").await;
+        send(&app, &slug, "BlueLake", "GreenCastle", "plan").await.expect("send");
+        let summary = app.tool_ok("summarize_recent", json!({"project_key": slug})).await;
+        let text: Value =
+            serde_json::from_str(summary["summary_text"].as_str().expect("text")).expect("json");
+        assert_eq!(llm.requests().len(), 1);
+        if refined {
+            assert_eq!(text["key_points"][0], "API migration planned for next sprint");
+            assert!(summary["llm_model"].is_string(), "{summary}");
+        } else {
+            assert_eq!(text["total_messages"], 1, "the heuristic digest stays: {text}");
+            assert_eq!(summary["llm_model"], Value::Null);
+        }
+    }
+}
