@@ -11,7 +11,9 @@ Works with the SDK's 1.x line (``streamablehttp_client`` / ``streamable_http_cli
 
 Flow: initialize -> tools/list -> ensure_project -> register_agent x2 -> set_contact_policy(open)
 -> send_message -> fetch_inbox (message arrived, subject/body match) -> send_message from an
-unknown sender (isError, "not found").  Exits 0 when every check passed, 1 otherwise.
+unknown sender (isError, "not found") -> resources: list, templates, read the inbox resource,
+an unknown URI fails -> ensure_project with format="toon" (TOON envelope).
+Exits 0 when every check passed, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -235,6 +237,46 @@ class Runner:
         text, _ = await self.call("send_message", bad_args, expect_error=True)
         check("not found" in text.lower(), f"send_message (unknown sender): error text lacks 'not found': {short(text)}")
         self.ok(f"send_message from unknown sender -> isError ({short(text, 120)})")
+
+        await self.check_resources(project["slug"], message_id)
+        toon, _ = await self.call("ensure_project", {"human_key": human_key, "format": "toon"})
+        check(isinstance(toon, dict) and toon.get("format") == "toon" and isinstance(toon.get("data"), str),
+              f"ensure_project format=toon: expected a TOON envelope, got {short(toon)}")
+        check(f"human_key: {human_key}" in toon["data"].splitlines(),
+              f"ensure_project format=toon: data lacks the human_key line: {short(toon)}")
+        self.ok("ensure_project format=toon -> TOON envelope")
+
+    async def check_resources(self, slug: str, message_id: int) -> None:
+        import mcp.shared.exceptions as mcp_exceptions
+
+        # 2.x names it MCPError, 1.x McpError.
+        mcp_error = getattr(mcp_exceptions, "MCPError", None) or getattr(mcp_exceptions, "McpError")
+
+        listed = dump(await self.session.list_resources())
+        uris = [str(r.get("uri")) for r in listed.get("resources") or []]
+        check("resource://tooling/metrics" in uris, f"resources/list: no tooling/metrics in {uris}")
+        templates = dump(await self.session.list_resource_templates())
+        names = [t.get("uriTemplate") for t in templates.get("resourceTemplates") or []]
+        check(any(str(n).startswith("resource://inbox/{agent}") for n in names),
+              f"resources/templates/list: no inbox template in {names}")
+        self.ok(f"resources/list ({len(uris)}) and templates/list ({len(names)})")
+
+        read = dump(await self.session.read_resource(f"resource://inbox/GreenCastle?project={slug}"))
+        contents = read.get("contents") or []
+        check(contents and isinstance(contents[0].get("text"), str),
+              f"resources/read inbox: no text content: {short(read)}")
+        inbox = json.loads(contents[0]["text"])
+        check([m.get("id") for m in inbox.get("messages", [])] == [message_id],
+              f"resources/read inbox: expected message {message_id}: {short(inbox)}")
+        self.ok("resources/read inbox resource: the message is there")
+
+        try:
+            await self.session.read_resource("resource://no-such/thing")
+        except mcp_error as exc:
+            check("Unknown resource" in str(exc), f"unknown resource: unexpected error {exc}")
+        else:
+            raise CheckFailed("resources/read of an unknown URI succeeded")
+        self.ok("resources/read of an unknown URI -> JSON-RPC error")
 
 
 async def amain(url: str, timeout: float) -> int:

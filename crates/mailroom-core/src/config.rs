@@ -41,6 +41,9 @@ pub struct CoreConfig {
     pub name_enforcement: NameEnforcement,
     /// Number of read-only SQLite connections.
     pub reader_connections: usize,
+    /// `RETENTION_IGNORE_PROJECT_PATTERNS` (CSV of fnmatch patterns): projects whose slug or
+    /// human key matches are hidden from the project-list resources.
+    pub retention_ignore_project_patterns: Vec<String>,
     /// The Git archive (`STORAGE_ROOT`). `ARCHIVE_ENABLED=false` (a mailroom extra) runs
     /// on SQLite alone, for benchmarks and throwaway servers.
     pub archive: ArchiveConfig,
@@ -109,6 +112,16 @@ impl CoreConfig {
             auto_register_recipients: false,
             name_enforcement: NameEnforcement::Coerce,
             reader_connections: 4,
+            retention_ignore_project_patterns: [
+                "demo",
+                "test*",
+                "testproj*",
+                "testproject",
+                "backendproj*",
+                "frontendproj*",
+            ]
+            .map(str::to_string)
+            .to_vec(),
             archive: ArchiveConfig::default(),
             llm: crate::llm::LlmConfig::default(),
             window_id: None,
@@ -130,6 +143,14 @@ impl CoreConfig {
         }
         if let Some(root) = lookup("STORAGE_ROOT") {
             self.storage_root = expand_home(&root, lookup);
+        }
+        if let Some(patterns) = lookup("RETENTION_IGNORE_PROJECT_PATTERNS") {
+            self.retention_ignore_project_patterns = patterns
+                .split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect();
         }
         let flag = |name: &str, current: bool| -> Result<bool, String> {
             lookup(name).map_or(Ok(current), |v| parse_bool(name, &v))

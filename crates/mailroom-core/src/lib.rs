@@ -7,6 +7,7 @@
 pub mod archive;
 pub mod config;
 pub mod error;
+pub mod guard;
 pub mod llm;
 pub mod model;
 pub mod ops;

@@ -72,3 +72,12 @@ impl ContactLink {
         self.status == "pending" && self.expires_ts.is_none_or(|e| e > now)
     }
 }
+
+/// A product: a named group of projects (the product bus).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Product {
+    pub id: i64,
+    pub product_uid: String,
+    pub name: String,
+    pub created_at: Timestamp,
+}

@@ -1,5 +1,7 @@
 //! Settings of the HTTP front, read once at start-up (reference names: spec/http.md §7).
 
+use crate::mcp::format::OutputFormat;
+
 /// HTTP settings.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -26,6 +28,9 @@ pub struct ServerConfig {
     pub session_binding_ttl_seconds: u64,
     /// `TOOLS_FILTER_*`: which tools are registered.
     pub tool_filter: crate::mcp::catalog::ToolFilter,
+    /// Format of tool and resource results when the caller names none
+    /// (`MCP_AGENT_MAIL_OUTPUT_FORMAT`, else `TOON_DEFAULT_FORMAT`; default JSON).
+    pub default_format: OutputFormat,
 }
 
 impl Default for ServerConfig {
@@ -41,6 +46,7 @@ impl Default for ServerConfig {
             tool_auth: false,
             session_binding_ttl_seconds: 86_400,
             tool_filter: crate::mcp::catalog::ToolFilter::Full,
+            default_format: OutputFormat::Json,
         }
     }
 }
@@ -79,6 +85,11 @@ impl ServerConfig {
             self.session_binding_ttl_seconds = seconds.max(60);
         }
         self.tool_filter = crate::mcp::catalog::ToolFilter::from_env(lookup)?;
+        let format =
+            lookup("MCP_AGENT_MAIL_OUTPUT_FORMAT").or_else(|| lookup("TOON_DEFAULT_FORMAT"));
+        if let Some(format) = format {
+            self.default_format = OutputFormat::parse(&format)?.unwrap_or(OutputFormat::Json);
+        }
         Ok(())
     }
 }
@@ -109,5 +120,26 @@ mod tests {
         assert_eq!(config.tool_filter, ToolFilter::Core);
         let bad = |name: &str| (name == "MAILROOM_TOOL_AUTH").then(|| "perhaps".to_string());
         assert!(ServerConfig::default().apply_env(&bad).is_err());
+    }
+
+    fn with_env(pairs: &[(&str, &str)]) -> Result<ServerConfig, String> {
+        let mut config = ServerConfig::default();
+        config.apply_env(&|name| {
+            pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_string())
+        })?;
+        Ok(config)
+    }
+
+    #[test]
+    fn default_output_format_comes_from_the_reference_variables() {
+        assert_eq!(with_env(&[]).map(|c| c.default_format), Ok(OutputFormat::Json));
+        let toon = with_env(&[("TOON_DEFAULT_FORMAT", "toon")]);
+        assert_eq!(toon.map(|c| c.default_format), Ok(OutputFormat::Toon));
+        let both =
+            with_env(&[("MCP_AGENT_MAIL_OUTPUT_FORMAT", "json"), ("TOON_DEFAULT_FORMAT", "toon")]);
+        assert_eq!(both.map(|c| c.default_format), Ok(OutputFormat::Json), "the first one wins");
+        let auto = with_env(&[("MCP_AGENT_MAIL_OUTPUT_FORMAT", "auto")]);
+        assert_eq!(auto.map(|c| c.default_format), Ok(OutputFormat::Json));
+        assert!(with_env(&[("MCP_AGENT_MAIL_OUTPUT_FORMAT", "xml")]).is_err());
     }
 }

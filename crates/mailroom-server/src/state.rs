@@ -7,6 +7,8 @@ use mailroom_core::Mailroom;
 
 use crate::config::ServerConfig;
 use crate::mcp::auth::Bindings;
+use crate::mcp::metrics::Instruments;
+use crate::mcp::resources::Resources;
 use crate::mcp::session::Sessions;
 use crate::mcp::tools::Registry;
 
@@ -16,6 +18,9 @@ pub struct AppState {
     pub core: Mailroom,
     pub config: Arc<ServerConfig>,
     pub tools: Arc<Registry>,
+    pub resources: Arc<Resources>,
+    /// Per-tool counters and recent calls, recorded by the dispatcher.
+    pub instruments: Arc<Instruments>,
     pub sessions: Arc<Sessions>,
     /// Agents each MCP session has authenticated as (tool authentication).
     pub bindings: Arc<Bindings>,
@@ -25,10 +30,22 @@ pub struct AppState {
 impl AppState {
     /// Builds the state once at start-up (tool catalog and schemas included).
     pub fn new(core: Mailroom, config: ServerConfig) -> Self {
-        let tools = Arc::new(Registry::build(&config.tool_filter));
+        let worktrees_enabled = core.config().worktrees_enabled;
+        let tools = Arc::new(Registry::build(worktrees_enabled, &config.tool_filter));
+        let resources = Arc::new(Resources::build(worktrees_enabled));
+        let instruments = Arc::new(Instruments::new(&tools.names()));
         let sessions = Arc::new(Sessions::new(config.max_sessions));
         let ttl = std::time::Duration::from_secs(config.session_binding_ttl_seconds);
         let bindings = Arc::new(Bindings::new(ttl));
-        Self { core, config: Arc::new(config), tools, sessions, bindings, started: Instant::now() }
+        Self {
+            core,
+            config: Arc::new(config),
+            tools,
+            resources,
+            instruments,
+            sessions,
+            bindings,
+            started: Instant::now(),
+        }
     }
 }

@@ -39,6 +39,8 @@ pub struct TestOptions {
     pub window_id: Option<String>,
     /// Register only the tools this filter keeps (`TOOLS_FILTER_*`).
     pub tool_filter: Option<mailroom_server::mcp::catalog::ToolFilter>,
+    /// The MCP path reported by resource://config/environment (`HTTP_PATH`).
+    pub mcp_path: Option<String>,
 }
 
 impl TestApp {
@@ -65,6 +67,7 @@ impl TestApp {
             port: options.reported_port.unwrap_or(address.port()),
             tool_auth: options.tool_auth,
             tool_filter: options.tool_filter.unwrap_or_default(),
+            mcp_path: options.mcp_path.unwrap_or_else(|| ServerConfig::default().mcp_path),
             ..ServerConfig::default()
         };
         let state = AppState::new(core.clone(), server_config);
@@ -115,6 +118,18 @@ impl TestApp {
         }
         Ok(serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("tool text is not JSON ({e}): {text}")))
+    }
+
+    /// Reads a resource: `Ok(parsed JSON text)` or `Err((code, message))` of the JSON-RPC error.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, (i64, String)> {
+        let response = self.rpc("resources/read", json!({ "uri": uri })).await;
+        if let Some(error) = response.get("error") {
+            let message = error["message"].as_str().unwrap_or_default().to_string();
+            return Err((error["code"].as_i64().unwrap_or_default(), message));
+        }
+        let text = response["result"]["contents"][0]["text"].as_str().unwrap_or_default();
+        Ok(serde_json::from_str(text)
+            .unwrap_or_else(|e| panic!("resource text is not JSON ({e}): {text}")))
     }
 
     /// Calls a tool that must succeed.

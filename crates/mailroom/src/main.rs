@@ -24,6 +24,8 @@ enum Command {
     Serve(commands::serve::ServeArgs),
     /// Check the Git archive against the database, or rebuild one from the other.
     Archive(commands::archive::ArchiveArgs),
+    /// Git hooks that refuse commits and pushes touching files other agents reserved.
+    Guard(commands::guard::GuardArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
             let on_error = if matches!(args.command, ArchiveCommand::Verify(_)) { 2 } else { 1 };
             exit_code(commands::archive::run(args), on_error)
         }
+        Command::Guard(args) => exit_code(commands::guard::run(args), 1),
     }
 }
 

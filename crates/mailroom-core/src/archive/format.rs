@@ -370,6 +370,7 @@ pub fn message_paths(doc: &MessageDoc, sender_is_local: bool) -> MessagePaths {
     let file_name = message_file_name(doc.created, &doc.subject, doc.id);
     let month = month_directory(doc.created);
     let project = project_directory(&doc.project_slug);
+    let canonical = canonical_message_path(&doc.project_slug, doc.created, &doc.subject, doc.id);
     let mailbox =
         |agent: &str, kind: &str| format!("{project}/agents/{agent}/{kind}/{month}/{file_name}");
     let mut seen = HashSet::new();
@@ -378,10 +379,21 @@ pub fn message_paths(doc: &MessageDoc, sender_is_local: bool) -> MessagePaths {
         .map(|name| mailbox(name, "inbox"))
         .collect();
     MessagePaths {
-        canonical: format!("{project}/messages/{month}/{file_name}"),
+        canonical,
         outbox: sender_is_local.then(|| mailbox(&doc.from, "outbox")),
         inboxes,
     }
+}
+
+/// The canonical copy of a message: `projects/<slug>/messages/YYYY/MM/<file>`.
+pub fn canonical_message_path(
+    project_slug: &str,
+    created: Timestamp,
+    subject: &str,
+    id: i64,
+) -> String {
+    let file_name = message_file_name(created, subject, id);
+    format!("{}/messages/{}/{file_name}", project_directory(project_slug), month_directory(created))
 }
 
 /// The path of an agent's profile: `projects/<slug>/agents/<Name>/profile.json`.

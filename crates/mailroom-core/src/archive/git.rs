@@ -21,8 +21,8 @@ use crate::model::time::Timestamp;
 const GITATTRIBUTES: &str = "*.json text\n*.md text\n";
 
 /// Local-only files Git should not offer to add: lock files and their owner records, and the
-/// temporary files of atomic writes.
-const EXCLUDES: &str = "*.lock\n*.lock.owner.json\n.*.tmp\n";
+/// temporary files of atomic writes, and build-slot leases (local coordination state).
+const EXCLUDES: &str = "*.lock\n*.lock.owner.json\n.*.tmp\nprojects/*/build_slots/\n";
 
 /// Who commits to the archive (`GIT_AUTHOR_NAME` / `GIT_AUTHOR_EMAIL`).
 #[derive(Debug, Clone)]
@@ -301,6 +301,17 @@ fn ensure_excludes(root: &Path) -> Result<()> {
     }
     text.push_str(EXCLUDES);
     fs::write(&path, text).map_err(|e| io_err("cannot write", &path, e))
+}
+
+/// The branch checked out in the repository containing `work_dir` (a project's directory),
+/// if it is one and HEAD names a branch; build slots default their branch to it.
+pub fn current_branch(work_dir: &Path) -> Option<String> {
+    let repo = Repository::discover(work_dir).ok()?;
+    let head = repo.head().ok()?;
+    if !head.is_branch() {
+        return None;
+    }
+    head.shorthand().ok().map(str::to_string)
 }
 
 /// The commit HEAD points to; `None` before the first commit (unborn branch).

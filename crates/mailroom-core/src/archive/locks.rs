@@ -83,7 +83,7 @@ fn write_owner(owner_path: &Path) -> Result<()> {
         .map_err(|e| Error::internal(format!("cannot write {}: {e}", owner_path.display())))
 }
 
-fn read_owner_pid(owner_path: &Path) -> Option<u32> {
+pub(crate) fn read_owner_pid(owner_path: &Path) -> Option<u32> {
     let text = fs::read_to_string(owner_path).ok()?;
     let value: serde_json::Value = serde_json::from_str(&text).ok()?;
     value.get("pid")?.as_u64()?.try_into().ok()
@@ -91,7 +91,7 @@ fn read_owner_pid(owner_path: &Path) -> Option<u32> {
 
 /// Whether a process with this pid exists (Linux `/proc`; elsewhere assume it does, which
 /// errs on the side of keeping a lock).
-fn process_alive(pid: u32) -> bool {
+pub(crate) fn process_alive(pid: u32) -> bool {
     if pid == std::process::id() {
         return true;
     }

@@ -9,8 +9,11 @@
 //! `queue_capacity` rows, writers wait ([`Signal::admit`]).
 
 pub mod attachments;
+pub mod build_slots;
 pub mod format;
 pub mod git;
+pub mod history;
+pub mod lock_report;
 pub mod locks;
 pub mod maintenance;
 pub mod python_json;

@@ -4,7 +4,7 @@
 //! produces the same bytes as the first attempt would have (idempotent), and `archive
 //! rebuild` can reuse the same functions.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -28,13 +28,21 @@ struct Entry {
 }
 
 /// Committed thread digests by path, kept by the writer so that appending to a digest does
-/// not read it back out of Git (a lookup through large trees) for every batch.
-pub(super) type DigestCache = HashMap<String, String>;
+/// not read it back out of Git (a lookup through large trees) for every batch. Rendering takes
+/// a digest out (no copy of a long thread's text); the writer puts it back once committed.
+pub(super) type DigestCache = HashMap<String, Vec<u8>>;
 
-/// Where a digest's current text comes from: this batch, the cache, or HEAD.
+/// Where a digest's current text comes from (this batch, the cache, or HEAD), and which work
+/// may already be in it.
 struct Sources<'a> {
     repo: &'a ArchiveRepo,
-    digests: &'a DigestCache,
+    digests: &'a mut DigestCache,
+    /// Rows up to this queue id may have been committed before (a replay after a crash or a
+    /// failed attempt): their digest entry is looked for before appending. Later rows are new,
+    /// and searching a long thread's digest for each of them would cost O(thread) per message.
+    replay_horizon: i64,
+    /// Canonical paths whose digest entry this batch has appended.
+    appended: HashSet<String>,
 }
 
 /// Renders a batch of work into one commit's files. Work whose row is gone (deleted since)
@@ -43,14 +51,15 @@ pub(super) fn render(
     db: &Db<'_>,
     work: &[QueuedWork],
     repo: &ArchiveRepo,
-    digests: &DigestCache,
+    digests: &mut DigestCache,
+    replay_horizon: i64,
 ) -> Result<Rendered> {
-    let sources = Sources { repo, digests };
+    let mut sources = Sources { repo, digests, replay_horizon, appended: HashSet::new() };
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut entries = Vec::new();
     for item in work {
         let entry = match item.kind {
-            ArchiveKind::Message => render_message(db, item.ref_id, &sources, &mut files)?,
+            ArchiveKind::Message => render_message(db, item, &mut sources, &mut files)?,
             ArchiveKind::Profile => render_profile(db, item.ref_id, &mut files)?,
             ArchiveKind::Unknown => None,
         };
@@ -103,18 +112,21 @@ pub(super) fn message_doc(db: &Db<'_>, id: i64) -> Result<Option<(MessageDoc, bo
 
 fn render_message(
     db: &Db<'_>,
-    id: i64,
-    sources: &Sources<'_>,
+    item: &QueuedWork,
+    sources: &mut Sources<'_>,
     files: &mut BTreeMap<String, Vec<u8>>,
 ) -> Result<Option<Entry>> {
-    let Some((doc, sender_is_local)) = message_doc(db, id)? else { return Ok(None) };
+    let Some((doc, sender_is_local)) = message_doc(db, item.ref_id)? else { return Ok(None) };
     let content = format::render_message(&doc).into_bytes();
     let paths = format::message_paths(&doc, sender_is_local);
     for path in paths.all() {
         files.insert(path.clone(), content.clone());
     }
     if let (Some(path), Some(thread_id)) = (format::digest_path(&doc), doc.thread_id.as_deref()) {
-        append_digest(&doc, path, thread_id, &paths.canonical, sources, files)?;
+        let maybe_present =
+            item.id <= sources.replay_horizon || sources.appended.contains(&paths.canonical);
+        append_digest(&doc, path, thread_id, &paths.canonical, maybe_present, sources, files)?;
+        sources.appended.insert(paths.canonical.clone());
     }
     for path in attachment_files(&doc) {
         match std::fs::read(sources.repo.root().join(&path)) {
@@ -127,30 +139,31 @@ fn render_message(
     Ok(Some(Entry { line: mail_line(&doc), body: mail_body(&doc) }))
 }
 
-/// Appends the message's digest entry unless the digest already has it (a replay).
+/// Appends the message's digest entry; when the entry `maybe_present` (a replay), only if the
+/// digest does not have it yet.
 fn append_digest(
     doc: &MessageDoc,
     path: String,
     thread_id: &str,
     canonical: &str,
-    sources: &Sources<'_>,
+    maybe_present: bool,
+    sources: &mut Sources<'_>,
     files: &mut BTreeMap<String, Vec<u8>>,
 ) -> Result<()> {
-    let current = match (files.remove(&path), sources.digests.get(&path)) {
-        (Some(bytes), _) => bytes,
-        (None, Some(cached)) => cached.clone().into_bytes(),
-        (None, None) => sources
-            .repo
-            .committed_file(&path)?
-            .unwrap_or_else(|| format::digest_header(thread_id).into_bytes()),
+    let mut digest = match files.remove(&path) {
+        Some(bytes) => bytes,
+        None => match sources.digests.remove(&path) {
+            Some(cached) => cached,
+            None => sources
+                .repo
+                .committed_file(&path)?
+                .unwrap_or_else(|| format::digest_header(thread_id).into_bytes()),
+        },
     };
-    // Valid UTF-8 (always, for digests this writer made) is taken over without a copy.
-    let mut text = String::from_utf8(current)
-        .unwrap_or_else(|invalid| String::from_utf8_lossy(invalid.as_bytes()).into_owned());
-    if !format::digest_contains(&text, canonical) {
-        text.push_str(&format::digest_entry(doc, canonical));
+    if !(maybe_present && format::digest_contains(&String::from_utf8_lossy(&digest), canonical)) {
+        digest.extend_from_slice(format::digest_entry(doc, canonical).as_bytes());
     }
-    files.insert(path, text.into_bytes());
+    files.insert(path, digest);
     Ok(())
 }
 

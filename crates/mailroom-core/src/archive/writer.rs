@@ -40,6 +40,8 @@ pub(super) struct Writer {
     last_id: i64,
     /// Thread digests as committed (never holds uncommitted text: filled after commits).
     digests: render::DigestCache,
+    /// Queue rows up to this id may already be in the archive (see `render::Sources`).
+    replay_horizon: i64,
     last_index_write: Instant,
 }
 
@@ -59,11 +61,16 @@ impl Writer {
             window: settings.commit_window,
             last_id: 0,
             digests: Default::default(),
+            replay_horizon: i64::MAX,
             last_index_write: Instant::now(),
         }
     }
 
     pub(super) fn run(mut self) {
+        // Rows queued before this writer started are replays; if the queue cannot be read,
+        // every row is treated as one (slower, never wrong).
+        self.replay_horizon =
+            self.reader.read(|db| db.last_queued_archive_id()).unwrap_or(i64::MAX);
         let mut retry = RETRY_FIRST;
         let mut failures_at_stop = 0;
         loop {
@@ -158,13 +165,14 @@ impl Writer {
         bell.stopping
     }
 
-    fn remember_digests(&mut self, files: &[(String, Vec<u8>)]) {
+    /// Keeps the committed digests (moved, not copied) for the next batches.
+    fn remember_digests(&mut self, files: Vec<(String, Vec<u8>)>) {
         for (path, bytes) in files {
             if path.contains("/messages/threads/") {
                 if self.digests.len() >= DIGEST_CACHE_ENTRIES {
                     self.digests.clear();
                 }
-                self.digests.insert(path.clone(), String::from_utf8_lossy(bytes).into_owned());
+                self.digests.insert(path, bytes);
             }
         }
     }
@@ -175,13 +183,18 @@ impl Writer {
             let after = self.last_id;
             let work = self.reader.read(|db| db.queued_archive_work(after, MAX_ROWS_PER_COMMIT))?;
             let Some(last) = work.last().map(|w| w.id) else { return Ok(()) };
-            let (repo, digests) = (&self.repo, &self.digests);
-            let rendered = self.reader.read(|db| render::render(db, &work, repo, digests))?;
+            // From here on these rows may reach HEAD; if this attempt fails after that, the
+            // retry must treat them as replays.
+            let replay_horizon = self.replay_horizon;
+            self.replay_horizon = self.replay_horizon.max(last);
+            let (repo, digests) = (&self.repo, &mut self.digests);
+            let rendered =
+                self.reader.read(|db| render::render(db, &work, repo, digests, replay_horizon))?;
             if self.repo.commit_files(&rendered.files, &rendered.message)?.is_some() {
                 self.signal.commits.fetch_add(1, Ordering::SeqCst);
             }
             self.repo.make_durable()?;
-            self.remember_digests(&rendered.files);
+            self.remember_digests(rendered.files);
             self.last_id = last;
             // Rows of an unknown kind stay queued for the mailroom that wrote them.
             let ids: Vec<i64> =

@@ -18,3 +18,14 @@ impl Mailroom {
         self.store.ping().await
     }
 }
+
+impl Mailroom {
+    /// The lock files under the storage root (resource://tooling/locks); empty without an
+    /// archive.
+    pub async fn archive_locks(&self) -> Result<crate::archive::lock_report::LockReport> {
+        let root = self.config.storage_root.clone();
+        tokio::task::spawn_blocking(move || crate::archive::lock_report::scan(&root))
+            .await
+            .map_err(|e| Error::internal(format!("lock scan failed: {e}")))
+    }
+}

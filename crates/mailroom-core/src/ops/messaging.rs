@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use super::output::MessageOut;
 use super::policy::{self, Enforcement};
+use super::routing::{RECIPIENT_NOT_FOUND, RecipientNames, Route};
 use super::{Mailroom, resolve};
 use crate::archive::attachments::{self, AttachmentSettings, EmbedPolicy, ProcessedBody};
 use crate::error::{Error, Result};
@@ -149,12 +150,15 @@ impl Mailroom {
         let enforcement = Enforcement::from_config(&self.config);
         let processed = self.store_attachments(&req).await?;
         self.admit_archive_work().await?;
-        // Contact requests filed by a blocked send are kept even though the send fails, as in
-        // the reference: that one outcome commits and is carried out inside `Ok`. Every other
-        // error rolls the whole job back.
+        // Contact requests filed by a blocked send (or one to an unlinked agent of another
+        // project) are kept even though the send fails, as in the reference: those outcomes
+        // commit and are carried out inside `Ok`. Nothing else is written before they arise.
+        // Every other error rolls the whole job back.
         let outcome =
             self.store.write(move |db| match send_in_tx(db, req, processed, enforcement) {
-                Err(e) if e.kind == policy::CONTACT_REQUIRED => Ok(Err(e)),
+                Err(e) if e.kind == policy::CONTACT_REQUIRED || e.kind == RECIPIENT_NOT_FOUND => {
+                    Ok(Err(e))
+                }
                 other => other.map(Ok),
             });
         outcome.await?
@@ -169,16 +173,7 @@ impl Mailroom {
 
     /// The agent's inbox, newest first. Read-only: marks nothing read.
     pub async fn fetch_inbox(&self, req: FetchInbox) -> Result<Vec<MessageOut>> {
-        let limit = match req.limit {
-            Some(l) if l < 1 => {
-                return Err(Error::invalid_kind(
-                    "INVALID_LIMIT",
-                    format!("limit must be at least 1 (got {l})"),
-                ));
-            }
-            Some(l) => l.min(MAX_INBOX_LIMIT),
-            None => 20,
-        };
+        let limit = inbox_limit(req.limit)?;
         let since = parse_since(req.since_ts.as_deref())?;
         self.store
             .read(move |db| {
@@ -305,6 +300,17 @@ impl Mailroom {
     }
 }
 
+/// The inbox size asked for: at least 1, at most 1000, 20 by default.
+pub(crate) fn inbox_limit(limit: Option<i64>) -> Result<i64> {
+    match limit {
+        Some(l) if l < 1 => {
+            Err(Error::invalid_kind("INVALID_LIMIT", format!("limit must be at least 1 (got {l})")))
+        }
+        Some(l) => Ok(l.min(MAX_INBOX_LIMIT)),
+        None => Ok(20),
+    }
+}
+
 pub(crate) fn parse_since(raw: Option<&str>) -> Result<Option<Timestamp>> {
     match raw.map(str::trim).filter(|s| !s.is_empty()) {
         None => Ok(None),
@@ -374,7 +380,14 @@ fn send_in_tx(
         auto_contact,
         &req.session_agents,
     )?;
-    let recipients = names.resolve(db, &project, "Unable to send message")?;
+    let route = Route {
+        project: &project,
+        sender: &sender,
+        thread_id: thread_id.as_deref(),
+        lead: "Unable to send message",
+        auto_contact,
+    };
+    let recipients = names.resolve(db, &route)?;
     if recipients.is_empty() {
         return Ok(SendOutcome {
             deliveries: Vec::new(),
@@ -387,7 +400,7 @@ fn send_in_tx(
         Some(p) => (p.body_md, p.attachments),
         None => (req.body_md, Vec::new()),
     };
-    let delivery = Delivery {
+    let message = Delivery {
         project: &project,
         sender: &sender,
         subject: truncate_subject(&req.subject),
@@ -401,16 +414,62 @@ fn send_in_tx(
         ack_required: req.ack_required,
         thread_id,
         topic,
-        recipients,
+        recipients: Vec::new(),
     };
-    let payload = deliver(db, &delivery, Timestamp::now())?;
-    let deliveries = vec![DeliveryOut { project: project.human_key.clone(), payload }];
+    let deliveries = deliver_per_project(db, message, recipients, Timestamp::now())?;
     Ok(SendOutcome {
         count: deliveries.len(),
+        attachments: (deliveries.len() == 1).then_some(attachments),
         deliveries,
-        attachments: Some(attachments),
         verified_sender: false,
     })
+}
+
+/// Stores `message` once per project its recipients belong to, the sender's own project
+/// first: a message to another project's agent lives in that project (semantics §4.4).
+fn deliver_per_project(
+    db: &Db<'_>,
+    message: Delivery<'_>,
+    recipients: Vec<(Agent, &'static str)>,
+    now: Timestamp,
+) -> Result<Vec<DeliveryOut>> {
+    let mut project_ids = vec![message.project.id];
+    for (agent, _) in &recipients {
+        if !project_ids.contains(&agent.project_id) {
+            project_ids.push(agent.project_id);
+        }
+    }
+    let mut deliveries = Vec::with_capacity(project_ids.len());
+    for project_id in project_ids {
+        let group: Vec<(Agent, &'static str)> =
+            recipients.iter().filter(|(a, _)| a.project_id == project_id).cloned().collect();
+        if group.is_empty() {
+            continue;
+        }
+        let target = if project_id == message.project.id {
+            message.project.clone()
+        } else {
+            db.project_by_id(project_id)?
+                .ok_or_else(|| Error::internal("recipient project vanished"))?
+        };
+        let payload = deliver(
+            db,
+            &Delivery {
+                project: &target,
+                recipients: group,
+                subject: message.subject.clone(),
+                body_md: message.body_md.clone(),
+                importance: message.importance.clone(),
+                thread_id: message.thread_id.clone(),
+                topic: message.topic.clone(),
+                attachments: message.attachments.clone(),
+                ..message
+            },
+            now,
+        )?;
+        deliveries.push(DeliveryOut { project: target.human_key, payload });
+    }
+    Ok(deliveries)
 }
 
 fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Result<ReplyOutcome> {
@@ -435,11 +494,24 @@ fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Resu
             .filter(|(kind, _, _)| kind == "to")
             .map(|(_, name, _)| name)
             .collect(),
+        // A sender from another project is answered at its address there.
+        None if original.sender_project_id != project.id => {
+            vec![format!("project:{}#{}", original.sender_project_slug, original.sender_name)]
+        }
         None => vec![original.sender_name.clone()],
     };
     let names = RecipientNames::new(&to, &req.cc, &req.bcc);
-    let recipients = names.resolve(db, &project, "Unable to send reply")?;
-    policy::enforce_reply(db, &project, &sender, &thread_key, &recipients, enforcement)?;
+    let route = Route {
+        project: &project,
+        sender: &sender,
+        thread_id: Some(&thread_key),
+        lead: "Unable to send reply",
+        auto_contact: false,
+    };
+    let recipients = names.resolve(db, &route)?;
+    let local: Vec<(Agent, &'static str)> =
+        recipients.iter().filter(|(a, _)| a.project_id == project.id).cloned().collect();
+    policy::enforce_reply(db, &project, &sender, &thread_key, &local, enforcement)?;
     let subject =
         reply_subject(&original.message.subject, req.subject_prefix.as_deref().unwrap_or("Re:"));
     if recipients.is_empty() {
@@ -452,7 +524,7 @@ fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Resu
             verified_sender: false,
         });
     }
-    let delivery = Delivery {
+    let message = Delivery {
         project: &project,
         sender: &sender,
         subject,
@@ -461,14 +533,12 @@ fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Resu
         ack_required: original.message.ack_required,
         thread_id: Some(thread_key),
         topic: original.message.topic.clone(),
-        recipients,
+        recipients: Vec::new(),
         attachments: "[]".to_string(),
     };
-    let payload = deliver(db, &delivery, Timestamp::now())?;
-    let deliveries =
-        vec![DeliveryOut { project: project.human_key.clone(), payload: payload.clone() }];
+    let deliveries = deliver_per_project(db, message, recipients, Timestamp::now())?;
     Ok(ReplyOutcome {
-        payload: Some(payload),
+        payload: deliveries.first().map(|d| d.payload.clone()),
         thread_id: None,
         reply_to: req.message_id,
         count: deliveries.len(),
@@ -508,64 +578,6 @@ pub(crate) fn deliver(db: &Db<'_>, d: &Delivery<'_>, now: Timestamp) -> Result<S
         db.listed_message(id)?.ok_or_else(|| Error::internal("message vanished after insert"))?;
     let [to, cc, bcc] = lists;
     Ok(SentPayload { message: MessageOut::from_listing(&row, true), to, cc, bcc })
-}
-
-/// Raw to/cc/bcc names, de-duplicated within and across kinds (first occurrence wins).
-pub(crate) struct RecipientNames {
-    entries: Vec<(String, &'static str)>,
-}
-
-impl RecipientNames {
-    fn new(to: &[String], cc: &[String], bcc: &[String]) -> Self {
-        let mut entries: Vec<(String, &'static str)> = Vec::new();
-        for (names, kind) in [(to, "to"), (cc, "cc"), (bcc, "bcc")] {
-            for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
-                if !entries.iter().any(|(seen, _)| seen.eq_ignore_ascii_case(name)) {
-                    entries.push((name.to_string(), kind));
-                }
-            }
-        }
-        Self { entries }
-    }
-
-    fn all(&self) -> Vec<String> {
-        self.entries.iter().map(|(n, _)| n.clone()).collect()
-    }
-
-    /// Resolves every name in the project or fails with RECIPIENT_NOT_FOUND listing the unknown.
-    fn resolve(
-        &self,
-        db: &Db<'_>,
-        project: &Project,
-        lead: &str,
-    ) -> Result<Vec<(Agent, &'static str)>> {
-        let mut found = Vec::with_capacity(self.entries.len());
-        let mut unknown = Vec::new();
-        for (name, kind) in &self.entries {
-            match db.agent_by_name(project.id, name)? {
-                Some(agent) if !found.iter().any(|(a, _): &(Agent, _)| a.id == agent.id) => {
-                    found.push((agent, *kind))
-                }
-                Some(_) => {}
-                None => unknown.push(name.clone()),
-            }
-        }
-        if unknown.is_empty() {
-            return Ok(found);
-        }
-        Err(Error::new(
-            crate::Category::NotFound,
-            "RECIPIENT_NOT_FOUND",
-            format!(
-                "{lead} — local recipients {} are not registered in project '{}'; register them \
-             with register_agent, or check the spelling (list the project's agents with \
-             resource://agents/{}).",
-                unknown.join(", "),
-                project.human_key,
-                project.slug
-            ),
-        ))
-    }
 }
 
 fn screen_recipient_names(to: &[String]) -> Result<()> {

@@ -4,19 +4,26 @@
 //! one store job, so a write never interleaves with another (the writer is single-threaded).
 //! Outputs are serde structs whose JSON is the reference's result shape.
 
+pub mod ack_views;
 pub mod auth;
 pub mod contacts;
 pub mod digest;
+pub mod guard;
 pub mod health;
 pub mod identity;
 pub mod lifecycle;
 pub mod macros;
+pub mod mailbox;
 pub mod messaging;
 pub mod output;
 pub mod policy;
+pub mod products;
+pub mod project_identity;
 pub mod projects;
 pub mod resolve;
+mod routing;
 pub mod search;
+pub mod slots;
 pub mod windows;
 
 use std::sync::Arc;
@@ -36,6 +43,8 @@ pub struct Mailroom {
     pub(crate) archive: Option<Arc<Archive>>,
     /// The LLM used to refine summaries; `None` when disabled.
     pub(crate) llm: Option<Arc<LlmClient>>,
+    /// Serialises build-slot read-modify-write sequences (their files are not in the DB).
+    pub(crate) build_slots_lock: Arc<std::sync::Mutex<()>>,
 }
 
 impl Mailroom {
@@ -51,7 +60,7 @@ impl Mailroom {
         let store = Store::open(&config.database_path, config.reader_connections, hook)?;
         let archive = prepared.map(|p| p.start(&store)).transpose()?.map(Arc::new);
         let llm = LlmClient::from_config(&config.llm).map(Arc::new);
-        Ok(Self { store, config: Arc::new(config), archive, llm })
+        Ok(Self { store, config: Arc::new(config), archive, llm, build_slots_lock: Arc::default() })
     }
 
     /// The Git archive, unless disabled.

@@ -4,25 +4,10 @@ use serde::Serialize;
 
 use super::Mailroom;
 use super::output::ProjectOut;
+use super::project_identity::{ProjectIdentity, dir_identity};
 use crate::error::{Error, Result};
-use crate::model::slug::{normalize_absolute_path, project_uid_for_path, slugify};
+use crate::model::slug::{normalize_absolute_path, slugify};
 use crate::model::time::Timestamp;
-
-/// The identity fields the reference adds when worktrees are enabled (semantics §1).
-/// Git-based identity modes arrive with the worktrees issue; `dir` mode fills these.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProjectIdentity {
-    pub identity_mode_used: &'static str,
-    pub canonical_path: String,
-    pub repo_root: Option<String>,
-    pub git_common_dir: Option<String>,
-    pub branch: Option<String>,
-    pub worktree_name: Option<String>,
-    pub core_ignorecase: Option<bool>,
-    pub normalized_remote: Option<String>,
-    pub project_uid: String,
-    pub discovery: Option<serde_json::Value>,
-}
 
 /// Result of ensure_project.
 #[derive(Debug, Clone, Serialize)]
@@ -48,18 +33,15 @@ impl Mailroom {
             .store
             .write(move |db| db.insert_project_if_absent(&slug, &key, Timestamp::now()))
             .await?;
-        let identity = self.config.worktrees_enabled.then(|| ProjectIdentity {
-            identity_mode_used: "dir",
-            project_uid: project_uid_for_path(&project.human_key),
-            canonical_path: path,
-            repo_root: None,
-            git_common_dir: None,
-            branch: None,
-            worktree_name: None,
-            core_ignorecase: None,
-            normalized_remote: None,
-            discovery: None,
-        });
+        let identity = if self.config.worktrees_enabled {
+            let human_key = project.human_key.clone();
+            let identity = tokio::task::spawn_blocking(move || dir_identity(&human_key))
+                .await
+                .map_err(|e| Error::internal(format!("identity resolution stopped: {e}")))?;
+            Some(ProjectIdentity { canonical_path: path, ..identity })
+        } else {
+            None
+        };
         Ok(EnsuredProject { project: ProjectOut::from(&project), identity })
     }
 }

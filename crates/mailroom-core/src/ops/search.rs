@@ -17,11 +17,11 @@ use crate::model::summary_refine::{
 use crate::model::time::Timestamp;
 use crate::store::Db;
 use crate::store::db::messages::ListedMessage;
-use crate::store::db::search::SearchHit;
+use crate::store::db::search::{SearchHit, SearchScope};
 
-/// One search result (the fixture's shape: `ack_required` is an integer, `to`/`cc` listed).
+/// The fields every search result shares (`ack_required` is an integer, as in the reference).
 #[derive(Debug, Clone, Serialize)]
-pub struct SearchResult {
+pub struct SearchItem {
     pub id: i64,
     pub subject: String,
     pub importance: String,
@@ -31,6 +31,33 @@ pub struct SearchResult {
     pub from: String,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub foreign_sender: Option<ForeignSender>,
+}
+
+impl From<SearchHit> for SearchItem {
+    fn from(hit: SearchHit) -> Self {
+        let foreign_sender = (hit.sender_project_id != hit.project_id).then(|| ForeignSender {
+            from_project: hit.sender_project_human_key.clone(),
+            from_project_slug: hit.sender_project_slug.clone(),
+            from_address: format!("project:{}#{}", hit.sender_project_slug, hit.sender_name),
+        });
+        Self {
+            id: hit.id,
+            subject: hit.subject,
+            importance: hit.importance,
+            ack_required: u8::from(hit.ack_required),
+            created_ts: hit.created_ts,
+            thread_id: hit.thread_id,
+            from: hit.sender_name,
+            foreign_sender,
+        }
+    }
+}
+
+/// One search_messages result (the fixture's shape lists `to` and `cc` too).
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    #[serde(flatten)]
+    pub item: SearchItem,
     pub to: Vec<String>,
     pub cc: Vec<String>,
 }
@@ -123,20 +150,7 @@ impl Mailroom {
         self.store
             .read(move |db| {
                 let project = resolve::project(db, &project_key)?;
-                let Some(fts) = sanitize_fts_query(&query) else {
-                    return Ok(SearchResults { result: Vec::new() });
-                };
-                let hits = match db.search_fts(project.id, &fts, limit)? {
-                    Some(hits) => hits,
-                    None => {
-                        let terms = like_fallback_terms(&query);
-                        if terms.is_empty() {
-                            Vec::new()
-                        } else {
-                            db.search_like(project.id, &terms, limit)?
-                        }
-                    }
-                };
+                let hits = search_hits(db, &SearchScope::project(project.id), &query, limit)?;
                 let result =
                     hits.into_iter().map(|h| search_result(db, h)).collect::<Result<_>>()?;
                 Ok(SearchResults { result })
@@ -289,6 +303,22 @@ fn single_thread(
     Ok((single, excerpts_of(&rows), rows.len()))
 }
 
+/// Sanitises `query` and runs it in `scope`: FTS5 by rank, or the LIKE fallback when FTS5
+/// rejects the syntax. Unsearchable queries find nothing.
+pub(crate) fn search_hits(
+    db: &Db<'_>,
+    scope: &SearchScope,
+    query: &str,
+    limit: i64,
+) -> Result<Vec<SearchHit>> {
+    let Some(fts) = sanitize_fts_query(query) else { return Ok(Vec::new()) };
+    if let Some(hits) = db.search_fts(scope, &fts, limit)? {
+        return Ok(hits);
+    }
+    let terms = like_fallback_terms(query);
+    if terms.is_empty() { Ok(Vec::new()) } else { db.search_like(scope, &terms, limit) }
+}
+
 fn search_result(db: &Db<'_>, hit: SearchHit) -> Result<SearchResult> {
     let mut to = Vec::new();
     let mut cc = Vec::new();
@@ -299,23 +329,7 @@ fn search_result(db: &Db<'_>, hit: SearchHit) -> Result<SearchResult> {
             _ => {}
         }
     }
-    let foreign_sender = (hit.sender_project_id != hit.project_id).then(|| ForeignSender {
-        from_project: hit.sender_project_human_key.clone(),
-        from_project_slug: hit.sender_project_slug.clone(),
-        from_address: format!("project:{}#{}", hit.sender_project_slug, hit.sender_name),
-    });
-    Ok(SearchResult {
-        id: hit.id,
-        subject: hit.subject,
-        importance: hit.importance,
-        ack_required: u8::from(hit.ack_required),
-        created_ts: hit.created_ts,
-        thread_id: hit.thread_id,
-        from: hit.sender_name,
-        foreign_sender,
-        to,
-        cc,
-    })
+    Ok(SearchResult { item: SearchItem::from(hit), to, cc })
 }
 
 /// Sender label in summaries: `Name`, or `Name@slug` for senders from another project.

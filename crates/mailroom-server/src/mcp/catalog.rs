@@ -188,6 +188,25 @@ pub fn lookup(name: &str) -> Option<&'static ToolInfo> {
     CATALOG.iter().find(|t| t.name == name)
 }
 
+/// The row of a tool missing from the catalog: cluster "other" (as mailroom's own tools are
+/// reported), no authentication. The registry's tests refuse such a tool; this keeps a
+/// lookup total.
+static UNCATALOGUED: ToolInfo =
+    ToolInfo { name: "", cluster: "other", capabilities: &[], complexity: "medium", auth: OPEN };
+
+/// The catalog row of a tool, or [`UNCATALOGUED`].
+pub fn info_of(name: &str) -> &'static ToolInfo {
+    lookup(name).unwrap_or(&UNCATALOGUED)
+}
+
+impl ToolInfo {
+    /// Whether the tool belongs to a WORKTREES_ENABLED feature (product bus, build slots):
+    /// unlisted and uncallable without it, as in the reference.
+    pub fn worktrees_only(&self) -> bool {
+        matches!(self.cluster, "product_bus" | "build_slots")
+    }
+}
+
 /// Which tools `TOOLS_FILTER_*` keeps (spec/tools.md §12, end).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ToolFilter {
@@ -286,6 +305,34 @@ mod tests {
             caps.sort_unstable();
             assert_eq!(caps, row.capabilities, "{}", row.name);
         }
+    }
+
+    #[test]
+    fn rows_carry_the_metadata_the_tooling_resources_report() {
+        assert_eq!(info_of("health_check").complexity, "low");
+        assert_eq!(info_of("whois").capabilities, ["audit", "identity"]);
+        assert_eq!(info_of("list_agents").cluster, "other");
+        assert_eq!(info_of("not_a_tool").cluster, "other");
+        assert_eq!(info_of("not_a_tool").auth.rule, Rule::Open);
+    }
+
+    #[test]
+    fn worktrees_only_tools_are_the_product_bus_and_build_slots() {
+        let gated: Vec<&str> =
+            CATALOG.iter().filter(|t| t.worktrees_only()).map(|t| t.name).collect();
+        assert_eq!(
+            gated,
+            [
+                "acquire_build_slot",
+                "ensure_product",
+                "fetch_inbox_product",
+                "products_link",
+                "release_build_slot",
+                "renew_build_slot",
+                "search_messages_product",
+                "summarize_thread_product",
+            ]
+        );
     }
 
     fn check(filter: &ToolFilter, name: &str, kept: bool) {

@@ -6,6 +6,8 @@ use serde_json::{Value, json};
 
 use super::auth::{authorize, bind_result};
 use super::error::code;
+use super::format;
+use super::resources::ReadError;
 use super::tools::{Caller, error_result, success_result};
 use super::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::state::AppState;
@@ -13,7 +15,8 @@ use crate::state::AppState;
 /// Instructions shown to agents on initialize.
 const INSTRUCTIONS: &str = "Agent Mail: a mailbox, identities, threads, search and file \
      reservations for coding agents sharing a project. Start with ensure_project, then \
-     register_agent; send_message / fetch_inbox to talk. Results are JSON by default.";
+     register_agent; send_message / fetch_inbox to talk. Results are JSON by default; pass \
+     format='toon' (tools) or ?format=toon (resources) for a compact TOON encoding.";
 
 /// One parsed JSON-RPC request (a message with `method` and `id`).
 pub struct Request {
@@ -45,10 +48,10 @@ pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -
         "ping" | "logging/setLevel" => ok(&id, &json!({})),
         "tools/list" => ok_raw(&id, state.tools.list_result()),
         "tools/call" => ok(&id, &call_tool(state, params, session).await),
-        "resources/list" => ok(&id, &json!({ "resources": [] })),
-        "resources/templates/list" => ok(&id, &json!({ "resourceTemplates": [] })),
+        "resources/list" => ok(&id, state.resources.list_result()),
+        "resources/templates/list" => ok(&id, state.resources.templates_result()),
         "prompts/list" => ok(&id, &json!({ "prompts": [] })),
-        "resources/read" => error(&id, code::INVALID_PARAMS, &unknown_resource(&params)),
+        "resources/read" => read_resource(state, &id, &params).await,
         _ => error(&id, code::METHOD_NOT_FOUND, &format!("Method not found: {method}")),
     }
 }
@@ -67,9 +70,21 @@ fn initialize_result(version: &str) -> Value {
     })
 }
 
-fn unknown_resource(params: &Value) -> String {
-    let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
-    format!("Unknown resource: {uri}")
+/// `resources/read`: one JSON text content, or a JSON-RPC error (code 0 for a failing
+/// resource, as the reference's MCP SDK answers; invalid params for an unknown URI).
+async fn read_resource(state: &AppState, id: &Value, params: &Value) -> Response {
+    let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+        return error(id, code::INVALID_PARAMS, "resources/read needs params.uri.");
+    };
+    match state.resources.read(state.clone(), uri).await {
+        Ok(value) => ok(
+            id,
+            &json!({ "contents": [{ "uri": uri, "mimeType": "application/json",
+                "text": value.to_string() }] }),
+        ),
+        Err(ReadError::Unknown(message)) => error(id, code::INVALID_PARAMS, &message),
+        Err(ReadError::Failed(message)) => error(id, code::RESOURCE_FAILED, &message),
+    }
 }
 
 async fn call_tool(state: &AppState, params: Value, session: Option<&str>) -> Value {
@@ -80,6 +95,11 @@ async fn call_tool(state: &AppState, params: Value, session: Option<&str>) -> Va
         return error_result(format!("Unknown tool: {name}"));
     };
     let mut arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+    // Every call is counted here, once, whatever the tool (spec/tools.md §0.7), before
+    // authentication (the ring records the arguments as the caller sent them).
+    state.instruments.record_call(tool.name, &arguments);
+    // An invalid format fails argument validation inside `call`; here it is known good.
+    let requested = format::from_argument(arguments.get("format")).ok().flatten();
     let auth = state.config.tool_auth.then_some(&tool.info.auth);
     if let Some(spec) = auth {
         let checked = match tool.validate(&arguments) {
@@ -87,18 +107,23 @@ async fn call_tool(state: &AppState, params: Value, session: Option<&str>) -> Va
             Err(e) => Err(e),
         };
         if let Err(e) = checked {
+            state.instruments.record_error(tool.name);
             return error_result(e.result_text(name));
         }
     }
     let caller = Caller { session: session.map(str::to_string) };
     match tool.call(state.clone(), arguments, caller).await {
         Ok(value) => {
+            // Bind before formatting: the binding reads the agent from the JSON result.
             if let Some(spec) = auth {
                 bind_result(state, spec, &value, session);
             }
-            success_result(value)
+            success_result(format::apply(value, requested, state.config.default_format))
         }
-        Err(e) => error_result(e.result_text(name)),
+        Err(e) => {
+            state.instruments.record_error(tool.name);
+            error_result(e.result_text(name))
+        }
     }
 }
 

@@ -11,6 +11,8 @@ pub mod code {
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// A resource that exists failed to read (what the reference's MCP SDK sends).
+    pub const RESOURCE_FAILED: i64 = 0;
 }
 
 /// Why a tool call failed.

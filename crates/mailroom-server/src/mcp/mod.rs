@@ -1,10 +1,13 @@
 //! MCP over Streamable HTTP: transport (HTTP rules), session table, JSON-RPC dispatch, the
-//! tool registry and one file per tool.
+//! tool registry and one file per tool, the resources, tool metrics and output formats.
 
 pub mod auth;
 pub mod catalog;
 pub mod dispatch;
 pub mod error;
+pub mod format;
+pub mod metrics;
+pub mod resources;
 pub mod session;
 pub mod tools;
 pub mod transport;

@@ -2,9 +2,13 @@
 
 mod archive;
 mod conformance;
+mod guard;
 mod health;
 mod lifecycle;
 mod macros;
 mod messaging;
+mod products;
+mod resources;
 mod rest;
+mod tool_schemas;
 mod transport;

@@ -95,6 +95,15 @@ impl Db<'_> {
             .map_err(map_err)
     }
 
+    /// The newest queued row's id (0 when the queue is empty): rows up to it may already be in
+    /// the archive (a replay), rows after it are new.
+    pub fn last_queued_archive_id(&self) -> Result<i64> {
+        self.conn
+            .prepare_cached("SELECT COALESCE(MAX(id), 0) FROM archive_queue")
+            .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
+            .map_err(map_err)
+    }
+
     /// Forgets work the archive has committed.
     pub fn complete_archive_work(&self, ids: &[i64]) -> Result<()> {
         let mut stmt =

@@ -314,4 +314,25 @@ impl Db<'_> {
             .map_err(map_err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
+
+    /// Whether `author_id` sent `viewer_id` a message in this thread (carrying the thread id,
+    /// or being its root), in any project: the cross-project reply allowance.
+    pub fn wrote_in_thread_to(
+        &self,
+        thread_id: &str,
+        author_id: i64,
+        viewer_id: i64,
+    ) -> Result<bool> {
+        let root_id: Option<i64> = thread_id.parse().ok();
+        self.conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM messages m
+                   JOIN message_recipients r ON r.message_id = m.id
+                   WHERE (m.thread_id = ?1 OR m.id = ?2) AND m.sender_id = ?3 AND r.agent_id = ?4)",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![thread_id, root_id, author_id, viewer_id], |r| r.get(0))
+            })
+            .map_err(map_err)
+    }
 }

@@ -73,4 +73,12 @@ impl Db<'_> {
         let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?))).map_err(map_err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
+
+    /// Every project, oldest first.
+    pub fn all_projects(&self) -> Result<Vec<Project>> {
+        let sql = format!("SELECT {COLUMNS} FROM projects ORDER BY created_at, id");
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let rows = stmt.query_map([], project).map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
 }

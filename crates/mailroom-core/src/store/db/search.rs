@@ -42,23 +42,55 @@ fn hit(row: &rusqlite::Row<'_>) -> rusqlite::Result<SearchHit> {
     })
 }
 
+/// Where a search looks: some projects and, optionally, only messages these agents sent or
+/// received (the product bus searches several projects as the agents the caller is there).
+#[derive(Debug, Clone)]
+pub struct SearchScope {
+    pub project_ids: Vec<i64>,
+    /// `None`: every message of the projects.
+    pub viewer_ids: Option<Vec<i64>>,
+}
+
+impl SearchScope {
+    /// Every message of one project.
+    pub fn project(project_id: i64) -> Self {
+        Self { project_ids: vec![project_id], viewer_ids: None }
+    }
+
+    /// The id lists as JSON arrays, bound once so each query keeps one statement text whatever
+    /// the number of projects (`json_each` expands them).
+    fn bound(&self) -> (String, Option<String>) {
+        let json = |ids: &[i64]| {
+            format!("[{}]", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+        };
+        (json(&self.project_ids), self.viewer_ids.as_deref().map(json))
+    }
+}
+
+/// The scope filter on `m`, with the project list bound at ?2 and the viewer list at ?3.
+const SCOPE_FILTER: &str = "m.project_id IN (SELECT value FROM json_each(?2))
+     AND (?3 IS NULL OR m.sender_id IN (SELECT value FROM json_each(?3))
+          OR EXISTS (SELECT 1 FROM message_recipients r WHERE r.message_id = m.id
+                     AND r.agent_id IN (SELECT value FROM json_each(?3))))";
+
 impl Db<'_> {
-    /// FTS5 match in one project, best bm25 first. `Ok(None)` when FTS5 rejects the query
+    /// FTS5 match within `scope`, best bm25 first. `Ok(None)` when FTS5 rejects the query
     /// syntax, so the caller can fall back to LIKE.
     pub fn search_fts(
         &self,
-        project_id: i64,
+        scope: &SearchScope,
         query: &str,
         limit: i64,
     ) -> Result<Option<Vec<SearchHit>>> {
         let sql = format!(
             "SELECT {HIT_COLUMNS} FROM fts_messages f JOIN messages m ON m.id = f.rowid
              JOIN agents s ON s.id = m.sender_id JOIN projects sp ON sp.id = s.project_id
-             WHERE fts_messages MATCH ?1 AND m.project_id = ?2
-             ORDER BY bm25(fts_messages) ASC, m.id ASC LIMIT ?3"
+             WHERE fts_messages MATCH ?1 AND {SCOPE_FILTER}
+             ORDER BY bm25(fts_messages) ASC, m.id ASC LIMIT ?4"
         );
+        let (projects, viewers) = scope.bound();
         let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = match stmt.query_map(params![query, project_id, limit], hit) {
+        let rows = match stmt.query_map(params![query, projects, viewers, limit], hit) {
             Ok(rows) => rows.collect::<rusqlite::Result<Vec<_>>>(),
             Err(e) => Err(e),
         };
@@ -72,23 +104,27 @@ impl Db<'_> {
     /// Every term must occur in subject or body (case-insensitive); newest first.
     pub fn search_like(
         &self,
-        project_id: i64,
+        scope: &SearchScope,
         terms: &[String],
         limit: i64,
     ) -> Result<Vec<SearchHit>> {
         let mut sql = format!(
             "SELECT {HIT_COLUMNS} FROM messages m JOIN agents s ON s.id = m.sender_id
-             JOIN projects sp ON sp.id = s.project_id WHERE m.project_id = ?1"
+             JOIN projects sp ON sp.id = s.project_id WHERE ?1 = ?1 AND {SCOPE_FILTER}"
         );
         let patterns: Vec<String> = terms.iter().map(|t| format!("%{}%", escape_like(t))).collect();
         for index in 0..patterns.len() {
-            let n = index + 3;
+            let n = index + 5;
             sql.push_str(&format!(
                 " AND (m.subject LIKE ?{n} ESCAPE '!' OR m.body_md LIKE ?{n} ESCAPE '!')"
             ));
         }
-        sql.push_str(" ORDER BY m.created_ts DESC, m.id DESC LIMIT ?2");
-        let mut values: Vec<&dyn rusqlite::ToSql> = vec![&project_id, &limit];
+        sql.push_str(" ORDER BY m.created_ts DESC, m.id DESC LIMIT ?4");
+        let (projects, viewers) = scope.bound();
+        // ?1 is unused here; binding it keeps the parameter numbers of SCOPE_FILTER shared
+        // with the FTS query.
+        let unused = 0_i64;
+        let mut values: Vec<&dyn rusqlite::ToSql> = vec![&unused, &projects, &viewers, &limit];
         values.extend(patterns.iter().map(|p| p as &dyn rusqlite::ToSql));
         let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
         let rows = stmt.query_map(values.as_slice(), hit).map_err(map_err)?;

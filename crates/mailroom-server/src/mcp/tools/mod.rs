@@ -5,17 +5,21 @@
 //! rejected, missing fields named) and the result shape (text content + structuredContent).
 
 mod acknowledge_message;
+mod acquire_build_slot;
 mod archive_project;
 mod create_agent_identity;
 mod deregister_agent;
+mod ensure_product;
 mod ensure_project;
 mod expire_window;
 mod fetch_inbox;
+mod fetch_inbox_product;
 mod fetch_summary;
 mod fetch_topic;
 mod hard_delete_agent;
 mod hard_delete_project;
 mod health_check;
+mod install_precommit_guard;
 mod list_agents;
 mod list_contacts;
 mod list_window_identities;
@@ -23,19 +27,25 @@ mod macro_contact_handshake;
 mod macro_prepare_thread;
 mod macro_start_session;
 mod mark_message_read;
+mod products_link;
 mod purge_old_messages;
 mod register_agent;
+mod release_build_slot;
 mod rename_window;
+mod renew_build_slot;
 mod reply_message;
 mod request_contact;
 mod respond_contact;
 mod retire_agent;
 mod search_messages;
+mod search_messages_product;
 mod send_message;
 mod set_contact_policy;
 mod summarize_recent;
 mod summarize_thread;
+mod summarize_thread_product;
 mod unarchive_project;
+mod uninstall_precommit_guard;
 mod unretire_agent;
 mod whois;
 
@@ -52,21 +62,27 @@ use super::catalog::{self, ToolFilter, ToolInfo};
 use super::error::ToolError;
 use crate::state::AppState;
 
-/// Every tool, alphabetically. Add a tool: one file, one line here.
+/// Every tool, alphabetically. Add a tool: one file, one line here, one row in the catalog.
+/// Feature-gated tools are told apart by their catalog row ([`ToolInfo::worktrees_only`]);
+/// `Registry::build` leaves them out.
 fn all_tools() -> Vec<Tool> {
     vec![
         acknowledge_message::tool(),
+        acquire_build_slot::tool(),
         archive_project::tool(),
         create_agent_identity::tool(),
         deregister_agent::tool(),
+        ensure_product::tool(),
         ensure_project::tool(),
         expire_window::tool(),
         fetch_inbox::tool(),
+        fetch_inbox_product::tool(),
         fetch_summary::tool(),
         fetch_topic::tool(),
         hard_delete_agent::tool(),
         hard_delete_project::tool(),
         health_check::tool(),
+        install_precommit_guard::tool(),
         list_agents::tool(),
         list_contacts::tool(),
         list_window_identities::tool(),
@@ -74,19 +90,25 @@ fn all_tools() -> Vec<Tool> {
         macro_prepare_thread::tool(),
         macro_start_session::tool(),
         mark_message_read::tool(),
+        products_link::tool(),
         purge_old_messages::tool(),
         register_agent::tool(),
+        release_build_slot::tool(),
         rename_window::tool(),
+        renew_build_slot::tool(),
         reply_message::tool(),
         request_contact::tool(),
         respond_contact::tool(),
         retire_agent::tool(),
         search_messages::tool(),
+        search_messages_product::tool(),
         send_message::tool(),
         set_contact_policy::tool(),
         summarize_recent::tool(),
         summarize_thread::tool(),
+        summarize_thread_product::tool(),
         unarchive_project::tool(),
+        uninstall_precommit_guard::tool(),
         unretire_agent::tool(),
         whois::tool(),
     ]
@@ -114,21 +136,6 @@ pub struct Tool {
     handler: Handler,
     validator: Validator,
 }
-
-/// The catalog row of a tool missing from the catalog: its own cluster, no authentication.
-static UNCATALOGUED: ToolInfo = ToolInfo {
-    name: "",
-    cluster: "uncatalogued",
-    capabilities: &[],
-    complexity: "medium",
-    auth: catalog::AuthSpec {
-        rule: catalog::Rule::Open,
-        project: "",
-        agent: &[],
-        token: "",
-        binds: None,
-    },
-};
 
 impl Tool {
     /// Declares a tool whose arguments decode into `A` and whose op returns `O`.
@@ -172,7 +179,7 @@ impl Tool {
                 }
             }
         });
-        let info = catalog::lookup(name).unwrap_or(&UNCATALOGUED);
+        let info = catalog::info_of(name);
         Self { name, description, input_schema, info, handler, validator }
     }
 
@@ -195,11 +202,15 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Builds every tool the filter keeps and serialises the `tools/list` answer once
-    /// (start-up only).
-    pub fn build(filter: &ToolFilter) -> Self {
-        let tools: Vec<Tool> =
-            all_tools().into_iter().filter(|t| filter.keeps(t.name, t.info.cluster)).collect();
+    /// Builds every tool enabled by the configuration and kept by the filter, and serialises
+    /// the `tools/list` answer once (start-up only). Product-bus and build-slot tools exist
+    /// only with WORKTREES_ENABLED, as in the reference (their catalog clusters say so).
+    pub fn build(worktrees_enabled: bool, filter: &ToolFilter) -> Self {
+        let tools: Vec<Tool> = all_tools()
+            .into_iter()
+            .filter(|t| worktrees_enabled || !t.info.worktrees_only())
+            .filter(|t| filter.keeps(t.name, t.info.cluster))
+            .collect();
         let listed: Vec<Value> = tools
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
@@ -293,32 +304,18 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// The optional `format` argument (spec/tools.md §0.2). JSON is always available; the TOON
-/// encoder is not built yet, so asking for it is a clear error rather than silent JSON.
+/// The optional `format` argument (spec/tools.md §0.2): validated here with the other
+/// arguments; the dispatcher applies it to the result (`mcp::format`).
 fn validate_format(tool: &str, arguments: &Value) -> Result<(), ToolError> {
-    let Some(format) = arguments.get("format") else { return Ok(()) };
-    let Some(text) = format.as_str() else {
-        return if format.is_null() {
-            Ok(())
-        } else {
-            Err(ToolError::InvalidArguments(format!(
-                "1 validation error for call[{tool}]\nformat\n  Input should be a valid string"
-            )))
-        };
-    };
-    match text.trim().to_ascii_lowercase().as_str() {
-        "" | "auto" | "default" | "none" | "null" | "json" | "application/json" | "text/json" => {
-            Ok(())
+    match arguments.get("format") {
+        None | Some(Value::Null | Value::String(_)) => {
+            super::format::from_argument(arguments.get("format"))
+                .map(drop)
+                .map_err(|message| ToolError::Domain(mailroom_core::Error::invalid(message)))
         }
-        "toon" | "application/toon" | "text/toon" => {
-            Err(ToolError::Domain(mailroom_core::Error::invalid(
-                "Invalid format 'toon': this server does not encode \
-                 TOON yet; use format='json'.",
-            )))
-        }
-        other => Err(ToolError::Domain(mailroom_core::Error::invalid(format!(
-            "Invalid format '{other}'. Use 'json' or 'toon'."
-        )))),
+        Some(_) => Err(ToolError::InvalidArguments(format!(
+            "1 validation error for call[{tool}]\nformat\n  Input should be a valid string"
+        ))),
     }
 }
 

@@ -1,0 +1,573 @@
+//! File-reservation patterns (spec/semantics.md §6.1–6.2): normalisation, virtual namespaces,
+//! Git wildmatch as Python's `pathspec` implements it ("gitwildmatch"), a union set for
+//! pre-filtering, and the conflict predicate.
+//!
+//! The reference compiles each pattern to a regular expression. We compile the same
+//! expression into a tiny instruction program and run it as a Pike VM (a set of threads that
+//! advance together one character at a time), so a match costs O(path × pattern) whatever the
+//! pattern and needs no regex crate. Compile a pattern once ([`PathPattern::new`]) and match
+//! it against many paths ([`PathPattern::matches`]); the Git pre-commit guard matches staged
+//! paths this way.
+//!
+//! The rules, as `pathspec` applies them to a pattern `p` (after surrounding whitespace is
+//! stripped):
+//! * `p` without a `/` other than a trailing one matches at any depth (`app.py` matches
+//!   `src/app.py`); with a leading or middle `/` it is anchored at the root;
+//! * `*` and `?` never match `/`; `**` as a whole segment matches any number of directories;
+//!   `[...]` is a character class (`!` or `^` negates it);
+//! * a trailing `/` matches a directory, i.e. everything beneath it;
+//! * a pattern that does not end in `/` or `**` matches the path itself and everything
+//!   beneath it (`src` matches `src/app.py`);
+//! * an empty pattern, a comment (`#…`) or a lone `/` match nothing; a leading `!` negates
+//!   (only meaningful inside a [`PatternSet`]); a leading `\` escapes a `!` or `#`.
+//!
+//! A pattern `pathspec` would reject (a dangling `\`) matches only the path spelled exactly
+//! like it, which is the reference's own fallback when it has no pathspec.
+
+/// Prefixes of virtual namespaces: such patterns name tools, resources or services rather than
+/// files, never overlap file patterns, and conflict only with the identical string.
+pub const VIRTUAL_PREFIXES: [&str; 3] = ["tool://", "resource://", "service://"];
+
+/// Whether a reservation pattern names a virtual resource (`tool://…`, `resource://…`,
+/// `service://…`) rather than files.
+pub fn is_virtual(pattern: &str) -> bool {
+    let trimmed = pattern.trim();
+    VIRTUAL_PREFIXES.iter().any(|prefix| trimmed.starts_with(prefix))
+}
+
+/// The form in which patterns and paths are compared: `\` becomes `/` and leading `/` are
+/// stripped (reservations are project-relative). The stored pattern is kept verbatim.
+pub fn normalize(pattern: &str) -> String {
+    pattern.replace('\\', "/").trim_start_matches('/').to_string()
+}
+
+/// Whether a string contains a glob metacharacter (`*`, `?`, `[`).
+pub fn has_glob(pattern: &str) -> bool {
+    pattern.contains(['*', '?', '['])
+}
+
+/// Advisory warnings for a requested pattern (info only, never an error): too broad,
+/// absolute-looking, or a very short glob.
+pub fn pattern_warnings(pattern: &str) -> Vec<String> {
+    let trimmed = pattern.trim();
+    let mut warnings = Vec::new();
+    if matches!(trimmed, "*" | "**" | "**/*" | "**/**" | ".") {
+        warnings.push(format!(
+            "Pattern '{trimmed}' is too broad and would reserve the whole project; \
+             reserve specific files or directories instead."
+        ));
+    } else if trimmed.starts_with('/') {
+        warnings.push(format!(
+            "Pattern '{trimmed}' looks absolute; patterns are relative to the project root \
+             (the leading '/' is ignored when matching)."
+        ));
+    } else if trimmed.chars().count() <= 2 && trimmed.contains('*') {
+        warnings.push(format!("Pattern '{trimmed}' is very short and may match too much."));
+    }
+    warnings
+}
+
+/// One instruction of a compiled pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Inst {
+    /// This exact character.
+    Char(char),
+    /// Any character but `/` (`[^/]`).
+    NotSlash,
+    /// Any character but a newline (regex `.`).
+    Any,
+    /// A character class; `negated` classes match `/` too, as in the reference's regex.
+    Class { ranges: Vec<(char, char)>, negated: bool },
+    /// Continue at both targets.
+    Split(usize, usize),
+    /// Continue at the target.
+    Jump(usize),
+    /// The whole path matched.
+    Match,
+}
+
+/// What a pattern compiled to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Program {
+    /// Matches nothing (empty, comment, lone `/`).
+    Nothing,
+    /// A pattern `pathspec` rejects: matches only this exact string.
+    Exact(String),
+    /// A wildmatch program, with a literal prefix every matching path starts with (a cheap
+    /// rejection before running it).
+    Wild { insts: Vec<Inst>, prefix: String },
+}
+
+/// A compiled gitignore-style pattern (Python `pathspec` "gitwildmatch" semantics).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathPattern {
+    source: String,
+    include: bool,
+    program: Program,
+}
+
+impl PathPattern {
+    /// Compiles `pattern` as `pathspec` would (see the module docs). Never fails: patterns
+    /// `pathspec` rejects match only their own spelling.
+    pub fn new(pattern: &str) -> Self {
+        let source = pattern.to_string();
+        let mut text = pattern.trim();
+        if text.is_empty() || text.starts_with('#') || text == "/" {
+            return Self { source, include: true, program: Program::Nothing };
+        }
+        let include = match text.strip_prefix('!') {
+            Some(rest) => {
+                text = rest;
+                false
+            }
+            None => true,
+        };
+        if let Some(rest) = text.strip_prefix('\\').filter(|r| r.starts_with(['!', '#'])) {
+            text = rest;
+        }
+        let program = match compile(text) {
+            Some((insts, prefix)) => Program::Wild { insts, prefix },
+            None => Program::Exact(text.to_string()),
+        };
+        Self { source, include, program }
+    }
+
+    /// The pattern as given.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether the pattern is a negation (`!…`); such a pattern re-excludes paths in a set.
+    pub fn is_negation(&self) -> bool {
+        !self.include
+    }
+
+    /// Whether the pattern matches `path` (a project-relative path with `/` separators, or
+    /// any string: reservation conflicts match patterns against other patterns' text).
+    /// A negation pattern matches the same paths as its positive form.
+    pub fn matches(&self, path: &str) -> bool {
+        match &self.program {
+            Program::Nothing => false,
+            Program::Exact(text) => text == path,
+            Program::Wild { insts, prefix } => {
+                path.starts_with(prefix.as_str()) && run(insts, path)
+            }
+        }
+    }
+}
+
+/// A union of patterns, as `pathspec.PathSpec`: a path matches when the last pattern that
+/// matches it is not a negation.
+#[derive(Debug, Clone, Default)]
+pub struct PatternSet {
+    patterns: Vec<PathPattern>,
+    has_negation: bool,
+}
+
+impl PatternSet {
+    /// Compiles every pattern.
+    pub fn new<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut set = Self::default();
+        for pattern in patterns {
+            set.push(PathPattern::new(pattern));
+        }
+        set
+    }
+
+    /// Adds a compiled pattern at the end (it takes precedence over earlier ones).
+    pub fn push(&mut self, pattern: PathPattern) {
+        self.has_negation |= pattern.is_negation();
+        self.patterns.push(pattern);
+    }
+
+    /// Whether the set has no patterns.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// Whether the set matches `path`.
+    pub fn matches(&self, path: &str) -> bool {
+        if !self.has_negation {
+            return self.patterns.iter().any(|p| p.matches(path));
+        }
+        self.patterns.iter().rev().find(|p| p.matches(path)).is_some_and(|p| p.include)
+    }
+}
+
+/// A reservation pattern prepared for conflict checks: the stored text, its normalised form
+/// and that form compiled. Build it once per reservation and compare it with many.
+#[derive(Debug, Clone)]
+pub struct ReservationPattern {
+    raw: String,
+    normalized: String,
+    compiled: PathPattern,
+    is_virtual: bool,
+    has_glob: bool,
+}
+
+impl ReservationPattern {
+    /// Prepares a stored or requested pattern.
+    pub fn new(raw: &str) -> Self {
+        let normalized = normalize(raw);
+        Self {
+            raw: raw.to_string(),
+            compiled: PathPattern::new(&normalized),
+            has_glob: has_glob(&normalized),
+            is_virtual: is_virtual(raw),
+            normalized,
+        }
+    }
+
+    /// The pattern as stored.
+    pub fn as_str(&self) -> &str {
+        &self.raw
+    }
+
+    /// The normalised text (see [`normalize`]).
+    pub fn normalized(&self) -> &str {
+        &self.normalized
+    }
+
+    /// Whether it names a virtual resource.
+    pub fn is_virtual(&self) -> bool {
+        self.is_virtual
+    }
+
+    /// The compiled normalised pattern.
+    pub fn compiled(&self) -> &PathPattern {
+        &self.compiled
+    }
+
+    /// Whether this (held) pattern overlaps the `candidate` (requested) one, by the rule of
+    /// spec/semantics.md §6.2. Not symmetric: a held directory covers a requested file, but a
+    /// held file does not cover a requested directory.
+    ///
+    /// Virtual patterns overlap only the identical (trimmed) string. Otherwise, if either side
+    /// is a glob, they overlap when either pattern matches the other's text ("cross-match");
+    /// two plain paths overlap when the held one matches the candidate. Identical normalised
+    /// strings always overlap (the reference's cross-match misses a few, e.g. `[ab].py`).
+    pub fn overlaps(&self, candidate: &ReservationPattern) -> bool {
+        if self.is_virtual || candidate.is_virtual {
+            return self.raw.trim() == candidate.raw.trim();
+        }
+        if self.normalized == candidate.normalized {
+            return true;
+        }
+        if self.has_glob || candidate.has_glob {
+            self.compiled.matches(&candidate.normalized)
+                || candidate.compiled.matches(&self.normalized)
+        } else {
+            self.compiled.matches(&candidate.normalized)
+        }
+    }
+}
+
+/// An existing reservation, as the conflict predicate sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Held<'a> {
+    /// The stored pattern.
+    pub pattern: &'a ReservationPattern,
+    /// Whether the holder reserved exclusively.
+    pub exclusive: bool,
+    /// Whether it has been released.
+    pub released: bool,
+    /// Whether the requester itself holds it.
+    pub own: bool,
+}
+
+/// The conflict predicate of spec/semantics.md §6.2: does a request for `candidate`
+/// (`exclusive` or shared) clash with the existing reservation `held`? Released and own
+/// reservations never clash, nor do two shared ones; otherwise see
+/// [`ReservationPattern::overlaps`].
+pub fn conflicts(held: Held<'_>, candidate: &ReservationPattern, exclusive: bool) -> bool {
+    if held.released || held.own || !(held.exclusive || exclusive) {
+        return false;
+    }
+    held.pattern.overlaps(candidate)
+}
+
+/// [`ReservationPattern::overlaps`] on two strings (compiles both).
+pub fn patterns_overlap(held: &str, candidate: &str) -> bool {
+    ReservationPattern::new(held).overlaps(&ReservationPattern::new(candidate))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compilation: pathspec's GitWildMatchPattern.pattern_to_regex, emitted as instructions
+// ---------------------------------------------------------------------------------------------
+
+/// Compiles a stripped, non-empty pattern; `None` when `pathspec` would reject it.
+fn compile(pattern: &str) -> Option<(Vec<Inst>, String)> {
+    let mut segments: Vec<&str> = pattern.split('/').collect();
+    // Runs of `**` segments mean the same as one.
+    segments.dedup_by(|next, prev| *next == "**" && *prev == "**");
+    if segments[0].is_empty() {
+        // A leading `/` anchors the pattern at the root.
+        segments.remove(0);
+    } else if (segments.len() == 1 || (segments.len() == 2 && segments[1].is_empty()))
+        && segments[0] != "**"
+    {
+        // A single segment matches at any depth: `name` means `**/name`.
+        segments.insert(0, "**");
+    }
+    if segments.is_empty() {
+        return None;
+    }
+    let is_dir_pattern = segments.last().is_some_and(|s| s.is_empty());
+    if is_dir_pattern && segments.len() > 1 {
+        // `dir/` means `dir/**`.
+        if let Some(last) = segments.last_mut() {
+            *last = "**";
+        }
+    }
+    let mut out = Emitter::default();
+    let mut need_slash = false;
+    let end = segments.len() - 1;
+    for (i, segment) in segments.iter().enumerate() {
+        if *segment == "**" {
+            if i == 0 && i == end {
+                // `[^/]+(?:/.*)?`: every path.
+                out.push(Inst::NotSlash);
+                out.star(&[Inst::NotSlash]);
+                out.optional_slash_anything();
+            } else if i == 0 {
+                // `(?:.+/)?`: any leading directories.
+                out.optional(&[Inst::Any], true);
+                need_slash = false;
+            } else if i == end {
+                // `/.*`: everything beneath.
+                out.push(Inst::Char('/'));
+                out.star(&[Inst::Any]);
+            } else {
+                // `(?:/.+)?`: zero or more inner directories.
+                out.optional(&[Inst::Any], false);
+                need_slash = true;
+            }
+        } else if *segment == "*" {
+            if need_slash {
+                out.push(Inst::Char('/'));
+            }
+            out.push(Inst::NotSlash);
+            out.star(&[Inst::NotSlash]);
+            if i == end {
+                out.optional_slash_anything();
+            }
+            need_slash = true;
+        } else {
+            if need_slash {
+                out.push(Inst::Char('/'));
+            }
+            segment_glob(segment, &mut out)?;
+            if i == end {
+                out.optional_slash_anything();
+            }
+            need_slash = true;
+        }
+    }
+    out.push(Inst::Match);
+    let prefix = literal_prefix(&out.insts);
+    Some((out.insts, prefix))
+}
+
+/// pathspec's `_translate_segment_glob`: `*` → `[^/]*`, `?` → `[^/]`, `[...]` a class (an
+/// unclosed `[` is literal), `\x` the literal `x`. A dangling `\` is an error.
+fn segment_glob(segment: &str, out: &mut Emitter) -> Option<()> {
+    let chars: Vec<char> = segment.chars().collect();
+    let mut i = 0;
+    let mut escape = false;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        if escape {
+            escape = false;
+            out.push(Inst::Char(c));
+        } else if c == '\\' {
+            escape = true;
+        } else if c == '*' {
+            out.star(&[Inst::NotSlash]);
+        } else if c == '?' {
+            out.push(Inst::NotSlash);
+        } else if c == '[' {
+            match class(&chars, i) {
+                Some((inst, next)) => {
+                    out.push(inst);
+                    i = next;
+                }
+                None => out.push(Inst::Char('[')),
+            }
+        } else {
+            out.push(Inst::Char(c));
+        }
+    }
+    if escape { None } else { Some(()) }
+}
+
+/// A bracket expression starting after the `[` at `start`; `None` when it is never closed.
+fn class(chars: &[char], start: usize) -> Option<(Inst, usize)> {
+    let mut j = start;
+    if j < chars.len() && matches!(chars[j], '!' | '^') {
+        j += 1;
+    }
+    if j < chars.len() && chars[j] == ']' {
+        j += 1;
+    }
+    while j < chars.len() && chars[j] != ']' {
+        j += 1;
+    }
+    if j >= chars.len() {
+        return None;
+    }
+    let mut body = &chars[start..j];
+    let negated = matches!(body.first(), Some('!' | '^'));
+    if negated {
+        body = &body[1..];
+    }
+    // The body is copied into a regex class, where `a-z` is a range and everything else
+    // (backslashes included, which pathspec doubles) is literal.
+    let mut ranges = Vec::new();
+    let mut k = 0;
+    while k < body.len() {
+        if k + 2 < body.len() && body[k + 1] == '-' {
+            ranges.push((body[k], body[k + 2]));
+            k += 3;
+        } else {
+            ranges.push((body[k], body[k]));
+            k += 1;
+        }
+    }
+    Some((Inst::Class { ranges, negated }, j + 1))
+}
+
+/// Builds an instruction program; jump targets are absolute indices.
+#[derive(Default)]
+struct Emitter {
+    insts: Vec<Inst>,
+}
+
+impl Emitter {
+    fn push(&mut self, inst: Inst) {
+        self.insts.push(inst);
+    }
+
+    /// `(?:body)*`.
+    fn star(&mut self, body: &[Inst]) {
+        let split = self.insts.len();
+        self.insts.push(Inst::Split(split + 1, 0));
+        self.insts.extend_from_slice(body);
+        self.insts.push(Inst::Jump(split));
+        let after = self.insts.len();
+        self.insts[split] = Inst::Split(split + 1, after);
+    }
+
+    /// `(?:one+/)?` when `slash_after`, else `(?:/one+)?`.
+    fn optional(&mut self, one: &[Inst], slash_after: bool) {
+        let split = self.insts.len();
+        self.insts.push(Inst::Split(split + 1, 0));
+        if !slash_after {
+            self.insts.push(Inst::Char('/'));
+        }
+        self.insts.extend_from_slice(one);
+        self.star(one);
+        if slash_after {
+            self.insts.push(Inst::Char('/'));
+        }
+        let after = self.insts.len();
+        self.insts[split] = Inst::Split(split + 1, after);
+    }
+
+    /// `(?:/.*)?`: the path itself or anything beneath it.
+    fn optional_slash_anything(&mut self) {
+        let split = self.insts.len();
+        self.insts.push(Inst::Split(split + 1, 0));
+        self.insts.push(Inst::Char('/'));
+        self.star(&[Inst::Any]);
+        let after = self.insts.len();
+        self.insts[split] = Inst::Split(split + 1, after);
+    }
+}
+
+/// The characters every match must start with: the leading run of `Char` instructions.
+fn literal_prefix(insts: &[Inst]) -> String {
+    insts
+        .iter()
+        .map_while(|inst| match inst {
+            Inst::Char(c) => Some(*c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs the program over the whole of `text` (anchored at both ends) as a Pike VM.
+fn run(insts: &[Inst], text: &str) -> bool {
+    let mut current = Threads::new(insts.len());
+    let mut next = Threads::new(insts.len());
+    current.add(insts, 0);
+    for c in text.chars() {
+        if current.list.is_empty() {
+            return false;
+        }
+        next.clear();
+        for &pc in &current.list {
+            let advances = match &insts[pc] {
+                Inst::Char(expected) => *expected == c,
+                Inst::NotSlash => c != '/',
+                Inst::Any => c != '\n',
+                Inst::Class { ranges, negated } => {
+                    ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated
+                }
+                Inst::Split(..) | Inst::Jump(_) | Inst::Match => false,
+            };
+            if advances {
+                next.add(insts, pc + 1);
+            }
+        }
+        std::mem::swap(&mut current, &mut next);
+    }
+    current.list.iter().any(|&pc| insts[pc] == Inst::Match)
+}
+
+/// The set of live threads (program counters) at one position, without duplicates.
+struct Threads {
+    /// Threads waiting on a character (or at `Match`).
+    list: Vec<usize>,
+    /// Every pc visited at this position, splits and jumps included, to reset `seen`.
+    visited: Vec<usize>,
+    seen: Vec<bool>,
+}
+
+impl Threads {
+    fn new(len: usize) -> Self {
+        Self {
+            list: Vec::with_capacity(len),
+            visited: Vec::with_capacity(len),
+            seen: vec![false; len],
+        }
+    }
+
+    fn clear(&mut self) {
+        for &pc in &self.visited {
+            self.seen[pc] = false;
+        }
+        self.visited.clear();
+        self.list.clear();
+    }
+
+    /// Adds `pc` and everything reachable from it without consuming a character.
+    fn add(&mut self, insts: &[Inst], pc: usize) {
+        if self.seen[pc] {
+            return;
+        }
+        self.seen[pc] = true;
+        self.visited.push(pc);
+        match insts[pc] {
+            Inst::Split(a, b) => {
+                self.add(insts, a);
+                self.add(insts, b);
+            }
+            Inst::Jump(target) => self.add(insts, target),
+            _ => self.list.push(pc),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,118 @@
+//! Queries on `products` and `product_project_links` (the product bus).
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::{Db, map_err, opt_ts, ts};
+use crate::error::Result;
+use crate::model::time::Timestamp;
+use crate::records::{Product, Project};
+
+fn product(row: &Row<'_>) -> rusqlite::Result<Product> {
+    Ok(Product {
+        id: row.get(0)?,
+        product_uid: row.get(1)?,
+        name: row.get(2)?,
+        created_at: ts(row, 3)?,
+    })
+}
+
+impl Db<'_> {
+    /// The product whose uid or name is exactly `key` (case-sensitive); a uid match wins.
+    pub fn product_by_key(&self, key: &str) -> Result<Option<Product>> {
+        self.conn
+            .prepare_cached(
+                "SELECT id, product_uid, name, created_at FROM products
+                 WHERE product_uid = ?1 OR name = ?1 ORDER BY (product_uid = ?1) DESC, id LIMIT 1",
+            )
+            .and_then(|mut stmt| stmt.query_row([key], product).optional())
+            .map_err(map_err)
+    }
+
+    /// Inserts a product and returns it.
+    pub fn insert_product(&self, uid: &str, name: &str, now: Timestamp) -> Result<Product> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO products (product_uid, name, created_at) VALUES (?1, ?2, ?3)
+                 RETURNING id, product_uid, name, created_at",
+            )
+            .and_then(|mut stmt| stmt.query_row(params![uid, name, now.to_db()], product))
+            .map_err(map_err)
+    }
+
+    /// Links a project to a product unless it is linked already.
+    pub fn link_product_project(
+        &self,
+        product_id: i64,
+        project_id: i64,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO product_project_links (product_id, project_id, created_at)
+                 VALUES (?1, ?2, ?3) ON CONFLICT (product_id, project_id) DO NOTHING",
+            )
+            .and_then(|mut stmt| stmt.execute(params![product_id, project_id, now.to_db()]))
+            .map(drop)
+            .map_err(map_err)
+    }
+
+    /// The projects linked to a product, in project id order.
+    pub fn product_projects(&self, product_id: i64) -> Result<Vec<Project>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT p.id, p.slug, p.human_key, p.created_at, p.archived_at
+                 FROM product_project_links l JOIN projects p ON p.id = l.project_id
+                 WHERE l.product_id = ?1 ORDER BY p.id",
+            )
+            .map_err(map_err)?;
+        let rows = stmt
+            .query_map([product_id], |row| {
+                Ok(Project {
+                    id: row.get(0)?,
+                    slug: row.get(1)?,
+                    human_key: row.get(2)?,
+                    created_at: ts(row, 3)?,
+                    archived_at: opt_ts(row, 4)?,
+                })
+            })
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::time::Timestamp;
+    use crate::store::Store;
+
+    #[tokio::test]
+    async fn products_are_found_by_uid_or_exact_name_and_links_are_idempotent() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(&dir.path().join("db.sqlite3"), 1, None).expect("open");
+        let (names, linked) = store
+            .write(|db| {
+                let now = Timestamp::now();
+                let product = db.insert_product("abcdef12", "Widget", now)?;
+                let alpha = db.insert_project_if_absent("alpha", "/alpha", now)?;
+                let beta = db.insert_project_if_absent("beta", "/beta", now)?;
+                for project in [&beta, &alpha, &beta] {
+                    db.link_product_project(product.id, project.id, now)?;
+                }
+                let found = [
+                    db.product_by_key("abcdef12")?,
+                    db.product_by_key("Widget")?,
+                    db.product_by_key("widget")?,
+                ];
+                let names: Vec<Option<String>> =
+                    found.into_iter().map(|p| p.map(|p| p.name)).collect();
+                let linked: Vec<String> =
+                    db.product_projects(product.id)?.into_iter().map(|p| p.slug).collect();
+                Ok((names, linked))
+            })
+            .await
+            .expect("write");
+        assert_eq!(names, [Some("Widget".to_string()), Some("Widget".to_string()), None]);
+        assert_eq!(linked, ["alpha", "beta"], "one link per project, in project order");
+    }
+}

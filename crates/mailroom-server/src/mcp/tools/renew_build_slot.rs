@@ -1,0 +1,50 @@
+//! renew_build_slot: extend your active build-slot lease. Registered only when
+//! WORKTREES_ENABLED.
+
+use mailroom_core::ops::slots::SlotRequest;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::Tool;
+use crate::state::AppState;
+
+const DESCRIPTION: &str = "Extend your active lease on a build slot by extend_seconds (default \
+     1800, at least 60) from now or its expiry, whichever is later.";
+
+/// Arguments of renew_build_slot.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// Project slug or absolute path (human_key).
+    project_key: String,
+    /// Your agent name.
+    agent_name: String,
+    /// The slot name.
+    slot: String,
+    /// Your branch (default: the branch checked out at the project's path).
+    #[serde(default)]
+    branch: Option<String>,
+    /// Seconds to add (default 1800, at least 60).
+    #[serde(default)]
+    extend_seconds: Option<i64>,
+    /// Your registration token (needed only when the server requires authentication).
+    #[serde(default, rename = "registration_token")]
+    _registration_token: Option<String>,
+    /// Output format: "json" (default) or "toon".
+    #[serde(default, rename = "format")]
+    _format: Option<String>,
+}
+
+pub fn tool() -> Tool {
+    Tool::new("renew_build_slot", DESCRIPTION, |state: AppState, args: Args| async move {
+        let request = SlotRequest {
+            project_key: args.project_key,
+            agent_name: args.agent_name,
+            slot: args.slot,
+            branch: args.branch,
+            seconds: args.extend_seconds.unwrap_or(1800),
+            exclusive: true,
+        };
+        state.core.renew_build_slot(request).await
+    })
+}

@@ -1,0 +1,268 @@
+//! `mailroom guard check|install|uninstall|status`: the Git commit guard
+//! (spec/cli_guard_share.md §2). The hooks `install` writes exec `guard check`, which reads
+//! the archive's reservation files and asks `git` what changed; it opens no database and
+//! starts no async runtime, so a commit pays only for process start-up and the match.
+//!
+//! The guard's environment (`WORKTREES_ENABLED`/`GIT_IDENTITY_ENABLED` gate,
+//! `AGENT_MAIL_GUARD_MODE`, `AGENT_MAIL_BYPASS`, `AGENT_NAME`) is read here, per run, because
+//! it is the committing agent's environment, not the server's configuration.
+
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use mailroom_core::guard::hooks::{self, PluginTarget};
+use mailroom_core::guard::reservations::{BlockingSet, report};
+use mailroom_core::guard::{Hook, changes, is_advisory_mode, is_truthy};
+use mailroom_core::model::slug::{looks_like_path, normalize_absolute_path, slugify};
+use mailroom_core::model::time::Timestamp;
+use mailroom_core::ops::guard::reservations_dir;
+
+use super::archive::Verdict;
+use super::setup;
+
+/// Flags of `mailroom guard`.
+#[derive(Args, Debug)]
+pub struct GuardArgs {
+    #[command(subcommand)]
+    pub command: GuardCommand,
+}
+
+/// The guard subcommands.
+#[derive(Subcommand, Debug)]
+pub enum GuardCommand {
+    /// Check changed paths against other agents' active exclusive file reservations.
+    ///
+    /// Paths come from the index (`git diff --cached`), from NUL-separated stdin
+    /// (--stdin-nul), or, with --pre-push, from the commits named by Git's pre-push input.
+    /// Needs AGENT_NAME. Does nothing unless WORKTREES_ENABLED or GIT_IDENTITY_ENABLED is
+    /// set; AGENT_MAIL_BYPASS=1 skips the check. Exits 1 on conflicts unless advisory.
+    Check(CheckArgs),
+    /// Install the pre-commit guard (and with --prepush the pre-push guard) in a repository.
+    ///
+    /// A hook already there is kept as <hook>.orig and still runs after the guard. A no-op
+    /// with a warning unless WORKTREES_ENABLED or GIT_IDENTITY_ENABLED is set.
+    Install(InstallArgs),
+    /// Remove the guard from a repository, restoring the hooks it preserved.
+    Uninstall(RepoArgs),
+    /// Show the gate, the mode, the hooks directory and which guard hooks are installed.
+    Status(RepoArgs),
+}
+
+/// Flags of `mailroom guard check`.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Read NUL-separated paths from stdin instead of asking Git for the staged ones
+    #[arg(long, conflicts_with = "pre_push")]
+    stdin_nul: bool,
+    /// Report conflicts but exit 0 (as AGENT_MAIL_GUARD_MODE=warn)
+    #[arg(long)]
+    advisory: bool,
+    /// Check the commits of a push: Git's pre-push lines on stdin, the remote as argument
+    #[arg(long)]
+    pre_push: bool,
+    /// Repository to ask Git about [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    repo: Option<PathBuf>,
+    /// The project's file_reservations directory (what installed hooks pass)
+    #[arg(long, value_name = "DIR", conflicts_with = "project")]
+    reservations_dir: Option<PathBuf>,
+    /// Project slug or absolute path, to find its reservations under the data directory
+    #[arg(long)]
+    project: Option<String>,
+    /// Directory of the database and the archive [default: ./mailroom-data]
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Git's hook arguments (pre-push: remote name and URL)
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    hook_args: Vec<String>,
+}
+
+/// Flags of `mailroom guard install`.
+#[derive(Args, Debug)]
+pub struct InstallArgs {
+    /// Project slug or absolute path whose reservations the guard checks
+    project: String,
+    /// The code repository to install the hooks in
+    repo: PathBuf,
+    /// Also install the pre-push guard
+    #[arg(long, overrides_with = "no_prepush")]
+    prepush: bool,
+    /// Install only the pre-commit guard (the default)
+    #[arg(long)]
+    no_prepush: bool,
+    /// Directory of the database and the archive [default: ./mailroom-data]
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+/// Flags of `mailroom guard uninstall` and `status`.
+#[derive(Args, Debug)]
+pub struct RepoArgs {
+    /// The code repository
+    repo: PathBuf,
+}
+
+/// Runs one guard subcommand; `Differences` means blocking conflicts (exit 1).
+pub fn run(args: GuardArgs) -> Result<Verdict> {
+    match args.command {
+        GuardCommand::Check(args) => check(args),
+        GuardCommand::Install(args) => install(args).map(|()| Verdict::Clean),
+        GuardCommand::Uninstall(args) => uninstall(&args.repo).map(|()| Verdict::Clean),
+        GuardCommand::Status(args) => status(&args.repo).map(|()| Verdict::Clean),
+    }
+}
+
+fn gate_enabled() -> bool {
+    is_truthy(setup::env("WORKTREES_ENABLED").as_deref())
+        || is_truthy(setup::env("GIT_IDENTITY_ENABLED").as_deref())
+}
+
+fn check(args: CheckArgs) -> Result<Verdict> {
+    if !gate_enabled() {
+        return Ok(Verdict::Clean);
+    }
+    let label = if args.pre_push { "[pre-push]" } else { "[pre-commit]" };
+    let advisory =
+        args.advisory || is_advisory_mode(setup::env("AGENT_MAIL_GUARD_MODE").as_deref());
+    if is_truthy(setup::env("AGENT_MAIL_BYPASS").as_deref()) {
+        eprintln!("{label} bypass enabled via AGENT_MAIL_BYPASS=1");
+        return Ok(Verdict::Clean);
+    }
+    let Some(agent_name) = setup::env("AGENT_NAME") else {
+        bail!("{label} AGENT_NAME environment variable is required.");
+    };
+    let dir = match (&args.reservations_dir, &args.project) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(project)) => project_reservations_dir(project, args.data_dir.clone())?,
+        (None, None) => {
+            bail!("pass --reservations-dir or --project to say whose reservations to check")
+        }
+    };
+    let repo = args.repo.as_deref();
+    let blocking =
+        BlockingSet::load(&dir, &agent_name, Timestamp::now(), changes::ignores_case(repo));
+    // Nothing can conflict without reservations; skip asking Git.
+    if blocking.is_empty() {
+        drain_stdin_if(args.pre_push || args.stdin_nul);
+        return Ok(Verdict::Clean);
+    }
+    let paths = if args.stdin_nul {
+        changes::split_nul(&read_stdin()?)
+    } else if args.pre_push {
+        let remote = args.hook_args.first().map_or("origin", String::as_str);
+        let refs = String::from_utf8_lossy(&read_stdin()?).into_owned();
+        changes::pushed_paths(repo, remote, &refs)?
+    } else {
+        changes::staged_paths(repo)?
+    };
+    let conflicts = blocking.conflicts(paths.iter().map(String::as_str));
+    if conflicts.is_empty() {
+        return Ok(Verdict::Clean);
+    }
+    let mut stderr = std::io::stderr().lock();
+    stderr.write_all(report(&conflicts).as_bytes())?;
+    if advisory {
+        writeln!(stderr, "{label} advisory mode: not blocking")?;
+        return Ok(Verdict::Clean);
+    }
+    Ok(Verdict::Differences)
+}
+
+fn read_stdin() -> Result<Vec<u8>> {
+    let mut input = Vec::new();
+    std::io::stdin().read_to_end(&mut input).context("cannot read stdin")?;
+    Ok(input)
+}
+
+/// Consumes stdin we were given but do not need, so a writer (Git feeding pre-push refs)
+/// never sees a broken pipe.
+fn drain_stdin_if(wanted: bool) {
+    if wanted {
+        let _ = read_stdin();
+    }
+}
+
+/// `STORAGE_ROOT/projects/<slug>/file_reservations` for a slug or an absolute project path.
+fn project_reservations_dir(project: &str, data_dir: Option<PathBuf>) -> Result<PathBuf> {
+    let config = setup::core_config(&setup::data_dir(data_dir))?;
+    let slug = if looks_like_path(project) {
+        let absolute = hooks::user_path(project);
+        let text = absolute.to_string_lossy();
+        slugify(&normalize_absolute_path(&text).unwrap_or_else(|| text.to_string()))
+    } else {
+        project.trim().to_string()
+    };
+    Ok(reservations_dir(&config.storage_root, &slug))
+}
+
+fn install(args: InstallArgs) -> Result<()> {
+    if !gate_enabled() {
+        eprintln!(
+            "mailroom guard: not installed: set WORKTREES_ENABLED=1 or GIT_IDENTITY_ENABLED=1 \
+             to enable the guard"
+        );
+        return Ok(());
+    }
+    let program = std::env::current_exe().context("cannot locate the mailroom binary")?;
+    let program = program.canonicalize().unwrap_or(program);
+    let target = PluginTarget {
+        program,
+        reservations_dir: project_reservations_dir(&args.project, args.data_dir)?,
+    };
+    if !target.reservations_dir.is_dir() {
+        eprintln!(
+            "mailroom guard: note: {} does not exist yet (no reservations archived for this \
+             project so far)",
+            target.reservations_dir.display()
+        );
+    }
+    let repo = hooks::user_path(&args.repo.to_string_lossy());
+    let hooks_dir = hooks::hooks_dir_for_install(&repo, "repo")?;
+    let mut wanted = vec![Hook::PreCommit];
+    if args.prepush && !args.no_prepush {
+        wanted.push(Hook::PrePush);
+    }
+    for hook in wanted {
+        let chain = hooks::install(&hooks_dir, hook, &target)?;
+        println!("installed {} guard: {}", hook.name(), chain.display());
+    }
+    Ok(())
+}
+
+fn uninstall(repo: &Path) -> Result<()> {
+    let repo = hooks::user_path(&repo.to_string_lossy());
+    let hooks_dir = hooks::resolve_hooks_dir(&repo);
+    if hooks::uninstall(&hooks_dir)? {
+        println!("removed the guard from {}", hooks_dir.display());
+    } else {
+        println!("no guard installed in {}", hooks_dir.display());
+    }
+    Ok(())
+}
+
+fn status(repo: &Path) -> Result<()> {
+    let repo = hooks::user_path(&repo.to_string_lossy());
+    let hooks_dir = hooks::resolve_hooks_dir(&repo);
+    let gate = if gate_enabled() { "enabled" } else { "disabled (set WORKTREES_ENABLED=1)" };
+    let advisory = is_advisory_mode(setup::env("AGENT_MAIL_GUARD_MODE").as_deref());
+    println!("gate: {gate}");
+    println!("mode: {}", if advisory { "advisory" } else { "block" });
+    println!("hooks dir: {}", hooks_dir.display());
+    for hook in hooks::status(&hooks_dir) {
+        let state = match (hook.chain_runner, hook.plugin) {
+            (true, true) => "installed",
+            (false, false) => "not installed",
+            (true, false) => "chain-runner only (no guard plugin)",
+            (false, true) => "guard plugin without chain-runner (inactive)",
+        };
+        let orig = if hook.preserved_original {
+            format!(" (chains {}.orig)", hook.hook.name())
+        } else {
+            String::new()
+        };
+        println!("{}: {state}{orig}", hook.hook.name());
+    }
+    Ok(())
+}

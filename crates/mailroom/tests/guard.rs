@@ -1,0 +1,312 @@
+//! The Git commit guard end to end: `mailroom guard install` in a real repository, then real
+//! `git commit` / `git push` runs whose hooks exec the built binary against reservation
+//! files written as the archive writes them (spec/storage.md §4).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::mailroom;
+use serde_json::{Value, json};
+
+/// A code repository with the guard installed and a data directory holding the project's
+/// reservation files.
+struct Setup {
+    _temp: tempfile::TempDir,
+    repo: PathBuf,
+    reservations: PathBuf,
+}
+
+const PROJECT: &str = "/abs/guarded";
+
+impl Setup {
+    fn new() -> Self {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let repo = temp.path().join("repo");
+        std::fs::create_dir(&repo).expect("mkdir repo");
+        git_ok(&repo, &["init", "-q", "-b", "main"]);
+        let data = temp.path().join("data");
+        let reservations = data.join("archive/projects/abs-guarded/file_reservations");
+        std::fs::create_dir_all(&reservations).expect("mkdir reservations");
+        Self { _temp: temp, repo, reservations }
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.repo.parent().expect("parent").join("data")
+    }
+
+    fn install(&self, extra: &[&str]) -> Output {
+        let output = guard_command(&["install", PROJECT])
+            .arg(&self.repo)
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .args(extra)
+            .env("WORKTREES_ENABLED", "1")
+            .output()
+            .expect("guard install");
+        assert!(output.status.success(), "install: {}", text(&output.stderr));
+        output
+    }
+
+    /// Writes a reservation under both archive names, as the reference does.
+    fn reserve(&self, id: i64, agent: &str, pattern: &str, changes: Value) {
+        let mut record = json!({
+            "id": id, "project": PROJECT, "agent": agent, "path_pattern": pattern,
+            "exclusive": true, "reason": "editing", "created_ts": "2026-01-01T10:00:00+00:00",
+            "expires_ts": "2099-01-01T10:00:00+00:00", "released_ts": null,
+        });
+        for (key, value) in changes.as_object().expect("object") {
+            record[key] = value.clone();
+        }
+        let bytes = serde_json::to_vec_pretty(&record).expect("json");
+        for name in [format!("digest-{id}.json"), format!("id-{id}.json")] {
+            std::fs::write(self.reservations.join(name), &bytes).expect("write reservation");
+        }
+    }
+
+    /// Stages `path` with new content and commits as `agent`.
+    fn commit(&self, agent: &str, path: &str, env: &[(&str, &str)]) -> Output {
+        let file = self.repo.join(path);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        let previous = std::fs::read_to_string(&file).unwrap_or_default();
+        std::fs::write(&file, format!("{previous}edit by {agent}\n")).expect("write");
+        git_ok(&self.repo, &["add", path]);
+        let mut command = git(&self.repo, &["commit", "-q", "-m", &format!("{agent}: {path}")]);
+        command.env("AGENT_NAME", agent).env("WORKTREES_ENABLED", "1");
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        command.output().expect("git commit")
+    }
+
+    fn head_subject(&self) -> String {
+        text(&git(&self.repo, &["log", "-1", "--format=%s"]).output().expect("log").stdout)
+            .trim()
+            .to_string()
+    }
+
+    fn hooks(&self) -> PathBuf {
+        self.repo.join(".git/hooks")
+    }
+}
+
+/// `mailroom guard <args>` with a clean guard environment.
+fn guard_command(args: &[&str]) -> Command {
+    let mut command = mailroom();
+    command.arg("guard").args(args);
+    for name in GUARD_ENV {
+        command.env_remove(name);
+    }
+    command
+}
+
+const GUARD_ENV: [&str; 5] = [
+    "WORKTREES_ENABLED",
+    "GIT_IDENTITY_ENABLED",
+    "AGENT_MAIL_GUARD_MODE",
+    "AGENT_MAIL_BYPASS",
+    "AGENT_NAME",
+];
+
+/// `git` isolated from the user's configuration, with a fixed identity.
+fn git(dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new("git");
+    command
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .stdin(Stdio::null());
+    for name in GUARD_ENV {
+        command.env_remove(name);
+    }
+    command
+}
+
+fn git_ok(dir: &Path, args: &[&str]) {
+    let output = git(dir, args).output().expect("git");
+    assert!(output.status.success(), "git {args:?}: {}", text(&output.stderr));
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn another_agents_commit_is_refused_and_the_holder_commits_freely() {
+    let setup = Setup::new();
+    let installed = setup.install(&[]);
+    assert!(text(&installed.stdout).contains("pre-commit"), "{}", text(&installed.stdout));
+    setup.reserve(1, "GreenCastle", "src/**", json!({}));
+
+    let refused = setup.commit("BlueLake", "src/app.rs", &[]);
+    assert!(!refused.status.success(), "the commit must be refused");
+    let stderr = text(&refused.stderr);
+    assert!(stderr.contains("Exclusive file_reservation conflicts detected"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "- src/app.rs matches src/** (holder: GreenCastle, expires 2099-01-01T10:00:00+00:00)"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("- src/app.rs").count(), 1, "the two copies count once");
+
+    let holder = setup.commit("GreenCastle", "src/app.rs", &[]);
+    assert!(holder.status.success(), "holder: {}", text(&holder.stderr));
+    assert_eq!(setup.head_subject(), "GreenCastle: src/app.rs");
+
+    let elsewhere = setup.commit("BlueLake", "docs/readme.md", &[]);
+    assert!(elsewhere.status.success(), "unreserved path: {}", text(&elsewhere.stderr));
+}
+
+#[test]
+fn shared_expired_and_released_reservations_do_not_block() {
+    let setup = Setup::new();
+    setup.install(&[]);
+    setup.reserve(1, "GreenCastle", "shared/**", json!({"exclusive": false}));
+    setup.reserve(2, "GreenCastle", "old/**", json!({"expires_ts": "2020-01-01T00:00:00+00:00"}));
+    setup.reserve(3, "GreenCastle", "done/**", json!({"released_ts": "2026-01-01T11:00:00+00:00"}));
+    setup.reserve(4, "GreenCastle", "tool://deploy", json!({}));
+    for path in ["shared/a.txt", "old/a.txt", "done/a.txt"] {
+        let output = setup.commit("BlueLake", path, &[]);
+        assert!(output.status.success(), "{path}: {}", text(&output.stderr));
+    }
+}
+
+#[test]
+fn bypass_advisory_mode_and_the_gate() {
+    let setup = Setup::new();
+    setup.install(&[]);
+    setup.reserve(1, "GreenCastle", "*.lock", json!({}));
+
+    let bypassed = setup.commit("BlueLake", "Cargo.lock", &[("AGENT_MAIL_BYPASS", "1")]);
+    assert!(bypassed.status.success(), "bypass: {}", text(&bypassed.stderr));
+    assert!(text(&bypassed.stderr).contains("bypass enabled via AGENT_MAIL_BYPASS=1"));
+
+    let warned = setup.commit("BlueLake", "Cargo.lock", &[("AGENT_MAIL_GUARD_MODE", "warn")]);
+    assert!(warned.status.success(), "advisory: {}", text(&warned.stderr));
+    assert!(text(&warned.stderr).contains("- Cargo.lock matches *.lock (holder: GreenCastle"));
+
+    let gated_off = setup.commit("BlueLake", "Cargo.lock", &[("WORKTREES_ENABLED", "0")]);
+    assert!(gated_off.status.success(), "gate off: {}", text(&gated_off.stderr));
+
+    let no_name = setup.commit("", "Cargo.lock", &[]);
+    assert!(!no_name.status.success());
+    assert!(text(&no_name.stderr).contains("AGENT_NAME environment variable is required."));
+}
+
+#[test]
+fn an_existing_hook_keeps_running_and_is_restored_on_uninstall() {
+    let setup = Setup::new();
+    let user_hook = setup.hooks().join("pre-commit");
+    let marker = setup.repo.join(".git/user-hook-ran");
+    let script = format!("#!/bin/sh\necho ran >> '{}'\n", marker.display());
+    std::fs::write(&user_hook, &script).expect("write hook");
+    std::fs::set_permissions(&user_hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    setup.install(&[]);
+    setup.reserve(1, "GreenCastle", "src/**", json!({}));
+
+    let allowed = setup.commit("BlueLake", "README.md", &[]);
+    assert!(allowed.status.success(), "{}", text(&allowed.stderr));
+    assert_eq!(std::fs::read_to_string(&marker).expect("user hook ran"), "ran\n");
+    let refused = setup.commit("BlueLake", "src/x.rs", &[]);
+    assert!(!refused.status.success());
+    assert_eq!(
+        std::fs::read_to_string(&marker).expect("marker"),
+        "ran\n",
+        "chain stops at failure"
+    );
+
+    let status = guard_command(&["status"]).arg(&setup.repo).output().expect("status");
+    let listed = text(&status.stdout);
+    assert!(listed.contains("pre-commit: installed (chains pre-commit.orig)"), "{listed}");
+    assert!(listed.contains("pre-push: not installed"), "{listed}");
+
+    let removed = guard_command(&["uninstall"]).arg(&setup.repo).output().expect("uninstall");
+    assert!(removed.status.success());
+    assert!(text(&removed.stdout).contains("removed the guard"));
+    assert_eq!(std::fs::read_to_string(&user_hook).expect("restored"), script);
+    assert!(!setup.hooks().join("pre-commit.orig").exists());
+    assert!(!setup.hooks().join("hooks.d/pre-commit/50-agent-mail").exists());
+}
+
+#[test]
+fn install_is_a_no_op_while_the_gate_is_off() {
+    let setup = Setup::new();
+    let output = guard_command(&["install", PROJECT]).arg(&setup.repo).output().expect("install");
+    assert!(output.status.success());
+    assert!(text(&output.stderr).contains("WORKTREES_ENABLED"));
+    assert!(!setup.hooks().join("pre-commit").exists());
+    assert!(!setup.hooks().join("hooks.d").exists());
+}
+
+#[test]
+fn a_push_of_a_commit_touching_a_reserved_file_is_refused() {
+    let setup = Setup::new();
+    let remote = setup.repo.parent().expect("parent").join("remote.git");
+    git_ok(setup.repo.parent().expect("parent"), &["init", "-q", "--bare", "remote.git"]);
+    git_ok(&setup.repo, &["remote", "add", "origin", &remote.to_string_lossy()]);
+    git_ok(&setup.repo, &["commit", "-q", "--allow-empty", "-m", "root"]);
+    git_ok(&setup.repo, &["push", "-q", "origin", "main"]);
+    setup.install(&["--prepush"]);
+    // Committed before the reservation existed, so only the push can catch it.
+    let committed = setup.commit("BlueLake", "api/schema.sql", &[]);
+    assert!(committed.status.success(), "{}", text(&committed.stderr));
+    setup.reserve(1, "GreenCastle", "api/", json!({}));
+
+    let mut push = git(&setup.repo, &["push", "origin", "main"]);
+    push.env("AGENT_NAME", "BlueLake").env("WORKTREES_ENABLED", "1");
+    let refused = push.output().expect("push");
+    assert!(!refused.status.success(), "the push must be refused");
+    let stderr = text(&refused.stderr);
+    assert!(stderr.contains("- api/schema.sql matches api/ (holder: GreenCastle"), "{stderr}");
+
+    let mut push = git(&setup.repo, &["push", "-q", "origin", "main"]);
+    push.env("AGENT_NAME", "GreenCastle").env("WORKTREES_ENABLED", "1");
+    let holder = push.output().expect("push");
+    assert!(holder.status.success(), "holder pushes: {}", text(&holder.stderr));
+}
+
+#[test]
+fn check_reads_nul_separated_paths_from_stdin() {
+    let setup = Setup::new();
+    setup.reserve(1, "GreenCastle", "src/**", json!({}));
+    let run = |paths: &[u8], extra: &[&str]| {
+        let mut child = guard_command(&["check", "--stdin-nul", "--reservations-dir"])
+            .arg(&setup.reservations)
+            .args(extra)
+            .env("WORKTREES_ENABLED", "1")
+            .env("AGENT_NAME", "BlueLake")
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), paths).expect("write");
+        child.wait_with_output().expect("wait")
+    };
+    let blocked = run(b"README.md\0src/lib.rs\0", &[]);
+    assert_eq!(blocked.status.code(), Some(1));
+    assert!(text(&blocked.stderr).contains("- src/lib.rs matches src/**"));
+    assert_eq!(run(b"README.md\0", &[]).status.code(), Some(0));
+    assert_eq!(run(b"src/lib.rs\0", &["--advisory"]).status.code(), Some(0));
+}
+
+#[test]
+fn core_ignorecase_makes_matching_case_insensitive() {
+    let setup = Setup::new();
+    setup.install(&[]);
+    setup.reserve(1, "GreenCastle", "Docs/**", json!({}));
+    let allowed = setup.commit("BlueLake", "docs/a.md", &[]);
+    assert!(allowed.status.success(), "case-sensitive: {}", text(&allowed.stderr));
+    git_ok(&setup.repo, &["config", "core.ignorecase", "true"]);
+    let refused = setup.commit("BlueLake", "docs/a.md", &[]);
+    assert!(!refused.status.success(), "core.ignorecase=true folds case");
+    assert!(text(&refused.stderr).contains("- docs/a.md matches Docs/** (holder: GreenCastle"));
+}
