@@ -604,3 +604,115 @@ async fn summarize_recent_takes_the_llm_digest_and_keeps_the_heuristic_on_failur
         }
     }
 }
+
+#[tokio::test]
+async fn search_and_summaries_show_only_what_the_authenticated_viewer_sees() {
+    let app = TestApp::start_with(TestOptions { tool_auth: true, ..TestOptions::default() }).await;
+    app.tool_ok("ensure_project", json!({"human_key": "/work/scope"})).await;
+    let mut tokens = std::collections::HashMap::new();
+    for name in ["BlueLake", "GreenCastle", "RedFox"] {
+        let agent = app
+            .tool_ok(
+                "register_agent",
+                json!({"project_key": "/work/scope", "program": "p", "model": "m", "name": name}),
+            )
+            .await;
+        let token = agent["registration_token"].as_str().expect("token").to_string();
+        let policy = json!({"project_key": "/work/scope", "agent_name": name, "policy": "open",
+            "registration_token": token});
+        app.tool_ok("set_contact_policy", policy).await;
+        tokens.insert(name, token);
+    }
+    // BlueLake → GreenCastle and GreenCastle → RedFox, in one thread: each of BlueLake and
+    // RedFox took part in one message of it, GreenCastle in both.
+    for (from, to, subject, body) in [
+        ("BlueLake", "GreenCastle", "alpha one", "- [ ] blue task"),
+        ("GreenCastle", "RedFox", "alpha two", "- [ ] red task"),
+    ] {
+        let send = json!({"project_key": "/work/scope", "sender_name": from, "to": [to],
+            "subject": subject, "body_md": body, "thread_id": "T-1", "sender_token": tokens[from]});
+        app.tool_ok("send_message", send).await;
+    }
+    let as_agent = |name: &str, mut args: Value| {
+        args["agent_name"] = json!(name);
+        args["registration_token"] = json!(tokens[name]);
+        args
+    };
+    let subjects = |found: &Value| -> Vec<String> {
+        let mut subjects: Vec<String> = found["result"]
+            .as_array()
+            .expect("result list")
+            .iter()
+            .filter_map(|m| m["subject"].as_str().map(str::to_string))
+            .collect();
+        subjects.sort_unstable();
+        subjects
+    };
+    let query = json!({"project_key": "/work/scope", "query": "alpha"});
+    let refused = call(&app, None, "search_messages", query.clone()).await.expect_err("viewer");
+    assert!(refused.contains("search_messages requires agent_name"), "{refused}");
+    for (viewer, expected) in [
+        ("BlueLake", vec!["alpha one"]),
+        ("GreenCastle", vec!["alpha one", "alpha two"]),
+        ("RedFox", vec!["alpha two"]),
+    ] {
+        let found = app.tool_ok("search_messages", as_agent(viewer, query.clone())).await;
+        assert_eq!(subjects(&found), expected, "{viewer}");
+    }
+    // A session authenticated as RedFox searches as RedFox without naming it.
+    let session = open_session(&app).await;
+    let inbox = as_agent("RedFox", json!({"project_key": "/work/scope"}));
+    call(&app, Some(&session), "fetch_inbox", inbox).await.expect("binds the session");
+    let found = call(&app, Some(&session), "search_messages", query).await.expect("session viewer");
+    assert_eq!(subjects(&found), ["alpha two"]);
+    // The REST route scopes the same way.
+    let rest = json!({"project_slug": "work-scope", "query": "alpha", "agent_name": "BlueLake",
+        "registration_token": tokens["BlueLake"]});
+    let (status, found) = app.post("/api/messages/search", rest).await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(subjects(&found), ["alpha one"]);
+
+    let thread = json!({"project_key": "/work/scope", "thread_id": "T-1"});
+    let blue = app.tool_ok("summarize_thread", as_agent("BlueLake", thread.clone())).await;
+    assert_eq!(blue["summary"]["participants"], json!(["BlueLake"]));
+    assert_eq!(blue["summary"]["action_items"], json!(["- [ ] blue task"]));
+    assert_eq!(blue["summary"]["total_messages"], 1);
+    let green = app.tool_ok("summarize_thread", as_agent("GreenCastle", thread.clone())).await;
+    assert_eq!(green["summary"]["total_messages"], 2);
+    let red = call(&app, Some(&session), "summarize_thread", thread).await.expect("session");
+    assert_eq!(red["summary"]["participants"], json!(["GreenCastle"]));
+    assert_eq!(red["summary"]["action_items"], json!(["- [ ] red task"]));
+    let several = json!({"project_key": "/work/scope", "thread_id": "T-1,T-2"});
+    let multi = app.tool_ok("summarize_thread", as_agent("RedFox", several)).await;
+    assert_eq!(multi["threads"][0]["summary"]["total_messages"], 1);
+    assert_eq!(multi["aggregate"]["action_items"], json!(["- [ ] red task"]));
+}
+
+#[tokio::test]
+async fn without_authentication_search_and_summaries_cover_the_whole_project() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/open-scope", "BlueLake", "GreenCastle").await;
+    app.tool_ok(
+        "register_agent",
+        json!({"project_key": slug, "program": "p", "model": "m", "name": "RedFox"}),
+    )
+    .await;
+    let send = json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
+        "subject": "alpha one", "body_md": "x", "thread_id": "T-1"});
+    app.tool_ok("send_message", send).await;
+    // RedFox took no part, but the recorded reference has no viewer scoping.
+    let found = app
+        .tool_ok(
+            "search_messages",
+            json!({"project_key": slug, "query": "alpha", "agent_name": "RedFox"}),
+        )
+        .await;
+    assert_eq!(found["result"].as_array().map(Vec::len), Some(1));
+    let summary = app
+        .tool_ok(
+            "summarize_thread",
+            json!({"project_key": slug, "thread_id": "T-1", "agent_name": "RedFox"}),
+        )
+        .await;
+    assert_eq!(summary["summary"]["total_messages"], 1);
+}
