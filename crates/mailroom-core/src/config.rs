@@ -55,6 +55,12 @@ pub struct CoreConfig {
     pub archive: ArchiveConfig,
     /// The optional LLM (`LLM_ENABLED`, `OPENAI_BASE_URL`, ...; see `crate::llm`).
     pub llm: crate::llm::LlmConfig,
+    /// `MCP_AGENT_MAIL_WINDOW_ID`: this server's window identity UUID, which vouches for the
+    /// agent whose name it shows when a tool call carries no token.
+    pub window_id: Option<String>,
+    /// `MCP_AGENT_MAIL_WINDOW_TTL_DAYS` (default 30): how long a window identity lives after
+    /// its last registration.
+    pub window_ttl_days: i64,
 }
 
 /// Settings of the Git archive and its attachments.
@@ -126,6 +132,8 @@ impl CoreConfig {
             reservation_grace_seconds: 900,
             archive: ArchiveConfig::default(),
             llm: crate::llm::LlmConfig::default(),
+            window_id: None,
+            window_ttl_days: 30,
         }
     }
 
@@ -179,6 +187,11 @@ impl CoreConfig {
             "FILE_RESERVATION_ACTIVITY_GRACE_SECONDS",
             self.reservation_grace_seconds,
         )?;
+        if let Some(v) = lookup("MCP_AGENT_MAIL_WINDOW_ID") {
+            self.window_id = Some(v.trim().to_string()).filter(|v| !v.is_empty());
+        }
+        self.window_ttl_days =
+            number(lookup, "MCP_AGENT_MAIL_WINDOW_TTL_DAYS", self.window_ttl_days)?;
         self.apply_archive_env(lookup, &flag)?;
         self.llm.apply_env(lookup)?;
         if let Some(v) = lookup("AGENT_NAME_ENFORCEMENT_MODE") {

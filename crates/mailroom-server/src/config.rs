@@ -20,6 +20,14 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Most MCP sessions kept at once; the least recently used is dropped beyond it.
     pub max_sessions: usize,
+    /// `MAILROOM_TOOL_AUTH` (default false): tools demand registration tokens (or a session
+    /// already bound to the agent) as the reference's HEAD does (spec/tools.md §0.4).
+    pub tool_auth: bool,
+    /// `MCP_AGENT_MAIL_SESSION_BINDING_TTL_SECONDS` (default 86400, at least 60): how long an
+    /// unused session binding lasts.
+    pub session_binding_ttl_seconds: u64,
+    /// `TOOLS_FILTER_*`: which tools are registered.
+    pub tool_filter: crate::mcp::catalog::ToolFilter,
     /// Format of tool and resource results when the caller names none
     /// (`MCP_AGENT_MAIL_OUTPUT_FORMAT`, else `TOON_DEFAULT_FORMAT`; default JSON).
     pub default_format: OutputFormat,
@@ -35,6 +43,9 @@ impl Default for ServerConfig {
             allowed_hosts: Vec::new(),
             max_body_bytes: 8 * 1024 * 1024,
             max_sessions: 10_000,
+            tool_auth: false,
+            session_binding_ttl_seconds: 86_400,
+            tool_filter: crate::mcp::catalog::ToolFilter::Full,
             default_format: OutputFormat::Json,
         }
     }
@@ -64,6 +75,16 @@ impl ServerConfig {
         if let Some(hosts) = lookup("HTTP_ALLOWED_HOSTS") {
             self.allowed_hosts = csv(&hosts);
         }
+        if let Some(v) = lookup("MAILROOM_TOOL_AUTH") {
+            self.tool_auth = mailroom_core::config::parse_bool("MAILROOM_TOOL_AUTH", &v)?;
+        }
+        if let Some(v) = lookup("MCP_AGENT_MAIL_SESSION_BINDING_TTL_SECONDS") {
+            let seconds: u64 = v.trim().parse().map_err(|_| {
+                format!("MCP_AGENT_MAIL_SESSION_BINDING_TTL_SECONDS must be seconds, got {v:?}")
+            })?;
+            self.session_binding_ttl_seconds = seconds.max(60);
+        }
+        self.tool_filter = crate::mcp::catalog::ToolFilter::from_env(lookup)?;
         let format =
             lookup("MCP_AGENT_MAIL_OUTPUT_FORMAT").or_else(|| lookup("TOON_DEFAULT_FORMAT"));
         if let Some(format) = format {
@@ -80,6 +101,26 @@ fn csv(value: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::catalog::ToolFilter;
+
+    #[test]
+    fn auth_and_filter_settings_come_from_the_environment() {
+        let mut config = ServerConfig::default();
+        assert!(!config.tool_auth, "authentication is off by default");
+        let env = |name: &str| match name {
+            "MAILROOM_TOOL_AUTH" => Some("true".to_string()),
+            "MCP_AGENT_MAIL_SESSION_BINDING_TTL_SECONDS" => Some("5".to_string()),
+            "TOOLS_FILTER_ENABLED" => Some("1".to_string()),
+            "TOOLS_FILTER_PROFILE" => Some("core".to_string()),
+            _ => None,
+        };
+        config.apply_env(&env).expect("valid env");
+        assert!(config.tool_auth);
+        assert_eq!(config.session_binding_ttl_seconds, 60, "at least a minute");
+        assert_eq!(config.tool_filter, ToolFilter::Core);
+        let bad = |name: &str| (name == "MAILROOM_TOOL_AUTH").then(|| "perhaps".to_string());
+        assert!(ServerConfig::default().apply_env(&bad).is_err());
+    }
 
     fn with_env(pairs: &[(&str, &str)]) -> Result<ServerConfig, String> {
         let mut config = ServerConfig::default();

@@ -6,6 +6,7 @@ use std::time::Instant;
 use mailroom_core::Mailroom;
 
 use crate::config::ServerConfig;
+use crate::mcp::auth::Bindings;
 use crate::mcp::metrics::Instruments;
 use crate::mcp::resources::Resources;
 use crate::mcp::session::Sessions;
@@ -21,16 +22,21 @@ pub struct AppState {
     /// Per-tool counters and recent calls, recorded by the dispatcher.
     pub instruments: Arc<Instruments>,
     pub sessions: Arc<Sessions>,
+    /// Agents each MCP session has authenticated as (tool authentication).
+    pub bindings: Arc<Bindings>,
     pub started: Instant,
 }
 
 impl AppState {
     /// Builds the state once at start-up (tool catalog and schemas included).
     pub fn new(core: Mailroom, config: ServerConfig) -> Self {
-        let tools = Arc::new(Registry::build(core.config().worktrees_enabled));
-        let resources = Arc::new(Resources::build(core.config().worktrees_enabled));
+        let worktrees_enabled = core.config().worktrees_enabled;
+        let tools = Arc::new(Registry::build(worktrees_enabled, &config.tool_filter));
+        let resources = Arc::new(Resources::build(worktrees_enabled));
         let instruments = Arc::new(Instruments::new(&tools.names()));
         let sessions = Arc::new(Sessions::new(config.max_sessions));
+        let ttl = std::time::Duration::from_secs(config.session_binding_ttl_seconds);
+        let bindings = Arc::new(Bindings::new(ttl));
         Self {
             core,
             config: Arc::new(config),
@@ -38,6 +44,7 @@ impl AppState {
             resources,
             instruments,
             sessions,
+            bindings,
             started: Instant::now(),
         }
     }

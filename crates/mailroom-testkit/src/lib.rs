@@ -33,6 +33,12 @@ pub struct TestOptions {
     pub reported_port: Option<u16>,
     /// Enable the LLM against this OpenAI-compatible base URL (e.g. [`FakeLlm::base_url`]).
     pub llm_base_url: Option<String>,
+    /// Require registration tokens on tool calls (`MAILROOM_TOOL_AUTH`).
+    pub tool_auth: bool,
+    /// The server's window identity (`MCP_AGENT_MAIL_WINDOW_ID`).
+    pub window_id: Option<String>,
+    /// Register only the tools this filter keeps (`TOOLS_FILTER_*`).
+    pub tool_filter: Option<mailroom_server::mcp::catalog::ToolFilter>,
     /// The MCP path reported by resource://config/environment (`HTTP_PATH`).
     pub mcp_path: Option<String>,
     /// `FILE_RESERVATION_INACTIVITY_SECONDS` and `FILE_RESERVATION_ACTIVITY_GRACE_SECONDS`
@@ -51,6 +57,7 @@ impl TestApp {
         let data_dir = tempfile::tempdir().expect("temp dir");
         let mut core_config = CoreConfig::for_data_dir(data_dir.path());
         core_config.worktrees_enabled = options.worktrees_enabled;
+        core_config.window_id = options.window_id;
         if let Some(base_url) = options.llm_base_url {
             core_config.llm.enabled = true;
             core_config.llm.base_url = base_url;
@@ -65,6 +72,8 @@ impl TestApp {
         let address = listener.local_addr().expect("address");
         let server_config = ServerConfig {
             port: options.reported_port.unwrap_or(address.port()),
+            tool_auth: options.tool_auth,
+            tool_filter: options.tool_filter.unwrap_or_default(),
             mcp_path: options.mcp_path.unwrap_or_else(|| ServerConfig::default().mcp_path),
             ..ServerConfig::default()
         };

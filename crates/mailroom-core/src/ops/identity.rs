@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use super::output::{AgentBase, AgentOut};
+use super::windows::canonical_uuid;
 use super::{Mailroom, resolve};
 use crate::archive::git::recent_commits;
 use crate::config::NameEnforcement;
@@ -59,6 +60,34 @@ pub struct ProjectRef {
     pub human_key: String,
 }
 
+/// The window identity registration uses.
+#[derive(Debug, Clone)]
+struct WindowSettings {
+    uuid: String,
+    ttl_days: i64,
+}
+
+impl WindowSettings {
+    /// When a window identity registered (or re-registered) at `from` expires.
+    fn expires(&self, from: Timestamp) -> Timestamp {
+        from.plus_seconds(self.ttl_days.saturating_mul(86_400))
+    }
+}
+
+/// The display name of the window's live identity in the project, its expiry extended by the
+/// TTL from the later of now and its old expiry; `None` when the window has none yet.
+fn window_name(
+    db: &Db<'_>,
+    project: &Project,
+    window: &WindowSettings,
+    now: Timestamp,
+) -> Result<Option<String>> {
+    let Some(live) = db.live_window(project.id, &window.uuid, now)? else { return Ok(None) };
+    let base = live.expires_ts.map_or(now, |e| e.max(now));
+    db.extend_window(live.id, now, window.expires(base))?;
+    Ok(Some(live.display_name))
+}
+
 /// Generated names are retried this many times before giving up (4,278 combinations exist).
 const NAME_GENERATION_ATTEMPTS: usize = 1024;
 
@@ -67,6 +96,7 @@ impl Mailroom {
     pub async fn register_agent(&self, reg: Registration) -> Result<AgentOut> {
         validate_program_model(&reg)?;
         let mode = self.config.name_enforcement;
+        let window = self.window_settings();
         self.admit_archive_work().await?;
         self.store
             .write(move |db| {
@@ -74,7 +104,15 @@ impl Mailroom {
                 let now = Timestamp::now();
                 let token = new_registration_token()?;
                 let policy = attachments_policy(reg.attachments_policy.as_deref());
-                let wanted = choose_name(reg.name.as_deref(), mode)?;
+                let named = reg.name.as_deref().is_some_and(|n| !n.trim().is_empty());
+                // A window identity names the agent only when the caller gave no name (or
+                // names are always generated): cli_guard_share.md §4.3 step 3.
+                let window = window.filter(|_| !named || mode == NameEnforcement::AlwaysAuto);
+                let from_window = match &window {
+                    Some(window) => window_name(db, &project, window, now)?,
+                    None => None,
+                };
+                let wanted = from_window.clone().or(choose_name(reg.name.as_deref(), mode)?);
                 let agent = match &wanted {
                     Some(name) => match db.agent_by_name(project.id, name)? {
                         Some(existing) => {
@@ -87,9 +125,29 @@ impl Mailroom {
                     None => insert_named(db, &project, wanted, &reg, policy, &token, now)?,
                 };
                 db.enqueue_archive(ArchiveKind::Profile, agent.id)?;
-                Ok(AgentOut::new(&agent, true))
+                let mut out = AgentOut::new(&agent, true);
+                if let Some(window) = &window {
+                    if from_window.is_none() {
+                        db.insert_window(
+                            project.id,
+                            &window.uuid,
+                            &agent.name,
+                            now,
+                            Some(window.expires(now)),
+                        )?;
+                    }
+                    out.window_id = Some(window.uuid.clone());
+                    out.window_display_name = Some(agent.name.clone());
+                }
+                Ok(out)
             })
             .await
+    }
+
+    /// The server's window identity settings, when `MCP_AGENT_MAIL_WINDOW_ID` is a UUID.
+    fn window_settings(&self) -> Option<WindowSettings> {
+        let uuid = canonical_uuid(self.config.window_id.as_deref()?).ok()?;
+        Some(WindowSettings { uuid, ttl_days: self.config.window_ttl_days.max(1) })
     }
 
     /// Creates a new agent identity; never reuses an existing agent.

@@ -102,6 +102,18 @@ pub struct ContactHandshake {
     pub program: Option<String>,
     pub model: Option<String>,
     pub task_description: Option<String>,
+    /// With tool authentication on, what proves the caller may accept for the target;
+    /// `None` when authentication is off.
+    pub target_proof: Option<TargetProof>,
+}
+
+/// The caller's claim to act for the handshake's target (spec/tools.md §7): its token, or a
+/// session already bound to it.
+#[derive(Debug, Clone, Default)]
+pub struct TargetProof {
+    pub token: Option<String>,
+    /// Agents the caller's MCP session is bound to.
+    pub session_agents: Vec<i64>,
 }
 
 /// A step's failure reported inside a result instead of failing the whole macro.
@@ -120,6 +132,9 @@ pub struct HandshakeOutcome {
     pub welcome_message: Option<SendOutcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub welcome_error: Option<StepError>,
+    /// Why auto_accept was not carried out (the target was not authenticated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_error: Option<StepError>,
 }
 
 impl Mailroom {
@@ -207,7 +222,24 @@ impl Mailroom {
                 task_description: req.task_description,
             })
             .await?;
-        let response = if req.auto_accept {
+        let mut response_error = None;
+        let proven = match (&req.target_proof, req.auto_accept) {
+            (Some(proof), true) if request.status != "approved" => {
+                let project = target_project.clone().unwrap_or_else(|| req.project_key.clone());
+                self.proves_target(project, target_name.clone(), proof).await?
+            }
+            _ => true,
+        };
+        if !proven {
+            response_error = Some(StepError {
+                kind: "AUTHENTICATION_REQUIRED",
+                message: format!(
+                    "auto_accept requires target_registration_token for agent '{target_name}' \
+                     (or an MCP session authenticated as it); the request stays pending."
+                ),
+            });
+        }
+        let response = if req.auto_accept && proven {
             let respond = ContactResponse {
                 project_key: target_project.clone().unwrap_or_else(|| req.project_key.clone()),
                 to_agent: target_name.clone(),
@@ -231,7 +263,26 @@ impl Mailroom {
             }
             None => (None, None),
         };
-        Ok(HandshakeOutcome { request, response, welcome_message, welcome_error })
+        Ok(HandshakeOutcome { request, response, welcome_message, welcome_error, response_error })
+    }
+
+    /// Whether `proof` shows the caller is the target agent (bound session or its token).
+    async fn proves_target(
+        &self,
+        project_key: String,
+        target_name: String,
+        proof: &TargetProof,
+    ) -> Result<bool> {
+        let target = self.agent_credential(project_key, target_name, "target").await?;
+        if proof.session_agents.contains(&target.agent_id) {
+            return Ok(true);
+        }
+        Ok(match (&target.token, &proof.token) {
+            (Some(stored), Some(given)) => {
+                super::auth::constant_time_eq(stored.as_bytes(), given.as_bytes())
+            }
+            _ => false,
+        })
     }
 
     /// Sends the handshake's welcome message; a failure is reported, not raised, since the

@@ -41,6 +41,9 @@ pub struct SendMessage {
     pub attachment_paths: Vec<String>,
     /// Convert images to WebP; `None` means `CONVERT_IMAGES`.
     pub convert_images: Option<bool>,
+    /// Agents the caller's MCP session has authenticated as (tool authentication on): a
+    /// blocked recipient among them is approved on the spot (semantics §4.2).
+    pub session_agents: Vec<i64>,
 }
 
 /// The sender's view of a delivered message: MessageOut with body and recipient lists.
@@ -375,6 +378,7 @@ fn send_in_tx(
         &names.all(),
         enforcement,
         auto_contact,
+        &req.session_agents,
     )?;
     let route = Route {
         project: &project,

@@ -5,10 +5,13 @@
 //! Outputs are serde structs whose JSON is the reference's result shape.
 
 pub mod ack_views;
+pub mod auth;
 pub mod contacts;
+pub mod digest;
 pub mod guard;
 pub mod health;
 pub mod identity;
+pub mod lifecycle;
 pub mod macros;
 pub mod mailbox;
 pub mod messaging;
@@ -22,6 +25,7 @@ pub mod resolve;
 mod routing;
 pub mod search;
 pub mod slots;
+pub mod windows;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -44,6 +44,11 @@ pub struct AgentOut {
     pub capabilities: [&'static str; 4],
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registration_token: Option<String>,
+    /// The server's window identity (`MCP_AGENT_MAIL_WINDOW_ID`), shown by registration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_display_name: Option<String>,
 }
 
 /// The agent fields every view shares.
@@ -87,6 +92,8 @@ impl AgentOut {
             reaper_exempt: false,
             capabilities: DEFAULT_CAPABILITIES,
             registration_token: if with_token { agent.registration_token.clone() } else { None },
+            window_id: None,
+            window_display_name: None,
         }
     }
 }

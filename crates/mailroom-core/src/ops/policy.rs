@@ -31,8 +31,10 @@ impl Enforcement {
     }
 }
 
-/// Checks every raw recipient name of a send; files contact requests for blocked recipients
-/// when `auto_contact` is on, then fails with CONTACT_REQUIRED if any remain blocked.
+/// Checks every raw recipient name of a send; when `auto_contact` is on, approves blocked
+/// recipients the caller's session is authenticated as (`session_agents`) and files contact
+/// requests for the others, then fails with CONTACT_REQUIRED if any remain blocked.
+#[allow(clippy::too_many_arguments)]
 pub fn enforce_send(
     db: &Db<'_>,
     project: &Project,
@@ -41,6 +43,7 @@ pub fn enforce_send(
     names: &[String],
     enforcement: Enforcement,
     auto_contact: bool,
+    session_agents: &[i64],
 ) -> Result<()> {
     if !enforcement.enabled {
         return Ok(());
@@ -79,8 +82,17 @@ pub fn enforce_send(
         return Ok(());
     }
     let mut requested = Vec::new();
+    let mut approved = 0;
     if auto_contact {
         for recipient in &blocked {
+            if session_agents.contains(&recipient.id) {
+                // The caller is also the recipient: the handshake's fast path.
+                let expires = now.plus_seconds(enforcement.auto_ttl_seconds);
+                let (a, b) = ((project.id, sender.id), (project.id, recipient.id));
+                db.upsert_link(a, b, "approved", "", Some(expires), now)?;
+                approved += 1;
+                continue;
+            }
             file_request(
                 db,
                 (project, sender),
@@ -90,6 +102,25 @@ pub fn enforce_send(
                 now,
             )?;
             requested.push(recipient.name.clone());
+        }
+    }
+    if approved > 0 {
+        // The reference retries over every recipient, allowing only self, `open` and an
+        // active approved link (thread and recent-contact allowances are not re-applied).
+        blocked.clear();
+        for name in names {
+            let Some(recipient) = db.agent_by_name(project.id, name)? else { continue };
+            let passes = recipient.id == sender.id
+                || recipient.contact_policy == "open"
+                || db
+                    .link_between(sender.id, recipient.id)?
+                    .is_some_and(|l| l.is_active_approved(now));
+            if !passes {
+                blocked.push(recipient);
+            }
+        }
+        if blocked.is_empty() {
+            return Ok(());
         }
     }
     Err(contact_required(sender, &blocked, &requested))

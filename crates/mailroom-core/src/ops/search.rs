@@ -15,6 +15,7 @@ use crate::model::summary_refine::{
     refine_digest_thread, refine_single, single_thread_prompt,
 };
 use crate::model::time::Timestamp;
+use crate::records::Project;
 use crate::store::Db;
 use crate::store::db::messages::ListedMessage;
 use crate::store::db::search::{SearchHit, SearchScope};
@@ -127,6 +128,9 @@ pub struct SummarizeThread {
     pub llm_mode: bool,
     /// Model override for the refinement.
     pub llm_model: Option<String>,
+    /// Summarise only the messages this agent sent or received (`None`: every message; the
+    /// server passes the authenticated viewer when tool authentication is on).
+    pub viewer: Option<String>,
 }
 
 /// What the read job gathered for summarize_thread, before any LLM refinement.
@@ -139,18 +143,23 @@ enum Gathered {
 const SINGLE_THREAD_LIMIT: i64 = 10_000;
 
 impl Mailroom {
-    /// Full-text search in a project, best match first.
+    /// Full-text search in a project, best match first; with a `viewer`, only the messages
+    /// that agent sent or received (the server passes the authenticated viewer when tool
+    /// authentication is on).
     pub async fn search_messages(
         &self,
         project_key: String,
         query: String,
         limit: i64,
+        viewer: Option<String>,
     ) -> Result<SearchResults> {
         let limit = limit.clamp(1, 1000);
         self.store
             .read(move |db| {
                 let project = resolve::project(db, &project_key)?;
-                let hits = search_hits(db, &SearchScope::project(project.id), &query, limit)?;
+                let viewer_ids = viewer_id(db, &project, viewer.as_deref())?.map(|id| vec![id]);
+                let scope = SearchScope { project_ids: vec![project.id], viewer_ids };
+                let hits = search_hits(db, &scope, &query, limit)?;
                 let result =
                     hits.into_iter().map(|h| search_result(db, h)).collect::<Result<_>>()?;
                 Ok(SearchResults { result })
@@ -165,20 +174,22 @@ impl Mailroom {
             .store
             .read(move |db| {
                 let project = resolve::project(db, &req.project_key)?;
+                let viewer = viewer_id(db, &project, req.viewer.as_deref())?;
                 let ids: Vec<&str> =
                     req.thread_id.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
                 if let [single] = ids.as_slice() {
                     let (summary, excerpts, _) =
-                        single_thread(db, project.id, single, req.include_examples)?;
+                        single_thread(db, project.id, single, viewer, req.include_examples)?;
                     return Ok(Gathered::Single(summary, excerpts));
                 }
                 let limit = req.per_thread_limit.max(1);
                 let threads = ids
                     .iter()
                     .map(|id| {
+                        let rows = db.thread_messages_seen_by(project.id, id, viewer, limit)?;
                         Ok(ThreadDigest {
                             thread_id: id.to_string(),
-                            summary: summarize_rows(&db.thread_messages(project.id, id, limit)?),
+                            summary: summarize_rows(&rows),
                         })
                     })
                     .collect::<Result<Vec<_>>>()?;
@@ -215,7 +226,7 @@ impl Mailroom {
     ) -> Result<(SingleThreadSummary, usize)> {
         let (mut single, excerpts, total) = self
             .store
-            .read(move |db| single_thread(db, project_id, &thread_id, include_examples))
+            .read(move |db| single_thread(db, project_id, &thread_id, None, include_examples))
             .await?;
         single.summary = self
             .refine_thread_summary(single.summary, &excerpts, llm_mode, llm_model.as_deref())
@@ -286,14 +297,24 @@ impl Mailroom {
     }
 }
 
-/// The heuristic single-thread summary, its excerpts for the LLM and its message count.
+/// The agent id of a viewer name in the project (`None` without a viewer).
+fn viewer_id(db: &Db<'_>, project: &Project, viewer: Option<&str>) -> Result<Option<i64>> {
+    match viewer.map(str::trim).filter(|n| !n.is_empty()) {
+        Some(name) => Ok(Some(resolve::agent(db, project, name, "agent_name")?.id)),
+        None => Ok(None),
+    }
+}
+
+/// The heuristic single-thread summary (of what `viewer` sent or received, when given), its
+/// excerpts for the LLM and its message count.
 fn single_thread(
     db: &Db<'_>,
     project_id: i64,
     thread_id: &str,
+    viewer: Option<i64>,
     include_examples: bool,
 ) -> Result<(SingleThreadSummary, Vec<ThreadExcerpt>, usize)> {
-    let rows = db.thread_messages(project_id, thread_id, SINGLE_THREAD_LIMIT)?;
+    let rows = db.thread_messages_seen_by(project_id, thread_id, viewer, SINGLE_THREAD_LIMIT)?;
     let examples = if include_examples { examples_of(&rows) } else { Vec::new() };
     let single = SingleThreadSummary {
         thread_id: thread_id.to_string(),

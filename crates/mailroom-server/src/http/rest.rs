@@ -1,5 +1,7 @@
 //! REST routes for scripts and load tools (seed 000 §2.3). Each mirrors one tool: same op,
 //! same JSON result; bodies are strict (unknown fields rejected, errors name the field).
+//! With `MAILROOM_TOOL_AUTH` on, a route authenticates like its tool (no session: the token
+//! travels in every body).
 
 use axum::Json;
 use axum::body::Bytes;
@@ -10,6 +12,7 @@ use mailroom_core::ops::identity::Registration;
 use mailroom_core::ops::messaging::{FetchInbox, SendMessage};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde_json::json;
 
 use super::error::ApiError;
 use crate::state::AppState;
@@ -17,6 +20,23 @@ use crate::state::AppState;
 fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
     serde_json::from_slice(body)
         .map_err(|e| ApiError(Error::invalid(format!("Invalid request body: {e}"))))
+}
+
+/// Authenticates a route as its tool would be, from the tool's arguments (`args`).
+async fn authorize(
+    state: &AppState,
+    tool: &str,
+    mut args: serde_json::Value,
+) -> Result<(), ApiError> {
+    if !state.config.tool_auth {
+        return Ok(());
+    }
+    let Some(info) = crate::mcp::catalog::lookup(tool) else { return Ok(()) };
+    crate::mcp::auth::authorize(state, tool, &info.auth, &mut args, None).await.map_err(|e| match e
+    {
+        crate::mcp::error::ToolError::Domain(e) => ApiError(e),
+        crate::mcp::error::ToolError::InvalidArguments(text) => ApiError(Error::invalid(text)),
+    })
 }
 
 fn reply<T: serde::Serialize>(outcome: mailroom_core::Result<T>) -> Response {
@@ -49,11 +69,20 @@ struct RegisterBody {
     model: String,
     #[serde(default)]
     task_description: String,
+    registration_token: Option<String>,
 }
 
 /// `POST /api/agent/register {project_slug, name, program, model, task_description?}`.
 pub async fn register_agent(State(state): State<AppState>, body: Bytes) -> Response {
-    match parse::<RegisterBody>(&body) {
+    let parsed = parse::<RegisterBody>(&body);
+    if let Ok(b) = &parsed {
+        let args = json!({"project_key": b.project_slug, "name": b.name,
+            "registration_token": b.registration_token});
+        if let Err(e) = authorize(&state, "register_agent", args).await {
+            return e.into_response();
+        }
+    }
+    match parsed {
         Ok(b) => reply(
             state
                 .core
@@ -87,11 +116,20 @@ struct SendBody {
     importance: Option<String>,
     #[serde(default)]
     ack_required: bool,
+    sender_token: Option<String>,
 }
 
 /// `POST /api/message/send` → the send_message result.
 pub async fn send_message(State(state): State<AppState>, body: Bytes) -> Response {
-    match parse::<SendBody>(&body) {
+    let parsed = parse::<SendBody>(&body);
+    if let Ok(b) = &parsed {
+        let args = json!({"project_key": b.project_slug, "sender_name": b.sender_name,
+            "sender_token": b.sender_token});
+        if let Err(e) = authorize(&state, "send_message", args).await {
+            return e.into_response();
+        }
+    }
+    match parsed {
         Ok(b) => reply(
             state
                 .core
@@ -123,11 +161,20 @@ struct InboxBody {
     since_ts: Option<String>,
     #[serde(default)]
     include_bodies: bool,
+    registration_token: Option<String>,
 }
 
 /// `POST /api/inbox` → the fetch_inbox result.
 pub async fn inbox(State(state): State<AppState>, body: Bytes) -> Response {
-    match parse::<InboxBody>(&body) {
+    let parsed = parse::<InboxBody>(&body);
+    if let Ok(b) = &parsed {
+        let args = json!({"project_key": b.project_slug, "agent_name": b.agent_name,
+            "registration_token": b.registration_token});
+        if let Err(e) = authorize(&state, "fetch_inbox", args).await {
+            return e.into_response();
+        }
+    }
+    match parsed {
         Ok(b) => reply(
             state
                 .core
@@ -151,13 +198,26 @@ struct SearchBody {
     project_slug: String,
     query: String,
     limit: Option<i64>,
+    agent_name: Option<String>,
+    registration_token: Option<String>,
 }
 
 /// `POST /api/messages/search` → the search_messages result.
 pub async fn search_messages(State(state): State<AppState>, body: Bytes) -> Response {
-    match parse::<SearchBody>(&body) {
+    let parsed = parse::<SearchBody>(&body);
+    if let Ok(b) = &parsed {
+        let args = json!({"project_key": b.project_slug, "agent_name": b.agent_name,
+            "registration_token": b.registration_token});
+        if let Err(e) = authorize(&state, "search_messages", args).await {
+            return e.into_response();
+        }
+    }
+    match parsed {
         Ok(b) => {
-            reply(state.core.search_messages(b.project_slug, b.query, b.limit.unwrap_or(20)).await)
+            // Authenticated above: with authentication on, the results are the viewer's.
+            let viewer = if state.config.tool_auth { b.agent_name } else { None };
+            let limit = b.limit.unwrap_or(20);
+            reply(state.core.search_messages(b.project_slug, b.query, limit, viewer).await)
         }
         Err(e) => e.into_response(),
     }

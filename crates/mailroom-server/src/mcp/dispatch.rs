@@ -4,10 +4,11 @@
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::auth::{authorize, bind_result};
 use super::error::code;
 use super::format;
 use super::resources::ReadError;
-use super::tools::{error_result, success_result};
+use super::tools::{Caller, error_result, success_result};
 use super::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::state::AppState;
 
@@ -35,8 +36,9 @@ pub fn negotiate_version(requested: Option<&str>) -> &'static str {
         .unwrap_or(SUPPORTED_PROTOCOL_VERSIONS[0])
 }
 
-/// Answers one request.
-pub async fn handle(state: &AppState, request: Request) -> Response {
+/// Answers one request. `session` is the request's MCP session id (`None` for a stateless
+/// request, which is then a session of its own for tool authentication).
+pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -> Response {
     let Request { id, method, params } = request;
     match method.as_str() {
         "initialize" => {
@@ -45,7 +47,7 @@ pub async fn handle(state: &AppState, request: Request) -> Response {
         }
         "ping" | "logging/setLevel" => ok(&id, &json!({})),
         "tools/list" => ok_raw(&id, state.tools.list_result()),
-        "tools/call" => ok(&id, &call_tool(state, params).await),
+        "tools/call" => ok(&id, &call_tool(state, params, session).await),
         "resources/list" => ok(&id, state.resources.list_result()),
         "resources/templates/list" => ok(&id, state.resources.templates_result()),
         "prompts/list" => ok(&id, &json!({ "prompts": [] })),
@@ -85,20 +87,39 @@ async fn read_resource(state: &AppState, id: &Value, params: &Value) -> Response
     }
 }
 
-async fn call_tool(state: &AppState, params: Value) -> Value {
+async fn call_tool(state: &AppState, params: Value, session: Option<&str>) -> Value {
     let Some(name) = params.get("name").and_then(Value::as_str) else {
         return error_result("tools/call needs params.name, the tool to call.".to_string());
     };
     let Some(tool) = state.tools.get(name) else {
         return error_result(format!("Unknown tool: {name}"));
     };
-    let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-    // Every call is counted here, once, whatever the tool (spec/tools.md §0.7).
+    let mut arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+    // Every call is counted here, once, whatever the tool (spec/tools.md §0.7), before
+    // authentication (the ring records the arguments as the caller sent them).
     state.instruments.record_call(tool.name, &arguments);
     // An invalid format fails argument validation inside `call`; here it is known good.
     let requested = format::from_argument(arguments.get("format")).ok().flatten();
-    match tool.call(state.clone(), arguments).await {
-        Ok(value) => success_result(format::apply(value, requested, state.config.default_format)),
+    let auth = state.config.tool_auth.then_some(&tool.info.auth);
+    if let Some(spec) = auth {
+        let checked = match tool.validate(&arguments) {
+            Ok(()) => authorize(state, name, spec, &mut arguments, session).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = checked {
+            state.instruments.record_error(tool.name);
+            return error_result(e.result_text(name));
+        }
+    }
+    let caller = Caller { session: session.map(str::to_string) };
+    match tool.call(state.clone(), arguments, caller).await {
+        Ok(value) => {
+            // Bind before formatting: the binding reads the agent from the JSON result.
+            if let Some(spec) = auth {
+                bind_result(state, spec, &value, session);
+            }
+            success_result(format::apply(value, requested, state.config.default_format))
+        }
         Err(e) => {
             state.instruments.record_error(tool.name);
             error_result(e.result_text(name))

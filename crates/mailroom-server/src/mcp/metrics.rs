@@ -1,6 +1,7 @@
 //! Tool instrumentation (spec/tools.md §0.7): per-tool call and error counters and a ring of
-//! the 4096 most recent calls, recorded by the dispatcher for every tool call; plus the tool
-//! metadata (cluster, capabilities, complexity; §12) the tooling resources report.
+//! the 4096 most recent calls, recorded by the dispatcher for every tool call. The tool
+//! metadata the tooling resources report beside them (cluster, capabilities, complexity;
+//! §12) is the catalog's (`mcp/catalog.rs`).
 //!
 //! Counters are atomics; the ring takes a short mutex that is never held across `.await`.
 
@@ -13,86 +14,6 @@ use serde_json::Value;
 
 /// How many recent calls the ring keeps.
 pub const RECENT_CAPACITY: usize = 4096;
-
-/// Static facts about a tool.
-#[derive(Debug, Clone, Copy)]
-pub struct ToolMeta {
-    pub name: &'static str,
-    pub cluster: &'static str,
-    /// Sorted.
-    pub capabilities: &'static [&'static str],
-    pub complexity: &'static str,
-}
-
-const fn meta(
-    name: &'static str,
-    cluster: &'static str,
-    capabilities: &'static [&'static str],
-) -> ToolMeta {
-    ToolMeta { name, cluster, capabilities, complexity: "medium" }
-}
-
-/// Every tool the reference knows (built or not yet), alphabetically (spec/tools.md §12).
-const TOOL_METADATA: [ToolMeta; 34] = [
-    meta("acknowledge_message", "messaging", &["ack", "messaging"]),
-    meta("acquire_build_slot", "build_slots", &["build"]),
-    meta("create_agent_identity", "identity", &["identity"]),
-    meta("ensure_product", "product_bus", &["product"]),
-    ToolMeta {
-        complexity: "low",
-        ..meta("ensure_project", "infrastructure", &["infrastructure", "storage"])
-    },
-    meta("fetch_inbox", "messaging", &["messaging", "read"]),
-    meta("fetch_inbox_product", "product_bus", &["messaging", "read"]),
-    meta("file_reservation_paths", "file_reservations", &["file_reservations", "repository"]),
-    meta(
-        "force_release_file_reservation",
-        "file_reservations",
-        &["file_reservations", "repository"],
-    ),
-    ToolMeta { complexity: "low", ..meta("health_check", "infrastructure", &["infrastructure"]) },
-    meta("install_precommit_guard", "infrastructure", &["infrastructure", "repository"]),
-    meta("list_contacts", "contact", &["audit", "contact"]),
-    meta("macro_contact_handshake", "workflow_macros", &["contact", "messaging", "workflow"]),
-    meta(
-        "macro_file_reservation_cycle",
-        "workflow_macros",
-        &["file_reservations", "repository", "workflow"],
-    ),
-    meta("macro_prepare_thread", "workflow_macros", &["messaging", "summarization", "workflow"]),
-    meta(
-        "macro_start_session",
-        "workflow_macros",
-        &["file_reservations", "identity", "messaging", "workflow"],
-    ),
-    meta("mark_message_read", "messaging", &["messaging", "read"]),
-    meta("products_link", "product_bus", &["product"]),
-    meta("register_agent", "identity", &["identity"]),
-    meta("release_build_slot", "build_slots", &["build"]),
-    meta("release_file_reservations", "file_reservations", &["file_reservations"]),
-    meta("renew_build_slot", "build_slots", &["build"]),
-    meta("renew_file_reservations", "file_reservations", &["file_reservations"]),
-    meta("reply_message", "messaging", &["messaging", "write"]),
-    meta("request_contact", "contact", &["contact"]),
-    meta("respond_contact", "contact", &["contact"]),
-    meta("search_messages", "search", &["search"]),
-    meta("search_messages_product", "product_bus", &["search"]),
-    meta("send_message", "messaging", &["messaging", "write"]),
-    meta("set_contact_policy", "contact", &["configure", "contact"]),
-    meta("summarize_thread", "search", &["search", "summarization"]),
-    meta("summarize_thread_product", "product_bus", &["search", "summarization"]),
-    meta("uninstall_precommit_guard", "infrastructure", &["infrastructure", "repository"]),
-    meta("whois", "identity", &["audit", "identity"]),
-];
-
-/// The metadata of a tool; tools outside the reference's table (mailroom's own, e.g.
-/// list_agents) get the "other" cluster.
-pub fn tool_meta(name: &str) -> ToolMeta {
-    TOOL_METADATA
-        .binary_search_by(|m| m.name.cmp(name))
-        .map(|i| TOOL_METADATA[i])
-        .unwrap_or(ToolMeta { name: "", cluster: "other", capabilities: &[], complexity: "medium" })
-}
 
 #[derive(Default)]
 struct Counters {
@@ -201,14 +122,6 @@ impl Instruments {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn metadata_table_is_sorted_for_lookup() {
-        assert!(TOOL_METADATA.windows(2).all(|w| w[0].name < w[1].name));
-        assert_eq!(tool_meta("health_check").complexity, "low");
-        assert_eq!(tool_meta("whois").capabilities, ["audit", "identity"]);
-        assert_eq!(tool_meta("list_agents").cluster, "other");
-    }
 
     #[test]
     fn counts_calls_errors_and_keeps_a_bounded_ring() {

@@ -1,6 +1,8 @@
 //! MCP over Streamable HTTP: transport (HTTP rules), session table, JSON-RPC dispatch, the
 //! tool registry and one file per tool, the resources, tool metrics and output formats.
 
+pub mod auth;
+pub mod catalog;
 pub mod dispatch;
 pub mod error;
 pub mod format;

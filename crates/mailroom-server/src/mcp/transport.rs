@@ -103,7 +103,9 @@ async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
         state.sessions.open(dispatch::negotiate_version(requested))
     });
-    let reply = dispatch::handle(state, Request { id, method, params }).await;
+    let session_id =
+        headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).filter(|_| session.is_some());
+    let reply = dispatch::handle(state, Request { id, method, params }, session_id).await;
     let mut response = respond(headers, reply);
     if let Some(id) = new_session.and_then(|id| HeaderValue::from_str(&id).ok()) {
         response.headers_mut().insert(SESSION_HEADER, id);
@@ -198,6 +200,7 @@ fn delete(state: &AppState, headers: &HeaderMap) -> Response {
         return plain(StatusCode::BAD_REQUEST, "DELETE needs the Mcp-Session-Id to end.");
     };
     if state.sessions.close(id) {
+        state.bindings.forget(id);
         StatusCode::NO_CONTENT.into_response()
     } else {
         plain(StatusCode::NOT_FOUND, "Session not found.")

@@ -4,6 +4,7 @@ mod archive;
 mod conformance;
 mod guard;
 mod health;
+mod lifecycle;
 mod macros;
 mod messaging;
 mod products;

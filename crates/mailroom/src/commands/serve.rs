@@ -61,31 +61,34 @@ async fn serve(core_config: CoreConfig, mut server_config: ServerConfig) -> Resu
         .with_context(|| format!("cannot listen on {address}"))?;
     let local = listener.local_addr().context("no local address")?;
     server_config.port = local.port();
+    let state = AppState::new(core, server_config);
+    // Everything a signal needs is in place before the announcement: a SIGTERM sent as soon as
+    // the line appears stops the server gracefully instead of killing it.
+    let shutdown = shutdown_signal();
     tracing::info!(%local, database = %database.display(), "mailroom listening");
     println!("mailroom listening on http://{local} (MCP at /mcp)");
-    let state = AppState::new(core, server_config);
-    mailroom_server::serve(listener, state, shutdown_signal()).await.context("server failed")?;
+    mailroom_server::serve(listener, state, shutdown).await.context("server failed")?;
     tracing::info!("mailroom stopped");
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// Resolves on SIGINT or SIGTERM. The Unix handlers are registered here, when called, not
+/// when first polled.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    {
-        let mut terminate =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(signal) => signal,
-                Err(_) => {
-                    let _ = interrupt.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
+    let handlers = {
+        use tokio::signal::unix::{SignalKind, signal};
+        signal(SignalKind::interrupt()).and_then(|i| Ok((i, signal(SignalKind::terminate())?)))
+    };
+    async move {
+        #[cfg(unix)]
+        if let Ok((mut interrupt, mut terminate)) = handlers {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            return;
         }
+        let _ = tokio::signal::ctrl_c().await;
     }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
 }

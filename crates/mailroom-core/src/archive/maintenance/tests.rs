@@ -211,7 +211,8 @@ fn reconstruct_brings_back_ids_recipients_and_search() {
         check("kind", inbox[0].kind.as_deref(), Some("cc"));
         let inbox = core.fetch_inbox(fetch("BlueLake")).await.expect("inbox");
         check("reply", (inbox[0].id, inbox[0].thread_id.as_deref()), (2, Some("T-1")));
-        let hits = core.search_messages(SLUG.into(), "migrate".into(), 10).await.expect("search");
+        let hits =
+            core.search_messages(SLUG.into(), "migrate".into(), 10, None).await.expect("search");
         check("search", hits.result.iter().map(|h| h.item.id).collect::<Vec<_>>(), vec![1]);
     });
     core.close();

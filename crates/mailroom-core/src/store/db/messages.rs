@@ -204,15 +204,31 @@ impl Db<'_> {
         thread_id: &str,
         limit: i64,
     ) -> Result<Vec<ListedMessage>> {
+        self.thread_messages_seen_by(project_id, thread_id, None, limit)
+    }
+
+    /// As [`Self::thread_messages`], keeping only those `viewer_id` sent or received when a
+    /// viewer is given (viewer-scoped summaries under tool authentication).
+    pub fn thread_messages_seen_by(
+        &self,
+        project_id: i64,
+        thread_id: &str,
+        viewer_id: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<ListedMessage>> {
         let root_id: Option<i64> = thread_id.parse().ok();
         let sql = format!(
             "SELECT {COLUMNS}, {LISTED_COLUMNS} FROM messages m {LISTED_JOINS}
              WHERE m.project_id = ?1 AND (m.thread_id = ?2 OR m.id = ?3)
+               AND (?5 IS NULL OR m.sender_id = ?5 OR EXISTS (SELECT 1 FROM message_recipients r
+                    WHERE r.message_id = m.id AND r.agent_id = ?5))
              ORDER BY m.created_ts ASC, m.id ASC LIMIT ?4"
         );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
         let rows = stmt
-            .query_map(params![project_id, thread_id, root_id, limit], |row| listed(row, false))
+            .query_map(params![project_id, thread_id, root_id, limit, viewer_id], |row| {
+                listed(row, false)
+            })
             .map_err(map_err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }

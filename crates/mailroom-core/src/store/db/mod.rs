@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod archive_queue;
 pub mod contacts;
+pub mod lifecycle;
 pub mod mailbox;
 pub mod messages;
 pub mod migrations;
@@ -13,6 +14,7 @@ pub mod projects;
 pub mod reconstruct;
 pub mod reservations;
 pub mod search;
+pub mod windows;
 
 use std::cell::Cell;
 

@@ -8,7 +8,7 @@ use mailroom_core::model::time::Timestamp;
 use serde_json::{Value, json};
 
 use super::{Params, Resource, boxed, path_var, to_json};
-use crate::mcp::metrics::tool_meta;
+use crate::mcp::catalog::info_of;
 use crate::state::AppState;
 
 pub fn resources() -> Vec<Resource> {
@@ -127,7 +127,7 @@ fn metrics(state: &AppState) -> Value {
         .called()
         .into_iter()
         .map(|c| {
-            let meta = tool_meta(c.name);
+            let meta = info_of(c.name);
             json!({"name": c.name, "calls": c.calls, "errors": c.errors, "cluster": meta.cluster,
                 "capabilities": meta.capabilities, "complexity": meta.complexity})
         })
@@ -158,7 +158,7 @@ fn recent(state: &AppState, params: &Params) -> Value {
         .into_iter()
         .map(|c| {
             json!({"timestamp": c.at, "tool": c.tool, "project": c.project, "agent": c.agent,
-                "cluster": tool_meta(c.tool).cluster})
+                "cluster": info_of(c.tool).cluster})
         })
         .collect();
     json!({

@@ -52,5 +52,4 @@ pub fn tool() -> Tool {
         };
         state.core.acquire_build_slot(request).await
     })
-    .worktrees_only()
 }

@@ -29,5 +29,4 @@ pub fn tool() -> Tool {
     Tool::new("ensure_product", DESCRIPTION, |state: AppState, args: Args| async move {
         state.core.ensure_product(args.product_key, args.name).await
     })
-    .worktrees_only()
 }

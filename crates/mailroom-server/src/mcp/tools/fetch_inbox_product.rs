@@ -52,5 +52,4 @@ pub fn tool() -> Tool {
         };
         state.core.fetch_inbox_product(request).await
     })
-    .worktrees_only()
 }

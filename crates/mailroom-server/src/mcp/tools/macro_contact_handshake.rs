@@ -2,11 +2,11 @@
 //! request, approves it on the target's behalf with auto_accept, and can send a welcome.
 
 use mailroom_core::ops::contacts::REQUEST_TTL_SECONDS;
-use mailroom_core::ops::macros::ContactHandshake;
+use mailroom_core::ops::macros::{ContactHandshake, TargetProof};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::Tool;
+use super::{Caller, Tool};
 use crate::state::AppState;
 
 const DESCRIPTION: &str = "Set up contact between two agents: file a contact request from \
@@ -56,8 +56,8 @@ struct Args {
     #[serde(default, rename = "requester_registration_token")]
     _requester_registration_token: Option<String>,
     /// The target's registration token (needed only when authentication is on).
-    #[serde(default, rename = "target_registration_token")]
-    _target_registration_token: Option<String>,
+    #[serde(default)]
+    target_registration_token: Option<String>,
     /// Create the target when it does not exist and its name is valid (default true).
     #[serde(default)]
     register_if_missing: Option<bool>,
@@ -76,27 +76,38 @@ struct Args {
 }
 
 pub fn tool() -> Tool {
-    Tool::new("macro_contact_handshake", DESCRIPTION, |state: AppState, args: Args| async move {
-        state
-            .core
-            .macro_contact_handshake(ContactHandshake {
-                project_key: args.project_key,
-                requester: args.requester,
-                agent_name: args.agent_name,
-                target: args.target,
-                to_agent: args.to_agent,
-                to_project: args.to_project,
-                reason: args.reason,
-                ttl_seconds: args.ttl_seconds.unwrap_or(REQUEST_TTL_SECONDS),
-                auto_accept: args.auto_accept.unwrap_or(false),
-                welcome_subject: args.welcome_subject,
-                welcome_body: args.welcome_body,
-                thread_id: args.thread_id,
-                register_if_missing: args.register_if_missing.unwrap_or(true),
-                program: args.program,
-                model: args.model,
-                task_description: args.task_description,
-            })
-            .await
-    })
+    Tool::with_caller(
+        "macro_contact_handshake",
+        DESCRIPTION,
+        |state: AppState, args: Args, caller: Caller| async move {
+            // With authentication on, auto_accept needs proof of the target (its token or a
+            // session bound to it), checked by the op after the request is filed.
+            let target_proof = state.config.tool_auth.then(|| TargetProof {
+                token: args.target_registration_token.clone(),
+                session_agents: state.bindings.session_agents(caller.session.as_deref()),
+            });
+            state
+                .core
+                .macro_contact_handshake(ContactHandshake {
+                    project_key: args.project_key,
+                    requester: args.requester,
+                    agent_name: args.agent_name,
+                    target: args.target,
+                    to_agent: args.to_agent,
+                    to_project: args.to_project,
+                    reason: args.reason,
+                    ttl_seconds: args.ttl_seconds.unwrap_or(REQUEST_TTL_SECONDS),
+                    auto_accept: args.auto_accept.unwrap_or(false),
+                    welcome_subject: args.welcome_subject,
+                    welcome_body: args.welcome_body,
+                    thread_id: args.thread_id,
+                    register_if_missing: args.register_if_missing.unwrap_or(true),
+                    program: args.program,
+                    model: args.model,
+                    task_description: args.task_description,
+                    target_proof,
+                })
+                .await
+        },
+    )
 }

@@ -6,37 +6,51 @@
 
 mod acknowledge_message;
 mod acquire_build_slot;
+mod archive_project;
 mod create_agent_identity;
+mod deregister_agent;
 mod ensure_product;
 mod ensure_project;
+mod expire_window;
 mod fetch_inbox;
 mod fetch_inbox_product;
+mod fetch_summary;
+mod fetch_topic;
 mod file_reservation_paths;
 mod force_release_file_reservation;
+mod hard_delete_agent;
+mod hard_delete_project;
 mod health_check;
 mod install_precommit_guard;
 mod list_agents;
 mod list_contacts;
+mod list_window_identities;
 mod macro_contact_handshake;
 mod macro_prepare_thread;
 mod macro_start_session;
 mod mark_message_read;
 mod products_link;
+mod purge_old_messages;
 mod register_agent;
 mod release_build_slot;
 mod release_file_reservations;
+mod rename_window;
 mod renew_build_slot;
 mod renew_file_reservations;
 mod reply_message;
 mod request_contact;
 mod respond_contact;
+mod retire_agent;
 mod search_messages;
 mod search_messages_product;
 mod send_message;
 mod set_contact_policy;
+mod summarize_recent;
 mod summarize_thread;
 mod summarize_thread_product;
+mod unarchive_project;
 mod uninstall_precommit_guard;
+mod unretire_agent;
 mod whois;
 
 use std::collections::HashMap;
@@ -48,62 +62,87 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
+use super::catalog::{self, ToolFilter, ToolInfo};
 use super::error::ToolError;
 use crate::state::AppState;
 
-/// Every tool, alphabetically. Add a tool: one file, one line here. Feature-gated tools say
-/// so in their file (e.g. [`Tool::worktrees_only`]); `Registry::build` leaves them out.
+/// Every tool, alphabetically. Add a tool: one file, one line here, one row in the catalog.
+/// Feature-gated tools are told apart by their catalog row ([`ToolInfo::worktrees_only`]);
+/// `Registry::build` leaves them out.
 fn all_tools() -> Vec<Tool> {
     vec![
         acknowledge_message::tool(),
         acquire_build_slot::tool(),
+        archive_project::tool(),
         create_agent_identity::tool(),
+        deregister_agent::tool(),
         ensure_product::tool(),
         ensure_project::tool(),
+        expire_window::tool(),
         fetch_inbox::tool(),
         fetch_inbox_product::tool(),
+        fetch_summary::tool(),
+        fetch_topic::tool(),
         file_reservation_paths::tool(),
         force_release_file_reservation::tool(),
+        hard_delete_agent::tool(),
+        hard_delete_project::tool(),
         health_check::tool(),
         install_precommit_guard::tool(),
         list_agents::tool(),
         list_contacts::tool(),
+        list_window_identities::tool(),
         macro_contact_handshake::tool(),
         macro_prepare_thread::tool(),
         macro_start_session::tool(),
         mark_message_read::tool(),
         products_link::tool(),
+        purge_old_messages::tool(),
         register_agent::tool(),
         release_build_slot::tool(),
         release_file_reservations::tool(),
+        rename_window::tool(),
         renew_build_slot::tool(),
         renew_file_reservations::tool(),
         reply_message::tool(),
         request_contact::tool(),
         respond_contact::tool(),
+        retire_agent::tool(),
         search_messages::tool(),
         search_messages_product::tool(),
         send_message::tool(),
         set_contact_policy::tool(),
+        summarize_recent::tool(),
         summarize_thread::tool(),
         summarize_thread_product::tool(),
+        unarchive_project::tool(),
         uninstall_precommit_guard::tool(),
+        unretire_agent::tool(),
         whois::tool(),
     ]
 }
 
 /// What a tool call resolves to.
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
-type Handler = Box<dyn Fn(AppState, Value) -> ToolFuture + Send + Sync>;
+type Handler = Box<dyn Fn(AppState, Value, Caller) -> ToolFuture + Send + Sync>;
+type Validator = Box<dyn Fn(&Value) -> Result<(), ToolError> + Send + Sync>;
 
-/// One tool: its public contract and its glue.
+/// Who is calling, for the few tools whose behaviour depends on it (authentication).
+#[derive(Debug, Clone, Default)]
+pub struct Caller {
+    /// The request's MCP session id; `None` for a stateless request.
+    pub session: Option<String>,
+}
+
+/// One tool: its public contract, its catalog row (cluster, capabilities, authentication:
+/// spec/tools.md §12 and §0.4, from [`catalog::CATALOG`]) and its glue.
 pub struct Tool {
     pub name: &'static str,
     pub description: &'static str,
     pub input_schema: Value,
-    /// Listed only when WORKTREES_ENABLED (product bus, build slots).
-    pub worktrees_only: bool,
+    pub info: &'static ToolInfo,
     handler: Handler,
+    validator: Validator,
 }
 
 impl Tool {
@@ -115,13 +154,28 @@ impl Tool {
         F: Fn(AppState, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = mailroom_core::Result<O>> + Send + 'static,
     {
+        Self::with_caller(name, description, move |state, args, _caller| run(state, args))
+    }
+
+    /// Declares a tool that also sees its [`Caller`].
+    pub fn with_caller<A, O, F, Fut>(name: &'static str, description: &'static str, run: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + 'static,
+        F: Fn(AppState, A, Caller) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = mailroom_core::Result<O>> + Send + 'static,
+    {
         let input_schema = input_schema::<A>();
         let schema_for_decode = input_schema.clone();
-        let handler: Handler = Box::new(move |state, arguments| {
+        let schema_for_check = input_schema.clone();
+        let validator: Validator = Box::new(move |arguments: &Value| {
+            decode::<A>(name, &schema_for_check, arguments.clone()).map(drop)
+        });
+        let handler: Handler = Box::new(move |state, arguments, caller| {
             match decode::<A>(name, &schema_for_decode, arguments) {
                 Err(e) => Box::pin(std::future::ready(Err(e))),
                 Ok(args) => {
-                    let pending = run(state, args);
+                    let pending = run(state, args, caller);
                     Box::pin(async move {
                         let output = pending.await?;
                         serde_json::to_value(output).map_err(|e| {
@@ -133,19 +187,19 @@ impl Tool {
                 }
             }
         });
-        Self { name, description, input_schema, worktrees_only: false, handler }
+        let info = catalog::info_of(name);
+        Self { name, description, input_schema, info, handler, validator }
     }
 
-    /// Marks the tool as part of a WORKTREES_ENABLED feature: unlisted and uncallable without it,
-    /// as in the reference.
-    pub fn worktrees_only(mut self) -> Self {
-        self.worktrees_only = true;
-        self
+    /// Checks raw JSON arguments as the call would decode them, without running the tool
+    /// (authentication runs after argument validation, as in the reference).
+    pub fn validate(&self, arguments: &Value) -> Result<(), ToolError> {
+        (self.validator)(arguments)
     }
 
     /// Runs the tool on raw JSON arguments.
-    pub fn call(&self, state: AppState, arguments: Value) -> ToolFuture {
-        (self.handler)(state, arguments)
+    pub fn call(&self, state: AppState, arguments: Value, caller: Caller) -> ToolFuture {
+        (self.handler)(state, arguments, caller)
     }
 }
 
@@ -156,11 +210,15 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Builds every tool enabled by the configuration and serialises the `tools/list` answer
-    /// once (start-up only).
-    pub fn build(worktrees_enabled: bool) -> Self {
-        let tools: Vec<Tool> =
-            all_tools().into_iter().filter(|t| worktrees_enabled || !t.worktrees_only).collect();
+    /// Builds every tool enabled by the configuration and kept by the filter, and serialises
+    /// the `tools/list` answer once (start-up only). Product-bus and build-slot tools exist
+    /// only with WORKTREES_ENABLED, as in the reference (their catalog clusters say so).
+    pub fn build(worktrees_enabled: bool, filter: &ToolFilter) -> Self {
+        let tools: Vec<Tool> = all_tools()
+            .into_iter()
+            .filter(|t| worktrees_enabled || !t.info.worktrees_only())
+            .filter(|t| filter.keeps(t.name, t.info.cluster))
+            .collect();
         let listed: Vec<Value> = tools
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
@@ -367,6 +425,9 @@ mod tests {
             .filter(|f| f != "mod")
             .count();
         assert_eq!(files, names.len(), "every tool file must be registered");
+        for name in names {
+            assert!(catalog::lookup(name).is_some(), "{name} needs a row in mcp/catalog.rs");
+        }
     }
 
     #[test]

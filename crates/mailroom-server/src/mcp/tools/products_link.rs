@@ -27,5 +27,4 @@ pub fn tool() -> Tool {
     Tool::new("products_link", DESCRIPTION, |state: AppState, args: Args| async move {
         state.core.products_link(args.product_key, args.project_key).await
     })
-    .worktrees_only()
 }

@@ -43,5 +43,4 @@ pub fn tool() -> Tool {
         };
         state.core.release_build_slot(request).await
     })
-    .worktrees_only()
 }

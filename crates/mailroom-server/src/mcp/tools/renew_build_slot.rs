@@ -47,5 +47,4 @@ pub fn tool() -> Tool {
         };
         state.core.renew_build_slot(request).await
     })
-    .worktrees_only()
 }

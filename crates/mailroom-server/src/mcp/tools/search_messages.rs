@@ -21,8 +21,8 @@ struct Args {
     #[serde(default)]
     limit: Option<i64>,
     /// Restrict to messages this agent sent or received (when authentication is on).
-    #[serde(default, rename = "agent_name")]
-    _agent_name: Option<String>,
+    #[serde(default)]
+    agent_name: Option<String>,
     /// That agent's registration token.
     #[serde(default, rename = "registration_token")]
     _registration_token: Option<String>,
@@ -33,6 +33,11 @@ struct Args {
 
 pub fn tool() -> Tool {
     Tool::new("search_messages", DESCRIPTION, |state: AppState, args: Args| async move {
-        state.core.search_messages(args.project_key, args.query, args.limit.unwrap_or(20)).await
+        // With authentication on, the dispatcher has proved agent_name (or filled it in from
+        // the session), so it is the viewer; without, the search covers the whole project as
+        // in the recorded reference.
+        let viewer = if state.config.tool_auth { args.agent_name } else { None };
+        let limit = args.limit.unwrap_or(20);
+        state.core.search_messages(args.project_key, args.query, limit, viewer).await
     })
 }

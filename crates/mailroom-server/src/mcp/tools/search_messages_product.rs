@@ -43,5 +43,4 @@ pub fn tool() -> Tool {
         let limit = args.limit.unwrap_or(20);
         state.core.search_messages_product(args.product_key, args.query, limit, viewer).await
     })
-    .worktrees_only()
 }

@@ -6,7 +6,7 @@ use mailroom_core::ops::messaging::SendMessage;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::Tool;
+use super::{Caller, Tool};
 use crate::state::AppState;
 
 const DESCRIPTION: &str = "Send a Markdown message to one or more agents of the project (to, cc, \
@@ -65,26 +65,37 @@ struct Args {
 }
 
 pub fn tool() -> Tool {
-    Tool::new("send_message", DESCRIPTION, |state: AppState, args: Args| async move {
-        state
-            .core
-            .send_message(SendMessage {
-                project_key: args.project_key,
-                sender_name: args.sender_name,
-                to: args.to,
-                cc: args.cc.unwrap_or_default(),
-                bcc: args.bcc.unwrap_or_default(),
-                subject: args.subject,
-                body_md: args.body_md,
-                importance: args.importance,
-                ack_required: args.ack_required.unwrap_or(false),
-                thread_id: args.thread_id,
-                topic: args.topic,
-                broadcast: args.broadcast.unwrap_or(false),
-                auto_contact_if_blocked: args.auto_contact_if_blocked,
-                attachment_paths: args.attachment_paths.unwrap_or_default(),
-                convert_images: args.convert_images,
-            })
-            .await
-    })
+    Tool::with_caller(
+        "send_message",
+        DESCRIPTION,
+        |state: AppState, args: Args, caller: Caller| async move {
+            // Only an authenticated session may approve contacts on a recipient's behalf.
+            let session_agents = if state.config.tool_auth {
+                state.bindings.session_agents(caller.session.as_deref())
+            } else {
+                Vec::new()
+            };
+            state
+                .core
+                .send_message(SendMessage {
+                    project_key: args.project_key,
+                    sender_name: args.sender_name,
+                    to: args.to,
+                    cc: args.cc.unwrap_or_default(),
+                    bcc: args.bcc.unwrap_or_default(),
+                    subject: args.subject,
+                    body_md: args.body_md,
+                    importance: args.importance,
+                    ack_required: args.ack_required.unwrap_or(false),
+                    thread_id: args.thread_id,
+                    topic: args.topic,
+                    broadcast: args.broadcast.unwrap_or(false),
+                    auto_contact_if_blocked: args.auto_contact_if_blocked,
+                    attachment_paths: args.attachment_paths.unwrap_or_default(),
+                    convert_images: args.convert_images,
+                    session_agents,
+                })
+                .await
+        },
+    )
 }

@@ -32,8 +32,8 @@ struct Args {
     #[serde(default)]
     per_thread_limit: Option<i64>,
     /// Restrict to what this agent can see (when authentication is on).
-    #[serde(default, rename = "agent_name")]
-    _agent_name: Option<String>,
+    #[serde(default)]
+    agent_name: Option<String>,
     /// That agent's registration token.
     #[serde(default, rename = "registration_token")]
     _registration_token: Option<String>,
@@ -44,6 +44,8 @@ struct Args {
 
 pub fn tool() -> Tool {
     Tool::new("summarize_thread", DESCRIPTION, |state: AppState, args: Args| async move {
+        // As search_messages: the authenticated viewer scopes the summary when auth is on.
+        let viewer = if state.config.tool_auth { args.agent_name } else { None };
         state
             .core
             .summarize_thread(SummarizeThread {
@@ -53,6 +55,7 @@ pub fn tool() -> Tool {
                 per_thread_limit: args.per_thread_limit.unwrap_or(50),
                 llm_mode: args.llm_mode.unwrap_or(true),
                 llm_model: args.llm_model,
+                viewer,
             })
             .await
     })

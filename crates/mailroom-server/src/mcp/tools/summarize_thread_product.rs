@@ -58,5 +58,4 @@ pub fn tool() -> Tool {
         };
         state.core.summarize_thread_product(request).await
     })
-    .worktrees_only()
 }

@@ -1,0 +1,96 @@
+//! What the server needs to authenticate a tool call (spec/tools.md §0.4): an agent's stored
+//! registration token, the tokens of a project's agents, and whether the server's window
+//! identity (`MCP_AGENT_MAIL_WINDOW_ID`) vouches for an agent. The session bookkeeping and
+//! the decision itself live with the transport; the core only reads.
+
+use super::windows::canonical_uuid;
+use super::{Mailroom, resolve};
+use crate::error::Result;
+use crate::model::time::Timestamp;
+
+/// An agent as authentication sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    pub project_id: i64,
+    pub agent_id: i64,
+    pub agent_name: String,
+    /// The stored registration token; `None` for agents created before tokens existed.
+    pub token: Option<String>,
+    /// The server's window identity in this project shows this agent's name.
+    pub window_vouches: bool,
+}
+
+impl Mailroom {
+    /// The credential of `agent_name` in `project_key`, with the lookup errors of every tool
+    /// (unknown project or agent: NOT_FOUND with suggestions).
+    pub async fn agent_credential(
+        &self,
+        project_key: String,
+        agent_name: String,
+        field: &'static str,
+    ) -> Result<Credential> {
+        let window = self.config.window_id.as_deref().and_then(|w| canonical_uuid(w).ok());
+        self.store
+            .read(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                let agent = resolve::agent(db, &project, &agent_name, field)?;
+                let window_vouches = match window {
+                    Some(uuid) => db
+                        .live_window(project.id, &uuid, Timestamp::now())?
+                        .is_some_and(|w| w.display_name.eq_ignore_ascii_case(&agent.name)),
+                    None => false,
+                };
+                Ok(Credential {
+                    project_id: project.id,
+                    agent_id: agent.id,
+                    agent_name: agent.name,
+                    token: agent.registration_token,
+                    window_vouches,
+                })
+            })
+            .await
+    }
+
+    /// The project's id and the credentials of its agents (for project-level admin tools).
+    pub async fn project_credentials(&self, project_key: String) -> Result<(i64, Vec<Credential>)> {
+        self.store
+            .read(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                let agents = db
+                    .agents_of_project(project.id)?
+                    .into_iter()
+                    .map(|a| Credential {
+                        project_id: project.id,
+                        agent_id: a.id,
+                        agent_name: a.name,
+                        token: a.registration_token,
+                        window_vouches: false,
+                    })
+                    .collect();
+                Ok((project.id, agents))
+            })
+            .await
+    }
+}
+
+/// Compares secrets without stopping at the first difference, so timing does not reveal how
+/// much of a guessed token was right (only its length).
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_comparison_is_still_equality() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert!(constant_time_eq(b"", b""));
+    }
+}

@@ -1,0 +1,183 @@
+//! Queries of the lifecycle tools: project archiving, agent retirement, hard deletes, purges.
+
+use rusqlite::{Params, params};
+
+use super::{Db, db_ts, map_err};
+use crate::error::Result;
+use crate::model::time::Timestamp;
+
+/// Rows removed by a project hard delete, per table (spec/tools.md §1 hard_delete_project).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProjectDeletion {
+    pub message_recipients: usize,
+    pub messages: usize,
+    pub file_reservations: usize,
+    pub agent_links: usize,
+    pub window_identities: usize,
+    pub message_summaries: usize,
+    pub sibling_suggestions: usize,
+    pub product_links: usize,
+    pub agents: usize,
+    pub project: usize,
+}
+
+/// Rows removed by an agent hard delete, per table (spec/tools.md §2 hard_delete_agent).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AgentDeletion {
+    pub message_recipients: usize,
+    pub sent_message_recipients: usize,
+    pub messages_sent: usize,
+    pub file_reservations: usize,
+    pub agent_links: usize,
+    pub window_identities: usize,
+    pub agent: usize,
+}
+
+/// Messages sent by the agents of a project, wherever they were delivered: a cross-project
+/// message lives in the target project but names its sender here, so it goes with it
+/// (otherwise it would point at a deleted agent).
+const PROJECT_MESSAGES: &str = "SELECT id FROM messages WHERE project_id = ?1
+     OR sender_id IN (SELECT id FROM agents WHERE project_id = ?1)";
+const PROJECT_AGENTS: &str = "SELECT id FROM agents WHERE project_id = ?1";
+
+impl Db<'_> {
+    fn run_statement(&self, sql: &str, values: impl Params) -> Result<usize> {
+        self.conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute(values)).map_err(map_err)
+    }
+
+    /// Sets (`Some`) or clears (`None`) a project's `archived_at`.
+    pub fn set_project_archived(&self, project_id: i64, at: Option<Timestamp>) -> Result<()> {
+        self.run_statement(
+            "UPDATE projects SET archived_at = ?2 WHERE id = ?1",
+            params![project_id, db_ts(at)],
+        )
+        .map(drop)
+    }
+
+    /// Sets (`Some`) or clears (`None`) an agent's `retired_at`.
+    pub fn set_agent_retired(&self, agent_id: i64, at: Option<Timestamp>) -> Result<()> {
+        self.run_statement(
+            "UPDATE agents SET retired_at = ?2 WHERE id = ?1",
+            params![agent_id, db_ts(at)],
+        )
+        .map(drop)
+    }
+
+    /// Deregistration: blocks all incoming mail and rewrites the task description.
+    pub fn deregister_agent(&self, agent_id: i64, task_description: &str) -> Result<()> {
+        self.run_statement(
+            "UPDATE agents SET contact_policy = 'block_all', task_description = ?2 WHERE id = ?1",
+            params![agent_id, task_description],
+        )
+        .map(drop)
+    }
+
+    /// Deletes every row of a project, dependants first, in the caller's transaction.
+    pub fn hard_delete_project(&self, project_id: i64) -> Result<ProjectDeletion> {
+        let id = [project_id];
+        let message_recipients = self.run_statement(
+            &format!("DELETE FROM message_recipients WHERE message_id IN ({PROJECT_MESSAGES})"),
+            id,
+        )?;
+        let messages = self
+            .run_statement(&format!("DELETE FROM messages WHERE id IN ({PROJECT_MESSAGES})"), id)?;
+        let file_reservations =
+            self.run_statement("DELETE FROM file_reservations WHERE project_id = ?1", id)?;
+        let agent_links = self.run_statement(
+            &format!(
+                "DELETE FROM agent_links WHERE a_project_id = ?1 OR b_project_id = ?1
+                 OR a_agent_id IN ({PROJECT_AGENTS}) OR b_agent_id IN ({PROJECT_AGENTS})"
+            ),
+            id,
+        )?;
+        let window_identities =
+            self.run_statement("DELETE FROM window_identities WHERE project_id = ?1", id)?;
+        let message_summaries =
+            self.run_statement("DELETE FROM message_summaries WHERE project_id = ?1", id)?;
+        let sibling_suggestions = self.run_statement(
+            "DELETE FROM project_sibling_suggestions WHERE project_a_id = ?1 OR project_b_id = ?1",
+            id,
+        )?;
+        let product_links =
+            self.run_statement("DELETE FROM product_project_links WHERE project_id = ?1", id)?;
+        let agents = self.run_statement("DELETE FROM agents WHERE project_id = ?1", id)?;
+        let project = self.run_statement("DELETE FROM projects WHERE id = ?1", id)?;
+        Ok(ProjectDeletion {
+            message_recipients,
+            messages,
+            file_reservations,
+            agent_links,
+            window_identities,
+            message_summaries,
+            sibling_suggestions,
+            product_links,
+            agents,
+            project,
+        })
+    }
+
+    /// Deletes an agent, its mail (received rows, sent messages), reservations, links and
+    /// the window identities showing its name, in the caller's transaction.
+    pub fn hard_delete_agent(
+        &self,
+        project_id: i64,
+        agent_id: i64,
+        name: &str,
+    ) -> Result<AgentDeletion> {
+        let id = [agent_id];
+        let message_recipients =
+            self.run_statement("DELETE FROM message_recipients WHERE agent_id = ?1", id)?;
+        let sent_message_recipients = self.run_statement(
+            "DELETE FROM message_recipients
+             WHERE message_id IN (SELECT id FROM messages WHERE sender_id = ?1)",
+            id,
+        )?;
+        let messages_sent = self.run_statement("DELETE FROM messages WHERE sender_id = ?1", id)?;
+        let file_reservations =
+            self.run_statement("DELETE FROM file_reservations WHERE agent_id = ?1", id)?;
+        let agent_links = self.run_statement(
+            "DELETE FROM agent_links WHERE a_agent_id = ?1 OR b_agent_id = ?1",
+            id,
+        )?;
+        let window_identities = self.run_statement(
+            "DELETE FROM window_identities WHERE project_id = ?1 AND display_name = ?2",
+            params![project_id, name],
+        )?;
+        let agent = self.run_statement("DELETE FROM agents WHERE id = ?1", id)?;
+        Ok(AgentDeletion {
+            message_recipients,
+            sent_message_recipients,
+            messages_sent,
+            file_reservations,
+            agent_links,
+            window_identities,
+            agent,
+        })
+    }
+
+    /// Number of messages of a project created before `cutoff`.
+    pub fn count_messages_before(&self, project_id: i64, cutoff: Timestamp) -> Result<usize> {
+        self.conn
+            .prepare_cached(
+                "SELECT count(*) FROM messages WHERE project_id = ?1 AND created_ts < ?2",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![project_id, cutoff.to_db()], |r| r.get::<_, i64>(0))
+            })
+            .map(|n| n as usize)
+            .map_err(map_err)
+    }
+
+    /// Deletes the messages of a project created before `cutoff` and their recipient rows;
+    /// returns the number of messages deleted.
+    pub fn purge_messages_before(&self, project_id: i64, cutoff: Timestamp) -> Result<usize> {
+        let cutoff = cutoff.to_db();
+        let values = params![project_id, cutoff];
+        self.run_statement(
+            "DELETE FROM message_recipients WHERE message_id IN
+                 (SELECT id FROM messages WHERE project_id = ?1 AND created_ts < ?2)",
+            values,
+        )?;
+        self.run_statement("DELETE FROM messages WHERE project_id = ?1 AND created_ts < ?2", values)
+    }
+}

@@ -1,0 +1,303 @@
+//! Queries on `window_identities` and `message_summaries`, and the topic and time-window
+//! message listings of fetch_topic and summarize_recent.
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::messages::ListedMessage;
+use super::{Db, map_err, opt_ts, ts};
+use crate::error::Result;
+use crate::model::time::Timestamp;
+
+/// A window identity: a terminal window's stable display name in a project.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowIdentity {
+    pub id: i64,
+    pub window_uuid: String,
+    pub display_name: String,
+    pub created_ts: Timestamp,
+    pub last_active_ts: Timestamp,
+    pub expires_ts: Option<Timestamp>,
+}
+
+fn window(row: &Row<'_>) -> rusqlite::Result<WindowIdentity> {
+    Ok(WindowIdentity {
+        id: row.get(0)?,
+        window_uuid: row.get(1)?,
+        display_name: row.get(2)?,
+        created_ts: ts(row, 3)?,
+        last_active_ts: ts(row, 4)?,
+        expires_ts: opt_ts(row, 5)?,
+    })
+}
+
+const WINDOW_COLUMNS: &str =
+    "id, window_uuid, display_name, created_ts, last_active_ts, expires_ts";
+
+/// A stored summary of recent project activity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSummary {
+    pub id: i64,
+    pub summary_text: String,
+    pub start_ts: Timestamp,
+    pub end_ts: Timestamp,
+    pub source_message_count: i64,
+    /// The JSON array of thread ids, as stored.
+    pub source_thread_ids: String,
+    pub llm_model: Option<String>,
+    pub cost_usd: Option<f64>,
+    pub created_ts: Timestamp,
+}
+
+fn summary(row: &Row<'_>) -> rusqlite::Result<StoredSummary> {
+    Ok(StoredSummary {
+        id: row.get(0)?,
+        summary_text: row.get(1)?,
+        start_ts: ts(row, 2)?,
+        end_ts: ts(row, 3)?,
+        source_message_count: row.get(4)?,
+        source_thread_ids: row.get(5)?,
+        llm_model: row.get(6)?,
+        cost_usd: row.get(7)?,
+        created_ts: ts(row, 8)?,
+    })
+}
+
+const SUMMARY_COLUMNS: &str = "id, summary_text, start_ts, end_ts, source_message_count, \
+     source_thread_ids, llm_model, cost_usd, created_ts";
+
+/// A summary about to be stored.
+pub struct NewSummary<'a> {
+    pub project_id: i64,
+    pub summary_text: &'a str,
+    pub start_ts: Timestamp,
+    pub end_ts: Timestamp,
+    pub source_message_count: i64,
+    pub source_thread_ids: &'a str,
+    pub llm_model: Option<&'a str>,
+    pub cost_usd: Option<f64>,
+    pub created_ts: Timestamp,
+}
+
+impl Db<'_> {
+    /// Window identities of a project not expired at `now`, oldest first.
+    pub fn live_windows(&self, project_id: i64, now: Timestamp) -> Result<Vec<WindowIdentity>> {
+        let sql = format!(
+            "SELECT {WINDOW_COLUMNS} FROM window_identities
+             WHERE project_id = ?1 AND (expires_ts IS NULL OR expires_ts > ?2) ORDER BY id"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let rows = stmt.query_map(params![project_id, now.to_db()], window).map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
+    /// The live window identity of this uuid in a project.
+    pub fn live_window(
+        &self,
+        project_id: i64,
+        window_uuid: &str,
+        now: Timestamp,
+    ) -> Result<Option<WindowIdentity>> {
+        let sql = format!(
+            "SELECT {WINDOW_COLUMNS} FROM window_identities
+             WHERE project_id = ?1 AND window_uuid = ?2 COLLATE NOCASE
+               AND (expires_ts IS NULL OR expires_ts > ?3)"
+        );
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_row(params![project_id, window_uuid, now.to_db()], window).optional()
+            })
+            .map_err(map_err)
+    }
+
+    /// Renames a window identity and marks it active now.
+    pub fn rename_window(&self, id: i64, display_name: &str, now: Timestamp) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "UPDATE window_identities SET display_name = ?2, last_active_ts = ?3 WHERE id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute(params![id, display_name, now.to_db()]))
+            .map(drop)
+            .map_err(map_err)
+    }
+
+    /// Marks a window identity used now and moves its expiry.
+    pub fn extend_window(&self, id: i64, now: Timestamp, expires: Timestamp) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "UPDATE window_identities SET last_active_ts = ?2, expires_ts = ?3 WHERE id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute(params![id, now.to_db(), expires.to_db()]))
+            .map(drop)
+            .map_err(map_err)
+    }
+
+    /// Ends a window identity now.
+    pub fn expire_window(&self, id: i64, now: Timestamp) -> Result<()> {
+        self.conn
+            .prepare_cached("UPDATE window_identities SET expires_ts = ?2 WHERE id = ?1")
+            .and_then(|mut stmt| stmt.execute(params![id, now.to_db()]))
+            .map(drop)
+            .map_err(map_err)
+    }
+
+    /// Records a window identity (registration under `MCP_AGENT_MAIL_WINDOW_ID`), replacing
+    /// an expired one of the same window.
+    pub fn insert_window(
+        &self,
+        project_id: i64,
+        window_uuid: &str,
+        display_name: &str,
+        now: Timestamp,
+        expires: Option<Timestamp>,
+    ) -> Result<i64> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO window_identities
+                     (project_id, window_uuid, display_name, created_ts, last_active_ts, expires_ts)
+                 VALUES (?1, ?2, ?3, ?4, ?4, ?5)
+                 ON CONFLICT (project_id, window_uuid) DO UPDATE SET display_name = ?3,
+                     created_ts = ?4, last_active_ts = ?4, expires_ts = ?5",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    project_id,
+                    window_uuid,
+                    display_name,
+                    now.to_db(),
+                    expires.map(Timestamp::to_db)
+                ])
+            })
+            .map_err(map_err)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Messages of a project with this topic (case-insensitive) that `viewer` sent or
+    /// received (every one when `viewer` is `None`), newest first.
+    pub fn topic_messages(
+        &self,
+        project_id: i64,
+        topic: &str,
+        viewer: Option<i64>,
+        since: Option<Timestamp>,
+        limit: i64,
+    ) -> Result<Vec<ListedMessage>> {
+        let sql = format!(
+            "SELECT {}, {} FROM messages m {}
+             WHERE m.project_id = ?1 AND m.topic = ?2 COLLATE NOCASE
+               AND (?3 IS NULL OR m.created_ts > ?3)
+               AND (?4 IS NULL OR m.sender_id = ?4 OR EXISTS (SELECT 1 FROM message_recipients r
+                    WHERE r.message_id = m.id AND r.agent_id = ?4))
+             ORDER BY m.created_ts DESC, m.id DESC LIMIT ?5",
+            super::messages::COLUMNS,
+            super::messages::LISTED_COLUMNS,
+            super::messages::LISTED_JOINS
+        );
+        let since = since.map(Timestamp::to_db);
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let rows = stmt
+            .query_map(params![project_id, topic, since, viewer, limit], |row| {
+                super::messages::listed(row, false)
+            })
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
+    /// Messages of a project created at or after `since`, oldest first.
+    pub fn messages_since(
+        &self,
+        project_id: i64,
+        since: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<ListedMessage>> {
+        let sql = format!(
+            "SELECT {}, {} FROM messages m {}
+             WHERE m.project_id = ?1 AND m.created_ts >= ?2
+             ORDER BY m.created_ts ASC, m.id ASC LIMIT ?3",
+            super::messages::COLUMNS,
+            super::messages::LISTED_COLUMNS,
+            super::messages::LISTED_JOINS
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let rows = stmt
+            .query_map(params![project_id, since.to_db(), limit], |row| {
+                super::messages::listed(row, false)
+            })
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
+    /// Stores a summary; returns its id.
+    pub fn insert_summary(&self, new: &NewSummary<'_>) -> Result<i64> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO message_summaries (project_id, summary_text, start_ts, end_ts,
+                     source_message_count, source_thread_ids, llm_model, cost_usd, created_ts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    new.project_id,
+                    new.summary_text,
+                    new.start_ts.to_db(),
+                    new.end_ts.to_db(),
+                    new.source_message_count,
+                    new.source_thread_ids,
+                    new.llm_model,
+                    new.cost_usd,
+                    new.created_ts.to_db()
+                ])
+            })
+            .map_err(map_err)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// A stored summary whose window starts and ends within `tolerance_seconds` of the
+    /// given bounds (the summarize_recent cache), newest first.
+    pub fn cached_summary(
+        &self,
+        project_id: i64,
+        start: Timestamp,
+        end: Timestamp,
+        tolerance_seconds: i64,
+    ) -> Result<Option<StoredSummary>> {
+        let sql = format!(
+            "SELECT {SUMMARY_COLUMNS} FROM message_summaries
+             WHERE project_id = ?1 AND start_ts BETWEEN ?2 AND ?3 AND end_ts BETWEEN ?4 AND ?5
+             ORDER BY created_ts DESC, id DESC LIMIT 1"
+        );
+        let values = [
+            start.plus_seconds(-tolerance_seconds).to_db(),
+            start.plus_seconds(tolerance_seconds).to_db(),
+            end.plus_seconds(-tolerance_seconds).to_db(),
+            end.plus_seconds(tolerance_seconds).to_db(),
+        ];
+        self.conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_row(
+                    params![project_id, values[0], values[1], values[2], values[3]],
+                    summary,
+                )
+                .optional()
+            })
+            .map_err(map_err)
+    }
+
+    /// Stored summaries of a project ending at or after `since`, newest first.
+    pub fn summaries_since(
+        &self,
+        project_id: i64,
+        since: Timestamp,
+        limit: i64,
+    ) -> Result<Vec<StoredSummary>> {
+        let sql = format!(
+            "SELECT {SUMMARY_COLUMNS} FROM message_summaries
+             WHERE project_id = ?1 AND end_ts >= ?2 ORDER BY created_ts DESC, id DESC LIMIT ?3"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let rows =
+            stmt.query_map(params![project_id, since.to_db(), limit], summary).map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+}
