@@ -6,12 +6,12 @@
 //! welcome message of a handshake, whose failure is reported beside the result.
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::contacts::{ContactRequest, ContactRequested, ContactResponded, ContactResponse};
 use super::identity::{Registration, validate_program_model};
 use super::messaging::{FetchInbox, SendMessage, SendOutcome};
 use super::output::{AgentOut, MessageOut, ProjectOut};
+use super::reservations::{ReleaseOutcome, ReserveOutcome, ReservePaths, Selection};
 use super::search::SingleThreadSummary;
 use super::{Mailroom, resolve};
 use crate::error::{Category, Error, Result};
@@ -29,14 +29,10 @@ pub struct StartSession {
     pub task_description: String,
     pub agent_name: Option<String>,
     pub file_reservation_paths: Option<Vec<String>>,
+    /// Reason recorded on those reservations (the reference's default: "macro-session").
+    pub file_reservation_reason: String,
+    pub file_reservation_ttl_seconds: i64,
     pub inbox_limit: i64,
-}
-
-/// Reservations granted and refused by macro_start_session (both empty when none requested).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct SessionReservations {
-    pub granted: Vec<Value>,
-    pub conflicts: Vec<Value>,
 }
 
 /// Result of macro_start_session.
@@ -44,8 +40,30 @@ pub struct SessionReservations {
 pub struct SessionStarted {
     pub project: ProjectOut,
     pub agent: AgentOut,
-    pub file_reservations: SessionReservations,
+    /// Reservations granted and in conflict (both empty when none were requested).
+    pub file_reservations: ReserveOutcome,
     pub inbox: Vec<MessageOut>,
+}
+
+/// Told of each tool-level step a macro takes (`file_reservation_paths`,
+/// `release_file_reservations`) and whether it succeeded, so that the server can count those
+/// nested calls as the reference's registry does (spec/tools.md §0.7).
+pub type StepObserver<'a> = &'a (dyn Fn(&'static str, bool) + Sync);
+
+/// Arguments of macro_file_reservation_cycle.
+#[derive(Debug, Clone)]
+pub struct ReservationCycle {
+    pub reserve: ReservePaths,
+    /// Release exactly the requested patterns again once granted.
+    pub auto_release: bool,
+}
+
+/// Result of macro_file_reservation_cycle.
+#[derive(Debug, Clone, Serialize)]
+pub struct CycleOutcome {
+    pub file_reservations: ReserveOutcome,
+    /// The release, when `auto_release` asked for one.
+    pub released: Option<ReleaseOutcome>,
 }
 
 /// Arguments of macro_prepare_thread.
@@ -139,19 +157,11 @@ pub struct HandshakeOutcome {
 
 impl Mailroom {
     /// Ensures the project, registers (or refreshes) the agent and returns its inbox.
-    pub async fn macro_start_session(&self, req: StartSession) -> Result<SessionStarted> {
-        // Checked before any step so a refused request leaves nothing half done.
-        if req.file_reservation_paths.as_ref().is_some_and(|paths| !paths.is_empty()) {
-            // SEAM: file reservations are built separately; once `file_reservation_paths` exists
-            // as an op, call it here (exclusive, `file_reservation_reason`, ttl) after
-            // registration and fill `file_reservations` from its result.
-            return Err(Error::new(
-                Category::InvalidArgument,
-                "FEATURE_DISABLED",
-                "file_reservation_paths: file reservations are not available in this build; \
-                 call macro_start_session without them",
-            ));
-        }
+    pub async fn macro_start_session(
+        &self,
+        req: StartSession,
+        steps: StepObserver<'_>,
+    ) -> Result<SessionStarted> {
         let registration = Registration {
             project_key: String::new(),
             program: req.program,
@@ -165,13 +175,49 @@ impl Mailroom {
         let agent = self
             .register_agent(Registration { project_key: project.slug.clone(), ..registration })
             .await?;
+        let paths = req.file_reservation_paths.unwrap_or_default();
+        let file_reservations = if paths.is_empty() {
+            ReserveOutcome::default()
+        } else {
+            let reserved = self
+                .file_reservation_paths(ReservePaths {
+                    project_key: project.slug.clone(),
+                    agent_name: agent.base.name.clone(),
+                    paths,
+                    ttl_seconds: req.file_reservation_ttl_seconds,
+                    exclusive: true,
+                    reason: req.file_reservation_reason,
+                })
+                .await;
+            steps("file_reservation_paths", reserved.is_ok());
+            reserved?
+        };
         let inbox = self.inbox_snapshot(&project.slug, &agent, req.inbox_limit, false).await?;
-        Ok(SessionStarted {
-            project,
-            agent,
-            file_reservations: SessionReservations::default(),
-            inbox,
-        })
+        Ok(SessionStarted { project, agent, file_reservations, inbox })
+    }
+
+    /// Reserves paths and, with `auto_release`, releases exactly those patterns again: the
+    /// "reserve, edit, give back" cycle in one call.
+    pub async fn macro_file_reservation_cycle(
+        &self,
+        req: ReservationCycle,
+        steps: StepObserver<'_>,
+    ) -> Result<CycleOutcome> {
+        let (project_key, agent_name) =
+            (req.reserve.project_key.clone(), req.reserve.agent_name.clone());
+        let paths = req.reserve.paths.clone();
+        let reserved = self.file_reservation_paths(req.reserve).await;
+        steps("file_reservation_paths", reserved.is_ok());
+        let file_reservations = reserved?;
+        let released = if req.auto_release {
+            let selection = Selection { paths: Some(paths), ids: None };
+            let released = self.release_file_reservations(project_key, agent_name, selection).await;
+            steps("release_file_reservations", released.is_ok());
+            Some(released?)
+        } else {
+            None
+        };
+        Ok(CycleOutcome { file_reservations, released })
     }
 
     /// Registers (or authenticates) the agent, then returns its inbox and a summary of the

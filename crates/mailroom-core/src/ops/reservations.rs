@@ -71,7 +71,7 @@ pub struct PathConflict {
 }
 
 /// Result of file_reservation_paths: grants and, beside them, conflicts (never a refusal).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ReserveOutcome {
     pub granted: Vec<Granted>,
     pub conflicts: Vec<PathConflict>,

@@ -76,6 +76,15 @@ impl Instruments {
         recent.push_back(call);
     }
 
+    /// Records a tool call a macro made on the caller's behalf, as the reference's registry
+    /// counts them (spec/tools.md §0.7).
+    pub fn record_nested(&self, tool: &'static str, arguments: &Value, succeeded: bool) {
+        self.record_call(tool, arguments);
+        if !succeeded {
+            self.record_error(tool);
+        }
+    }
+
     /// Counts a failed call.
     pub fn record_error(&self, tool: &'static str) {
         if let Some(counters) = self.counters.get(tool) {

@@ -126,7 +126,7 @@ async fn python_reference_session_replays_exactly() {
             tally.failed.push(format!("{label}: {shape}"));
             continue;
         }
-        match missing_piece(&uri, &why, &case["expect"]["ok"], &available) {
+        match missing_piece(&uri, &case["expect"]["ok"], &available) {
             Some(missing) => tally.pending.push(format!("{label} ({missing}){}", brief(&why))),
             None => tally.failed.push(format!("{label}: {why}")),
         }
@@ -149,10 +149,12 @@ async fn python_reference_session_replays_exactly() {
         "the LLM cases must reach the fake endpoint: {} requests",
         llm.requests().len()
     );
-    assert!(
-        tally.passed.len() >= 25,
-        "implemented tools must replay their cases: {:?}",
-        tally.passed
+    let tool_cases_passed = tally.passed.iter().filter(|l| !l.starts_with("resource ")).count();
+    assert_eq!(
+        tool_cases_passed,
+        ORDER.len(),
+        "every tool case of the recording must replay exactly: {:?}",
+        tally.pending
     );
 }
 
@@ -211,9 +213,6 @@ async fn replay(app: &TestApp, tool: &str, case: &Value) -> Result<(), String> {
 
 /// What a resource case's recorded answer needs beyond the resource itself.
 enum Needs {
-    /// A data layer this server does not have yet: pending only while the resource answers
-    /// that it is not available (once it answers data, a mismatch fails).
-    DataLayer(&'static str),
     /// The state these tools leave behind (pending while one of them is not built).
     Tools(&'static [&'static str]),
     /// Every tool the recorded answer counts (tooling/metrics).
@@ -224,12 +223,11 @@ enum Needs {
 }
 
 /// Resource cases that may mismatch, and why (by URI prefix). Any other mismatch fails.
-const NEEDS: [(&str, Needs); 11] = [
+const NEEDS: [(&str, Needs); 10] = [
     ("resource://projects", Needs::Tools(&["macro_start_session"])),
     ("resource://project/", Needs::Tools(&["macro_prepare_thread"])),
     ("resource://agents/", Needs::Tools(&["macro_prepare_thread", "macro_contact_handshake"])),
     ("resource://inbox/", Needs::Tools(&["macro_contact_handshake"])),
-    ("resource://file_reservations/", Needs::DataLayer("file reservations")),
     ("resource://tooling/metrics", Needs::CountedTools),
     (
         "resource://tooling/recent/",
@@ -270,14 +268,9 @@ const RECORDED_ELSEWHERE: [(&str, &[&str], &str); 3] = [
 ];
 
 /// Why a mismatching resource case is pending, or `None` when it must pass.
-fn missing_piece(uri: &str, why: &str, expected: &Value, available: &[String]) -> Option<String> {
+fn missing_piece(uri: &str, expected: &Value, available: &[String]) -> Option<String> {
     let (_, needs) = NEEDS.iter().find(|(prefix, _)| uri.starts_with(prefix))?;
     let tools: Vec<&str> = match needs {
-        Needs::DataLayer(what) => {
-            return why
-                .contains("is not available yet")
-                .then(|| format!("data layer not built yet: {what}"));
-        }
         Needs::RecordedElsewhere(why) => {
             return Some(format!("recorded state differs: {why}"));
         }

@@ -114,10 +114,6 @@ async fn start_session_creates_project_and_agent_and_returns_the_inbox() {
 #[tokio::test]
 async fn start_session_refuses_before_doing_anything() {
     let app = TestApp::start().await;
-    let reserve = json!({"human_key": "/work/gamma", "program": "codex-cli", "model": "gpt-5",
-                         "file_reservation_paths": ["src/**"]});
-    let err = app.call_tool("macro_start_session", reserve).await.expect_err("refused");
-    assert!(err.contains("file reservations are not available in this build"), "{err}");
     let no_program = json!({"human_key": "/work/gamma", "program": " ", "model": "gpt-5"});
     let err = app.call_tool("macro_start_session", no_program).await.expect_err("refused");
     assert!(err.contains("program must not be empty"), "{err}");
@@ -354,4 +350,83 @@ async fn handshake_without_auto_accept_only_requests() {
     .await
     .expect_err("self-contact");
     assert!(err.contains("self-contact"), "{err}");
+}
+
+/// macro_start_session reserves the requested paths exclusively; another agent's session on
+/// the same paths is granted too and sees the first holder as a conflict.
+#[tokio::test]
+async fn start_session_reserves_the_requested_paths() {
+    let app = TestApp::start().await;
+    let start = |name: &str| {
+        json!({"human_key": "/work/session", "program": "codex-cli", "model": "gpt-5",
+               "agent_name": name, "file_reservation_paths": ["src/api/**"],
+               "file_reservation_reason": "task-7", "file_reservation_ttl_seconds": 600})
+    };
+    let first = app.tool_ok("macro_start_session", start("BlueLake")).await;
+    let granted = &first["file_reservations"]["granted"];
+    assert_eq!(granted[0]["path_pattern"], "src/api/**", "{first}");
+    assert_eq!(granted[0]["exclusive"], true);
+    assert_eq!(granted[0]["reason"], "task-7");
+    assert_eq!(first["file_reservations"]["conflicts"], json!([]));
+
+    let second = app.tool_ok("macro_start_session", start("GreenCastle")).await;
+    let holders = &second["file_reservations"]["conflicts"][0]["holders"];
+    assert_eq!(holders[0]["agent"], "BlueLake", "{second}");
+
+    let without = app
+        .tool_ok(
+            "macro_start_session",
+            json!({"human_key": "/work/session", "program": "codex-cli", "model": "gpt-5",
+                   "agent_name": "OrangeFox"}),
+        )
+        .await;
+    assert_eq!(without["file_reservations"], json!({"granted": [], "conflicts": []}));
+}
+
+/// macro_file_reservation_cycle grants, then (with auto_release) releases exactly those
+/// patterns; the nested file_reservation_paths / release_file_reservations calls are counted
+/// in the tool metrics as the reference counts them.
+#[tokio::test]
+async fn reservation_cycle_grants_releases_and_counts_nested_calls() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/cycle", "BlueLake", "GreenCastle").await;
+    let cycle = |auto_release: bool| {
+        json!({"project_key": slug, "agent_name": "BlueLake", "paths": ["docs/*.md"],
+               "reason": "br-9", "auto_release": auto_release})
+    };
+    let kept = app.tool_ok("macro_file_reservation_cycle", cycle(false)).await;
+    assert_eq!(kept["file_reservations"]["granted"][0]["path_pattern"], "docs/*.md", "{kept}");
+    assert_eq!(kept["released"], Value::Null);
+
+    let released = app.tool_ok("macro_file_reservation_cycle", cycle(true)).await;
+    assert_eq!(released["released"]["released"], 1, "{released}");
+    let listed = app
+        .read_resource(&format!("resource://file_reservations/{slug}"))
+        .await
+        .expect("reservations resource");
+    assert_eq!(listed, json!([]), "nothing stays active: {listed}");
+
+    let err = app
+        .call_tool(
+            "macro_file_reservation_cycle",
+            json!({"project_key": slug, "agent_name": "BlueLake", "paths": []}),
+        )
+        .await
+        .expect_err("empty paths");
+    assert!(err.contains("paths list cannot be empty"), "{err}");
+
+    let metrics = app.read_resource("resource://tooling/metrics").await.expect("metrics");
+    let counts = |tool: &str| {
+        let row = metrics["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .find(|t| t["name"] == tool)
+            .cloned()
+            .unwrap_or_else(|| panic!("{tool} not counted: {metrics}"));
+        (row["calls"].as_i64().expect("calls"), row["errors"].as_i64().expect("errors"))
+    };
+    assert_eq!(counts("macro_file_reservation_cycle"), (3, 1));
+    assert_eq!(counts("file_reservation_paths"), (3, 1));
+    assert_eq!(counts("release_file_reservations"), (1, 0));
 }

@@ -274,10 +274,10 @@ async fn resource_errors_are_clear() {
         app.read_resource("resource://tooling/metrics?format=xml").await.expect_err("format");
     assert!(message.ends_with("Invalid format 'xml'. Use 'json' or 'toon'."), "{message}");
     let (_, message) = app
-        .read_resource(&format!("resource://file_reservations/{slug}"))
+        .read_resource("resource://file_reservations/no-such-project")
         .await
-        .expect_err("not built");
-    assert!(message.contains("not available yet"), "{message}");
+        .expect_err("unknown project");
+    assert!(message.contains("Project 'no-such-project' not found"), "{message}");
 }
 
 #[tokio::test]

@@ -4,11 +4,11 @@
 //!
 //! One file per family: `tooling` (config and tooling), `projects` (projects, a project, its
 //! agents), `mailbox` (message, thread, inbox, outbox, mailbox), `views` (acknowledgement
-//! views), `worktrees` (product, identity), `pending` (resources whose data layer is not built yet).
+//! views), `worktrees` (product, identity), `reservations` (file reservations).
 
 mod mailbox;
-mod pending;
 mod projects;
+mod reservations;
 mod router;
 mod tooling;
 mod views;
@@ -54,7 +54,7 @@ impl Resource {
 fn all_resources(worktrees_enabled: bool) -> Vec<Resource> {
     let mut all = tooling::resources();
     all.extend(projects::resources());
-    all.extend(pending::resources());
+    all.extend(reservations::resources());
     if worktrees_enabled {
         all.extend(worktrees::resources());
     }

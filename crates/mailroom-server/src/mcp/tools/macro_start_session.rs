@@ -1,16 +1,20 @@
 //! macro_start_session: the first call of a working session. Ensures the project, registers
 //! (or refreshes) the agent and returns its inbox, so an agent is ready in one round trip.
 
+use std::sync::Arc;
+
 use mailroom_core::ops::macros::StartSession;
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::json;
 
 use super::Tool;
 use crate::state::AppState;
 
 const DESCRIPTION: &str = "Start a session in one call: ensure the project for human_key, \
-     register or refresh your agent (program, model, task) and return your newest inbox \
-     messages (inbox_limit, default 10, without bodies).";
+     register or refresh your agent (program, model, task), optionally reserve \
+     file_reservation_paths exclusively, and return your newest inbox messages (inbox_limit, \
+     default 10, without bodies).";
 
 /// Arguments of macro_start_session.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -31,15 +35,15 @@ struct Args {
     /// Token returned by an earlier registration of this name.
     #[serde(default, rename = "registration_token")]
     _registration_token: Option<String>,
-    /// Paths or globs to reserve (not available in this build: must be omitted or empty).
+    /// Paths or globs to reserve exclusively for this session (optional).
     #[serde(default)]
     file_reservation_paths: Option<Vec<String>>,
     /// Reason recorded on the reservations (default "macro-session").
-    #[serde(default, rename = "file_reservation_reason")]
-    _file_reservation_reason: Option<String>,
+    #[serde(default)]
+    file_reservation_reason: Option<String>,
     /// Lifetime of the reservations in seconds (default 3600).
-    #[serde(default, rename = "file_reservation_ttl_seconds")]
-    _file_reservation_ttl_seconds: Option<i64>,
+    #[serde(default)]
+    file_reservation_ttl_seconds: Option<i64>,
     /// Most inbox messages to return (default 10).
     #[serde(default)]
     inbox_limit: Option<i64>,
@@ -50,17 +54,22 @@ struct Args {
 
 pub fn tool() -> Tool {
     Tool::new("macro_start_session", DESCRIPTION, |state: AppState, args: Args| async move {
-        state
-            .core
-            .macro_start_session(StartSession {
-                human_key: args.human_key,
-                program: args.program,
-                model: args.model,
-                task_description: args.task_description,
-                agent_name: args.agent_name,
-                file_reservation_paths: args.file_reservation_paths,
-                inbox_limit: args.inbox_limit.unwrap_or(10),
-            })
-            .await
+        let ring = json!({"project_key": args.human_key, "agent_name": args.agent_name});
+        let instruments = Arc::clone(&state.instruments);
+        let steps = move |tool, ok| instruments.record_nested(tool, &ring, ok);
+        let request = StartSession {
+            human_key: args.human_key,
+            program: args.program,
+            model: args.model,
+            task_description: args.task_description,
+            agent_name: args.agent_name,
+            file_reservation_paths: args.file_reservation_paths,
+            file_reservation_reason: args
+                .file_reservation_reason
+                .unwrap_or_else(|| "macro-session".to_string()),
+            file_reservation_ttl_seconds: args.file_reservation_ttl_seconds.unwrap_or(3600),
+            inbox_limit: args.inbox_limit.unwrap_or(10),
+        };
+        state.core.macro_start_session(request, &steps).await
     })
 }

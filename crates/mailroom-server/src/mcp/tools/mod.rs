@@ -26,6 +26,7 @@ mod list_agents;
 mod list_contacts;
 mod list_window_identities;
 mod macro_contact_handshake;
+mod macro_file_reservation_cycle;
 mod macro_prepare_thread;
 mod macro_start_session;
 mod mark_message_read;
@@ -93,6 +94,7 @@ fn all_tools() -> Vec<Tool> {
         list_contacts::tool(),
         list_window_identities::tool(),
         macro_contact_handshake::tool(),
+        macro_file_reservation_cycle::tool(),
         macro_prepare_thread::tool(),
         macro_start_session::tool(),
         mark_message_read::tool(),
