@@ -1,0 +1,81 @@
+//! The lab's HTTP client: one bare hyper HTTP/1.1 connection per worker, kept alive, with
+//! TCP_NODELAY. No pool, no redirects, no decompression: the client's own cost stays as small
+//! as wrk's, so the figures measure the server.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderValue};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+/// What a request carries; built once per scenario and cloned cheaply per send.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub method: Method,
+    pub path: String,
+    /// A JSON body; `None` for GET.
+    pub body: Option<Bytes>,
+}
+
+impl Call {
+    /// `GET path`.
+    pub fn get(path: impl Into<String>) -> Self {
+        Self { method: Method::GET, path: path.into(), body: None }
+    }
+
+    /// `POST path` with a JSON body.
+    pub fn post_json(path: impl Into<String>, body: &serde_json::Value) -> Self {
+        Self { method: Method::POST, path: path.into(), body: Some(Bytes::from(body.to_string())) }
+    }
+}
+
+/// Why a send failed before any answer arrived.
+#[derive(Debug)]
+pub enum SendError {
+    /// The connection was closed or broke; the caller should reconnect.
+    Broken(hyper::Error),
+}
+
+/// One keep-alive HTTP/1.1 connection.
+pub struct Connection {
+    sender: SendRequest<Full<Bytes>>,
+    host: HeaderValue,
+}
+
+impl Connection {
+    /// Connects to `authority` (`host:port`) with TCP_NODELAY and completes the handshake.
+    pub async fn open(authority: &str) -> std::io::Result<Self> {
+        let stream = TcpStream::connect(authority).await?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) =
+            http1::handshake(TokioIo::new(stream)).await.map_err(std::io::Error::other)?;
+        // The connection task ends when the sender is dropped or the peer closes.
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        let host = HeaderValue::from_str(authority).map_err(std::io::Error::other)?;
+        Ok(Self { sender, host })
+    }
+
+    /// Sends `call` and reads the whole answer.
+    pub async fn send(&mut self, call: &Call) -> Result<(StatusCode, Bytes), SendError> {
+        self.sender.ready().await.map_err(SendError::Broken)?;
+        let mut request = Request::new(Full::new(call.body.clone().unwrap_or_default()));
+        *request.method_mut() = call.method.clone();
+        // A path is always a valid origin-form URI: targets build it from a parsed URL.
+        *request.uri_mut() = call.path.parse().unwrap_or_default();
+        let headers = request.headers_mut();
+        headers.insert(HOST, self.host.clone());
+        if call.body.is_some() {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            // MCP's Streamable HTTP transport insists on both; servers answer plain JSON.
+            headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+        }
+        let response = self.sender.send_request(request).await.map_err(SendError::Broken)?;
+        let status = response.status();
+        let body = response.into_body().collect().await.map_err(SendError::Broken)?.to_bytes();
+        Ok((status, body))
+    }
+}

@@ -1,0 +1,256 @@
+//! The load engine: N workers, each with its own keep-alive connection, sending the
+//! scenario's request closed-loop (as fast as answers come) or on a fixed-rate schedule.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use tokio::sync::Notify;
+use tokio::time::{Instant, sleep, sleep_until, timeout};
+
+use crate::client::Connection;
+use crate::report::Report;
+use crate::scenario::{Plan, Scenario, Via, judge, prepare};
+use crate::stats::{Failure, Pacer, Recorder, corrected_latency};
+use crate::target::Target;
+
+/// A pause after a refused connection, so a dead target is not hammered in a tight loop.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(10);
+
+/// The parameters of one run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub target: Target,
+    pub scenario: Scenario,
+    pub via: Via,
+    /// Concurrent connections (forced to 1 by the sequential scenario).
+    pub concurrency: usize,
+    /// Stop sending after this long (`None`: only `requests` stops the run).
+    pub duration: Option<Duration>,
+    /// Requests per second in total; `None` runs closed-loop.
+    pub rate: Option<f64>,
+    /// Stop after this many requests in total.
+    pub requests: Option<u64>,
+    /// A request not answered in time counts as a timeout and its connection is replaced.
+    pub timeout: Duration,
+    /// Messages sent to the inbox before `inbox` and `search` runs.
+    pub seed_messages: usize,
+    /// Print a live progress line on stderr (only when stderr is a terminal).
+    pub progress: bool,
+}
+
+impl RunConfig {
+    /// A closed-loop run of `scenario` against `target` with the lab's defaults.
+    pub fn new(target: Target, scenario: Scenario) -> Self {
+        Self {
+            target,
+            scenario,
+            via: Via::Mcp,
+            concurrency: 10,
+            duration: Some(Duration::from_secs(10)),
+            rate: None,
+            requests: None,
+            timeout: Duration::from_secs(5),
+            seed_messages: 20,
+            progress: false,
+        }
+    }
+
+    fn workers(&self) -> usize {
+        if self.scenario == Scenario::Sequential { 1 } else { self.concurrency.max(1) }
+    }
+}
+
+/// Counters the workers share with the progress line and each other.
+struct Shared {
+    requests: AtomicU64,
+    errors: AtomicU64,
+    /// Requests still allowed when the run is bounded by a count.
+    budget: Option<AtomicU64>,
+    stopped: AtomicBool,
+    /// Wakes the progress task at the end of the run, so it does not wait for its next tick.
+    done: Notify,
+}
+
+impl Shared {
+    /// Takes one request from the budget; false when the run is over.
+    fn take(&self) -> bool {
+        match &self.budget {
+            None => true,
+            Some(budget) => budget
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok(),
+        }
+    }
+}
+
+/// Runs the setup phase, then the load; returns the report.
+pub async fn run(config: &RunConfig) -> Result<Report> {
+    if config.duration.is_none() && config.requests.is_none() {
+        bail!("a run needs a duration or a request count");
+    }
+    if config.rate.is_some_and(|rate| !(rate > 0.0 && rate.is_finite())) {
+        bail!("--rate must be a positive number of requests per second");
+    }
+    let plan =
+        Arc::new(prepare(&config.target, config.scenario, config.via, config.seed_messages).await?);
+    let workers = config.workers();
+    // Connections are opened before the clock starts, as wrk does, so the first requests do
+    // not pay for the handshakes.
+    let mut opening = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let authority = config.target.authority.clone();
+        opening.push(tokio::spawn(async move { Connection::open(&authority).await.ok() }));
+    }
+    let mut connections = Vec::with_capacity(workers);
+    for task in opening {
+        connections.push(task.await.ok().flatten());
+    }
+    let shared = Arc::new(Shared {
+        requests: AtomicU64::new(0),
+        errors: AtomicU64::new(0),
+        budget: config.requests.map(AtomicU64::new),
+        stopped: AtomicBool::new(false),
+        done: Notify::new(),
+    });
+    let start = Instant::now();
+    let progress =
+        tokio::spawn(watch(shared.clone(), config.progress && std::io::stderr().is_terminal()));
+    let mut tasks = Vec::with_capacity(workers);
+    for (index, connection) in connections.into_iter().enumerate() {
+        let worker = Worker {
+            plan: plan.clone(),
+            shared: shared.clone(),
+            authority: config.target.authority.clone(),
+            pacer: config.rate.map(|rate| Pacer::new(index, workers, rate)),
+            start,
+            deadline: config.duration.map(|d| start + d),
+            timeout: config.timeout,
+        };
+        tasks.push(tokio::spawn(worker.run(connection)));
+    }
+    let mut total = Recorder::new();
+    for task in tasks {
+        // A worker that panicked loses its counts; the run still reports the others.
+        if let Ok(recorder) = task.await {
+            total.merge(&recorder);
+        }
+    }
+    let elapsed = start.elapsed();
+    shared.stopped.store(true, Ordering::Relaxed);
+    shared.done.notify_one();
+    let timeline = progress.await.unwrap_or_default();
+    Ok(Report::new(config, workers, plan.setup.clone(), total.summary(elapsed), timeline))
+}
+
+/// Samples throughput every second (the report's timeline) and draws the progress line.
+async fn watch(shared: Arc<Shared>, draw: bool) -> Vec<u64> {
+    let mut timeline = Vec::new();
+    let mut last = 0;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    while !shared.stopped.load(Ordering::Relaxed) {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = shared.done.notified() => break,
+        }
+        let requests = shared.requests.load(Ordering::Relaxed);
+        timeline.push(requests - last);
+        last = requests;
+        if draw {
+            let errors = shared.errors.load(Ordering::Relaxed);
+            let line = format!(
+                "\r{:>5}s  {requests:>10} requests  {:>9} req/s  {errors} errors   ",
+                timeline.len(),
+                timeline.last().copied().unwrap_or(0)
+            );
+            let mut stderr = std::io::stderr();
+            let _ = stderr.write_all(line.as_bytes());
+            let _ = stderr.flush();
+        }
+    }
+    if draw {
+        eprintln!();
+    }
+    timeline
+}
+
+/// One load worker and its schedule.
+struct Worker {
+    plan: Arc<Plan>,
+    shared: Arc<Shared>,
+    authority: String,
+    pacer: Option<Pacer>,
+    start: Instant,
+    deadline: Option<Instant>,
+    timeout: Duration,
+}
+
+impl Worker {
+    async fn run(mut self, mut connection: Option<Connection>) -> Recorder {
+        let mut recorder = Recorder::new();
+        while let Some(intended) = self.next_slot().await {
+            if !self.shared.take() {
+                break;
+            }
+            let outcome = self.attempt(&mut connection).await;
+            let latency = corrected_latency(intended, self.start.elapsed());
+            match outcome {
+                Ok(()) => recorder.record_ok(latency),
+                Err(failure) => {
+                    recorder.record_failure(failure, latency);
+                    self.shared.errors.fetch_add(1, Ordering::Relaxed);
+                    if failure == Failure::Connect {
+                        sleep(RECONNECT_PAUSE).await;
+                    }
+                }
+            }
+            self.shared.requests.fetch_add(1, Ordering::Relaxed);
+        }
+        recorder
+    }
+
+    /// Waits for the next request's slot and returns its intended time since the start, or
+    /// `None` once the run is over. Closed-loop, the slot is now.
+    async fn next_slot(&mut self) -> Option<Duration> {
+        let intended = match &mut self.pacer {
+            Some(pacer) => pacer.next_intended(),
+            None => self.start.elapsed(),
+        };
+        let due = self.start + intended;
+        if self.deadline.is_some_and(|deadline| due >= deadline) {
+            return None;
+        }
+        if self.pacer.is_some() {
+            // A late worker sends at once; its latency still counts from the intended time.
+            sleep_until(due).await;
+        }
+        Some(intended)
+    }
+
+    /// Sends one request, (re)connecting first if needed; a broken or timed-out connection
+    /// is dropped so the next request starts on a fresh one.
+    async fn attempt(&self, connection: &mut Option<Connection>) -> Result<(), Failure> {
+        if connection.is_none() {
+            match timeout(self.timeout, Connection::open(&self.authority)).await {
+                Ok(Ok(fresh)) => *connection = Some(fresh),
+                Ok(Err(_)) => return Err(Failure::Connect),
+                Err(_) => return Err(Failure::Timeout),
+            }
+        }
+        let Some(open) = connection.as_mut() else { return Err(Failure::Connect) };
+        match timeout(self.timeout, open.send(&self.plan.call)).await {
+            Err(_) => {
+                *connection = None;
+                Err(Failure::Timeout)
+            }
+            Ok(Err(_)) => {
+                *connection = None;
+                Err(Failure::Io)
+            }
+            Ok(Ok((status, body))) => judge(self.plan.expect, status.as_u16(), &body),
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The load lab behind `mailroom bench`: measures any Agent Mail server (mailroom or the
+//! Python reference) with identical parameters and honest numbers.
+//!
+//! - [`target`]: the server under test and its implementation's paths;
+//! - [`scenario`]: what each request does, the setup that creates its data, how answers are
+//!   judged;
+//! - [`engine`]: N keep-alive connections, closed-loop or fixed-rate with coordinated-omission
+//!   correction;
+//! - [`stats`]: HDR latency histograms, error kinds, the fixed-rate schedule;
+//! - [`report`]: JSON, text and Markdown reports, comparisons and budget checks;
+//! - [`baseline`]: a constant-200 server, the machine's ceiling.
+
+pub mod baseline;
+pub mod client;
+pub mod engine;
+pub mod report;
+pub mod scenario;
+pub mod stats;
+pub mod target;
+
+pub use engine::{RunConfig, run};
+pub use report::{Budgets, Report, compare};
+pub use scenario::{Scenario, Via};
+pub use stats::Summary;
+pub use target::{Implementation, Target};

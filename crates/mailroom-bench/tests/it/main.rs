@@ -1,0 +1,103 @@
+//! End-to-end runs of the load lab against a live in-process mailroom: each must complete
+//! with zero errors and sane counts. Speed is not asserted.
+
+use std::time::Duration;
+
+use mailroom_bench::{Implementation, Report, RunConfig, Scenario, Target, Via};
+use mailroom_testkit::TestApp;
+
+async fn bench(app: &TestApp, scenario: Scenario, via: Via, requests: u64) -> Report {
+    let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target, scenario);
+    config.via = via;
+    config.concurrency = 4;
+    config.duration = Some(Duration::from_secs(60));
+    config.requests = Some(requests);
+    config.seed_messages = 5;
+    mailroom_bench::run(&config).await.expect("run")
+}
+
+fn assert_clean(report: &Report, requests: u64) {
+    let s = &report.summary;
+    assert_eq!((s.requests, s.ok, s.errors), (requests, requests, 0), "{}", report.table());
+    assert!(s.error_breakdown.is_empty());
+    assert!(s.rps > 0.0 && s.p50_ms > 0.0 && s.p50_ms <= s.p99_ms && s.p99_ms <= s.max_ms);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_tools_list_and_ready_run_clean() {
+    let app = TestApp::start().await;
+    for scenario in [Scenario::Health, Scenario::Ready, Scenario::ToolsList] {
+        let report = bench(&app, scenario, Via::Mcp, 40).await;
+        assert_clean(&report, 40);
+        assert_eq!(report.concurrency, 4);
+        assert!(report.setup.is_none());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_arrive_and_inboxes_read_clean() {
+    let app = TestApp::start().await;
+    let report = bench(&app, Scenario::Send, Via::Mcp, 30).await;
+    assert_clean(&report, 30);
+    let setup = report.setup.clone().expect("setup");
+    let (project, receiver) = (
+        setup["project"].as_str().expect("test value"),
+        setup["receiver"].as_str().expect("test value"),
+    );
+    // Every acknowledged send is in the receiver's inbox.
+    let inbox = app
+        .tool_ok(
+            "fetch_inbox",
+            serde_json::json!({"project_key": project, "agent_name": receiver, "limit": 100}),
+        )
+        .await;
+    assert_eq!(inbox.as_array().map(Vec::len), Some(30));
+
+    let rest = bench(&app, Scenario::Send, Via::Rest, 10).await;
+    assert_clean(&rest, 10);
+
+    let inbox = bench(&app, Scenario::Inbox, Via::Mcp, 30).await;
+    assert_clean(&inbox, 30);
+    assert_eq!(inbox.setup.expect("setup")["seeded_messages"], 5);
+
+    let search = bench(&app, Scenario::Search, Via::Mcp, 20).await;
+    assert_clean(&search, 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequential_uses_one_client_and_fixed_rate_paces() {
+    let app = TestApp::start().await;
+    let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target.clone(), Scenario::Sequential);
+    config.concurrency = 8;
+    config.duration = None;
+    config.requests = Some(15);
+    let report = mailroom_bench::run(&config).await.expect("run");
+    assert_clean(&report, 15);
+    assert_eq!(report.concurrency, 1);
+
+    // 200 req/s for 0.25 s from 5 connections: the schedule has exactly 50 slots.
+    let mut config = RunConfig::new(target, Scenario::Health);
+    config.concurrency = 5;
+    config.rate = Some(200.0);
+    config.duration = Some(Duration::from_millis(250));
+    let report = mailroom_bench::run(&config).await.expect("run");
+    assert_clean(&report, 50);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_target_reports_connect_errors() {
+    // Bind then drop a listener so the port is (almost certainly) closed.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    drop(listener);
+    let target = Target::parse(&url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target, Scenario::Health);
+    config.concurrency = 2;
+    config.duration = None;
+    config.requests = Some(6);
+    let report = mailroom_bench::run(&config).await.expect("run");
+    assert_eq!(report.summary.errors, 6);
+    assert_eq!(report.summary.error_breakdown.get("connect"), Some(&6));
+}
