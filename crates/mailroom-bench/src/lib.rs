@@ -7,12 +7,14 @@
 //! - [`engine`]: N keep-alive connections, closed-loop or fixed-rate with coordinated-omission
 //!   correction;
 //! - [`stats`]: HDR latency histograms, error kinds, the fixed-rate schedule;
+//! - [`profile`]: the ramp over seed 000's concurrency levels and its breaking point;
 //! - [`report`]: JSON, text and Markdown reports, comparisons and budget checks;
 //! - [`baseline`]: a constant-200 server, the machine's ceiling.
 
 pub mod baseline;
 pub mod client;
 pub mod engine;
+pub mod profile;
 pub mod report;
 pub mod scenario;
 pub mod stats;

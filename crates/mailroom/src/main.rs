@@ -24,6 +24,9 @@ enum Command {
     Serve(commands::serve::ServeArgs),
     /// Check the Git archive against the database, or rebuild one from the other.
     Archive(commands::archive::ArchiveArgs),
+    /// Load-test any Agent Mail server (mailroom or the Python reference); compare results,
+    /// check budgets, serve a baseline.
+    Bench(commands::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +37,11 @@ fn main() -> ExitCode {
             // `verify` keeps 1 for "differences found", so its errors exit 2 (as diff does).
             let on_error = if matches!(args.command, ArchiveCommand::Verify(_)) { 2 } else { 1 };
             exit_code(commands::archive::run(args), on_error)
+        }
+        Command::Bench(args) => {
+            // `bench check` exits 1 on a regression, so its errors exit 2 as verify's do.
+            let on_error = if args.is_check() { 2 } else { 1 };
+            exit_code(commands::bench::run(args), on_error)
         }
     }
 }

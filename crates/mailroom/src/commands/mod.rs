@@ -1,5 +1,6 @@
 //! One module per subcommand, and what they share.
 
 pub mod archive;
+pub mod bench;
 pub mod serve;
 pub mod setup;

@@ -1,0 +1,269 @@
+//! `mailroom bench`: the load lab (crate `mailroom-bench`) on the command line: runs,
+//! profiles, comparisons, budget checks and the baseline server.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use mailroom_bench::{Budgets, Implementation, Report, RunConfig, Scenario, Target, Via};
+
+use super::archive::Verdict;
+
+/// `mailroom bench [RUN FLAGS]` runs a scenario; the subcommands work on results.
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    command: Option<BenchCommand>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Print the head-to-head table of two result files (from --json or --out), with ratios.
+    Compare {
+        /// The first result (column A).
+        a: PathBuf,
+        /// The second result (column B).
+        b: PathBuf,
+    },
+    /// Check a result file against budgets; exits 1 when one is exceeded.
+    Check {
+        /// Budgets file: [scenario] sections of `key = number` lines.
+        #[arg(long, value_name = "FILE", default_value = "benches/budgets.toml")]
+        budgets: PathBuf,
+        /// The result file (from --json or --out).
+        result: PathBuf,
+    },
+    /// Answer a constant 200 on every path: the machine's ceiling, for comparison.
+    BaselineServer {
+        /// Port to listen on.
+        #[arg(long, default_value_t = 8766)]
+        port: u16,
+        /// Interface to listen on.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+    },
+}
+
+/// The parameters of a run.
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// The server under test.
+    #[arg(long, default_value = "http://127.0.0.1:8765")]
+    url: String,
+    /// health, ready, tools-list, send, inbox, search, sequential.
+    #[arg(long, default_value = "health")]
+    scenario: Scenario,
+    /// Concurrent keep-alive connections (seed 000's standard is 100).
+    #[arg(long, short = 'c', default_value_t = 100)]
+    concurrency: usize,
+    /// Seconds to send for [default: 10, or unbounded with --requests].
+    #[arg(long, short = 'd', value_name = "SECS")]
+    duration: Option<f64>,
+    /// Fixed rate in requests per second (all connections together); latency is then
+    /// measured from each request's intended send time. Without it, closed-loop.
+    #[arg(long, value_name = "R")]
+    rate: Option<f64>,
+    /// Stop after this many requests in total.
+    #[arg(long, value_name = "N")]
+    requests: Option<u64>,
+    /// Seconds before a request counts as a timeout.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    timeout: f64,
+    /// Message scenarios over MCP tools/call or the REST routes (mailroom only).
+    #[arg(long, default_value = "mcp")]
+    via: Via,
+    /// The target's implementation: mailroom or python-reference (health, readiness and MCP
+    /// paths follow it).
+    #[arg(long = "impl", default_value = "mailroom")]
+    implementation: Implementation,
+    /// Override the MCP endpoint path.
+    #[arg(long, value_name = "PATH")]
+    mcp_path: Option<String>,
+    /// Messages put in the inbox before inbox and search runs.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    seed_messages: usize,
+    /// steady (one run) or ramp (10, 25, 50, 100, 200, 500 connections: the breaking point).
+    #[arg(long, default_value = "steady")]
+    profile: Profile,
+    /// Print the result as one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also write the JSON and a Markdown report into this directory.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// No live progress line.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Profile {
+    Steady,
+    Ramp,
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "steady" => Ok(Profile::Steady),
+            "ramp" => Ok(Profile::Ramp),
+            _ => Err(format!("unknown profile '{s}' (steady, ramp)")),
+        }
+    }
+}
+
+impl BenchArgs {
+    /// Whether this is `bench check` (whose exit code 1 means "over budget").
+    pub fn is_check(&self) -> bool {
+        matches!(self.command, Some(BenchCommand::Check { .. }))
+    }
+}
+
+/// Runs `mailroom bench ...`; `Differences` means a budget was exceeded.
+pub fn run(args: BenchArgs) -> Result<Verdict> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    match args.command {
+        None => runtime.block_on(run_load(args.run)).map(|()| Verdict::Clean),
+        Some(BenchCommand::Compare { a, b }) => {
+            print!("{}", mailroom_bench::compare(&read_report(&a)?, &read_report(&b)?));
+            Ok(Verdict::Clean)
+        }
+        Some(BenchCommand::Check { budgets, result }) => check(&budgets, &result),
+        Some(BenchCommand::BaselineServer { port, host }) => {
+            runtime.block_on(baseline(&host, port)).map(|()| Verdict::Clean)
+        }
+    }
+}
+
+fn config(args: &RunArgs) -> Result<RunConfig> {
+    let mut target = Target::parse(&args.url, args.implementation)?;
+    target.mcp_path = args.mcp_path.clone();
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        bail!("--timeout must be a positive number of seconds");
+    }
+    let duration = match (args.duration, args.requests) {
+        (Some(secs), _) if !(secs > 0.0 && secs.is_finite()) => {
+            bail!("--duration must be a positive number of seconds")
+        }
+        (Some(secs), _) => Some(Duration::from_secs_f64(secs)),
+        (None, Some(_)) => None,
+        (None, None) => Some(Duration::from_secs(10)),
+    };
+    let mut config = RunConfig::new(target, args.scenario);
+    config.via = args.via;
+    config.concurrency = args.concurrency;
+    config.duration = duration;
+    config.rate = args.rate;
+    config.requests = args.requests;
+    config.timeout = Duration::from_secs_f64(args.timeout);
+    config.seed_messages = args.seed_messages;
+    config.progress = !args.quiet;
+    Ok(config)
+}
+
+async fn run_load(args: RunArgs) -> Result<()> {
+    let config = config(&args)?;
+    let reports = match args.profile {
+        Profile::Steady => vec![mailroom_bench::run(&config).await?],
+        Profile::Ramp => {
+            let mut reports = Vec::new();
+            for level in mailroom_bench::profile::RAMP_LEVELS {
+                let mut step = config.clone();
+                step.concurrency = level;
+                if !args.json {
+                    eprintln!("ramp: {level} connections");
+                }
+                reports.push(mailroom_bench::run(&step).await?);
+            }
+            reports
+        }
+    };
+    let json = match args.profile {
+        Profile::Steady => serde_json::to_value(&reports[0])?,
+        Profile::Ramp => mailroom_bench::profile::ramp_json(&reports),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else if args.profile == Profile::Ramp {
+        print!("{}", mailroom_bench::profile::ramp_table(&reports));
+    } else {
+        print!("{}", reports[0].table());
+    }
+    if let Some(dir) = &args.out {
+        write_out(dir, &reports, &json, args.profile)?;
+    }
+    Ok(())
+}
+
+fn write_out(
+    dir: &Path,
+    reports: &[Report],
+    json: &serde_json::Value,
+    profile: Profile,
+) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let first = &reports[0];
+    let stem = match profile {
+        Profile::Steady => {
+            format!("{}-{}-c{}", first.implementation, first.scenario, first.concurrency)
+        }
+        Profile::Ramp => format!("{}-{}-ramp", first.implementation, first.scenario),
+    };
+    let markdown = match profile {
+        Profile::Steady => first.markdown(),
+        Profile::Ramp => mailroom_bench::profile::ramp_markdown(reports),
+    };
+    for (extension, text) in
+        [("json", serde_json::to_string_pretty(json)? + "\n"), ("md", markdown)]
+    {
+        let path = dir.join(format!("{stem}.{extension}"));
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn read_report(path: &Path) -> Result<Report> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a `mailroom bench --json` result", path.display()))
+}
+
+fn check(budgets: &Path, result: &Path) -> Result<Verdict> {
+    let text = std::fs::read_to_string(budgets)
+        .with_context(|| format!("cannot read {}", budgets.display()))?;
+    let budgets = Budgets::parse(&text)?;
+    let report = read_report(result)?;
+    let violations = budgets.check(&report);
+    if violations.is_empty() {
+        println!("{}: within budgets", result.display());
+        return Ok(Verdict::Clean);
+    }
+    for violation in &violations {
+        println!("over budget: {violation}");
+    }
+    Ok(Verdict::Differences)
+}
+
+async fn baseline(host: &str, port: u16) -> Result<()> {
+    let address = format!("{host}:{port}");
+    let listener = tokio::net::TcpListener::bind(&address)
+        .await
+        .with_context(|| format!("cannot listen on {address}"))?;
+    let local = listener.local_addr().context("no local address")?;
+    println!("baseline server listening on http://{local} (constant 200 on every path)");
+    mailroom_bench::baseline::serve(listener, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await;
+    Ok(())
+}
