@@ -11,8 +11,8 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use crate::client::Connection;
-use crate::report::Report;
-use crate::scenario::{Plan, Scenario, Via, judge, prepare};
+use crate::report::{GroupReport, Report};
+use crate::scenario::{MixedLoad, Plan, Scenario, Via, judge, prepare, prepare_mixed};
 use crate::stats::{Failure, Pacer, Recorder, corrected_latency};
 use crate::target::Target;
 
@@ -35,8 +35,10 @@ pub struct RunConfig {
     pub requests: Option<u64>,
     /// A request not answered in time counts as a timeout and its connection is replaced.
     pub timeout: Duration,
-    /// Messages sent to the inbox before `inbox` and `search` runs.
+    /// Messages sent to each inbox before `inbox`, `search` and `mixed` runs.
     pub seed_messages: usize,
+    /// The groups of the mixed scenario (`concurrency` does not apply to it).
+    pub mixed: MixedLoad,
     /// Print a live progress line on stderr (only when stderr is a terminal).
     pub progress: bool,
 }
@@ -54,6 +56,7 @@ impl RunConfig {
             requests: None,
             timeout: Duration::from_secs(5),
             seed_messages: 20,
+            mixed: MixedLoad::default(),
             progress: false,
         }
     }
@@ -94,9 +97,44 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     if config.rate.is_some_and(|rate| !(rate > 0.0 && rate.is_finite())) {
         bail!("--rate must be a positive number of requests per second");
     }
-    let plan =
-        Arc::new(prepare(&config.target, config.scenario, config.via, config.seed_messages).await?);
-    let workers = config.workers();
+    let (groups, setup) = if config.scenario == Scenario::Mixed {
+        let prepared =
+            prepare_mixed(&config.target, config.via, config.mixed, config.seed_messages).await?;
+        (prepared.groups, Some(prepared.setup))
+    } else {
+        let prepared =
+            prepare(&config.target, config.scenario, config.via, config.seed_messages).await?;
+        (vec![(config.scenario.to_string(), config.workers(), prepared.plan)], prepared.setup)
+    };
+    let workers = groups.iter().map(|group| group.1).sum();
+    if workers == 0 {
+        bail!("a run needs at least one connection");
+    }
+    let outcome = drive(config, &groups, workers).await;
+    let mut report = Report::new(config, workers, setup, outcome.total, outcome.timeline);
+    if config.scenario == Scenario::Mixed {
+        report.groups = groups
+            .iter()
+            .zip(outcome.groups)
+            .map(|((name, concurrency, _), summary)| GroupReport {
+                name: name.clone(),
+                concurrency: *concurrency,
+                summary,
+            })
+            .collect();
+    }
+    Ok(report)
+}
+
+struct Outcome {
+    total: crate::stats::Summary,
+    groups: Vec<crate::stats::Summary>,
+    timeline: Vec<u64>,
+}
+
+/// Opens every connection, starts the clock, runs all groups' workers together and merges
+/// their recorders per group and in total.
+async fn drive(config: &RunConfig, groups: &[(String, usize, Plan)], workers: usize) -> Outcome {
     // Connections are opened before the clock starts, as wrk does, so the first requests do
     // not pay for the handshakes.
     let mut opening = Vec::with_capacity(workers);
@@ -116,33 +154,50 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
         done: Notify::new(),
     });
     let start = Instant::now();
-    let progress =
-        tokio::spawn(watch(shared.clone(), config.progress && std::io::stderr().is_terminal()));
+    let draw = config.progress && std::io::stderr().is_terminal();
+    let progress = tokio::spawn(watch(shared.clone(), draw));
     let mut tasks = Vec::with_capacity(workers);
-    for (index, connection) in connections.into_iter().enumerate() {
-        let worker = Worker {
-            plan: plan.clone(),
-            shared: shared.clone(),
-            authority: config.target.authority.clone(),
-            pacer: config.rate.map(|rate| Pacer::new(index, workers, rate)),
-            start,
-            deadline: config.duration.map(|d| start + d),
-            timeout: config.timeout,
-        };
-        tasks.push(tokio::spawn(worker.run(connection)));
+    let mut connections = connections.into_iter();
+    let mut index = 0;
+    for (group, (_, concurrency, plan)) in groups.iter().enumerate() {
+        let plan = Arc::new(plan.clone());
+        for _ in 0..*concurrency {
+            let worker = Worker {
+                plan: plan.clone(),
+                // Workers of a group start at different calls, spreading over the inboxes.
+                cursor: index,
+                shared: shared.clone(),
+                authority: config.target.authority.clone(),
+                pacer: config.rate.map(|rate| Pacer::new(index, workers, rate)),
+                start,
+                deadline: config.duration.map(|d| start + d),
+                timeout: config.timeout,
+            };
+            let connection = connections.next().flatten();
+            tasks.push((group, tokio::spawn(worker.run(connection))));
+            index += 1;
+        }
     }
-    let mut total = Recorder::new();
-    for task in tasks {
+    let mut per_group: Vec<Recorder> = groups.iter().map(|_| Recorder::new()).collect();
+    for (group, task) in tasks {
         // A worker that panicked loses its counts; the run still reports the others.
         if let Ok(recorder) = task.await {
-            total.merge(&recorder);
+            per_group[group].merge(&recorder);
         }
     }
     let elapsed = start.elapsed();
     shared.stopped.store(true, Ordering::Relaxed);
     shared.done.notify_one();
     let timeline = progress.await.unwrap_or_default();
-    Ok(Report::new(config, workers, plan.setup.clone(), total.summary(elapsed), timeline))
+    let mut total = Recorder::new();
+    for recorder in &per_group {
+        total.merge(recorder);
+    }
+    Outcome {
+        total: total.summary(elapsed),
+        groups: per_group.iter().map(|r| r.summary(elapsed)).collect(),
+        timeline,
+    }
 }
 
 /// Samples throughput every second (the report's timeline) and draws the progress line.
@@ -180,6 +235,8 @@ async fn watch(shared: Arc<Shared>, draw: bool) -> Vec<u64> {
 /// One load worker and its schedule.
 struct Worker {
     plan: Arc<Plan>,
+    /// The next of the plan's calls to send.
+    cursor: usize,
     shared: Arc<Shared>,
     authority: String,
     pacer: Option<Pacer>,
@@ -195,7 +252,9 @@ impl Worker {
             if !self.shared.take() {
                 break;
             }
-            let outcome = self.attempt(&mut connection).await;
+            let call = self.cursor % self.plan.calls.len().max(1);
+            self.cursor += 1;
+            let outcome = self.attempt(&mut connection, call).await;
             let latency = corrected_latency(intended, self.start.elapsed());
             match outcome {
                 Ok(()) => recorder.record_ok(latency),
@@ -232,7 +291,12 @@ impl Worker {
 
     /// Sends one request, (re)connecting first if needed; a broken or timed-out connection
     /// is dropped so the next request starts on a fresh one.
-    async fn attempt(&self, connection: &mut Option<Connection>) -> Result<(), Failure> {
+    async fn attempt(
+        &self,
+        connection: &mut Option<Connection>,
+        call: usize,
+    ) -> Result<(), Failure> {
+        let Some(call) = self.plan.calls.get(call) else { return Err(Failure::BadBody) };
         if connection.is_none() {
             match timeout(self.timeout, Connection::open(&self.authority)).await {
                 Ok(Ok(fresh)) => *connection = Some(fresh),
@@ -241,7 +305,7 @@ impl Worker {
             }
         }
         let Some(open) = connection.as_mut() else { return Err(Failure::Connect) };
-        match timeout(self.timeout, open.send(&self.plan.call)).await {
+        match timeout(self.timeout, open.send(call)).await {
             Err(_) => {
                 *connection = None;
                 Err(Failure::Timeout)

@@ -21,7 +21,8 @@ pub mod stats;
 pub mod target;
 
 pub use engine::{RunConfig, run};
+pub use report::GroupReport;
 pub use report::{Budgets, Report, compare};
-pub use scenario::{Scenario, Via};
+pub use scenario::{MixedLoad, Scenario, Via};
 pub use stats::Summary;
 pub use target::{Implementation, Target};

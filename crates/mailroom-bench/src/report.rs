@@ -35,6 +35,18 @@ pub struct Report {
     /// What the setup phase created (project, agents, seeded messages).
     #[serde(default)]
     pub setup: Option<Value>,
+    /// The mixed scenario's groups (writers, readers, celebrity), each with its figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupReport>,
+}
+
+/// One group of workers in a mixed run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GroupReport {
+    pub name: String,
+    pub concurrency: usize,
+    #[serde(flatten)]
+    pub summary: Summary,
 }
 
 impl Report {
@@ -61,6 +73,7 @@ impl Report {
             summary,
             timeline_rps,
             setup,
+            groups: Vec::new(),
         }
     }
 
@@ -112,6 +125,24 @@ impl Report {
             s.p999_ms,
             s.max_ms
         );
+        for group in &self.groups {
+            let g = &group.summary;
+            let _ = writeln!(
+                out,
+                "{:>10} {:>8} {:>11.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}   {} ({} connections)",
+                g.requests,
+                g.errors,
+                g.rps,
+                g.mean_ms,
+                g.p50_ms,
+                g.p95_ms,
+                g.p99_ms,
+                g.p999_ms,
+                g.max_ms,
+                group.name,
+                group.concurrency
+            );
+        }
         if !s.error_breakdown.is_empty() {
             let kinds: Vec<String> =
                 s.error_breakdown.iter().map(|(kind, n)| format!("{kind}: {n}")).collect();
@@ -148,6 +179,24 @@ impl Report {
             s.p999_ms,
             s.max_ms
         );
+        for group in &self.groups {
+            let g = &group.summary;
+            let _ = writeln!(
+                out,
+                "| {} ({}, {} connections) | {} | {:.1} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms |",
+                g.requests,
+                group.name,
+                group.concurrency,
+                g.errors,
+                g.rps,
+                g.mean_ms,
+                g.p50_ms,
+                g.p95_ms,
+                g.p99_ms,
+                g.p999_ms,
+                g.max_ms
+            );
+        }
         if !s.error_breakdown.is_empty() {
             let _ = writeln!(out, "\n| Error kind | Count |\n|---|---|");
             for (kind, count) in &s.error_breakdown {
@@ -293,6 +342,7 @@ mod tests {
             summary: Summary { requests: 1000, errors, rps, p99_ms: p99, ..Summary::default() },
             timeline_rps: vec![],
             setup: None,
+            groups: vec![],
         }
     }
 

@@ -32,11 +32,14 @@ pub enum Scenario {
     Search,
     /// `send` from one client, one request at a time (seed 003's sequential benchmark).
     Sequential,
+    /// Writers, readers and a hot "celebrity" inbox at once, each group with its own
+    /// concurrency (seed 002).
+    Mixed,
 }
 
 impl Scenario {
     /// Every scenario, in the order reports list them.
-    pub const ALL: [Scenario; 7] = [
+    pub const ALL: [Scenario; 8] = [
         Scenario::Health,
         Scenario::Ready,
         Scenario::ToolsList,
@@ -44,6 +47,7 @@ impl Scenario {
         Scenario::Inbox,
         Scenario::Search,
         Scenario::Sequential,
+        Scenario::Mixed,
     ];
 
     /// The name used on the command line and in reports.
@@ -56,12 +60,8 @@ impl Scenario {
             Scenario::Inbox => "inbox",
             Scenario::Search => "search",
             Scenario::Sequential => "sequential",
+            Scenario::Mixed => "mixed",
         }
-    }
-
-    /// Whether the scenario needs a project, agents and messages first.
-    fn needs_data(self) -> bool {
-        matches!(self, Scenario::Send | Scenario::Inbox | Scenario::Search | Scenario::Sequential)
     }
 }
 
@@ -154,20 +154,94 @@ fn judge_json_rpc(body: &Bytes) -> Result<(), Failure> {
     }
 }
 
-/// What a scenario's workers send, once its data exists.
+/// What a group of workers sends, once its data exists: each worker cycles through `calls`
+/// (several calls spread the load over many inboxes).
 #[derive(Debug, Clone)]
 pub struct Plan {
-    pub call: Call,
+    pub calls: Vec<Call>,
     pub expect: Expect,
-    /// What setup created, for the report.
-    pub setup: Option<Value>,
 }
 
-/// The data of a message scenario.
-struct Fixture {
-    project: String,
-    sender: String,
-    receiver: String,
+impl Plan {
+    fn one(call: Call, expect: Expect) -> Self {
+        Self { calls: vec![call], expect }
+    }
+}
+
+/// Builds the requests of message scenarios for one target and transport.
+struct Requests<'a> {
+    target: &'a Target,
+    via: Via,
+    mcp: String,
+}
+
+impl Requests<'_> {
+    fn rpc(&self, method: &str, params: Value) -> Call {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        Call::post_json(&self.mcp, &body)
+    }
+
+    fn tool(&self, name: &str, arguments: Value) -> Call {
+        self.rpc("tools/call", json!({"name": name, "arguments": arguments}))
+    }
+
+    fn expect(&self) -> Expect {
+        if self.via == Via::Rest { Expect::Rest } else { Expect::JsonRpc }
+    }
+
+    fn send(&self, project: &str, sender: &str, recipient: &str) -> Call {
+        match self.via {
+            Via::Rest => Call::post_json(
+                self.target.path("/api/message/send"),
+                &json!({"project_slug": project, "sender_name": sender,
+                        "recipient_names": [recipient], "subject": "Load test",
+                        "body_md": "A benchmark message."}),
+            ),
+            Via::Mcp => {
+                self.tool("send_message", send_arguments(project, sender, recipient, "Load test"))
+            }
+        }
+    }
+
+    fn inbox(&self, project: &str, agent: &str) -> Call {
+        match self.via {
+            Via::Rest => Call::post_json(
+                self.target.path("/api/inbox"),
+                &json!({"project_slug": project, "agent_name": agent, "limit": 20}),
+            ),
+            Via::Mcp => self.tool(
+                "fetch_inbox",
+                json!({"project_key": project, "agent_name": agent, "limit": 20}),
+            ),
+        }
+    }
+
+    fn search(&self, project: &str) -> Call {
+        match self.via {
+            Via::Rest => Call::post_json(
+                self.target.path("/api/messages/search"),
+                &json!({"project_slug": project, "query": "benchmark", "limit": 20}),
+            ),
+            Via::Mcp => self.tool(
+                "search_messages",
+                json!({"project_key": project, "query": "benchmark", "limit": 20}),
+            ),
+        }
+    }
+}
+
+fn requests(target: &Target, via: Via) -> Result<Requests<'_>> {
+    let implementation = target.implementation;
+    if via == Via::Rest && !implementation.has_rest() {
+        bail!("--via rest: {implementation} has no REST routes; drive it over MCP");
+    }
+    Ok(Requests { target, via, mcp: target.mcp() })
+}
+
+/// A scenario ready to run: its plan and what setup created (for the report).
+pub struct Prepared {
+    pub plan: Plan,
+    pub setup: Option<Value>,
 }
 
 /// Creates what `scenario` needs and returns the request its workers repeat.
@@ -176,103 +250,121 @@ pub async fn prepare(
     scenario: Scenario,
     via: Via,
     seed_messages: usize,
-) -> Result<Plan> {
+) -> Result<Prepared> {
+    let requests = requests(target, via)?;
     let implementation = target.implementation;
-    if via == Via::Rest && !implementation.has_rest() {
-        bail!("--via rest: {implementation} has no REST routes; drive it over MCP");
-    }
-    let mcp = target.mcp();
-    let rpc = |method: &str, params: Value| {
-        Call::post_json(
-            &mcp,
-            &json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}),
-        )
+    let plan = match scenario {
+        Scenario::Health => {
+            Plan::one(Call::get(target.path(implementation.health_path())), Expect::Status)
+        }
+        Scenario::Ready => {
+            Plan::one(Call::get(target.path(implementation.ready_path())), Expect::Status)
+        }
+        Scenario::ToolsList => Plan::one(requests.rpc("tools/list", json!({})), Expect::JsonRpc),
+        Scenario::Mixed => bail!("the mixed scenario is prepared by prepare_mixed"),
+        _ => return prepare_messages(&requests, scenario, seed_messages).await,
     };
-    let tool = |name: &str, arguments: Value| {
-        rpc("tools/call", json!({"name": name, "arguments": arguments}))
-    };
-    if !scenario.needs_data() {
-        let (call, expect) = match scenario {
-            Scenario::Health => {
-                (Call::get(target.path(implementation.health_path())), Expect::Status)
-            }
-            Scenario::Ready => {
-                (Call::get(target.path(implementation.ready_path())), Expect::Status)
-            }
-            _ => (rpc("tools/list", json!({})), Expect::JsonRpc),
-        };
-        return Ok(Plan { call, expect, setup: None });
-    }
-    let mut setup = Setup::connect(target).await?;
-    let fixture = setup.fixture().await?;
+    Ok(Prepared { plan, setup: None })
+}
+
+async fn prepare_messages(
+    requests: &Requests<'_>,
+    scenario: Scenario,
+    seed_messages: usize,
+) -> Result<Prepared> {
+    let mut setup = Setup::connect(requests.target).await?;
+    let fixture = setup.fixture(1).await?;
+    let receiver = fixture.receivers[0].as_str();
     let seeded =
         if matches!(scenario, Scenario::Inbox | Scenario::Search) { seed_messages } else { 0 };
     for n in 0..seeded {
-        setup.send(&fixture, n).await?;
+        setup.send(&fixture, receiver, n).await?;
     }
-    let setup_json = json!({
-        "project": fixture.project, "sender": fixture.sender,
-        "receiver": fixture.receiver, "seeded_messages": seeded,
-    });
-    let (call, expect) = match (scenario, via) {
-        (Scenario::Inbox, Via::Rest) => (
-            Call::post_json(
-                target.path("/api/inbox"),
-                &json!({
-                    "project_slug": fixture.project, "agent_name": fixture.receiver, "limit": 20,
-                }),
-            ),
-            Expect::Rest,
-        ),
-        (Scenario::Inbox, Via::Mcp) => (
-            tool(
-                "fetch_inbox",
-                json!({
-                    "project_key": fixture.project, "agent_name": fixture.receiver, "limit": 20,
-                }),
-            ),
-            Expect::JsonRpc,
-        ),
-        (Scenario::Search, Via::Rest) => (
-            Call::post_json(
-                target.path("/api/messages/search"),
-                &json!({
-                    "project_slug": fixture.project, "query": "benchmark", "limit": 20,
-                }),
-            ),
-            Expect::Rest,
-        ),
-        (Scenario::Search, Via::Mcp) => (
-            tool(
-                "search_messages",
-                json!({
-                    "project_key": fixture.project, "query": "benchmark", "limit": 20,
-                }),
-            ),
-            Expect::JsonRpc,
-        ),
-        (_, Via::Rest) => (
-            Call::post_json(
-                target.path("/api/message/send"),
-                &json!({
-                    "project_slug": fixture.project, "sender_name": fixture.sender,
-                    "recipient_names": [fixture.receiver], "subject": "Load test",
-                    "body_md": "A benchmark message.",
-                }),
-            ),
-            Expect::Rest,
-        ),
-        (_, Via::Mcp) => {
-            (tool("send_message", send_arguments(&fixture, "Load test")), Expect::JsonRpc)
-        }
+    let (project, sender) = (fixture.project.as_str(), fixture.sender.as_str());
+    let call = match scenario {
+        Scenario::Inbox => requests.inbox(project, receiver),
+        Scenario::Search => requests.search(project),
+        _ => requests.send(project, sender, receiver),
     };
-    Ok(Plan { call, expect, setup: Some(setup_json) })
+    let setup = json!({"project": project, "sender": sender, "receiver": receiver,
+                       "seeded_messages": seeded});
+    Ok(Prepared { plan: Plan::one(call, requests.expect()), setup: Some(setup) })
 }
 
-fn send_arguments(fixture: &Fixture, subject: &str) -> Value {
+/// Sizes of seed 002's mixed load: each group has its own concurrency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MixedLoad {
+    /// Workers sending messages, spread over every inbox.
+    pub writers: usize,
+    /// Workers reading inboxes spread over `inboxes` agents.
+    pub readers: usize,
+    /// Workers reading the few hot ("celebrity") inboxes.
+    pub celebrity_readers: usize,
+    /// Ordinary agents whose inboxes the readers read.
+    pub inboxes: usize,
+    /// Celebrity agents (seed 002's pool of 5).
+    pub celebrities: usize,
+}
+
+impl Default for MixedLoad {
+    /// Seed 002's high-concurrency run: writer 10, reader 60, celebrity 30, pool of 5.
+    fn default() -> Self {
+        Self { writers: 10, readers: 60, celebrity_readers: 30, inboxes: 20, celebrities: 5 }
+    }
+}
+
+/// The three groups of the mixed scenario, named, with their concurrency.
+pub struct PreparedMixed {
+    pub groups: Vec<(String, usize, Plan)>,
+    pub setup: Value,
+}
+
+/// Creates one project with `inboxes + celebrities` receivers, each seeded with
+/// `seed_messages` messages, and the writer, reader and celebrity plans.
+pub async fn prepare_mixed(
+    target: &Target,
+    via: Via,
+    load: MixedLoad,
+    seed_messages: usize,
+) -> Result<PreparedMixed> {
+    if load.inboxes == 0 || load.celebrities == 0 {
+        bail!("the mixed scenario needs at least one inbox and one celebrity");
+    }
+    let requests = requests(target, via)?;
+    let mut setup = Setup::connect(target).await?;
+    let fixture = setup.fixture(load.inboxes + load.celebrities).await?;
+    for receiver in &fixture.receivers {
+        for n in 0..seed_messages {
+            setup.send(&fixture, receiver, n).await?;
+        }
+    }
+    let (project, sender) = (fixture.project.as_str(), fixture.sender.as_str());
+    let (ordinary, celebrities) = fixture.receivers.split_at(load.inboxes);
+    let expect = requests.expect();
+    let writes = fixture.receivers.iter().map(|r| requests.send(project, sender, r)).collect();
+    let reads = ordinary.iter().map(|r| requests.inbox(project, r)).collect();
+    let hot = celebrities.iter().map(|r| requests.inbox(project, r)).collect();
+    let groups = vec![
+        ("writers".to_string(), load.writers, Plan { calls: writes, expect }),
+        ("readers".to_string(), load.readers, Plan { calls: reads, expect }),
+        ("celebrity".to_string(), load.celebrity_readers, Plan { calls: hot, expect }),
+    ];
+    let setup = json!({"project": project, "sender": sender, "inboxes": load.inboxes,
+                       "celebrities": celebrities, "seeded_messages_per_inbox": seed_messages});
+    Ok(PreparedMixed { groups: groups.into_iter().filter(|g| g.1 > 0).collect(), setup })
+}
+
+/// The data of a message scenario.
+struct Fixture {
+    project: String,
+    sender: String,
+    receivers: Vec<String>,
+}
+
+fn send_arguments(project: &str, sender: &str, recipient: &str, subject: &str) -> Value {
     json!({
-        "project_key": fixture.project, "sender_name": fixture.sender,
-        "to": [fixture.receiver], "subject": subject, "body_md": "A benchmark message.",
+        "project_key": project, "sender_name": sender,
+        "to": [recipient], "subject": subject, "body_md": "A benchmark message.",
     })
 }
 
@@ -316,40 +408,45 @@ impl Setup {
         serde_json::from_str(text).with_context(|| format!("setup: {name} answered non-JSON text"))
     }
 
-    /// A fresh project (unique per run, so runs never share inboxes) with a sender and a
-    /// receiver that accepts messages from anyone.
-    async fn fixture(&mut self) -> Result<Fixture> {
+    async fn agent(&mut self, project: &str, task: &str) -> Result<String> {
+        let agent = self
+            .tool(
+                "register_agent",
+                json!({"project_key": project, "program": "mailroom-bench",
+                                           "model": "load", "task_description": task}),
+            )
+            .await?;
+        Ok(agent["name"].as_str().context("setup: register_agent gave no name")?.to_string())
+    }
+
+    /// A fresh project (unique per run, so runs never share inboxes) with a sender and
+    /// `receivers` agents that accept messages from anyone. Names are generated by the
+    /// server, so they are valid for every implementation.
+    async fn fixture(&mut self, receivers: usize) -> Result<Fixture> {
         let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         let human_key = format!("/tmp/mailroom-bench/run-{stamp}");
         let project = self.tool("ensure_project", json!({"human_key": human_key})).await?;
-        let project = project["slug"].as_str().context("setup: ensure_project gave no slug")?;
-        let mut names = Vec::new();
-        for task in ["bench sender", "bench receiver"] {
-            let agent = self
-                .tool(
-                    "register_agent",
-                    json!({"project_key": project, "program": "mailroom-bench",
-                                               "model": "load", "task_description": task}),
-                )
-                .await?;
-            names.push(
-                agent["name"].as_str().context("setup: register_agent gave no name")?.to_string(),
-            );
+        let project =
+            project["slug"].as_str().context("setup: ensure_project gave no slug")?.to_string();
+        let sender = self.agent(&project, "bench sender").await?;
+        let mut names = Vec::with_capacity(receivers);
+        for _ in 0..receivers {
+            let receiver = self.agent(&project, "bench receiver").await?;
+            self.tool(
+                "set_contact_policy",
+                json!({"project_key": project, "agent_name": receiver,
+                                                   "policy": "open"}),
+            )
+            .await?;
+            names.push(receiver);
         }
-        let receiver = names.pop().unwrap_or_default();
-        let sender = names.pop().unwrap_or_default();
-        self.tool(
-            "set_contact_policy",
-            json!({"project_key": project, "agent_name": receiver,
-                                               "policy": "open"}),
-        )
-        .await?;
-        Ok(Fixture { project: project.to_string(), sender, receiver })
+        Ok(Fixture { project, sender, receivers: names })
     }
 
-    async fn send(&mut self, fixture: &Fixture, n: usize) -> Result<()> {
+    async fn send(&mut self, fixture: &Fixture, receiver: &str, n: usize) -> Result<()> {
         let subject = format!("Seeded benchmark message {n}");
-        self.tool("send_message", send_arguments(fixture, &subject)).await.map(|_| ())
+        let arguments = send_arguments(&fixture.project, &fixture.sender, receiver, &subject);
+        self.tool("send_message", arguments).await.map(|_| ())
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mailroom_bench::{Implementation, Report, RunConfig, Scenario, Target, Via};
+use mailroom_bench::{Implementation, MixedLoad, Report, RunConfig, Scenario, Target, Via};
 use mailroom_testkit::TestApp;
 
 async fn bench(app: &TestApp, scenario: Scenario, via: Via, requests: u64) -> Report {
@@ -84,6 +84,26 @@ async fn sequential_uses_one_client_and_fixed_rate_paces() {
     config.duration = Some(Duration::from_millis(250));
     let report = mailroom_bench::run(&config).await.expect("run");
     assert_clean(&report, 50);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_runs_writers_readers_and_celebrities_together() {
+    let app = TestApp::start().await;
+    let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target, Scenario::Mixed);
+    config.mixed =
+        MixedLoad { writers: 2, readers: 3, celebrity_readers: 2, inboxes: 3, celebrities: 2 };
+    config.seed_messages = 2;
+    config.duration = Some(Duration::from_millis(300));
+    let report = mailroom_bench::run(&config).await.expect("run");
+    let s = &report.summary;
+    assert_eq!(s.errors, 0, "{}", report.table());
+    assert_eq!(report.concurrency, 7);
+    let names: Vec<&str> = report.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["writers", "readers", "celebrity"]);
+    assert!(report.groups.iter().all(|g| g.summary.requests > 0 && g.summary.errors == 0));
+    let sum: u64 = report.groups.iter().map(|g| g.summary.requests).sum();
+    assert_eq!(sum, s.requests);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

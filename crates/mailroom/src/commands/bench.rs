@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use mailroom_bench::{Budgets, Implementation, Report, RunConfig, Scenario, Target, Via};
+use mailroom_bench::{
+    Budgets, Implementation, MixedLoad, Report, RunConfig, Scenario, Target, Via,
+};
 
 use super::archive::Verdict;
 
@@ -54,7 +56,7 @@ struct RunArgs {
     /// The server under test.
     #[arg(long, default_value = "http://127.0.0.1:8765")]
     url: String,
-    /// health, ready, tools-list, send, inbox, search, sequential.
+    /// health, ready, tools-list, send, inbox, search, sequential, mixed.
     #[arg(long, default_value = "health")]
     scenario: Scenario,
     /// Concurrent keep-alive connections (seed 000's standard is 100).
@@ -83,9 +85,24 @@ struct RunArgs {
     /// Override the MCP endpoint path.
     #[arg(long, value_name = "PATH")]
     mcp_path: Option<String>,
-    /// Messages put in the inbox before inbox and search runs.
+    /// Messages put in each inbox before inbox, search and mixed runs.
     #[arg(long, value_name = "N", default_value_t = 20)]
     seed_messages: usize,
+    /// mixed: connections sending messages to every inbox.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    writers: usize,
+    /// mixed: connections reading inboxes spread over --inboxes agents.
+    #[arg(long, value_name = "N", default_value_t = 60)]
+    readers: usize,
+    /// mixed: connections reading the hot "celebrity" inboxes.
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    celebrity_readers: usize,
+    /// mixed: ordinary inboxes.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    inboxes: usize,
+    /// mixed: celebrity inboxes (seed 002's pool of 5).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    celebrities: usize,
     /// steady (one run) or ramp (10, 25, 50, 100, 200, 500 connections: the breaking point).
     #[arg(long, default_value = "steady")]
     profile: Profile,
@@ -165,6 +182,13 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
     config.requests = args.requests;
     config.timeout = Duration::from_secs_f64(args.timeout);
     config.seed_messages = args.seed_messages;
+    config.mixed = MixedLoad {
+        writers: args.writers,
+        readers: args.readers,
+        celebrity_readers: args.celebrity_readers,
+        inboxes: args.inboxes,
+        celebrities: args.celebrities,
+    };
     config.progress = !args.quiet;
     Ok(config)
 }
@@ -173,6 +197,9 @@ async fn run_load(args: RunArgs) -> Result<()> {
     let config = config(&args)?;
     let reports = match args.profile {
         Profile::Steady => vec![mailroom_bench::run(&config).await?],
+        Profile::Ramp if config.scenario == Scenario::Mixed => {
+            bail!("--profile ramp varies --concurrency, which the mixed scenario does not use")
+        }
         Profile::Ramp => {
             let mut reports = Vec::new();
             for level in mailroom_bench::profile::RAMP_LEVELS {
