@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use crate::client::Connection;
+use crate::monitor::{self, MonitorReport};
 use crate::report::{GroupReport, Report};
 use crate::scenario::{MixedLoad, Plan, Scenario, Via, judge, prepare, prepare_mixed};
 use crate::stats::{Failure, Pacer, Recorder, corrected_latency};
@@ -39,6 +40,10 @@ pub struct RunConfig {
     pub seed_messages: usize,
     /// The groups of the mixed scenario (`concurrency` does not apply to it).
     pub mixed: MixedLoad,
+    /// Sample this process (the server) from /proc during the run.
+    pub monitor_pid: Option<u32>,
+    /// How often the monitor samples.
+    pub monitor_interval: Duration,
     /// Print a live progress line on stderr (only when stderr is a terminal).
     pub progress: bool,
 }
@@ -57,6 +62,8 @@ impl RunConfig {
             timeout: Duration::from_secs(5),
             seed_messages: 20,
             mixed: MixedLoad::default(),
+            monitor_pid: None,
+            monitor_interval: Duration::from_secs(5),
             progress: false,
         }
     }
@@ -112,6 +119,7 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     }
     let outcome = drive(config, &groups, workers).await;
     let mut report = Report::new(config, workers, setup, outcome.total, outcome.timeline);
+    report.monitor = outcome.monitor;
     if config.scenario == Scenario::Mixed {
         report.groups = groups
             .iter()
@@ -130,6 +138,7 @@ struct Outcome {
     total: crate::stats::Summary,
     groups: Vec<crate::stats::Summary>,
     timeline: Vec<u64>,
+    monitor: Option<MonitorReport>,
 }
 
 /// Opens every connection, starts the clock, runs all groups' workers together and merges
@@ -156,6 +165,11 @@ async fn drive(config: &RunConfig, groups: &[(String, usize, Plan)], workers: us
     let start = Instant::now();
     let draw = config.progress && std::io::stderr().is_terminal();
     let progress = tokio::spawn(watch(shared.clone(), draw));
+    let monitor_stop = (Arc::new(AtomicBool::new(false)), Arc::new(Notify::new()));
+    let monitor = config.monitor_pid.map(|pid| {
+        let (stopped, done) = (monitor_stop.0.clone(), monitor_stop.1.clone());
+        tokio::spawn(monitor::watch(pid, config.monitor_interval, start, stopped, done))
+    });
     let mut tasks = Vec::with_capacity(workers);
     let mut connections = connections.into_iter();
     let mut index = 0;
@@ -189,6 +203,12 @@ async fn drive(config: &RunConfig, groups: &[(String, usize, Plan)], workers: us
     shared.stopped.store(true, Ordering::Relaxed);
     shared.done.notify_one();
     let timeline = progress.await.unwrap_or_default();
+    monitor_stop.0.store(true, Ordering::Relaxed);
+    monitor_stop.1.notify_one();
+    let monitor = match monitor {
+        Some(task) => task.await.ok(),
+        None => None,
+    };
     let mut total = Recorder::new();
     for recorder in &per_group {
         total.merge(recorder);
@@ -197,6 +217,7 @@ async fn drive(config: &RunConfig, groups: &[(String, usize, Plan)], workers: us
         total: total.summary(elapsed),
         groups: per_group.iter().map(|r| r.summary(elapsed)).collect(),
         timeline,
+        monitor,
     }
 }
 

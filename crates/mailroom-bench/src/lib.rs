@@ -7,6 +7,7 @@
 //! - [`engine`]: N keep-alive connections, closed-loop or fixed-rate with coordinated-omission
 //!   correction;
 //! - [`stats`]: HDR latency histograms, error kinds, the fixed-rate schedule;
+//! - [`monitor`]: the target's RSS, CPU and open files from /proc, growth per hour;
 //! - [`profile`]: the ramp over seed 000's concurrency levels and its breaking point;
 //! - [`report`]: JSON, text and Markdown reports, comparisons and budget checks;
 //! - [`baseline`]: a constant-200 server, the machine's ceiling.
@@ -14,6 +15,7 @@
 pub mod baseline;
 pub mod client;
 pub mod engine;
+pub mod monitor;
 pub mod profile;
 pub mod report;
 pub mod scenario;

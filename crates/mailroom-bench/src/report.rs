@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::engine::RunConfig;
+use crate::monitor::MonitorReport;
 use crate::stats::Summary;
 
 /// One run: its parameters and its figures (`--json` prints this object).
@@ -38,6 +39,9 @@ pub struct Report {
     /// The mixed scenario's groups (writers, readers, celebrity), each with its figures.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<GroupReport>,
+    /// The target process's RSS, CPU and open files over the run (`--pid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitor: Option<MonitorReport>,
 }
 
 /// One group of workers in a mixed run.
@@ -74,6 +78,7 @@ impl Report {
             timeline_rps,
             setup,
             groups: Vec::new(),
+            monitor: None,
         }
     }
 
@@ -98,6 +103,22 @@ impl Report {
             (None, None) => String::new(),
         };
         format!("{} connections, {bound}, {load}", self.concurrency)
+    }
+
+    fn monitor_line(&self) -> Option<String> {
+        let m = self.monitor.as_ref()?;
+        Some(format!(
+            "process {}: RSS {} → peak {} MB (growth {} MB/hour), CPU {} % of a core, \
+             open files peak {} (growth {}/hour), {} samples",
+            m.pid,
+            m.rss_first_mb,
+            m.rss_peak_mb,
+            m.rss_growth_mb_per_hour,
+            m.cpu_percent_mean,
+            m.open_files_peak,
+            m.open_files_growth_per_hour,
+            m.samples.len()
+        ))
     }
 
     /// The table printed on stdout.
@@ -147,6 +168,9 @@ impl Report {
             let kinds: Vec<String> =
                 s.error_breakdown.iter().map(|(kind, n)| format!("{kind}: {n}")).collect();
             let _ = writeln!(out, "errors by kind: {}", kinds.join(", "));
+        }
+        if let Some(line) = self.monitor_line() {
+            let _ = writeln!(out, "{line}");
         }
         out
     }
@@ -202,6 +226,9 @@ impl Report {
             for (kind, count) in &s.error_breakdown {
                 let _ = writeln!(out, "| {kind} | {count} |");
             }
+        }
+        if let Some(line) = self.monitor_line() {
+            let _ = writeln!(out, "\n{line}");
         }
         if !self.timeline_rps.is_empty() {
             let seconds: Vec<String> = self.timeline_rps.iter().map(u64::to_string).collect();
@@ -343,6 +370,7 @@ mod tests {
             timeline_rps: vec![],
             setup: None,
             groups: vec![],
+            monitor: None,
         }
     }
 

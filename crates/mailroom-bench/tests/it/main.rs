@@ -107,6 +107,23 @@ async fn mixed_runs_writers_readers_and_celebrities_together() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_monitor_samples_the_server_process() {
+    // The server runs in this test process, so its pid is ours.
+    let app = TestApp::start().await;
+    let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target, Scenario::Health);
+    config.concurrency = 2;
+    config.duration = Some(Duration::from_millis(300));
+    config.monitor_pid = Some(std::process::id());
+    config.monitor_interval = Duration::from_millis(50);
+    let report = mailroom_bench::run(&config).await.expect("run");
+    let monitor = report.monitor.expect("monitor report");
+    assert!(monitor.samples.len() >= 3, "{monitor:?}");
+    assert!(monitor.rss_peak_mb > 0.0 && monitor.open_files_peak > 0);
+    assert!(monitor.samples.windows(2).all(|w| w[0].t_s < w[1].t_s));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_target_reports_connect_errors() {
     // Bind then drop a listener so the port is (almost certainly) closed.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");

@@ -103,9 +103,17 @@ struct RunArgs {
     /// mixed: celebrity inboxes (seed 002's pool of 5).
     #[arg(long, value_name = "N", default_value_t = 5)]
     celebrities: usize,
-    /// steady (one run) or ramp (10, 25, 50, 100, 200, 500 connections: the breaking point).
+    /// steady (one run), ramp (10, 25, 50, 100, 200, 500 connections: the breaking point) or
+    /// soak (a long steady run, default an hour, with --pid required).
     #[arg(long, default_value = "steady")]
     profile: Profile,
+    /// Sample this process (the server) during the run: RSS, CPU and open files from /proc,
+    /// with their growth per hour.
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Seconds between --pid samples.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    sample_every: f64,
     /// Print the result as one JSON object instead of the table.
     #[arg(long)]
     json: bool,
@@ -121,6 +129,7 @@ struct RunArgs {
 enum Profile {
     Steady,
     Ramp,
+    Soak,
 }
 
 impl std::str::FromStr for Profile {
@@ -129,7 +138,8 @@ impl std::str::FromStr for Profile {
         match s {
             "steady" => Ok(Profile::Steady),
             "ramp" => Ok(Profile::Ramp),
-            _ => Err(format!("unknown profile '{s}' (steady, ramp)")),
+            "soak" => Ok(Profile::Soak),
+            _ => Err(format!("unknown profile '{s}' (steady, ramp, soak)")),
         }
     }
 }
@@ -172,6 +182,7 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         }
         (Some(secs), _) => Some(Duration::from_secs_f64(secs)),
         (None, Some(_)) => None,
+        (None, None) if args.profile == Profile::Soak => Some(Duration::from_secs(3600)),
         (None, None) => Some(Duration::from_secs(10)),
     };
     let mut config = RunConfig::new(target, args.scenario);
@@ -190,13 +201,21 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         celebrities: args.celebrities,
     };
     config.progress = !args.quiet;
+    if args.profile == Profile::Soak && args.pid.is_none() {
+        bail!("--profile soak needs --pid (the server's process id) to measure growth");
+    }
+    if !(args.sample_every > 0.0 && args.sample_every.is_finite()) {
+        bail!("--sample-every must be a positive number of seconds");
+    }
+    config.monitor_pid = args.pid;
+    config.monitor_interval = Duration::from_secs_f64(args.sample_every);
     Ok(config)
 }
 
 async fn run_load(args: RunArgs) -> Result<()> {
     let config = config(&args)?;
     let reports = match args.profile {
-        Profile::Steady => vec![mailroom_bench::run(&config).await?],
+        Profile::Steady | Profile::Soak => vec![mailroom_bench::run(&config).await?],
         Profile::Ramp if config.scenario == Scenario::Mixed => {
             bail!("--profile ramp varies --concurrency, which the mixed scenario does not use")
         }
@@ -214,7 +233,7 @@ async fn run_load(args: RunArgs) -> Result<()> {
         }
     };
     let json = match args.profile {
-        Profile::Steady => serde_json::to_value(&reports[0])?,
+        Profile::Steady | Profile::Soak => serde_json::to_value(&reports[0])?,
         Profile::Ramp => mailroom_bench::profile::ramp_json(&reports),
     };
     if args.json {
@@ -243,9 +262,10 @@ fn write_out(
             format!("{}-{}-c{}", first.implementation, first.scenario, first.concurrency)
         }
         Profile::Ramp => format!("{}-{}-ramp", first.implementation, first.scenario),
+        Profile::Soak => format!("{}-{}-soak", first.implementation, first.scenario),
     };
     let markdown = match profile {
-        Profile::Steady => first.markdown(),
+        Profile::Steady | Profile::Soak => first.markdown(),
         Profile::Ramp => mailroom_bench::profile::ramp_markdown(reports),
     };
     for (extension, text) in
