@@ -202,7 +202,7 @@ async fn drive(config: &RunConfig, groups: &[(String, usize, Plan)], workers: us
     let elapsed = start.elapsed();
     shared.stopped.store(true, Ordering::Relaxed);
     shared.done.notify_one();
-    let timeline = progress.await.unwrap_or_default();
+    let _ = progress.await;
     monitor_stop.0.store(true, Ordering::Relaxed);
     monitor_stop.1.notify_one();
     let monitor = match monitor {
@@ -216,15 +216,17 @@ async fn drive(config: &RunConfig, groups: &[(String, usize, Plan)], workers: us
     Outcome {
         total: total.summary(elapsed),
         groups: per_group.iter().map(|r| r.summary(elapsed)).collect(),
-        timeline,
+        timeline: total.timeline(elapsed),
         monitor,
     }
 }
 
-/// Samples throughput every second (the report's timeline) and draws the progress line.
-async fn watch(shared: Arc<Shared>, draw: bool) -> Vec<u64> {
-    let mut timeline = Vec::new();
-    let mut last = 0;
+/// Draws the progress line every second until the run ends.
+async fn watch(shared: Arc<Shared>, draw: bool) {
+    if !draw {
+        return;
+    }
+    let (mut seconds, mut last) = (0, 0);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.tick().await;
     while !shared.stopped.load(Ordering::Relaxed) {
@@ -232,25 +234,19 @@ async fn watch(shared: Arc<Shared>, draw: bool) -> Vec<u64> {
             _ = tick.tick() => {}
             () = shared.done.notified() => break,
         }
+        seconds += 1;
         let requests = shared.requests.load(Ordering::Relaxed);
-        timeline.push(requests - last);
+        let errors = shared.errors.load(Ordering::Relaxed);
+        let line = format!(
+            "\r{seconds:>5}s  {requests:>10} requests  {:>9} req/s  {errors} errors   ",
+            requests - last
+        );
         last = requests;
-        if draw {
-            let errors = shared.errors.load(Ordering::Relaxed);
-            let line = format!(
-                "\r{:>5}s  {requests:>10} requests  {:>9} req/s  {errors} errors   ",
-                timeline.len(),
-                timeline.last().copied().unwrap_or(0)
-            );
-            let mut stderr = std::io::stderr();
-            let _ = stderr.write_all(line.as_bytes());
-            let _ = stderr.flush();
-        }
+        let mut stderr = std::io::stderr();
+        let _ = stderr.write_all(line.as_bytes());
+        let _ = stderr.flush();
     }
-    if draw {
-        eprintln!();
-    }
-    timeline
+    eprintln!();
 }
 
 /// One load worker and its schedule.
@@ -276,7 +272,9 @@ impl Worker {
             let call = self.cursor % self.plan.calls.len().max(1);
             self.cursor += 1;
             let outcome = self.attempt(&mut connection, call).await;
-            let latency = corrected_latency(intended, self.start.elapsed());
+            let done = self.start.elapsed();
+            recorder.record_completion(done);
+            let latency = corrected_latency(intended, done);
             match outcome {
                 Ok(()) => recorder.record_ok(latency),
                 Err(failure) => {

@@ -64,6 +64,8 @@ pub struct Recorder {
     histogram: Histogram<u64>,
     ok: u64,
     errors: BTreeMap<String, u64>,
+    /// Completed requests per second of the run (index = whole seconds since the start).
+    seconds: Vec<u64>,
 }
 
 impl Default for Recorder {
@@ -79,7 +81,7 @@ impl Recorder {
         let histogram =
             Histogram::new_with_bounds(LOWEST_MICROS, HIGHEST_MICROS, SIGNIFICANT_DIGITS)
                 .expect("valid histogram bounds");
-        Self { histogram, ok: 0, errors: BTreeMap::new() }
+        Self { histogram, ok: 0, errors: BTreeMap::new(), seconds: Vec::new() }
     }
 
     /// Records a success that took `latency`.
@@ -94,6 +96,29 @@ impl Recorder {
         if failure.answered() {
             self.record_latency(latency);
         }
+    }
+
+    /// Counts a request completed at `done` (since the start) in the per-second timeline.
+    pub fn record_completion(&mut self, done: Duration) {
+        let second = usize::try_from(done.as_secs()).unwrap_or(usize::MAX);
+        if second >= self.seconds.len() {
+            // A run's length bounds this; a wildly late clock must not allocate unboundedly.
+            if second > 366 * 24 * 3600 {
+                return;
+            }
+            self.seconds.resize(second + 1, 0);
+        }
+        self.seconds[second] += 1;
+    }
+
+    /// Completed requests in each second of a run that lasted `elapsed`. A final partial
+    /// second is kept only if the run covered most of it, so short runs still have a timeline
+    /// and no second is grossly under-counted.
+    pub fn timeline(&self, elapsed: Duration) -> Vec<u64> {
+        let whole = elapsed.as_secs_f64().round() as usize;
+        let mut timeline = self.seconds.clone();
+        timeline.resize(whole, 0);
+        timeline
     }
 
     fn record_latency(&mut self, latency: Duration) {
@@ -112,6 +137,12 @@ impl Recorder {
             }
         }
         self.ok += other.ok;
+        if other.seconds.len() > self.seconds.len() {
+            self.seconds.resize(other.seconds.len(), 0);
+        }
+        for (mine, theirs) in self.seconds.iter_mut().zip(&other.seconds) {
+            *mine += theirs;
+        }
         for (key, count) in &other.errors {
             *self.errors.entry(key.clone()).or_insert(0) += count;
         }
@@ -286,6 +317,21 @@ mod tests {
         assert_eq!((summary.requests, summary.ok, summary.errors), (101, 100, 1));
         assert_eq!(summary.p50_ms, 1.0);
         assert!((summary.p95_ms - 100.0).abs() < 0.1, "p95 {}", summary.p95_ms);
+    }
+
+    #[test]
+    fn the_timeline_counts_completions_per_second() {
+        let mut a = Recorder::new();
+        let mut b = Recorder::new();
+        for millis in [10, 500, 999, 1000, 2400] {
+            a.record_completion(ms(millis));
+        }
+        b.record_completion(ms(1500));
+        a.merge(&b);
+        assert_eq!(a.timeline(ms(2600)), [3, 2, 1]);
+        // 2.4 s: the third second is mostly missing, so it is left out.
+        assert_eq!(a.timeline(ms(2400)), [3, 2]);
+        assert_eq!(Recorder::new().timeline(ms(1900)), [0, 0]);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
+use mailroom_bench::profile;
 use mailroom_bench::{
     Budgets, Implementation, MixedLoad, Report, RunConfig, Scenario, Target, Via,
 };
@@ -104,7 +105,8 @@ struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 5)]
     celebrities: usize,
     /// steady (one run), ramp (10, 25, 50, 100, 200, 500 connections: the breaking point) or
-    /// soak (a long steady run, default an hour, with --pid required).
+    /// soak (a long steady run, default an hour, with --pid required) or spike (baseline, then
+    /// ×14 connections, or ×14 --rate, then recovery; each phase lasts --duration).
     #[arg(long, default_value = "steady")]
     profile: Profile,
     /// Sample this process (the server) during the run: RSS, CPU and open files from /proc,
@@ -130,6 +132,7 @@ enum Profile {
     Steady,
     Ramp,
     Soak,
+    Spike,
 }
 
 impl std::str::FromStr for Profile {
@@ -139,7 +142,8 @@ impl std::str::FromStr for Profile {
             "steady" => Ok(Profile::Steady),
             "ramp" => Ok(Profile::Ramp),
             "soak" => Ok(Profile::Soak),
-            _ => Err(format!("unknown profile '{s}' (steady, ramp, soak)")),
+            "spike" => Ok(Profile::Spike),
+            _ => Err(format!("unknown profile '{s}' (steady, ramp, soak, spike)")),
         }
     }
 }
@@ -212,66 +216,86 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
     Ok(config)
 }
 
+/// What a profile produced, in every output form.
+struct Outputs {
+    json: serde_json::Value,
+    table: String,
+    markdown: String,
+    /// The file name (without extension) under --out.
+    stem: String,
+}
+
 async fn run_load(args: RunArgs) -> Result<()> {
     let config = config(&args)?;
-    let reports = match args.profile {
-        Profile::Steady | Profile::Soak => vec![mailroom_bench::run(&config).await?],
-        Profile::Ramp if config.scenario == Scenario::Mixed => {
-            bail!("--profile ramp varies --concurrency, which the mixed scenario does not use")
+    if config.scenario == Scenario::Mixed && matches!(args.profile, Profile::Ramp | Profile::Spike)
+    {
+        bail!("--profile ramp and spike vary --concurrency, which the mixed scenario does not use");
+    }
+    let name = format!("{}-{}", config.target.implementation, config.scenario);
+    let outputs = match args.profile {
+        Profile::Steady | Profile::Soak => {
+            let report = mailroom_bench::run(&config).await?;
+            let stem = match args.profile {
+                Profile::Soak => format!("{name}-soak"),
+                _ => format!("{name}-c{}", report.concurrency),
+            };
+            Outputs {
+                json: serde_json::to_value(&report)?,
+                table: report.table(),
+                markdown: report.markdown(),
+                stem,
+            }
         }
         Profile::Ramp => {
             let mut reports = Vec::new();
             for level in mailroom_bench::profile::RAMP_LEVELS {
                 let mut step = config.clone();
                 step.concurrency = level;
-                if !args.json {
-                    eprintln!("ramp: {level} connections");
-                }
+                eprintln!("ramp: {level} connections");
                 reports.push(mailroom_bench::run(&step).await?);
             }
-            reports
+            Outputs {
+                json: profile::ramp_json(&reports),
+                table: profile::ramp_table(&reports),
+                markdown: profile::ramp_markdown(&reports),
+                stem: format!("{name}-ramp"),
+            }
+        }
+        Profile::Spike => {
+            let mut spike = config.clone();
+            spike.concurrency = config.concurrency * profile::SPIKE_FACTOR;
+            spike.rate = config.rate.map(|rate| rate * profile::SPIKE_FACTOR as f64);
+            let mut phases = Vec::new();
+            for (phase, step) in [("baseline", &config), ("spike", &spike), ("recovery", &config)] {
+                eprintln!("spike profile: {phase}");
+                phases.push(mailroom_bench::run(step).await?);
+            }
+            let phases: [Report; 3] =
+                phases.try_into().map_err(|_| anyhow::anyhow!("the spike has three phases"))?;
+            Outputs {
+                json: profile::spike_json(&phases),
+                table: profile::spike_table(&phases),
+                markdown: profile::spike_markdown(&phases),
+                stem: format!("{name}-spike"),
+            }
         }
     };
-    let json = match args.profile {
-        Profile::Steady | Profile::Soak => serde_json::to_value(&reports[0])?,
-        Profile::Ramp => mailroom_bench::profile::ramp_json(&reports),
-    };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json)?);
-    } else if args.profile == Profile::Ramp {
-        print!("{}", mailroom_bench::profile::ramp_table(&reports));
+        println!("{}", serde_json::to_string_pretty(&outputs.json)?);
     } else {
-        print!("{}", reports[0].table());
+        print!("{}", outputs.table);
     }
     if let Some(dir) = &args.out {
-        write_out(dir, &reports, &json, args.profile)?;
+        write_out(dir, &outputs)?;
     }
     Ok(())
 }
 
-fn write_out(
-    dir: &Path,
-    reports: &[Report],
-    json: &serde_json::Value,
-    profile: Profile,
-) -> Result<()> {
+fn write_out(dir: &Path, outputs: &Outputs) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let first = &reports[0];
-    let stem = match profile {
-        Profile::Steady => {
-            format!("{}-{}-c{}", first.implementation, first.scenario, first.concurrency)
-        }
-        Profile::Ramp => format!("{}-{}-ramp", first.implementation, first.scenario),
-        Profile::Soak => format!("{}-{}-soak", first.implementation, first.scenario),
-    };
-    let markdown = match profile {
-        Profile::Steady | Profile::Soak => first.markdown(),
-        Profile::Ramp => mailroom_bench::profile::ramp_markdown(reports),
-    };
-    for (extension, text) in
-        [("json", serde_json::to_string_pretty(json)? + "\n"), ("md", markdown)]
-    {
-        let path = dir.join(format!("{stem}.{extension}"));
+    let json = serde_json::to_string_pretty(&outputs.json)? + "\n";
+    for (extension, text) in [("json", json.as_str()), ("md", outputs.markdown.as_str())] {
+        let path = dir.join(format!("{}.{extension}", outputs.stem));
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
