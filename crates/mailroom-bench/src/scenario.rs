@@ -30,6 +30,9 @@ pub enum Scenario {
     Inbox,
     /// MCP `tools/call search_messages` over the seeded messages.
     Search,
+    /// MCP `tools/call file_reservation_paths`: one agent renewing its hold on a spread of
+    /// paths (an identical pattern is updated in place, so holds do not pile up).
+    Reserve,
     /// `send` from one client, one request at a time (seed 003's sequential benchmark).
     Sequential,
     /// Writers, readers and a hot "celebrity" inbox at once, each group with its own
@@ -39,13 +42,14 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario, in the order reports list them.
-    pub const ALL: [Scenario; 8] = [
+    pub const ALL: [Scenario; 9] = [
         Scenario::Health,
         Scenario::Ready,
         Scenario::ToolsList,
         Scenario::Send,
         Scenario::Inbox,
         Scenario::Search,
+        Scenario::Reserve,
         Scenario::Sequential,
         Scenario::Mixed,
     ];
@@ -59,6 +63,7 @@ impl Scenario {
             Scenario::Send => "send",
             Scenario::Inbox => "inbox",
             Scenario::Search => "search",
+            Scenario::Reserve => "reserve",
             Scenario::Sequential => "sequential",
             Scenario::Mixed => "mixed",
         }
@@ -273,6 +278,9 @@ async fn prepare_messages(
     seed_messages: usize,
 ) -> Result<Prepared> {
     let mut setup = Setup::connect(requests.target).await?;
+    if scenario == Scenario::Reserve {
+        return prepare_reservations(requests, &mut setup).await;
+    }
     let fixture = setup.fixture(1).await?;
     let receiver = fixture.receivers[0].as_str();
     let seeded =
@@ -289,6 +297,29 @@ async fn prepare_messages(
     let setup = json!({"project": project, "sender": sender, "receiver": receiver,
                        "seeded_messages": seeded});
     Ok(Prepared { plan: Plan::one(call, requests.expect()), setup: Some(setup) })
+}
+
+/// Paths the reserve scenario spreads its holds over.
+const RESERVED_PATHS: usize = 100;
+
+async fn prepare_reservations(requests: &Requests<'_>, setup: &mut Setup) -> Result<Prepared> {
+    if requests.via == Via::Rest {
+        bail!("--via rest: there is no REST route for file reservations; use MCP");
+    }
+    let fixture = setup.fixture(0).await?;
+    let (project, agent) = (fixture.project.as_str(), fixture.sender.as_str());
+    let calls = (0..RESERVED_PATHS)
+        .map(|n| {
+            requests.tool(
+                "file_reservation_paths",
+                json!({"project_key": project, "agent_name": agent,
+                       "paths": [format!("src/bench/module_{n}.rs")], "ttl_seconds": 3600,
+                       "exclusive": true, "reason": "load test"}),
+            )
+        })
+        .collect();
+    let setup = json!({"project": project, "agent": agent, "paths": RESERVED_PATHS});
+    Ok(Prepared { plan: Plan { calls, expect: Expect::JsonRpc }, setup: Some(setup) })
 }
 
 /// Sizes of seed 002's mixed load: each group has its own concurrency.

@@ -57,7 +57,7 @@ struct RunArgs {
     /// The server under test.
     #[arg(long, default_value = "http://127.0.0.1:8765")]
     url: String,
-    /// health, ready, tools-list, send, inbox, search, sequential, mixed.
+    /// health, ready, tools-list, send, inbox, search, reserve, sequential, mixed.
     #[arg(long, default_value = "health")]
     scenario: Scenario,
     /// Concurrent keep-alive connections (seed 000's standard is 100).
