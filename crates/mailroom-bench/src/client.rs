@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderValue};
-use hyper::{Method, Request, StatusCode};
+use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
@@ -14,21 +14,34 @@ use tokio::net::TcpStream;
 #[derive(Debug, Clone)]
 pub struct Call {
     pub method: Method,
-    pub path: String,
+    /// Parsed once here, not per send.
+    pub uri: Uri,
     /// A JSON body; `None` for GET.
     pub body: Option<Bytes>,
 }
 
 impl Call {
     /// `GET path`.
-    pub fn get(path: impl Into<String>) -> Self {
-        Self { method: Method::GET, path: path.into(), body: None }
+    pub fn get(path: impl AsRef<str>) -> Self {
+        Self { method: Method::GET, uri: origin(path.as_ref()), body: None }
     }
 
     /// `POST path` with a JSON body.
-    pub fn post_json(path: impl Into<String>, body: &serde_json::Value) -> Self {
-        Self { method: Method::POST, path: path.into(), body: Some(Bytes::from(body.to_string())) }
+    pub fn post_json(path: impl AsRef<str>, body: &serde_json::Value) -> Self {
+        let body = Some(Bytes::from(body.to_string()));
+        Self { method: Method::POST, uri: origin(path.as_ref()), body }
     }
+}
+
+/// Paths come from a parsed URL and checked flags (`Target`), so they always parse; "/" is
+/// only a fallback that keeps this function total.
+fn origin(path: &str) -> Uri {
+    path.parse().unwrap_or_else(|_| Uri::from_static("/"))
+}
+
+/// Whether `path` is a valid origin-form request target (`/...`).
+pub fn is_valid_path(path: &str) -> bool {
+    path.starts_with('/') && path.parse::<Uri>().is_ok()
 }
 
 /// Why a send failed before any answer arrived.
@@ -64,8 +77,7 @@ impl Connection {
         self.sender.ready().await.map_err(SendError::Broken)?;
         let mut request = Request::new(Full::new(call.body.clone().unwrap_or_default()));
         *request.method_mut() = call.method.clone();
-        // A path is always a valid origin-form URI: targets build it from a parsed URL.
-        *request.uri_mut() = call.path.parse().unwrap_or_default();
+        *request.uri_mut() = call.uri.clone();
         let headers = request.headers_mut();
         headers.insert(HOST, self.host.clone());
         if call.body.is_some() {

@@ -92,6 +92,15 @@ impl Target {
         Ok(Self { authority: format!("{host}:{port}"), prefix, implementation, mcp_path: None })
     }
 
+    /// Overrides the implementation's MCP path; it must be an absolute path.
+    pub fn with_mcp_path(mut self, path: &str) -> Result<Self> {
+        if !crate::client::is_valid_path(path) {
+            bail!("--mcp-path '{path}' is not an absolute URL path such as /mcp/");
+        }
+        self.mcp_path = Some(path.to_string());
+        Ok(self)
+    }
+
     /// The full path of `path` under the URL's prefix.
     pub fn path(&self, path: &str) -> String {
         format!("{}{path}", self.prefix)
@@ -119,6 +128,10 @@ mod tests {
         assert_eq!(target.path(target.implementation.health_path()), "/base/health/liveness");
         assert_eq!(target.mcp(), "/base/mcp/");
         assert!(Target::parse("https://x", Implementation::Mailroom).is_err());
+        let custom = target.clone().with_mcp_path("/custom/mcp").expect("valid path");
+        assert_eq!(custom.mcp(), "/base/custom/mcp");
+        assert!(target.clone().with_mcp_path("mcp").is_err());
+        assert!(target.with_mcp_path("/a b").is_err());
         assert!(Target::parse("127.0.0.1:8765", Implementation::Mailroom).is_err());
     }
 }

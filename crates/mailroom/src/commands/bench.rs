@@ -176,7 +176,9 @@ pub fn run(args: BenchArgs) -> Result<Verdict> {
 
 fn config(args: &RunArgs) -> Result<RunConfig> {
     let mut target = Target::parse(&args.url, args.implementation)?;
-    target.mcp_path = args.mcp_path.clone();
+    if let Some(path) = &args.mcp_path {
+        target = target.with_mcp_path(path)?;
+    }
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
         bail!("--timeout must be a positive number of seconds");
     }
