@@ -7,10 +7,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Result, bail};
+use bytes::Bytes;
+use hyper::StatusCode;
 use tokio::sync::Notify;
+use tokio::time::error::Elapsed;
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
-use crate::client::Connection;
+use crate::client::{Call, Connection, SendError};
 use crate::monitor::{self, MonitorReport};
 use crate::report::{GroupReport, Report};
 use crate::scenario::{MixedLoad, Plan, Scenario, Via, judge, prepare, prepare_mixed};
@@ -249,6 +252,8 @@ async fn watch(shared: Arc<Shared>, draw: bool) {
     eprintln!();
 }
 
+type Sent = Result<Result<(StatusCode, Bytes), SendError>, Elapsed>;
+
 /// One load worker and its schedule.
 struct Worker {
     plan: Arc<Plan>,
@@ -308,14 +313,12 @@ impl Worker {
         Some(intended)
     }
 
-    /// Sends one request, (re)connecting first if needed; a broken or timed-out connection
-    /// is dropped so the next request starts on a fresh one.
-    async fn attempt(
+    /// Opens a connection if there is none, then sends `call` on it within the timeout.
+    async fn send_on(
         &self,
         connection: &mut Option<Connection>,
-        call: usize,
-    ) -> Result<(), Failure> {
-        let Some(call) = self.plan.calls.get(call) else { return Err(Failure::BadBody) };
+        call: &Call,
+    ) -> Result<Sent, Failure> {
         if connection.is_none() {
             match timeout(self.timeout, Connection::open(&self.authority)).await {
                 Ok(Ok(fresh)) => *connection = Some(fresh),
@@ -324,7 +327,25 @@ impl Worker {
             }
         }
         let Some(open) = connection.as_mut() else { return Err(Failure::Connect) };
-        match timeout(self.timeout, open.send(call)).await {
+        Ok(timeout(self.timeout, open.send(call)).await)
+    }
+
+    /// Sends one request, (re)connecting first if needed; a broken or timed-out connection
+    /// is dropped so the next request starts on a fresh one.
+    async fn attempt(
+        &self,
+        connection: &mut Option<Connection>,
+        call: usize,
+    ) -> Result<(), Failure> {
+        let Some(call) = self.plan.calls.get(call) else { return Err(Failure::BadBody) };
+        let mut outcome = self.send_on(connection, call).await?;
+        if matches!(outcome, Ok(Err(SendError::Closed))) {
+            // The server closed the idle connection before the request was written: nothing
+            // was sent, so send it once on a fresh connection instead of counting an error.
+            *connection = None;
+            outcome = self.send_on(connection, call).await?;
+        }
+        match outcome {
             Err(_) => {
                 *connection = None;
                 Err(Failure::Timeout)
