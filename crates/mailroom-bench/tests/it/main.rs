@@ -148,6 +148,39 @@ async fn the_monitor_samples_the_server_process() {
     assert!(monitor.samples.windows(2).all(|w| w[0].t_s < w[1].t_s));
 }
 
+/// A server that closes every connection after one answer (`Connection: close`), as servers
+/// do when their keep-alive timeout passes between two requests.
+async fn closing_server() -> String {
+    use hyper::server::conn::http1;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(|_request| async {
+                    let body = http_body_util::Full::new(bytes::Bytes::from_static(b"ok"));
+                    Ok::<_, std::convert::Infallible>(hyper::Response::new(body))
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = http1::Builder::new().keep_alive(false).serve_connection(io, service).await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_the_server_never_saw_are_resent_not_counted() {
+    let url = closing_server().await;
+    let target = Target::parse(&url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target, Scenario::Health);
+    config.concurrency = 2;
+    config.rate = Some(40.0);
+    config.duration = Some(Duration::from_millis(250));
+    let report = mailroom_bench::run(&config).await.expect("run");
+    assert_clean(&report, 10);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_target_reports_connect_errors() {
     // Bind then drop a listener so the port is (almost certainly) closed.
