@@ -10,9 +10,11 @@
 //! - [`monitor`]: the target's RSS, CPU and open files from /proc, growth per hour;
 //! - [`profile`]: the ramp over seed 000's concurrency levels and its breaking point;
 //! - [`report`]: JSON, text and Markdown reports, comparisons and budget checks;
+//! - [`chart`]: SVG charts for `--out` (throughput over time, latency against concurrency);
 //! - [`baseline`]: a constant-200 server, the machine's ceiling.
 
 pub mod baseline;
+pub mod chart;
 pub mod client;
 pub mod engine;
 pub mod monitor;

@@ -100,6 +100,23 @@ pub fn ramp_markdown(reports: &[Report]) -> String {
     out
 }
 
+/// Latency (p50, p95, p99) against concurrency, as an SVG chart.
+pub fn ramp_chart(reports: &[Report]) -> String {
+    let line = |name, pick: fn(&Report) -> f64| crate::chart::Series {
+        name,
+        points: reports.iter().map(|r| (r.concurrency as f64, pick(r))).collect(),
+    };
+    let series = [
+        line("p50", |r| r.summary.p50_ms),
+        line("p95", |r| r.summary.p95_ms),
+        line("p99", |r| r.summary.p99_ms),
+    ];
+    let title = reports
+        .first()
+        .map_or(String::new(), |r| format!("{}: latency against concurrency", r.scenario));
+    crate::chart::line_chart(&title, "connections", "latency (ms)", &series)
+}
+
 /// Seed 004's spike: the baseline load multiplied by this factor.
 pub const SPIKE_FACTOR: usize = 14;
 

@@ -238,6 +238,22 @@ impl Report {
     }
 }
 
+impl Report {
+    /// Throughput over time, one point per second, as an SVG chart.
+    pub fn throughput_chart(&self) -> String {
+        let points = self
+            .timeline_rps
+            .iter()
+            .enumerate()
+            .map(|(s, n)| ((s + 1) as f64, *n as f64))
+            .collect();
+        let title =
+            format!("{}: throughput over time ({} connections)", self.label(), self.concurrency);
+        let series = [crate::chart::Series { name: "req/s", points }];
+        crate::chart::line_chart(&title, "seconds", "requests per second", &series)
+    }
+}
+
 /// Seed 000's head-to-head table: each figure of A and B, and A ÷ B.
 pub fn compare(a: &Report, b: &Report) -> String {
     let head = |r: &Report| format!("{} {}", r.implementation, r.label());

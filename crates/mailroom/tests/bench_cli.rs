@@ -68,6 +68,8 @@ fn runs_compares_and_checks_budgets() {
     assert_eq!(health["errors"], 0);
     let result = out.join("mailroom-health-c2.json");
     assert!(out.join("mailroom-health-c2.md").exists());
+    let chart = std::fs::read_to_string(out.join("mailroom-health-c2.svg")).expect("chart");
+    assert!(chart.starts_with("<svg"), "{chart}");
 
     let ceiling = bench_json(&["--url", &baseline_url, "-c", "2", "--requests", "20"]);
     assert_eq!((ceiling["requests"].as_u64(), ceiling["errors"].as_u64()), (Some(20), Some(0)));

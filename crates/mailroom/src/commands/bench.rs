@@ -223,6 +223,8 @@ struct Outputs {
     json: serde_json::Value,
     table: String,
     markdown: String,
+    /// An SVG chart: throughput over time, or latency against concurrency for a ramp.
+    chart: String,
     /// The file name (without extension) under --out.
     stem: String,
 }
@@ -245,6 +247,7 @@ async fn run_load(args: RunArgs) -> Result<()> {
                 json: serde_json::to_value(&report)?,
                 table: report.table(),
                 markdown: report.markdown(),
+                chart: report.throughput_chart(),
                 stem,
             }
         }
@@ -260,6 +263,7 @@ async fn run_load(args: RunArgs) -> Result<()> {
                 json: profile::ramp_json(&reports),
                 table: profile::ramp_table(&reports),
                 markdown: profile::ramp_markdown(&reports),
+                chart: profile::ramp_chart(&reports),
                 stem: format!("{name}-ramp"),
             }
         }
@@ -278,6 +282,7 @@ async fn run_load(args: RunArgs) -> Result<()> {
                 json: profile::spike_json(&phases),
                 table: profile::spike_table(&phases),
                 markdown: profile::spike_markdown(&phases),
+                chart: spike_chart(&phases),
                 stem: format!("{name}-spike"),
             }
         }
@@ -296,12 +301,24 @@ async fn run_load(args: RunArgs) -> Result<()> {
 fn write_out(dir: &Path, outputs: &Outputs) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let json = serde_json::to_string_pretty(&outputs.json)? + "\n";
-    for (extension, text) in [("json", json.as_str()), ("md", outputs.markdown.as_str())] {
+    let files = [
+        ("json", json.as_str()),
+        ("md", outputs.markdown.as_str()),
+        ("svg", outputs.chart.as_str()),
+    ];
+    for (extension, text) in files {
         let path = dir.join(format!("{}.{extension}", outputs.stem));
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The spike's throughput over its three phases, end to end.
+fn spike_chart(phases: &[Report; 3]) -> String {
+    let mut joined = phases[0].clone();
+    joined.timeline_rps = phases.iter().flat_map(|p| p.timeline_rps.iter().copied()).collect();
+    joined.throughput_chart()
 }
 
 fn read_report(path: &Path) -> Result<Report> {
