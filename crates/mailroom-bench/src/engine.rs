@@ -43,6 +43,9 @@ pub struct RunConfig {
     pub seed_messages: usize,
     /// The groups of the mixed scenario (`concurrency` does not apply to it).
     pub mixed: MixedLoad,
+    /// What `--dataset` created before the run, for the report (the lab does not create it
+    /// per run: profiles run several times on one dataset).
+    pub dataset: Option<serde_json::Value>,
     /// Sample this process (the server) from /proc during the run.
     pub monitor_pid: Option<u32>,
     /// How often the monitor samples.
@@ -65,6 +68,7 @@ impl RunConfig {
             timeout: Duration::from_secs(5),
             seed_messages: 20,
             mixed: MixedLoad::default(),
+            dataset: None,
             monitor_pid: None,
             monitor_interval: Duration::from_secs(5),
             progress: false,
@@ -123,6 +127,7 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     let outcome = drive(config, &groups, workers).await;
     let mut report = Report::new(config, workers, setup, outcome.total, outcome.timeline);
     report.monitor = outcome.monitor;
+    report.dataset = config.dataset.clone();
     if config.scenario == Scenario::Mixed {
         report.groups = groups
             .iter()

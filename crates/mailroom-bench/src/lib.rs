@@ -4,6 +4,7 @@
 //! - [`target`]: the server under test and its implementation's paths;
 //! - [`scenario`]: what each request does, the setup that creates its data, how answers are
 //!   judged;
+//! - [`dataset`]: seed 000 §3.1's standing data (`--dataset`), created before a run;
 //! - [`engine`]: N keep-alive connections, closed-loop or fixed-rate with coordinated-omission
 //!   correction;
 //! - [`stats`]: HDR latency histograms, error kinds, the fixed-rate schedule;
@@ -16,6 +17,7 @@
 pub mod baseline;
 pub mod chart;
 pub mod client;
+pub mod dataset;
 pub mod engine;
 pub mod monitor;
 pub mod profile;
@@ -24,6 +26,7 @@ pub mod scenario;
 pub mod stats;
 pub mod target;
 
+pub use dataset::DatasetScale;
 pub use engine::{RunConfig, run};
 pub use report::GroupReport;
 pub use report::{Budgets, Report, compare};

@@ -39,6 +39,9 @@ pub struct Report {
     /// The mixed scenario's groups (writers, readers, celebrity), each with its figures.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<GroupReport>,
+    /// The standing data created before the run (`--dataset`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<Value>,
     /// The target process's RSS, CPU and open files over the run (`--pid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<MonitorReport>,
@@ -79,6 +82,7 @@ impl Report {
             setup,
             groups: Vec::new(),
             monitor: None,
+            dataset: None,
         }
     }
 
@@ -186,6 +190,9 @@ impl Report {
         let _ = writeln!(out, "| Request timeout | {} ms |", self.timeout_ms);
         if let Some(setup) = &self.setup {
             let _ = writeln!(out, "| Setup | `{setup}` |");
+        }
+        if let Some(dataset) = &self.dataset {
+            let _ = writeln!(out, "| Dataset | {} |", dataset["scale"]);
         }
         let _ =
             writeln!(out, "\n| Requests | Errors | req/s | mean | p50 | p95 | p99 | p99.9 | max |");
@@ -387,6 +394,7 @@ mod tests {
             setup: None,
             groups: vec![],
             monitor: None,
+            dataset: None,
         }
     }
 

@@ -400,13 +400,13 @@ fn send_arguments(project: &str, sender: &str, recipient: &str, subject: &str) -
 }
 
 /// A connection for the setup phase, speaking MCP tools/call.
-struct Setup {
+pub(crate) struct Setup {
     connection: Connection,
     mcp: String,
 }
 
 impl Setup {
-    async fn connect(target: &Target) -> Result<Self> {
+    pub(crate) async fn connect(target: &Target) -> Result<Self> {
         let connection = Connection::open(&target.authority)
             .await
             .with_context(|| format!("setup: cannot connect to {}", target.authority))?;
@@ -414,7 +414,7 @@ impl Setup {
     }
 
     /// Calls a tool and returns its parsed text content; tool errors become errors.
-    async fn tool(&mut self, name: &str, arguments: Value) -> Result<Value> {
+    pub(crate) async fn tool(&mut self, name: &str, arguments: Value) -> Result<Value> {
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                              "params": {"name": name, "arguments": arguments}});
         let call = Call::post_json(&self.mcp, &request);

@@ -26,7 +26,7 @@ enum Command {
     Archive(commands::archive::ArchiveArgs),
     /// Load-test any Agent Mail server (mailroom or the Python reference); compare results,
     /// check budgets, serve a baseline.
-    Bench(commands::bench::BenchArgs),
+    Bench(Box<commands::bench::BenchArgs>),
 }
 
 fn main() -> ExitCode {
@@ -41,7 +41,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => {
             // `bench check` exits 1 on a regression, so its errors exit 2 as verify's do.
             let on_error = if args.is_check() { 2 } else { 1 };
-            exit_code(commands::bench::run(args), on_error)
+            exit_code(commands::bench::run(*args), on_error)
         }
     }
 }

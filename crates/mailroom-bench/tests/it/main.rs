@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use mailroom_bench::{Implementation, MixedLoad, Report, RunConfig, Scenario, Target, Via};
+use mailroom_bench::{
+    DatasetScale, Implementation, MixedLoad, Report, RunConfig, Scenario, Target, Via,
+};
 use mailroom_testkit::TestApp;
 
 async fn bench(app: &TestApp, scenario: Scenario, via: Via, requests: u64) -> Report {
@@ -179,6 +181,34 @@ async fn requests_the_server_never_saw_are_resent_not_counted() {
     config.duration = Some(Duration::from_millis(250));
     let report = mailroom_bench::run(&config).await.expect("run");
     assert_clean(&report, 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dataset_fills_every_inbox() {
+    let app = TestApp::start().await;
+    let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
+    let scale: DatasetScale = "2x3x2".parse().expect("scale");
+    let dataset = mailroom_bench::dataset::populate(&target, scale).await.expect("populate");
+    assert_eq!((dataset["agents"].as_u64(), dataset["messages"].as_u64()), (Some(6), Some(12)));
+    let projects = dataset["projects"].as_array().expect("projects");
+    assert_eq!(projects.len(), 2);
+    for project in projects {
+        let agents = app
+            .read_resource(&format!("resource://agents/{}", project.as_str().expect("slug")))
+            .await
+            .expect("agents resource");
+        let agents = agents["agents"].as_array().expect("agents");
+        assert_eq!(agents.len(), 3);
+        for agent in agents {
+            let inbox = app
+                .tool_ok(
+                    "fetch_inbox",
+                    serde_json::json!({"project_key": project, "agent_name": agent["name"]}),
+                )
+                .await;
+            assert_eq!(inbox.as_array().map(Vec::len), Some(2), "{agent}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

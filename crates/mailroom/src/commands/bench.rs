@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use mailroom_bench::profile;
 use mailroom_bench::{
-    Budgets, Implementation, MixedLoad, Report, RunConfig, Scenario, Target, Via,
+    Budgets, DatasetScale, Implementation, MixedLoad, Report, RunConfig, Scenario, Target, Via,
 };
 
 use super::archive::Verdict;
@@ -89,6 +89,10 @@ struct RunArgs {
     /// Messages put in each inbox before inbox, search and mixed runs.
     #[arg(long, value_name = "N", default_value_t = 20)]
     seed_messages: usize,
+    /// Before the run, create standing data through the target's tools: PROJECTSxAGENTSxMESSAGES
+    /// (messages sent by each agent); alone, seed 000's 10x100x100.
+    #[arg(long, value_name = "SCALE", num_args = 0..=1, default_missing_value = "10x100x100")]
+    dataset: Option<DatasetScale>,
     /// mixed: connections sending messages to every inbox.
     #[arg(long, value_name = "N", default_value_t = 10)]
     writers: usize,
@@ -230,7 +234,11 @@ struct Outputs {
 }
 
 async fn run_load(args: RunArgs) -> Result<()> {
-    let config = config(&args)?;
+    let mut config = config(&args)?;
+    if let Some(scale) = args.dataset {
+        eprintln!("dataset: creating {scale} (projects x agents x messages per agent)");
+        config.dataset = Some(mailroom_bench::dataset::populate(&config.target, scale).await?);
+    }
     if config.scenario == Scenario::Mixed && matches!(args.profile, Profile::Ramp | Profile::Spike)
     {
         bail!("--profile ramp and spike vary --concurrency, which the mixed scenario does not use");
