@@ -10,6 +10,7 @@ use anyhow::{Result, bail};
 use bytes::Bytes;
 use hyper::StatusCode;
 use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 use tokio::time::error::Elapsed;
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 
@@ -152,17 +153,7 @@ struct Outcome {
 /// Opens every connection, starts the clock, runs all groups' workers together and merges
 /// their recorders per group and in total.
 async fn drive(config: &RunConfig, groups: &[(String, usize, Plan)], workers: usize) -> Outcome {
-    // Connections are opened before the clock starts, as wrk does, so the first requests do
-    // not pay for the handshakes.
-    let mut opening = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        let authority = config.target.authority.clone();
-        opening.push(tokio::spawn(async move { Connection::open(&authority).await.ok() }));
-    }
-    let mut connections = Vec::with_capacity(workers);
-    for task in opening {
-        connections.push(task.await.ok().flatten());
-    }
+    let connections = open_connections(&config.target.authority, workers).await;
     let shared = Arc::new(Shared {
         requests: AtomicU64::new(0),
         errors: AtomicU64::new(0),
@@ -173,11 +164,60 @@ async fn drive(config: &RunConfig, groups: &[(String, usize, Plan)], workers: us
     let start = Instant::now();
     let draw = config.progress && std::io::stderr().is_terminal();
     let progress = tokio::spawn(watch(shared.clone(), draw));
-    let monitor_stop = (Arc::new(AtomicBool::new(false)), Arc::new(Notify::new()));
-    let monitor = config.monitor_pid.map(|pid| {
-        let (stopped, done) = (monitor_stop.0.clone(), monitor_stop.1.clone());
-        tokio::spawn(monitor::watch(pid, config.monitor_interval, start, stopped, done))
-    });
+    let monitor =
+        config.monitor_pid.map(|pid| Monitoring::start(pid, config.monitor_interval, start));
+    let tasks = spawn_workers(config, groups, workers, connections, &shared, start);
+    let mut per_group: Vec<Recorder> = groups.iter().map(|_| Recorder::new()).collect();
+    for (group, task) in tasks {
+        // A worker that panicked loses its counts; the run still reports the others.
+        if let Ok(recorder) = task.await {
+            per_group[group].merge(&recorder);
+        }
+    }
+    let elapsed = start.elapsed();
+    shared.stopped.store(true, Ordering::Relaxed);
+    shared.done.notify_one();
+    let _ = progress.await;
+    let monitor = match monitor {
+        Some(monitoring) => monitoring.stop().await,
+        None => None,
+    };
+    let mut total = Recorder::new();
+    for recorder in &per_group {
+        total.merge(recorder);
+    }
+    Outcome {
+        total: total.summary(elapsed),
+        groups: per_group.iter().map(|r| r.summary(elapsed)).collect(),
+        timeline: total.timeline(elapsed),
+        monitor,
+    }
+}
+
+/// Opens the workers' connections before the clock starts, as wrk does, so the first
+/// requests do not pay for the handshakes. A failed one is retried (and counted) by its worker.
+async fn open_connections(authority: &str, workers: usize) -> Vec<Option<Connection>> {
+    let mut opening = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let authority = authority.to_string();
+        opening.push(tokio::spawn(async move { Connection::open(&authority).await.ok() }));
+    }
+    let mut connections = Vec::with_capacity(workers);
+    for task in opening {
+        connections.push(task.await.ok().flatten());
+    }
+    connections
+}
+
+/// Spawns every group's workers; returns each task with its group's index.
+fn spawn_workers(
+    config: &RunConfig,
+    groups: &[(String, usize, Plan)],
+    workers: usize,
+    connections: Vec<Option<Connection>>,
+    shared: &Arc<Shared>,
+    start: Instant,
+) -> Vec<(usize, JoinHandle<Recorder>)> {
     let mut tasks = Vec::with_capacity(workers);
     let mut connections = connections.into_iter();
     let mut index = 0;
@@ -200,32 +240,29 @@ async fn drive(config: &RunConfig, groups: &[(String, usize, Plan)], workers: us
             index += 1;
         }
     }
-    let mut per_group: Vec<Recorder> = groups.iter().map(|_| Recorder::new()).collect();
-    for (group, task) in tasks {
-        // A worker that panicked loses its counts; the run still reports the others.
-        if let Ok(recorder) = task.await {
-            per_group[group].merge(&recorder);
-        }
+    tasks
+}
+
+/// The monitor's task and the means to stop it.
+struct Monitoring {
+    stopped: Arc<AtomicBool>,
+    done: Arc<Notify>,
+    task: JoinHandle<MonitorReport>,
+}
+
+impl Monitoring {
+    fn start(pid: u32, interval: Duration, start: Instant) -> Self {
+        let (stopped, done) = (Arc::new(AtomicBool::new(false)), Arc::new(Notify::new()));
+        let task =
+            tokio::spawn(monitor::watch(pid, interval, start, stopped.clone(), done.clone()));
+        Self { stopped, done, task }
     }
-    let elapsed = start.elapsed();
-    shared.stopped.store(true, Ordering::Relaxed);
-    shared.done.notify_one();
-    let _ = progress.await;
-    monitor_stop.0.store(true, Ordering::Relaxed);
-    monitor_stop.1.notify_one();
-    let monitor = match monitor {
-        Some(task) => task.await.ok(),
-        None => None,
-    };
-    let mut total = Recorder::new();
-    for recorder in &per_group {
-        total.merge(recorder);
-    }
-    Outcome {
-        total: total.summary(elapsed),
-        groups: per_group.iter().map(|r| r.summary(elapsed)).collect(),
-        timeline: total.timeline(elapsed),
-        monitor,
+
+    /// Takes a last sample and returns the report.
+    async fn stop(self) -> Option<MonitorReport> {
+        self.stopped.store(true, Ordering::Relaxed);
+        self.done.notify_one();
+        self.task.await.ok()
     }
 }
 
@@ -327,8 +364,8 @@ impl Worker {
         if connection.is_none() {
             match timeout(self.timeout, Connection::open(&self.authority)).await {
                 Ok(Ok(fresh)) => *connection = Some(fresh),
-                Ok(Err(_)) => return Err(Failure::Connect),
-                Err(_) => return Err(Failure::Timeout),
+                // A connection not made in time is a connect failure, not a slow answer.
+                Ok(Err(_)) | Err(_) => return Err(Failure::Connect),
             }
         }
         let Some(open) = connection.as_mut() else { return Err(Failure::Connect) };
