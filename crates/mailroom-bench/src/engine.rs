@@ -16,7 +16,7 @@ use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use crate::client::{Call, Connection, SendError};
 use crate::monitor::{self, MonitorReport};
-use crate::report::{GroupReport, Report};
+use crate::report::{BaselineFigures, GroupReport, Report};
 use crate::scenario::{MixedLoad, Plan, Scenario, Via, judge, prepare, prepare_mixed};
 use crate::stats::{Failure, Pacer, Recorder, corrected_latency};
 use crate::target::Target;
@@ -76,8 +76,15 @@ impl RunConfig {
         }
     }
 
+    /// Connections the run opens in total.
     fn workers(&self) -> usize {
-        if self.scenario == Scenario::Sequential { 1 } else { self.concurrency.max(1) }
+        match self.scenario {
+            Scenario::Sequential => 1,
+            Scenario::Mixed => {
+                self.mixed.writers + self.mixed.readers + self.mixed.celebrity_readers
+            }
+            _ => self.concurrency.max(1),
+        }
     }
 }
 
@@ -121,7 +128,7 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
             prepare(&config.target, config.scenario, config.via, config.seed_messages).await?;
         (vec![(config.scenario.to_string(), config.workers(), prepared.plan)], prepared.setup)
     };
-    let workers = groups.iter().map(|group| group.1).sum();
+    let workers = config.workers();
     if workers == 0 {
         bail!("a run needs at least one connection");
     }
@@ -148,6 +155,22 @@ struct Outcome {
     groups: Vec<crate::stats::Summary>,
     timeline: Vec<u64>,
     monitor: Option<MonitorReport>,
+}
+
+/// Measures the baseline server at `baseline` with the same connections, duration and rate
+/// (a GET closed-loop or at the rate), then runs `config`; the report carries both, and the
+/// run's throughput as a ratio of the baseline's, measured in the same conditions.
+pub async fn run_with_baseline(config: &RunConfig, baseline: &Target) -> Result<Report> {
+    let mut ceiling = RunConfig::new(baseline.clone(), Scenario::Health);
+    ceiling.concurrency = config.workers();
+    ceiling.duration = config.duration;
+    ceiling.rate = config.rate;
+    ceiling.requests = config.requests;
+    ceiling.timeout = config.timeout;
+    let ceiling = run(&ceiling).await?;
+    let mut report = run(config).await?;
+    report.baseline = Some(BaselineFigures::new(&ceiling, report.summary.rps));
+    Ok(report)
 }
 
 /// Opens every connection, starts the clock, runs all groups' workers together and merges

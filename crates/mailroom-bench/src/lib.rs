@@ -27,8 +27,8 @@ pub mod stats;
 pub mod target;
 
 pub use dataset::DatasetScale;
-pub use engine::{RunConfig, run};
-pub use report::GroupReport;
+pub use engine::{RunConfig, run, run_with_baseline};
+pub use report::{BaselineFigures, GroupReport};
 pub use report::{Budgets, Report, compare};
 pub use scenario::{MixedLoad, Scenario, Via};
 pub use stats::Summary;

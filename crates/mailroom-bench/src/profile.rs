@@ -63,14 +63,16 @@ pub fn ramp_table(reports: &[Report]) -> String {
     }
     let _ = writeln!(
         out,
-        "{:>11} {:>10} {:>8} {:>11} {:>8} {:>8} {:>8} {:>8}",
-        "connections", "requests", "errors", "req/s", "p50", "p95", "p99", "max"
+        "{:>11} {:>10} {:>8} {:>11} {:>8} {:>8} {:>8} {:>8} {:>10}",
+        "connections", "requests", "errors", "req/s", "p50", "p95", "p99", "max", "×baseline"
     );
     for report in reports {
         let s = &report.summary;
+        let ratio =
+            report.baseline.as_ref().map_or("—".to_string(), |b| format!("{:.2}", b.ratio));
         let _ = writeln!(
             out,
-            "{:>11} {:>10} {:>8} {:>11.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+            "{:>11} {:>10} {:>8} {:>11.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {ratio:>10}",
             report.concurrency, s.requests, s.errors, s.rps, s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms
         );
     }
@@ -86,13 +88,18 @@ pub fn ramp_markdown(reports: &[Report]) -> String {
         let _ =
             writeln!(out, "Target: {} ({}), via {}\n", first.url, first.implementation, first.via);
     }
-    let _ = writeln!(out, "| Connections | Requests | Errors | req/s | p50 | p95 | p99 | max |");
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        out,
+        "| Connections | Requests | Errors | req/s | p50 | p95 | p99 | max | × baseline |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
     for report in reports {
         let s = &report.summary;
+        let ratio =
+            report.baseline.as_ref().map_or("—".to_string(), |b| format!("{:.2}×", b.ratio));
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {:.1} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms |",
+            "| {} | {} | {} | {:.1} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {ratio} |",
             report.concurrency, s.requests, s.errors, s.rps, s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms
         );
     }

@@ -39,12 +39,49 @@ pub struct Report {
     /// The mixed scenario's groups (writers, readers, celebrity), each with its figures.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<GroupReport>,
+    /// The baseline server measured just before, with the same load (`--baseline-url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineFigures>,
     /// The standing data created before the run (`--dataset`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset: Option<Value>,
     /// The target process's RSS, CPU and open files over the run (`--pid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<MonitorReport>,
+}
+
+/// The baseline server's figures under the same load, and the run's share of its throughput.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineFigures {
+    pub url: String,
+    pub rps: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub errors: u64,
+    /// The run's requests per second divided by the baseline's.
+    pub ratio: f64,
+}
+
+impl BaselineFigures {
+    pub(crate) fn new(baseline: &Report, run_rps: f64) -> Self {
+        let s = &baseline.summary;
+        let ratio = if s.rps > 0.0 { (run_rps / s.rps * 1000.0).round() / 1000.0 } else { 0.0 };
+        Self {
+            url: baseline.url.clone(),
+            rps: s.rps,
+            p50_ms: s.p50_ms,
+            p99_ms: s.p99_ms,
+            errors: s.errors,
+            ratio,
+        }
+    }
+
+    fn line(&self) -> String {
+        format!(
+            "baseline server {}: {:.1} req/s, p50 {:.2} ms, p99 {:.2} ms ({} errors); this run = {:.2}× baseline",
+            self.url, self.rps, self.p50_ms, self.p99_ms, self.errors, self.ratio
+        )
+    }
 }
 
 /// One group of workers in a mixed run.
@@ -83,6 +120,7 @@ impl Report {
             groups: Vec::new(),
             monitor: None,
             dataset: None,
+            baseline: None,
         }
     }
 
@@ -176,6 +214,9 @@ impl Report {
         if let Some(line) = self.monitor_line() {
             let _ = writeln!(out, "{line}");
         }
+        if let Some(baseline) = &self.baseline {
+            let _ = writeln!(out, "{}", baseline.line());
+        }
         out
     }
 
@@ -237,6 +278,9 @@ impl Report {
         if let Some(line) = self.monitor_line() {
             let _ = writeln!(out, "\n{line}");
         }
+        if let Some(baseline) = &self.baseline {
+            let _ = writeln!(out, "\n{}", baseline.line());
+        }
         if !self.timeline_rps.is_empty() {
             let seconds: Vec<String> = self.timeline_rps.iter().map(u64::to_string).collect();
             let _ = writeln!(out, "\nThroughput per second: {}", seconds.join(", "));
@@ -293,8 +337,9 @@ pub struct Budgets {
     sections: BTreeMap<String, BTreeMap<String, f64>>,
 }
 
-const BUDGET_KEYS: [&str; 8] = [
+const BUDGET_KEYS: [&str; 9] = [
     "min_rps",
+    "min_baseline_ratio",
     "max_p50_ms",
     "max_p95_ms",
     "max_p99_ms",
@@ -352,6 +397,16 @@ impl Budgets {
         for (key, limit) in self.for_scenario(&report.scenario) {
             let (value, is_min) = match key.as_str() {
                 "min_rps" => (s.rps, true),
+                "min_baseline_ratio" => match &report.baseline {
+                    Some(baseline) => (baseline.ratio, true),
+                    None => {
+                        violations.push(format!(
+                            "{}: min_baseline_ratio needs a result measured with --baseline-url",
+                            report.scenario
+                        ));
+                        continue;
+                    }
+                },
                 "max_p50_ms" => (s.p50_ms, false),
                 "max_p95_ms" => (s.p95_ms, false),
                 "max_p99_ms" => (s.p99_ms, false),
@@ -395,6 +450,7 @@ mod tests {
             groups: vec![],
             monitor: None,
             dataset: None,
+            baseline: None,
         }
     }
 
@@ -417,6 +473,17 @@ max_p99_ms = 10.5
         assert!(violations[0].contains("max_errors = 0, measured 2"));
         // A scenario without a section still gets the defaults.
         assert_eq!(budgets.check(&report("send", 1.0, 900.0, 1)).len(), 1);
+
+        let ratios = Budgets::parse("[health]\nmin_baseline_ratio = 0.8").expect("budgets");
+        let mut run = report("health", 800.0, 1.0, 0);
+        let missing = ratios.check(&run);
+        assert!(missing[0].contains("--baseline-url"), "{missing:?}");
+        let mut ceiling = report("health", 1000.0, 1.0, 0);
+        run.baseline = Some(BaselineFigures::new(&ceiling, run.summary.rps));
+        assert!(ratios.check(&run).is_empty());
+        ceiling.summary.rps = 1100.0;
+        run.baseline = Some(BaselineFigures::new(&ceiling, run.summary.rps));
+        assert_eq!(ratios.check(&run), ["health: min_baseline_ratio = 0.8, measured 0.727"]);
     }
 
     #[test]

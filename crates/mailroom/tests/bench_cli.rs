@@ -71,6 +71,21 @@ fn runs_compares_and_checks_budgets() {
     let chart = std::fs::read_to_string(out.join("mailroom-health-c2.svg")).expect("chart");
     assert!(chart.starts_with("<svg"), "{chart}");
 
+    let ratio = bench_json(&[
+        "--url",
+        &url,
+        "--scenario",
+        "tools-list",
+        "-c",
+        "2",
+        "--requests",
+        "20",
+        "--baseline-url",
+        &baseline_url,
+    ]);
+    assert_eq!(ratio["baseline"]["errors"], 0, "{ratio}");
+    assert!(ratio["baseline"]["ratio"].as_f64().is_some_and(|r| r > 0.0), "{ratio}");
+
     let ceiling = bench_json(&["--url", &baseline_url, "-c", "2", "--requests", "20"]);
     assert_eq!((ceiling["requests"].as_u64(), ceiling["errors"].as_u64()), (Some(20), Some(0)));
     let ceiling_file = dir.path().join("baseline.json");

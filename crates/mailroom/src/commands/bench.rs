@@ -113,6 +113,10 @@ struct RunArgs {
     /// ×14 connections, or ×14 --rate, then recovery; each phase lasts --duration).
     #[arg(long, default_value = "steady")]
     profile: Profile,
+    /// Measure this baseline server (e.g. `mailroom bench baseline-server`) with the same load
+    /// just before each run, and report the run's throughput as a ratio of it.
+    #[arg(long, value_name = "URL")]
+    baseline_url: Option<String>,
     /// Sample this process (the server) during the run: RSS, CPU and open files from /proc,
     /// with their growth per hour.
     #[arg(long)]
@@ -243,10 +247,23 @@ async fn run_load(args: RunArgs) -> Result<()> {
     {
         bail!("--profile ramp and spike vary --concurrency, which the mixed scenario does not use");
     }
+    let baseline = match &args.baseline_url {
+        Some(url) => Some(Target::parse(url, Implementation::Mailroom)?),
+        None => None,
+    };
+    let measure = |step: RunConfig| {
+        let baseline = baseline.clone();
+        async move {
+            match &baseline {
+                Some(baseline) => mailroom_bench::run_with_baseline(&step, baseline).await,
+                None => mailroom_bench::run(&step).await,
+            }
+        }
+    };
     let name = format!("{}-{}", config.target.implementation, config.scenario);
     let outputs = match args.profile {
         Profile::Steady | Profile::Soak => {
-            let report = mailroom_bench::run(&config).await?;
+            let report = measure(config.clone()).await?;
             let stem = match args.profile {
                 Profile::Soak => format!("{name}-soak"),
                 _ => format!("{name}-c{}", report.concurrency),
@@ -265,7 +282,7 @@ async fn run_load(args: RunArgs) -> Result<()> {
                 let mut step = config.clone();
                 step.concurrency = level;
                 eprintln!("ramp: {level} connections");
-                reports.push(mailroom_bench::run(&step).await?);
+                reports.push(measure(step).await?);
             }
             Outputs {
                 json: profile::ramp_json(&reports),
@@ -282,7 +299,7 @@ async fn run_load(args: RunArgs) -> Result<()> {
             let mut phases = Vec::new();
             for (phase, step) in [("baseline", &config), ("spike", &spike), ("recovery", &config)] {
                 eprintln!("spike profile: {phase}");
-                phases.push(mailroom_bench::run(step).await?);
+                phases.push(measure(step.clone()).await?);
             }
             let phases: [Report; 3] =
                 phases.try_into().map_err(|_| anyhow::anyhow!("the spike has three phases"))?;
