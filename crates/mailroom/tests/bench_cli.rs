@@ -106,9 +106,11 @@ fn runs_compares_and_checks_budgets() {
     assert_eq!(check(&budgets, &result), Some(1), "an impossible floor is a regression");
     std::fs::write(&budgets, "[health]\nmin_rsp = 1\n").expect("write");
     assert_eq!(check(&budgets, &result), Some(2), "a typo is an error, not a pass");
-    // The repository's own budgets file parses.
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/budgets.toml");
-    assert_ne!(check(&shipped, &result), Some(2));
+    // The repository's own budgets and targets files parse.
+    for file in ["budgets.toml", "targets.toml"] {
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches").join(file);
+        assert_ne!(check(&shipped, &result), Some(2), "{file}");
+    }
 
     baseline.kill().expect("kill baseline");
     let _ = baseline.wait();
