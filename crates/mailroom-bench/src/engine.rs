@@ -119,6 +119,10 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     if config.rate.is_some_and(|rate| !(rate > 0.0 && rate.is_finite())) {
         bail!("--rate must be a positive number of requests per second");
     }
+    let workers = config.workers();
+    if workers == 0 {
+        bail!("a run needs at least one connection");
+    }
     let (groups, setup) = if config.scenario == Scenario::Mixed {
         let prepared =
             prepare_mixed(&config.target, config.via, config.mixed, config.seed_messages).await?;
@@ -126,12 +130,8 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     } else {
         let prepared =
             prepare(&config.target, config.scenario, config.via, config.seed_messages).await?;
-        (vec![(config.scenario.to_string(), config.workers(), prepared.plan)], prepared.setup)
+        (vec![(config.scenario.to_string(), workers, prepared.plan)], prepared.setup)
     };
-    let workers = config.workers();
-    if workers == 0 {
-        bail!("a run needs at least one connection");
-    }
     let outcome = drive(config, &groups, workers).await;
     let mut report = Report::new(config, workers, setup, outcome.total, outcome.timeline);
     report.monitor = outcome.monitor;
