@@ -26,6 +26,9 @@ enum Command {
     Archive(commands::archive::ArchiveArgs),
     /// Git hooks that refuse commits and pushes touching files other agents reserved.
     Guard(commands::guard::GuardArgs),
+    /// Load-test any Agent Mail server (mailroom or the Python reference); compare results,
+    /// check budgets, serve a baseline.
+    Bench(Box<commands::bench::BenchArgs>),
 }
 
 fn main() -> ExitCode {
@@ -38,6 +41,11 @@ fn main() -> ExitCode {
             exit_code(commands::archive::run(args), on_error)
         }
         Command::Guard(args) => exit_code(commands::guard::run(args), 1),
+        Command::Bench(args) => {
+            // `bench check` exits 1 on a regression, so its errors exit 2 as verify's do.
+            let on_error = if args.is_check() { 2 } else { 1 };
+            exit_code(commands::bench::run(*args), on_error)
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand, and what they share.
 
 pub mod archive;
+pub mod bench;
 pub mod guard;
 pub mod serve;
 pub mod setup;

@@ -1,0 +1,527 @@
+//! Scenarios: what each request does, the data it needs (created in a setup phase through the
+//! target's own MCP tools), and how an answer is judged.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use bytes::Bytes;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::{Value, json};
+
+use crate::client::{Call, Connection};
+use crate::stats::Failure;
+use crate::target::Target;
+
+/// A load scenario (seed 000 §4, seed 003).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    /// `GET` liveness: the HTTP stack alone.
+    Health,
+    /// `GET` readiness: one database round trip.
+    Ready,
+    /// MCP `tools/list`: JSON-RPC processing without the database.
+    ToolsList,
+    /// MCP `tools/call send_message` (or `POST /api/message/send` with `--via rest`).
+    Send,
+    /// MCP `tools/call fetch_inbox` on an inbox holding the seeded messages.
+    Inbox,
+    /// MCP `tools/call search_messages` over the seeded messages.
+    Search,
+    /// MCP `tools/call file_reservation_paths`: one agent renewing its hold on a spread of
+    /// paths (an identical pattern is updated in place, so holds do not pile up).
+    Reserve,
+    /// `send` from one client, one request at a time (seed 003's sequential benchmark).
+    Sequential,
+    /// Writers, readers and a hot "celebrity" inbox at once, each group with its own
+    /// concurrency (seed 002).
+    Mixed,
+}
+
+impl Scenario {
+    /// Every scenario, in the order reports list them.
+    pub const ALL: [Scenario; 9] = [
+        Scenario::Health,
+        Scenario::Ready,
+        Scenario::ToolsList,
+        Scenario::Send,
+        Scenario::Inbox,
+        Scenario::Search,
+        Scenario::Reserve,
+        Scenario::Sequential,
+        Scenario::Mixed,
+    ];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Health => "health",
+            Scenario::Ready => "ready",
+            Scenario::ToolsList => "tools-list",
+            Scenario::Send => "send",
+            Scenario::Inbox => "inbox",
+            Scenario::Search => "search",
+            Scenario::Reserve => "reserve",
+            Scenario::Sequential => "sequential",
+            Scenario::Mixed => "mixed",
+        }
+    }
+}
+
+impl FromStr for Scenario {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Scenario::ALL.into_iter().find(|scenario| scenario.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Scenario::ALL.iter().map(|s| s.name()).collect();
+            format!("unknown scenario '{s}' ({})", names.join(", "))
+        })
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How message operations reach the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Mcp,
+    Rest,
+}
+
+impl FromStr for Via {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "mcp" => Ok(Via::Mcp),
+            "rest" => Ok(Via::Rest),
+            _ => Err(format!("unknown transport '{s}' (mcp, rest)")),
+        }
+    }
+}
+
+impl fmt::Display for Via {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Via::Mcp => "mcp",
+            Via::Rest => "rest",
+        })
+    }
+}
+
+/// How an answer is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Any 2xx.
+    Status,
+    /// A 2xx JSON-RPC answer with a `result` (no `error`, no `isError: true`).
+    JsonRpc,
+    /// A 2xx REST answer (error bodies come with 4xx/5xx).
+    Rest,
+}
+
+/// Judges one answer.
+pub fn judge(expect: Expect, status: u16, body: &Bytes) -> Result<(), Failure> {
+    if !(200..300).contains(&status) {
+        return Err(Failure::Status(status));
+    }
+    match expect {
+        Expect::Status | Expect::Rest => Ok(()),
+        Expect::JsonRpc => judge_json_rpc(body),
+    }
+}
+
+/// The members of a JSON-RPC answer that decide success; everything else is skipped
+/// without being built (IgnoredAny), so judging a large tools/list stays cheap.
+#[derive(Deserialize)]
+struct Envelope {
+    result: Option<ResultHead>,
+    error: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct ResultHead {
+    #[serde(rename = "isError", default)]
+    is_error: bool,
+}
+
+fn judge_json_rpc(body: &Bytes) -> Result<(), Failure> {
+    let envelope: Envelope = serde_json::from_slice(body).map_err(|_| Failure::BadBody)?;
+    match (envelope.error, envelope.result) {
+        (Some(_), _) => Err(Failure::JsonRpcError),
+        (None, Some(ResultHead { is_error: true })) => Err(Failure::ToolError),
+        (None, Some(_)) => Ok(()),
+        (None, None) => Err(Failure::BadBody),
+    }
+}
+
+/// What a group of workers sends, once its data exists: each worker cycles through `calls`
+/// (several calls spread the load over many inboxes).
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub calls: Vec<Call>,
+    pub expect: Expect,
+}
+
+impl Plan {
+    fn one(call: Call, expect: Expect) -> Self {
+        Self { calls: vec![call], expect }
+    }
+}
+
+/// Builds the requests of message scenarios for one target and transport.
+struct Requests<'a> {
+    target: &'a Target,
+    via: Via,
+    mcp: String,
+}
+
+impl Requests<'_> {
+    fn rpc(&self, method: &str, params: Value) -> Call {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        Call::post_json(&self.mcp, &body)
+    }
+
+    fn tool(&self, name: &str, arguments: Value) -> Call {
+        self.rpc("tools/call", json!({"name": name, "arguments": arguments}))
+    }
+
+    fn expect(&self) -> Expect {
+        if self.via == Via::Rest { Expect::Rest } else { Expect::JsonRpc }
+    }
+
+    fn send(&self, project: &str, sender: &str, recipient: &str) -> Call {
+        match self.via {
+            Via::Rest => Call::post_json(
+                self.target.path("/api/message/send"),
+                &json!({"project_slug": project, "sender_name": sender,
+                        "recipient_names": [recipient], "subject": "Load test",
+                        "body_md": "A benchmark message."}),
+            ),
+            Via::Mcp => {
+                self.tool("send_message", send_arguments(project, sender, recipient, "Load test"))
+            }
+        }
+    }
+
+    fn inbox(&self, project: &str, agent: &str) -> Call {
+        match self.via {
+            Via::Rest => Call::post_json(
+                self.target.path("/api/inbox"),
+                &json!({"project_slug": project, "agent_name": agent, "limit": 20}),
+            ),
+            Via::Mcp => self.tool(
+                "fetch_inbox",
+                json!({"project_key": project, "agent_name": agent, "limit": 20}),
+            ),
+        }
+    }
+
+    fn search(&self, project: &str) -> Call {
+        match self.via {
+            Via::Rest => Call::post_json(
+                self.target.path("/api/messages/search"),
+                &json!({"project_slug": project, "query": "benchmark", "limit": 20}),
+            ),
+            Via::Mcp => self.tool(
+                "search_messages",
+                json!({"project_key": project, "query": "benchmark", "limit": 20}),
+            ),
+        }
+    }
+}
+
+fn requests(target: &Target, via: Via) -> Result<Requests<'_>> {
+    let implementation = target.implementation;
+    if via == Via::Rest && !implementation.has_rest() {
+        bail!("--via rest: {implementation} has no REST routes; drive it over MCP");
+    }
+    Ok(Requests { target, via, mcp: target.mcp() })
+}
+
+/// A scenario ready to run: its plan and what setup created (for the report).
+pub struct Prepared {
+    pub plan: Plan,
+    pub setup: Option<Value>,
+}
+
+/// Creates what `scenario` needs and returns the request its workers repeat.
+pub async fn prepare(
+    target: &Target,
+    scenario: Scenario,
+    via: Via,
+    seed_messages: usize,
+) -> Result<Prepared> {
+    let requests = requests(target, via)?;
+    let implementation = target.implementation;
+    let plan = match scenario {
+        Scenario::Health => {
+            Plan::one(Call::get(target.path(implementation.health_path())), Expect::Status)
+        }
+        Scenario::Ready => {
+            Plan::one(Call::get(target.path(implementation.ready_path())), Expect::Status)
+        }
+        Scenario::ToolsList => Plan::one(requests.rpc("tools/list", json!({})), Expect::JsonRpc),
+        Scenario::Mixed => bail!("the mixed scenario is prepared by prepare_mixed"),
+        _ => return prepare_messages(&requests, scenario, seed_messages).await,
+    };
+    Ok(Prepared { plan, setup: None })
+}
+
+async fn prepare_messages(
+    requests: &Requests<'_>,
+    scenario: Scenario,
+    seed_messages: usize,
+) -> Result<Prepared> {
+    let mut setup = Setup::connect(requests.target).await?;
+    if scenario == Scenario::Reserve {
+        return prepare_reservations(requests, &mut setup).await;
+    }
+    let fixture = setup.fixture(1).await?;
+    let receiver = fixture.receivers[0].as_str();
+    let seeded =
+        if matches!(scenario, Scenario::Inbox | Scenario::Search) { seed_messages } else { 0 };
+    for n in 0..seeded {
+        setup.send(&fixture, receiver, n).await?;
+    }
+    let (project, sender) = (fixture.project.as_str(), fixture.sender.as_str());
+    let call = match scenario {
+        Scenario::Inbox => requests.inbox(project, receiver),
+        Scenario::Search => requests.search(project),
+        _ => requests.send(project, sender, receiver),
+    };
+    let setup = json!({"project": project, "sender": sender, "receiver": receiver,
+                       "seeded_messages": seeded});
+    Ok(Prepared { plan: Plan::one(call, requests.expect()), setup: Some(setup) })
+}
+
+/// Paths the reserve scenario spreads its holds over.
+const RESERVED_PATHS: usize = 100;
+
+async fn prepare_reservations(requests: &Requests<'_>, setup: &mut Setup) -> Result<Prepared> {
+    if requests.via == Via::Rest {
+        bail!("--via rest: there is no REST route for file reservations; use MCP");
+    }
+    let fixture = setup.fixture(0).await?;
+    let (project, agent) = (fixture.project.as_str(), fixture.sender.as_str());
+    let calls = (0..RESERVED_PATHS)
+        .map(|n| {
+            requests.tool(
+                "file_reservation_paths",
+                json!({"project_key": project, "agent_name": agent,
+                       "paths": [format!("src/bench/module_{n}.rs")], "ttl_seconds": 3600,
+                       "exclusive": true, "reason": "load test"}),
+            )
+        })
+        .collect();
+    let setup = json!({"project": project, "agent": agent, "paths": RESERVED_PATHS});
+    Ok(Prepared { plan: Plan { calls, expect: Expect::JsonRpc }, setup: Some(setup) })
+}
+
+/// Sizes of seed 002's mixed load: each group has its own concurrency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MixedLoad {
+    /// Workers sending messages, spread over every inbox.
+    pub writers: usize,
+    /// Workers reading inboxes spread over `inboxes` agents.
+    pub readers: usize,
+    /// Workers reading the few hot ("celebrity") inboxes.
+    pub celebrity_readers: usize,
+    /// Ordinary agents whose inboxes the readers read.
+    pub inboxes: usize,
+    /// Celebrity agents (seed 002's pool of 5).
+    pub celebrities: usize,
+}
+
+impl Default for MixedLoad {
+    /// Seed 002's high-concurrency run: writer 10, reader 60, celebrity 30, pool of 5.
+    fn default() -> Self {
+        Self { writers: 10, readers: 60, celebrity_readers: 30, inboxes: 20, celebrities: 5 }
+    }
+}
+
+/// The three groups of the mixed scenario, named, with their concurrency.
+pub struct PreparedMixed {
+    pub groups: Vec<(String, usize, Plan)>,
+    pub setup: Value,
+}
+
+/// Creates one project with `inboxes + celebrities` receivers, each seeded with
+/// `seed_messages` messages, and the writer, reader and celebrity plans.
+pub async fn prepare_mixed(
+    target: &Target,
+    via: Via,
+    load: MixedLoad,
+    seed_messages: usize,
+) -> Result<PreparedMixed> {
+    if load.inboxes == 0 || load.celebrities == 0 {
+        bail!("the mixed scenario needs at least one inbox and one celebrity");
+    }
+    let requests = requests(target, via)?;
+    let mut setup = Setup::connect(target).await?;
+    let fixture = setup.fixture(load.inboxes + load.celebrities).await?;
+    for receiver in &fixture.receivers {
+        for n in 0..seed_messages {
+            setup.send(&fixture, receiver, n).await?;
+        }
+    }
+    let (project, sender) = (fixture.project.as_str(), fixture.sender.as_str());
+    let (ordinary, celebrities) = fixture.receivers.split_at(load.inboxes);
+    let expect = requests.expect();
+    let writes = fixture.receivers.iter().map(|r| requests.send(project, sender, r)).collect();
+    let reads = ordinary.iter().map(|r| requests.inbox(project, r)).collect();
+    let hot = celebrities.iter().map(|r| requests.inbox(project, r)).collect();
+    let groups = vec![
+        ("writers".to_string(), load.writers, Plan { calls: writes, expect }),
+        ("readers".to_string(), load.readers, Plan { calls: reads, expect }),
+        ("celebrity".to_string(), load.celebrity_readers, Plan { calls: hot, expect }),
+    ];
+    let setup = json!({"project": project, "sender": sender, "inboxes": load.inboxes,
+                       "celebrities": celebrities, "seeded_messages_per_inbox": seed_messages});
+    Ok(PreparedMixed { groups: groups.into_iter().filter(|g| g.1 > 0).collect(), setup })
+}
+
+/// The data of a message scenario.
+struct Fixture {
+    project: String,
+    sender: String,
+    receivers: Vec<String>,
+}
+
+fn send_arguments(project: &str, sender: &str, recipient: &str, subject: &str) -> Value {
+    json!({
+        "project_key": project, "sender_name": sender,
+        "to": [recipient], "subject": subject, "body_md": "A benchmark message.",
+    })
+}
+
+/// A connection for the setup phase, speaking MCP tools/call.
+pub(crate) struct Setup {
+    connection: Connection,
+    mcp: String,
+}
+
+impl Setup {
+    pub(crate) async fn connect(target: &Target) -> Result<Self> {
+        let connection = Connection::open(&target.authority)
+            .await
+            .with_context(|| format!("setup: cannot connect to {}", target.authority))?;
+        Ok(Self { connection, mcp: target.mcp() })
+    }
+
+    /// Calls a tool and returns its parsed text content; tool errors become errors.
+    pub(crate) async fn tool(&mut self, name: &str, arguments: Value) -> Result<Value> {
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                             "params": {"name": name, "arguments": arguments}});
+        let call = Call::post_json(&self.mcp, &request);
+        let (status, body) = self
+            .connection
+            .send(&call)
+            .await
+            .map_err(|e| anyhow::anyhow!("setup: {name}: {e:?}"))?;
+        if !status.is_success() {
+            bail!("setup: {name} answered HTTP {status} at {}", self.mcp);
+        }
+        let answer: Value = serde_json::from_slice(&body)
+            .with_context(|| format!("setup: {name} did not answer JSON"))?;
+        if let Some(error) = answer.get("error") {
+            bail!("setup: {name}: JSON-RPC error {error}");
+        }
+        let result = &answer["result"];
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        if result["isError"].as_bool().unwrap_or(false) {
+            bail!("setup: {name}: {text}");
+        }
+        serde_json::from_str(text).with_context(|| format!("setup: {name} answered non-JSON text"))
+    }
+
+    async fn agent(&mut self, project: &str, task: &str) -> Result<String> {
+        let agent = self
+            .tool(
+                "register_agent",
+                json!({"project_key": project, "program": "mailroom-bench",
+                                           "model": "load", "task_description": task}),
+            )
+            .await?;
+        Ok(agent["name"].as_str().context("setup: register_agent gave no name")?.to_string())
+    }
+
+    /// A fresh project (unique per run, so runs never share inboxes) with a sender and
+    /// `receivers` agents that accept messages from anyone. Names are generated by the
+    /// server, so they are valid for every implementation.
+    async fn fixture(&mut self, receivers: usize) -> Result<Fixture> {
+        let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        let human_key = format!("/tmp/mailroom-bench/run-{stamp}");
+        let project = self.tool("ensure_project", json!({"human_key": human_key})).await?;
+        let project =
+            project["slug"].as_str().context("setup: ensure_project gave no slug")?.to_string();
+        let sender = self.agent(&project, "bench sender").await?;
+        let mut names = Vec::with_capacity(receivers);
+        for _ in 0..receivers {
+            let receiver = self.agent(&project, "bench receiver").await?;
+            self.tool(
+                "set_contact_policy",
+                json!({"project_key": project, "agent_name": receiver,
+                                                   "policy": "open"}),
+            )
+            .await?;
+            names.push(receiver);
+        }
+        Ok(Fixture { project, sender, receivers: names })
+    }
+
+    async fn send(&mut self, fixture: &Fixture, receiver: &str, n: usize) -> Result<()> {
+        let subject = format!("Seeded benchmark message {n}");
+        let arguments = send_arguments(&fixture.project, &fixture.sender, receiver, &subject);
+        self.tool("send_message", arguments).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(expect: Expect, status: u16, body: &str, want: Result<(), Failure>) {
+        assert_eq!(judge(expect, status, &Bytes::from(body.to_string())), want, "{status} {body}");
+    }
+
+    #[test]
+    fn answers_are_judged_by_kind() {
+        check(Expect::Status, 200, "ok", Ok(()));
+        check(Expect::Status, 503, "", Err(Failure::Status(503)));
+        check(Expect::Rest, 400, "{\"error\":{}}", Err(Failure::Status(400)));
+        check(Expect::JsonRpc, 200, r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#, Ok(()));
+        check(
+            Expect::JsonRpc,
+            200,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}"#,
+            Ok(()),
+        );
+        check(
+            Expect::JsonRpc,
+            200,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}],"isError":true}}"#,
+            Err(Failure::ToolError),
+        );
+        check(
+            Expect::JsonRpc,
+            200,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}"#,
+            Err(Failure::JsonRpcError),
+        );
+        check(Expect::JsonRpc, 200, "event: message\ndata: {}", Err(Failure::BadBody));
+        check(Expect::JsonRpc, 200, r#"{"jsonrpc":"2.0","id":1}"#, Err(Failure::BadBody));
+    }
+
+    #[test]
+    fn scenario_names_round_trip() {
+        for scenario in Scenario::ALL {
+            assert_eq!(scenario.name().parse::<Scenario>(), Ok(scenario));
+        }
+        assert!("nope".parse::<Scenario>().expect_err("an error").contains("tools-list"));
+    }
+}

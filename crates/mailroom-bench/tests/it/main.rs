@@ -1,0 +1,228 @@
+//! End-to-end runs of the load lab against a live in-process mailroom: each must complete
+//! with zero errors and sane counts. Speed is not asserted.
+
+use std::time::Duration;
+
+use mailroom_bench::{
+    DatasetScale, Implementation, MixedLoad, Report, RunConfig, Scenario, Target, Via,
+};
+use mailroom_testkit::TestApp;
+
+async fn bench(app: &TestApp, scenario: Scenario, via: Via, requests: u64) -> Report {
+    let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target, scenario);
+    config.via = via;
+    config.concurrency = 4;
+    config.duration = Some(Duration::from_secs(60));
+    config.requests = Some(requests);
+    config.seed_messages = 5;
+    mailroom_bench::run(&config).await.expect("run")
+}
+
+fn assert_clean(report: &Report, requests: u64) {
+    let s = &report.summary;
+    assert_eq!((s.requests, s.ok, s.errors), (requests, requests, 0), "{}", report.table());
+    assert!(s.error_breakdown.is_empty());
+    assert!(s.rps > 0.0 && s.p50_ms > 0.0 && s.p50_ms <= s.p99_ms && s.p99_ms <= s.max_ms);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_tools_list_and_ready_run_clean() {
+    let app = TestApp::start().await;
+    for scenario in [Scenario::Health, Scenario::Ready, Scenario::ToolsList] {
+        let report = bench(&app, scenario, Via::Mcp, 40).await;
+        assert_clean(&report, 40);
+        assert_eq!(report.concurrency, 4);
+        assert!(report.setup.is_none());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_arrive_and_inboxes_read_clean() {
+    let app = TestApp::start().await;
+    let report = bench(&app, Scenario::Send, Via::Mcp, 30).await;
+    assert_clean(&report, 30);
+    let setup = report.setup.clone().expect("setup");
+    let (project, receiver) = (
+        setup["project"].as_str().expect("test value"),
+        setup["receiver"].as_str().expect("test value"),
+    );
+    // Every acknowledged send is in the receiver's inbox.
+    let inbox = app
+        .tool_ok(
+            "fetch_inbox",
+            serde_json::json!({"project_key": project, "agent_name": receiver, "limit": 100}),
+        )
+        .await;
+    assert_eq!(inbox.as_array().map(Vec::len), Some(30));
+
+    let rest = bench(&app, Scenario::Send, Via::Rest, 10).await;
+    assert_clean(&rest, 10);
+
+    let inbox = bench(&app, Scenario::Inbox, Via::Mcp, 30).await;
+    assert_clean(&inbox, 30);
+    assert_eq!(inbox.setup.expect("setup")["seeded_messages"], 5);
+
+    let search = bench(&app, Scenario::Search, Via::Mcp, 20).await;
+    assert_clean(&search, 20);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sequential_uses_one_client_and_fixed_rate_paces() {
+    let app = TestApp::start().await;
+    let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target.clone(), Scenario::Sequential);
+    config.concurrency = 8;
+    config.duration = None;
+    config.requests = Some(15);
+    let report = mailroom_bench::run(&config).await.expect("run");
+    assert_clean(&report, 15);
+    assert_eq!(report.concurrency, 1);
+
+    // 200 req/s for 0.25 s from 5 connections: the schedule has exactly 50 slots.
+    let mut config = RunConfig::new(target, Scenario::Health);
+    config.concurrency = 5;
+    config.rate = Some(200.0);
+    config.duration = Some(Duration::from_millis(250));
+    let report = mailroom_bench::run(&config).await.expect("run");
+    assert_clean(&report, 50);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reserve_runs_clean_once_the_tool_exists() {
+    let app = TestApp::start().await;
+    let tools = app.rpc("tools/list", serde_json::json!({})).await;
+    let registered = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .any(|tool| tool["name"] == "file_reservation_paths");
+    let report = bench(&app, Scenario::Reserve, Via::Mcp, 20).await;
+    if registered {
+        assert_clean(&report, 20);
+    } else {
+        // Until file reservations land, every call is an error of the protocol's own kind
+        // (never a transport failure or an unreadable body).
+        let s = &report.summary;
+        assert_eq!(s.errors, 20, "{}", report.table());
+        assert!(
+            s.error_breakdown.keys().all(|k| k == "jsonrpc_error" || k == "tool_error"),
+            "{}",
+            report.table()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_runs_writers_readers_and_celebrities_together() {
+    let app = TestApp::start().await;
+    let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target, Scenario::Mixed);
+    config.mixed =
+        MixedLoad { writers: 2, readers: 3, celebrity_readers: 2, inboxes: 3, celebrities: 2 };
+    config.seed_messages = 2;
+    config.duration = Some(Duration::from_millis(300));
+    let report = mailroom_bench::run(&config).await.expect("run");
+    let s = &report.summary;
+    assert_eq!(s.errors, 0, "{}", report.table());
+    assert_eq!(report.concurrency, 7);
+    let names: Vec<&str> = report.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["writers", "readers", "celebrity"]);
+    assert!(report.groups.iter().all(|g| g.summary.requests > 0 && g.summary.errors == 0));
+    let sum: u64 = report.groups.iter().map(|g| g.summary.requests).sum();
+    assert_eq!(sum, s.requests);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_monitor_samples_the_server_process() {
+    // The server runs in this test process, so its pid is ours.
+    let app = TestApp::start().await;
+    let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target, Scenario::Health);
+    config.concurrency = 2;
+    config.duration = Some(Duration::from_millis(300));
+    config.monitor_pid = Some(std::process::id());
+    config.monitor_interval = Duration::from_millis(50);
+    let report = mailroom_bench::run(&config).await.expect("run");
+    let monitor = report.monitor.expect("monitor report");
+    assert!(monitor.samples.len() >= 3, "{monitor:?}");
+    assert!(monitor.rss_peak_mb > 0.0 && monitor.open_files_peak > 0);
+    assert!(monitor.samples.windows(2).all(|w| w[0].t_s < w[1].t_s));
+}
+
+/// A server that closes every connection after one answer (`Connection: close`), as servers
+/// do when their keep-alive timeout passes between two requests.
+async fn closing_server() -> String {
+    use hyper::server::conn::http1;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(|_request| async {
+                    let body = http_body_util::Full::new(bytes::Bytes::from_static(b"ok"));
+                    Ok::<_, std::convert::Infallible>(hyper::Response::new(body))
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = http1::Builder::new().keep_alive(false).serve_connection(io, service).await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_the_server_never_saw_are_resent_not_counted() {
+    let url = closing_server().await;
+    let target = Target::parse(&url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target, Scenario::Health);
+    config.concurrency = 2;
+    config.rate = Some(40.0);
+    config.duration = Some(Duration::from_millis(250));
+    let report = mailroom_bench::run(&config).await.expect("run");
+    assert_clean(&report, 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dataset_fills_every_inbox() {
+    let app = TestApp::start().await;
+    let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
+    let scale: DatasetScale = "2x3x2".parse().expect("scale");
+    let dataset = mailroom_bench::dataset::populate(&target, scale).await.expect("populate");
+    assert_eq!((dataset["agents"].as_u64(), dataset["messages"].as_u64()), (Some(6), Some(12)));
+    let projects = dataset["projects"].as_array().expect("projects");
+    assert_eq!(projects.len(), 2);
+    for project in projects {
+        let agents = app
+            .read_resource(&format!("resource://agents/{}", project.as_str().expect("slug")))
+            .await
+            .expect("agents resource");
+        let agents = agents["agents"].as_array().expect("agents");
+        assert_eq!(agents.len(), 3);
+        for agent in agents {
+            let inbox = app
+                .tool_ok(
+                    "fetch_inbox",
+                    serde_json::json!({"project_key": project, "agent_name": agent["name"]}),
+                )
+                .await;
+            assert_eq!(inbox.as_array().map(Vec::len), Some(2), "{agent}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_target_reports_connect_errors() {
+    // Bind then drop a listener so the port is (almost certainly) closed.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    drop(listener);
+    let target = Target::parse(&url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target, Scenario::Health);
+    config.concurrency = 2;
+    config.duration = None;
+    config.requests = Some(6);
+    let report = mailroom_bench::run(&config).await.expect("run");
+    assert_eq!(report.summary.errors, 6);
+    assert_eq!(report.summary.error_breakdown.get("connect"), Some(&6));
+}

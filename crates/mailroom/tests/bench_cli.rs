@@ -1,0 +1,118 @@
+//! `mailroom bench` end to end: a run against a real server and the baseline server, the
+//! JSON it prints, `compare`, and `check`'s exit codes. Speed is never asserted.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+
+use common::{mailroom, start, stop};
+use serde_json::Value;
+
+fn bench_json(args: &[&str]) -> Value {
+    let output =
+        mailroom().arg("bench").args(args).args(["--json", "-q"]).output().expect("run bench");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("one JSON object on stdout")
+}
+
+fn start_baseline() -> (Child, String) {
+    let mut child = mailroom()
+        .args(["bench", "baseline-server", "--port", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn baseline server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("line");
+    let url = line.split_whitespace().find(|w| w.starts_with("http://")).expect("url").to_string();
+    (child, url)
+}
+
+fn check(budgets: &Path, result: &Path) -> Option<i32> {
+    let output = mailroom()
+        .args(["bench", "check", "--budgets"])
+        .arg(budgets)
+        .arg(result)
+        .output()
+        .expect("run check");
+    output.status.code()
+}
+
+#[test]
+fn runs_compares_and_checks_budgets() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server, url) = start(&dir.path().join("data"));
+    let (mut baseline, baseline_url) = start_baseline();
+
+    let send = bench_json(&["--url", &url, "--scenario", "send", "-c", "3", "--requests", "30"]);
+    for key in [
+        "requests",
+        "errors",
+        "error_breakdown",
+        "rps",
+        "p50_ms",
+        "p95_ms",
+        "p99_ms",
+        "p999_ms",
+        "max_ms",
+    ] {
+        assert!(send.get(key).is_some(), "missing {key}: {send}");
+    }
+    assert_eq!((send["requests"].as_u64(), send["errors"].as_u64()), (Some(30), Some(0)), "{send}");
+    assert_eq!(send["scenario"], "send");
+
+    let out = dir.path().join("results");
+    let out_arg = out.to_str().expect("utf-8 path");
+    let health = bench_json(&["--url", &url, "-c", "2", "--requests", "20", "--out", out_arg]);
+    assert_eq!(health["errors"], 0);
+    let result = out.join("mailroom-health-c2.json");
+    assert!(out.join("mailroom-health-c2.md").exists());
+    let chart = std::fs::read_to_string(out.join("mailroom-health-c2.svg")).expect("chart");
+    assert!(chart.starts_with("<svg"), "{chart}");
+
+    let ratio = bench_json(&[
+        "--url",
+        &url,
+        "--scenario",
+        "tools-list",
+        "-c",
+        "2",
+        "--requests",
+        "20",
+        "--baseline-url",
+        &baseline_url,
+    ]);
+    assert_eq!(ratio["baseline"]["errors"], 0, "{ratio}");
+    assert!(ratio["baseline"]["ratio"].as_f64().is_some_and(|r| r > 0.0), "{ratio}");
+
+    let ceiling = bench_json(&["--url", &baseline_url, "-c", "2", "--requests", "20"]);
+    assert_eq!((ceiling["requests"].as_u64(), ceiling["errors"].as_u64()), (Some(20), Some(0)));
+    let ceiling_file = dir.path().join("baseline.json");
+    std::fs::write(&ceiling_file, ceiling.to_string()).expect("write");
+
+    let compared = mailroom()
+        .args(["bench", "compare"])
+        .args([&result, &ceiling_file])
+        .output()
+        .expect("compare");
+    let table = String::from_utf8_lossy(&compared.stdout);
+    assert!(compared.status.success() && table.contains("| Throughput (req/s) |"), "{table}");
+
+    let budgets = dir.path().join("budgets.toml");
+    std::fs::write(&budgets, "[health]\nmax_errors = 0\nmax_p50_ms = 60000\n").expect("write");
+    assert_eq!(check(&budgets, &result), Some(0));
+    std::fs::write(&budgets, "[health]\nmin_rps = 1e12\n").expect("write");
+    assert_eq!(check(&budgets, &result), Some(1), "an impossible floor is a regression");
+    std::fs::write(&budgets, "[health]\nmin_rsp = 1\n").expect("write");
+    assert_eq!(check(&budgets, &result), Some(2), "a typo is an error, not a pass");
+    // The repository's own budgets and targets files parse.
+    for file in ["budgets.toml", "targets.toml"] {
+        let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches").join(file);
+        assert_ne!(check(&shipped, &result), Some(2), "{file}");
+    }
+
+    baseline.kill().expect("kill baseline");
+    let _ = baseline.wait();
+    stop(server);
+}
