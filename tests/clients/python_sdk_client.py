@@ -238,6 +238,7 @@ class Runner:
         check("not found" in text.lower(), f"send_message (unknown sender): error text lacks 'not found': {short(text)}")
         self.ok(f"send_message from unknown sender -> isError ({short(text, 120)})")
 
+        await self.check_reservations(human_key, project["slug"], tokens)
         await self.check_resources(project["slug"], message_id)
         toon, _ = await self.call("ensure_project", {"human_key": human_key, "format": "toon"})
         check(isinstance(toon, dict) and toon.get("format") == "toon" and isinstance(toon.get("data"), str),
@@ -245,6 +246,35 @@ class Runner:
         check(f"human_key: {human_key}" in toon["data"].splitlines(),
               f"ensure_project format=toon: data lacks the human_key line: {short(toon)}")
         self.ok("ensure_project format=toon -> TOON envelope")
+
+    async def check_reservations(self, human_key: str, slug: str, tokens: dict[str, str | None]) -> None:
+        reserve = self.with_token(
+            "file_reservation_paths",
+            {"project_key": human_key, "agent_name": "BlueLake", "paths": ["src/api/*.py"],
+             "ttl_seconds": 600, "exclusive": True, "reason": "py-client"},
+            "registration_token", tokens["BlueLake"],
+        )
+        granted, _ = await self.call("file_reservation_paths", reserve)
+        check(isinstance(granted, dict) and [g.get("path_pattern") for g in granted.get("granted", [])] == ["src/api/*.py"],
+              f"file_reservation_paths: expected one grant, got {short(granted)}")
+        rival = self.with_token(
+            "macro_file_reservation_cycle",
+            {"project_key": human_key, "agent_name": "GreenCastle", "paths": ["src/api/users.py"],
+             "auto_release": True},
+            "registration_token", tokens["GreenCastle"],
+        )
+        cycle, _ = await self.call("macro_file_reservation_cycle", rival)
+        conflicts = (cycle.get("file_reservations") or {}).get("conflicts") if isinstance(cycle, dict) else None
+        check(isinstance(conflicts, list) and conflicts
+              and conflicts[0]["holders"][0].get("agent") == "BlueLake",
+              f"macro_file_reservation_cycle: expected BlueLake as the conflicting holder, got {short(cycle)}")
+        check((cycle.get("released") or {}).get("released") == 1,
+              f"macro_file_reservation_cycle: expected its own grant released, got {short(cycle)}")
+        read = dump(await self.session.read_resource(f"resource://file_reservations/{slug}"))
+        rows = json.loads((read.get("contents") or [{}])[0].get("text") or "null")
+        check(isinstance(rows, list) and [r.get("agent") for r in rows] == ["BlueLake"],
+              f"resource file_reservations: expected BlueLake's reservation only, got {short(rows)}")
+        self.ok("file reservations: grant, conflict reported by the cycle macro, resource lists the holder")
 
     async def check_resources(self, slug: str, message_id: int) -> None:
         import mcp.shared.exceptions as mcp_exceptions
