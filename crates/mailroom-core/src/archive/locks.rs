@@ -57,7 +57,7 @@ pub fn acquire_owner_lock(root: &Path) -> Result<OwnerLock> {
         .write(true)
         .open(&lock_path)
         .map_err(|e| Error::internal(format!("cannot open {}: {e}", lock_path.display())))?;
-    if file.try_lock().is_err() {
+    if !lock_or_wait_for_own_release(&file, &owner_path) {
         let holder = read_owner_pid(&owner_path)
             .map(|pid| format!("process {pid}"))
             .unwrap_or_else(|| "another process".to_string());
@@ -69,6 +69,26 @@ pub fn acquire_owner_lock(root: &Path) -> Result<OwnerLock> {
     }
     write_owner(&owner_path)?;
     Ok(OwnerLock { _file: file, owner_path })
+}
+
+/// How long a lock recorded as held by this very process may take to go away.
+const OWN_RELEASE_WAIT: Duration = Duration::from_secs(2);
+
+/// Takes the OS lock. When the owner file names this process, the holder is a handle this
+/// process just closed whose descriptor a child forked meanwhile (e.g. a `git` command started
+/// by another thread) still shares until it execs: wait briefly for it instead of failing.
+fn lock_or_wait_for_own_release(file: &File, owner_path: &Path) -> bool {
+    let started = std::time::Instant::now();
+    loop {
+        if file.try_lock().is_ok() {
+            return true;
+        }
+        let ours = read_owner_pid(owner_path) == Some(std::process::id());
+        if !ours || started.elapsed() >= OWN_RELEASE_WAIT {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn write_owner(owner_path: &Path) -> Result<()> {
