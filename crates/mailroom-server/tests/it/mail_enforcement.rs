@@ -135,3 +135,40 @@ async fn with_enforcement_off_reserved_surfaces_do_not_block() {
     let sent = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
     assert_eq!(sent["count"], 1, "{sent}");
 }
+
+#[tokio::test]
+async fn a_delivery_first_releases_expired_reservations_and_archives_them() {
+    let app = TestApp::start().await;
+    let slug = pair(&app, "/work/enforce-e").await;
+    // An exclusive reservation on the mail archive that expired without being released, as a
+    // server stopped before its sweep leaves it.
+    let db = rusqlite::Connection::open(app.data_path().join("mailroom.sqlite3")).expect("db");
+    db.execute(
+        "INSERT INTO file_reservations (project_id, agent_id, path_pattern, \"exclusive\", \
+         reason, created_ts, expires_ts) SELECT project_id, id, 'messages/**', 1, 'lapsed', \
+         '2020-01-01 00:00:00.000000', '2020-01-01 01:00:00.000000' FROM agents \
+         WHERE name = 'GreenCastle'",
+        [],
+    )
+    .expect("insert");
+    let id: i64 =
+        db.query_row("SELECT max(id) FROM file_reservations", [], |r| r.get(0)).expect("id");
+
+    let sent = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    assert_eq!(sent["count"], 1, "{sent}");
+    let released: Option<String> = db
+        .query_row("SELECT released_ts FROM file_reservations WHERE id = ?1", [id], |r| r.get(0))
+        .expect("row");
+    assert!(released.is_some(), "the sweep released it");
+    app.archive_flushed().await;
+    let artifact = app
+        .archive_root()
+        .join("projects")
+        .join(&slug)
+        .join("file_reservations")
+        .join(format!("id-{id}.json"));
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(&artifact).expect("artifact")).expect("json");
+    assert_eq!(record["path_pattern"], "messages/**");
+    assert!(record["released_ts"].is_string(), "{record}");
+}

@@ -56,3 +56,45 @@ pub fn total_failure(errors: &[DeliveryError]) -> Option<ReturnedError> {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::time::Timestamp;
+    use serde_json::json;
+
+    fn blocked(project: &str) -> DeliveryError {
+        let conflict = SurfaceConflict {
+            surface: "messages/2025/03/*.md".into(),
+            holder: "GreenCastle".into(),
+            path_pattern: "messages/**".into(),
+            exclusive: true,
+            expires_ts: Timestamp::parse_iso("2025-03-09T10:00:00+00:00").expect("time"),
+        };
+        DeliveryError {
+            project: project.into(),
+            error: ReturnedError::reservation_conflict(vec![conflict]),
+        }
+    }
+
+    #[test]
+    fn one_failed_delivery_is_the_error_and_several_are_delivery_failed() {
+        assert!(total_failure(&[]).is_none());
+        let single = serde_json::to_value(total_failure(&[blocked("/a")])).expect("json");
+        assert_eq!(
+            single,
+            json!({"type": "FILE_RESERVATION_CONFLICT",
+                   "message": "Conflicting active file_reservations prevent message write.",
+                   "conflicts": [{"surface": "messages/2025/03/*.md", "holder": "GreenCastle",
+                                  "path_pattern": "messages/**", "exclusive": true,
+                                  "expires_ts": "2025-03-09T10:00:00+00:00"}]})
+        );
+        let both = total_failure(&[blocked("/a"), blocked("/b")]).expect("failure");
+        let both = serde_json::to_value(both).expect("json");
+        assert_eq!(both["type"], "DELIVERY_FAILED");
+        assert_eq!(both["message"], "Message delivery failed for all target projects.");
+        assert_eq!(both["errors"][1]["project"], "/b");
+        assert_eq!(both["errors"][1]["error"]["type"], "FILE_RESERVATION_CONFLICT");
+        assert!(both.get("conflicts").is_none());
+    }
+}
