@@ -172,3 +172,56 @@ async fn a_delivery_first_releases_expired_reservations_and_archives_them() {
     assert_eq!(record["path_pattern"], "messages/**");
     assert!(record["released_ts"].is_string(), "{record}");
 }
+
+#[tokio::test]
+async fn a_blocked_project_is_listed_beside_the_deliveries_that_went_through() {
+    let app = TestApp::start().await;
+    let home = pair(&app, "/work/enforce-f").await;
+    let away = app.tool_ok("ensure_project", json!({"human_key": "/work/enforce-g"})).await;
+    let away = away["slug"].as_str().expect("slug").to_string();
+    for name in ["RedFox", "SilverHawk"] {
+        app.tool_ok(
+            "register_agent",
+            json!({"project_key": away, "program": "p", "model": "m", "name": name}),
+        )
+        .await;
+    }
+    app.tool_ok(
+        "request_contact",
+        json!({"project_key": home, "from_agent": "BlueLake", "to_agent": "RedFox",
+               "to_project": away}),
+    )
+    .await;
+    app.tool_ok(
+        "respond_contact",
+        json!({"project_key": away, "to_agent": "RedFox", "from_agent": "BlueLake",
+               "from_project": home, "accept": true}),
+    )
+    .await;
+    app.tool_ok("file_reservation_paths", reserve(&away, "SilverHawk", &["messages/**"])).await;
+    let remote = format!("project:{away}#RedFox");
+
+    let both = json!({"project_key": home, "sender_name": "BlueLake",
+                      "to": ["GreenCastle", remote], "subject": "Both", "body_md": "x"});
+    let sent = app.tool_ok("send_message", both).await;
+    assert_eq!(sent["count"], 1, "{sent}");
+    assert_eq!(sent["deliveries"][0]["project"], "/work/enforce-f");
+    let errors = sent["delivery_errors"].as_array().expect("delivery_errors");
+    assert_eq!(errors.len(), 1, "{sent}");
+    assert_eq!(errors[0]["project"], "/work/enforce-g");
+    assert_eq!(errors[0]["error"]["type"], "FILE_RESERVATION_CONFLICT");
+    assert_eq!(errors[0]["error"]["conflicts"][0]["holder"], "SilverHawk");
+
+    let only = json!({"project_key": home, "sender_name": "BlueLake", "to": [remote],
+                      "subject": "Away", "body_md": "x"});
+    let blocked = app.tool_ok("send_message", only).await;
+    assert_eq!(blocked["error"]["type"], "FILE_RESERVATION_CONFLICT", "{blocked}");
+    // The sender is not registered there, so its outbox is no surface of that delivery.
+    let surfaces: Vec<&str> = blocked["error"]["conflicts"]
+        .as_array()
+        .expect("conflicts")
+        .iter()
+        .filter_map(|c| c["surface"].as_str())
+        .collect();
+    assert_eq!(surfaces, [format!("messages/{}/*.md", month())]);
+}
