@@ -312,10 +312,13 @@ mod tests {
         let env = |name: &str| match name {
             "WORKTREES_ENABLED" => Some("yes".to_string()),
             "AGENT_NAME_ENFORCEMENT_MODE" => Some("strict".to_string()),
+            "FILE_RESERVATIONS_ENFORCEMENT_ENABLED" => Some("false".to_string()),
             _ => None,
         };
+        assert!(config.reservations_enforcement_enabled, "on by default");
         config.apply_env(&env).expect("valid env");
         assert!(config.worktrees_enabled);
+        assert!(!config.reservations_enforcement_enabled);
         assert_eq!(config.name_enforcement, NameEnforcement::Strict);
         let bad = |name: &str| (name == "CONTACT_ENFORCEMENT_ENABLED").then(|| "maybe".to_string());
         assert!(config.apply_env(&bad).is_err());
