@@ -31,6 +31,9 @@ pub struct CoreConfig {
     pub worktrees_enabled: bool,
     /// `CONTACT_ENFORCEMENT_ENABLED`.
     pub contact_enforcement_enabled: bool,
+    /// `FILE_RESERVATIONS_ENFORCEMENT_ENABLED`: other agents' reservations on mail-archive
+    /// paths (`agents/`, `messages/`, ...) block deliveries that would write there.
+    pub reservations_enforcement_enabled: bool,
     /// `CONTACT_AUTO_TTL_SECONDS`: the recent-contact window of the `auto` policy.
     pub contact_auto_ttl_seconds: i64,
     /// `MESSAGING_AUTO_HANDSHAKE_ON_BLOCK`: blocked sends file contact requests automatically.
@@ -113,6 +116,7 @@ impl CoreConfig {
             storage_root: data_dir.join("archive"),
             worktrees_enabled: false,
             contact_enforcement_enabled: true,
+            reservations_enforcement_enabled: true,
             contact_auto_ttl_seconds: 86_400,
             auto_handshake_on_block: true,
             auto_register_recipients: false,
@@ -167,6 +171,8 @@ impl CoreConfig {
             || flag("GIT_IDENTITY_ENABLED", false)?;
         self.contact_enforcement_enabled =
             flag("CONTACT_ENFORCEMENT_ENABLED", self.contact_enforcement_enabled)?;
+        self.reservations_enforcement_enabled =
+            flag("FILE_RESERVATIONS_ENFORCEMENT_ENABLED", self.reservations_enforcement_enabled)?;
         self.auto_handshake_on_block =
             flag("MESSAGING_AUTO_HANDSHAKE_ON_BLOCK", self.auto_handshake_on_block)?;
         self.auto_register_recipients =
@@ -306,10 +312,13 @@ mod tests {
         let env = |name: &str| match name {
             "WORKTREES_ENABLED" => Some("yes".to_string()),
             "AGENT_NAME_ENFORCEMENT_MODE" => Some("strict".to_string()),
+            "FILE_RESERVATIONS_ENFORCEMENT_ENABLED" => Some("false".to_string()),
             _ => None,
         };
+        assert!(config.reservations_enforcement_enabled, "on by default");
         config.apply_env(&env).expect("valid env");
         assert!(config.worktrees_enabled);
+        assert!(!config.reservations_enforcement_enabled);
         assert_eq!(config.name_enforcement, NameEnforcement::Strict);
         let bad = |name: &str| (name == "CONTACT_ENFORCEMENT_ENABLED").then(|| "maybe".to_string());
         assert!(config.apply_env(&bad).is_err());

@@ -44,6 +44,9 @@ pub struct TestOptions {
     /// `FILE_RESERVATION_INACTIVITY_SECONDS` and `FILE_RESERVATION_ACTIVITY_GRACE_SECONDS`
     /// (defaults 1800 and 900), to make reservations go stale in a test.
     pub reservation_staleness: Option<(i64, i64)>,
+    /// `FILE_RESERVATIONS_ENFORCEMENT_ENABLED=false`: reservations on mail-archive paths do
+    /// not block deliveries.
+    pub reservations_enforcement_off: bool,
 }
 
 impl TestApp {
@@ -58,6 +61,7 @@ impl TestApp {
         let mut core_config = CoreConfig::for_data_dir(data_dir.path());
         core_config.worktrees_enabled = options.worktrees_enabled;
         core_config.window_id = options.window_id;
+        core_config.reservations_enforcement_enabled = !options.reservations_enforcement_off;
         if let Some(base_url) = options.llm_base_url {
             core_config.llm.enabled = true;
             core_config.llm.base_url = base_url;

@@ -177,6 +177,8 @@ pub(super) enum ArchivePath<'a> {
     Mailbox { slug: &'a str, message_id: i64 },
     /// `projects/<slug>/agents/<Name>/profile.json`
     Profile { slug: &'a str, agent: &'a str },
+    /// `projects/<slug>/file_reservations/id-<id>.json` (not the legacy SHA-1-named copy)
+    Reservation { slug: &'a str, reservation_id: i64 },
     /// Any other file under `projects/<slug>/`.
     Project { slug: &'a str },
 }
@@ -199,6 +201,12 @@ pub(super) fn classify_path(path: &str) -> Option<ArchivePath<'_>> {
         ["agents", _, "inbox" | "outbox", year, month, file] => message_id(year, month, file)
             .map(|message_id| ArchivePath::Mailbox { slug, message_id }),
         ["agents", agent, "profile.json"] => Some(ArchivePath::Profile { slug, agent }),
+        ["file_reservations", file] => file
+            .strip_prefix("id-")
+            .and_then(|rest| rest.strip_suffix(".json"))
+            .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|id| id.parse().ok())
+            .map(|reservation_id| ArchivePath::Reservation { slug, reservation_id }),
         _ => None,
     };
     Some(classified.unwrap_or(ArchivePath::Project { slug }))

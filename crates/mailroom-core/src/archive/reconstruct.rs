@@ -3,8 +3,9 @@
 //! The archive is the durable ledger; when the database is lost or damaged, its committed
 //! files hold enough to bring the mail back: projects (slug from the path, human key from the
 //! messages' `project` key), agents from `profile.json` (keeping their ids and project ids),
-//! and every message with its original id, sender and recipients. What the archive never
-//! held stays empty: read and acknowledgement state, topics, contact links and policies,
+//! and every message with its original id, sender and recipients, and every file
+//! reservation from its `file_reservations/id-<id>.json` artifact (id, holder, pattern, times
+//! and release as last archived). What the archive never held stays empty: read and acknowledgement state, topics, contact links and policies,
 //! registration tokens.
 //!
 //! Reading happens first, entirely in memory ([`read_archive`]); only then is the database
@@ -24,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 use crate::store::Db;
 use crate::store::db::messages::NewMessage;
-use crate::store::db::reconstruct::{RestoredAgent, RestoredProject};
+use crate::store::db::reconstruct::{RestoredAgent, RestoredProject, RestoredReservation};
 
 /// Program and model of an agent known only because messages name it.
 const UNKNOWN: &str = "unknown";
@@ -48,6 +49,8 @@ pub struct ReconstructReport {
     pub messages_from_mailbox_copies: usize,
     /// Recipient rows created.
     pub recipients: usize,
+    /// File reservations created (released and expired ones included).
+    pub reservations: usize,
     /// Files skipped or values guessed, one sentence each.
     pub warnings: Vec<String>,
 }
@@ -60,6 +63,8 @@ pub(super) struct Recovered {
     agents: BTreeMap<(String, String), AgentSketch>,
     /// In id order; each with the slug of the project directory it was found in.
     messages: BTreeMap<i64, (String, MessageDoc)>,
+    /// By id; each with the slug of the project directory it was found in.
+    reservations: BTreeMap<i64, (String, ReservationSketch)>,
     from_mailbox_copies: usize,
     warnings: Vec<String>,
 }
@@ -83,6 +88,17 @@ struct AgentSketch {
     attachments_policy: String,
     retired_at: Option<Timestamp>,
     from_profile: bool,
+}
+
+/// A reservation's archived record.
+struct ReservationSketch {
+    agent: String,
+    path_pattern: String,
+    exclusive: bool,
+    reason: String,
+    created_ts: Timestamp,
+    expires_ts: Timestamp,
+    released_ts: Option<Timestamp>,
 }
 
 impl AgentSketch {
@@ -112,12 +128,14 @@ pub(super) fn read_archive(files: &CommittedFiles) -> Result<Recovered> {
         projects: BTreeMap::new(),
         agents: BTreeMap::new(),
         messages: BTreeMap::new(),
+        reservations: BTreeMap::new(),
         from_mailbox_copies: 0,
         warnings: Vec::new(),
     };
     // Message files by the id in their name; canonical copies first, then mailbox copies.
     let mut copies: BTreeMap<i64, Vec<(bool, &str, &str)>> = BTreeMap::new();
     let mut profiles = Vec::new();
+    let mut reservations = Vec::new();
     for path in paths {
         match classify_path(path) {
             Some(ArchivePath::Canonical { slug, message_id }) => {
@@ -127,6 +145,9 @@ pub(super) fn read_archive(files: &CommittedFiles) -> Result<Recovered> {
                 copies.entry(message_id).or_default().push((true, slug, path));
             }
             Some(ArchivePath::Profile { slug, agent }) => profiles.push((slug, agent, path)),
+            Some(ArchivePath::Reservation { slug, reservation_id }) => {
+                reservations.push((slug, reservation_id, path));
+            }
             Some(ArchivePath::Project { slug }) => {
                 recovered.project(slug);
             }
@@ -139,6 +160,9 @@ pub(super) fn read_archive(files: &CommittedFiles) -> Result<Recovered> {
     }
     for (slug, agent, path) in profiles {
         recovered.read_profile(files, slug, agent, path)?;
+    }
+    for (slug, id, path) in reservations {
+        recovered.read_reservation(files, slug, id, path)?;
     }
     recovered.agents_named_in_messages();
     Ok(recovered)
@@ -239,8 +263,51 @@ impl Recovered {
         Ok(())
     }
 
-    /// Senders and recipients without a profile become agents of program and model
-    /// "unknown", active from their first to their last message.
+    /// Reads a reservation artifact; its `project` field is the project's human key.
+    fn read_reservation(
+        &mut self,
+        files: &CommittedFiles,
+        slug: &str,
+        id: i64,
+        path: &str,
+    ) -> Result<()> {
+        let bytes = files.read(path)?.unwrap_or_default();
+        let Ok(Value::Object(record)) = serde_json::from_slice::<Value>(&bytes) else {
+            self.warn(format!("{path}: skipped, not a JSON object"));
+            return Ok(());
+        };
+        if record.get("id").and_then(Value::as_i64) != Some(id) {
+            self.warn(format!("{path}: skipped, its record does not carry id {id}"));
+            return Ok(());
+        }
+        let text = |field: &str| record.get(field).and_then(Value::as_str).map(str::to_owned);
+        let instant = |field: &str| text(field).as_deref().and_then(Timestamp::parse_iso);
+        let (Some(agent), Some(path_pattern), Some(created_ts), Some(expires_ts)) =
+            (text("agent"), text("path_pattern"), instant("created_ts"), instant("expires_ts"))
+        else {
+            self.warn(format!("{path}: skipped, agent, path_pattern or a timestamp is missing"));
+            return Ok(());
+        };
+        let project = self.project(slug);
+        if let Some(human_key) = text("project") {
+            project.human_key.get_or_insert(human_key);
+        }
+        project.earliest = Some(project.earliest.map_or(created_ts, |t| t.min(created_ts)));
+        let sketch = ReservationSketch {
+            agent,
+            path_pattern,
+            exclusive: record.get("exclusive").and_then(Value::as_bool).unwrap_or(true),
+            reason: text("reason").unwrap_or_default(),
+            created_ts,
+            expires_ts,
+            released_ts: instant("released_ts"),
+        };
+        self.reservations.insert(id, (slug.to_owned(), sketch));
+        Ok(())
+    }
+
+    /// Senders, recipients and reservation holders without a profile become agents of
+    /// program and model "unknown", active from their first to their last appearance.
     fn agents_named_in_messages(&mut self) {
         let mut named = Vec::new();
         for (slug, doc) in self.messages.values() {
@@ -248,6 +315,9 @@ impl Recovered {
             for name in doc.to.iter().chain(&doc.cc).chain(&doc.bcc) {
                 named.push((slug.clone(), name.clone(), doc.created));
             }
+        }
+        for (slug, reservation) in self.reservations.values() {
+            named.push((slug.clone(), reservation.agent.clone(), reservation.created_ts));
         }
         for (slug, name, seen) in named {
             let key = (slug, name.to_lowercase());
@@ -303,6 +373,20 @@ pub(super) fn write_database(db: &Db<'_>, recovered: Recovered) -> Result<Recons
         report.messages += 1;
     }
     report.messages_from_mailbox_copies = recovered.from_mailbox_copies;
+    for (id, (slug, r)) in &recovered.reservations {
+        db.insert_restored_reservation(&RestoredReservation {
+            id: *id,
+            project_id: id_of(&project_ids, slug)?,
+            agent_id: id_of(&agent_ids, &(slug.clone(), r.agent.to_lowercase()))?,
+            path_pattern: &r.path_pattern,
+            exclusive: r.exclusive,
+            reason: &r.reason,
+            created_ts: r.created_ts,
+            expires_ts: r.expires_ts,
+            released_ts: r.released_ts,
+        })?;
+        report.reservations += 1;
+    }
     Ok(report)
 }
 

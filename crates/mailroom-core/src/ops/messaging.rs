@@ -1,9 +1,13 @@
 //! send_message, reply_message, fetch_inbox, mark_message_read, acknowledge_message.
 
-use serde::Serialize;
+mod returned;
 
+use serde::{Serialize, Serializer};
+
+pub use self::returned::{DeliveryError, ReturnedError, total_failure};
 use super::output::MessageOut;
 use super::policy::{self, Enforcement};
+use super::reservations::mail_surfaces::{self, MailSurfaces};
 use super::routing::{RECIPIENT_NOT_FOUND, RecipientNames, Route};
 use super::{Mailroom, resolve};
 use crate::archive::attachments::{self, AttachmentSettings, EmbedPolicy, ProcessedBody};
@@ -63,14 +67,54 @@ pub struct DeliveryOut {
     pub payload: SentPayload,
 }
 
-/// Result of send_message.
-#[derive(Debug, Clone, Serialize)]
+/// Result of send_message. When no delivery went through but some failed (say, blocked by
+/// file reservations), it serialises as the reference's `{"error": {...}}` alone.
+#[derive(Debug, Clone)]
 pub struct SendOutcome {
     pub deliveries: Vec<DeliveryOut>,
     pub count: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub attachments: Option<Vec<serde_json::Value>>,
     pub verified_sender: bool,
+    /// The deliveries that failed, by project.
+    pub delivery_errors: Vec<DeliveryError>,
+}
+
+impl SendOutcome {
+    /// The returned error when every delivery failed.
+    pub fn failure(&self) -> Option<ReturnedError> {
+        if self.deliveries.is_empty() { total_failure(&self.delivery_errors) } else { None }
+    }
+}
+
+impl Serialize for SendOutcome {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Failed {
+            error: ReturnedError,
+        }
+        #[derive(Serialize)]
+        struct Sent<'a> {
+            deliveries: &'a [DeliveryOut],
+            count: usize,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            attachments: Option<&'a Vec<serde_json::Value>>,
+            verified_sender: bool,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            delivery_errors: Option<&'a [DeliveryError]>,
+        }
+        if let Some(error) = self.failure() {
+            return Failed { error }.serialize(serializer);
+        }
+        Sent {
+            deliveries: &self.deliveries,
+            count: self.count,
+            attachments: self.attachments.as_ref(),
+            verified_sender: self.verified_sender,
+            delivery_errors: (!self.delivery_errors.is_empty())
+                .then_some(self.delivery_errors.as_slice()),
+        }
+        .serialize(serializer)
+    }
 }
 
 /// Arguments of reply_message.
@@ -97,6 +141,11 @@ pub struct ReplyOutcome {
     pub deliveries: Vec<DeliveryOut>,
     pub count: usize,
     pub verified_sender: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub delivery_errors: Vec<DeliveryError>,
+    /// The returned error when no delivery went through (see [`total_failure`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ReturnedError>,
 }
 
 /// Arguments of fetch_inbox.
@@ -148,6 +197,7 @@ impl Mailroom {
     /// Sends a message; the reply goes out once message and recipients are committed.
     pub async fn send_message(&self, req: SendMessage) -> Result<SendOutcome> {
         let enforcement = Enforcement::from_config(&self.config);
+        let guard = self.config.reservations_enforcement_enabled;
         let processed = self.store_attachments(&req).await?;
         self.admit_archive_work().await?;
         // Contact requests filed by a blocked send (or one to an unlinked agent of another
@@ -155,7 +205,7 @@ impl Mailroom {
         // commit and are carried out inside `Ok`. Nothing else is written before they arise.
         // Every other error rolls the whole job back.
         let outcome =
-            self.store.write(move |db| match send_in_tx(db, req, processed, enforcement) {
+            self.store.write(move |db| match send_in_tx(db, req, processed, enforcement, guard) {
                 Err(e) if e.kind == policy::CONTACT_REQUIRED || e.kind == RECIPIENT_NOT_FOUND => {
                     Ok(Err(e))
                 }
@@ -167,8 +217,9 @@ impl Mailroom {
     /// Replies to a message, in its thread, by default to its sender.
     pub async fn reply_message(&self, req: ReplyMessage) -> Result<ReplyOutcome> {
         let enforcement = Enforcement::from_config(&self.config);
+        let guard = self.config.reservations_enforcement_enabled;
         self.admit_archive_work().await?;
-        self.store.write(move |db| reply_in_tx(db, req, enforcement)).await
+        self.store.write(move |db| reply_in_tx(db, req, enforcement, guard)).await
     }
 
     /// The agent's inbox, newest first. Read-only: marks nothing read.
@@ -354,6 +405,7 @@ fn send_in_tx(
     req: SendMessage,
     processed: Option<ProcessedBody>,
     enforcement: Enforcement,
+    guard: bool,
 ) -> Result<SendOutcome> {
     let project = resolve::project(db, &req.project_key)?;
     let topic = validated_topic(req.topic.as_deref())?;
@@ -394,6 +446,7 @@ fn send_in_tx(
             count: 0,
             attachments: None,
             verified_sender: false,
+            delivery_errors: Vec::new(),
         });
     }
     let (body_md, attachments) = match processed {
@@ -416,23 +469,28 @@ fn send_in_tx(
         topic,
         recipients: Vec::new(),
     };
-    let deliveries = deliver_per_project(db, message, recipients, Timestamp::now())?;
+    let (deliveries, delivery_errors) =
+        deliver_per_project(db, message, recipients, Timestamp::now(), guard)?;
     Ok(SendOutcome {
         count: deliveries.len(),
         attachments: (deliveries.len() == 1).then_some(attachments),
         deliveries,
         verified_sender: false,
+        delivery_errors,
     })
 }
 
 /// Stores `message` once per project its recipients belong to, the sender's own project
 /// first: a message to another project's agent lives in that project (semantics §4.4).
+/// With `guard` (FILE_RESERVATIONS_ENFORCEMENT_ENABLED), a delivery whose archive surfaces
+/// other agents have reserved writes nothing and is listed among the failures instead.
 fn deliver_per_project(
     db: &Db<'_>,
     message: Delivery<'_>,
     recipients: Vec<(Agent, &'static str)>,
     now: Timestamp,
-) -> Result<Vec<DeliveryOut>> {
+    guard: bool,
+) -> Result<(Vec<DeliveryOut>, Vec<DeliveryError>)> {
     let mut project_ids = vec![message.project.id];
     for (agent, _) in &recipients {
         if !project_ids.contains(&agent.project_id) {
@@ -440,6 +498,7 @@ fn deliver_per_project(
         }
     }
     let mut deliveries = Vec::with_capacity(project_ids.len());
+    let mut failures = Vec::new();
     for project_id in project_ids {
         let group: Vec<(Agent, &'static str)> =
             recipients.iter().filter(|(a, _)| a.project_id == project_id).cloned().collect();
@@ -452,27 +511,56 @@ fn deliver_per_project(
             db.project_by_id(project_id)?
                 .ok_or_else(|| Error::internal("recipient project vanished"))?
         };
-        let payload = deliver(
-            db,
-            &Delivery {
-                project: &target,
-                recipients: group,
-                subject: message.subject.clone(),
-                body_md: message.body_md.clone(),
-                importance: message.importance.clone(),
-                thread_id: message.thread_id.clone(),
-                topic: message.topic.clone(),
-                attachments: message.attachments.clone(),
-                ..message
-            },
-            now,
-        )?;
+        let delivery = Delivery {
+            project: &target,
+            recipients: group,
+            subject: message.subject.clone(),
+            body_md: message.body_md.clone(),
+            importance: message.importance.clone(),
+            thread_id: message.thread_id.clone(),
+            topic: message.topic.clone(),
+            attachments: message.attachments.clone(),
+            ..message
+        };
+        if guard {
+            let conflicts = reserved_surfaces(db, &delivery, now)?;
+            if !conflicts.is_empty() {
+                let error = ReturnedError::reservation_conflict(conflicts);
+                failures.push(DeliveryError { project: target.human_key.clone(), error });
+                continue;
+            }
+        }
+        let payload = deliver(db, &delivery, now)?;
         deliveries.push(DeliveryOut { project: target.human_key, payload });
     }
-    Ok(deliveries)
+    Ok((deliveries, failures))
 }
 
-fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Result<ReplyOutcome> {
+/// The sweep and check of spec/storage.md §5 step 3 for one delivery: expired reservations
+/// are released, then other agents' reservations covering the archive paths the delivery
+/// would write are returned.
+fn reserved_surfaces(
+    db: &Db<'_>,
+    d: &Delivery<'_>,
+    now: Timestamp,
+) -> Result<Vec<mail_surfaces::SurfaceConflict>> {
+    mail_surfaces::release_expired(db, d.project.id, now)?;
+    let surfaces = MailSurfaces {
+        local_sender: (d.sender.project_id == d.project.id).then_some(d.sender.name.as_str()),
+        recipients: d.recipients.iter().map(|(a, _)| a.name.as_str()).collect(),
+        thread_id: d.thread_id.as_deref(),
+        // The metadata list is stored as JSON text; anything but an empty list means files.
+        attachments: d.attachments.trim() != "[]",
+    };
+    mail_surfaces::surface_conflicts(db, d.project.id, d.sender.id, &surfaces, now)
+}
+
+fn reply_in_tx(
+    db: &Db<'_>,
+    req: ReplyMessage,
+    enforcement: Enforcement,
+    guard: bool,
+) -> Result<ReplyOutcome> {
     let project = resolve::project(db, &req.project_key)?;
     let sender = resolve::agent(db, &project, &req.sender_name, "sender_name")?;
     let original = db
@@ -522,6 +610,8 @@ fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Resu
             deliveries: Vec::new(),
             count: 0,
             verified_sender: false,
+            delivery_errors: Vec::new(),
+            error: None,
         });
     }
     let message = Delivery {
@@ -531,19 +621,24 @@ fn reply_in_tx(db: &Db<'_>, req: ReplyMessage, enforcement: Enforcement) -> Resu
         body_md: req.body_md,
         importance: original.message.importance.clone(),
         ack_required: original.message.ack_required,
-        thread_id: Some(thread_key),
+        thread_id: Some(thread_key.clone()),
         topic: original.message.topic.clone(),
         recipients: Vec::new(),
         attachments: "[]".to_string(),
     };
-    let deliveries = deliver_per_project(db, message, recipients, Timestamp::now())?;
+    let (deliveries, delivery_errors) =
+        deliver_per_project(db, message, recipients, Timestamp::now(), guard)?;
+    // With no delivery there is no payload to flatten: the thread and the error say why.
+    let error = if deliveries.is_empty() { total_failure(&delivery_errors) } else { None };
     Ok(ReplyOutcome {
         payload: deliveries.first().map(|d| d.payload.clone()),
-        thread_id: None,
+        thread_id: error.is_some().then_some(thread_key),
         reply_to: req.message_id,
         count: deliveries.len(),
         deliveries,
         verified_sender: false,
+        delivery_errors,
+        error,
     })
 }
 

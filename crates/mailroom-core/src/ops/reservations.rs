@@ -9,6 +9,7 @@
 //! JSON artifacts for the archive in the same transaction.
 
 mod force;
+pub mod mail_surfaces;
 pub mod staleness;
 
 pub use force::{ForceRelease, ForceReleaseOutcome, ForceReleased};

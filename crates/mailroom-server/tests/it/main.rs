@@ -6,6 +6,7 @@ mod guard;
 mod health;
 mod lifecycle;
 mod macros;
+mod mail_enforcement;
 mod messaging;
 mod products;
 mod reservations;

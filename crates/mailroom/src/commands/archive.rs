@@ -164,6 +164,7 @@ fn print_reconstruct(report: &ReconstructReport) {
         "  {} messages ({} read from a mailbox copy), {} recipient rows",
         report.messages, report.messages_from_mailbox_copies, report.recipients
     );
+    println!("  {} file reservations", report.reservations);
     println!(
         "read and acknowledgement state, topics, contacts and registration tokens are not \
          archived and start empty"

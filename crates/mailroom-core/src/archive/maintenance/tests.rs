@@ -9,6 +9,7 @@ use crate::Mailroom;
 use crate::archive::git::CommittedFiles;
 use crate::ops::identity::Registration;
 use crate::ops::messaging::{FetchInbox, ReplyMessage, SendMessage};
+use crate::ops::reservations::{ReservationStatus, ReservePaths, Selection};
 use crate::store::Db;
 use crate::store::db::archive_queue::ArchiveKind;
 
@@ -242,6 +243,18 @@ fn paths_are_classified_by_their_place_in_the_layout() {
             "projects/p/agents/A/profile.json".to_owned(),
             Some(ArchivePath::Profile { slug: "p", agent: "A" }),
         ),
+        (
+            "projects/p/file_reservations/id-7.json".to_owned(),
+            Some(ArchivePath::Reservation { slug: "p", reservation_id: 7 }),
+        ),
+        (
+            "projects/p/file_reservations/0beec7b5ea3f0fdbc95d0dd47f3c5bc275da8a33.json".to_owned(),
+            Some(ArchivePath::Project { slug: "p" }),
+        ),
+        (
+            "projects/p/file_reservations/id-.json".to_owned(),
+            Some(ArchivePath::Project { slug: "p" }),
+        ),
         ("projects/p/messages/threads/42.md".to_owned(), Some(ArchivePath::Project { slug: "p" })),
         (format!("projects/p/messages/25/01/{file}"), Some(ArchivePath::Project { slug: "p" })),
         (
@@ -346,4 +359,62 @@ fn reservation_artifacts_pass_verify_and_rebuild_restores_missing_ones() {
     assert!(files.holds(&by_id, &committed_bytes), "restored byte for byte");
     let again = rebuild(&config).expect("rebuild again");
     check("nothing left to write", again.commit, None);
+}
+
+#[test]
+fn reconstruct_brings_back_file_reservations_with_their_ids() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let original = config(dir.path());
+    seed(&original);
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let core = Mailroom::open(original.clone()).expect("open");
+    let before = runtime.block_on(async {
+        let reserve = |agent: &str, path: &str, exclusive: bool| ReservePaths {
+            project_key: SLUG.into(),
+            agent_name: agent.into(),
+            paths: vec![path.into()],
+            ttl_seconds: 3600,
+            exclusive,
+            reason: format!("{agent} works on {path}"),
+        };
+        core.file_reservation_paths(reserve("BlueLake", "src/**", true)).await.expect("reserve");
+        core.file_reservation_paths(reserve("RedStone", "docs/*.md", false)).await.expect("2");
+        let selection = Selection::default();
+        core.release_file_reservations(SLUG.into(), "RedStone".into(), selection)
+            .await
+            .expect("release");
+        core.list_file_reservations(SLUG.into(), false).await.expect("list")
+    });
+    core.close();
+    drop(core);
+
+    let mut rebuilt = original.clone();
+    rebuilt.database_path = dir.path().join("rebuilt.sqlite3");
+    let report = reconstruct(&rebuilt, false).expect("reconstruct");
+    check("reservations", report.reservations, 2);
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    let core = Mailroom::open(rebuilt).expect("open rebuilt");
+    let after = runtime
+        .block_on(async { core.list_file_reservations(SLUG.into(), false).await.expect("list") });
+    // A released reservation's artifact holds its expiry clamped to the release, so that is
+    // the expiry it comes back with.
+    let summary = |rows: &[ReservationStatus]| {
+        rows.iter()
+            .map(|r| {
+                let expires = r.released_ts.map_or(r.expires_ts, |at| r.expires_ts.min(at));
+                let times = (r.created_ts.to_iso(), expires.to_iso(), r.released_ts);
+                (
+                    r.id,
+                    r.agent.clone(),
+                    r.path_pattern.clone(),
+                    r.exclusive,
+                    r.reason.clone(),
+                    times,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    check("restored", summary(&after), summary(&before));
+    check("released", after.iter().map(|r| r.released_ts.is_some()).collect(), vec![false, true]);
+    core.close();
 }

@@ -97,7 +97,11 @@ impl Mailroom {
             let notice =
                 stale_release_notice(&project, &actor.name, &row, &released, &req.note, limits);
             match self.send_message(notice).await {
-                Ok(_) => released.notified = true,
+                // A notice blocked by reservations on the archive is returned, not raised.
+                Ok(sent) => match sent.failure() {
+                    Some(failure) => released.notification_error = Some(failure.message),
+                    None => released.notified = true,
+                },
                 Err(e) => released.notification_error = Some(e.message),
             }
         }

@@ -35,6 +35,20 @@ pub struct RestoredAgent<'a> {
     pub retired_at: Option<Timestamp>,
 }
 
+/// A file reservation as recovered from its `file_reservations/id-<id>.json` artifact.
+pub struct RestoredReservation<'a> {
+    /// The id to keep (the artifact's name and record carry it).
+    pub id: i64,
+    pub project_id: i64,
+    pub agent_id: i64,
+    pub path_pattern: &'a str,
+    pub exclusive: bool,
+    pub reason: &'a str,
+    pub created_ts: Timestamp,
+    pub expires_ts: Timestamp,
+    pub released_ts: Option<Timestamp>,
+}
+
 impl Db<'_> {
     /// Inserts a project with the given (or a fresh) id; returns the id.
     pub fn insert_restored_project(&self, project: &RestoredProject<'_>) -> Result<i64> {
@@ -81,5 +95,30 @@ impl Db<'_> {
             })
             .map_err(map_err)?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Inserts a reservation with its archived id.
+    pub fn insert_restored_reservation(&self, r: &RestoredReservation<'_>) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO file_reservations (id, project_id, agent_id, path_pattern,
+                     \"exclusive\", reason, created_ts, expires_ts, released_ts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    r.id,
+                    r.project_id,
+                    r.agent_id,
+                    r.path_pattern,
+                    r.exclusive,
+                    r.reason,
+                    r.created_ts.to_db(),
+                    r.expires_ts.to_db(),
+                    db_ts(r.released_ts),
+                ])
+            })
+            .map_err(map_err)?;
+        Ok(())
     }
 }

@@ -86,6 +86,30 @@ impl Db<'_> {
         Ok(())
     }
 
+    /// Reservations in force at `now` held by agents other than `except_agent_id` whose
+    /// pattern names a mail-archive path: it begins with `agents/`, `messages/`,
+    /// `attachments/`, `threads/` or `file_reservations/` once surrounding spaces and leading
+    /// `.` and `/` are stripped (`\` read as `/`). The range scan of the (project, released,
+    /// expires) index finds none in most projects, which keeps the check on every delivery
+    /// cheap (spec/semantics.md §6.7).
+    pub fn archive_surface_reservations(
+        &self,
+        project_id: i64,
+        except_agent_id: i64,
+        now: Timestamp,
+    ) -> Result<Vec<Reservation>> {
+        // The first segment (up to and including the first `/`) of the normalised pattern is
+        // compared, case-sensitively as the reference's `startswith`.
+        const NORMALISED: &str = "ltrim(replace(trim(r.path_pattern), '\\', '/'), './')";
+        let clause = format!(
+            "r.project_id = ?1 AND r.released_ts IS NULL AND r.expires_ts > ?2 \
+             AND r.agent_id <> ?3 AND substr({NORMALISED}, 1, instr({NORMALISED}, '/')) \
+             IN ('agents/', 'messages/', 'attachments/', 'threads/', 'file_reservations/') \
+             ORDER BY r.id"
+        );
+        self.reservations_where(&clause, params![project_id, now.to_db(), except_agent_id])
+    }
+
     /// The agent's reservation in force at `now` with exactly this pattern (the newest).
     pub fn own_active_reservation(
         &self,

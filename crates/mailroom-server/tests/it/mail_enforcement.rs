@@ -1,0 +1,227 @@
+//! Reservations on mail-archive paths against deliveries (spec/semantics.md §6.7): another
+//! agent's reservation on a surface a send would write blocks it with a returned
+//! FILE_RESERVATION_CONFLICT error and nothing written; the holder's own mail, reservations
+//! outside the archive layout and a server with enforcement off are not blocked.
+
+use mailroom_core::model::time::Timestamp;
+use mailroom_testkit::{TestApp, TestOptions};
+use serde_json::{Value, json};
+
+fn send(slug: &str, from: &str, to: &str, subject: &str) -> Value {
+    json!({"project_key": slug, "sender_name": from, "to": [to], "subject": subject,
+           "body_md": "body"})
+}
+
+fn reserve(slug: &str, agent: &str, paths: &[&str]) -> Value {
+    json!({"project_key": slug, "agent_name": agent, "paths": paths, "exclusive": true,
+           "ttl_seconds": 3600})
+}
+
+/// Two agents who accept each other's mail; returns the slug.
+async fn pair(app: &TestApp, path: &str) -> String {
+    let slug = app.seed_pair(path, "BlueLake", "GreenCastle").await;
+    app.tool_ok(
+        "set_contact_policy",
+        json!({"project_key": slug, "agent_name": "BlueLake", "policy": "open"}),
+    )
+    .await;
+    slug
+}
+
+/// The highest message id and archive-queue id ever handed out (AUTOINCREMENT sequences, so
+/// a row written and already processed still counts).
+fn sequences(app: &TestApp) -> (i64, i64) {
+    let db = rusqlite::Connection::open(app.data_path().join("mailroom.sqlite3")).expect("db");
+    let seq = |table: &str| -> i64 {
+        db.query_row(
+            "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = ?1",
+            [table],
+            |r| r.get(0),
+        )
+        .expect("sequence")
+    };
+    (seq("messages"), seq("archive_queue"))
+}
+
+fn month() -> String {
+    let (year, month) = Timestamp::now().year_month();
+    format!("{year:04}/{month:02}")
+}
+
+#[tokio::test]
+async fn a_reserved_archive_surface_blocks_other_senders_and_writes_nothing() {
+    let app = TestApp::start().await;
+    let slug = pair(&app, "/work/enforce-a").await;
+    app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["messages/**"])).await;
+    app.archive_flushed().await;
+    let before = sequences(&app);
+
+    let blocked = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    let keys: Vec<&String> = blocked.as_object().expect("object").keys().collect();
+    assert_eq!(keys, ["error"], "{blocked}");
+    let error = &blocked["error"];
+    assert_eq!(error["type"], "FILE_RESERVATION_CONFLICT");
+    assert_eq!(error["message"], "Conflicting active file_reservations prevent message write.");
+    let conflicts = error["conflicts"].as_array().expect("conflicts");
+    assert_eq!(conflicts.len(), 1, "{error}");
+    assert_eq!(conflicts[0]["surface"], format!("messages/{}/*.md", month()));
+    assert_eq!(conflicts[0]["holder"], "GreenCastle");
+    assert_eq!(conflicts[0]["path_pattern"], "messages/**");
+    assert_eq!(conflicts[0]["exclusive"], true);
+    assert!(conflicts[0]["expires_ts"].as_str().and_then(Timestamp::parse_iso).is_some());
+    assert_eq!(sequences(&app), before, "no message row, nothing queued for the archive");
+    let inbox =
+        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    assert_eq!(inbox, json!([]));
+
+    // The holder's own mail goes through its reservation.
+    let own = app.tool_ok("send_message", send(&slug, "GreenCastle", "BlueLake", "Mine")).await;
+    assert_eq!(own["count"], 1, "{own}");
+    let id = own["deliveries"][0]["payload"]["id"].clone();
+
+    // A reply lands in the same canonical directory: blocked, and said so beside the thread.
+    let reply = app
+        .tool_ok(
+            "reply_message",
+            json!({"project_key": slug, "message_id": id, "sender_name": "BlueLake",
+                   "body_md": "Thanks"}),
+        )
+        .await;
+    assert_eq!(reply["count"], 0, "{reply}");
+    assert_eq!(reply["deliveries"], json!([]));
+    assert_eq!(reply["thread_id"], id.to_string());
+    assert_eq!(reply["error"]["type"], "FILE_RESERVATION_CONFLICT");
+
+    // Once released, mail flows again.
+    app.tool_ok(
+        "release_file_reservations",
+        json!({"project_key": slug, "agent_name": "GreenCastle"}),
+    )
+    .await;
+    let sent = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    assert_eq!(sent["count"], 1, "{sent}");
+}
+
+#[tokio::test]
+async fn a_reserved_inbox_blocks_only_mail_into_it() {
+    let app = TestApp::start().await;
+    let slug = pair(&app, "/work/enforce-b").await;
+    let inbox = format!("agents/GreenCastle/inbox/{}/*.md", month());
+    app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &[&inbox])).await;
+
+    let blocked = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    assert_eq!(blocked["error"]["conflicts"][0]["surface"], inbox, "{blocked}");
+    let other = app.tool_ok("send_message", send(&slug, "GreenCastle", "BlueLake", "Yo")).await;
+    assert_eq!(other["count"], 1, "{other}");
+}
+
+#[tokio::test]
+async fn reservations_outside_the_mail_archive_never_block_mail() {
+    let app = TestApp::start().await;
+    let slug = pair(&app, "/work/enforce-c").await;
+    // `**` and `*` cover everything, but name no mail-archive directory.
+    let paths = ["src/**", "**", "*", "docs/messages/**"];
+    app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &paths)).await;
+    let sent = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    assert_eq!(sent["count"], 1, "{sent}");
+}
+
+#[tokio::test]
+async fn with_enforcement_off_reserved_surfaces_do_not_block() {
+    let options = TestOptions { reservations_enforcement_off: true, ..TestOptions::default() };
+    let app = TestApp::start_with(options).await;
+    let slug = pair(&app, "/work/enforce-d").await;
+    app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["messages/**"])).await;
+    let sent = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    assert_eq!(sent["count"], 1, "{sent}");
+}
+
+#[tokio::test]
+async fn a_delivery_first_releases_expired_reservations_and_archives_them() {
+    let app = TestApp::start().await;
+    let slug = pair(&app, "/work/enforce-e").await;
+    // An exclusive reservation on the mail archive that expired without being released, as a
+    // server stopped before its sweep leaves it.
+    let db = rusqlite::Connection::open(app.data_path().join("mailroom.sqlite3")).expect("db");
+    db.execute(
+        "INSERT INTO file_reservations (project_id, agent_id, path_pattern, \"exclusive\", \
+         reason, created_ts, expires_ts) SELECT project_id, id, 'messages/**', 1, 'lapsed', \
+         '2020-01-01 00:00:00.000000', '2020-01-01 01:00:00.000000' FROM agents \
+         WHERE name = 'GreenCastle'",
+        [],
+    )
+    .expect("insert");
+    let id: i64 =
+        db.query_row("SELECT max(id) FROM file_reservations", [], |r| r.get(0)).expect("id");
+
+    let sent = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    assert_eq!(sent["count"], 1, "{sent}");
+    let released: Option<String> = db
+        .query_row("SELECT released_ts FROM file_reservations WHERE id = ?1", [id], |r| r.get(0))
+        .expect("row");
+    assert!(released.is_some(), "the sweep released it");
+    app.archive_flushed().await;
+    let artifact = app
+        .archive_root()
+        .join("projects")
+        .join(&slug)
+        .join("file_reservations")
+        .join(format!("id-{id}.json"));
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(&artifact).expect("artifact")).expect("json");
+    assert_eq!(record["path_pattern"], "messages/**");
+    assert!(record["released_ts"].is_string(), "{record}");
+}
+
+#[tokio::test]
+async fn a_blocked_project_is_listed_beside_the_deliveries_that_went_through() {
+    let app = TestApp::start().await;
+    let home = pair(&app, "/work/enforce-f").await;
+    let away = app.tool_ok("ensure_project", json!({"human_key": "/work/enforce-g"})).await;
+    let away = away["slug"].as_str().expect("slug").to_string();
+    for name in ["RedFox", "SilverHawk"] {
+        app.tool_ok(
+            "register_agent",
+            json!({"project_key": away, "program": "p", "model": "m", "name": name}),
+        )
+        .await;
+    }
+    app.tool_ok(
+        "request_contact",
+        json!({"project_key": home, "from_agent": "BlueLake", "to_agent": "RedFox",
+               "to_project": away}),
+    )
+    .await;
+    app.tool_ok(
+        "respond_contact",
+        json!({"project_key": away, "to_agent": "RedFox", "from_agent": "BlueLake",
+               "from_project": home, "accept": true}),
+    )
+    .await;
+    app.tool_ok("file_reservation_paths", reserve(&away, "SilverHawk", &["messages/**"])).await;
+    let remote = format!("project:{away}#RedFox");
+
+    let both = json!({"project_key": home, "sender_name": "BlueLake",
+                      "to": ["GreenCastle", remote], "subject": "Both", "body_md": "x"});
+    let sent = app.tool_ok("send_message", both).await;
+    assert_eq!(sent["count"], 1, "{sent}");
+    assert_eq!(sent["deliveries"][0]["project"], "/work/enforce-f");
+    let errors = sent["delivery_errors"].as_array().expect("delivery_errors");
+    assert_eq!(errors.len(), 1, "{sent}");
+    assert_eq!(errors[0]["project"], "/work/enforce-g");
+    assert_eq!(errors[0]["error"]["type"], "FILE_RESERVATION_CONFLICT");
+    assert_eq!(errors[0]["error"]["conflicts"][0]["holder"], "SilverHawk");
+
+    let only = json!({"project_key": home, "sender_name": "BlueLake", "to": [remote],
+                      "subject": "Away", "body_md": "x"});
+    let blocked = app.tool_ok("send_message", only).await;
+    assert_eq!(blocked["error"]["type"], "FILE_RESERVATION_CONFLICT", "{blocked}");
+    // The sender is not registered there, so its outbox is no surface of that delivery.
+    let surfaces: Vec<&str> = blocked["error"]["conflicts"]
+        .as_array()
+        .expect("conflicts")
+        .iter()
+        .filter_map(|c| c["surface"].as_str())
+        .collect();
+    assert_eq!(surfaces, [format!("messages/{}/*.md", month())]);
+}
