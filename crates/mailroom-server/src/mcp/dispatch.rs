@@ -51,6 +51,12 @@ pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -
         "resources/list" => ok(&id, state.resources.list_result()),
         "resources/templates/list" => ok(&id, state.resources.templates_result()),
         "prompts/list" => ok(&id, &json!({ "prompts": [] })),
+        // The prompts capability is declared (as the reference does) with no prompt in it, so
+        // every name is unknown: invalid params, as the spec asks for an invalid prompt name.
+        "prompts/get" => {
+            let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+            error(&id, code::INVALID_PARAMS, &format!("Unknown prompt: {name}"))
+        }
         "resources/read" => read_resource(state, &id, &params).await,
         _ => error(&id, code::METHOD_NOT_FOUND, &format!("Method not found: {method}")),
     }

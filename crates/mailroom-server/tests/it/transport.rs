@@ -162,3 +162,15 @@ async fn oversized_bodies_are_refused() {
     let json: Value = response.json().await.expect("a JSON-RPC error, not plain text");
     assert_eq!(json["error"]["code"], -32600);
 }
+
+#[tokio::test]
+async fn declared_but_empty_prompts_answer_invalid_params_for_any_name() {
+    let app = TestApp::start().await;
+    let listed = app.rpc("prompts/list", json!({})).await;
+    assert_eq!(listed["result"]["prompts"], json!([]));
+    // The capability is declared, so prompts/get exists: an unknown name is invalid params
+    // (-32602), not method not found.
+    let got = app.rpc("prompts/get", json!({ "name": "test_simple_prompt" })).await;
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+    assert!(got["error"]["message"].as_str().unwrap_or("").contains("test_simple_prompt"), "{got}");
+}
