@@ -18,6 +18,10 @@ const INSTRUCTIONS: &str = "Agent Mail: a mailbox, identities, threads, search a
      register_agent; send_message / fetch_inbox to talk. Results are JSON by default; pass \
      format='toon' (tools) or ?format=toon (resources) for a compact TOON encoding.";
 
+/// The log levels of `logging/setLevel` (RFC 5424 severities, as the spec lists them).
+const LOG_LEVELS: [&str; 8] =
+    ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
 /// One parsed JSON-RPC request (a message with `method` and `id`).
 pub struct Request {
     pub id: Value,
@@ -45,8 +49,25 @@ pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -
             let requested = params.get("protocolVersion").and_then(Value::as_str);
             ok(&id, &initialize_result(negotiate_version(requested)))
         }
-        "ping" | "logging/setLevel" => ok(&id, &json!({})),
+        "ping" => ok(&id, &json!({})),
+        // Accepted and not acted on (no tool logs to the client), but the level must be one of
+        // the spec's: an invalid one is invalid params.
+        "logging/setLevel" => match params.get("level").and_then(Value::as_str) {
+            Some(level) if LOG_LEVELS.contains(&level) => ok(&id, &json!({})),
+            _ => error(
+                &id,
+                code::INVALID_PARAMS,
+                &format!("Invalid log level; expected one of: {}.", LOG_LEVELS.join(", ")),
+            ),
+        },
         "tools/list" => ok_raw(&id, state.tools.list_result()),
+        // A call without a tool name is a malformed request (a protocol error, as the
+        // reference's SDK answers it); an unknown name is a tool error result, as the reference.
+        "tools/call" if !params.get("name").is_some_and(Value::is_string) => error(
+            &id,
+            code::INVALID_PARAMS,
+            "Invalid params: tools/call needs params.name, the tool to call.",
+        ),
         "tools/call" => ok(&id, &call_tool(state, params, session).await),
         "resources/list" => ok(&id, state.resources.list_result()),
         "resources/templates/list" => ok(&id, state.resources.templates_result()),

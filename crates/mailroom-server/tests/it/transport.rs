@@ -174,3 +174,23 @@ async fn declared_but_empty_prompts_answer_invalid_params_for_any_name() {
     assert_eq!(got["error"]["code"], -32602, "{got}");
     assert!(got["error"]["message"].as_str().unwrap_or("").contains("test_simple_prompt"), "{got}");
 }
+
+#[tokio::test]
+async fn malformed_logging_and_tool_call_params_are_invalid_params() {
+    let app = TestApp::start().await;
+    for level in ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"] {
+        let set = app.rpc("logging/setLevel", json!({ "level": level })).await;
+        assert_eq!(set["result"], json!({}), "{level}: {set}");
+    }
+    for params in [json!({ "level": "verbose" }), json!({}), json!({ "level": 3 })] {
+        let set = app.rpc("logging/setLevel", params.clone()).await;
+        assert_eq!(set["error"]["code"], -32602, "{params}: {set}");
+    }
+    for params in [json!({}), json!({ "name": 7 }), json!({ "arguments": {} })] {
+        let call = app.rpc("tools/call", params.clone()).await;
+        assert_eq!(call["error"]["code"], -32602, "{params}: {call}");
+    }
+    // An unknown tool stays a tool error result (isError), as the reference answers it.
+    let unknown = app.rpc("tools/call", json!({ "name": "no_such_tool", "arguments": {} })).await;
+    assert_eq!(unknown["result"]["isError"], true, "{unknown}");
+}
