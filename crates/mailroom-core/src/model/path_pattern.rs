@@ -93,9 +93,28 @@ enum Program {
     Nothing,
     /// A pattern `pathspec` rejects: matches only this exact string.
     Exact(String),
-    /// A wildmatch program, with a literal prefix every matching path starts with (a cheap
-    /// rejection before running it).
-    Wild { insts: Vec<Inst>, prefix: String },
+    /// A wildmatch program, with a literal prefix every matching path starts with and the
+    /// longest other literal every matching path contains (cheap rejections before running
+    /// it), and a direct test when the program has one of the common shapes.
+    Wild { insts: Vec<Inst>, prefix: String, required: String, shape: Shape },
+}
+
+/// Common program shapes tested without the VM; each answers exactly as the program would
+/// (`tests.rs` checks this against the VM on random patterns and paths). In the regexes
+/// below, `.` is any character but a newline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Shape {
+    /// None of these: run the VM.
+    General,
+    /// `L(?:/.*)?` — a literal path and everything beneath it (`docs/a.md`, `/app.py`).
+    Path(String),
+    /// `L.*` where `L` ends with `/` — everything beneath a directory (`src/**`, `docs/`
+    /// anchored).
+    Under(String),
+    /// `(?:.+/)?[^/]*S(?:/.*)?` when `any_depth` (`*.py`, `**/*.py`), else `D[^/]*S(?:/.*)?`
+    /// (`src/*.py`): a name ending in the literal `suffix`, at any depth or directly after the
+    /// literal `dir` (empty when `any_depth`).
+    StarSuffix { dir: String, suffix: String, any_depth: bool },
 }
 
 /// A compiled gitignore-style pattern (Python `pathspec` "gitwildmatch" semantics).
@@ -126,7 +145,7 @@ impl PathPattern {
             text = rest;
         }
         let program = match compile(text) {
-            Some((insts, prefix)) => Program::Wild { insts, prefix },
+            Some(compiled) => compiled,
             None => Program::Exact(text.to_string()),
         };
         Self { source, include, program }
@@ -149,11 +168,67 @@ impl PathPattern {
         match &self.program {
             Program::Nothing => false,
             Program::Exact(text) => text == path,
-            Program::Wild { insts, prefix } => {
-                path.starts_with(prefix.as_str()) && run(insts, path)
-            }
+            Program::Wild { insts, prefix, required, shape } => match shape {
+                Shape::Path(literal) => match path.strip_prefix(literal.as_str()) {
+                    Some("") => true,
+                    Some(rest) => rest.starts_with('/') && !rest.contains('\n'),
+                    None => false,
+                },
+                Shape::Under(literal) => {
+                    path.strip_prefix(literal.as_str()).is_some_and(|rest| !rest.contains('\n'))
+                }
+                Shape::StarSuffix { dir, suffix, any_depth } => path
+                    .strip_prefix(dir.as_str())
+                    .is_some_and(|rest| star_suffix(rest, suffix, *any_depth)),
+                Shape::General => {
+                    path.starts_with(prefix.as_str())
+                        && path.contains(required.as_str())
+                        && run(insts, path)
+                }
+            },
         }
     }
+
+    /// [`PathPattern::matches`] by the VM alone, without the shortcuts (to test them).
+    #[cfg(test)]
+    fn matches_by_vm(&self, path: &str) -> bool {
+        match &self.program {
+            Program::Wild { insts, .. } => run(insts, path),
+            _ => self.matches(path),
+        }
+    }
+
+    /// Whether the pattern is tested without the VM (for tests).
+    #[cfg(test)]
+    fn has_shape(&self) -> bool {
+        matches!(&self.program, Program::Wild { shape, .. } if *shape != Shape::General)
+    }
+}
+
+/// [`Shape::StarSuffix`] on the path after `dir`: some occurrence of `suffix` is followed by
+/// the end or by `/` and a newline-free rest, and is preceded by a slash-free name, itself
+/// preceded (when `any_depth`) by nothing or by a non-empty newline-free directory part and `/`.
+fn star_suffix(rest: &str, suffix: &str, any_depth: bool) -> bool {
+    let mut from = 0;
+    while let Some(offset) = rest.get(from..).and_then(|tail| tail.find(suffix)) {
+        let at = from + offset;
+        let (before, after) = (&rest[..at], &rest[at + suffix.len()..]);
+        let after_ok = after.is_empty() || (after.starts_with('/') && !after.contains('\n'));
+        let before_ok = match before.rfind('/') {
+            None => true,
+            Some(slash) => any_depth && slash > 0 && !before[..slash].contains('\n'),
+        };
+        if after_ok && before_ok {
+            return true;
+        }
+        if !any_depth && before.contains('/') {
+            // Every later occurrence is past the first `/` too.
+            return false;
+        }
+        // Occurrences may overlap: try the next character.
+        from = at + rest[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    false
 }
 
 /// A union of patterns, as `pathspec.PathSpec`: a path matches when the last pattern that
@@ -305,7 +380,7 @@ pub fn patterns_overlap(held: &str, candidate: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 
 /// Compiles a stripped, non-empty pattern; `None` when `pathspec` would reject it.
-fn compile(pattern: &str) -> Option<(Vec<Inst>, String)> {
+fn compile(pattern: &str) -> Option<Program> {
     let mut segments: Vec<&str> = pattern.split('/').collect();
     // Runs of `**` segments mean the same as one.
     segments.dedup_by(|next, prev| *next == "**" && *prev == "**");
@@ -373,8 +448,79 @@ fn compile(pattern: &str) -> Option<(Vec<Inst>, String)> {
         }
     }
     out.push(Inst::Match);
+    out.flush_run();
     let prefix = literal_prefix(&out.insts);
-    Some((out.insts, prefix))
+    let shape = shape_of(&out.insts, &prefix);
+    // The first run is the prefix when the program starts with it; otherwise it is as good
+    // a requirement as any other.
+    let skip = usize::from(!prefix.is_empty());
+    let required =
+        out.runs.iter().skip(skip).max_by_key(|run| run.len()).cloned().unwrap_or_default();
+    Some(Program::Wild { insts: out.insts, prefix, required, shape })
+}
+
+/// Recognises the [`Shape`]s by rebuilding each candidate program with the emitter and
+/// comparing instructions, so a shape is only ever used for exactly the program it stands for.
+fn shape_of(insts: &[Inst], prefix: &str) -> Shape {
+    let build = |steps: &dyn Fn(&mut Emitter)| {
+        let mut out = Emitter::default();
+        steps(&mut out);
+        out.push(Inst::Match);
+        out.insts
+    };
+    let chars = |out: &mut Emitter, text: &str| text.chars().for_each(|c| out.push(Inst::Char(c)));
+    if insts
+        == build(&|out| {
+            chars(out, prefix);
+            out.optional_slash_anything();
+        })
+    {
+        return Shape::Path(prefix.to_string());
+    }
+    if prefix.ends_with('/')
+        && insts
+            == build(&|out| {
+                chars(out, prefix);
+                out.star(&[Inst::Any]);
+            })
+    {
+        return Shape::Under(prefix.to_string());
+    }
+    for any_depth in [true, false] {
+        let dir = if any_depth { "" } else { prefix };
+        if any_depth && !prefix.is_empty() {
+            continue;
+        }
+        let head = build(&|out| {
+            if any_depth {
+                out.optional(&[Inst::Any], true);
+            }
+            chars(out, dir);
+            out.star(&[Inst::NotSlash]);
+        });
+        // `head` ends with the `Match` the builder appends; the suffix starts where it is.
+        let start = head.len() - 1;
+        if insts.len() <= start || insts[..start] != head[..start] {
+            continue;
+        }
+        let suffix = literal_prefix(&insts[start..]);
+        if suffix.is_empty() {
+            continue;
+        }
+        let whole = build(&|out| {
+            if any_depth {
+                out.optional(&[Inst::Any], true);
+            }
+            chars(out, dir);
+            out.star(&[Inst::NotSlash]);
+            chars(out, &suffix);
+            out.optional_slash_anything();
+        });
+        if insts == whole {
+            return Shape::StarSuffix { dir: dir.to_string(), suffix, any_depth };
+        }
+    }
+    Shape::General
 }
 
 /// pathspec's `_translate_segment_glob`: `*` → `[^/]*`, `?` → `[^/]`, `[...]` a class (an
@@ -446,19 +592,36 @@ fn class(chars: &[char], start: usize) -> Option<(Inst, usize)> {
     Some((Inst::Class { ranges, negated }, j + 1))
 }
 
-/// Builds an instruction program; jump targets are absolute indices.
+/// Builds an instruction program; jump targets are absolute indices. It also collects the
+/// runs of literal characters emitted at the top level (outside any repetition or option):
+/// every path the program matches passes through each, so contains each as a substring.
 #[derive(Default)]
 struct Emitter {
     insts: Vec<Inst>,
+    runs: Vec<String>,
+    run: String,
 }
 
 impl Emitter {
+    /// Appends a top-level instruction.
     fn push(&mut self, inst: Inst) {
+        match inst {
+            Inst::Char(c) => self.run.push(c),
+            _ => self.flush_run(),
+        }
         self.insts.push(inst);
+    }
+
+    /// Ends the current run of top-level literal characters.
+    fn flush_run(&mut self) {
+        if !self.run.is_empty() {
+            self.runs.push(std::mem::take(&mut self.run));
+        }
     }
 
     /// `(?:body)*`.
     fn star(&mut self, body: &[Inst]) {
+        self.flush_run();
         let split = self.insts.len();
         self.insts.push(Inst::Split(split + 1, 0));
         self.insts.extend_from_slice(body);
@@ -469,6 +632,7 @@ impl Emitter {
 
     /// `(?:one+/)?` when `slash_after`, else `(?:/one+)?`.
     fn optional(&mut self, one: &[Inst], slash_after: bool) {
+        self.flush_run();
         let split = self.insts.len();
         self.insts.push(Inst::Split(split + 1, 0));
         if !slash_after {
@@ -485,6 +649,7 @@ impl Emitter {
 
     /// `(?:/.*)?`: the path itself or anything beneath it.
     fn optional_slash_anything(&mut self) {
+        self.flush_run();
         let split = self.insts.len();
         self.insts.push(Inst::Split(split + 1, 0));
         self.insts.push(Inst::Char('/'));
@@ -505,10 +670,26 @@ fn literal_prefix(insts: &[Inst]) -> String {
         .collect()
 }
 
-/// Runs the program over the whole of `text` (anchored at both ends) as a Pike VM.
+/// Runs the program over the whole of `text` (anchored at both ends) as a Pike VM. The
+/// thread lists are kept per OS thread and reused, so a run allocates nothing.
 fn run(insts: &[Inst], text: &str) -> bool {
-    let mut current = Threads::new(insts.len());
-    let mut next = Threads::new(insts.len());
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<(Threads, Threads)> =
+            std::cell::RefCell::new((Threads::default(), Threads::default()));
+    }
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut pair) => {
+            let (current, next) = &mut *pair;
+            run_with(insts, text, current, next)
+        }
+        // Only reachable if a run were ever nested in another on one thread.
+        Err(_) => run_with(insts, text, &mut Threads::default(), &mut Threads::default()),
+    })
+}
+
+fn run_with(insts: &[Inst], text: &str, current: &mut Threads, next: &mut Threads) -> bool {
+    current.reset(insts.len());
+    next.reset(insts.len());
     current.add(insts, 0);
     for c in text.chars() {
         if current.list.is_empty() {
@@ -529,44 +710,47 @@ fn run(insts: &[Inst], text: &str) -> bool {
                 next.add(insts, pc + 1);
             }
         }
-        std::mem::swap(&mut current, &mut next);
+        std::mem::swap(current, next);
     }
     current.list.iter().any(|&pc| insts[pc] == Inst::Match)
 }
 
-/// The set of live threads (program counters) at one position, without duplicates.
+/// The set of live threads (program counters) at one position, without duplicates. A pc is
+/// in the set when its stamp equals the current generation, so clearing is O(1).
+#[derive(Default)]
 struct Threads {
     /// Threads waiting on a character (or at `Match`).
     list: Vec<usize>,
-    /// Every pc visited at this position, splits and jumps included, to reset `seen`.
-    visited: Vec<usize>,
-    seen: Vec<bool>,
+    /// Per pc, the generation in which it was last added (splits and jumps included).
+    stamp: Vec<u32>,
+    generation: u32,
 }
 
 impl Threads {
-    fn new(len: usize) -> Self {
-        Self {
-            list: Vec::with_capacity(len),
-            visited: Vec::with_capacity(len),
-            seen: vec![false; len],
+    /// Prepares for a program of `len` instructions.
+    fn reset(&mut self, len: usize) {
+        if self.stamp.len() < len {
+            self.stamp.resize(len, 0);
         }
+        self.clear();
     }
 
     fn clear(&mut self) {
-        for &pc in &self.visited {
-            self.seen[pc] = false;
-        }
-        self.visited.clear();
         self.list.clear();
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // Wrapped: old stamps could look current.
+            self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.generation = 1;
+        }
     }
 
     /// Adds `pc` and everything reachable from it without consuming a character.
     fn add(&mut self, insts: &[Inst], pc: usize) {
-        if self.seen[pc] {
+        if self.stamp[pc] == self.generation {
             return;
         }
-        self.seen[pc] = true;
-        self.visited.push(pc);
+        self.stamp[pc] = self.generation;
         match insts[pc] {
             Inst::Split(a, b) => {
                 self.add(insts, a);
