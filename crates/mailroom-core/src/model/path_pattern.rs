@@ -24,6 +24,8 @@
 //! A pattern `pathspec` would reject (a dangling `\`) matches only the path spelled exactly
 //! like it, which is the reference's own fallback when it has no pathspec.
 
+use std::collections::HashMap;
+
 /// Prefixes of virtual namespaces: such patterns name tools, resources or services rather than
 /// files, never overlap file patterns, and conflict only with the identical string.
 pub const VIRTUAL_PREFIXES: [&str; 3] = ["tool://", "resource://", "service://"];
@@ -161,6 +163,17 @@ impl PathPattern {
         !self.include
     }
 
+    /// The first directory every path the pattern matches starts with, when its literal
+    /// prefix holds one whole (`src` for `src/*.py`; none for `*.py` or `src*/x`).
+    fn first_dir(&self) -> Option<&str> {
+        let literal = match &self.program {
+            Program::Nothing => return None,
+            Program::Exact(text) => text.as_str(),
+            Program::Wild { prefix, .. } => prefix.as_str(),
+        };
+        literal.find('/').map(|slash| &literal[..slash])
+    }
+
     /// Whether the pattern matches `path` (a project-relative path with `/` separators, or
     /// any string: reservation conflicts match patterns against other patterns' text).
     /// A negation pattern matches the same paths as its positive form.
@@ -207,36 +220,54 @@ impl PathPattern {
 
 /// [`Shape::StarSuffix`] on the path after `dir`: some occurrence of `suffix` is followed by
 /// the end or by `/` and a newline-free rest, and is preceded by a slash-free name, itself
-/// preceded (when `any_depth`) by nothing or by a non-empty newline-free directory part and `/`.
+/// preceded (when `any_depth`) by nothing or by a non-empty newline-free directory part and
+/// `/`. Only the ends of names can end such an occurrence, so only those are tried (a
+/// substring search per path cost several times more).
 fn star_suffix(rest: &str, suffix: &str, any_depth: bool) -> bool {
-    let mut from = 0;
-    while let Some(offset) = rest.get(from..).and_then(|tail| tail.find(suffix)) {
-        let at = from + offset;
-        let (before, after) = (&rest[..at], &rest[at + suffix.len()..]);
-        let after_ok = after.is_empty() || (after.starts_with('/') && !after.contains('\n'));
-        let before_ok = match before.rfind('/') {
-            None => true,
-            Some(slash) => any_depth && slash > 0 && !before[..slash].contains('\n'),
-        };
-        if after_ok && before_ok {
-            return true;
+    let bytes = rest.as_bytes();
+    let ends = bytes
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == b'/')
+        .map(|(i, _)| i)
+        .chain(std::iter::once(bytes.len()));
+    for end in ends {
+        if bytes[..end].ends_with(suffix.as_bytes()) {
+            // A whole UTF-8 string matched, so `at` is a character boundary.
+            let at = end - suffix.len();
+            let before = &rest[..at];
+            let before_ok = match before.rfind('/') {
+                None => true,
+                Some(slash) => any_depth && slash > 0 && !before[..slash].contains('\n'),
+            };
+            if before_ok && !rest[end..].contains('\n') {
+                return true;
+            }
         }
-        if !any_depth && before.contains('/') {
-            // Every later occurrence is past the first `/` too.
+        if !any_depth {
+            // The name after `dir` ends at the first `/`: later ends follow a `/`.
             return false;
         }
-        // Occurrences may overlap: try the next character.
-        from = at + rest[at..].chars().next().map_or(1, char::len_utf8);
     }
     false
 }
 
 /// A union of patterns, as `pathspec.PathSpec`: a path matches when the last pattern that
 /// matches it is not a negation.
+///
+/// Patterns whose literal prefix holds a whole first directory (`src/…`, `docs/a.md`) are
+/// indexed by it, so a path tries only those of its own first directory and the others
+/// (`*.py`, `**/x`): with hundreds of reservations most would be rejected anyway, but even a
+/// rejection per pattern per path added up.
 #[derive(Debug, Clone, Default)]
 pub struct PatternSet {
     patterns: Vec<PathPattern>,
     has_negation: bool,
+    /// Indices (ascending) of the patterns that can only match paths whose first directory
+    /// is the key.
+    by_first_dir: HashMap<String, Vec<usize>>,
+    /// Indices (ascending) of the other patterns.
+    anywhere: Vec<usize>,
 }
 
 impl PatternSet {
@@ -252,6 +283,12 @@ impl PatternSet {
     /// Adds a compiled pattern at the end (it takes precedence over earlier ones).
     pub fn push(&mut self, pattern: PathPattern) {
         self.has_negation |= pattern.is_negation();
+        let index = self.patterns.len();
+        match pattern.first_dir() {
+            Some(dir) => self.by_first_dir.entry(dir.to_string()).or_default().push(index),
+            None if matches!(pattern.program, Program::Nothing) => {}
+            None => self.anywhere.push(index),
+        }
         self.patterns.push(pattern);
     }
 
@@ -262,10 +299,37 @@ impl PatternSet {
 
     /// Whether the set matches `path`.
     pub fn matches(&self, path: &str) -> bool {
+        let bucket: &[usize] = path
+            .find('/')
+            .and_then(|slash| self.by_first_dir.get(&path[..slash]))
+            .map_or(&[], Vec::as_slice);
+        let tries = |i: &usize| self.patterns[*i].matches(path);
         if !self.has_negation {
-            return self.patterns.iter().any(|p| p.matches(path));
+            return self.anywhere.iter().any(tries) || bucket.iter().any(tries);
         }
-        union_matches(self.patterns.iter(), path)
+        // The last matching pattern decides: walk both ascending lists from the end, merged.
+        let (mut a, mut b) = (self.anywhere.as_slice(), bucket);
+        loop {
+            let index = match (a.last(), b.last()) {
+                (Some(&x), Some(&y)) if x > y => {
+                    a = &a[..a.len() - 1];
+                    x
+                }
+                (_, Some(&y)) => {
+                    b = &b[..b.len() - 1];
+                    y
+                }
+                (Some(&x), None) => {
+                    a = &a[..a.len() - 1];
+                    x
+                }
+                (None, None) => return false,
+            };
+            let pattern = &self.patterns[index];
+            if pattern.matches(path) {
+                return pattern.include;
+            }
+        }
     }
 }
 

@@ -279,3 +279,21 @@ proptest! {
             "{:?} vs {:?}", pattern, path);
     }
 }
+
+fn set_pattern() -> impl Strategy<Value = String> {
+    (any::<bool>(), prop_oneof![shaped_pattern(), "[ab]{1,2}/[ab*]{1,2}(/[ab]{1,2})?"])
+        .prop_map(|(negate, pattern)| if negate { format!("!{pattern}") } else { pattern })
+}
+
+proptest! {
+    #[test]
+    fn indexed_sets_agree_with_trying_every_pattern(
+        patterns in prop::collection::vec(set_pattern(), 0..8),
+        path in prop_oneof![nasty_path(), "[ab]{1,2}/[ab.]{0,3}(/[ab]{1,2})?"],
+    ) {
+        let set = PatternSet::new(patterns.iter().map(String::as_str));
+        let compiled: Vec<PathPattern> = patterns.iter().map(|p| PathPattern::new(p)).collect();
+        prop_assert_eq!(set.matches(&path), union_matches(compiled.iter(), &path),
+            "{:?} vs {:?}", patterns, path);
+    }
+}
