@@ -212,7 +212,7 @@ fn common_shapes_skip_the_vm() {
     ] {
         assert!(PathPattern::new(pattern).has_shape(), "{pattern:?}");
     }
-    for pattern in ["app.py", "src/**/*.py", "a?.py", "[ab].py", "src/*", "**"] {
+    for pattern in ["app.py", "src/**/*.py", "a?.py", "[ab].py", "src/*", "**", "*a/b"] {
         assert!(!PathPattern::new(pattern).has_shape(), "{pattern:?}");
     }
     // The shortcuts keep the regex's quirks: `.` stops at a newline, `[^/]` does not.
@@ -223,6 +223,7 @@ fn common_shapes_skip_the_vm() {
     check("*.py", "/c.py", false);
     check("src/*.py", "src/a.py.py", true);
     check("*aa", "xaaa", true);
+    check("*a/.", "a/.", true);
     check("*.aa", "x.aa.b", false);
 }
 
