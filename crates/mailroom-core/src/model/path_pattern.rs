@@ -190,9 +190,13 @@ impl PathPattern {
                 Shape::Under(literal) => {
                     path.strip_prefix(literal.as_str()).is_some_and(|rest| !rest.contains('\n'))
                 }
-                Shape::StarSuffix { dir, suffix, any_depth } => path
+                // `dir` is empty at any depth; skipping the empty comparison mattered.
+                Shape::StarSuffix { suffix, any_depth: true, .. } => {
+                    star_suffix(path, suffix, true)
+                }
+                Shape::StarSuffix { dir, suffix, any_depth: false } => path
                     .strip_prefix(dir.as_str())
-                    .is_some_and(|rest| star_suffix(rest, suffix, *any_depth)),
+                    .is_some_and(|rest| star_suffix(rest, suffix, false)),
                 Shape::General => {
                     path.starts_with(prefix.as_str())
                         && path.contains(required.as_str())
