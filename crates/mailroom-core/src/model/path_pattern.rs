@@ -5,9 +5,11 @@
 //! The reference compiles each pattern to a regular expression. We compile the same
 //! expression into a tiny instruction program and run it as a Pike VM (a set of threads that
 //! advance together one character at a time), so a match costs O(path × pattern) whatever the
-//! pattern and needs no regex crate. Compile a pattern once ([`PathPattern::new`]) and match
-//! it against many paths ([`PathPattern::matches`]); the Git pre-commit guard matches staged
-//! paths this way.
+//! pattern and needs no regex crate. The common shapes (a literal path, `dir/**`, `*.ext`,
+//! `dir/*.ext`) are tested directly and other patterns first reject paths lacking a literal
+//! the program requires; both shortcuts are property-tested against the VM. Compile a pattern
+//! once ([`PathPattern::new`]) and match it against many paths ([`PathPattern::matches`]);
+//! the Git pre-commit guard matches staged paths this way.
 //!
 //! The rules, as `pathspec` applies them to a pattern `p` (after surrounding whitespace is
 //! stripped):
