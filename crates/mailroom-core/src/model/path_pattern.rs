@@ -5,9 +5,11 @@
 //! The reference compiles each pattern to a regular expression. We compile the same
 //! expression into a tiny instruction program and run it as a Pike VM (a set of threads that
 //! advance together one character at a time), so a match costs O(path × pattern) whatever the
-//! pattern and needs no regex crate. Compile a pattern once ([`PathPattern::new`]) and match
-//! it against many paths ([`PathPattern::matches`]); the Git pre-commit guard matches staged
-//! paths this way.
+//! pattern and needs no regex crate. The common shapes (a literal path, `dir/**`, `*.ext`,
+//! `dir/*.ext`) are tested directly and other patterns first reject paths lacking a literal
+//! the program requires; both shortcuts are property-tested against the VM. Compile a pattern
+//! once ([`PathPattern::new`]) and match it against many paths ([`PathPattern::matches`]);
+//! the Git pre-commit guard matches staged paths this way.
 //!
 //! The rules, as `pathspec` applies them to a pattern `p` (after surrounding whitespace is
 //! stripped):
@@ -23,6 +25,8 @@
 //!
 //! A pattern `pathspec` would reject (a dangling `\`) matches only the path spelled exactly
 //! like it, which is the reference's own fallback when it has no pathspec.
+
+use std::collections::HashMap;
 
 /// Prefixes of virtual namespaces: such patterns name tools, resources or services rather than
 /// files, never overlap file patterns, and conflict only with the identical string.
@@ -93,9 +97,28 @@ enum Program {
     Nothing,
     /// A pattern `pathspec` rejects: matches only this exact string.
     Exact(String),
-    /// A wildmatch program, with a literal prefix every matching path starts with (a cheap
-    /// rejection before running it).
-    Wild { insts: Vec<Inst>, prefix: String },
+    /// A wildmatch program, with a literal prefix every matching path starts with and the
+    /// longest other literal every matching path contains (cheap rejections before running
+    /// it), and a direct test when the program has one of the common shapes.
+    Wild { insts: Vec<Inst>, prefix: String, required: String, shape: Shape },
+}
+
+/// Common program shapes tested without the VM; each answers exactly as the program would
+/// (`tests.rs` checks this against the VM on random patterns and paths). In the regexes
+/// below, `.` is any character but a newline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Shape {
+    /// None of these: run the VM.
+    General,
+    /// `L(?:/.*)?` — a literal path and everything beneath it (`docs/a.md`, `/app.py`).
+    Path(String),
+    /// `L.*` where `L` ends with `/` — everything beneath a directory (`src/**`, `docs/`
+    /// anchored).
+    Under(String),
+    /// `(?:.+/)?[^/]*S(?:/.*)?` when `any_depth` (`*.py`, `**/*.py`), else `D[^/]*S(?:/.*)?`
+    /// (`src/*.py`): a name ending in the literal `suffix`, at any depth or directly after the
+    /// literal `dir` (empty when `any_depth`).
+    StarSuffix { dir: String, suffix: String, any_depth: bool },
 }
 
 /// A compiled gitignore-style pattern (Python `pathspec` "gitwildmatch" semantics).
@@ -126,7 +149,7 @@ impl PathPattern {
             text = rest;
         }
         let program = match compile(text) {
-            Some((insts, prefix)) => Program::Wild { insts, prefix },
+            Some(compiled) => compiled,
             None => Program::Exact(text.to_string()),
         };
         Self { source, include, program }
@@ -142,6 +165,17 @@ impl PathPattern {
         !self.include
     }
 
+    /// The first directory every path the pattern matches starts with, when its literal
+    /// prefix holds one whole (`src` for `src/*.py`; none for `*.py` or `src*/x`).
+    fn first_dir(&self) -> Option<&str> {
+        let literal = match &self.program {
+            Program::Nothing => return None,
+            Program::Exact(text) => text.as_str(),
+            Program::Wild { prefix, .. } => prefix.as_str(),
+        };
+        literal.find('/').map(|slash| &literal[..slash])
+    }
+
     /// Whether the pattern matches `path` (a project-relative path with `/` separators, or
     /// any string: reservation conflicts match patterns against other patterns' text).
     /// A negation pattern matches the same paths as its positive form.
@@ -149,19 +183,107 @@ impl PathPattern {
         match &self.program {
             Program::Nothing => false,
             Program::Exact(text) => text == path,
-            Program::Wild { insts, prefix } => {
-                path.starts_with(prefix.as_str()) && run(insts, path)
-            }
+            Program::Wild { insts, prefix, required, shape } => match shape {
+                Shape::Path(literal) => match path.strip_prefix(literal.as_str()) {
+                    Some("") => true,
+                    Some(rest) => rest.starts_with('/') && !rest.contains('\n'),
+                    None => false,
+                },
+                Shape::Under(literal) => {
+                    path.strip_prefix(literal.as_str()).is_some_and(|rest| !rest.contains('\n'))
+                }
+                // `dir` is empty at any depth; skipping the empty comparison mattered.
+                Shape::StarSuffix { suffix, any_depth: true, .. } => {
+                    star_suffix(path, suffix, true)
+                }
+                Shape::StarSuffix { dir, suffix, any_depth: false } => path
+                    .strip_prefix(dir.as_str())
+                    .is_some_and(|rest| star_suffix(rest, suffix, false)),
+                Shape::General => {
+                    path.starts_with(prefix.as_str())
+                        && path.contains(required.as_str())
+                        && run(insts, path)
+                }
+            },
         }
     }
+
+    /// [`PathPattern::matches`] by the VM alone, without the shortcuts (to test them).
+    #[cfg(test)]
+    fn matches_by_vm(&self, path: &str) -> bool {
+        match &self.program {
+            Program::Wild { insts, .. } => run(insts, path),
+            _ => self.matches(path),
+        }
+    }
+
+    /// Whether the pattern is tested without the VM (for tests).
+    #[cfg(test)]
+    fn has_shape(&self) -> bool {
+        matches!(&self.program, Program::Wild { shape, .. } if *shape != Shape::General)
+    }
+}
+
+/// [`Shape::StarSuffix`] on the path after `dir`: some occurrence of `suffix` is followed by
+/// the end or by `/` and a newline-free rest, and is preceded by a slash-free name, itself
+/// preceded (when `any_depth`) by nothing or by a non-empty newline-free directory part and
+/// `/`. Only the ends of names can end such an occurrence, so only those are tried (a
+/// substring search per path cost several times more).
+fn star_suffix(rest: &str, suffix: &str, any_depth: bool) -> bool {
+    let (bytes, wanted) = (rest.as_bytes(), suffix.as_bytes());
+    // Never empty (see `shape_of`).
+    let (Some(&first), Some(&last)) = (wanted.first(), wanted.last()) else {
+        return false;
+    };
+    let ends = bytes
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == b'/')
+        .map(|(i, _)| i)
+        .chain(std::iter::once(bytes.len()));
+    for end in ends {
+        // Comparing the end bytes first spares most calls to `memcmp` (which the profile
+        // showed costing more than the rest of the test).
+        let ends_with_suffix = end >= wanted.len()
+            && bytes[end - 1] == last
+            && bytes[end - wanted.len()] == first
+            && bytes[..end].ends_with(wanted);
+        if ends_with_suffix {
+            // A whole UTF-8 string matched, so `at` is a character boundary.
+            let at = end - suffix.len();
+            let before = &rest[..at];
+            let before_ok = match before.rfind('/') {
+                None => true,
+                Some(slash) => any_depth && slash > 0 && !before[..slash].contains('\n'),
+            };
+            if before_ok && !rest[end..].contains('\n') {
+                return true;
+            }
+        }
+        if !any_depth {
+            // The name after `dir` ends at the first `/`: later ends follow a `/`.
+            return false;
+        }
+    }
+    false
 }
 
 /// A union of patterns, as `pathspec.PathSpec`: a path matches when the last pattern that
 /// matches it is not a negation.
+///
+/// Patterns whose literal prefix holds a whole first directory (`src/…`, `docs/a.md`) are
+/// indexed by it, so a path tries only those of its own first directory and the others
+/// (`*.py`, `**/x`): with hundreds of reservations most would be rejected anyway, but even a
+/// rejection per pattern per path added up.
 #[derive(Debug, Clone, Default)]
 pub struct PatternSet {
     patterns: Vec<PathPattern>,
     has_negation: bool,
+    /// Indices (ascending) of the patterns that can only match paths whose first directory
+    /// is the key.
+    by_first_dir: HashMap<String, Vec<usize>>,
+    /// Indices (ascending) of the other patterns.
+    anywhere: Vec<usize>,
 }
 
 impl PatternSet {
@@ -177,6 +299,12 @@ impl PatternSet {
     /// Adds a compiled pattern at the end (it takes precedence over earlier ones).
     pub fn push(&mut self, pattern: PathPattern) {
         self.has_negation |= pattern.is_negation();
+        let index = self.patterns.len();
+        match pattern.first_dir() {
+            Some(dir) => self.by_first_dir.entry(dir.to_string()).or_default().push(index),
+            None if matches!(pattern.program, Program::Nothing) => {}
+            None => self.anywhere.push(index),
+        }
         self.patterns.push(pattern);
     }
 
@@ -187,10 +315,37 @@ impl PatternSet {
 
     /// Whether the set matches `path`.
     pub fn matches(&self, path: &str) -> bool {
+        let bucket: &[usize] = path
+            .find('/')
+            .and_then(|slash| self.by_first_dir.get(&path[..slash]))
+            .map_or(&[], Vec::as_slice);
+        let tries = |i: &usize| self.patterns[*i].matches(path);
         if !self.has_negation {
-            return self.patterns.iter().any(|p| p.matches(path));
+            return self.anywhere.iter().any(tries) || bucket.iter().any(tries);
         }
-        union_matches(self.patterns.iter(), path)
+        // The last matching pattern decides: walk both ascending lists from the end, merged.
+        let (mut a, mut b) = (self.anywhere.as_slice(), bucket);
+        loop {
+            let index = match (a.last(), b.last()) {
+                (Some(&x), Some(&y)) if x > y => {
+                    a = &a[..a.len() - 1];
+                    x
+                }
+                (_, Some(&y)) => {
+                    b = &b[..b.len() - 1];
+                    y
+                }
+                (Some(&x), None) => {
+                    a = &a[..a.len() - 1];
+                    x
+                }
+                (None, None) => return false,
+            };
+            let pattern = &self.patterns[index];
+            if pattern.matches(path) {
+                return pattern.include;
+            }
+        }
     }
 }
 
@@ -305,7 +460,7 @@ pub fn patterns_overlap(held: &str, candidate: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 
 /// Compiles a stripped, non-empty pattern; `None` when `pathspec` would reject it.
-fn compile(pattern: &str) -> Option<(Vec<Inst>, String)> {
+fn compile(pattern: &str) -> Option<Program> {
     let mut segments: Vec<&str> = pattern.split('/').collect();
     // Runs of `**` segments mean the same as one.
     segments.dedup_by(|next, prev| *next == "**" && *prev == "**");
@@ -373,8 +528,80 @@ fn compile(pattern: &str) -> Option<(Vec<Inst>, String)> {
         }
     }
     out.push(Inst::Match);
+    out.flush_run();
     let prefix = literal_prefix(&out.insts);
-    Some((out.insts, prefix))
+    let shape = shape_of(&out.insts, &prefix);
+    // The first run is the prefix when the program starts with it; otherwise it is as good
+    // a requirement as any other.
+    let skip = usize::from(!prefix.is_empty());
+    let required =
+        out.runs.iter().skip(skip).max_by_key(|run| run.len()).cloned().unwrap_or_default();
+    Some(Program::Wild { insts: out.insts, prefix, required, shape })
+}
+
+/// Recognises the [`Shape`]s by rebuilding each candidate program with the emitter and
+/// comparing instructions, so a shape is only ever used for exactly the program it stands for.
+fn shape_of(insts: &[Inst], prefix: &str) -> Shape {
+    let build = |steps: &dyn Fn(&mut Emitter)| {
+        let mut out = Emitter::default();
+        steps(&mut out);
+        out.push(Inst::Match);
+        out.insts
+    };
+    let chars = |out: &mut Emitter, text: &str| text.chars().for_each(|c| out.push(Inst::Char(c)));
+    if insts
+        == build(&|out| {
+            chars(out, prefix);
+            out.optional_slash_anything();
+        })
+    {
+        return Shape::Path(prefix.to_string());
+    }
+    if prefix.ends_with('/')
+        && insts
+            == build(&|out| {
+                chars(out, prefix);
+                out.star(&[Inst::Any]);
+            })
+    {
+        return Shape::Under(prefix.to_string());
+    }
+    for any_depth in [true, false] {
+        let dir = if any_depth { "" } else { prefix };
+        if any_depth && !prefix.is_empty() {
+            continue;
+        }
+        let head = build(&|out| {
+            if any_depth {
+                out.optional(&[Inst::Any], true);
+            }
+            chars(out, dir);
+            out.star(&[Inst::NotSlash]);
+        });
+        // `head` ends with the `Match` the builder appends; the suffix starts where it is.
+        let start = head.len() - 1;
+        if insts.len() <= start || insts[..start] != head[..start] {
+            continue;
+        }
+        let suffix = literal_prefix(&insts[start..]);
+        // A `/` in it (`*a/b`: the literal runs on into the next segment) is another shape.
+        if suffix.is_empty() || suffix.contains('/') {
+            continue;
+        }
+        let whole = build(&|out| {
+            if any_depth {
+                out.optional(&[Inst::Any], true);
+            }
+            chars(out, dir);
+            out.star(&[Inst::NotSlash]);
+            chars(out, &suffix);
+            out.optional_slash_anything();
+        });
+        if insts == whole {
+            return Shape::StarSuffix { dir: dir.to_string(), suffix, any_depth };
+        }
+    }
+    Shape::General
 }
 
 /// pathspec's `_translate_segment_glob`: `*` → `[^/]*`, `?` → `[^/]`, `[...]` a class (an
@@ -446,19 +673,36 @@ fn class(chars: &[char], start: usize) -> Option<(Inst, usize)> {
     Some((Inst::Class { ranges, negated }, j + 1))
 }
 
-/// Builds an instruction program; jump targets are absolute indices.
+/// Builds an instruction program; jump targets are absolute indices. It also collects the
+/// runs of literal characters emitted at the top level (outside any repetition or option):
+/// every path the program matches passes through each, so contains each as a substring.
 #[derive(Default)]
 struct Emitter {
     insts: Vec<Inst>,
+    runs: Vec<String>,
+    run: String,
 }
 
 impl Emitter {
+    /// Appends a top-level instruction.
     fn push(&mut self, inst: Inst) {
+        match inst {
+            Inst::Char(c) => self.run.push(c),
+            _ => self.flush_run(),
+        }
         self.insts.push(inst);
+    }
+
+    /// Ends the current run of top-level literal characters.
+    fn flush_run(&mut self) {
+        if !self.run.is_empty() {
+            self.runs.push(std::mem::take(&mut self.run));
+        }
     }
 
     /// `(?:body)*`.
     fn star(&mut self, body: &[Inst]) {
+        self.flush_run();
         let split = self.insts.len();
         self.insts.push(Inst::Split(split + 1, 0));
         self.insts.extend_from_slice(body);
@@ -469,6 +713,7 @@ impl Emitter {
 
     /// `(?:one+/)?` when `slash_after`, else `(?:/one+)?`.
     fn optional(&mut self, one: &[Inst], slash_after: bool) {
+        self.flush_run();
         let split = self.insts.len();
         self.insts.push(Inst::Split(split + 1, 0));
         if !slash_after {
@@ -485,6 +730,7 @@ impl Emitter {
 
     /// `(?:/.*)?`: the path itself or anything beneath it.
     fn optional_slash_anything(&mut self) {
+        self.flush_run();
         let split = self.insts.len();
         self.insts.push(Inst::Split(split + 1, 0));
         self.insts.push(Inst::Char('/'));
@@ -505,10 +751,26 @@ fn literal_prefix(insts: &[Inst]) -> String {
         .collect()
 }
 
-/// Runs the program over the whole of `text` (anchored at both ends) as a Pike VM.
+/// Runs the program over the whole of `text` (anchored at both ends) as a Pike VM. The
+/// thread lists are kept per OS thread and reused, so a run allocates nothing.
 fn run(insts: &[Inst], text: &str) -> bool {
-    let mut current = Threads::new(insts.len());
-    let mut next = Threads::new(insts.len());
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<(Threads, Threads)> =
+            std::cell::RefCell::new((Threads::default(), Threads::default()));
+    }
+    SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut pair) => {
+            let (current, next) = &mut *pair;
+            run_with(insts, text, current, next)
+        }
+        // Only reachable if a run were ever nested in another on one thread.
+        Err(_) => run_with(insts, text, &mut Threads::default(), &mut Threads::default()),
+    })
+}
+
+fn run_with(insts: &[Inst], text: &str, current: &mut Threads, next: &mut Threads) -> bool {
+    current.reset(insts.len());
+    next.reset(insts.len());
     current.add(insts, 0);
     for c in text.chars() {
         if current.list.is_empty() {
@@ -529,44 +791,47 @@ fn run(insts: &[Inst], text: &str) -> bool {
                 next.add(insts, pc + 1);
             }
         }
-        std::mem::swap(&mut current, &mut next);
+        std::mem::swap(current, next);
     }
     current.list.iter().any(|&pc| insts[pc] == Inst::Match)
 }
 
-/// The set of live threads (program counters) at one position, without duplicates.
+/// The set of live threads (program counters) at one position, without duplicates. A pc is
+/// in the set when its stamp equals the current generation, so clearing is O(1).
+#[derive(Default)]
 struct Threads {
     /// Threads waiting on a character (or at `Match`).
     list: Vec<usize>,
-    /// Every pc visited at this position, splits and jumps included, to reset `seen`.
-    visited: Vec<usize>,
-    seen: Vec<bool>,
+    /// Per pc, the generation in which it was last added (splits and jumps included).
+    stamp: Vec<u32>,
+    generation: u32,
 }
 
 impl Threads {
-    fn new(len: usize) -> Self {
-        Self {
-            list: Vec::with_capacity(len),
-            visited: Vec::with_capacity(len),
-            seen: vec![false; len],
+    /// Prepares for a program of `len` instructions.
+    fn reset(&mut self, len: usize) {
+        if self.stamp.len() < len {
+            self.stamp.resize(len, 0);
         }
+        self.clear();
     }
 
     fn clear(&mut self) {
-        for &pc in &self.visited {
-            self.seen[pc] = false;
-        }
-        self.visited.clear();
         self.list.clear();
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // Wrapped: old stamps could look current.
+            self.stamp.iter_mut().for_each(|s| *s = 0);
+            self.generation = 1;
+        }
     }
 
     /// Adds `pc` and everything reachable from it without consuming a character.
     fn add(&mut self, insts: &[Inst], pc: usize) {
-        if self.seen[pc] {
+        if self.stamp[pc] == self.generation {
             return;
         }
-        self.seen[pc] = true;
-        self.visited.push(pc);
+        self.stamp[pc] = self.generation;
         match insts[pc] {
             Inst::Split(a, b) => {
                 self.add(insts, a);

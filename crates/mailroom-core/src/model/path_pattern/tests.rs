@@ -161,7 +161,8 @@ proptest! {
     #[test]
     fn star_never_crosses_a_slash(dir in relative_path(), a in segment(), b in segment()) {
         let pattern = PathPattern::new(&format!("{dir}/*.rs"));
-        let (direct, nested) = (format!("{dir}/{a}.rs"), format!("{dir}/{a}/{b}.rs"));
+        // `{a}_`: a directory named like `x.rs` would match, as everything beneath a match does.
+        let (direct, nested) = (format!("{dir}/{a}.rs"), format!("{dir}/{a}_/{b}.rs"));
         prop_assert!(pattern.matches(&direct));
         prop_assert!(!pattern.matches(&nested));
     }
@@ -194,5 +195,106 @@ proptest! {
     fn matching_never_panics(pattern in "[a-z*?\\[\\]!/\\\\.-]{0,12}", path in "[a-z*/.-]{0,16}") {
         let _ = PathPattern::new(&pattern).matches(&path);
         let _ = patterns_overlap(&pattern, &path);
+    }
+}
+
+#[test]
+fn common_shapes_skip_the_vm() {
+    for pattern in [
+        "docs/page1.md",
+        "/app.py",
+        "src/**",
+        "vendor/lib/",
+        "*.py",
+        "**/*.gen3.rs",
+        "src/*.py",
+        "/*.md",
+    ] {
+        assert!(PathPattern::new(pattern).has_shape(), "{pattern:?}");
+    }
+    for pattern in ["app.py", "src/**/*.py", "a?.py", "[ab].py", "src/*", "**", "*a/b"] {
+        assert!(!PathPattern::new(pattern).has_shape(), "{pattern:?}");
+    }
+    // The shortcuts keep the regex's quirks: `.` stops at a newline, `[^/]` does not.
+    check("src/**", "src/a\nb", false);
+    check("docs/a.md", "docs/a.md/x\ny", false);
+    check("*.py", "a\nb/c.py", false);
+    check("*.py", "a\nc.py", true);
+    check("*.py", "/c.py", false);
+    check("src/*.py", "src/a.py.py", true);
+    check("*aa", "xaaa", true);
+    check("*a/.", "a/.", true);
+    check("*.aa", "x.aa.b", false);
+}
+
+/// A pattern built from pieces the shapes are made of, plus the odd glob.
+fn shaped_pattern() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        Just("**".to_string()),
+        Just("*".to_string()),
+        Just("*.a".to_string()),
+        Just("*a".to_string()),
+        Just("a*".to_string()),
+        Just("a?".to_string()),
+        Just("[ab]".to_string()),
+        "[ab.]{1,3}",
+        Just("".to_string()),
+        Just("\n".to_string()),
+    ];
+    (any::<bool>(), prop::collection::vec(piece, 1..4), any::<bool>()).prop_map(
+        |(lead, pieces, trail)| {
+            let body = pieces.join("/");
+            format!("{}{body}{}", if lead { "/" } else { "" }, if trail { "/" } else { "" })
+        },
+    )
+}
+
+fn nasty_path() -> impl Strategy<Value = String> {
+    "[ab./\n]{0,10}"
+}
+
+proptest! {
+    #[test]
+    fn shortcuts_agree_with_the_vm(pattern in shaped_pattern(), path in nasty_path()) {
+        let compiled = PathPattern::new(&pattern);
+        prop_assert_eq!(compiled.matches(&path), compiled.matches_by_vm(&path),
+            "{:?} vs {:?}", pattern, path);
+    }
+
+    #[test]
+    fn shortcuts_agree_with_the_vm_on_any_text(
+        pattern in "[ab*?/.\n\\[\\]!]{0,8}", path in "[ab*?/.\n\\[\\]!]{0,10}"
+    ) {
+        let compiled = PathPattern::new(&pattern);
+        prop_assert_eq!(compiled.matches(&path), compiled.matches_by_vm(&path),
+            "{:?} vs {:?}", pattern, path);
+    }
+
+    #[test]
+    fn shortcuts_agree_on_realistic_paths(
+        pattern in shaped_pattern(), path in relative_path(), extra in "(\\.a|a|/a\\.a)?"
+    ) {
+        let compiled = PathPattern::new(&pattern);
+        let path = format!("{path}{extra}");
+        prop_assert_eq!(compiled.matches(&path), compiled.matches_by_vm(&path),
+            "{:?} vs {:?}", pattern, path);
+    }
+}
+
+fn set_pattern() -> impl Strategy<Value = String> {
+    (any::<bool>(), prop_oneof![shaped_pattern(), "[ab]{1,2}/[ab*]{1,2}(/[ab]{1,2})?"])
+        .prop_map(|(negate, pattern)| if negate { format!("!{pattern}") } else { pattern })
+}
+
+proptest! {
+    #[test]
+    fn indexed_sets_agree_with_trying_every_pattern(
+        patterns in prop::collection::vec(set_pattern(), 0..8),
+        path in prop_oneof![nasty_path(), "[ab]{1,2}/[ab.]{0,3}(/[ab]{1,2})?"],
+    ) {
+        let set = PatternSet::new(patterns.iter().map(String::as_str));
+        let compiled: Vec<PathPattern> = patterns.iter().map(|p| PathPattern::new(p)).collect();
+        prop_assert_eq!(set.matches(&path), union_matches(compiled.iter(), &path),
+            "{:?} vs {:?}", patterns, path);
     }
 }

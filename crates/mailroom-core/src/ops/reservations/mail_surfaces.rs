@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::compiled;
+use super::PatternCache;
 use crate::error::Result;
 use crate::model::path_pattern::{Held, ReservationPattern, conflicts, union_matches};
 use crate::model::time::Timestamp;
@@ -93,7 +93,10 @@ pub(crate) fn surface_conflicts(
     if held.is_empty() {
         return Ok(Vec::new());
     }
-    let patterns: Vec<_> = held.iter().map(|r| compiled(&r.path_pattern)).collect();
+    let patterns: Vec<_> = {
+        let mut cache = PatternCache::lock();
+        held.iter().map(|r| cache.get(r.id, &r.path_pattern)).collect()
+    };
     let mut found = Vec::new();
     for surface in surfaces.paths(now) {
         let candidate = ReservationPattern::new(&surface);
