@@ -8,8 +8,11 @@ use super::map_err;
 use crate::error::{Error, Result};
 
 /// Migrations in order; index + 1 is the `user_version` after applying it.
-const MIGRATIONS: &[&str] =
-    &[include_str!("migrations/0001_init.sql"), include_str!("migrations/0002_archive_queue.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_init.sql"),
+    include_str!("migrations/0002_archive_queue.sql"),
+    include_str!("migrations/0003_active_reservations_index.sql"),
+];
 
 /// Brings the database up to the latest schema.
 pub fn migrate(conn: &mut Connection) -> Result<()> {
