@@ -44,7 +44,7 @@ fn origin(path: &str) -> Uri {
 }
 
 /// Whether `path` is a valid origin-form request target (`/...`).
-pub fn is_valid_path(path: &str) -> bool {
+pub(crate) fn is_valid_path(path: &str) -> bool {
     path.starts_with('/') && path.parse::<Uri>().is_ok()
 }
 

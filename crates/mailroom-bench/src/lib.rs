@@ -28,8 +28,6 @@ pub mod target;
 
 pub use dataset::DatasetScale;
 pub use engine::{RunConfig, run, run_with_baseline};
-pub use report::{BaselineFigures, GroupReport};
 pub use report::{Budgets, Report, compare};
 pub use scenario::{MixedLoad, Scenario, Via};
-pub use stats::Summary;
 pub use target::{Implementation, Target};

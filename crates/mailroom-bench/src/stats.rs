@@ -148,11 +148,6 @@ impl Recorder {
         }
     }
 
-    /// Successes so far.
-    pub fn ok(&self) -> u64 {
-        self.ok
-    }
-
     /// Failures so far.
     pub fn errors(&self) -> u64 {
         self.errors.values().sum()

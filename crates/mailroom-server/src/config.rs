@@ -94,7 +94,8 @@ impl ServerConfig {
     }
 }
 
-fn csv(value: &str) -> Vec<String> {
+/// Comma-separated values, trimmed, empty items dropped.
+pub(crate) fn csv(value: &str) -> Vec<String> {
     value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 

@@ -89,28 +89,10 @@ async fn sequential_uses_one_client_and_fixed_rate_paces() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reserve_runs_clean_once_the_tool_exists() {
+async fn reserve_runs_clean() {
     let app = TestApp::start().await;
-    let tools = app.rpc("tools/list", serde_json::json!({})).await;
-    let registered = tools["result"]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .any(|tool| tool["name"] == "file_reservation_paths");
     let report = bench(&app, Scenario::Reserve, Via::Mcp, 20).await;
-    if registered {
-        assert_clean(&report, 20);
-    } else {
-        // Until file reservations land, every call is an error of the protocol's own kind
-        // (never a transport failure or an unreadable body).
-        let s = &report.summary;
-        assert_eq!(s.errors, 20, "{}", report.table());
-        assert!(
-            s.error_breakdown.keys().all(|k| k == "jsonrpc_error" || k == "tool_error"),
-            "{}",
-            report.table()
-        );
-    }
+    assert_clean(&report, 20);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

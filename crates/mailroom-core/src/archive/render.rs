@@ -78,9 +78,16 @@ pub(super) fn render(
 pub(super) fn message_doc(db: &Db<'_>, id: i64) -> Result<Option<(MessageDoc, bool)>> {
     let Some(listed) = db.listed_message(id)? else { return Ok(None) };
     let message = &listed.message;
-    let project = db
-        .project_by_id(message.project_id)?
-        .ok_or_else(|| Error::internal(format!("message {id} has no project")))?;
+    let sender_is_local = listed.sender_project_id == message.project_id;
+    // A local sender's project is the message's: no second lookup on the writer's path.
+    let (project_human_key, project_slug) = if sender_is_local {
+        (listed.sender_project_human_key.clone(), listed.sender_project_slug.clone())
+    } else {
+        let project = db
+            .project_by_id(message.project_id)?
+            .ok_or_else(|| Error::internal(format!("message {id} has no project")))?;
+        (project.human_key, project.slug)
+    };
     let (mut to, mut cc, mut bcc) = (Vec::new(), Vec::new(), Vec::new());
     for (kind, name, _) in db.recipients_of(id)? {
         match kind.as_str() {
@@ -89,7 +96,6 @@ pub(super) fn message_doc(db: &Db<'_>, id: i64) -> Result<Option<(MessageDoc, bo
             _ => to.push(name),
         }
     }
-    let sender_is_local = listed.sender_project_id == project.id;
     let from_project = (!sender_is_local).then(|| SenderProject {
         human_key: listed.sender_project_human_key.clone(),
         slug: listed.sender_project_slug.clone(),
@@ -98,8 +104,8 @@ pub(super) fn message_doc(db: &Db<'_>, id: i64) -> Result<Option<(MessageDoc, bo
     let doc = MessageDoc {
         id,
         thread_id: message.thread_id.clone(),
-        project: project.human_key,
-        project_slug: project.slug,
+        project: project_human_key,
+        project_slug,
         from: listed.sender_name.clone(),
         from_project,
         to,

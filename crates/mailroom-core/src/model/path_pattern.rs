@@ -450,7 +450,8 @@ pub fn conflicts(held: Held<'_>, candidate: &ReservationPattern, exclusive: bool
     held.pattern.overlaps(candidate)
 }
 
-/// [`ReservationPattern::overlaps`] on two strings (compiles both).
+/// [`ReservationPattern::overlaps`] on two strings (compiles both); for the tests' tables.
+#[cfg(test)]
 pub fn patterns_overlap(held: &str, candidate: &str) -> bool {
     ReservationPattern::new(held).overlaps(&ReservationPattern::new(candidate))
 }

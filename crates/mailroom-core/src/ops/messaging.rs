@@ -544,7 +544,9 @@ fn reserved_surfaces(
     d: &Delivery<'_>,
     now: Timestamp,
 ) -> Result<Vec<mail_surfaces::SurfaceConflict>> {
-    mail_surfaces::release_expired(db, d.project.id, now)?;
+    // The reference sweeps before every delivery while enforcement is on (one UPDATE on the
+    // expiry index, artifacts queued).
+    super::reservations::sweep_in_tx(db, d.project.id, &[], now)?;
     let surfaces = MailSurfaces {
         local_sender: (d.sender.project_id == d.project.id).then_some(d.sender.name.as_str()),
         recipients: d.recipients.iter().map(|(a, _)| a.name.as_str()).collect(),

@@ -11,6 +11,7 @@ use std::cmp::Reverse;
 
 use serde::Serialize;
 
+use super::auth::constant_time_eq;
 use super::messaging::{inbox_limit, parse_since};
 use super::output::{MessageOut, ProjectOut};
 use super::search::{
@@ -361,7 +362,10 @@ fn readable_projects(
     for project in projects {
         let Some(agent) = db.agent_by_name(project.id, name)? else { continue };
         registered = true;
-        if token.is_none_or(|t| token_matches(agent.registration_token.as_deref(), t)) {
+        let stored = agent.registration_token.as_deref();
+        if token
+            .is_none_or(|t| stored.is_some_and(|s| constant_time_eq(s.as_bytes(), t.as_bytes())))
+        {
             readable.push(Readable { project, agent: Some(agent) });
         }
     }
@@ -382,13 +386,6 @@ fn readable_projects(
         });
     }
     Ok(readable)
-}
-
-/// Compares tokens in time independent of where they differ.
-fn token_matches(stored: Option<&str>, given: &str) -> bool {
-    let Some(stored) = stored else { return false };
-    let (a, b) = (stored.as_bytes(), given.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn scope_of(readable: &[Readable]) -> SearchScope {
@@ -476,13 +473,5 @@ mod tests {
     fn display_names_collapse_whitespace_and_are_capped() {
         assert_eq!(display_name("  Widget \t  Bus \n"), "Widget Bus");
         assert_eq!(display_name(&"x".repeat(300)).chars().count(), 255);
-    }
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(token_matches(Some("abc"), "abc"));
-        assert!(!token_matches(Some("abc"), "abd"));
-        assert!(!token_matches(Some("abc"), "ab"));
-        assert!(!token_matches(None, "abc"));
     }
 }

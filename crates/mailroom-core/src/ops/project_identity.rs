@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::Mailroom;
 use crate::error::{Error, Result};
-use crate::model::slug::{normalize_absolute_path, project_uid_for_path, slugify};
+use crate::model::slug::{looks_like_path, normalize_absolute_path, project_uid_for_path, slugify};
 
 /// The identity fields the reference adds when worktrees are enabled.
 #[derive(Debug, Clone, Serialize)]
@@ -111,14 +111,6 @@ pub(crate) fn dir_identity(path: &str) -> ProjectIdentity {
     }
 }
 
-fn looks_like_path(raw: &str) -> bool {
-    raw.starts_with('/')
-        || raw.starts_with('~')
-        || raw.starts_with('.')
-        || raw.contains('/')
-        || raw.contains('\\')
-}
-
 /// Makes `raw` absolute (`~` → HOME, relative → the working directory) and normalises it.
 fn absolute_path(raw: &str) -> Result<String> {
     let joined = if let Some(rest) = raw.strip_prefix('~') {
@@ -195,16 +187,6 @@ mod tests {
         ];
         for (url, expected) in cases {
             assert_eq!(normalize_remote(url).as_deref(), expected, "{url}");
-        }
-    }
-
-    #[test]
-    fn identifiers_that_look_like_paths() {
-        for raw in ["/a/b", "~/x", "./y", "a/b", "a\\b", "..", "."] {
-            assert!(looks_like_path(raw), "{raw}");
-        }
-        for raw in ["abs-path-backend", "backend"] {
-            assert!(!looks_like_path(raw), "{raw}");
         }
     }
 

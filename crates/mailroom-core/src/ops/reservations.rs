@@ -228,8 +228,7 @@ impl Mailroom {
                 let agent = resolve::agent(db, &project, &agent_name, "agent_name")?;
                 let mut released = 0;
                 for row in db.agent_active_reservations(project.id, agent.id, now)? {
-                    if selection.selects(&row) && db.release_reservation(row.id, now)? {
-                        db.enqueue_archive(ArchiveKind::Reservation, row.id)?;
+                    if selection.selects(&row) && release_and_queue(db, row.id, now)? {
                         released += 1;
                     }
                 }
@@ -356,15 +355,7 @@ impl Mailroom {
     /// Releases one reservation at `now` and queues its artifacts; false if it was released
     /// meanwhile.
     async fn release_one(&self, id: i64, now: Timestamp) -> Result<bool> {
-        self.store
-            .write(move |db| {
-                let released = db.release_reservation(id, now)?;
-                if released {
-                    db.enqueue_archive(ArchiveKind::Reservation, id)?;
-                }
-                Ok(released)
-            })
-            .await
+        self.store.write(move |db| release_and_queue(db, id, now)).await
     }
 }
 
@@ -391,17 +382,31 @@ fn holder_activity(
 
 /// The sweep of spec/semantics.md §6.4 inside a write: releases the project's expired
 /// reservations and the `stale` ones (found beforehand) still unreleased, and queues their
-/// artifacts.
-fn sweep_in_tx(db: &Db<'_>, project_id: i64, stale: &[i64], now: Timestamp) -> Result<()> {
+/// artifacts. A delivery passes no `stale` ids: finding them needs file and Git scans, which
+/// have no place on the writer thread.
+pub(crate) fn sweep_in_tx(
+    db: &Db<'_>,
+    project_id: i64,
+    stale: &[i64],
+    now: Timestamp,
+) -> Result<()> {
     for id in db.release_expired_reservations(project_id, now)? {
         db.enqueue_archive(ArchiveKind::Reservation, id)?;
     }
     for &id in stale {
-        if db.release_reservation(id, now)? {
-            db.enqueue_archive(ArchiveKind::Reservation, id)?;
-        }
+        release_and_queue(db, id, now)?;
     }
     Ok(())
+}
+
+/// Releases one reservation unless already released, queueing its artifact rewrite; whether
+/// it was released now.
+fn release_and_queue(db: &Db<'_>, id: i64, now: Timestamp) -> Result<bool> {
+    let released = db.release_reservation(id, now)?;
+    if released {
+        db.enqueue_archive(ArchiveKind::Reservation, id)?;
+    }
+    Ok(released)
 }
 
 /// A reservation in force, as the conflict check needs it.

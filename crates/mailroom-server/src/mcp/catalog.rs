@@ -239,8 +239,8 @@ impl ToolFilter {
             "minimal" => Self::Minimal,
             "messaging" => Self::Messaging,
             "custom" => Self::Custom {
-                clusters: csv(&lookup("TOOLS_FILTER_CLUSTERS").unwrap_or_default()),
-                tools: csv(&lookup("TOOLS_FILTER_TOOLS").unwrap_or_default()),
+                clusters: crate::config::csv(&lookup("TOOLS_FILTER_CLUSTERS").unwrap_or_default()),
+                tools: crate::config::csv(&lookup("TOOLS_FILTER_TOOLS").unwrap_or_default()),
                 exclude: lookup("TOOLS_FILTER_MODE")
                     .is_some_and(|m| m.trim().eq_ignore_ascii_case("exclude")),
             },
@@ -283,10 +283,6 @@ impl ToolFilter {
             }
         }
     }
-}
-
-fn csv(value: &str) -> Vec<String> {
-    value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::auth::{authorize, bind_result};
+use super::catalog::Rule;
 use super::error::code;
 use super::format;
 use super::resources::ReadError;
@@ -68,9 +69,9 @@ pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -
             code::INVALID_PARAMS,
             "Invalid params: tools/call needs params.name, the tool to call.",
         ),
-        "tools/call" => ok(&id, &call_tool(state, params, session).await),
-        "resources/list" => ok(&id, state.resources.list_result()),
-        "resources/templates/list" => ok(&id, state.resources.templates_result()),
+        "tools/call" => ok(&id, &call_tool(state, name_of(&params), &params, session).await),
+        "resources/list" => ok_raw(&id, state.resources.list_result()),
+        "resources/templates/list" => ok_raw(&id, state.resources.templates_result()),
         "prompts/list" => ok(&id, &json!({ "prompts": [] })),
         // The prompts capability is declared (as the reference does) with no prompt in it, so
         // every name is unknown: invalid params, as the spec asks for an invalid prompt name.
@@ -114,10 +115,12 @@ async fn read_resource(state: &AppState, id: &Value, params: &Value) -> Response
     }
 }
 
-async fn call_tool(state: &AppState, params: Value, session: Option<&str>) -> Value {
-    let Some(name) = params.get("name").and_then(Value::as_str) else {
-        return error_result("tools/call needs params.name, the tool to call.".to_string());
-    };
+/// The tool a `tools/call` names (`handle` has checked it is a string).
+fn name_of(params: &Value) -> &str {
+    params.get("name").and_then(Value::as_str).unwrap_or_default()
+}
+
+async fn call_tool(state: &AppState, name: &str, params: &Value, session: Option<&str>) -> Value {
     let Some(tool) = state.tools.get(name) else {
         return error_result(format!("Unknown tool: {name}"));
     };
@@ -128,7 +131,8 @@ async fn call_tool(state: &AppState, params: Value, session: Option<&str>) -> Va
     // An invalid format fails argument validation inside `call`; here it is known good.
     let requested = format::from_argument(arguments.get("format")).ok().flatten();
     let auth = state.config.tool_auth.then_some(&tool.info.auth);
-    if let Some(spec) = auth {
+    // Open tools need no check, so their arguments are decoded once, by the call itself.
+    if let Some(spec) = auth.filter(|spec| spec.rule != Rule::Open) {
         let checked = match tool.validate(&arguments) {
             Ok(()) => authorize(state, name, spec, &mut arguments, session).await,
             Err(e) => Err(e),

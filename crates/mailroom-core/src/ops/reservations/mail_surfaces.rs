@@ -15,7 +15,6 @@ use crate::error::Result;
 use crate::model::path_pattern::{Held, ReservationPattern, conflicts, union_matches};
 use crate::model::time::Timestamp;
 use crate::store::Db;
-use crate::store::db::archive_queue::ArchiveKind;
 
 /// The `type` of the error a blocked delivery returns.
 pub const FILE_RESERVATION_CONFLICT: &str = "FILE_RESERVATION_CONFLICT";
@@ -67,17 +66,6 @@ impl MailSurfaces<'_> {
         }
         paths
     }
-}
-
-/// Releases the project's expired reservations (one UPDATE on the expiry index) and queues
-/// their artifacts: the sweep the reference runs before every delivery while enforcement is
-/// on. The stale-holder part of the sweep needs file and Git scans, which have no place on the
-/// writer thread; reserve, renew and the listing still run it.
-pub(crate) fn release_expired(db: &Db<'_>, project_id: i64, now: Timestamp) -> Result<()> {
-    for id in db.release_expired_reservations(project_id, now)? {
-        db.enqueue_archive(ArchiveKind::Reservation, id)?;
-    }
-    Ok(())
 }
 
 /// Other agents' reservations in force that cover any of the delivery's surfaces, each

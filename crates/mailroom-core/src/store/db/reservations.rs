@@ -49,14 +49,6 @@ impl Db<'_> {
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
 
-    /// The reservations of a project in force at `now` (unreleased, unexpired), by id.
-    pub fn active_reservations(&self, project_id: i64, now: Timestamp) -> Result<Vec<Reservation>> {
-        self.reservations_where(
-            "r.project_id = ?1 AND r.released_ts IS NULL AND r.expires_ts > ?2 ORDER BY r.id",
-            params![project_id, now.to_db()],
-        )
-    }
-
     /// Visits the project's reservations in force at `now`, in index order (not by id: the
     /// caller sorts, which costs less than SQLite's sorter), with only what the conflict
     /// pre-check needs: id, holder id, pattern (borrowed, not copied) and whether it is

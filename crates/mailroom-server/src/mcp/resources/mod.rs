@@ -19,6 +19,7 @@ use std::pin::Pin;
 
 use mailroom_core::{Category, Error};
 use serde::Serialize;
+use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Value, json};
 
 use super::format::OutputFormat;
@@ -75,8 +76,8 @@ pub enum ReadError {
 /// The resource table and its precomputed list answers.
 pub struct Resources {
     all: Vec<Resource>,
-    list_result: Value,
-    templates_result: Value,
+    list_result: Box<RawValue>,
+    templates_result: Box<RawValue>,
 }
 
 impl Resources {
@@ -98,20 +99,22 @@ impl Resources {
                     "mimeType": "application/json"})
             })
             .collect();
+        // Serialised once: the lists never change while the server runs.
+        let raw = |value: Value| to_raw_value(&value).expect("a JSON value serialises");
         Self {
             all,
-            list_result: json!({ "resources": fixed }),
-            templates_result: json!({ "resourceTemplates": templates }),
+            list_result: raw(json!({ "resources": fixed })),
+            templates_result: raw(json!({ "resourceTemplates": templates })),
         }
     }
 
     /// The `resources/list` answer: the parameterless resources by their fixed URI.
-    pub fn list_result(&self) -> &Value {
+    pub fn list_result(&self) -> &RawValue {
         &self.list_result
     }
 
     /// The `resources/templates/list` answer: every template, `{?format}` ones included.
-    pub fn templates_result(&self) -> &Value {
+    pub fn templates_result(&self) -> &RawValue {
         &self.templates_result
     }
 
@@ -140,11 +143,6 @@ impl Resources {
             Ok(value) => Ok(super::format::apply(value, requested, default)),
             Err(e) => Err(failed(client_message(resource.name, e))),
         }
-    }
-
-    /// Templates, for tests and documentation.
-    pub fn templates(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.all.iter().map(|r| r.template)
     }
 }
 
@@ -191,7 +189,7 @@ mod tests {
     #[test]
     fn templates_are_unique_and_parameterless_ones_have_a_format_query() {
         let resources = Resources::build(true);
-        let mut templates: Vec<&str> = resources.templates().collect();
+        let mut templates: Vec<&str> = resources.all.iter().map(|r| r.template).collect();
         let count = templates.len();
         templates.sort_unstable();
         templates.dedup();
