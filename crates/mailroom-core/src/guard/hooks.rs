@@ -72,9 +72,15 @@ pub fn hooks_dir_for_install(repo: &Path, field: &str) -> Result<PathBuf> {
 /// `~`-expands and absolutises a path typed by a user or an agent (relative paths count
 /// from the current directory; symlinks are resolved when the path exists).
 pub fn user_path(raw: &str) -> PathBuf {
-    let expanded = expand_home(raw.trim());
-    let absolute = std::path::absolute(&expanded).unwrap_or(expanded);
+    let absolute = lexical_user_path(raw);
     absolute.canonicalize().unwrap_or(absolute)
+}
+
+/// A path as typed (`~` expanded, made absolute) without resolving symlinks: how project keys
+/// are spelled, since the server keys projects by the path as given, never its real path.
+pub fn lexical_user_path(raw: &str) -> PathBuf {
+    let expanded = expand_home(raw.trim());
+    std::path::absolute(&expanded).unwrap_or(expanded)
 }
 
 fn expand_home(value: &str) -> PathBuf {

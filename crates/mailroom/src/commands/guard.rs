@@ -188,7 +188,8 @@ fn drain_stdin_if(wanted: bool) {
 fn project_reservations_dir(project: &str, data_dir: Option<PathBuf>) -> Result<PathBuf> {
     let config = setup::core_config(&setup::data_dir(data_dir))?;
     let slug = if looks_like_path(project) {
-        let absolute = hooks::user_path(project);
+        // As the server keys it: normalised, symlinks not resolved.
+        let absolute = hooks::lexical_user_path(project);
         let text = absolute.to_string_lossy();
         slugify(&normalize_absolute_path(&text).unwrap_or_else(|| text.to_string()))
     } else {
@@ -265,4 +266,28 @@ fn status(repo: &Path) -> Result<()> {
         println!("{}: {state}{orig}", hook.hook.name());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The server keys a project by the path as given (symlinks not resolved), so the guard
+    /// must look in the directory of that spelling, not of the real path.
+    #[test]
+    fn a_symlinked_project_path_keeps_its_own_slug() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let real = dir.path().join("real-project");
+        std::fs::create_dir(&real).expect("project dir");
+        let link = dir.path().join("linked-project");
+        std::os::unix::fs::symlink(&real, &link).expect("symlink");
+        let data = dir.path().join("data");
+        let found = project_reservations_dir(&link.to_string_lossy(), Some(data)).expect("dir");
+        let expected_slug = slugify(&link.to_string_lossy());
+        assert!(
+            found.ends_with(Path::new("projects").join(&expected_slug).join("file_reservations")),
+            "{} should be under the symlink's slug {expected_slug}",
+            found.display()
+        );
+    }
 }
