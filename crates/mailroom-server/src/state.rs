@@ -48,4 +48,16 @@ impl AppState {
             started: Instant::now(),
         }
     }
+
+    /// The agent whose visibility limits a search or summary: the one authentication proved,
+    /// so only with tool authentication on (without it the whole project is covered, as the
+    /// reference does).
+    pub fn authenticated_viewer(&self, agent_name: Option<String>) -> Option<String> {
+        agent_name.filter(|_| self.config.tool_auth)
+    }
+
+    /// The agents this MCP session has authenticated as; none without tool authentication.
+    pub fn session_agents(&self, session: Option<&str>) -> Vec<i64> {
+        if self.config.tool_auth { self.bindings.session_agents(session) } else { Vec::new() }
+    }
 }

@@ -215,7 +215,7 @@ pub async fn search_messages(State(state): State<AppState>, body: Bytes) -> Resp
     match parsed {
         Ok(b) => {
             // Authenticated above: with authentication on, the results are the viewer's.
-            let viewer = if state.config.tool_auth { b.agent_name } else { None };
+            let viewer = state.authenticated_viewer(b.agent_name);
             let limit = b.limit.unwrap_or(20);
             reply(state.core.search_messages(b.project_slug, b.query, limit, viewer).await)
         }

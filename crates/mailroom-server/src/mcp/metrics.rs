@@ -6,8 +6,8 @@
 //! Counters are atomics; the ring takes a short mutex that is never held across `.await`.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use mailroom_core::model::time::Timestamp;
 use serde_json::Value;
@@ -83,6 +83,18 @@ impl Instruments {
         if !succeeded {
             self.record_error(tool);
         }
+    }
+
+    /// The recorder a macro op reports its nested tool calls to, with the project and agent
+    /// the recent-call ring shows for them.
+    pub fn nested_calls(
+        self: &Arc<Self>,
+        project: &str,
+        agent: Option<&str>,
+    ) -> impl Fn(&'static str, bool) + Sync + use<> {
+        let instruments = Arc::clone(self);
+        let ring = serde_json::json!({"project_key": project, "agent_name": agent});
+        move |tool, succeeded| instruments.record_nested(tool, &ring, succeeded)
     }
 
     /// Counts a failed call.

@@ -2,13 +2,10 @@
 //! same call — for short edits where an agent wants others warned only while it works, or to
 //! probe who holds what.
 
-use std::sync::Arc;
-
 use mailroom_core::ops::macros::ReservationCycle;
 use mailroom_core::ops::reservations::ReservePaths;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::Tool;
 use crate::state::AppState;
@@ -52,9 +49,7 @@ pub fn tool() -> Tool {
         "macro_file_reservation_cycle",
         DESCRIPTION,
         |state: AppState, args: Args| async move {
-            let ring = json!({"project_key": args.project_key, "agent_name": args.agent_name});
-            let instruments = Arc::clone(&state.instruments);
-            let steps = move |tool, ok| instruments.record_nested(tool, &ring, ok);
+            let steps = state.instruments.nested_calls(&args.project_key, Some(&args.agent_name));
             let request = ReservationCycle {
                 reserve: ReservePaths {
                     project_key: args.project_key,

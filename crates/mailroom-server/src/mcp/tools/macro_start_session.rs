@@ -1,12 +1,9 @@
 //! macro_start_session: the first call of a working session. Ensures the project, registers
 //! (or refreshes) the agent and returns its inbox, so an agent is ready in one round trip.
 
-use std::sync::Arc;
-
 use mailroom_core::ops::macros::StartSession;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::json;
 
 use super::Tool;
 use crate::state::AppState;
@@ -54,9 +51,7 @@ struct Args {
 
 pub fn tool() -> Tool {
     Tool::new("macro_start_session", DESCRIPTION, |state: AppState, args: Args| async move {
-        let ring = json!({"project_key": args.human_key, "agent_name": args.agent_name});
-        let instruments = Arc::clone(&state.instruments);
-        let steps = move |tool, ok| instruments.record_nested(tool, &ring, ok);
+        let steps = state.instruments.nested_calls(&args.human_key, args.agent_name.as_deref());
         let request = StartSession {
             human_key: args.human_key,
             program: args.program,

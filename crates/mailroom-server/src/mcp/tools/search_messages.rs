@@ -36,7 +36,7 @@ pub fn tool() -> Tool {
         // With authentication on, the dispatcher has proved agent_name (or filled it in from
         // the session), so it is the viewer; without, the search covers the whole project as
         // in the recorded reference.
-        let viewer = if state.config.tool_auth { args.agent_name } else { None };
+        let viewer = state.authenticated_viewer(args.agent_name);
         let limit = args.limit.unwrap_or(20);
         state.core.search_messages(args.project_key, args.query, limit, viewer).await
     })

@@ -70,11 +70,7 @@ pub fn tool() -> Tool {
         DESCRIPTION,
         |state: AppState, args: Args, caller: Caller| async move {
             // Only an authenticated session may approve contacts on a recipient's behalf.
-            let session_agents = if state.config.tool_auth {
-                state.bindings.session_agents(caller.session.as_deref())
-            } else {
-                Vec::new()
-            };
+            let session_agents = state.session_agents(caller.session.as_deref());
             state
                 .core
                 .send_message(SendMessage {

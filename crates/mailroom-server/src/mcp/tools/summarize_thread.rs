@@ -45,7 +45,7 @@ struct Args {
 pub fn tool() -> Tool {
     Tool::new("summarize_thread", DESCRIPTION, |state: AppState, args: Args| async move {
         // As search_messages: the authenticated viewer scopes the summary when auth is on.
-        let viewer = if state.config.tool_auth { args.agent_name } else { None };
+        let viewer = state.authenticated_viewer(args.agent_name);
         state
             .core
             .summarize_thread(SummarizeThread {
