@@ -407,18 +407,8 @@ fn thread_rows(
 ) -> Result<Vec<ListedMessage>> {
     let mut rows = Vec::new();
     for r in readable {
-        for row in db.thread_messages(r.project.id, thread_id, limit)? {
-            let visible = match &r.agent {
-                None => true,
-                Some(agent) => {
-                    row.message.sender_id == agent.id
-                        || db.receipt(row.message.id, agent.id)?.is_some()
-                }
-            };
-            if visible {
-                rows.push(row);
-            }
-        }
+        let viewer = r.agent.as_ref().map(|a| a.id);
+        rows.extend(db.thread_messages_seen_by(r.project.id, thread_id, viewer, limit)?);
     }
     rows.sort_by_key(|r| (r.message.created_ts, r.message.id));
     rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
