@@ -24,13 +24,13 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use image::{DynamicImage, ImageDecoder, ImageReader, Limits};
 use serde_json::{Value, json};
 
+use super::atomic_file::write_atomically;
 use super::python_json::{python_json, python_json_line};
 
 /// Largest source file read, in bytes (64 MiB). Reading is bounded before decoding so a
@@ -743,36 +743,6 @@ fn source_extension(path: &Path) -> String {
 
 fn write_error(repo_relative: &str, source: io::Error) -> AttachmentError {
     AttachmentError::Write { path: repo_relative.to_owned(), source }
-}
-
-/// Writes via a temporary file in the same directory and a rename, so a crash leaves the
-/// old file or the new one, never half of one (a stray `.tmp` file at worst).
-fn write_atomically(target: &Path, contents: &[u8]) -> io::Result<()> {
-    let directory = target
-        .parent()
-        .ok_or_else(|| io::Error::other(format!("{} has no parent", target.display())))?;
-    fs::create_dir_all(directory)?;
-    let temporary = temporary_sibling(target);
-    let result = write_synced(&temporary, contents).and_then(|()| fs::rename(&temporary, target));
-    if result.is_err() {
-        // Best effort: the original error is the one worth reporting.
-        let _ = fs::remove_file(&temporary);
-    }
-    result
-}
-
-fn write_synced(path: &Path, contents: &[u8]) -> io::Result<()> {
-    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
-    file.write_all(contents)?;
-    file.sync_all()
-}
-
-/// A name unique within this process and across processes, hidden from casual listings.
-fn temporary_sibling(target: &Path) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = target.file_name().map(|name| name.to_string_lossy()).unwrap_or_default();
-    let unique = COUNTER.fetch_add(1, Ordering::Relaxed);
-    target.with_file_name(format!(".{name}.{}-{unique}.tmp", std::process::id()))
 }
 
 /// One `write` on an O_APPEND handle, so concurrent appenders do not interleave a line.

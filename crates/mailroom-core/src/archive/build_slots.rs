@@ -7,9 +7,9 @@
 //! read-modify-write sequences (the reference holds the project's archive lock).
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::atomic_file::write_atomically;
 use crate::error::{Error, Result};
 
 /// Characters the reference replaces with `_` in holder and slot file names.
@@ -54,14 +54,9 @@ pub fn read_leases(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
 
 /// Replaces (or creates) `<holder>.json` in `dir` atomically.
 pub fn write_lease(dir: &Path, holder: &str, bytes: &[u8]) -> Result<()> {
-    fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, &e))?;
     let target = dir.join(format!("{holder}.json"));
-    // A leading dot and `.tmp` suffix: skipped by `read_leases` and ignored by Git.
-    let temp = dir.join(format!(".{holder}.json.tmp"));
-    let mut file = fs::File::create(&temp).map_err(|e| io_err("cannot create", &temp, &e))?;
-    file.write_all(bytes).map_err(|e| io_err("cannot write", &temp, &e))?;
-    file.sync_all().map_err(|e| io_err("cannot sync", &temp, &e))?;
-    fs::rename(&temp, &target).map_err(|e| io_err("cannot rename", &target, &e))
+    // The temporary sibling starts with a dot: skipped by `read_leases` and ignored by Git.
+    write_atomically(&target, bytes).map_err(|e| io_err("cannot write", &target, &e))
 }
 
 fn io_err(what: &str, path: &Path, e: &std::io::Error) -> Error {

@@ -8,6 +8,7 @@
 //! replays; replays are idempotent. The queue is bounded: when the writer falls behind by
 //! `queue_capacity` rows, writers wait ([`Signal::admit`]).
 
+pub(crate) mod atomic_file;
 pub mod attachments;
 pub mod build_slots;
 pub mod format;

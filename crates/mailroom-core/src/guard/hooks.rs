@@ -9,11 +9,10 @@
 //!   reservations directory baked in (the reference's plugin is `50-agent-mail.py`).
 
 use std::fs;
-use std::io::Write as _;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use super::Hook;
+use crate::archive::atomic_file::write_atomically_with_mode;
 use crate::error::{Error, Result};
 
 /// Our plugin's file name in `hooks.d/<hook>/`.
@@ -238,21 +237,8 @@ fn remove_if_present(path: &Path) -> Result<bool> {
 /// Writes `content` with mode 0755 through a temporary file renamed over `path`, so Git never
 /// runs a half-written hook.
 fn write_executable(path: &Path, content: &str) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let written = (|| {
-        let mut file = fs::File::create(&temp)?;
-        file.write_all(content.as_bytes())?;
-        file.set_permissions(fs::Permissions::from_mode(0o755))?;
-        file.sync_all()?;
-        fs::rename(&temp, path)
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(io_error("write", path, e));
-    }
-    Ok(())
+    write_atomically_with_mode(path, content.as_bytes(), Some(0o755))
+        .map_err(|e| io_error("write", path, e))
 }
 
 fn io_error(action: &str, path: &Path, error: std::io::Error) -> Error {
@@ -323,6 +309,7 @@ pub fn plugin_script(hook: Hook, target: &PluginTarget) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
     use std::process::Command;
 
     use super::*;
