@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::ops::output::AgentBase;
 use crate::store::Db;
 use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
+use crate::store::db::messages::RecipientLists;
 
 /// Files to commit (repo-relative path → bytes) and the commit message.
 pub(super) struct Rendered {
@@ -88,14 +89,7 @@ pub(super) fn message_doc(db: &Db<'_>, id: i64) -> Result<Option<(MessageDoc, bo
             .ok_or_else(|| Error::internal(format!("message {id} has no project")))?;
         (project.human_key, project.slug)
     };
-    let (mut to, mut cc, mut bcc) = (Vec::new(), Vec::new(), Vec::new());
-    for (kind, name, _) in db.recipients_of(id)? {
-        match kind.as_str() {
-            "cc" => cc.push(name),
-            "bcc" => bcc.push(name),
-            _ => to.push(name),
-        }
-    }
+    let RecipientLists { to, cc, bcc } = db.recipient_lists(id)?;
     let from_project = (!sender_is_local).then(|| SenderProject {
         human_key: listed.sender_project_human_key.clone(),
         slug: listed.sender_project_slug.clone(),

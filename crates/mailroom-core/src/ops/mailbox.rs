@@ -343,15 +343,8 @@ fn visible_to(db: &Db<'_>, row: &ListedMessage, viewer: Option<&Agent>) -> Resul
 }
 
 fn recipients(db: &Db<'_>, message_id: i64) -> Result<Recipients> {
-    let mut out = Recipients { to: Vec::new(), cc: Vec::new(), bcc: Vec::new() };
-    for (kind, name, _) in db.recipients_of(message_id)? {
-        match kind.as_str() {
-            "cc" => out.cc.push(name),
-            "bcc" => out.bcc.push(name),
-            _ => out.to.push(name),
-        }
-    }
-    Ok(out)
+    let lists = db.recipient_lists(message_id)?;
+    Ok(Recipients { to: lists.to, cc: lists.cc, bcc: lists.bcc })
 }
 
 fn addressed(db: &Db<'_>, row: &ListedMessage, body: bool) -> Result<AddressedMessage> {

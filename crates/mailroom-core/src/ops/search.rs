@@ -341,16 +341,8 @@ pub(crate) fn search_hits(
 }
 
 fn search_result(db: &Db<'_>, hit: SearchHit) -> Result<SearchResult> {
-    let mut to = Vec::new();
-    let mut cc = Vec::new();
-    for (kind, name, _) in db.recipients_of(hit.id)? {
-        match kind.as_str() {
-            "to" => to.push(name),
-            "cc" => cc.push(name),
-            _ => {}
-        }
-    }
-    Ok(SearchResult { item: SearchItem::from(hit), to, cc })
+    let lists = db.recipient_lists(hit.id)?;
+    Ok(SearchResult { item: SearchItem::from(hit), to: lists.to, cc: lists.cc })
 }
 
 /// Sender label in summaries: `Name`, or `Name@slug` for senders from another project.

@@ -55,6 +55,14 @@ pub struct ListedMessage {
     pub kind: Option<String>,
 }
 
+/// A message's recipient names by kind.
+#[derive(Debug, Default)]
+pub struct RecipientLists {
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+    pub bcc: Vec<String>,
+}
+
 /// Filters of an inbox listing.
 pub struct InboxQuery<'a> {
     pub project_id: i64,
@@ -162,6 +170,19 @@ impl Db<'_> {
             .query_map([message_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .map_err(map_err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
+    /// A message's recipient names by kind (`to`, `cc`, `bcc`), each in insertion order.
+    pub fn recipient_lists(&self, message_id: i64) -> Result<RecipientLists> {
+        let mut lists = RecipientLists::default();
+        for (kind, name, _) in self.recipients_of(message_id)? {
+            match kind.as_str() {
+                "cc" => lists.cc.push(name),
+                "bcc" => lists.bcc.push(name),
+                _ => lists.to.push(name),
+            }
+        }
+        Ok(lists)
     }
 
     /// The inbox of an agent in a project, newest first.
