@@ -13,10 +13,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::locks::{OWNER_LOCK, process_alive, read_owner_pid};
+use super::locks::{OWNER_LOCK, UNOWNED_LOCK_STALE_AFTER, process_alive};
 
-/// A lock counts as stale after this long even when its owner lives (the reference's rule).
-pub const STALE_TIMEOUT_SECONDS: f64 = 180.0;
+/// A lock counts as stale after this long even when its owner lives (the reference's rule,
+/// the same age after which start-up heals an unowned lock).
+pub const STALE_TIMEOUT_SECONDS: f64 = UNOWNED_LOCK_STALE_AFTER.as_secs_f64();
 
 /// One lock file.
 #[derive(Debug, Serialize)]
@@ -102,7 +103,7 @@ fn entry_for(path: &Path, owner: &Path, name: &str, metadata_present: bool) -> L
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or(Value::Object(serde_json::Map::new()));
-    let owner_pid = read_owner_pid(owner);
+    let owner_pid = metadata.get("pid").and_then(Value::as_u64).and_then(|p| p.try_into().ok());
     let owner_alive = owner_pid.map(process_alive);
     let created_ts = metadata.get("created_ts").and_then(Value::as_f64).or(modified_ts);
     let now = epoch_seconds(SystemTime::now());

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 pub const OWNER_LOCK: &str = "archive.lock";
 
 /// A reference-style lock without owner metadata counts as stale after this long.
-const UNOWNED_LOCK_STALE_AFTER: Duration = Duration::from_secs(180);
+pub(crate) const UNOWNED_LOCK_STALE_AFTER: Duration = Duration::from_secs(180);
 
 /// Git's own lock files carry no pid. Git holds them for milliseconds, so one this old when
 /// the archive's new owner starts was left by a process that died holding it.
