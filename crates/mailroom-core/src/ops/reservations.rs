@@ -270,8 +270,18 @@ impl Mailroom {
         let now = Timestamp::now();
         let limits = self.thresholds();
         let mut listed = Vec::with_capacity(rows.len());
+        // Rows often share a pattern (refreshes, history): each pattern's directory and Git
+        // scan runs once per listing.
+        let mut scanned: HashMap<String, Workspace> = HashMap::new();
         for row in rows {
-            let workspace = self.workspace_of(&project, &row.path_pattern, now).await?;
+            let workspace = match scanned.get(&row.path_pattern) {
+                Some(known) => *known,
+                None => {
+                    let found = self.workspace_of(&project, &row.path_pattern, now).await?;
+                    scanned.insert(row.path_pattern.clone(), found);
+                    found
+                }
+            };
             let (last_active, last_mail) = activity.get(&row.agent_id).copied().unwrap_or_default();
             let mut staleness = assess(last_active, last_mail, workspace, now, limits);
             staleness.stale &= row.released_ts.is_none();
