@@ -160,6 +160,29 @@ impl LlmClient {
         }
     }
 
+    /// [`Self::complete_json`] for callers that keep their heuristic result when the LLM fails:
+    /// the failure is logged, naming `what`, and yields `None`.
+    pub async fn try_complete_json(
+        &self,
+        what: &str,
+        system: &str,
+        user: &str,
+        model: Option<&str>,
+    ) -> Option<Map<String, Value>> {
+        match self.complete_json(system, user, model).await {
+            Ok(reply) => Some(reply),
+            Err(e) => {
+                tracing::warn!(error = %e, "LLM {what} failed; heuristic result kept");
+                None
+            }
+        }
+    }
+
+    /// The model a call asking for `requested` (or nothing) uses.
+    pub fn model_for(&self, requested: Option<&str>) -> String {
+        resolve_model(requested, &self.config.default_model)
+    }
+
     /// Asks for one completion and returns the first JSON object found in its text.
     pub async fn complete_json(
         &self,
@@ -180,7 +203,7 @@ impl LlmClient {
         model: Option<&str>,
     ) -> Result<String, LlmError> {
         let body = json!({
-            "model": resolve_model(model, &self.config.default_model),
+            "model": self.model_for(model),
             "messages": [
                 {"role": "system", "content": system},
                 {"role": "user", "content": user},
@@ -208,7 +231,7 @@ impl LlmClient {
 
 /// The model to ask for: the caller's, else the default; the reference's small-model aliases
 /// become OpenAI's small model.
-pub fn resolve_model(requested: Option<&str>, default: &str) -> String {
+fn resolve_model(requested: Option<&str>, default: &str) -> String {
     let name = requested.map(str::trim).filter(|m| !m.is_empty()).unwrap_or(default);
     if SMALL_MODEL_ALIASES.contains(&name.to_ascii_lowercase().as_str()) {
         SMALL_MODEL.to_string()

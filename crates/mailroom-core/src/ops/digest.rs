@@ -217,18 +217,10 @@ impl Mailroom {
             .collect();
         let user =
             format!("Heuristic digest:\n{heuristic}\n\nFirst messages:\n{}", excerpts.join("\n\n"));
-        match llm.complete_json(RECENT_SYSTEM_PROMPT, &user, req.llm_model.as_deref()).await {
-            Ok(reply) => {
-                let model = crate::llm::resolve_model(
-                    req.llm_model.as_deref(),
-                    &self.config.llm.default_model,
-                );
-                (Value::Object(reply).to_string(), Some(model))
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "LLM recent summary failed; heuristic kept");
-                (heuristic.to_string(), None)
-            }
+        let model = req.llm_model.as_deref();
+        match llm.try_complete_json("recent summary", RECENT_SYSTEM_PROMPT, &user, model).await {
+            Some(reply) => (Value::Object(reply).to_string(), Some(llm.model_for(model))),
+            None => (heuristic.to_string(), None),
         }
     }
 }

@@ -250,12 +250,9 @@ impl Mailroom {
             return heuristic;
         };
         let (system, user) = single_thread_prompt(excerpts);
-        match llm.complete_json(system, &user, llm_model).await {
-            Ok(reply) => refine_single(&heuristic, &reply),
-            Err(e) => {
-                tracing::warn!(error = %e, "LLM thread summary failed; heuristic summary kept");
-                heuristic
-            }
+        match llm.try_complete_json("thread summary", system, &user, llm_model).await {
+            Some(reply) => refine_single(&heuristic, &reply),
+            None => heuristic,
         }
     }
 
@@ -272,12 +269,9 @@ impl Mailroom {
         let shown: Vec<(&str, &ThreadSummary)> =
             multi.threads.iter().map(|t| (t.thread_id.as_str(), &t.summary)).collect();
         let (system, user) = multi_thread_prompt(&shown);
-        let reply = match llm.complete_json(system, &user, llm_model).await {
-            Ok(reply) => reply,
-            Err(e) => {
-                tracing::warn!(error = %e, "LLM thread digest failed; heuristic digest kept");
-                return multi;
-            }
+        let Some(reply) = llm.try_complete_json("thread digest", system, &user, llm_model).await
+        else {
+            return multi;
         };
         for thread in &mut multi.threads {
             refine_digest_thread(&thread.thread_id, &mut thread.summary, &reply);
