@@ -1,7 +1,7 @@
 //! Tools end to end: identity, contacts, messaging, search, bad input.
 
 use mailroom_testkit::TestApp;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn send_fetch_reply_read_and_ack() {
@@ -127,6 +127,45 @@ async fn search_finds_words_and_survives_hostile_queries() {
         let outcome = app.call_tool("search_messages", search(hostile)).await;
         assert!(outcome.is_ok(), "{hostile:?} must not error: {outcome:?}");
     }
+}
+
+#[tokio::test]
+async fn search_stays_inside_its_project() {
+    let app = TestApp::start().await;
+    let alpha = app.seed_pair("/work/search-alpha", "BlueLake", "GreenCastle").await;
+    let beta = app.seed_pair("/work/search-beta", "RedFox", "GoldHawk").await;
+    for (slug, sender, to, subject) in [
+        (&alpha, "BlueLake", "GreenCastle", "alpha rollout"),
+        (&beta, "RedFox", "GoldHawk", "beta rollout"),
+        (&beta, "RedFox", "GoldHawk", "beta rollout again"),
+    ] {
+        app.tool_ok(
+            "send_message",
+            json!({"project_key": slug, "sender_name": sender, "to": [to],
+            "subject": subject, "body_md": "shared plan project_scope p1 p2"}),
+        )
+        .await;
+    }
+    let subjects = |hits: &Value| -> Vec<String> {
+        hits["result"]
+            .as_array()
+            .map(|rows| {
+                rows.iter().map(|r| r["subject"].as_str().unwrap_or("").to_string()).collect()
+            })
+            .unwrap_or_default()
+    };
+    let search = |slug: &str, q: &str| json!({"project_key": slug, "query": q});
+    let in_alpha = app.tool_ok("search_messages", search(&alpha, "rollout")).await;
+    assert_eq!(subjects(&in_alpha), vec!["alpha rollout"]);
+    let in_beta = app.tool_ok("search_messages", search(&beta, "shared")).await;
+    assert_eq!(subjects(&in_beta).len(), 2, "{in_beta}");
+    // The hidden project tokens are not searchable text: "p1" finds the bodies that say it,
+    // each project its own.
+    let token = app.tool_ok("search_messages", search(&alpha, "p1")).await;
+    assert_eq!(subjects(&token), vec!["alpha rollout"]);
+    // A query that only parses once wrapped falls back to LIKE (no hit), never another project.
+    let sneaky = app.tool_ok("search_messages", search(&alpha, "rollout) OR (beta")).await;
+    assert!(subjects(&sneaky).iter().all(|s| s.starts_with("alpha")), "{sneaky}");
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_archive_queue.sql"),
     include_str!("migrations/0003_active_reservations_index.sql"),
+    include_str!("migrations/0004_fts_project_scope.sql"),
 ];
 
 /// Brings the database up to the latest schema.
@@ -34,4 +35,48 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
         tx.commit().map_err(map_err)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database written before migration 0004 keeps its messages searchable, now scoped by
+    /// project inside the index.
+    #[test]
+    fn fts_project_scope_migration_indexes_existing_messages() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        for sql in &MIGRATIONS[..3] {
+            conn.execute_batch(sql).expect("old migration");
+        }
+        conn.pragma_update(None, "user_version", 3_i64).expect("version");
+        conn.execute_batch(
+            "INSERT INTO projects (id, slug, human_key, created_at) VALUES
+                 (1, 'a', '/a', '2026-01-01'), (2, 'b', '/b', '2026-01-01');
+             INSERT INTO agents (id, project_id, name, program, model, inception_ts, last_active_ts)
+                 VALUES (1, 1, 'BlueLake', 'p', 'm', '2026-01-01', '2026-01-01'),
+                        (2, 2, 'RedFox', 'p', 'm', '2026-01-01', '2026-01-01');
+             INSERT INTO messages (id, project_id, sender_id, subject, body_md, created_ts) VALUES
+                 (1, 1, 1, 'deploy', 'shared words', '2026-01-01'),
+                 (2, 2, 2, 'deploy', 'shared words', '2026-01-01');",
+        )
+        .expect("seed");
+        migrate(&mut conn).expect("migrate");
+        let hits = |query: &str| -> Vec<i64> {
+            let mut stmt = conn
+                .prepare("SELECT rowid FROM fts_messages WHERE fts_messages MATCH ?1")
+                .expect("prepare");
+            let rows = stmt.query_map([query], |row| row.get(0)).expect("query");
+            rows.collect::<rusqlite::Result<_>>().expect("rows")
+        };
+        assert_eq!(hits("deploy"), vec![1, 2]);
+        assert_eq!(hits("project_scope : p2 AND {subject body} : (shared)"), vec![2]);
+        conn.execute(
+            "INSERT INTO messages (id, project_id, sender_id, subject, body_md, created_ts)
+             VALUES (3, 2, 2, 'later', 'shared', '2026-01-02')",
+            [],
+        )
+        .expect("insert after migration");
+        assert_eq!(hits("project_scope : p2 AND {subject body} : (shared)"), vec![2, 3]);
+    }
 }

@@ -76,21 +76,33 @@ const SCOPE_FILTER: &str = "m.project_id IN (SELECT value FROM json_each(?2))
 impl Db<'_> {
     /// FTS5 match within `scope`, best bm25 first. `Ok(None)` when FTS5 rejects the query
     /// syntax, so the caller can fall back to LIKE.
+    ///
+    /// The user's expression is confined to subject and body and joined with the scope's
+    /// project tokens (migration 0004), so FTS5 only ranks the scope's hits; the SQL scope
+    /// filter stays as the authority. The project column has bm25 weight 0.
     pub fn search_fts(
         &self,
         scope: &SearchScope,
         query: &str,
         limit: i64,
     ) -> Result<Option<Vec<SearchHit>>> {
+        if !has_balanced_parentheses(query) {
+            // Wrapped in our own parentheses it could turn valid: keep FTS5's verdict.
+            return Ok(None);
+        }
+        if scope.project_ids.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
         let sql = format!(
             "SELECT {HIT_COLUMNS} FROM fts_messages f JOIN messages m ON m.id = f.rowid
              JOIN agents s ON s.id = m.sender_id JOIN projects sp ON sp.id = s.project_id
              WHERE fts_messages MATCH ?1 AND {SCOPE_FILTER}
-             ORDER BY bm25(fts_messages) ASC, m.id ASC LIMIT ?4"
+             ORDER BY bm25(fts_messages, 0.0, 1.0, 1.0, 0.0) ASC, m.id ASC LIMIT ?4"
         );
+        let scoped = scoped_match(scope, query);
         let (projects, viewers) = scope.bound();
         let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = match stmt.query_map(params![query, projects, viewers, limit], hit) {
+        let rows = match stmt.query_map(params![scoped, projects, viewers, limit], hit) {
             Ok(rows) => rows.collect::<rusqlite::Result<Vec<_>>>(),
             Err(e) => Err(e),
         };
@@ -132,10 +144,58 @@ impl Db<'_> {
     }
 }
 
+/// `query` restricted to subject and body and to the scope's projects' index tokens.
+fn scoped_match(scope: &SearchScope, query: &str) -> String {
+    let projects: Vec<String> = scope.project_ids.iter().map(|id| format!("p{id}")).collect();
+    format!("project_scope : ({}) AND {{subject body}} : ({query})", projects.join(" OR "))
+}
+
+/// Whether every `(` outside double-quoted strings is closed, in order.
+fn has_balanced_parentheses(query: &str) -> bool {
+    let mut depth = 0_usize;
+    let mut quoted = false;
+    for c in query.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return false,
+            },
+            _ => {}
+        }
+    }
+    depth == 0
+}
+
 fn is_fts_syntax_error(e: &rusqlite::Error) -> bool {
     let text = e.to_string();
     text.contains("fts5")
         || text.contains("syntax error")
         || text.contains("no such column")
         || text.contains("unterminated string")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parentheses_balance_outside_quoted_strings() {
+        for balanced in ["a", "(a OR b) AND c", "\"(\" a", "\"say \"\"(\"\"\" x", "NEAR(a b)"] {
+            assert!(has_balanced_parentheses(balanced), "{balanced}");
+        }
+        for unbalanced in ["(", "a)", "a) OR (b", "((a)", "\")\" )"] {
+            assert!(!has_balanced_parentheses(unbalanced), "{unbalanced}");
+        }
+    }
+
+    #[test]
+    fn scoped_match_confines_the_query_to_subject_body_and_the_projects() {
+        let scope = SearchScope { project_ids: vec![3, 12], viewer_ids: None };
+        assert_eq!(
+            scoped_match(&scope, "deploy OR \"roll back\""),
+            "project_scope : (p3 OR p12) AND {subject body} : (deploy OR \"roll back\")"
+        );
+    }
 }
