@@ -17,7 +17,9 @@ use crate::store::db::messages::{ListedMessage, ReceiptState};
 pub enum AckView {
     /// High/urgent inbox rows (limit applied first) that are still unread.
     UrgentUnread,
-    /// Rows waiting for an acknowledgement, newest first.
+    /// Rows waiting for an acknowledgement, oldest first: the fixture's order (its publisher
+    /// adjusted this view; spec/resources.md documents newest first), and the order of the
+    /// other pending-ack views.
     AckRequired,
     /// Pending acknowledgements at least this many seconds old, oldest first.
     AcksStale { ttl_seconds: i64 },
@@ -120,10 +122,7 @@ fn ack_rows(
             let rows = db.recipient_rows(&query)?;
             Ok(rows.into_iter().filter(|(_, r)| r.read_ts.is_none()).collect())
         }
-        AckView::AckRequired => {
-            query.oldest_first = false;
-            db.recipient_rows(&query)
-        }
+        AckView::AckRequired => db.recipient_rows(&query),
         AckView::AcksStale { ttl_seconds } => {
             query.created_until = Some(now.plus_seconds(-ttl_seconds.max(0)));
             db.recipient_rows(&query)

@@ -5,10 +5,12 @@
 //! never passed silently. Then the resource reads, in the fixture's order: a mismatch is
 //! pending only when the case is listed below with the missing piece it needs (a data layer,
 //! or the state of a tool not built yet) and that piece is still missing; any other mismatch
-//! fails.
+//! fails. Three resource cases show state the tool session does not leave behind (the
+//! fixture's resources were read against their own seeded database, spec/resources.md §4):
+//! each is read in a separate run seeded to the state it shows, and compared exactly.
 
 use mailroom_testkit::{FakeLlm, FakeLlmMode, TestApp, TestOptions};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const FIXTURE: &str =
     include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../conformance/python_reference.json"));
@@ -115,9 +117,17 @@ async fn python_reference_session_replays_exactly() {
             }
         }
     }
+    let seeded = SeededRuns::start().await;
     for uri in resource_order() {
         let case = &fixture["resources"][uri.as_str()]["cases"][0];
         let label = format!("resource {uri}");
+        if let Some((run, state)) = seeded.for_uri(&uri) {
+            match replay_resource(run, &uri, case).await {
+                Ok(()) => tally.passed.push(format!("{label} (seeded run: {state})")),
+                Err(why) => tally.failed.push(format!("{label} (seeded run: {state}): {why}")),
+            }
+            continue;
+        }
         let Err(why) = replay_resource(&app, &uri, case).await else {
             tally.passed.push(label);
             continue;
@@ -156,16 +166,101 @@ async fn python_reference_session_replays_exactly() {
         "every tool case of the recording must replay exactly: {:?}",
         tally.pending
     );
-    // The resource cases recorded against other state are the only ones allowed to pend.
     let resource_cases = fixture["resources"].as_object().map_or(0, |r| r.len());
-    let recorded_elsewhere =
-        NEEDS.iter().filter(|(_, needs)| matches!(needs, Needs::RecordedElsewhere(_))).count();
     let resource_cases_passed = tally.passed.len() - tool_cases_passed;
-    assert!(
-        resource_cases_passed + recorded_elsewhere >= resource_cases,
-        "{resource_cases_passed} of {resource_cases} resource cases replay exactly: {:?}",
+    assert_eq!(
+        resource_cases_passed, resource_cases,
+        "every resource case of the recording must replay exactly: {:?}",
         tally.pending
     );
+}
+
+/// The separate runs for the resource cases recorded against state the tool session does not
+/// leave behind, each seeded to the state its recording shows.
+struct SeededRuns {
+    /// GreenCastle has two messages awaiting its acknowledgement, the contact request (id 2)
+    /// and the urgent "Hello" (id 3), and has read "Hello".
+    acknowledgements: TestApp,
+    /// BlueLake exists but has made no tool call (seeded over REST, which the tool metrics do
+    /// not count).
+    quiet: TestApp,
+}
+
+impl SeededRuns {
+    async fn start() -> Self {
+        Self { acknowledgements: seed_acknowledgements().await, quiet: seed_quiet_agent().await }
+    }
+
+    fn for_uri(&self, uri: &str) -> Option<(&TestApp, &'static str)> {
+        if uri.starts_with("resource://tooling/recent/") {
+            Some((&self.quiet, "BlueLake made no tool call in the window"))
+        } else if uri.starts_with("resource://views/urgent-unread/")
+            || uri.starts_with("resource://views/ack-required/")
+        {
+            Some((&self.acknowledgements, "two pending acknowledgements, the urgent one read"))
+        } else {
+            None
+        }
+    }
+}
+
+const BACKEND: &str = "/abs/path/backend";
+
+async fn seed_acknowledgements() -> TestApp {
+    let app = TestApp::start().await;
+    app.tool_ok("ensure_project", json!({"human_key": BACKEND})).await;
+    for name in ["BlueLake", "GreenCastle"] {
+        app.tool_ok(
+            "register_agent",
+            json!({"project_key": BACKEND, "program": "codex-cli", "model": "gpt-5", "name": name}),
+        )
+        .await;
+    }
+    // Message 1 goes to BlueLake, so GreenCastle's pending ones are 2 and 3.
+    for (from, to) in [("GreenCastle", "BlueLake"), ("BlueLake", "GreenCastle")] {
+        app.tool_ok(
+            "request_contact",
+            json!({"project_key": BACKEND, "from_agent": from, "to_agent": to}),
+        )
+        .await;
+    }
+    app.tool_ok(
+        "respond_contact",
+        json!({"project_key": BACKEND, "to_agent": "GreenCastle", "from_agent": "BlueLake",
+               "accept": true}),
+    )
+    .await;
+    let hello = app
+        .tool_ok(
+            "send_message",
+            json!({"project_key": BACKEND, "sender_name": "BlueLake", "to": ["GreenCastle"],
+                   "subject": "Hello", "body_md": "Hi", "importance": "urgent",
+                   "ack_required": true}),
+        )
+        .await;
+    let hello_id = hello["deliveries"][0]["payload"]["id"].clone();
+    assert_eq!(hello_id, 3, "the seeded run's ids follow the recording: {hello}");
+    app.tool_ok(
+        "mark_message_read",
+        json!({"project_key": BACKEND, "agent_name": "GreenCastle", "message_id": hello_id}),
+    )
+    .await;
+    app
+}
+
+async fn seed_quiet_agent() -> TestApp {
+    let app = TestApp::start().await;
+    let (status, body) = app.post("/api/project/ensure", json!({"human_key": BACKEND})).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = app
+        .post(
+            "/api/agent/register",
+            json!({"project_slug": "abs-path-backend", "program": "codex-cli", "model": "gpt-5",
+                   "name": "BlueLake"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    app
 }
 
 /// The guard cases install into and uninstall from Git repositories the recording session
@@ -227,30 +322,15 @@ enum Needs {
     Tools(&'static [&'static str]),
     /// Every tool the recorded answer counts (tooling/metrics).
     CountedTools,
-    /// State the replay cannot reach: the fixture's resource cases were recorded against
-    /// their own seeded database (spec/resources.md §4), or adjusted by its publisher.
-    RecordedElsewhere(&'static str),
 }
 
 /// Resource cases that may mismatch, and why (by URI prefix). Any other mismatch fails.
-const NEEDS: [(&str, Needs); 10] = [
+const NEEDS: [(&str, Needs); 7] = [
     ("resource://projects", Needs::Tools(&["macro_start_session"])),
     ("resource://project/", Needs::Tools(&["macro_prepare_thread"])),
     ("resource://agents/", Needs::Tools(&["macro_prepare_thread", "macro_contact_handshake"])),
     ("resource://inbox/", Needs::Tools(&["macro_contact_handshake"])),
     ("resource://tooling/metrics", Needs::CountedTools),
-    (
-        "resource://tooling/recent/",
-        Needs::RecordedElsewhere("the recording shows no BlueLake call in the last 60 s"),
-    ),
-    (
-        "resource://views/urgent-unread/",
-        Needs::RecordedElsewhere("the recording shows message 'Hello' already read by GreenCastle"),
-    ),
-    (
-        "resource://views/ack-required/",
-        Needs::RecordedElsewhere("publisher-adjusted rows (ids 2 and 3, oldest first)"),
-    ),
     ("resource://mailbox", Needs::Tools(&["macro_contact_handshake"])),
     ("resource://outbox/", Needs::Tools(&["macro_contact_handshake"])),
 ];
@@ -281,9 +361,6 @@ const RECORDED_ELSEWHERE: [(&str, &[&str], &str); 3] = [
 fn missing_piece(uri: &str, expected: &Value, available: &[String]) -> Option<String> {
     let (_, needs) = NEEDS.iter().find(|(prefix, _)| uri.starts_with(prefix))?;
     let tools: Vec<&str> = match needs {
-        Needs::RecordedElsewhere(why) => {
-            return Some(format!("recorded state differs: {why}"));
-        }
         Needs::Tools(tools) => tools.to_vec(),
         Needs::CountedTools => expected["tools"]
             .as_array()
