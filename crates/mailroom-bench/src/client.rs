@@ -1,17 +1,14 @@
-//! The lab's HTTP client: one bare hyper HTTP/1.1 connection per worker, kept alive, with
-//! TCP_NODELAY. No pool, no redirects, no decompression: the client's own cost stays as small
-//! as wrk's, so the figures measure the server.
+//! The lab's HTTP client: one bare HTTP/1.1 connection per worker, kept alive, with
+//! TCP_NODELAY, written by hand on the socket. Each request's bytes are built once per call
+//! (request line, headers and body), written with one `write`, and the answer is parsed in
+//! place (httparse) from one reused buffer: no pool, no redirects, no decompression, no
+//! channels or tasks between the worker and its socket. The client's own cost then stays
+//! close to wrk's, so the figures measure the server.
 
-use std::future::{Future, poll_fn};
-use std::pin::Pin;
-use std::task::Poll;
+use std::io;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::{self, SendRequest};
-use hyper::header::{ACCEPT, CONTENT_TYPE, HOST, HeaderValue};
-use hyper::{Method, Request, StatusCode, Uri};
-use hyper_util::rt::TokioIo;
+use bytes::{Bytes, BytesMut};
+use hyper::{Method, StatusCode, Uri};
 use tokio::net::TcpStream;
 
 /// What a request carries; built once per scenario and cloned cheaply per send.
@@ -35,6 +32,28 @@ impl Call {
         let body = Some(Bytes::from(body.to_string()));
         Self { method: Method::POST, uri: origin(path.as_ref()), body }
     }
+
+    /// The request as written on the wire for `host`.
+    fn write_to(&self, host: &str, out: &mut Vec<u8>) {
+        let target = self.uri.path_and_query().map_or("/", |p| p.as_str());
+        out.clear();
+        out.extend_from_slice(self.method.as_str().as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(target.as_bytes());
+        out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+        out.extend_from_slice(host.as_bytes());
+        out.extend_from_slice(b"\r\n");
+        if let Some(body) = &self.body {
+            // MCP's Streamable HTTP transport insists on both; servers answer plain JSON.
+            out.extend_from_slice(
+                b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
+            );
+            out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+            out.extend_from_slice(body);
+        } else {
+            out.extend_from_slice(b"\r\n");
+        }
+    }
 }
 
 /// Paths come from a parsed URL and checked flags (`Target`), so they always parse; "/" is
@@ -48,91 +67,335 @@ pub(crate) fn is_valid_path(path: &str) -> bool {
     path.starts_with('/') && path.parse::<Uri>().is_ok()
 }
 
-/// Why a send failed before any answer arrived.
+/// Why a send failed before a whole answer arrived.
 #[derive(Debug)]
 pub enum SendError {
-    /// The peer had closed the idle connection before this request was written: nothing was
-    /// sent, so the caller reconnects and sends it again without counting an error.
+    /// The peer had closed the reused idle connection before answering this request, which
+    /// it never processed: the caller reconnects and sends it again without counting an error.
     Closed,
-    /// The connection broke with the request in flight; the caller should reconnect.
-    Broken(hyper::Error),
+    /// The connection broke with the request in flight, or the answer was not HTTP; the
+    /// caller should reconnect.
+    Broken(io::Error),
 }
 
-type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+/// Most headers an answer may carry; more is a broken answer.
+const MAX_HEADERS: usize = 64;
 
 /// One keep-alive HTTP/1.1 connection.
-///
-/// The connection's I/O (hyper's "driver") is polled inside the worker's own task, beside the
-/// request, rather than in a spawned task: a request then costs no cross-task wake-ups, which
-/// keeps the client's CPU share close to wrk's on a machine it shares with the server.
 pub struct Connection {
-    sender: SendRequest<Full<Bytes>>,
-    /// `None` once the connection has ended.
-    driver: Option<Pin<Box<Driver>>>,
-    host: HeaderValue,
+    stream: TcpStream,
+    host: String,
+    /// The request being written (reused).
+    request: Vec<u8>,
+    /// Bytes read and not yet consumed (reused).
+    buffer: BytesMut,
+    /// Whether an answer has arrived on this connection: only then can an immediate close be
+    /// an idle timeout rather than a refusal of this request.
+    reused: bool,
+    /// The server said `Connection: close`, or the stream ended.
+    closed: bool,
 }
 
-enum First<T> {
-    Exchange(T),
-    DriverEnded,
+/// Where an answer's body ends.
+enum Framing {
+    Length(usize),
+    Chunked,
+    /// Until the server closes the connection.
+    UntilClose,
 }
 
 impl Connection {
-    /// Connects to `authority` (`host:port`) with TCP_NODELAY and completes the handshake.
-    pub async fn open(authority: &str) -> std::io::Result<Self> {
+    /// Connects to `authority` (`host:port`) with TCP_NODELAY.
+    pub async fn open(authority: &str) -> io::Result<Self> {
         let stream = TcpStream::connect(authority).await?;
         stream.set_nodelay(true)?;
-        let (sender, driver) =
-            http1::handshake(TokioIo::new(stream)).await.map_err(std::io::Error::other)?;
-        let host = HeaderValue::from_str(authority).map_err(std::io::Error::other)?;
-        Ok(Self { sender, driver: Some(Box::pin(driver)), host })
+        Ok(Self {
+            stream,
+            host: authority.to_string(),
+            request: Vec::with_capacity(1024),
+            buffer: BytesMut::with_capacity(16 * 1024),
+            reused: false,
+            closed: false,
+        })
     }
 
     /// Sends `call` and reads the whole answer.
     pub async fn send(&mut self, call: &Call) -> Result<(StatusCode, Bytes), SendError> {
-        let Self { sender, driver, host } = self;
-        let Some(running) = driver.as_mut() else { return Err(SendError::Closed) };
-        // Let the driver notice a close that arrived while the connection sat idle.
-        if poll_fn(|cx| Poll::Ready(running.as_mut().poll(cx).is_ready())).await {
-            *driver = None;
+        if self.closed {
             return Err(SendError::Closed);
         }
-        let exchange = exchange(sender, host, call);
-        tokio::pin!(exchange);
-        let first = tokio::select! {
-            biased;
-            result = &mut exchange => First::Exchange(result),
-            _ = running.as_mut() => First::DriverEnded,
+        call.write_to(&self.host, &mut self.request);
+        if let Err(e) = write_all(&self.stream, &self.request).await {
+            self.closed = true;
+            return Err(if self.reused { SendError::Closed } else { SendError::Broken(e) });
+        }
+        self.buffer.clear();
+        match self.read_answer(call.method == Method::HEAD).await {
+            Ok(answer) => {
+                self.reused = true;
+                Ok(answer)
+            }
+            Err(e) => {
+                let nothing_arrived = self.buffer.is_empty();
+                self.closed = true;
+                if self.reused && nothing_arrived && is_close(&e) {
+                    Err(SendError::Closed)
+                } else {
+                    Err(SendError::Broken(e))
+                }
+            }
+        }
+    }
+
+    async fn read_answer(&mut self, head_only: bool) -> io::Result<(StatusCode, Bytes)> {
+        let (status, head_len, framing, keep_alive) = loop {
+            if let Some(head) = parse_head(&self.buffer)? {
+                break head;
+            }
+            self.fill().await?;
         };
-        match first {
-            First::Exchange(result) => result,
-            First::DriverEnded => {
-                // The connection ended mid-request; the exchange now fails promptly.
-                *driver = None;
-                exchange.await
+        let _head = self.buffer.split_to(head_len);
+        let bodiless = head_only || status == 204 || status == 304 || (100..200).contains(&status);
+        let body = if bodiless {
+            Bytes::new()
+        } else {
+            match framing {
+                Framing::Length(length) => {
+                    while self.buffer.len() < length {
+                        self.fill().await?;
+                    }
+                    self.buffer.split_to(length).freeze()
+                }
+                Framing::Chunked => self.read_chunked().await?,
+                Framing::UntilClose => {
+                    while self.fill_or_end().await? {}
+                    self.closed = true;
+                    self.buffer.split().freeze()
+                }
+            }
+        };
+        if !keep_alive {
+            self.closed = true;
+        }
+        let status = StatusCode::from_u16(status).map_err(|_| invalid("invalid status code"))?;
+        Ok((status, body))
+    }
+
+    /// Decodes a chunked body (RFC 9112 §7.1), trailers skipped.
+    async fn read_chunked(&mut self) -> io::Result<Bytes> {
+        let mut body = BytesMut::new();
+        loop {
+            let line_end = loop {
+                if let Some(at) = find_crlf(&self.buffer) {
+                    break at;
+                }
+                self.fill().await?;
+            };
+            let size = chunk_size(&self.buffer[..line_end])?;
+            let _line = self.buffer.split_to(line_end + 2);
+            if size == 0 {
+                // Trailer lines, then the empty line that ends the message.
+                loop {
+                    let end = loop {
+                        if let Some(at) = find_crlf(&self.buffer) {
+                            break at;
+                        }
+                        self.fill().await?;
+                    };
+                    let _trailer = self.buffer.split_to(end + 2);
+                    if end == 0 {
+                        return Ok(body.freeze());
+                    }
+                }
+            }
+            while self.buffer.len() < size + 2 {
+                self.fill().await?;
+            }
+            body.extend_from_slice(&self.buffer[..size]);
+            if &self.buffer[size..size + 2] != b"\r\n" {
+                return Err(invalid("chunk without its CRLF"));
+            }
+            let _chunk = self.buffer.split_to(size + 2);
+        }
+    }
+
+    /// Reads more bytes; the stream ending here is an error.
+    async fn fill(&mut self) -> io::Result<()> {
+        if self.fill_or_end().await? {
+            Ok(())
+        } else {
+            Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed mid-answer"))
+        }
+    }
+
+    /// Reads more bytes; `false` when the stream has ended.
+    async fn fill_or_end(&mut self) -> io::Result<bool> {
+        if self.buffer.capacity() - self.buffer.len() < 4096 {
+            self.buffer.reserve(16 * 1024);
+        }
+        loop {
+            self.stream.readable().await?;
+            match self.stream.try_read_buf(&mut self.buffer) {
+                Ok(0) => return Ok(false),
+                Ok(_) => return Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
             }
         }
     }
 }
 
-async fn exchange(
-    sender: &mut SendRequest<Full<Bytes>>,
-    host: &HeaderValue,
-    call: &Call,
-) -> Result<(StatusCode, Bytes), SendError> {
-    sender.ready().await.map_err(|_| SendError::Closed)?;
-    let mut request = Request::new(Full::new(call.body.clone().unwrap_or_default()));
-    *request.method_mut() = call.method.clone();
-    *request.uri_mut() = call.uri.clone();
-    let headers = request.headers_mut();
-    headers.insert(HOST, host.clone());
-    if call.body.is_some() {
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        // MCP's Streamable HTTP transport insists on both; servers answer plain JSON.
-        headers.insert(ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
+async fn write_all(stream: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        stream.writable().await?;
+        match stream.try_write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
     }
-    let response = sender.send_request(request).await.map_err(SendError::Broken)?;
-    let status = response.status();
-    let body = response.into_body().collect().await.map_err(SendError::Broken)?.to_bytes();
-    Ok((status, body))
+    Ok(())
+}
+
+/// The status, head length, body framing and keep-alive of a complete answer head, or `None`
+/// while the head is still incomplete.
+fn parse_head(bytes: &[u8]) -> io::Result<Option<(u16, usize, Framing, bool)>> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let head_len = match response.parse(bytes) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(invalid(&format!("not an HTTP answer: {e}"))),
+    };
+    let status = response.code.unwrap_or(0);
+    let mut framing = Framing::UntilClose;
+    let mut keep_alive = response.version == Some(1);
+    for header in response.headers.iter() {
+        if header.name.eq_ignore_ascii_case("content-length") {
+            let length = std::str::from_utf8(header.value)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .ok_or_else(|| invalid("invalid Content-Length"))?;
+            if !matches!(framing, Framing::Chunked) {
+                framing = Framing::Length(length);
+            }
+        } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
+            if header.value.to_ascii_lowercase().ends_with(b"chunked") {
+                framing = Framing::Chunked;
+            }
+        } else if header.name.eq_ignore_ascii_case("connection") {
+            let value = header.value.to_ascii_lowercase();
+            if value.windows(5).any(|w| w == b"close") {
+                keep_alive = false;
+            } else if value.windows(10).any(|w| w == b"keep-alive") {
+                keep_alive = true;
+            }
+        }
+    }
+    Ok(Some((status, head_len, framing, keep_alive)))
+}
+
+fn chunk_size(line: &[u8]) -> io::Result<usize> {
+    let digits = line.split(|&b| b == b';').next().unwrap_or_default();
+    std::str::from_utf8(digits)
+        .ok()
+        .and_then(|d| usize::from_str_radix(d.trim(), 16).ok())
+        .ok_or_else(|| invalid("invalid chunk size"))
+}
+
+fn find_crlf(bytes: &[u8]) -> Option<usize> {
+    bytes.windows(2).position(|w| w == b"\r\n")
+}
+
+fn invalid(why: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why.to_string())
+}
+
+fn is_close(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::ConnectionAborted
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_carry_the_mcp_headers_and_the_body_length() {
+        let call = Call::post_json("/mcp?x=1", &serde_json::json!({"a": 1}));
+        let mut wire = Vec::new();
+        call.write_to("127.0.0.1:9", &mut wire);
+        assert_eq!(
+            String::from_utf8_lossy(&wire),
+            "POST /mcp?x=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: 7\r\n\r\n{\"a\":1}"
+        );
+        Call::get("/health").write_to("h:1", &mut wire);
+        assert_eq!(wire, b"GET /health HTTP/1.1\r\nHost: h:1\r\n\r\n");
+    }
+
+    #[test]
+    fn heads_give_status_framing_and_keep_alive() {
+        let head = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello";
+        let (status, len, framing, keep) = parse_head(head).expect("parses").expect("complete");
+        assert_eq!((status, len, keep), (200, head.len() - 5, true));
+        assert!(matches!(framing, Framing::Length(5)));
+        let chunked =
+            b"HTTP/1.1 202 Accepted\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+        let (_, _, framing, keep) = parse_head(chunked).expect("parses").expect("complete");
+        assert!(matches!(framing, Framing::Chunked) && !keep);
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Le").expect("partial").is_none());
+        assert!(parse_head(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
+        assert!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn chunk_sizes_are_hex_with_optional_extensions() {
+        assert_eq!(chunk_size(b"1a").expect("hex"), 26);
+        assert_eq!(chunk_size(b"0;name=value").expect("extension"), 0);
+        assert!(chunk_size(b"zz").is_err());
+    }
+
+    /// A tiny server answering canned bytes, to read them through a real socket.
+    async fn serve_once(answers: Vec<&'static [u8]>) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let address = listener.local_addr().expect("address").to_string();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.expect("accept");
+            let mut scratch = [0_u8; 4096];
+            for answer in answers {
+                let _ = socket.read(&mut scratch).await;
+                // Split the answer to exercise partial reads.
+                let (first, rest) = answer.split_at(answer.len() / 2);
+                socket.write_all(first).await.expect("write");
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                socket.write_all(rest).await.expect("write");
+            }
+        });
+        address
+    }
+
+    #[tokio::test]
+    async fn reads_length_and_chunked_answers_then_reports_the_close() {
+        let address = serve_once(vec![
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\nT: 1\r\n\r\n",
+        ])
+        .await;
+        let mut connection = Connection::open(&address).await.expect("connect");
+        let call = Call::get("/");
+        let (status, body) = connection.send(&call).await.expect("first");
+        assert_eq!((status.as_u16(), &body[..]), (200, &b"hello"[..]));
+        let (_, body) = connection.send(&call).await.expect("second");
+        assert_eq!(&body[..], b"abcde");
+        // The server has gone: a reused connection reports Closed, so the engine retries.
+        assert!(matches!(connection.send(&call).await, Err(SendError::Closed)));
+    }
 }
