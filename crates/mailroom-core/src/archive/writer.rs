@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::git::ArchiveRepo;
+use super::packing::Packer;
 use super::{ArchiveSettings, Signal, locks, render};
 use crate::error::Result;
 use crate::store::db::archive_queue::ArchiveKind;
@@ -43,6 +44,8 @@ pub(super) struct Writer {
     /// Queue rows up to this id may already be in the archive (see `render::Sources`).
     replay_horizon: i64,
     last_index_write: Instant,
+    /// Packs the loose objects the commits leave behind.
+    packer: Packer,
 }
 
 impl Writer {
@@ -53,7 +56,9 @@ impl Writer {
         signal: Arc<Signal>,
         settings: &ArchiveSettings,
     ) -> Self {
+        let packer = Packer::new(repo.root());
         Self {
+            packer,
             repo,
             store,
             reader,
@@ -107,6 +112,7 @@ impl Writer {
         if let Err(e) = self.repo.sync_index() {
             tracing::warn!(error = %e.message, "archive index not written at stop");
         }
+        self.packer.finish();
     }
 
     /// How long the writer must idle before it writes the index.
@@ -192,6 +198,7 @@ impl Writer {
                 self.reader.read(|db| render::render(db, &work, repo, digests, replay_horizon))?;
             if self.repo.commit_files(&rendered.files, &rendered.message)?.is_some() {
                 self.signal.commits.fetch_add(1, Ordering::SeqCst);
+                self.packer.after_commit();
             }
             self.repo.make_durable()?;
             self.remember_digests(rendered.files);
