@@ -4,6 +4,7 @@
 //! - [`target`]: the server under test and its implementation's paths;
 //! - [`scenario`]: what each request does, the setup that creates its data, how answers are
 //!   judged;
+//! - [`sse`]: the JSON-RPC answer inside a plain JSON or `text/event-stream` body;
 //! - [`dataset`]: seed 000 §3.1's standing data (`--dataset`), created before a run;
 //! - [`engine`]: N keep-alive connections, closed-loop or fixed-rate with coordinated-omission
 //!   correction;
@@ -23,6 +24,7 @@ pub mod monitor;
 pub mod profile;
 pub mod report;
 pub mod scenario;
+pub mod sse;
 pub mod stats;
 pub mod target;
 

@@ -12,6 +12,7 @@ use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use crate::client::{Call, Connection};
+use crate::sse::json_rpc_payload;
 use crate::stats::Failure;
 use crate::target::Target;
 
@@ -150,7 +151,8 @@ struct ResultHead {
 }
 
 fn judge_json_rpc(body: &Bytes) -> Result<(), Failure> {
-    let envelope: Envelope = serde_json::from_slice(body).map_err(|_| Failure::BadBody)?;
+    let payload = json_rpc_payload(body).ok_or(Failure::BadBody)?;
+    let envelope: Envelope = serde_json::from_slice(&payload).map_err(|_| Failure::BadBody)?;
     match (envelope.error, envelope.result) {
         (Some(_), _) => Err(Failure::JsonRpcError),
         (None, Some(ResultHead { is_error: true })) => Err(Failure::ToolError),
@@ -426,7 +428,9 @@ impl Setup {
         if !status.is_success() {
             bail!("setup: {name} answered HTTP {status} at {}", self.mcp);
         }
-        let answer: Value = serde_json::from_slice(&body)
+        let payload = json_rpc_payload(&body)
+            .with_context(|| format!("setup: {name}: the event stream held no response"))?;
+        let answer: Value = serde_json::from_slice(&payload)
             .with_context(|| format!("setup: {name} did not answer JSON"))?;
         if let Some(error) = answer.get("error") {
             bail!("setup: {name}: JSON-RPC error {error}");
@@ -514,6 +518,19 @@ mod tests {
             Err(Failure::JsonRpcError),
         );
         check(Expect::JsonRpc, 200, "event: message\ndata: {}", Err(Failure::BadBody));
+        // An SSE-framed answer (the Python reference's Streamable HTTP) is judged by its data.
+        check(
+            Expect::JsonRpc,
+            200,
+            "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}}\r\n\r\n",
+            Ok(()),
+        );
+        check(
+            Expect::JsonRpc,
+            200,
+            "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"isError\":true}}\n\n",
+            Err(Failure::ToolError),
+        );
         check(Expect::JsonRpc, 200, r#"{"jsonrpc":"2.0","id":1}"#, Err(Failure::BadBody));
     }
 
