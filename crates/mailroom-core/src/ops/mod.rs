@@ -46,6 +46,8 @@ pub struct Mailroom {
     pub(crate) llm: Option<Arc<LlmClient>>,
     /// Serialises build-slot read-modify-write sequences (their files are not in the DB).
     pub(crate) build_slots_lock: Arc<std::sync::Mutex<()>>,
+    /// The reservations in force per project, mirrored from the database.
+    pub(crate) active_reservations: Arc<reservations::active::ActiveReservations>,
 }
 
 impl Mailroom {
@@ -61,7 +63,14 @@ impl Mailroom {
         let store = Store::open(&config.database_path, config.reader_connections, hook)?;
         let archive = prepared.map(|p| p.start(&store)).transpose()?.map(Arc::new);
         let llm = LlmClient::from_config(&config.llm).map(Arc::new);
-        Ok(Self { store, config: Arc::new(config), archive, llm, build_slots_lock: Arc::default() })
+        Ok(Self {
+            store,
+            config: Arc::new(config),
+            archive,
+            llm,
+            build_slots_lock: Arc::default(),
+            active_reservations: Arc::new(reservations::active::ActiveReservations::new()),
+        })
     }
 
     /// The Git archive, unless disabled.

@@ -8,18 +8,21 @@
 //! stale ones (holder idle, no recent activity; `staleness`) too. Every change queues its
 //! JSON artifacts for the archive in the same transaction.
 
+pub(crate) mod active;
 mod force;
 pub mod mail_surfaces;
 pub mod staleness;
+#[cfg(test)]
+mod tests;
 
 pub use force::{ForceRelease, ForceReleaseOutcome, ForceReleased};
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::Arc;
 
 use serde::Serialize;
 
+use self::active::{Change, Entry, View};
 use self::staleness::{Staleness, Thresholds, Workspace, assess, workspace_activity};
 use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
@@ -161,15 +164,22 @@ impl Mailroom {
         }
         self.admit_archive_work().await?;
         let stale = self.stale_reservation_ids(&req.project_key).await?;
-        self.store
+        let active = Arc::clone(&self.active_reservations);
+        let (outcome, pending) = self
+            .store
             .write(move |db| {
                 let now = Timestamp::now();
                 let project = resolve::project(db, &req.project_key)?;
                 let agent = resolve::agent(db, &project, &req.agent_name, "agent_name")?;
-                sweep_in_tx(db, project.id, &stale, now)?;
-                reserve_in_tx(db, &project, agent.id, &req, now)
+                let mut view = active.view(db, project.id)?;
+                active.load(db, &mut view, now)?;
+                sweep_view(db, &mut view, &stale, now)?;
+                let outcome = reserve_in_tx(db, &project, agent.id, &req, now, &mut view)?;
+                Ok((outcome, view.finish(db)?))
             })
-            .await
+            .await?;
+        self.active_reservations.publish(pending);
+        Ok(outcome)
     }
 
     /// Extends an agent's active reservations by `max(60, extend_seconds)` from the later of
@@ -185,12 +195,15 @@ impl Mailroom {
         self.admit_archive_work().await?;
         let stale = self.stale_reservation_ids(&project_key).await?;
         let bump = extend_seconds.max(MIN_EXTEND_SECONDS);
-        self.store
+        let active = Arc::clone(&self.active_reservations);
+        let (outcome, pending) = self
+            .store
             .write(move |db| {
                 let now = Timestamp::now();
                 let project = resolve::project(db, &project_key)?;
                 let agent = resolve::agent(db, &project, &agent_name, "agent_name")?;
-                sweep_in_tx(db, project.id, &stale, now)?;
+                let mut view = active.view(db, project.id)?;
+                sweep_view(db, &mut view, &stale, now)?;
                 let mut renewed = Vec::new();
                 for row in db.agent_active_reservations(project.id, agent.id, now)? {
                     if !selection.selects(&row) {
@@ -198,6 +211,11 @@ impl Mailroom {
                     }
                     let new_expires = row.expires_ts.max(now).plus_seconds(bump);
                     db.set_reservation_expiry(row.id, new_expires)?;
+                    view.record(Change::Updated {
+                        id: row.id,
+                        exclusive: row.exclusive,
+                        expires_ts: new_expires,
+                    });
                     db.enqueue_archive(ArchiveKind::Reservation, row.id)?;
                     renewed.push(Renewed {
                         id: row.id,
@@ -206,9 +224,12 @@ impl Mailroom {
                         new_expires_ts: new_expires,
                     });
                 }
-                Ok(RenewOutcome { renewed: renewed.len(), file_reservations: renewed })
+                let outcome = RenewOutcome { renewed: renewed.len(), file_reservations: renewed };
+                Ok((outcome, view.finish(db)?))
             })
-            .await
+            .await?;
+        self.active_reservations.publish(pending);
+        Ok(outcome)
     }
 
     /// Releases an agent's active reservations (all, or the selected ones). Idempotent:
@@ -221,20 +242,26 @@ impl Mailroom {
     ) -> Result<ReleaseOutcome> {
         selection.validate()?;
         self.admit_archive_work().await?;
-        self.store
+        let active = Arc::clone(&self.active_reservations);
+        let (outcome, pending) = self
+            .store
             .write(move |db| {
                 let now = Timestamp::now();
                 let project = resolve::project(db, &project_key)?;
                 let agent = resolve::agent(db, &project, &agent_name, "agent_name")?;
+                let mut view = active.view(db, project.id)?;
                 let mut released = 0;
                 for row in db.agent_active_reservations(project.id, agent.id, now)? {
                     if selection.selects(&row) && release_and_queue(db, row.id, now)? {
+                        view.record(Change::Released(row.id));
                         released += 1;
                     }
                 }
-                Ok(ReleaseOutcome { released, released_at: now })
+                Ok((ReleaseOutcome { released, released_at: now }, view.finish(db)?))
             })
-            .await
+            .await?;
+        self.active_reservations.publish(pending);
+        Ok(outcome)
     }
 
     /// Every reservation of a project (or only those in force), with staleness signals, in
@@ -247,12 +274,17 @@ impl Mailroom {
         self.admit_archive_work().await?;
         let stale = self.stale_reservation_ids(&project_key).await?;
         let key = project_key.clone();
-        self.store
+        let active = Arc::clone(&self.active_reservations);
+        let pending = self
+            .store
             .write(move |db| {
                 let project = resolve::project(db, &key)?;
-                sweep_in_tx(db, project.id, &stale, Timestamp::now())
+                let mut view = active.view(db, project.id)?;
+                sweep_view(db, &mut view, &stale, Timestamp::now())?;
+                view.finish(db)
             })
             .await?;
+        self.active_reservations.publish(pending);
         let (project, rows, activity) = self
             .store
             .read(move |db| {
@@ -399,12 +431,23 @@ pub(crate) fn sweep_in_tx(
     project_id: i64,
     stale: &[i64],
     now: Timestamp,
-) -> Result<()> {
-    for id in db.release_expired_reservations(project_id, now)? {
+) -> Result<Vec<i64>> {
+    let mut released = db.release_expired_reservations(project_id, now)?;
+    for &id in &released {
         db.enqueue_archive(ArchiveKind::Reservation, id)?;
     }
     for &id in stale {
-        release_and_queue(db, id, now)?;
+        if release_and_queue(db, id, now)? {
+            released.push(id);
+        }
+    }
+    Ok(released)
+}
+
+/// [`sweep_in_tx`] recording what it released in the job's view.
+fn sweep_view(db: &Db<'_>, view: &mut View, stale: &[i64], now: Timestamp) -> Result<()> {
+    for id in sweep_in_tx(db, view.project_id(), stale, now)? {
+        view.record(Change::Released(id));
     }
     Ok(())
 }
@@ -419,165 +462,97 @@ fn release_and_queue(db: &Db<'_>, id: i64, now: Timestamp) -> Result<bool> {
     Ok(released)
 }
 
-/// A reservation in force, as the conflict check needs it.
-struct Active {
-    id: i64,
-    agent_id: i64,
-    exclusive: bool,
-    pattern: Arc<ReservationPattern>,
-}
-
-/// Most compiled patterns kept; past it the cache starts over (patterns are cheap to
-/// recompile, the cache only spares the common case of the same reservations checked again
-/// and again).
-const PATTERN_CACHE_CAPACITY: usize = 16_384;
-
-/// Compiled reservation patterns by reservation id, shared by every request: a project's
-/// active reservations are compared with each new request, and compiling them anew every
-/// time cost more than the rest of the check. An entry is used only if its text is the row's
-/// (a pattern's compiled form depends on its text alone), so ids of different databases in
-/// one process cannot mix up patterns. Keyed by id rather than text because hashing the text
-/// of every row cost a fifth of the check with a thousand reservations.
-#[derive(Default)]
-struct PatternCache {
-    by_id: HashMap<i64, Arc<ReservationPattern>, BuildHasherDefault<IdHasher>>,
-}
-
-impl PatternCache {
-    /// The shared cache, locked once for a whole scan (a lock per row cost a tenth of the
-    /// check). A poisoned lock is taken over: the map holds only finished entries.
-    fn lock() -> MutexGuard<'static, PatternCache> {
-        static CACHE: OnceLock<Mutex<PatternCache>> = OnceLock::new();
-        let cache = CACHE.get_or_init(Mutex::default);
-        cache.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn get(&mut self, id: i64, pattern: &str) -> Arc<ReservationPattern> {
-        if let Some(found) = self.by_id.get(&id).filter(|found| found.as_str() == pattern) {
-            return Arc::clone(found);
-        }
-        if self.by_id.len() >= PATTERN_CACHE_CAPACITY {
-            self.by_id.clear();
-        }
-        let made = Arc::new(ReservationPattern::new(pattern));
-        self.by_id.insert(id, Arc::clone(&made));
-        made
-    }
-}
-
-/// A hasher for integer keys: one multiplication (SipHash's strength against chosen keys is
-/// not needed for row ids).
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(byte)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_i64(&mut self, n: i64) {
-        self.0 = u64::from_ne_bytes(n.to_ne_bytes()).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-/// The check-and-grant of spec/semantics.md §6.3, in the writer's transaction.
+/// The check-and-grant of spec/semantics.md §6.3, in the writer's transaction, against the
+/// project's reservations in force as `view` holds them (loaded, swept); records its grants.
 fn reserve_in_tx(
     db: &Db<'_>,
     project: &Project,
     agent_id: i64,
     req: &ReservePaths,
     now: Timestamp,
+    view: &mut View,
 ) -> Result<ReserveOutcome> {
-    let mut active: Vec<Active> = Vec::new();
-    {
-        let mut cache = PatternCache::lock();
-        db.scan_active_reservations(project.id, now, |id, holder, pattern, exclusive| {
-            // The agent's own reservations never conflict; they matter only as the one to
-            // refresh when it asks again for the same pattern.
-            if holder == agent_id && !req.paths.iter().any(|path| path == pattern) {
-                return;
-            }
-            active.push(Active {
-                id,
-                agent_id: holder,
-                exclusive,
-                pattern: cache.get(id, pattern),
-            });
-        })?;
-    }
-    // The scan comes in index order; conflicts are attributed, and the union decided, in id
-    // order (a sort here is cheaper than SQLite's).
-    active.sort_unstable_by_key(|held| held.id);
     // The pre-filter: only paths some qualifying pattern matches literally are examined
     // (qualifying = another agent's, non-virtual, and exclusive unless the request is).
-    // As in the reference, it is built once, before this call's own grants.
-    let qualifying: Vec<Arc<ReservationPattern>> = active
-        .iter()
-        .filter(|held| {
-            held.agent_id != agent_id
-                && (held.exclusive || req.exclusive)
-                && !held.pattern.is_virtual()
-        })
-        .map(|held| Arc::clone(&held.pattern))
-        .collect();
+    // As in the reference, it is decided on the reservations in force before this call's own
+    // grants (which are the agent's own, so never qualify anyway).
+    let qualifies = |held: &&Entry| {
+        held.agent_id != agent_id && (held.exclusive || req.exclusive) && !held.pattern.is_virtual()
+    };
+    let any_qualifying = view.in_force(now).any(|held| qualifies(&held));
     let mut outcome = ReserveOutcome { granted: Vec::new(), conflicts: Vec::new() };
     let expires = now.plus_seconds(req.ttl_seconds);
+    // This call's new rows: later paths of the call see them (as the agent's own).
+    let mut added: Vec<Entry> = Vec::new();
+    let mut changes = Vec::new();
     for path in &req.paths {
         let candidate = Arc::new(ReservationPattern::new(path));
-        let union = qualifying.iter().map(|p| p.compiled());
-        if qualifying.is_empty() || union_matches(union, candidate.normalized()) {
-            let holders = holders_of(db, &active, &candidate, agent_id, req.exclusive)?;
+        let examined = !any_qualifying || {
+            let union = view.in_force(now).filter(qualifies).map(|held| held.pattern.compiled());
+            union_matches(union, candidate.normalized())
+        };
+        if examined {
+            let holders = holders_of(db, view.in_force(now), &candidate, agent_id, req.exclusive)?;
             if !holders.is_empty() {
                 outcome.conflicts.push(PathConflict { path: path.clone(), holders });
             }
         }
-        // The agent's newest reservation in force with exactly this pattern: `active` holds
-        // every such reservation in force at `now`, this call's grants included, in id order.
-        let own = active
-            .iter()
-            .rev()
-            .find(|held| held.agent_id == agent_id && held.pattern.as_str() == path.as_str())
-            .map(|held| held.id);
+        // The agent's newest reservation in force with exactly this pattern, this call's
+        // grants included.
+        let own = view
+            .in_force(now)
+            .chain(&added)
+            .filter(|held| held.agent_id == agent_id && held.pattern.as_str() == path.as_str())
+            .map(|held| held.id)
+            .max();
         let own_row = match own {
             Some(id) => db.reservation_by_id(id)?,
             None => None,
         };
         let granted = match own_row {
-            Some(mut row) => refresh(db, &mut row, req, expires)?,
+            Some(mut row) => {
+                let granted = refresh(db, &mut row, req, expires)?;
+                changes.push(Change::Updated {
+                    id: row.id,
+                    exclusive: row.exclusive,
+                    expires_ts: row.expires_ts,
+                });
+                granted
+            }
             None => {
                 let row = insert(db, project, agent_id, path, req, now, expires)?;
-                active.push(Active {
+                let entry = Entry {
                     id: row.id,
                     agent_id,
                     exclusive: row.exclusive,
+                    expires_ts: row.expires_ts,
                     pattern: candidate,
-                });
+                };
+                changes.push(Change::Added(entry.clone()));
+                added.push(entry);
                 granted_of(&row)
             }
         };
         db.enqueue_archive(ArchiveKind::ReservationGrant, granted.id)?;
         outcome.granted.push(granted);
     }
+    for change in changes {
+        view.record(change);
+    }
     Ok(outcome)
 }
 
 /// The reservations in force that clash with the candidate, as holders (full rows are read
 /// only for those).
-fn holders_of(
+fn holders_of<'a>(
     db: &Db<'_>,
-    active: &[Active],
+    in_force: impl Iterator<Item = &'a Entry>,
     candidate: &ReservationPattern,
     agent_id: i64,
     exclusive: bool,
 ) -> Result<Vec<Holder>> {
     let mut holders = Vec::new();
-    for held in active {
+    for held in in_force {
         let view = Held {
             pattern: &held.pattern,
             exclusive: held.exclusive,

@@ -10,7 +10,6 @@
 
 use serde::Serialize;
 
-use super::PatternCache;
 use crate::error::Result;
 use crate::model::path_pattern::{Held, ReservationPattern, conflicts, union_matches};
 use crate::model::time::Timestamp;
@@ -81,10 +80,8 @@ pub(crate) fn surface_conflicts(
     if held.is_empty() {
         return Ok(Vec::new());
     }
-    let patterns: Vec<_> = {
-        let mut cache = PatternCache::lock();
-        held.iter().map(|r| cache.get(r.id, &r.path_pattern)).collect()
-    };
+    // Few reservations name archive paths: compiling them per delivery costs little.
+    let patterns: Vec<_> = held.iter().map(|r| ReservationPattern::new(&r.path_pattern)).collect();
     let mut found = Vec::new();
     for surface in surfaces.paths(now) {
         let candidate = ReservationPattern::new(&surface);

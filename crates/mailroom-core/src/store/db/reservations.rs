@@ -1,5 +1,7 @@
 //! Queries on `file_reservations`.
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::{Db, map_err, opt_ts, ts};
@@ -24,6 +26,39 @@ fn reservation(row: &Row<'_>) -> rusqlite::Result<Reservation> {
         expires_ts: ts(row, 8)?,
         released_ts: opt_ts(row, 9)?,
     })
+}
+
+/// A reservation in force, as [`Db::scan_active_reservations`] visits it.
+pub struct ActiveRow<'a> {
+    pub id: i64,
+    pub agent_id: i64,
+    pub pattern: &'a str,
+    pub exclusive: bool,
+    /// The stored text (compared as text by SQL).
+    pub expires_ts: &'a str,
+}
+
+/// Where a project's reservation rows stand, for caches of them (ops/reservations/active.rs).
+/// Two equal stamps read on the writer connection mean the project's rows are the same:
+/// `changes` counts this connection's inserts, updates and deletes of the project's rows
+/// (transactionally: a rolled-back change uncounts itself); `token` is new whenever the
+/// counters are (re)installed; `data_version` moves when another connection commits.
+/// A stamp read inside a transaction that later rolls back may recur with other rows, so a
+/// cache may only keep stamps of committed states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReservationStamp {
+    token: i64,
+    changes: i64,
+    data_version: i64,
+}
+
+impl ReservationStamp {
+    /// Whether this stamp is `base` moved by exactly `changes` row changes of this connection.
+    pub fn follows(self, base: Self, changes: usize) -> bool {
+        self.token == base.token
+            && self.data_version == base.data_version
+            && i64::try_from(changes).is_ok_and(|n| self.changes == base.changes + n)
+    }
 }
 
 /// Fields of a new reservation row.
@@ -51,32 +86,99 @@ impl Db<'_> {
 
     /// Visits the project's reservations in force at `now`, in index order (not by id: the
     /// caller sorts, which costs less than SQLite's sorter), with only what the conflict
-    /// pre-check needs: id, holder id, pattern (borrowed, not copied) and whether it is
-    /// exclusive. The light scan keeps a request in a busy project cheap.
+    /// check needs: id, holder id, pattern (borrowed, not copied), whether it is exclusive and
+    /// its expiry as stored (borrowed text). The covering index answers it alone.
     pub fn scan_active_reservations(
         &self,
         project_id: i64,
         now: Timestamp,
-        mut visit: impl FnMut(i64, i64, &str, bool),
+        mut visit: impl FnMut(ActiveRow<'_>),
     ) -> Result<()> {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT id, agent_id, path_pattern, \"exclusive\" FROM file_reservations \
+                "SELECT id, agent_id, path_pattern, \"exclusive\", expires_ts FROM file_reservations \
                  WHERE project_id = ?1 AND released_ts IS NULL AND expires_ts > ?2",
             )
             .map_err(map_err)?;
         let mut rows = stmt.query(params![project_id, now.to_db()]).map_err(map_err)?;
         while let Some(row) = rows.next().map_err(map_err)? {
-            let pattern = row.get_ref(2).and_then(|v| Ok(v.as_str()?)).map_err(map_err)?;
-            visit(
-                row.get(0).map_err(map_err)?,
-                row.get(1).map_err(map_err)?,
-                pattern,
-                row.get(3).map_err(map_err)?,
-            );
+            let text = |i| row.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(map_err);
+            visit(ActiveRow {
+                id: row.get(0).map_err(map_err)?,
+                agent_id: row.get(1).map_err(map_err)?,
+                pattern: text(2)?,
+                exclusive: row.get(3).map_err(map_err)?,
+                expires_ts: text(4)?,
+            });
         }
         Ok(())
+    }
+
+    /// The state of a project's reservations as this connection sees it, inside its current
+    /// transaction: equal stamps mean no reservation row of the project changed in between
+    /// (see [`ReservationStamp`]). Installs the change counters on first use.
+    pub fn reservation_stamp(&self, project_id: i64) -> Result<ReservationStamp> {
+        const SQL: &str = "SELECT t.token, coalesce(c.changes, 0), \
+             (SELECT data_version FROM pragma_data_version()) \
+             FROM temp.mailroom_reservation_token t \
+             LEFT JOIN temp.mailroom_reservation_changes c ON c.project_id = ?1";
+        let read = || {
+            self.conn.prepare_cached(SQL).and_then(|mut stmt| {
+                stmt.query_row([project_id], |r| {
+                    Ok(ReservationStamp {
+                        token: r.get(0)?,
+                        changes: r.get(1)?,
+                        data_version: r.get(2)?,
+                    })
+                })
+            })
+        };
+        match read() {
+            Ok(stamp) => Ok(stamp),
+            // The counters are missing: never installed on this connection, or their
+            // installation was rolled back with the job that made it.
+            Err(_) => {
+                self.install_reservation_counters()?;
+                read().map_err(map_err)
+            }
+        }
+    }
+
+    /// Creates this connection's change counters: a temporary table of changes per project,
+    /// bumped by temporary triggers on every insert, update and delete of a reservation row
+    /// (whoever makes it on this connection), and a token unique in the process, so that
+    /// counters installed anew never repeat an old stamp. Temporary objects belong to the
+    /// connection and to its transaction: a rolled-back job takes its counts with it.
+    fn install_reservation_counters(&self) -> Result<()> {
+        static NEXT_TOKEN: AtomicI64 = AtomicI64::new(1);
+        let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+        let bump = |id: &str, guard: &str| {
+            format!(
+                "INSERT INTO mailroom_reservation_changes (project_id, changes) \
+                 SELECT {id}, 1 WHERE {guard} \
+                 ON CONFLICT (project_id) DO UPDATE SET changes = changes + 1;"
+            )
+        };
+        let sql = format!(
+            "DROP TABLE IF EXISTS temp.mailroom_reservation_token;
+             DROP TABLE IF EXISTS temp.mailroom_reservation_changes;
+             CREATE TEMP TABLE mailroom_reservation_token (token INTEGER NOT NULL);
+             INSERT INTO temp.mailroom_reservation_token (token) VALUES ({token});
+             CREATE TEMP TABLE mailroom_reservation_changes (
+                 project_id INTEGER PRIMARY KEY, changes INTEGER NOT NULL);
+             CREATE TEMP TRIGGER IF NOT EXISTS mailroom_reservation_inserted
+                 AFTER INSERT ON main.file_reservations BEGIN {insert} END;
+             CREATE TEMP TRIGGER IF NOT EXISTS mailroom_reservation_updated
+                 AFTER UPDATE ON main.file_reservations BEGIN {update_new} {update_old} END;
+             CREATE TEMP TRIGGER IF NOT EXISTS mailroom_reservation_deleted
+                 AFTER DELETE ON main.file_reservations BEGIN {delete} END;",
+            insert = bump("NEW.project_id", "true"),
+            update_new = bump("NEW.project_id", "true"),
+            update_old = bump("OLD.project_id", "OLD.project_id IS NOT NEW.project_id"),
+            delete = bump("OLD.project_id", "true"),
+        );
+        self.conn.execute_batch(&sql).map_err(map_err)
     }
 
     /// Reservations in force at `now` held by agents other than `except_agent_id` whose
@@ -129,11 +231,23 @@ impl Db<'_> {
         project_id: i64,
         cutoff: Timestamp,
     ) -> Result<Vec<Reservation>> {
-        self.reservations_where(
-            "r.project_id = ?1 AND r.released_ts IS NULL AND r.agent_id IN \
-             (SELECT id FROM agents WHERE project_id = ?1 AND last_active_ts < ?2) ORDER BY r.id",
-            params![project_id, cutoff.to_db()],
-        )
+        // Driven by the (few) inactive agents, each through the (project, agent, released)
+        // index: asking of every unreleased reservation whether its holder is inactive
+        // walked them all on every request of a busy project.
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT r.id, r.project_id, r.agent_id, a.name, r.path_pattern, \
+                 r.\"exclusive\", r.reason, r.created_ts, r.expires_ts, r.released_ts \
+                 FROM agents a CROSS JOIN file_reservations r \
+                 WHERE a.project_id = ?1 AND a.last_active_ts < ?2 \
+                 AND r.project_id = ?1 AND r.agent_id = a.id AND r.released_ts IS NULL \
+                 ORDER BY r.id",
+            )
+            .map_err(map_err)?;
+        let rows =
+            stmt.query_map(params![project_id, cutoff.to_db()], reservation).map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
 
     /// The reservation with this id.
