@@ -13,7 +13,8 @@
 //! - [`profile`]: the ramp over seed 000's concurrency levels and its breaking point;
 //! - [`report`]: JSON, text and Markdown reports, comparisons and budget checks;
 //! - [`chart`]: SVG charts for `--out` (throughput over time, latency against concurrency);
-//! - [`baseline`]: a constant-200 server, the machine's ceiling.
+//! - [`baseline`]: a constant-200 server, the machine's ceiling;
+//! - `verdict`: a JSON-RPC answer judged from its bytes, plain or SSE-framed.
 
 pub mod baseline;
 pub mod chart;
@@ -27,6 +28,7 @@ pub mod scenario;
 pub mod sse;
 pub mod stats;
 pub mod target;
+mod verdict;
 
 pub use dataset::DatasetScale;
 pub use engine::{RunConfig, run, run_with_baseline};

@@ -7,8 +7,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
-use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 
 use crate::client::{Call, Connection};
@@ -132,32 +130,7 @@ pub fn judge(expect: Expect, status: u16, body: &Bytes) -> Result<(), Failure> {
     }
     match expect {
         Expect::Status | Expect::Rest => Ok(()),
-        Expect::JsonRpc => judge_json_rpc(body),
-    }
-}
-
-/// The members of a JSON-RPC answer that decide success; everything else is skipped
-/// without being built (IgnoredAny), so judging a large tools/list stays cheap.
-#[derive(Deserialize)]
-struct Envelope {
-    result: Option<ResultHead>,
-    error: Option<IgnoredAny>,
-}
-
-#[derive(Deserialize)]
-struct ResultHead {
-    #[serde(rename = "isError", default)]
-    is_error: bool,
-}
-
-fn judge_json_rpc(body: &Bytes) -> Result<(), Failure> {
-    let payload = json_rpc_payload(body).ok_or(Failure::BadBody)?;
-    let envelope: Envelope = serde_json::from_slice(&payload).map_err(|_| Failure::BadBody)?;
-    match (envelope.error, envelope.result) {
-        (Some(_), _) => Err(Failure::JsonRpcError),
-        (None, Some(ResultHead { is_error: true })) => Err(Failure::ToolError),
-        (None, Some(_)) => Ok(()),
-        (None, None) => Err(Failure::BadBody),
+        Expect::JsonRpc => crate::verdict::judge_json_rpc(body),
     }
 }
 

@@ -24,6 +24,8 @@ use crate::store::db::messages::{InboxQuery, NewMessage};
 const MAX_SUBJECT_CHARS: usize = 200;
 /// fetch_inbox never returns more than this many messages.
 const MAX_INBOX_LIMIT: i64 = 1000;
+/// Largest unfiltered inbox page read inline on the async worker (`Store::read_short`).
+const SHORT_INBOX_LIMIT: i64 = 100;
 
 /// Arguments of send_message.
 #[derive(Debug, Clone, Default)]
@@ -226,23 +228,32 @@ impl Mailroom {
     pub async fn fetch_inbox(&self, req: FetchInbox) -> Result<Vec<MessageOut>> {
         let limit = inbox_limit(req.limit)?;
         let since = parse_since(req.since_ts.as_deref())?;
-        self.store
-            .read(move |db| {
-                let project = resolve::project(db, &req.project_key)?;
-                let agent = resolve::agent(db, &project, &req.agent_name, "agent_name")?;
-                let topic = req.topic.as_deref().map(str::trim).filter(|t| !t.is_empty());
-                let query = InboxQuery {
-                    project_id: project.id,
-                    agent_id: agent.id,
-                    limit,
-                    urgent_only: req.urgent_only,
-                    since,
-                    topic,
-                };
-                let rows = db.inbox(&query)?;
-                Ok(rows.iter().map(|r| MessageOut::from_listing(r, req.include_bodies)).collect())
-            })
-            .await
+        let topic_of = |req: &FetchInbox| {
+            req.topic.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string)
+        };
+        // An unfiltered page reads just its rows off the agent's recipient index: a short
+        // read, run inline. A filter may skip many rows per row kept, so filtered (and long)
+        // pages go to a blocking thread.
+        let short = limit <= SHORT_INBOX_LIMIT
+            && !req.urgent_only
+            && since.is_none()
+            && topic_of(&req).is_none();
+        let job = move |db: &Db<'_>| {
+            let project = resolve::project(db, &req.project_key)?;
+            let agent = resolve::agent(db, &project, &req.agent_name, "agent_name")?;
+            let topic = topic_of(&req);
+            let query = InboxQuery {
+                project_id: project.id,
+                agent_id: agent.id,
+                limit,
+                urgent_only: req.urgent_only,
+                since,
+                topic: topic.as_deref(),
+            };
+            let rows = db.inbox(&query)?;
+            Ok(rows.iter().map(|r| MessageOut::from_listing(r, req.include_bodies)).collect())
+        };
+        if short { self.store.read_short(job).await } else { self.store.read(job).await }
     }
 
     /// Marks a message read for the agent (first write wins).

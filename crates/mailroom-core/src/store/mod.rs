@@ -143,13 +143,30 @@ impl Store {
             .map_err(|_| Error::internal("reader pool closed"))?;
         let inner = Arc::clone(&self.inner);
         tokio::task::spawn_blocking(move || {
-            let conn = inner.take_reader()?;
-            let outcome = job(&Db::new(&conn, false));
-            inner.return_reader(conn);
-            outcome
+            let conn = Pooled::take(&inner)?;
+            job(&Db::new(&conn, false))
         })
         .await
         .map_err(|e| Error::internal(format!("read task failed: {e}")))?
+    }
+
+    /// Runs a short read (a few indexed lookups and a bounded, small result) on a pooled
+    /// read-only connection right here, on the calling task's thread. Handing such a read to
+    /// a blocking thread and back (two wake-ups and context switches) costs more than the
+    /// read itself; a read that may scan or rank many rows must use [`Store::read`] instead,
+    /// so it never stalls the async workers.
+    pub async fn read_short<R, F>(&self, job: F) -> Result<R>
+    where
+        F: FnOnce(&Db<'_>) -> Result<R>,
+    {
+        let _permit = self
+            .inner
+            .reader_permits
+            .acquire()
+            .await
+            .map_err(|_| Error::internal("reader pool closed"))?;
+        let conn = Pooled::take(&self.inner)?;
+        job(&Db::new(&conn, false))
     }
 
     /// A real database round trip, for readiness probes.
@@ -220,14 +237,34 @@ where
     (boxed, answer)
 }
 
-impl Inner {
-    fn take_reader(&self) -> Result<Connection> {
-        let mut pool = self.readers.lock().map_err(|_| Error::internal("reader pool poisoned"))?;
-        pool.pop().ok_or_else(|| Error::internal("reader pool empty despite a permit"))
-    }
+/// A read connection taken from the pool (under a permit); it goes back when dropped, even
+/// when the job panics, so the pool never holds fewer connections than permits.
+struct Pooled<'a> {
+    inner: &'a Inner,
+    conn: Option<Connection>,
+}
 
-    fn return_reader(&self, conn: Connection) {
-        if let Ok(mut pool) = self.readers.lock() {
+impl<'a> Pooled<'a> {
+    fn take(inner: &'a Inner) -> Result<Self> {
+        let mut pool = inner.readers.lock().map_err(|_| Error::internal("reader pool poisoned"))?;
+        let conn =
+            pool.pop().ok_or_else(|| Error::internal("reader pool empty despite a permit"))?;
+        Ok(Self { inner, conn: Some(conn) })
+    }
+}
+
+impl std::ops::Deref for Pooled<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        // Only `drop` takes the connection out.
+        self.conn.as_ref().expect("a pooled connection until dropped")
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        if let (Some(conn), Ok(mut pool)) = (self.conn.take(), self.inner.readers.lock()) {
             pool.push(conn);
         }
     }

@@ -9,7 +9,7 @@ use super::catalog::Rule;
 use super::error::code;
 use super::format;
 use super::resources::ReadError;
-use super::tools::{Caller, error_result, success_result};
+use super::tools::{Caller, Encoding, Output, error_result, write_success_result};
 use super::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::state::AppState;
 
@@ -69,7 +69,10 @@ pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -
             code::INVALID_PARAMS,
             "Invalid params: tools/call needs params.name, the tool to call.",
         ),
-        "tools/call" => ok(&id, &call_tool(state, name_of(&params), &params, session).await),
+        "tools/call" => match call_tool(state, params, session).await {
+            Answer::Success(json) => ok_tool(&id, &json),
+            Answer::Failure(result) => ok(&id, &result),
+        },
         "resources/list" => ok_raw(&id, state.resources.list_result()),
         "resources/templates/list" => ok_raw(&id, state.resources.templates_result()),
         "prompts/list" => ok(&id, &json!({ "prompts": [] })),
@@ -115,21 +118,27 @@ async fn read_resource(state: &AppState, id: &Value, params: &Value) -> Response
     }
 }
 
-/// The tool a `tools/call` names (`handle` has checked it is a string).
-fn name_of(params: &Value) -> &str {
-    params.get("name").and_then(Value::as_str).unwrap_or_default()
+/// What a `tools/call` answers: a successful result's JSON text, or an `isError` result.
+enum Answer {
+    Success(String),
+    Failure(Value),
 }
 
-async fn call_tool(state: &AppState, name: &str, params: &Value, session: Option<&str>) -> Value {
+async fn call_tool(state: &AppState, mut params: Value, session: Option<&str>) -> Answer {
+    // `handle` has checked that the name is a string.
+    let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
     let Some(tool) = state.tools.get(name) else {
-        return error_result(format!("Unknown tool: {name}"));
+        return Answer::Failure(error_result(format!("Unknown tool: {name}")));
     };
-    let mut arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+    let name = tool.name;
+    let mut arguments =
+        params.as_object_mut().and_then(|p| p.remove("arguments")).unwrap_or(Value::Null);
     // Every call is counted here, once, whatever the tool (spec/tools.md §0.7), before
     // authentication (the ring records the arguments as the caller sent them).
-    state.instruments.record_call(tool.name, &arguments);
+    state.instruments.record_call(name, &arguments);
     // An invalid format fails argument validation inside `call`; here it is known good.
     let requested = format::from_argument(arguments.get("format")).ok().flatten();
+    let chosen = requested.unwrap_or(state.config.default_format);
     let auth = state.config.tool_auth.then_some(&tool.info.auth);
     // Open tools need no check, so their arguments are decoded once, by the call itself.
     if let Some(spec) = auth.filter(|spec| spec.rule != Rule::Open) {
@@ -138,22 +147,37 @@ async fn call_tool(state: &AppState, name: &str, params: &Value, session: Option
             Err(e) => Err(e),
         };
         if let Err(e) = checked {
-            state.instruments.record_error(tool.name);
-            return error_result(e.result_text(name));
+            state.instruments.record_error(name);
+            return Answer::Failure(error_result(e.result_text(name)));
         }
     }
     let caller = Caller { session: session.map(str::to_string) };
-    match tool.call(state.clone(), arguments, caller).await {
-        Ok(value) => {
+    // JSON results are serialised once, straight from the op's output; TOON re-encodes a tree.
+    let encoding =
+        if chosen == format::OutputFormat::Json { Encoding::Json } else { Encoding::Value };
+    match tool.call(state.clone(), arguments, caller, encoding).await {
+        Ok(output) => {
             // Bind before formatting: the binding reads the agent from the JSON result.
-            if let Some(spec) = auth {
-                bind_result(state, spec, &value, session);
+            if let Some(spec) = auth.filter(|spec| spec.binds.is_some()) {
+                match &output {
+                    Output::Value(value) => bind_result(state, spec, value, session),
+                    Output::Json(json) => {
+                        if let Ok(value) = serde_json::from_str::<Value>(json) {
+                            bind_result(state, spec, &value, session);
+                        }
+                    }
+                }
             }
-            success_result(format::apply(value, requested, state.config.default_format))
+            match output {
+                Output::Json(json) => Answer::Success(json),
+                Output::Value(value) => Answer::Success(
+                    format::apply(value, requested, state.config.default_format).to_string(),
+                ),
+            }
         }
         Err(e) => {
-            state.instruments.record_error(tool.name);
-            error_result(e.result_text(name))
+            state.instruments.record_error(name);
+            Answer::Failure(error_result(e.result_text(name)))
         }
     }
 }
@@ -161,6 +185,18 @@ async fn call_tool(state: &AppState, name: &str, params: &Value, session: Option
 /// A success response.
 pub fn ok(id: &Value, result: &Value) -> Response {
     json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
+}
+
+/// A successful tool call's response, written around the result's JSON text; the bytes a
+/// `Value`-built response would have (members sorted).
+fn ok_tool(id: &Value, json: &str) -> Response {
+    let mut out = String::with_capacity(2 * json.len() + 128);
+    out.push_str(r#"{"id":"#);
+    out.push_str(&id.to_string());
+    out.push_str(r#","jsonrpc":"2.0","result":"#);
+    write_success_result(&mut out, json);
+    out.push('}');
+    out
 }
 
 /// A success response around an already serialised result (no re-encoding).

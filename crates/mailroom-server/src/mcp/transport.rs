@@ -67,7 +67,7 @@ async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
             );
         }
     };
-    let Value::Object(object) = message else {
+    let Value::Object(mut object) = message else {
         let text = if message.is_array() {
             "Batch requests are not supported: send one JSON-RPC message per POST."
         } else {
@@ -97,7 +97,8 @@ async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
             StatusCode::ACCEPTED.into_response() // notification
         };
     };
-    let params = object.get("params").cloned().unwrap_or(Value::Null);
+    // Moved out, not cloned: the arguments travel on to the tool.
+    let params = object.remove("params").unwrap_or(Value::Null);
     let initialize = method == "initialize";
     let new_session = (initialize && session.is_none()).then(|| {
         let requested = params.get("protocolVersion").and_then(Value::as_str);

@@ -55,6 +55,7 @@ mod unretire_agent;
 mod whois;
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -125,9 +126,26 @@ fn all_tools() -> Vec<Tool> {
 }
 
 /// What a tool call resolves to.
-pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send>>;
-type Handler = Box<dyn Fn(AppState, Value, Caller) -> ToolFuture + Send + Sync>;
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Output, ToolError>> + Send>>;
+type Handler = Box<dyn Fn(AppState, Value, Caller, Encoding) -> ToolFuture + Send + Sync>;
 type Validator = Box<dyn Fn(&Value) -> Result<(), ToolError> + Send + Sync>;
+
+/// How the dispatcher wants a successful result encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// Compact JSON text serialised straight from the op's output, members in the output
+    /// type's declaration order (the reference's order): no `Value` tree is built.
+    Json,
+    /// A `Value` tree, for the TOON format, which re-encodes it.
+    Value,
+}
+
+/// A successful result, as [`Encoding`] asked.
+#[derive(Debug)]
+pub enum Output {
+    Json(String),
+    Value(Value),
+}
 
 /// Who is calling, for the few tools whose behaviour depends on it (authentication).
 #[derive(Debug, Clone, Default)]
@@ -173,19 +191,12 @@ impl Tool {
         let validator: Validator = Box::new(move |arguments: &Value| {
             decode::<A>(name, &schema_for_check, arguments.clone()).map(drop)
         });
-        let handler: Handler = Box::new(move |state, arguments, caller| {
+        let handler: Handler = Box::new(move |state, arguments, caller, encoding| {
             match decode::<A>(name, &schema_for_decode, arguments) {
                 Err(e) => Box::pin(std::future::ready(Err(e))),
                 Ok(args) => {
                     let pending = run(state, args, caller);
-                    Box::pin(async move {
-                        let output = pending.await?;
-                        serde_json::to_value(output).map_err(|e| {
-                            ToolError::Domain(mailroom_core::Error::internal(format!(
-                                "cannot encode result: {e}"
-                            )))
-                        })
-                    })
+                    Box::pin(async move { encode(&pending.await?, encoding) })
                 }
             }
         });
@@ -199,10 +210,40 @@ impl Tool {
         (self.validator)(arguments)
     }
 
-    /// Runs the tool on raw JSON arguments.
-    pub fn call(&self, state: AppState, arguments: Value, caller: Caller) -> ToolFuture {
-        (self.handler)(state, arguments, caller)
+    /// Runs the tool on raw JSON arguments; its result comes encoded as `encoding` asks.
+    pub fn call(
+        &self,
+        state: AppState,
+        arguments: Value,
+        caller: Caller,
+        encoding: Encoding,
+    ) -> ToolFuture {
+        (self.handler)(state, arguments, caller, encoding)
     }
+}
+
+/// Encodes an op's output once, as the dispatcher asked.
+fn encode<O: Serialize>(output: &O, encoding: Encoding) -> Result<Output, ToolError> {
+    let encoded = match encoding {
+        Encoding::Json => serde_json::to_string(output).map(Output::Json),
+        Encoding::Value => serde_json::to_value(output).map(Output::Value),
+    };
+    let encoded = encoded.map_err(|e| {
+        ToolError::Domain(mailroom_core::Error::internal(format!("cannot encode result: {e}")))
+    })?;
+    // The text skips the `Value` tree, which would have folded a key written twice (a
+    // `#[serde(flatten)]` member overlapping its parent) into one: debug builds, so every test
+    // run, check that no output writes a key twice and that the text says what the tree says.
+    #[cfg(debug_assertions)]
+    if let Output::Json(text) = &encoded {
+        if let Err(e) = serde_json::from_str::<unique_keys::Checked>(text) {
+            panic!("a tool result writes a key twice ({e}): {text}");
+        }
+        let parsed: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        let tree = serde_json::to_value(output).unwrap_or(Value::Null);
+        assert!(unique_keys::same(&parsed, &tree), "text {text} differs from its Value {tree}");
+    }
+    Ok(encoded)
 }
 
 /// The registry and the `tools/list` result, serialised once.
@@ -396,17 +437,138 @@ fn schema_types(property: &Value) -> Vec<&str> {
     }
 }
 
-/// Wraps a successful result the way the reference's clients see it: the JSON text, and
-/// structuredContent (lists wrapped as `{"result": [...]}`).
-pub fn success_result(value: Value) -> Value {
-    let text = value.to_string();
-    let structured = if value.is_object() { value } else { json!({ "result": value }) };
-    json!({ "content": [{ "type": "text", "text": text }], "structuredContent": structured, "isError": false })
+/// Writes a successful result the way the reference's clients see it, around the result's
+/// JSON text (serialised once): the text as the content item, the same bytes as
+/// structuredContent (lists wrapped as `{"result": [...]}`). Members in the order a
+/// `Value` would write them (sorted), as before the text skipped the tree.
+pub fn write_success_result(out: &mut String, json: &str) {
+    out.push_str(r#"{"content":[{"text":"#);
+    write_json_string(out, json);
+    out.push_str(r#","type":"text"}],"isError":false,"structuredContent":"#);
+    if json.starts_with('{') {
+        out.push_str(json);
+    } else {
+        out.push_str(r#"{"result":"#);
+        out.push_str(json);
+        out.push('}');
+    }
+    out.push('}');
+}
+
+/// Writes `text` as a JSON string exactly as serde_json escapes it (quote, backslash and
+/// control characters; everything else verbatim), copying the runs between escapes whole.
+pub fn write_json_string(out: &mut String, text: &str) {
+    out.reserve(text.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    for (i, byte) in text.bytes().enumerate() {
+        let escape = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&text[start..i]);
+        if escape.is_empty() {
+            // Writing to a String cannot fail.
+            let _ = write!(out, "\\u{byte:04x}");
+        } else {
+            out.push_str(escape);
+        }
+        start = i + 1;
+    }
+    out.push_str(&text[start..]);
+    out.push('"');
 }
 
 /// An `isError` result with one text item.
 pub fn error_result(text: String) -> Value {
     json!({ "content": [{ "type": "text", "text": text }], "isError": true })
+}
+
+/// The debug-build check of [`encode`]: a JSON text whose objects never repeat a key.
+#[cfg(debug_assertions)]
+mod unique_keys {
+    use std::collections::HashSet;
+    use std::fmt;
+
+    use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+    use serde_json::Value;
+
+    /// Deserialises any JSON, failing on an object that repeats a key.
+    pub struct Checked;
+
+    impl<'de> Deserialize<'de> for Checked {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_any(CheckedVisitor)
+        }
+    }
+
+    struct CheckedVisitor;
+
+    impl<'de> Visitor<'de> for CheckedVisitor {
+        type Value = Checked;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_unit<E>(self) -> Result<Checked, E> {
+            Ok(Checked)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+            while seq.next_element::<Checked>()?.is_some() {}
+            Ok(Checked)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+            let mut seen = HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if !seen.insert(key.clone()) {
+                    return Err(de::Error::custom(format!("duplicate key {key:?}")));
+                }
+                map.next_value::<Checked>()?;
+            }
+            Ok(Checked)
+        }
+    }
+
+    /// Equal JSON, floats within parsing's last-digit tolerance (serde_json parses floats
+    /// with best-effort precision).
+    pub fn same(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
+                let (x, y) = (x.as_f64().unwrap_or(f64::NAN), y.as_f64().unwrap_or(f64::NAN));
+                x == y || (x - y).abs() <= 1e-12 * x.abs().max(y.abs())
+            }
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+            }
+            _ => a == b,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -439,5 +601,65 @@ mod tests {
         let mut args = json!({"limit": "5", "urgent_only": "true", "name": "5"});
         coerce_lax(&schema, &mut args);
         assert_eq!(args, json!({"limit": 5, "urgent_only": true, "name": "5"}));
+    }
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        let text = "plain \"quoted\" back\\slash\n\r\t\u{8}\u{c}\u{1}\u{1f}\u{7f} é ✓ \u{2028} /";
+        let mut out = String::new();
+        write_json_string(&mut out, text);
+        assert_eq!(out, serde_json::to_string(text).expect("a string serialises"));
+    }
+
+    #[test]
+    fn a_success_result_matches_the_value_built_one_byte_for_byte() {
+        let value_built = |value: Value| {
+            let text = value.to_string();
+            let structured = if value.is_object() { value } else { json!({ "result": value }) };
+            json!({ "content": [{ "type": "text", "text": text }],
+                "structuredContent": structured, "isError": false })
+            .to_string()
+        };
+        for value in [json!({"b": "x\"y\n", "a": [1, 2.5, null]}), json!([{"id": 1}]), json!([])] {
+            let mut out = String::new();
+            write_success_result(&mut out, &value.to_string());
+            assert_eq!(out, value_built(value));
+        }
+    }
+
+    #[test]
+    fn the_text_follows_the_output_type_and_the_tree_sorts() {
+        #[derive(Serialize)]
+        struct Out {
+            zeta: i64,
+            alpha: &'static str,
+        }
+        let out = Out { zeta: 1, alpha: "a" };
+        let Ok(Output::Json(text)) = encode(&out, Encoding::Json) else { panic!("json") };
+        assert_eq!(text, r#"{"zeta":1,"alpha":"a"}"#);
+        let Ok(Output::Value(tree)) = encode(&out, Encoding::Value) else { panic!("value") };
+        assert_eq!(tree.to_string(), r#"{"alpha":"a","zeta":1}"#);
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    fn a_flattened_member_repeating_a_key_is_caught() {
+        #[derive(Serialize)]
+        struct Inner {
+            id: i64,
+        }
+        #[derive(Serialize)]
+        struct Outer {
+            #[serde(flatten)]
+            inner: Inner,
+            id: i64,
+        }
+        let text = serde_json::to_string(&Outer { inner: Inner { id: 1 }, id: 2 }).expect("json");
+        assert!(serde_json::from_str::<unique_keys::Checked>(&text).is_err(), "{text}");
+        assert!(serde_json::from_str::<unique_keys::Checked>(r#"{"a":{"a":[{"a":1}]}}"#).is_ok());
+        let caught = std::panic::catch_unwind(|| {
+            encode(&Outer { inner: Inner { id: 1 }, id: 2 }, Encoding::Json).map(drop)
+        });
+        assert!(caught.is_err(), "encode must refuse a repeated key in debug builds");
     }
 }
