@@ -60,7 +60,7 @@ pub(super) fn write_pack(pack_dir: &Path, objects: &[PackObject<'_>]) -> Result<
     }
     let checksum = sha1_smol::Sha1::from(&pack).digest().bytes();
     pack.extend_from_slice(&checksum);
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    entries.sort_by_key(|entry| entry.0);
     let index = build_index(&entries, &checksum);
 
     let name = hex(&checksum);
