@@ -15,8 +15,13 @@ use git2::{
 };
 use serde::Serialize;
 
+use super::pack::{self, PackObject};
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
+
+/// Commits bringing at least this many distinct blobs are written as one pack; smaller ones
+/// as loose objects (a pack per lone message would pile up packs).
+const PACK_MIN_BLOBS: usize = 32;
 
 const GITATTRIBUTES: &str = "*.json text\n*.md text\n";
 
@@ -126,24 +131,92 @@ impl ArchiveRepo {
         files: &[(String, Vec<u8>)],
         message: &str,
     ) -> Result<Option<Oid>> {
-        // A message's copies share their bytes: each distinct content is hashed and
-        // compressed once.
-        let mut written: HashMap<&[u8], Oid> = HashMap::new();
+        // A message's copies share their bytes: each distinct content is hashed (and
+        // compressed) once.
+        let mut distinct: HashMap<&[u8], Oid> = HashMap::new();
         let mut blobs = Vec::with_capacity(files.len());
         for (_, bytes) in files {
-            let blob = match written.get(bytes.as_slice()) {
+            let blob = match distinct.get(bytes.as_slice()) {
                 Some(blob) => *blob,
                 None => {
-                    let blob = self.repo.blob(bytes).map_err(|e| git_err("write blob", e))?;
-                    written.insert(bytes, blob);
+                    let blob = Oid::hash_object(ObjectType::Blob, bytes)
+                        .map_err(|e| git_err("hash blob", e))?;
+                    distinct.insert(bytes, blob);
                     blob
                 }
             };
             blobs.push(blob);
         }
-        let commit_id = self.commit_tree(files, &blobs, message)?;
+        let packed = distinct.len() >= PACK_MIN_BLOBS && head_commit(&self.repo)?.is_some();
+        let commit_id = if packed {
+            self.commit_packed(files, &blobs, &distinct, message)?
+        } else {
+            for (bytes, id) in &distinct {
+                let written = self.repo.blob(bytes).map_err(|e| git_err("write blob", e))?;
+                debug_assert_eq!(written, *id);
+            }
+            self.commit_tree(files, &blobs, message)?
+        };
         self.write_work_tree(files, &blobs)?;
         Ok(commit_id)
+    }
+
+    /// `commit_tree` for a large commit: its blobs, trees and commit are written as one pack
+    /// (two files) instead of one loose file each. libgit2 builds the trees and the commit in
+    /// memory (a mempack backend on a scratch handle); HEAD moves once the pack is in place.
+    fn commit_packed(
+        &self,
+        files: &[(String, Vec<u8>)],
+        blobs: &[Oid],
+        distinct: &HashMap<&[u8], Oid>,
+        message: &str,
+    ) -> Result<Option<Oid>> {
+        let scratch = Repository::open(&self.root).map_err(|e| git_err("open", e))?;
+        let odb = scratch.odb().map_err(|e| git_err("odb", e))?;
+        // Writes go to the backend of highest priority: memory, not `.git/objects`.
+        let _memory = odb.add_new_mempack_backend(1000).map_err(|e| git_err("mempack", e))?;
+        let Some(head) = head_commit(&scratch)? else {
+            return Err(Error::internal("archive: a packed commit needs a parent"));
+        };
+        let baseline = head.tree().map_err(|e| git_err("HEAD tree", e))?;
+        let mut update = TreeUpdateBuilder::new();
+        for ((path, _), blob) in files.iter().zip(blobs) {
+            update.upsert(path.as_str(), *blob, FileMode::Blob);
+        }
+        let tree_id =
+            update.create_updated(&scratch, &baseline).map_err(|e| git_err("build tree", e))?;
+        if tree_id == baseline.id() {
+            return Ok(None);
+        }
+        let tree = scratch.find_tree(tree_id).map_err(|e| git_err("find tree", e))?;
+        let signature = Signature::now(&self.author.name, &self.author.email)
+            .map_err(|e| git_err("signature", e))?;
+        let commit_id = scratch
+            .commit(None, &signature, &signature, message, &tree, &[&head])
+            .map_err(|e| git_err("commit", e))?;
+        let mut new_trees = Vec::new();
+        collect_new_trees(&scratch, tree_id, Some(baseline.id()), &mut new_trees)?;
+        let mut raw = Vec::with_capacity(new_trees.len() + 1);
+        for id in new_trees.into_iter().chain([commit_id]) {
+            let object = odb.read(id).map_err(|e| git_err("read new object", e))?;
+            raw.push((id, object.kind(), object.data().to_vec()));
+        }
+        let mut objects: Vec<PackObject<'_>> = distinct
+            .iter()
+            .map(|(data, id)| PackObject { id: *id, kind: ObjectType::Blob, data })
+            .collect();
+        objects.extend(raw.iter().map(|(id, kind, data)| PackObject {
+            id: *id,
+            kind: *kind,
+            data,
+        }));
+        pack::write_pack(&self.repo.path().join("objects/pack"), &objects)?;
+        let summary = message.lines().next().unwrap_or_default();
+        self.repo
+            .head()
+            .and_then(|mut branch| branch.set_target(commit_id, &format!("commit: {summary}")))
+            .map_err(|e| git_err("move HEAD", e))?;
+        Ok(Some(commit_id))
     }
 
     fn commit_tree(
@@ -222,10 +295,7 @@ impl ArchiveRepo {
             }
             let linked = written.get(blob).is_some_and(|first| link_over(first, &target));
             if !linked {
-                // A previous hard link must not be written through: replace, don't truncate.
-                let _ = fs::remove_file(&target);
-                let mut file =
-                    fs::File::create(&target).map_err(|e| io_err("cannot write", &target, e))?;
+                let mut file = create_replacing(&target)?;
                 file.write_all(bytes).map_err(|e| io_err("cannot write", &target, e))?;
                 written.insert(*blob, target);
             }
@@ -329,6 +399,38 @@ fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>> {
     }
 }
 
+/// The trees of `id` that `old` (the same directory in the previous commit) does not have:
+/// the directories a commit changed, found without listing the unchanged ones.
+fn collect_new_trees(
+    repo: &Repository,
+    id: Oid,
+    old: Option<Oid>,
+    out: &mut Vec<Oid>,
+) -> Result<()> {
+    if Some(id) == old {
+        return Ok(());
+    }
+    out.push(id);
+    let tree = repo.find_tree(id).map_err(|e| git_err("find tree", e))?;
+    let subtrees: Vec<(Vec<u8>, Oid)> = tree
+        .iter()
+        .filter(|e| e.kind() == Some(ObjectType::Tree))
+        .map(|e| (e.name_bytes().to_vec(), e.id()))
+        .collect();
+    if subtrees.is_empty() {
+        return Ok(());
+    }
+    let old_tree = old.map(|o| repo.find_tree(o)).transpose().map_err(|e| git_err("tree", e))?;
+    for (name, sub) in subtrees {
+        let previous = old_tree.as_ref().and_then(|t| {
+            let name = std::str::from_utf8(&name).ok()?;
+            t.get_name(name).filter(|e| e.kind() == Some(ObjectType::Tree)).map(|e| e.id())
+        });
+        collect_new_trees(repo, sub, previous, out)?;
+    }
+    Ok(())
+}
+
 fn head_tree(repo: &Repository) -> Result<Option<Tree<'_>>> {
     head_commit(repo)?.map(|c| c.tree().map_err(|e| git_err("HEAD tree", e))).transpose()
 }
@@ -341,9 +443,31 @@ fn is_stored_attachment(path: &str) -> bool {
 }
 
 /// Replaces `target` with a hard link to `first`; false when linking is not possible.
+/// Most targets are new: the link is tried before anything is removed.
 fn link_over(first: &Path, target: &Path) -> bool {
-    let _ = fs::remove_file(target);
-    fs::hard_link(first, target).is_ok()
+    match fs::hard_link(first, target) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let _ = fs::remove_file(target);
+            fs::hard_link(first, target).is_ok()
+        }
+        Err(_) => false,
+    }
+}
+
+/// A new empty file at `target`, replacing what is there. A previous hard link must not be
+/// written through, so an existing file is removed, never truncated; most targets are new,
+/// so the removal is only tried when the file exists.
+fn create_replacing(target: &Path) -> Result<fs::File> {
+    let create = || fs::File::options().write(true).create_new(true).open(target);
+    match create() {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let _ = fs::remove_file(target);
+            create()
+        }
+        other => other,
+    }
+    .map_err(|e| io_err("cannot write", target, e))
 }
 
 fn index_entry(path: &str, id: Oid, meta: &fs::Metadata) -> IndexEntry {
@@ -476,4 +600,65 @@ pub fn recent_commits(root: &Path, limit: usize) -> Result<Vec<CommitInfo>> {
         });
     }
     Ok(commits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(root: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn author() -> Author {
+        Author { name: "mailroom".to_string(), email: "mailroom@example.com".to_string() }
+    }
+
+    /// A large commit goes out as one pack, a small one as loose objects; both read back
+    /// through libgit2 and `git`, HEAD and its reflog move, and fsck finds nothing.
+    #[test]
+    fn packed_and_loose_commits_are_whole_and_readable() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("archive");
+        let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
+        let many: Vec<(String, Vec<u8>)> = (0..PACK_MIN_BLOBS * 2)
+            .flat_map(|i| {
+                let bytes = format!("message {i}\n").into_bytes();
+                [
+                    (format!("projects/p/messages/2026/11/m{i:03}.md"), bytes.clone()),
+                    (format!("projects/p/agents/A/inbox/2026/11/m{i:03}.md"), bytes),
+                ]
+            })
+            .collect();
+        let first = repo.commit_files(&many, "batch: many\n").expect("packed commit");
+        assert!(first.is_some());
+        let packs = fs::read_dir(root.join(".git/objects/pack")).expect("pack dir").count();
+        assert_eq!(packs, 2, "one pack and its index");
+        assert_eq!(repo.commit_files(&many, "batch: again\n").expect("replay"), None);
+
+        let few = vec![("projects/p/messages/2026/11/z.md".to_string(), b"last\n".to_vec())];
+        let second = repo.commit_files(&few, "mail: one\n").expect("loose commit");
+        assert!(second.is_some());
+        assert_eq!(
+            repo.committed_file("projects/p/messages/2026/11/m007.md").expect("read"),
+            Some(b"message 7\n".to_vec())
+        );
+        assert_eq!(
+            git(&root, &["show", "HEAD:projects/p/agents/A/inbox/2026/11/m063.md"]),
+            "message 63\n"
+        );
+        assert_eq!(git(&root, &["show", "HEAD:projects/p/messages/2026/11/z.md"]), "last\n");
+        let log = git(&root, &["log", "--format=%s"]);
+        assert_eq!(log, "mail: one\nbatch: many\nchore: initialize archive\n");
+        let reflog = git(&root, &["reflog", "--format=%gs"]);
+        assert!(reflog.starts_with("commit: mail: one\ncommit: batch: many\n"), "{reflog}");
+        assert_eq!(git(&root, &["fsck", "--strict"]), "");
+    }
 }

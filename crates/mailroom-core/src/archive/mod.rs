@@ -17,6 +17,7 @@ pub mod history;
 pub mod lock_report;
 pub mod locks;
 pub mod maintenance;
+mod pack;
 mod packing;
 pub mod python_json;
 mod rebuild;

@@ -9,7 +9,6 @@ use super::git::ArchiveRepo;
 use super::packing::Packer;
 use super::{ArchiveSettings, Signal, locks, render};
 use crate::error::Result;
-use crate::store::db::archive_queue::ArchiveKind;
 use crate::store::{Reader, Store};
 
 /// A burst is over when no new work arrived for this long; the commit then goes out at once
@@ -203,11 +202,14 @@ impl Writer {
             self.repo.make_durable()?;
             self.remember_digests(rendered.files);
             self.last_id = last;
-            // Rows of an unknown kind stay queued for the mailroom that wrote them.
-            let ids: Vec<i64> =
-                work.iter().filter(|w| w.kind != ArchiveKind::Unknown).map(|w| w.id).collect();
-            // Losing this delete only means the rows are replayed (idempotently) next start.
-            if let Err(e) = self.store.write_blocking(move |db| db.complete_archive_work(&ids)) {
+            // `work` is every row from the first to the last id (ids only grow, and a row is
+            // visible once its transaction commits); rows of an unknown kind stay queued for
+            // the mailroom that wrote them. Losing this delete only means the rows are
+            // replayed (idempotently) next start.
+            let first = work.first().map_or(last, |w| w.id);
+            if let Err(e) =
+                self.store.write_blocking(move |db| db.complete_archive_work(first, last))
+            {
                 tracing::warn!(error = %e.message, "archived rows not cleared; they will replay");
             }
             self.signal.archived(work.len() as u64);

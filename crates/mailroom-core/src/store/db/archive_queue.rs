@@ -112,13 +112,18 @@ impl Db<'_> {
             .map_err(map_err)
     }
 
-    /// Forgets work the archive has committed.
-    pub fn complete_archive_work(&self, ids: &[i64]) -> Result<()> {
-        let mut stmt =
-            self.conn.prepare_cached("DELETE FROM archive_queue WHERE id = ?1").map_err(map_err)?;
-        for id in ids {
-            stmt.execute([id]).map_err(map_err)?;
-        }
+    /// Forgets the work the archive has committed: every row from `first` to `last` (ids),
+    /// except rows of a kind this mailroom does not know, which stay for the one that wrote
+    /// them. One range delete instead of a statement per row: the writer thread runs it
+    /// between sends.
+    pub fn complete_archive_work(&self, first: i64, last: i64) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "DELETE FROM archive_queue WHERE id BETWEEN ?1 AND ?2
+                 AND kind IN ('message', 'profile', 'reservation', 'grant')",
+            )
+            .and_then(|mut stmt| stmt.execute(params![first, last]))
+            .map_err(map_err)?;
         Ok(())
     }
 }
