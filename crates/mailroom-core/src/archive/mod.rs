@@ -18,11 +18,11 @@ pub mod lock_report;
 pub mod locks;
 pub mod maintenance;
 mod pack;
-mod packing;
 pub mod python_json;
 mod rebuild;
 mod reconstruct;
 mod render;
+mod repack;
 mod verify;
 mod writer;
 

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::git::ArchiveRepo;
-use super::packing::Packer;
+use super::repack::Repacker;
 use super::{ArchiveSettings, Signal, locks, render};
 use crate::error::Result;
 use crate::store::{Reader, Store};
@@ -44,7 +44,7 @@ pub(super) struct Writer {
     replay_horizon: i64,
     last_index_write: Instant,
     /// Packs the loose objects the commits leave behind.
-    packer: Packer,
+    repacker: Repacker,
 }
 
 impl Writer {
@@ -55,9 +55,9 @@ impl Writer {
         signal: Arc<Signal>,
         settings: &ArchiveSettings,
     ) -> Self {
-        let packer = Packer::new(repo.root());
+        let repacker = Repacker::new(repo.root());
         Self {
-            packer,
+            repacker,
             repo,
             store,
             reader,
@@ -111,7 +111,7 @@ impl Writer {
         if let Err(e) = self.repo.sync_index() {
             tracing::warn!(error = %e.message, "archive index not written at stop");
         }
-        self.packer.finish();
+        self.repacker.finish();
     }
 
     /// How long the writer must idle before it writes the index.
@@ -197,7 +197,7 @@ impl Writer {
                 self.reader.read(|db| render::render(db, &work, repo, digests, replay_horizon))?;
             if self.repo.commit_files(&rendered.files, &rendered.message)?.is_some() {
                 self.signal.commits.fetch_add(1, Ordering::SeqCst);
-                self.packer.after_commit();
+                self.repacker.after_commit();
             }
             self.repo.make_durable()?;
             self.remember_digests(rendered.files);

@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 /// Commits between two `gc --auto` checks.
 const COMMITS_PER_CHECK: u32 = 200;
 
-pub(super) struct Packer {
+pub(super) struct Repacker {
     root: PathBuf,
     commits_since_check: u32,
     running: Option<Child>,
@@ -23,7 +23,7 @@ pub(super) struct Packer {
     enabled: bool,
 }
 
-impl Packer {
+impl Repacker {
     pub(super) fn new(root: &Path) -> Self {
         Self { root: root.to_path_buf(), commits_since_check: 0, running: None, enabled: true }
     }
@@ -125,7 +125,7 @@ mod tests {
             repo.commit(Some("HEAD"), &signature, &signature, "all", &tree, &[]).expect("commit");
         assert!(loose_directories(dir.path()) > 200, "loose objects before packing");
 
-        let mut packer = Packer::new(dir.path());
+        let mut packer = Repacker::new(dir.path());
         for _ in 0..COMMITS_PER_CHECK {
             packer.after_commit();
         }
