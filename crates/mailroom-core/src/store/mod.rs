@@ -8,6 +8,7 @@
 //! answer always means committed. Reads use a small pool of read-only connections on
 //! blocking threads, so a slow write never stalls a read (WAL).
 
+mod checkpointer;
 pub mod db;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -75,13 +76,16 @@ impl Store {
         }
         let mut writer_conn = open_connection(path, false)?;
         db::migrations::migrate(&mut writer_conn)?;
+        // Checkpoints run on their own thread (checkpointer.rs), not inside the writer's commits.
+        writer_conn.pragma_update(None, "wal_autocheckpoint", 0).map_err(db::map_err)?;
+        let checkpoint_nudge = checkpointer::start(open_connection(path, false)?)?;
         let readers = (0..reader_connections.max(1))
             .map(|_| open_connection(path, true))
             .collect::<Result<Vec<_>>>()?;
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE_CAPACITY);
         std::thread::Builder::new()
             .name("mailroom-db-writer".to_string())
-            .spawn(move || run_writer(writer_conn, receiver, archive_hook))
+            .spawn(move || run_writer(writer_conn, receiver, archive_hook, checkpoint_nudge))
             .map_err(|e| Error::internal(format!("cannot start database writer: {e}")))?;
         let permits = readers.len();
         Ok(Self {
@@ -314,6 +318,7 @@ fn run_writer(
     mut conn: Connection,
     mut jobs: mpsc::Receiver<WriteJob>,
     archive_hook: Option<ArchiveHook>,
+    checkpoint_nudge: std::sync::mpsc::SyncSender<()>,
 ) {
     while let Some(first) = jobs.blocking_recv() {
         let mut batch = vec![first];
@@ -329,13 +334,17 @@ fn run_writer(
         if let Some(hook) = archive_hook.as_ref().filter(|_| result.archive_enqueued > 0) {
             hook(result.archive_enqueued);
         }
+        // A full channel already holds enough nudges for the next checkpoint.
+        let _ = checkpoint_nudge.try_send(());
         // Jobs never reached (the batch failed early) were dropped, so their callers see
         // "writer dropped a job"; jobs that ran get the commit's verdict.
         for finish in result.finishers {
             finish(result.committed.clone());
         }
     }
-    // All senders are gone: fold the WAL back so the database file is complete on its own.
+    // All senders are gone: stop the checkpointer, then fold the WAL back so the database
+    // file is complete on its own.
+    drop(checkpoint_nudge);
     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
         tracing::warn!(error = %e, "final WAL checkpoint failed");
     }
@@ -399,5 +408,34 @@ mod tests {
         let slugs = store.read(|db| db.project_keys()).await.expect("read");
         assert_eq!(slugs.len(), 32, "only the successful jobs' rows remain");
         assert!(slugs.iter().all(|(slug, _)| slug[1..].parse::<usize>().is_ok_and(|n| n % 2 == 0)));
+    }
+
+    /// The writer does not checkpoint inside its commits, so the checkpointer thread must move
+    /// committed pages into the database file (otherwise the WAL would only grow).
+    #[tokio::test]
+    async fn committed_pages_reach_the_database_file_without_a_restart() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("db.sqlite3");
+        let store = Store::open(&path, 1, None).expect("open");
+        let size = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let before = size();
+        let key = "/k".repeat(200);
+        store
+            .write(move |db| {
+                for i in 0..3000 {
+                    db.insert_project_if_absent(&format!("p{i}"), &key, Timestamp::now())?;
+                }
+                Ok(())
+            })
+            .await
+            .expect("write");
+        let grown = before + 500_000;
+        for _ in 0..60 {
+            if size() >= grown {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("database file still {} bytes (was {before}); no checkpoint ran", size());
     }
 }
