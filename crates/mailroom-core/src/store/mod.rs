@@ -364,10 +364,14 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
         conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
             .map_err(db::map_err)?;
     }
-    conn.execute_batch(
-        "PRAGMA busy_timeout=60000; PRAGMA cache_size=-32768; PRAGMA temp_store=MEMORY;
-         PRAGMA mmap_size=268435456;",
-    )
+    // Readers get database pages through the memory map; their page cache holds mostly WAL
+    // pages, so a smaller one suffices. Each cache fills up to its size as the database and
+    // its WAL grow: 32 MB on every connection let a 20-minute soak's RSS climb ~7 MB a minute.
+    let cache_kib = if read_only { 8 * 1024 } else { 32 * 1024 };
+    conn.execute_batch(&format!(
+        "PRAGMA busy_timeout=60000; PRAGMA cache_size=-{cache_kib}; PRAGMA temp_store=MEMORY;
+         PRAGMA mmap_size=268435456;"
+    ))
     .map_err(db::map_err)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
     // Without the planner stability guarantee, SQLite re-plans (re-parses) a cached
