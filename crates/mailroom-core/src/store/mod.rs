@@ -139,12 +139,7 @@ impl Store {
         F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        let _permit = self
-            .inner
-            .reader_permits
-            .acquire()
-            .await
-            .map_err(|_| Error::internal("reader pool closed"))?;
+        let _permit = self.reader_permit().await?;
         let inner = Arc::clone(&self.inner);
         tokio::task::spawn_blocking(move || {
             let conn = Pooled::take(&inner)?;
@@ -163,14 +158,14 @@ impl Store {
     where
         F: FnOnce(&Db<'_>) -> Result<R>,
     {
-        let _permit = self
-            .inner
-            .reader_permits
-            .acquire()
-            .await
-            .map_err(|_| Error::internal("reader pool closed"))?;
+        let _permit = self.reader_permit().await?;
         let conn = Pooled::take(&self.inner)?;
         job(&Db::new(&conn, false))
+    }
+
+    /// A turn at the reader pool: as many holders as pooled connections.
+    async fn reader_permit(&self) -> Result<tokio::sync::SemaphorePermit<'_>> {
+        self.inner.reader_permits.acquire().await.map_err(|_| Error::internal("reader pool closed"))
     }
 
     /// A real database round trip, for readiness probes.
