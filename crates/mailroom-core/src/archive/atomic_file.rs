@@ -24,8 +24,8 @@ pub(crate) fn write_atomically_with_mode(
         .ok_or_else(|| io::Error::other(format!("{} has no parent", target.display())))?;
     fs::create_dir_all(directory)?;
     let temporary = temporary_sibling(target);
-    let result =
-        write_synced(&temporary, contents, mode).and_then(|()| fs::rename(&temporary, target));
+    let result = write_synced_with_mode(&temporary, contents, mode)
+        .and_then(|()| fs::rename(&temporary, target));
     if result.is_err() {
         // Best effort: the original error is the one worth reporting.
         let _ = fs::remove_file(&temporary);
@@ -33,7 +33,12 @@ pub(crate) fn write_atomically_with_mode(
     result
 }
 
-fn write_synced(path: &Path, contents: &[u8], mode: Option<u32>) -> io::Result<()> {
+/// Creates `path` (it must not exist) with `contents` and syncs it to disk.
+pub(crate) fn write_synced(path: &Path, contents: &[u8]) -> io::Result<()> {
+    write_synced_with_mode(path, contents, None)
+}
+
+fn write_synced_with_mode(path: &Path, contents: &[u8], mode: Option<u32>) -> io::Result<()> {
     let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
     file.write_all(contents)?;
     if let Some(mode) = mode {

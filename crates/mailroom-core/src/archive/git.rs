@@ -58,7 +58,7 @@ pub(crate) fn git_err(context: &str, e: git2::Error) -> Error {
     Error::internal(format!("archive: {context}: {}", e.message()))
 }
 
-fn io_err(context: &str, path: &Path, e: std::io::Error) -> Error {
+pub(super) fn io_err(context: &str, path: &Path, e: std::io::Error) -> Error {
     Error::internal(format!("archive: {context} {}: {e}", path.display()))
 }
 
@@ -131,30 +131,26 @@ impl ArchiveRepo {
         files: &[(String, Vec<u8>)],
         message: &str,
     ) -> Result<Option<Oid>> {
-        // A message's copies share their bytes: each distinct content is hashed (and
-        // compressed) once.
+        // A message's copies share their bytes: each distinct content is hashed (and, when
+        // loose, compressed and written) once.
         let mut distinct: HashMap<&[u8], Oid> = HashMap::new();
-        let mut blobs = Vec::with_capacity(files.len());
         for (_, bytes) in files {
-            let blob = match distinct.get(bytes.as_slice()) {
-                Some(blob) => *blob,
-                None => {
-                    let blob = Oid::hash_object(ObjectType::Blob, bytes)
-                        .map_err(|e| git_err("hash blob", e))?;
-                    distinct.insert(bytes, blob);
-                    blob
-                }
-            };
-            blobs.push(blob);
+            distinct.entry(bytes.as_slice()).or_insert(Oid::ZERO_SHA1);
         }
         let packed = distinct.len() >= PACK_MIN_BLOBS && head_commit(&self.repo)?.is_some();
+        for (bytes, id) in distinct.iter_mut() {
+            // A packed commit writes its blobs into the pack: here they are only named.
+            let named = if packed {
+                Oid::hash_object(ObjectType::Blob, bytes)
+            } else {
+                self.repo.blob(bytes)
+            };
+            *id = named.map_err(|e| git_err("write blob", e))?;
+        }
+        let blobs: Vec<Oid> = files.iter().map(|(_, bytes)| distinct[bytes.as_slice()]).collect();
         let commit_id = if packed {
             self.commit_packed(files, &blobs, &distinct, message)?
         } else {
-            for (bytes, id) in &distinct {
-                let written = self.repo.blob(bytes).map_err(|e| git_err("write blob", e))?;
-                debug_assert_eq!(written, *id);
-            }
             self.commit_tree(files, &blobs, message)?
         };
         self.write_work_tree(files, &blobs)?;

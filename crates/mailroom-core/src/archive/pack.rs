@@ -15,6 +15,8 @@ use flate2::Compression;
 use flate2::write::ZlibEncoder;
 use git2::{ObjectType, Oid};
 
+use super::atomic_file::write_synced;
+use super::git::io_err;
 use crate::error::{Error, Result};
 
 /// An object to pack: its id (computed by the caller), kind and raw content.
@@ -26,10 +28,6 @@ pub(super) struct PackObject<'a> {
 
 /// Offsets past this need the index's 8-byte offset table.
 const LARGE_OFFSET: u64 = 0x7fff_ffff;
-
-fn io_err(context: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::internal(format!("archive: {context} {}: {e}", path.display()))
-}
 
 /// Writes `objects` as one pack in `pack_dir` (`.git/objects/pack`). The pack is published
 /// by renaming its index into place last: Git and libgit2 only see a pack through its
@@ -58,19 +56,25 @@ pub(super) fn write_pack(pack_dir: &Path, objects: &[PackObject<'_>]) -> Result<
         crc.update(&pack[offset as usize..]);
         entries.push((object.id, crc.sum(), offset));
     }
-    let checksum = sha1_smol::Sha1::from(&pack).digest().bytes();
+    let digest = sha1_smol::Sha1::from(&pack).digest();
+    let checksum = digest.bytes();
     pack.extend_from_slice(&checksum);
     entries.sort_by_key(|entry| entry.0);
     let index = build_index(&entries, &checksum);
 
-    let name = hex(&checksum);
+    let name = digest.to_string();
     let pack_path = pack_dir.join(format!("pack-{name}.pack"));
     let index_path = pack_dir.join(format!("pack-{name}.idx"));
     fs::create_dir_all(pack_dir).map_err(|e| io_err("cannot create", pack_dir, e))?;
     let temp_pack = pack_dir.join(format!("tmp_pack_{name}"));
     let temp_index = pack_dir.join(format!("tmp_idx_{name}"));
-    fs::write(&temp_pack, &pack).map_err(|e| io_err("cannot write", &temp_pack, e))?;
-    fs::write(&temp_index, &index).map_err(|e| io_err("cannot write", &temp_index, e))?;
+    // Both files reach the disk before either name appears: HEAD moves right after, and a
+    // ref surviving a power loss must not point into a pack that did not.
+    for (temp, bytes) in [(&temp_pack, &pack), (&temp_index, &index)] {
+        // A leftover of a write a crash interrupted has the same name.
+        let _ = fs::remove_file(temp);
+        write_synced(temp, bytes).map_err(|e| io_err("cannot write", temp, e))?;
+    }
     fs::rename(&temp_pack, &pack_path).map_err(|e| io_err("cannot rename", &temp_pack, e))?;
     fs::rename(&temp_index, &index_path).map_err(|e| io_err("cannot rename", &temp_index, e))?;
     Ok(())
@@ -138,10 +142,6 @@ fn build_index(entries: &[(Oid, u32, u64)], pack_checksum: &[u8; 20]) -> Vec<u8>
     index
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,8 +169,20 @@ mod tests {
             assert_eq!(read.data(), object.data);
             assert_eq!(read.kind(), ObjectType::Blob);
         }
-        let packs = fs::read_dir(dir.path().join(".git/objects/pack")).expect("pack dir").count();
-        assert_eq!(packs, 2, "one .pack and one .idx, no temp file left");
+        let packs: Vec<_> = fs::read_dir(dir.path().join(".git/objects/pack"))
+            .expect("pack dir")
+            .map(|entry| entry.expect("entry").path())
+            .collect();
+        assert_eq!(packs.len(), 2, "one .pack and one .idx, no temp file left");
+        // libgit2 checks only the pack's trailing checksum; Git's own verifier also checks the
+        // index's CRCs, offsets and checksum.
+        let index = packs.iter().find(|p| p.extension().is_some_and(|e| e == "idx")).expect("idx");
+        let verified = std::process::Command::new("git")
+            .args(["verify-pack", "-v"])
+            .arg(index)
+            .output()
+            .expect("run git verify-pack");
+        assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
     }
 
     #[test]

@@ -80,14 +80,17 @@ impl Repacker {
 }
 
 /// `git gc --auto` for the archive: in the foreground of its own process (so it can be
-/// awaited), without packing refs (the writer moves HEAD's branch meanwhile; loose refs are
-/// what it locks), consolidating packs early, quiet.
+/// awaited), touching no ref (the writer moves HEAD's branch meanwhile), consolidating packs
+/// early, quiet.
 fn gc_command(root: &Path) -> Command {
     let mut command = Command::new("git");
     command
         .arg("-C")
         .arg(root)
         .args(["-c", "gc.autoDetach=false", "-c", "gc.packRefs=false"])
+        // Expiring reflogs locks each ref, the branch the writer moves included; with both
+        // set to never, gc skips that step.
+        .args(["-c", "gc.reflogExpire=never", "-c", "gc.reflogExpireUnreachable=never"])
         // Past this many packs (each large commit writes one, each incremental repack adds
         // one, none delta-compressed against the others) `gc --auto` repacks them all into
         // one with deltas: a soak's 18 packs held 259 MB.

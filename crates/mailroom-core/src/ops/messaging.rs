@@ -228,20 +228,16 @@ impl Mailroom {
     pub async fn fetch_inbox(&self, req: FetchInbox) -> Result<Vec<MessageOut>> {
         let limit = inbox_limit(req.limit)?;
         let since = parse_since(req.since_ts.as_deref())?;
-        let topic_of = |req: &FetchInbox| {
-            req.topic.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string)
-        };
+        let topic =
+            req.topic.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
         // An unfiltered page reads just its rows off the agent's recipient index: a short
         // read, run inline. A filter may skip many rows per row kept, so filtered (and long)
         // pages go to a blocking thread.
-        let short = limit <= SHORT_INBOX_LIMIT
-            && !req.urgent_only
-            && since.is_none()
-            && topic_of(&req).is_none();
+        let short =
+            limit <= SHORT_INBOX_LIMIT && !req.urgent_only && since.is_none() && topic.is_none();
         let job = move |db: &Db<'_>| {
             let project = resolve::project(db, &req.project_key)?;
             let agent = resolve::agent(db, &project, &req.agent_name, "agent_name")?;
-            let topic = topic_of(&req);
             let query = InboxQuery {
                 project_id: project.id,
                 agent_id: agent.id,

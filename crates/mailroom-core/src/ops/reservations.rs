@@ -479,28 +479,34 @@ fn reserve_in_tx(
     let qualifies = |held: &&Entry| {
         held.agent_id != agent_id && (held.exclusive || req.exclusive) && !held.pattern.is_virtual()
     };
-    let any_qualifying = view.in_force(now).any(|held| qualifies(&held));
-    let mut outcome = ReserveOutcome { granted: Vec::new(), conflicts: Vec::new() };
+    // Walked once per call, not per requested path (`view` changes only after the loop).
+    let in_force: Vec<&Entry> = view.in_force(now).collect();
+    let qualifying: Vec<_> = in_force
+        .iter()
+        .filter(|held| qualifies(held))
+        .map(|held| held.pattern.compiled())
+        .collect();
+    let mut outcome = ReserveOutcome::default();
     let expires = now.plus_seconds(req.ttl_seconds);
     // This call's new rows: later paths of the call see them (as the agent's own).
     let mut added: Vec<Entry> = Vec::new();
     let mut changes = Vec::new();
     for path in &req.paths {
         let candidate = Arc::new(ReservationPattern::new(path));
-        let examined = !any_qualifying || {
-            let union = view.in_force(now).filter(qualifies).map(|held| held.pattern.compiled());
-            union_matches(union, candidate.normalized())
-        };
+        let examined = qualifying.is_empty()
+            || union_matches(qualifying.iter().copied(), candidate.normalized());
         if examined {
-            let holders = holders_of(db, view.in_force(now), &candidate, agent_id, req.exclusive)?;
+            let holders =
+                holders_of(db, in_force.iter().copied(), &candidate, agent_id, req.exclusive)?;
             if !holders.is_empty() {
                 outcome.conflicts.push(PathConflict { path: path.clone(), holders });
             }
         }
         // The agent's newest reservation in force with exactly this pattern, this call's
         // grants included.
-        let own = view
-            .in_force(now)
+        let own = in_force
+            .iter()
+            .copied()
             .chain(&added)
             .filter(|held| held.agent_id == agent_id && held.pattern.as_str() == path.as_str())
             .map(|held| held.id)

@@ -9,6 +9,7 @@
 //! batches or half a second after the last one. It ends when the writer does.
 
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -20,38 +21,57 @@ const INTERVAL: Duration = Duration::from_millis(500);
 /// Or after this many write batches, whichever comes first.
 const BATCHES_PER_CHECKPOINT: u32 = 256;
 
-/// Starts the checkpointer on its own connection; the writer sends `()` after each commit and
-/// drops the sender when it ends.
-pub(super) fn start(conn: Connection) -> Result<SyncSender<()>> {
-    let (nudge, nudges) = sync_channel(64);
-    std::thread::Builder::new()
-        .name("mailroom-db-checkpoint".to_string())
-        .spawn(move || run(&conn, &nudges))
-        .map_err(|e| Error::internal(format!("cannot start the WAL checkpointer: {e}")))?;
-    Ok(nudge)
+/// The running checkpointer: the writer nudges it after each commit and stops it when it
+/// ends.
+pub(super) struct Checkpointer {
+    nudge: SyncSender<()>,
+    thread: JoinHandle<()>,
+}
+
+impl Checkpointer {
+    /// Starts the checkpointer on its own connection.
+    pub(super) fn start(conn: Connection) -> Result<Self> {
+        let (nudge, nudges) = sync_channel(64);
+        let thread = std::thread::Builder::new()
+            .name("mailroom-db-checkpoint".to_string())
+            .spawn(move || run(&conn, &nudges))
+            .map_err(|e| Error::internal(format!("cannot start the WAL checkpointer: {e}")))?;
+        Ok(Self { nudge, thread })
+    }
+
+    /// Tells it a write batch committed.
+    pub(super) fn nudge(&self) {
+        // A full channel already holds enough nudges for the next checkpoint.
+        let _ = self.nudge.try_send(());
+    }
+
+    /// Ends it after its checkpoint in progress, if any, so the writer's last checkpoint
+    /// runs alone.
+    pub(super) fn stop(self) {
+        drop(self.nudge);
+        if self.thread.join().is_err() {
+            tracing::warn!("the WAL checkpointer panicked");
+        }
+    }
 }
 
 fn run(conn: &Connection, nudges: &Receiver<()>) {
-    let mut batches = 0_u32;
-    let mut first_batch = Instant::now();
     loop {
-        let wait =
-            if batches == 0 { INTERVAL } else { INTERVAL.saturating_sub(first_batch.elapsed()) };
-        match nudges.recv_timeout(wait) {
-            Ok(()) => {
-                if batches == 0 {
-                    first_batch = Instant::now();
-                }
-                batches += 1;
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
+        // Idle: sleep until the first batch commits.
+        if nudges.recv().is_err() {
+            return;
         }
-        if batches > 0 && (batches >= BATCHES_PER_CHECKPOINT || first_batch.elapsed() >= INTERVAL) {
-            if let Err(e) = checkpoint(conn) {
-                tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
+        let first_batch = Instant::now();
+        let mut batches = 1_u32;
+        while batches < BATCHES_PER_CHECKPOINT {
+            match nudges.recv_timeout(INTERVAL.saturating_sub(first_batch.elapsed())) {
+                Ok(()) => batches += 1,
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => return,
             }
-            batches = 0;
+        }
+        if let Err(e) = checkpoint(conn) {
+            tracing::warn!(error = %e, "WAL checkpoint failed; the next one retries");
         }
     }
 }

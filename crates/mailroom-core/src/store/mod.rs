@@ -20,6 +20,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::error::{Error, Result};
+use checkpointer::Checkpointer;
 pub use db::Db;
 
 /// Bound of the write queue: senders wait (backpressure) instead of piling up work.
@@ -78,14 +79,14 @@ impl Store {
         db::migrations::migrate(&mut writer_conn)?;
         // Checkpoints run on their own thread (checkpointer.rs), not inside the writer's commits.
         writer_conn.pragma_update(None, "wal_autocheckpoint", 0).map_err(db::map_err)?;
-        let checkpoint_nudge = checkpointer::start(open_connection(path, false)?)?;
+        let checkpointer = Checkpointer::start(open_connection(path, false)?)?;
         let readers = (0..reader_connections.max(1))
             .map(|_| open_connection(path, true))
             .collect::<Result<Vec<_>>>()?;
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE_CAPACITY);
         std::thread::Builder::new()
             .name("mailroom-db-writer".to_string())
-            .spawn(move || run_writer(writer_conn, receiver, archive_hook, checkpoint_nudge))
+            .spawn(move || run_writer(writer_conn, receiver, archive_hook, checkpointer))
             .map_err(|e| Error::internal(format!("cannot start database writer: {e}")))?;
         let permits = readers.len();
         Ok(Self {
@@ -313,7 +314,7 @@ fn run_writer(
     mut conn: Connection,
     mut jobs: mpsc::Receiver<WriteJob>,
     archive_hook: Option<ArchiveHook>,
-    checkpoint_nudge: std::sync::mpsc::SyncSender<()>,
+    checkpointer: Checkpointer,
 ) {
     while let Some(first) = jobs.blocking_recv() {
         let mut batch = vec![first];
@@ -329,8 +330,7 @@ fn run_writer(
         if let Some(hook) = archive_hook.as_ref().filter(|_| result.archive_enqueued > 0) {
             hook(result.archive_enqueued);
         }
-        // A full channel already holds enough nudges for the next checkpoint.
-        let _ = checkpoint_nudge.try_send(());
+        checkpointer.nudge();
         // Jobs never reached (the batch failed early) were dropped, so their callers see
         // "writer dropped a job"; jobs that ran get the commit's verdict.
         for finish in result.finishers {
@@ -339,7 +339,7 @@ fn run_writer(
     }
     // All senders are gone: stop the checkpointer, then fold the WAL back so the database
     // file is complete on its own.
-    drop(checkpoint_nudge);
+    checkpointer.stop();
     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
         tracing::warn!(error = %e, "final WAL checkpoint failed");
     }

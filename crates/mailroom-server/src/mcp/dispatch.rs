@@ -158,7 +158,8 @@ async fn call_tool(state: &AppState, mut params: Value, session: Option<&str>) -
     match tool.call(state.clone(), arguments, caller, encoding).await {
         Ok(output) => {
             // Bind before formatting: the binding reads the agent from the JSON result.
-            if let Some(spec) = auth.filter(|spec| spec.binds.is_some()) {
+            // Only a session can be bound: without one the result is not read back.
+            if let Some(spec) = auth.filter(|spec| spec.binds.is_some() && session.is_some()) {
                 match &output {
                     Output::Value(value) => bind_result(state, spec, value, session),
                     Output::Json(json) => {

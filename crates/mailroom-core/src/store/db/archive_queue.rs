@@ -22,6 +22,10 @@ pub enum ArchiveKind {
 }
 
 impl ArchiveKind {
+    /// Every kind this mailroom archives.
+    const KNOWN: [Self; 4] =
+        [Self::Message, Self::Profile, Self::Reservation, Self::ReservationGrant];
+
     fn as_str(self) -> &'static str {
         match self {
             Self::Message => "message",
@@ -33,13 +37,7 @@ impl ArchiveKind {
     }
 
     fn parse(text: &str) -> Self {
-        match text {
-            "message" => Self::Message,
-            "profile" => Self::Profile,
-            "reservation" => Self::Reservation,
-            "grant" => Self::ReservationGrant,
-            _ => Self::Unknown,
-        }
+        Self::KNOWN.into_iter().find(|kind| kind.as_str() == text).unwrap_or(Self::Unknown)
     }
 }
 
@@ -117,12 +115,15 @@ impl Db<'_> {
     /// them. One range delete instead of a statement per row: the writer thread runs it
     /// between sends.
     pub fn complete_archive_work(&self, first: i64, last: i64) -> Result<()> {
+        // The known kinds as a JSON array, bound once: the statement text never changes.
+        let known = serde_json::to_string(&ArchiveKind::KNOWN.map(ArchiveKind::as_str))
+            .map_err(|e| crate::error::Error::internal(format!("archive kinds: {e}")))?;
         self.conn
             .prepare_cached(
                 "DELETE FROM archive_queue WHERE id BETWEEN ?1 AND ?2
-                 AND kind IN ('message', 'profile', 'reservation', 'grant')",
+                 AND kind IN (SELECT value FROM json_each(?3))",
             )
-            .and_then(|mut stmt| stmt.execute(params![first, last]))
+            .and_then(|mut stmt| stmt.execute(params![first, last, known]))
             .map_err(map_err)?;
         Ok(())
     }

@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002_archive_queue.sql"),
     include_str!("migrations/0003_active_reservations_index.sql"),
     include_str!("migrations/0004_fts_project_scope.sql"),
+    include_str!("migrations/0005_drop_superseded_reservation_index.sql"),
 ];
 
 /// Brings the database up to the latest schema.

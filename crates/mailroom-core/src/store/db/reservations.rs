@@ -138,10 +138,11 @@ impl Db<'_> {
             Ok(stamp) => Ok(stamp),
             // The counters are missing: never installed on this connection, or their
             // installation was rolled back with the job that made it.
-            Err(_) => {
+            Err(e) if e.to_string().contains("no such table") => {
                 self.install_reservation_counters()?;
                 read().map_err(map_err)
             }
+            Err(e) => Err(map_err(e)),
         }
     }
 

@@ -55,7 +55,6 @@ mod unretire_agent;
 mod whois;
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -443,7 +442,8 @@ fn schema_types(property: &Value) -> Vec<&str> {
 /// `Value` would write them (sorted), as before the text skipped the tree.
 pub fn write_success_result(out: &mut String, json: &str) {
     out.push_str(r#"{"content":[{"text":"#);
-    write_json_string(out, json);
+    // Quoting a str cannot fail.
+    out.push_str(&serde_json::to_string(json).unwrap_or_default());
     out.push_str(r#","type":"text"}],"isError":false,"structuredContent":"#);
     if json.starts_with('{') {
         out.push_str(json);
@@ -453,37 +453,6 @@ pub fn write_success_result(out: &mut String, json: &str) {
         out.push('}');
     }
     out.push('}');
-}
-
-/// Writes `text` as a JSON string exactly as serde_json escapes it (quote, backslash and
-/// control characters; everything else verbatim), copying the runs between escapes whole.
-pub fn write_json_string(out: &mut String, text: &str) {
-    out.reserve(text.len() + 2);
-    out.push('"');
-    let mut start = 0;
-    for (i, byte) in text.bytes().enumerate() {
-        let escape = match byte {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0x00..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&text[start..i]);
-        if escape.is_empty() {
-            // Writing to a String cannot fail.
-            let _ = write!(out, "\\u{byte:04x}");
-        } else {
-            out.push_str(escape);
-        }
-        start = i + 1;
-    }
-    out.push_str(&text[start..]);
-    out.push('"');
 }
 
 /// An `isError` result with one text item.
@@ -601,14 +570,6 @@ mod tests {
         let mut args = json!({"limit": "5", "urgent_only": "true", "name": "5"});
         coerce_lax(&schema, &mut args);
         assert_eq!(args, json!({"limit": 5, "urgent_only": true, "name": "5"}));
-    }
-
-    #[test]
-    fn strings_are_escaped_as_serde_json_escapes_them() {
-        let text = "plain \"quoted\" back\\slash\n\r\t\u{8}\u{c}\u{1}\u{1f}\u{7f} é ✓ \u{2028} /";
-        let mut out = String::new();
-        write_json_string(&mut out, text);
-        assert_eq!(out, serde_json::to_string(text).expect("a string serialises"));
     }
 
     #[test]
