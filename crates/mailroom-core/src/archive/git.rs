@@ -175,21 +175,11 @@ impl ArchiveRepo {
             return Err(Error::internal("archive: a packed commit needs a parent"));
         };
         let baseline = head.tree().map_err(|e| git_err("HEAD tree", e))?;
-        let mut update = TreeUpdateBuilder::new();
-        for ((path, _), blob) in files.iter().zip(blobs) {
-            update.upsert(path.as_str(), *blob, FileMode::Blob);
-        }
-        let tree_id =
-            update.create_updated(&scratch, &baseline).map_err(|e| git_err("build tree", e))?;
+        let tree_id = updated_tree(&scratch, &baseline, files, blobs)?;
         if tree_id == baseline.id() {
             return Ok(None);
         }
-        let tree = scratch.find_tree(tree_id).map_err(|e| git_err("find tree", e))?;
-        let signature = Signature::now(&self.author.name, &self.author.email)
-            .map_err(|e| git_err("signature", e))?;
-        let commit_id = scratch
-            .commit(None, &signature, &signature, message, &tree, &[&head])
-            .map_err(|e| git_err("commit", e))?;
+        let commit_id = self.commit_on(&scratch, None, tree_id, message, &[&head])?;
         let mut new_trees = Vec::new();
         collect_new_trees(&scratch, tree_id, Some(baseline.id()), &mut new_trees)?;
         let mut raw = Vec::with_capacity(new_trees.len() + 1);
@@ -221,35 +211,36 @@ impl ArchiveRepo {
         blobs: &[Oid],
         message: &str,
     ) -> Result<Option<Oid>> {
-        let mut update = TreeUpdateBuilder::new();
-        for ((path, _), blob) in files.iter().zip(blobs) {
-            update.upsert(path.as_str(), *blob, FileMode::Blob);
-        }
         let head = head_commit(&self.repo)?;
         let (tree_id, unchanged) = match &head {
             Some(commit) => {
                 let baseline = commit.tree().map_err(|e| git_err("HEAD tree", e))?;
-                let tree = update
-                    .create_updated(&self.repo, &baseline)
-                    .map_err(|e| git_err("build tree", e))?;
+                let tree = updated_tree(&self.repo, &baseline, files, blobs)?;
                 (tree, tree == baseline.id())
             }
             None => (self.first_tree(files, blobs)?, false),
         };
-        let commit_id = if unchanged {
-            None
-        } else {
-            let tree = self.repo.find_tree(tree_id).map_err(|e| git_err("find tree", e))?;
-            let signature = Signature::now(&self.author.name, &self.author.email)
-                .map_err(|e| git_err("signature", e))?;
-            let parents: Vec<&git2::Commit<'_>> = head.iter().collect();
-            let id = self
-                .repo
-                .commit(Some("HEAD"), &signature, &signature, message, &tree, &parents)
-                .map_err(|e| git_err("commit", e))?;
-            Some(id)
-        };
-        Ok(commit_id)
+        if unchanged {
+            return Ok(None);
+        }
+        let parents: Vec<&git2::Commit<'_>> = head.iter().collect();
+        self.commit_on(&self.repo, Some("HEAD"), tree_id, message, &parents).map(Some)
+    }
+
+    /// A commit of `tree_id` by the archive's author in `repo`, moving `update_ref` if given.
+    fn commit_on(
+        &self,
+        repo: &Repository,
+        update_ref: Option<&str>,
+        tree_id: Oid,
+        message: &str,
+        parents: &[&git2::Commit<'_>],
+    ) -> Result<Oid> {
+        let tree = repo.find_tree(tree_id).map_err(|e| git_err("find tree", e))?;
+        let signature = Signature::now(&self.author.name, &self.author.email)
+            .map_err(|e| git_err("signature", e))?;
+        repo.commit(update_ref, &signature, &signature, message, &tree, parents)
+            .map_err(|e| git_err("commit", e))
     }
 
     /// The root tree of the first commit, built directly: an empty baseline tree would be
@@ -382,6 +373,20 @@ pub fn current_branch(work_dir: &Path) -> Option<String> {
         return None;
     }
     head.shorthand().ok().map(str::to_string)
+}
+
+/// `baseline` with each of `files` set to its blob (trees written into `repo`'s object store).
+fn updated_tree(
+    repo: &Repository,
+    baseline: &Tree<'_>,
+    files: &[(String, Vec<u8>)],
+    blobs: &[Oid],
+) -> Result<Oid> {
+    let mut update = TreeUpdateBuilder::new();
+    for ((path, _), blob) in files.iter().zip(blobs) {
+        update.upsert(path.as_str(), *blob, FileMode::Blob);
+    }
+    update.create_updated(repo, baseline).map_err(|e| git_err("build tree", e))
 }
 
 /// The commit HEAD points to; `None` before the first commit (unborn branch).
