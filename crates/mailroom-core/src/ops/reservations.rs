@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use self::active::{Change, Entry, View};
+use self::active::{ActiveReservations, Change, Entry, View};
 use self::staleness::{Staleness, Thresholds, Workspace, assess, workspace_activity};
 use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
@@ -165,21 +165,7 @@ impl Mailroom {
         self.admit_archive_work().await?;
         let stale = self.stale_reservation_ids(&req.project_key).await?;
         let active = Arc::clone(&self.active_reservations);
-        let (outcome, pending) = self
-            .store
-            .write(move |db| {
-                let now = Timestamp::now();
-                let project = resolve::project(db, &req.project_key)?;
-                let agent = resolve::agent(db, &project, &req.agent_name, "agent_name")?;
-                let mut view = active.view(db, project.id)?;
-                active.load(db, &mut view, now)?;
-                sweep_view(db, &mut view, &stale, now)?;
-                let outcome = reserve_in_tx(db, &project, agent.id, &req, now, &mut view)?;
-                Ok((outcome, view.finish(db)?))
-            })
-            .await?;
-        self.active_reservations.publish(pending);
-        Ok(outcome)
+        self.store.write(move |db| reserve_job(db, &active, &req, &stale)).await
     }
 
     /// Extends an agent's active reservations by `max(60, extend_seconds)` from the later of
@@ -196,8 +182,7 @@ impl Mailroom {
         let stale = self.stale_reservation_ids(&project_key).await?;
         let bump = extend_seconds.max(MIN_EXTEND_SECONDS);
         let active = Arc::clone(&self.active_reservations);
-        let (outcome, pending) = self
-            .store
+        self.store
             .write(move |db| {
                 let now = Timestamp::now();
                 let project = resolve::project(db, &project_key)?;
@@ -224,12 +209,10 @@ impl Mailroom {
                         new_expires_ts: new_expires,
                     });
                 }
-                let outcome = RenewOutcome { renewed: renewed.len(), file_reservations: renewed };
-                Ok((outcome, view.finish(db)?))
+                active.finish(db, view)?;
+                Ok(RenewOutcome { renewed: renewed.len(), file_reservations: renewed })
             })
-            .await?;
-        self.active_reservations.publish(pending);
-        Ok(outcome)
+            .await
     }
 
     /// Releases an agent's active reservations (all, or the selected ones). Idempotent:
@@ -243,8 +226,7 @@ impl Mailroom {
         selection.validate()?;
         self.admit_archive_work().await?;
         let active = Arc::clone(&self.active_reservations);
-        let (outcome, pending) = self
-            .store
+        self.store
             .write(move |db| {
                 let now = Timestamp::now();
                 let project = resolve::project(db, &project_key)?;
@@ -257,11 +239,10 @@ impl Mailroom {
                         released += 1;
                     }
                 }
-                Ok((ReleaseOutcome { released, released_at: now }, view.finish(db)?))
+                active.finish(db, view)?;
+                Ok(ReleaseOutcome { released, released_at: now })
             })
-            .await?;
-        self.active_reservations.publish(pending);
-        Ok(outcome)
+            .await
     }
 
     /// Every reservation of a project (or only those in force), with staleness signals, in
@@ -275,16 +256,14 @@ impl Mailroom {
         let stale = self.stale_reservation_ids(&project_key).await?;
         let key = project_key.clone();
         let active = Arc::clone(&self.active_reservations);
-        let pending = self
-            .store
+        self.store
             .write(move |db| {
                 let project = resolve::project(db, &key)?;
                 let mut view = active.view(db, project.id)?;
                 sweep_view(db, &mut view, &stale, Timestamp::now())?;
-                view.finish(db)
+                active.finish(db, view)
             })
             .await?;
-        self.active_reservations.publish(pending);
         let (project, rows, activity) = self
             .store
             .read(move |db| {
@@ -460,6 +439,25 @@ fn release_and_queue(db: &Db<'_>, id: i64, now: Timestamp) -> Result<bool> {
         db.enqueue_archive(ArchiveKind::Reservation, id)?;
     }
     Ok(released)
+}
+
+/// The write job of [`Mailroom::file_reservation_paths`]: sweeps the stale holders' rows,
+/// then checks and grants against the project's set.
+fn reserve_job(
+    db: &Db<'_>,
+    active: &ActiveReservations,
+    req: &ReservePaths,
+    stale: &[i64],
+) -> Result<ReserveOutcome> {
+    let now = Timestamp::now();
+    let project = resolve::project(db, &req.project_key)?;
+    let agent = resolve::agent(db, &project, &req.agent_name, "agent_name")?;
+    let mut view = active.view(db, project.id)?;
+    active.load(db, &mut view, now)?;
+    sweep_view(db, &mut view, stale, now)?;
+    let outcome = reserve_in_tx(db, &project, agent.id, req, now, &mut view)?;
+    active.finish(db, view)?;
+    Ok(outcome)
 }
 
 /// The check-and-grant of spec/semantics.md §6.3, in the writer's transaction, against the

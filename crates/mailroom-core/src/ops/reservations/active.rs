@@ -7,10 +7,15 @@
 //! the stamp its transaction reads; any other change to the project's rows (an expiry sweep
 //! on delivery, force release, lifecycle purges and deletes, another process) moves the stamp,
 //! and the job loads the set from the database instead. Jobs that know what they change
-//! (reserve, renew, release, the sweep) record it, and after the commit — never before, since
-//! a job or its batch may still roll back — [`ActiveReservations::publish`] applies the record
-//! to the set it started from, provided the stamp moved by exactly one change per recorded
-//! change. Doubt drops the set; the next request loads it again.
+//! (reserve, renew, release, the sweep) record it, and when the job ends
+//! [`ActiveReservations::finish`] applies the record to the set it started from, provided the
+//! stamp moved by exactly one change per recorded change. Doubt drops the set; the next
+//! request loads it again.
+//!
+//! The set is kept at once, before the commit: the next job of the same write batch sees the
+//! uncommitted rows, and finds the set at their stamp. Should the job or its batch roll back,
+//! the rows return to an earlier stamp, and the kept set's stamp never recurs (stamps carry
+//! ticks no rollback rewinds), so it is simply never matched again.
 //!
 //! A set holds the project's unreleased rows whose expiry had not passed when they entered it;
 //! which are in force is decided at each use, against the job's `now`, so expiry by time needs
@@ -31,6 +36,9 @@ pub(crate) struct ActiveReservations {
     /// Off: every job loads from the database (the SQL-only reference in tests).
     enabled: bool,
     projects: Mutex<HashMap<i64, Arc<ActiveSet>>>,
+    /// Sets loaded from the database (for tests: how often the cache missed).
+    #[cfg(test)]
+    loads: std::sync::atomic::AtomicUsize,
 }
 
 /// A project's reservations, by id, at a stamp.
@@ -73,31 +81,27 @@ pub(crate) struct View {
     project_id: i64,
     base: ReservationStamp,
     set: Option<Arc<ActiveSet>>,
-    /// Whether `set` was loaded by this job (and may be published after its commit).
+    /// Whether `set` was loaded by this job (and may be kept when it ends).
     loaded: bool,
     changes: Vec<Change>,
     /// Rows released by this job, hidden from `in_force`.
     released: Vec<i64>,
 }
 
-/// What a committed job leaves for the cache.
-pub(crate) struct Pending {
-    project_id: i64,
-    base: ReservationStamp,
-    after: ReservationStamp,
-    loaded: Option<Arc<ActiveSet>>,
-    changes: Vec<Change>,
-}
-
 impl ActiveReservations {
     pub(crate) fn new() -> Self {
-        Self { enabled: true, projects: Mutex::default() }
+        Self {
+            enabled: true,
+            projects: Mutex::default(),
+            #[cfg(test)]
+            loads: Default::default(),
+        }
     }
 
     /// A cache that never keeps anything: each job reads the database.
     #[cfg(test)]
     pub(crate) fn disabled() -> Self {
-        Self { enabled: false, projects: Mutex::default() }
+        Self { enabled: false, projects: Mutex::default(), loads: Default::default() }
     }
 
     /// The map; a poisoned lock is taken over (it only ever holds finished sets).
@@ -127,6 +131,8 @@ impl ActiveReservations {
             view.set = Some(Arc::clone(set));
             return Ok(());
         }
+        #[cfg(test)]
+        self.loads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut entries = Vec::new();
         let mut cacheable = true;
         db.scan_active_reservations(view.project_id, now, |row| {
@@ -154,28 +160,33 @@ impl ActiveReservations {
         Ok(())
     }
 
-    /// After the job's commit: brings the cached set up to date, or drops it on doubt.
-    pub(crate) fn publish(&self, pending: Pending) {
+    /// Ends the job's part, its changes all made: reads the stamp they led to and brings the
+    /// cached set up to it, or drops the set on doubt.
+    pub(crate) fn finish(&self, db: &Db<'_>, view: View) -> Result<()> {
+        let after = db.reservation_stamp(view.project_id)?;
         if !self.enabled {
-            return;
+            return Ok(());
         }
-        let Pending { project_id, base, after, loaded, changes } = pending;
+        let View { project_id, base, set, loaded, changes, released: _ } = view;
+        // A set taken from the cache is dropped here, so the cached one is not shared while
+        // it is updated (no copy).
+        let loaded = set.filter(|_| loaded);
         let mut projects = self.projects();
         let start = match loaded {
             Some(set) => set,
             None => match projects.remove(&project_id) {
                 Some(set) if set.stamp == base => set,
-                // Another job's publication came first, or nothing is cached: keep it.
+                // Another state's set, or nothing cached: keep it.
                 Some(other) => {
                     projects.insert(project_id, other);
-                    return;
+                    return Ok(());
                 }
-                None => return,
+                None => return Ok(()),
             },
         };
         if !after.follows(base, changes.len()) {
             // The rows changed in ways the job did not record.
-            return;
+            return Ok(());
         }
         let mut set = start;
         let updated = Arc::make_mut(&mut set);
@@ -183,6 +194,13 @@ impl ActiveReservations {
             updated.stamp = after;
             projects.insert(project_id, set);
         }
+        Ok(())
+    }
+
+    /// How many sets were loaded from the database (for tests).
+    #[cfg(test)]
+    pub(crate) fn loads(&self) -> usize {
+        self.loads.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The cached set of a project, if any, with its stamp (for tests).
@@ -265,17 +283,5 @@ impl View {
             self.released.push(id);
         }
         self.changes.push(change);
-    }
-
-    /// Ends the job's part: reads the stamp its changes led to.
-    pub(crate) fn finish(self, db: &Db<'_>) -> Result<Pending> {
-        let after = db.reservation_stamp(self.project_id)?;
-        Ok(Pending {
-            project_id: self.project_id,
-            base: self.base,
-            after,
-            loaded: self.set.filter(|_| self.loaded),
-            changes: self.changes,
-        })
     }
 }

@@ -61,6 +61,11 @@ enum Op {
     RolledBackRelease {
         nth: usize,
     },
+    /// A whole reserve job (its set kept) that then fails: rolled back.
+    RolledBackReserve {
+        agent: usize,
+        path: usize,
+    },
     /// The agent is hard-deleted and registered again (a new id).
     Recreate {
         agent: usize,
@@ -77,11 +82,13 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(agent, paths, ttl, exclusive)| Op::Reserve { agent, paths, ttl, exclusive }),
         2 => (agent.clone(), prop::sample::select(vec![0_i64, 600]), prop::option::of(path.clone()))
             .prop_map(|(agent, extend, path)| Op::Renew { agent, extend, path }),
-        2 => (agent.clone(), prop::option::of(path))
+        2 => (agent.clone(), prop::option::of(path.clone()))
             .prop_map(|(agent, path)| Op::Release { agent, path }),
         1 => (agent.clone(), any::<usize>()).prop_map(|(agent, nth)| Op::ForceRelease { agent, nth }),
         1 => any::<usize>().prop_map(|nth| Op::Expire { nth }),
         1 => any::<usize>().prop_map(|nth| Op::RolledBackRelease { nth }),
+        1 => (agent.clone(), path)
+            .prop_map(|(agent, path)| Op::RolledBackReserve { agent, path }),
         1 => agent.prop_map(|agent| Op::Recreate { agent }),
         1 => Just(Op::List),
     ]
@@ -195,6 +202,25 @@ async fn apply(core: &Mailroom, op: &Op) -> serde_json::Value {
                 .store
                 .write(move |db| {
                     db.release_reservation(id, Timestamp::now())?;
+                    Err(Error::invalid("rolled back on purpose"))
+                })
+                .await;
+            timeless(outcome)
+        }
+        Op::RolledBackReserve { agent, path } => {
+            let req = ReservePaths {
+                project_key: key(),
+                agent_name: name(agent),
+                paths: vec![PATHS[*path].to_string()],
+                ttl_seconds: 3600,
+                exclusive: true,
+                reason: "rolled back".into(),
+            };
+            let active = Arc::clone(&core.active_reservations);
+            let outcome: Result<()> = core
+                .store
+                .write(move |db| {
+                    reserve_job(db, &active, &req, &[])?;
                     Err(Error::invalid("rolled back on purpose"))
                 })
                 .await;
@@ -323,7 +349,8 @@ async fn concurrent_requests_leave_a_true_set() {
                         exclusive: i % 2 == 0,
                     },
                     2 => Op::Release { agent: i % 3, path: Some(i % PATHS.len()) },
-                    _ => Op::RolledBackRelease { nth: i },
+                    _ if i % 2 == 0 => Op::RolledBackRelease { nth: i },
+                    _ => Op::RolledBackReserve { agent: i % 3, path: (i + round) % PATHS.len() },
                 };
                 tokio::spawn(async move { apply(&core, &op).await })
             })
@@ -335,5 +362,35 @@ async fn concurrent_requests_leave_a_true_set() {
         apply(&core, &Op::Reserve { agent: 0, paths: vec![0], ttl: 3600, exclusive: true }).await;
         assert!(cache_agrees(&core).await, "round {round}: current after a quiet request");
     }
+    core.close();
+}
+
+/// Jobs of one write batch see each other's uncommitted rows, and find the set the previous
+/// job kept at their stamp: concurrent reserves load the set from the database once, not once
+/// per job (it thrashed when sets were kept only after the commit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_shares_one_set() {
+    let dir = tempfile::tempdir().expect("dir");
+    let core = open(dir.path(), true).await;
+    let before = core.active_reservations.loads();
+    for round in 0..3 {
+        let tasks: Vec<_> = (0..32)
+            .map(|i| {
+                let core = core.clone();
+                let op = Op::Reserve {
+                    agent: i % 3,
+                    paths: vec![(i + round) % PATHS.len()],
+                    ttl: 3600,
+                    exclusive: i % 2 == 0,
+                };
+                tokio::spawn(async move { apply(&core, &op).await })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("task");
+        }
+    }
+    assert_eq!(core.active_reservations.loads() - before, 1, "one load for 96 reserves");
+    assert!(cache_agrees(&core).await, "and the set is true");
     core.close();
 }

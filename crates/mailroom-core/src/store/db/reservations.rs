@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
+use rusqlite::functions::FunctionFlags;
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::{Db, map_err, opt_ts, ts};
@@ -40,15 +41,18 @@ pub struct ActiveRow<'a> {
 
 /// Where a project's reservation rows stand, for caches of them (ops/reservations/active.rs).
 /// Two equal stamps read on the writer connection mean the project's rows are the same:
-/// `changes` counts this connection's inserts, updates and deletes of the project's rows
-/// (transactionally: a rolled-back change uncounts itself); `token` is new whenever the
-/// counters are (re)installed; `data_version` moves when another connection commits.
-/// A stamp read inside a transaction that later rolls back may recur with other rows, so a
-/// cache may only keep stamps of committed states.
+/// `changes` counts this connection's inserts, updates and deletes of the project's rows and
+/// `tick` names the last of them (transactionally: a rolled-back change takes both back);
+/// `token` is new whenever the counters are (re)installed; `data_version` moves when another
+/// connection commits. Ticks come from a process-wide counter that no rollback rewinds, so a
+/// stamp read inside a transaction that later rolls back never recurs with other rows: a
+/// cache may keep the set of an uncommitted state, which only a job seeing that very state
+/// (the next in its batch) can match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReservationStamp {
     token: i64,
     changes: i64,
+    tick: i64,
     data_version: i64,
 }
 
@@ -119,7 +123,7 @@ impl Db<'_> {
     /// transaction: equal stamps mean no reservation row of the project changed in between
     /// (see [`ReservationStamp`]). Installs the change counters on first use.
     pub fn reservation_stamp(&self, project_id: i64) -> Result<ReservationStamp> {
-        const SQL: &str = "SELECT t.token, coalesce(c.changes, 0), \
+        const SQL: &str = "SELECT t.token, coalesce(c.changes, 0), coalesce(c.tick, 0), \
              (SELECT data_version FROM pragma_data_version()) \
              FROM temp.mailroom_reservation_token t \
              LEFT JOIN temp.mailroom_reservation_changes c ON c.project_id = ?1";
@@ -129,7 +133,8 @@ impl Db<'_> {
                     Ok(ReservationStamp {
                         token: r.get(0)?,
                         changes: r.get(1)?,
-                        data_version: r.get(2)?,
+                        tick: r.get(2)?,
+                        data_version: r.get(3)?,
                     })
                 })
             })
@@ -148,17 +153,27 @@ impl Db<'_> {
 
     /// Creates this connection's change counters: a temporary table of changes per project,
     /// bumped by temporary triggers on every insert, update and delete of a reservation row
-    /// (whoever makes it on this connection), and a token unique in the process, so that
-    /// counters installed anew never repeat an old stamp. Temporary objects belong to the
-    /// connection and to its transaction: a rolled-back job takes its counts with it.
+    /// (whoever makes it on this connection), each change stamped with the next tick of a
+    /// process-wide counter, and a token unique in the process, so that counters installed
+    /// anew never repeat an old stamp. Temporary objects belong to the connection and to its
+    /// transaction: a rolled-back job takes its counts with it, but not the ticks it drew.
     fn install_reservation_counters(&self) -> Result<()> {
         static NEXT_TOKEN: AtomicI64 = AtomicI64::new(1);
+        static NEXT_TICK: AtomicI64 = AtomicI64::new(1);
+        self.conn
+            .create_scalar_function(
+                "mailroom_reservation_tick",
+                0,
+                FunctionFlags::SQLITE_UTF8,
+                |_| Ok(NEXT_TICK.fetch_add(1, Ordering::Relaxed)),
+            )
+            .map_err(map_err)?;
         let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
         let bump = |id: &str, guard: &str| {
             format!(
-                "INSERT INTO mailroom_reservation_changes (project_id, changes) \
-                 SELECT {id}, 1 WHERE {guard} \
-                 ON CONFLICT (project_id) DO UPDATE SET changes = changes + 1;"
+                "INSERT INTO mailroom_reservation_changes (project_id, changes, tick) \
+                 SELECT {id}, 1, mailroom_reservation_tick() WHERE {guard} \
+                 ON CONFLICT (project_id) DO UPDATE SET changes = changes + 1, tick = excluded.tick;"
             )
         };
         let sql = format!(
@@ -167,7 +182,7 @@ impl Db<'_> {
              CREATE TEMP TABLE mailroom_reservation_token (token INTEGER NOT NULL);
              INSERT INTO temp.mailroom_reservation_token (token) VALUES ({token});
              CREATE TEMP TABLE mailroom_reservation_changes (
-                 project_id INTEGER PRIMARY KEY, changes INTEGER NOT NULL);
+                 project_id INTEGER PRIMARY KEY, changes INTEGER NOT NULL, tick INTEGER NOT NULL);
              CREATE TEMP TRIGGER IF NOT EXISTS mailroom_reservation_inserted
                  AFTER INSERT ON main.file_reservations BEGIN {insert} END;
              CREATE TEMP TRIGGER IF NOT EXISTS mailroom_reservation_updated
