@@ -466,45 +466,27 @@ mod tests {
         assert_eq!(judge(expect, status, &Bytes::from(body.to_string())), want, "{status} {body}");
     }
 
+    /// The status decides first; a JSON-RPC body is then judged by `verdict` (whose tests
+    /// cover the body's kinds and SSE framing).
     #[test]
     fn answers_are_judged_by_kind() {
         check(Expect::Status, 200, "ok", Ok(()));
         check(Expect::Status, 503, "", Err(Failure::Status(503)));
         check(Expect::Rest, 400, "{\"error\":{}}", Err(Failure::Status(400)));
-        check(Expect::JsonRpc, 200, r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#, Ok(()));
+        check(Expect::Rest, 200, "not json", Ok(()));
         check(
             Expect::JsonRpc,
-            200,
-            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}"#,
-            Ok(()),
+            500,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            Err(Failure::Status(500)),
         );
+        check(Expect::JsonRpc, 200, r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#, Ok(()));
         check(
             Expect::JsonRpc,
             200,
             r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}],"isError":true}}"#,
             Err(Failure::ToolError),
         );
-        check(
-            Expect::JsonRpc,
-            200,
-            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}"#,
-            Err(Failure::JsonRpcError),
-        );
-        check(Expect::JsonRpc, 200, "event: message\ndata: {}", Err(Failure::BadBody));
-        // An SSE-framed answer (the Python reference's Streamable HTTP) is judged by its data.
-        check(
-            Expect::JsonRpc,
-            200,
-            "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}}\r\n\r\n",
-            Ok(()),
-        );
-        check(
-            Expect::JsonRpc,
-            200,
-            "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"isError\":true}}\n\n",
-            Err(Failure::ToolError),
-        );
-        check(Expect::JsonRpc, 200, r#"{"jsonrpc":"2.0","id":1}"#, Err(Failure::BadBody));
     }
 
     #[test]
