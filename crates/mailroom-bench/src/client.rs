@@ -1,6 +1,6 @@
 //! The lab's HTTP client: one bare HTTP/1.1 connection per worker, kept alive, with
-//! TCP_NODELAY, written by hand on the socket. Each request's bytes are built once per call
-//! (request line, headers and body), written with one `write`, and the answer is parsed in
+//! TCP_NODELAY, written by hand on the socket. Each request's bytes (request line, headers and
+//! body) are built once per scenario and written with one `write` per send; the answer is parsed in
 //! place (httparse) from one reused buffer: no pool, no redirects, no decompression, no
 //! channels or tasks between the worker and its socket. The client's own cost then stays
 //! close to wrk's, so the figures measure the server.
@@ -11,48 +11,40 @@ use bytes::{Bytes, BytesMut};
 use hyper::{Method, StatusCode, Uri};
 use tokio::net::TcpStream;
 
-/// What a request carries; built once per scenario and cloned cheaply per send.
+/// One request as written on the wire: built once per scenario, then every send writes the
+/// same bytes (cloning shares them).
 #[derive(Debug, Clone)]
 pub struct Call {
-    pub method: Method,
-    /// Parsed once here, not per send.
-    pub uri: Uri,
-    /// A JSON body; `None` for GET.
-    pub body: Option<Bytes>,
+    method: Method,
+    wire: Bytes,
 }
 
 impl Call {
-    /// `GET path`.
-    pub fn get(path: impl AsRef<str>) -> Self {
-        Self { method: Method::GET, uri: origin(path.as_ref()), body: None }
+    /// `GET path` on `authority` (`host:port`, the Host header).
+    pub fn get(authority: &str, path: impl AsRef<str>) -> Self {
+        Self::new(Method::GET, authority, path.as_ref(), None)
     }
 
-    /// `POST path` with a JSON body.
-    pub fn post_json(path: impl AsRef<str>, body: &serde_json::Value) -> Self {
-        let body = Some(Bytes::from(body.to_string()));
-        Self { method: Method::POST, uri: origin(path.as_ref()), body }
+    /// `POST path` on `authority` with a JSON body.
+    pub fn post_json(authority: &str, path: impl AsRef<str>, body: &serde_json::Value) -> Self {
+        Self::new(Method::POST, authority, path.as_ref(), Some(body.to_string().as_bytes()))
     }
 
-    /// The request as written on the wire for `host`.
-    fn write_to(&self, host: &str, out: &mut Vec<u8>) {
-        let target = self.uri.path_and_query().map_or("/", |p| p.as_str());
-        out.clear();
-        out.extend_from_slice(self.method.as_str().as_bytes());
-        out.push(b' ');
-        out.extend_from_slice(target.as_bytes());
-        out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-        out.extend_from_slice(host.as_bytes());
-        out.extend_from_slice(b"\r\n");
-        if let Some(body) = &self.body {
+    fn new(method: Method, authority: &str, path: &str, body: Option<&[u8]>) -> Self {
+        let uri = origin(path);
+        let target = uri.path_and_query().map_or("/", |p| p.as_str());
+        let mut wire = format!("{method} {target} HTTP/1.1\r\nHost: {authority}\r\n").into_bytes();
+        if let Some(body) = body {
             // MCP's Streamable HTTP transport insists on both; servers answer plain JSON.
-            out.extend_from_slice(
+            wire.extend_from_slice(
                 b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
             );
-            out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
-            out.extend_from_slice(body);
+            wire.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+            wire.extend_from_slice(body);
         } else {
-            out.extend_from_slice(b"\r\n");
+            wire.extend_from_slice(b"\r\n");
         }
+        Self { method, wire: Bytes::from(wire) }
     }
 }
 
@@ -84,9 +76,6 @@ const MAX_HEADERS: usize = 64;
 /// One keep-alive HTTP/1.1 connection.
 pub struct Connection {
     stream: TcpStream,
-    host: String,
-    /// The request being written (reused).
-    request: Vec<u8>,
     /// Bytes read and not yet consumed (reused).
     buffer: BytesMut,
     /// Whether an answer has arrived on this connection: only then can an immediate close be
@@ -111,21 +100,18 @@ impl Connection {
         stream.set_nodelay(true)?;
         Ok(Self {
             stream,
-            host: authority.to_string(),
-            request: Vec::with_capacity(1024),
             buffer: BytesMut::with_capacity(16 * 1024),
             reused: false,
             closed: false,
         })
     }
 
-    /// Sends `call` and reads the whole answer.
+    /// Sends `call` (built for this connection's authority) and reads the whole answer.
     pub async fn send(&mut self, call: &Call) -> Result<(StatusCode, Bytes), SendError> {
         if self.closed {
             return Err(SendError::Closed);
         }
-        call.write_to(&self.host, &mut self.request);
-        if let Err(e) = write_all(&self.stream, &self.request).await {
+        if let Err(e) = write_all(&self.stream, &call.wire).await {
             self.closed = true;
             return Err(if self.reused { SendError::Closed } else { SendError::Broken(e) });
         }
@@ -328,16 +314,16 @@ mod tests {
 
     #[test]
     fn requests_carry_the_mcp_headers_and_the_body_length() {
-        let call = Call::post_json("/mcp?x=1", &serde_json::json!({"a": 1}));
-        let mut wire = Vec::new();
-        call.write_to("127.0.0.1:9", &mut wire);
+        let call = Call::post_json("127.0.0.1:9", "/mcp?x=1", &serde_json::json!({"a": 1}));
         assert_eq!(
-            String::from_utf8_lossy(&wire),
+            String::from_utf8_lossy(&call.wire),
             "POST /mcp?x=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nContent-Length: 7\r\n\r\n{\"a\":1}"
         );
-        Call::get("/health").write_to("h:1", &mut wire);
-        assert_eq!(wire, b"GET /health HTTP/1.1\r\nHost: h:1\r\n\r\n");
+        assert_eq!(
+            Call::get("h:1", "/health").wire,
+            &b"GET /health HTTP/1.1\r\nHost: h:1\r\n\r\n"[..]
+        );
     }
 
     #[test]
@@ -390,7 +376,7 @@ mod tests {
         ])
         .await;
         let mut connection = Connection::open(&address).await.expect("connect");
-        let call = Call::get("/");
+        let call = Call::get(&address, "/");
         let (status, body) = connection.send(&call).await.expect("first");
         assert_eq!((status.as_u16(), &body[..]), (200, &b"hello"[..]));
         let (_, body) = connection.send(&call).await.expect("second");

@@ -27,6 +27,7 @@ pub mod report;
 pub mod scenario;
 pub mod sse;
 pub mod stats;
+mod table;
 pub mod target;
 mod verdict;
 

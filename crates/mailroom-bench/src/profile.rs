@@ -1,10 +1,9 @@
 //! Load profiles built from steady runs: the ramp (seed 000 §4.5's concurrency scaling).
 
-use std::fmt::Write;
-
 use serde_json::{Value, json};
 
-use crate::report::Report;
+use crate::report::{FIGURES, Report, figure_cells};
+use crate::table::{Layout, render};
 
 /// Seed 000 §3.1's concurrency levels.
 pub const RAMP_LEVELS: [usize; 6] = [10, 25, 50, 100, 200, 500];
@@ -54,57 +53,41 @@ pub fn ramp_json(reports: &[Report]) -> Value {
     })
 }
 
-/// One row per level: latency against concurrency.
+/// One row per level: latency against concurrency, and the verdict.
+fn ramp_rows(reports: &[Report], layout: Layout) -> String {
+    let headers: Vec<&str> =
+        std::iter::once("connections").chain(FIGURES).chain(["× baseline"]).collect();
+    let rows = reports
+        .iter()
+        .map(|report| {
+            let ratio =
+                report.baseline.as_ref().map_or("—".into(), |b| format!("{:.2}×", b.ratio));
+            std::iter::once(report.concurrency.to_string())
+                .chain(figure_cells(&report.summary))
+                .chain([ratio])
+                .collect()
+        })
+        .collect();
+    render(layout, &headers, rows) + "\n" + &verdict(reports) + "\n"
+}
+
+/// The ramp as a table.
 pub fn ramp_table(reports: &[Report]) -> String {
-    let mut out = String::new();
-    if let Some(first) = reports.first() {
-        let _ =
-            writeln!(out, "ramp: {} → {} ({})\n", first.scenario, first.url, first.implementation);
-    }
-    let _ = writeln!(
-        out,
-        "{:>11} {:>10} {:>8} {:>11} {:>8} {:>8} {:>8} {:>8} {:>10}",
-        "connections", "requests", "errors", "req/s", "p50", "p95", "p99", "max", "×baseline"
-    );
-    for report in reports {
-        let s = &report.summary;
-        let ratio =
-            report.baseline.as_ref().map_or("—".to_string(), |b| format!("{:.2}", b.ratio));
-        let _ = writeln!(
-            out,
-            "{:>11} {:>10} {:>8} {:>11.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {ratio:>10}",
-            report.concurrency, s.requests, s.errors, s.rps, s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms
-        );
-    }
-    let _ = writeln!(out, "\n{}   (latency in ms)", verdict(reports));
-    out
+    let head = reports.first().map_or(String::new(), |first| {
+        format!("ramp: {} → {} ({})\n\n", first.scenario, first.url, first.implementation)
+    });
+    head + &ramp_rows(reports, Layout::Text)
 }
 
 /// The ramp's Markdown page.
 pub fn ramp_markdown(reports: &[Report]) -> String {
-    let mut out = String::new();
-    if let Some(first) = reports.first() {
-        let _ = writeln!(out, "# mailroom bench ramp: {}\n", first.scenario);
-        let _ =
-            writeln!(out, "Target: {} ({}), via {}\n", first.url, first.implementation, first.via);
-    }
-    let _ = writeln!(
-        out,
-        "| Connections | Requests | Errors | req/s | p50 | p95 | p99 | max | × baseline |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
-    for report in reports {
-        let s = &report.summary;
-        let ratio =
-            report.baseline.as_ref().map_or("—".to_string(), |b| format!("{:.2}×", b.ratio));
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {:.1} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {ratio} |",
-            report.concurrency, s.requests, s.errors, s.rps, s.p50_ms, s.p95_ms, s.p99_ms, s.max_ms
-        );
-    }
-    let _ = writeln!(out, "\n{}", verdict(reports));
-    out
+    let head = reports.first().map_or(String::new(), |first| {
+        format!(
+            "# mailroom bench ramp: {}\n\nTarget: {} ({}), via {}\n\n",
+            first.scenario, first.url, first.implementation, first.via
+        )
+    });
+    head + &ramp_rows(reports, Layout::Markdown)
 }
 
 /// Latency (p50, p95, p99) against concurrency, as an SVG chart.
@@ -157,56 +140,37 @@ pub fn spike_json(phases: &[Report; 3]) -> Value {
     })
 }
 
-fn spike_rows(phases: &[Report; 3], markdown: bool) -> String {
-    let mut out = String::new();
-    for (name, report) in ["baseline", "spike", "recovery"].iter().zip(phases) {
-        let s = &report.summary;
-        let load = match report.rate {
-            Some(rate) => format!("{rate} req/s"),
-            None => format!("{} connections", report.concurrency),
-        };
-        let _ = if markdown {
-            writeln!(
-                out,
-                "| {name} | {load} | {} | {} | {:.1} | {:.2} ms | {:.2} ms | {:.2} ms |",
-                s.requests, s.errors, s.rps, s.p50_ms, s.p99_ms, s.max_ms
-            )
-        } else {
-            writeln!(
-                out,
-                "{name:>9} {load:>17} {:>10} {:>8} {:>11.1} {:>8.2} {:>8.2} {:>8.2}",
-                s.requests, s.errors, s.rps, s.p50_ms, s.p99_ms, s.max_ms
-            )
-        };
-    }
-    let _ = match recovery_seconds(&phases[0], &phases[2]) {
-        Some(seconds) => {
-            writeln!(out, "\nrecovered to the baseline's throughput after {seconds} s")
-        }
-        None => writeln!(
-            out,
-            "\ndid not recover to the baseline's throughput within the recovery phase"
-        ),
+/// One row per phase, and the recovery time.
+fn spike_rows(phases: &[Report; 3], layout: Layout) -> String {
+    let headers: Vec<&str> = ["phase", "load"].into_iter().chain(FIGURES).collect();
+    let rows = ["baseline", "spike", "recovery"]
+        .iter()
+        .zip(phases)
+        .map(|(name, report)| {
+            let load = match report.rate {
+                Some(rate) => format!("{rate} req/s"),
+                None => format!("{} connections", report.concurrency),
+            };
+            [name.to_string(), load].into_iter().chain(figure_cells(&report.summary)).collect()
+        })
+        .collect();
+    let recovery = match recovery_seconds(&phases[0], &phases[2]) {
+        Some(seconds) => format!("recovered to the baseline's throughput after {seconds} s"),
+        None => "did not recover to the baseline's throughput within the recovery phase".into(),
     };
-    out
+    render(layout, &headers, rows) + "\n" + &recovery + "\n"
 }
 
 /// The spike as a table.
 pub fn spike_table(phases: &[Report; 3]) -> String {
-    let mut out = format!("spike ×{SPIKE_FACTOR}: {} → {}\n\n", phases[0].scenario, phases[0].url);
-    let _ = writeln!(
-        out,
-        "{:>9} {:>17} {:>10} {:>8} {:>11} {:>8} {:>8} {:>8}",
-        "phase", "load", "requests", "errors", "req/s", "p50", "p99", "max"
-    );
-    out + &spike_rows(phases, false)
+    let head = format!("spike ×{SPIKE_FACTOR}: {} → {}\n\n", phases[0].scenario, phases[0].url);
+    head + &spike_rows(phases, Layout::Text)
 }
 
 /// The spike's Markdown page.
 pub fn spike_markdown(phases: &[Report; 3]) -> String {
-    let mut out = format!("# mailroom bench spike ×{SPIKE_FACTOR}: {}\n\n", phases[0].scenario);
-    out += "| Phase | Load | Requests | Errors | req/s | p50 | p99 | max |\n|---|---|---|---|---|---|---|---|\n";
-    out + &spike_rows(phases, true)
+    let head = format!("# mailroom bench spike ×{SPIKE_FACTOR}: {}\n\n", phases[0].scenario);
+    head + &spike_rows(phases, Layout::Markdown)
 }
 
 #[cfg(test)]

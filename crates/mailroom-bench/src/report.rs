@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::engine::RunConfig;
 use crate::monitor::MonitorReport;
 use crate::stats::Summary;
+use crate::table::{Layout, render};
 
 /// One run: its parameters and its figures (`--json` prints this object).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -82,6 +83,17 @@ impl BaselineFigures {
             self.url, self.rps, self.p50_ms, self.p99_ms, self.errors, self.ratio
         )
     }
+}
+
+/// The headers of a run's figures (in every table of the lab), as [`figure_cells`] gives them.
+pub(crate) const FIGURES: [&str; 9] =
+    ["requests", "errors", "req/s", "mean ms", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms"];
+
+pub(crate) fn figure_cells(s: &Summary) -> impl Iterator<Item = String> {
+    let latencies = [s.mean_ms, s.p50_ms, s.p95_ms, s.p99_ms, s.p999_ms, s.max_ms];
+    [s.requests.to_string(), s.errors.to_string(), format!("{:.1}", s.rps)]
+        .into_iter()
+        .chain(latencies.map(|ms| format!("{ms:.2}")))
 }
 
 /// One group of workers in a mixed run.
@@ -163,6 +175,23 @@ impl Report {
         ))
     }
 
+    /// The figures of the run and, in a mixed run, of each of its groups.
+    fn figures(&self, layout: Layout) -> String {
+        if self.groups.is_empty() {
+            return render(layout, &FIGURES, vec![figure_cells(&self.summary).collect()]);
+        }
+        let headers: Vec<&str> = std::iter::once("group").chain(FIGURES).collect();
+        let whole = (format!("all ({} connections)", self.concurrency), &self.summary);
+        let groups = self.groups.iter().map(|group| {
+            (format!("{} ({} connections)", group.name, group.concurrency), &group.summary)
+        });
+        let rows = std::iter::once(whole)
+            .chain(groups)
+            .map(|(name, summary)| std::iter::once(name).chain(figure_cells(summary)).collect())
+            .collect();
+        render(layout, &headers, rows)
+    }
+
     /// The table printed on stdout.
     pub fn table(&self) -> String {
         let s = &self.summary;
@@ -170,42 +199,7 @@ impl Report {
         let _ = writeln!(out, "{} → {} ({})", self.label(), self.url, self.implementation);
         let _ = writeln!(out, "{}", self.mode());
         let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "{:>10} {:>8} {:>11} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-            "requests", "errors", "req/s", "mean", "p50", "p95", "p99", "p99.9", "max"
-        );
-        let _ = writeln!(
-            out,
-            "{:>10} {:>8} {:>11.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}   (latency in ms)",
-            s.requests,
-            s.errors,
-            s.rps,
-            s.mean_ms,
-            s.p50_ms,
-            s.p95_ms,
-            s.p99_ms,
-            s.p999_ms,
-            s.max_ms
-        );
-        for group in &self.groups {
-            let g = &group.summary;
-            let _ = writeln!(
-                out,
-                "{:>10} {:>8} {:>11.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>8.2}   {} ({} connections)",
-                g.requests,
-                g.errors,
-                g.rps,
-                g.mean_ms,
-                g.p50_ms,
-                g.p95_ms,
-                g.p99_ms,
-                g.p999_ms,
-                g.max_ms,
-                group.name,
-                group.concurrency
-            );
-        }
+        out.push_str(&self.figures(Layout::Text));
         if !s.error_breakdown.is_empty() {
             let kinds: Vec<String> =
                 s.error_breakdown.iter().map(|(kind, n)| format!("{kind}: {n}")).collect();
@@ -235,40 +229,8 @@ impl Report {
         if let Some(dataset) = &self.dataset {
             let _ = writeln!(out, "| Dataset | {} |", dataset["scale"]);
         }
-        let _ =
-            writeln!(out, "\n| Requests | Errors | req/s | mean | p50 | p95 | p99 | p99.9 | max |");
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
-        let _ = writeln!(
-            out,
-            "| {} | {} | {:.1} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms |",
-            s.requests,
-            s.errors,
-            s.rps,
-            s.mean_ms,
-            s.p50_ms,
-            s.p95_ms,
-            s.p99_ms,
-            s.p999_ms,
-            s.max_ms
-        );
-        for group in &self.groups {
-            let g = &group.summary;
-            let _ = writeln!(
-                out,
-                "| {} ({}, {} connections) | {} | {:.1} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms |",
-                g.requests,
-                group.name,
-                group.concurrency,
-                g.errors,
-                g.rps,
-                g.mean_ms,
-                g.p50_ms,
-                g.p95_ms,
-                g.p99_ms,
-                g.p999_ms,
-                g.max_ms
-            );
-        }
+        let _ = writeln!(out);
+        out.push_str(&self.figures(Layout::Markdown));
         if !s.error_breakdown.is_empty() {
             let _ = writeln!(out, "\n| Error kind | Count |\n|---|---|");
             for (kind, count) in &s.error_breakdown {
@@ -512,6 +474,36 @@ max_p99_ms = 10.5
         }
         let back: Report = serde_json::from_value(json).expect("test value");
         assert_eq!(back.summary, original.summary);
+    }
+
+    /// The table's and the Markdown page's figures are the same cells, one row per group.
+    #[test]
+    fn text_and_markdown_show_the_same_rows() {
+        let mut run = report("mixed", 150.0, 4.0, 1);
+        let writers = Summary { requests: 600, rps: 90.0, p99_ms: 2.5, ..Summary::default() };
+        run.groups = vec![GroupReport { name: "writers".into(), concurrency: 3, summary: writers }];
+        let text_rows: Vec<Vec<String>> = run
+            .table()
+            .lines()
+            .filter(|line| line.contains("connections)"))
+            .map(|line| {
+                line.split("  ")
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .collect();
+        let markdown_rows: Vec<Vec<String>> = run
+            .markdown()
+            .lines()
+            .filter(|line| line.contains("connections) |"))
+            .map(|line| line.trim_matches(['|', ' ']).split(" | ").map(str::to_string).collect())
+            .collect();
+        let whole = ["all (10 connections)", "1000", "1", "150.0", "0.00", "0.00", "0.00", "4.00"];
+        assert_eq!(text_rows[0][..8], whole, "{text_rows:?}");
+        assert_eq!(text_rows[1][..4], ["writers (3 connections)", "600", "0", "90.0"]);
+        assert_eq!(text_rows, markdown_rows);
     }
 
     #[test]

@@ -158,7 +158,7 @@ struct Requests<'a> {
 impl Requests<'_> {
     fn rpc(&self, method: &str, params: Value) -> Call {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        Call::post_json(&self.mcp, &body)
+        Call::post_json(&self.target.authority, &self.mcp, &body)
     }
 
     fn tool(&self, name: &str, arguments: Value) -> Call {
@@ -172,6 +172,7 @@ impl Requests<'_> {
     fn send(&self, project: &str, sender: &str, recipient: &str) -> Call {
         match self.via {
             Via::Rest => Call::post_json(
+                &self.target.authority,
                 self.target.path("/api/message/send"),
                 &json!({"project_slug": project, "sender_name": sender,
                         "recipient_names": [recipient], "subject": "Load test",
@@ -186,6 +187,7 @@ impl Requests<'_> {
     fn inbox(&self, project: &str, agent: &str) -> Call {
         match self.via {
             Via::Rest => Call::post_json(
+                &self.target.authority,
                 self.target.path("/api/inbox"),
                 &json!({"project_slug": project, "agent_name": agent, "limit": 20}),
             ),
@@ -199,6 +201,7 @@ impl Requests<'_> {
     fn search(&self, project: &str) -> Call {
         match self.via {
             Via::Rest => Call::post_json(
+                &self.target.authority,
                 self.target.path("/api/messages/search"),
                 &json!({"project_slug": project, "query": "benchmark", "limit": 20}),
             ),
@@ -235,10 +238,12 @@ pub async fn prepare(
     let implementation = target.implementation;
     let plan = match scenario {
         Scenario::Health => {
-            Plan::one(Call::get(target.path(implementation.health_path())), Expect::Status)
+            let path = target.path(implementation.health_path());
+            Plan::one(Call::get(&target.authority, path), Expect::Status)
         }
         Scenario::Ready => {
-            Plan::one(Call::get(target.path(implementation.ready_path())), Expect::Status)
+            let path = target.path(implementation.ready_path());
+            Plan::one(Call::get(&target.authority, path), Expect::Status)
         }
         Scenario::ToolsList => Plan::one(requests.rpc("tools/list", json!({})), Expect::JsonRpc),
         Scenario::Mixed => bail!("the mixed scenario is prepared by prepare_mixed"),
@@ -377,6 +382,7 @@ fn send_arguments(project: &str, sender: &str, recipient: &str, subject: &str) -
 /// A connection for the setup phase, speaking MCP tools/call.
 pub(crate) struct Setup {
     connection: Connection,
+    authority: String,
     mcp: String,
 }
 
@@ -385,14 +391,14 @@ impl Setup {
         let connection = Connection::open(&target.authority)
             .await
             .with_context(|| format!("setup: cannot connect to {}", target.authority))?;
-        Ok(Self { connection, mcp: target.mcp() })
+        Ok(Self { connection, authority: target.authority.clone(), mcp: target.mcp() })
     }
 
     /// Calls a tool and returns its parsed text content; tool errors become errors.
     pub(crate) async fn tool(&mut self, name: &str, arguments: Value) -> Result<Value> {
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                              "params": {"name": name, "arguments": arguments}});
-        let call = Call::post_json(&self.mcp, &request);
+        let call = Call::post_json(&self.authority, &self.mcp, &request);
         let (status, body) = self
             .connection
             .send(&call)
@@ -466,45 +472,27 @@ mod tests {
         assert_eq!(judge(expect, status, &Bytes::from(body.to_string())), want, "{status} {body}");
     }
 
+    /// The status decides first; a JSON-RPC body is then judged by `verdict` (whose tests
+    /// cover the body's kinds and SSE framing).
     #[test]
     fn answers_are_judged_by_kind() {
         check(Expect::Status, 200, "ok", Ok(()));
         check(Expect::Status, 503, "", Err(Failure::Status(503)));
         check(Expect::Rest, 400, "{\"error\":{}}", Err(Failure::Status(400)));
-        check(Expect::JsonRpc, 200, r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#, Ok(()));
+        check(Expect::Rest, 200, "not json", Ok(()));
         check(
             Expect::JsonRpc,
-            200,
-            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}"#,
-            Ok(()),
+            500,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            Err(Failure::Status(500)),
         );
+        check(Expect::JsonRpc, 200, r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#, Ok(()));
         check(
             Expect::JsonRpc,
             200,
             r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}],"isError":true}}"#,
             Err(Failure::ToolError),
         );
-        check(
-            Expect::JsonRpc,
-            200,
-            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}"#,
-            Err(Failure::JsonRpcError),
-        );
-        check(Expect::JsonRpc, 200, "event: message\ndata: {}", Err(Failure::BadBody));
-        // An SSE-framed answer (the Python reference's Streamable HTTP) is judged by its data.
-        check(
-            Expect::JsonRpc,
-            200,
-            "event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}}\r\n\r\n",
-            Ok(()),
-        );
-        check(
-            Expect::JsonRpc,
-            200,
-            "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"isError\":true}}\n\n",
-            Err(Failure::ToolError),
-        );
-        check(Expect::JsonRpc, 200, r#"{"jsonrpc":"2.0","id":1}"#, Err(Failure::BadBody));
     }
 
     #[test]

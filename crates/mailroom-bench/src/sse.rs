@@ -15,28 +15,18 @@ pub fn json_rpc_payload(body: &[u8]) -> Option<Cow<'_, [u8]>> {
     match body.iter().find(|b| !b.is_ascii_whitespace()) {
         // A JSON value (object or batch array): not an event stream.
         Some(b'{' | b'[') | None => Some(Cow::Borrowed(body)),
-        Some(_) => events(body).into_iter().find(|data| is_response(data)).map(Cow::Owned),
+        Some(_) => events(body).into_iter().find(|data| crate::verdict::is_response(data)),
     }
-}
-
-/// Whether `data` is a JSON-RPC response rather than a notification or request.
-fn is_response(data: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Head {
-        result: Option<serde::de::IgnoredAny>,
-        error: Option<serde::de::IgnoredAny>,
-    }
-    serde_json::from_slice::<Head>(data).is_ok_and(|h| h.result.is_some() || h.error.is_some())
 }
 
 /// The `data` of each event in an event stream, per the SSE rules: lines end in LF, CRLF or
 /// CR; a blank line ends an event; `data:` lines (one optional space after the colon) are
 /// joined with LF; comments (`:`) and other fields are ignored; an event without data is
 /// not dispatched. The last event counts even without its closing blank line, since the
-/// whole body has arrived.
-fn events(body: &[u8]) -> Vec<Vec<u8>> {
+/// whole body has arrived. An event of one `data:` line borrows it; only joined lines copy.
+pub(crate) fn events(body: &[u8]) -> Vec<Cow<'_, [u8]>> {
     let mut events = Vec::new();
-    let mut data: Option<Vec<u8>> = None;
+    let mut data: Option<Cow<'_, [u8]>> = None;
     for line in lines(body) {
         if line.is_empty() {
             events.extend(data.take());
@@ -50,11 +40,15 @@ fn events(body: &[u8]) -> Vec<Vec<u8>> {
             None => (line, &b""[..]),
         };
         if field == b"data" {
-            let buffer = data.get_or_insert_with(Vec::new);
-            if !buffer.is_empty() {
-                buffer.push(b'\n');
-            }
-            buffer.extend_from_slice(value);
+            data = Some(match data.take() {
+                None => Cow::Borrowed(value),
+                Some(earlier) => {
+                    let mut joined = earlier.into_owned();
+                    joined.push(b'\n');
+                    joined.extend_from_slice(value);
+                    Cow::Owned(joined)
+                }
+            });
         }
     }
     events.extend(data);

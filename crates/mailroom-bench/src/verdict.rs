@@ -19,12 +19,18 @@ pub fn judge_json_rpc(body: &[u8]) -> Result<(), Failure> {
     if body.get(start) == Some(&b'{') {
         return judge_message(body).unwrap_or(Err(Failure::BadBody));
     }
-    for data in sse_events(body) {
+    for data in crate::sse::events(body) {
         if let Some(verdict) = judge_message(&data) {
             return verdict;
         }
     }
     Err(Failure::BadBody)
+}
+
+/// Whether `data` is a JSON-RPC response (a `result` or an `error`) rather than a
+/// notification or request.
+pub(crate) fn is_response(data: &[u8]) -> bool {
+    judge_message(data).is_some()
 }
 
 /// The verdict on one JSON-RPC message; `None` when it is not a response (a notification or
@@ -215,34 +221,6 @@ fn find_quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
     }
     let tail = bytes.get(at..)?;
     tail.iter().position(|b| *b == b'"' || *b == b'\\').map(|i| at + i)
-}
-
-/// The data of each event of a server-sent event stream, in order (`data:` lines joined by
-/// newlines, as the SSE spec assembles them).
-fn sse_events(body: &[u8]) -> Vec<Cow<'_, [u8]>> {
-    let mut events = Vec::new();
-    let mut data: Option<Cow<'_, [u8]>> = None;
-    for line in body.split(|b| *b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.is_empty() {
-            events.extend(data.take());
-            continue;
-        }
-        let Some(value) = line.strip_prefix(b"data:") else { continue };
-        let value = value.strip_prefix(b" ").unwrap_or(value);
-        data = Some(match data.take() {
-            None => Cow::Borrowed(value),
-            Some(earlier) => {
-                let mut joined = earlier.into_owned();
-                joined.push(b'\n');
-                joined.extend_from_slice(value);
-                Cow::Owned(joined)
-            }
-        });
-    }
-    // A stream may end without the blank line after its last event.
-    events.extend(data);
-    events
 }
 
 #[cfg(test)]

@@ -8,13 +8,14 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 
 use common::{mailroom, start, stop};
-use serde_json::Value;
+use mailroom_bench::Report;
 
-fn bench_json(args: &[&str]) -> Value {
+/// A run's `--json` output, read as the lab's own report type (every figure is required).
+fn bench_json(args: &[&str]) -> Report {
     let output =
         mailroom().arg("bench").args(args).args(["--json", "-q"]).output().expect("run bench");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).expect("one JSON object on stdout")
+    serde_json::from_slice(&output.stdout).expect("one report object on stdout")
 }
 
 fn start_baseline() -> (Child, String) {
@@ -46,26 +47,13 @@ fn runs_compares_and_checks_budgets() {
     let (mut baseline, baseline_url) = start_baseline();
 
     let send = bench_json(&["--url", &url, "--scenario", "send", "-c", "3", "--requests", "30"]);
-    for key in [
-        "requests",
-        "errors",
-        "error_breakdown",
-        "rps",
-        "p50_ms",
-        "p95_ms",
-        "p99_ms",
-        "p999_ms",
-        "max_ms",
-    ] {
-        assert!(send.get(key).is_some(), "missing {key}: {send}");
-    }
-    assert_eq!((send["requests"].as_u64(), send["errors"].as_u64()), (Some(30), Some(0)), "{send}");
-    assert_eq!(send["scenario"], "send");
+    assert_eq!((send.summary.requests, send.summary.errors), (30, 0), "{send:?}");
+    assert_eq!(send.scenario, "send");
 
     let out = dir.path().join("results");
     let out_arg = out.to_str().expect("utf-8 path");
     let health = bench_json(&["--url", &url, "-c", "2", "--requests", "20", "--out", out_arg]);
-    assert_eq!(health["errors"], 0);
+    assert_eq!(health.summary.errors, 0, "{health:?}");
     let result = out.join("mailroom-health-c2.json");
     assert!(out.join("mailroom-health-c2.md").exists());
     let chart = std::fs::read_to_string(out.join("mailroom-health-c2.svg")).expect("chart");
@@ -83,13 +71,14 @@ fn runs_compares_and_checks_budgets() {
         "--baseline-url",
         &baseline_url,
     ]);
-    assert_eq!(ratio["baseline"]["errors"], 0, "{ratio}");
-    assert!(ratio["baseline"]["ratio"].as_f64().is_some_and(|r| r > 0.0), "{ratio}");
+    let baseline_figures = ratio.baseline.as_ref().expect("baseline figures");
+    assert_eq!(baseline_figures.errors, 0, "{ratio:?}");
+    assert!(baseline_figures.ratio > 0.0, "{ratio:?}");
 
     let ceiling = bench_json(&["--url", &baseline_url, "-c", "2", "--requests", "20"]);
-    assert_eq!((ceiling["requests"].as_u64(), ceiling["errors"].as_u64()), (Some(20), Some(0)));
+    assert_eq!((ceiling.summary.requests, ceiling.summary.errors), (20, 0), "{ceiling:?}");
     let ceiling_file = dir.path().join("baseline.json");
-    std::fs::write(&ceiling_file, ceiling.to_string()).expect("write");
+    std::fs::write(&ceiling_file, serde_json::to_string(&ceiling).expect("json")).expect("write");
 
     let compared = mailroom()
         .args(["bench", "compare"])

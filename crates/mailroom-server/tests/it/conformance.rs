@@ -1,13 +1,11 @@
 //! Replays the Python reference's recorded session (conformance/python_reference.json) in the
 //! order its README gives, over real HTTP, and compares results exactly (minus the fixture's
 //! volatile JSON pointers). LLM cases run against a fake OpenAI-compatible endpoint answering
-//! as the reference's stub did. Cases of tools not built yet are reported as pending, by name;
-//! never passed silently. Then the resource reads, in the fixture's order: a mismatch is
-//! pending only when the case is listed below with the missing piece it needs (a data layer,
-//! or the state of a tool not built yet) and that piece is still missing; any other mismatch
-//! fails. Three resource cases show state the tool session does not leave behind (the
-//! fixture's resources were read against their own seeded database, spec/resources.md §4):
-//! each is read in a separate run seeded to the state it shows, and compared exactly.
+//! as the reference's stub did. Then the resource reads, in the fixture's order. Every case
+//! must match: any mismatch fails the test, naming the case. Three resource cases show state
+//! the tool session does not leave behind (the fixture's resources were read against their
+//! own seeded database, spec/resources.md §4): each is read in a separate run seeded to the
+//! state it shows, and compared exactly.
 
 use mailroom_testkit::{FakeLlm, FakeLlmMode, TestApp, TestOptions};
 use serde_json::{Value, json};
@@ -76,13 +74,6 @@ const ORDER: [(&str, &str); 54] = [
 /// health_check: only the reference's own keys are compared (conformance README).
 const HEALTH_KEYS: [&str; 5] = ["status", "environment", "http_host", "http_port", "database_url"];
 
-#[derive(Default)]
-struct Tally {
-    passed: Vec<String>,
-    failed: Vec<String>,
-    pending: Vec<String>,
-}
-
 #[tokio::test]
 async fn python_reference_session_replays_exactly() {
     let fixture: Value = serde_json::from_str(FIXTURE).expect("fixture parses");
@@ -96,82 +87,45 @@ async fn python_reference_session_replays_exactly() {
         ..TestOptions::default()
     })
     .await;
-    let listed = app.rpc("tools/list", Value::Null).await;
-    let available: Vec<String> = listed["result"]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_string))
-        .collect();
     prepare_guard_repositories(&fixture);
-    let mut tally = Tally::default();
+    let mut passed = 0;
+    let mut failed = Vec::new();
     for (tool, case_name) in ORDER {
         let case = find_case(&fixture, tool, case_name);
-        let label = format!("{tool}/{}", case["name"].as_str().unwrap_or(case_name));
-        if !available.iter().any(|t| t == tool) {
-            tally.pending.push(format!("{label} (tool not built yet)"));
-        } else {
-            match replay(&app, tool, case).await {
-                Ok(()) => tally.passed.push(label),
-                Err(why) => tally.failed.push(format!("{label}: {why}")),
+        match replay(&app, tool, case).await {
+            Ok(()) => passed += 1,
+            Err(why) => {
+                failed.push(format!("{tool}/{}: {why}", case["name"].as_str().unwrap_or(case_name)))
             }
         }
     }
     let seeded = SeededRuns::start().await;
-    for uri in resource_order() {
+    let resources = resource_order();
+    for uri in &resources {
         let case = &fixture["resources"][uri.as_str()]["cases"][0];
-        let label = format!("resource {uri}");
-        if let Some((run, state)) = seeded.for_uri(&uri) {
-            match replay_resource(run, &uri, case).await {
-                Ok(()) => tally.passed.push(format!("{label} (seeded run: {state})")),
-                Err(why) => tally.failed.push(format!("{label} (seeded run: {state}): {why}")),
-            }
-            continue;
-        }
-        let Err(why) = replay_resource(&app, &uri, case).await else {
-            tally.passed.push(label);
-            continue;
+        let outcome = match seeded.for_uri(uri) {
+            Some((run, state)) => replay_resource(run, uri, case)
+                .await
+                .map_err(|why| format!("(seeded run: {state}) {why}")),
+            None => replay_resource(&app, uri, case).await,
         };
-        if let Err(shape) = same_shape_as_recorded(&app, &uri, case).await {
-            tally.failed.push(format!("{label}: {shape}"));
-            continue;
-        }
-        match missing_piece(&uri, &case["expect"]["ok"], &available) {
-            Some(missing) => tally.pending.push(format!("{label} ({missing}){}", brief(&why))),
-            None => tally.failed.push(format!("{label}: {why}")),
+        match outcome {
+            Ok(()) => passed += 1,
+            Err(why) => failed.push(format!("resource {uri}: {why}")),
         }
     }
-    println!(
-        "conformance: {} passed, {} failed, {} pending",
-        tally.passed.len(),
-        tally.failed.len(),
-        tally.pending.len()
-    );
-    for line in &tally.pending {
-        println!("  pending: {line}");
-    }
+    println!("conformance: {passed} passed, {} failed", failed.len());
     for (prefix, pointers, why) in RECORDED_ELSEWHERE {
         println!("  not compared: {prefix}… {pointers:?}: {why}");
     }
-    assert!(tally.failed.is_empty(), "conformance failures:\n{}", tally.failed.join("\n"));
+    assert!(failed.is_empty(), "conformance failures:\n{}", failed.join("\n"));
+    // The resource order is read from the fixture's text: it must find every recorded case.
+    let resource_cases = fixture["resources"].as_object().map_or(0, |r| r.len());
+    assert_eq!(resources.len(), resource_cases, "resource cases replayed: {resources:?}");
     assert!(
         llm.requests().len() >= 3,
         "the LLM cases must reach the fake endpoint: {} requests",
         llm.requests().len()
-    );
-    let tool_cases_passed = tally.passed.iter().filter(|l| !l.starts_with("resource ")).count();
-    assert_eq!(
-        tool_cases_passed,
-        ORDER.len(),
-        "every tool case of the recording must replay exactly: {:?}",
-        tally.pending
-    );
-    let resource_cases = fixture["resources"].as_object().map_or(0, |r| r.len());
-    let resource_cases_passed = tally.passed.len() - tool_cases_passed;
-    assert_eq!(
-        resource_cases_passed, resource_cases,
-        "every resource case of the recording must replay exactly: {:?}",
-        tally.pending
     );
 }
 
@@ -316,25 +270,6 @@ async fn replay(app: &TestApp, tool: &str, case: &Value) -> Result<(), String> {
     }
 }
 
-/// What a resource case's recorded answer needs beyond the resource itself.
-enum Needs {
-    /// The state these tools leave behind (pending while one of them is not built).
-    Tools(&'static [&'static str]),
-    /// Every tool the recorded answer counts (tooling/metrics).
-    CountedTools,
-}
-
-/// Resource cases that may mismatch, and why (by URI prefix). Any other mismatch fails.
-const NEEDS: [(&str, Needs); 7] = [
-    ("resource://projects", Needs::Tools(&["macro_start_session"])),
-    ("resource://project/", Needs::Tools(&["macro_prepare_thread"])),
-    ("resource://agents/", Needs::Tools(&["macro_prepare_thread", "macro_contact_handshake"])),
-    ("resource://inbox/", Needs::Tools(&["macro_contact_handshake"])),
-    ("resource://tooling/metrics", Needs::CountedTools),
-    ("resource://mailbox", Needs::Tools(&["macro_contact_handshake"])),
-    ("resource://outbox/", Needs::Tools(&["macro_contact_handshake"])),
-];
-
 /// Values in resource recordings that no replay of the tool session can produce (the fixture
 /// README: the publisher adjusted some cases; the resources were read against other state).
 /// Only these members are left out of the comparison; everything else is compared exactly.
@@ -356,24 +291,6 @@ const RECORDED_ELSEWHERE: [(&str, &[&str], &str); 3] = [
         "the id of the re-filed contact request (recorded as null)",
     ),
 ];
-
-/// Why a mismatching resource case is pending, or `None` when it must pass.
-fn missing_piece(uri: &str, expected: &Value, available: &[String]) -> Option<String> {
-    let (_, needs) = NEEDS.iter().find(|(prefix, _)| uri.starts_with(prefix))?;
-    let tools: Vec<&str> = match needs {
-        Needs::Tools(tools) => tools.to_vec(),
-        Needs::CountedTools => expected["tools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t["name"].as_str())
-            .collect(),
-    };
-    let missing: Vec<&str> =
-        tools.into_iter().filter(|t| !available.iter().any(|a| a == t)).collect();
-    (!missing.is_empty())
-        .then(|| format!("needs the state of tools not built yet: {}", missing.join(", ")))
-}
 
 /// The resource URIs in the fixture file's order (the parsed map sorts its keys).
 fn resource_order() -> Vec<String> {
@@ -408,48 +325,6 @@ async fn replay_resource(app: &TestApp, uri: &str, case: &Value) -> Result<(), S
     } else {
         Err(format!("\n  expected {expected}\n  actual   {actual}"))
     }
-}
-
-/// Even a case whose values cannot match must answer in the recorded shape: the same keys
-/// in every object, and array items keyed like the recorded first item.
-async fn same_shape_as_recorded(app: &TestApp, uri: &str, case: &Value) -> Result<(), String> {
-    let Ok(actual) = app.read_resource(uri).await else {
-        // An error answer is reported by the exact comparison already.
-        return Ok(());
-    };
-    let mut expected = case["expect"]["ok"].clone();
-    let mut actual = actual;
-    for pointer in case["normalize"]["ignore_json_pointers"].as_array().into_iter().flatten() {
-        let pointer = pointer.as_str().unwrap_or_default();
-        blank(&mut actual, pointer);
-        blank(&mut expected, pointer);
-    }
-    shape_diff(&expected, &actual, "")
-        .map_or(Ok(()), |where_| Err(format!("shape differs at {where_}")))
-}
-
-fn shape_diff(expected: &Value, actual: &Value, at: &str) -> Option<String> {
-    match (expected, actual) {
-        (Value::Object(e), Value::Object(a)) => {
-            let keys = |m: &serde_json::Map<String, Value>| m.keys().cloned().collect::<Vec<_>>();
-            if keys(e) != keys(a) {
-                return Some(format!("{at}: keys {:?} vs {:?}", keys(e), keys(a)));
-            }
-            e.iter().find_map(|(k, v)| shape_diff(v, &a[k], &format!("{at}/{k}")))
-        }
-        (Value::Array(e), Value::Array(a)) => {
-            let first = e.first()?;
-            a.iter().enumerate().find_map(|(i, item)| shape_diff(first, item, &format!("{at}/{i}")))
-        }
-        _ => None,
-    }
-}
-
-/// The start of a mismatch report, enough to see what differs in a pending line.
-fn brief(why: &str) -> String {
-    let flat = why.replace('\n', " ");
-    let cut: String = flat.chars().take(240).collect();
-    if cut.len() < flat.len() { format!(": {cut}…") } else { format!(": {cut}") }
 }
 
 fn pick(value: &Value, keys: &[&str]) -> Value {
