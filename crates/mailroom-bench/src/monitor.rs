@@ -20,6 +20,13 @@ pub struct Sample {
     /// Seconds since the run started.
     pub t_s: f64,
     pub rss_kb: u64,
+    /// The anonymous part of the RSS (heap, stacks): what a leak grows.
+    #[serde(default)]
+    pub rss_anon_kb: u64,
+    /// The file-backed part (the binary, memory-mapped database pages): the kernel may drop
+    /// it under pressure, and it fills up to the mapped files' size.
+    #[serde(default)]
+    pub rss_file_kb: u64,
     /// User + system CPU time consumed so far, in seconds.
     pub cpu_s: f64,
     pub open_files: u64,
@@ -34,6 +41,19 @@ pub struct MonitorReport {
     pub rss_growth_mb_per_hour: f64,
     pub rss_first_mb: f64,
     pub rss_peak_mb: f64,
+    /// The slope over the run's second half only: whether the growth levels off once caches
+    /// have filled (a leak keeps its slope).
+    #[serde(default)]
+    pub rss_growth_late_mb_per_hour: f64,
+    /// The slopes of anonymous RSS over the whole run and over its second half.
+    #[serde(default)]
+    pub rss_anon_growth_mb_per_hour: f64,
+    #[serde(default)]
+    pub rss_anon_growth_late_mb_per_hour: f64,
+    #[serde(default)]
+    pub rss_anon_peak_mb: f64,
+    #[serde(default)]
+    pub rss_file_peak_mb: f64,
     /// Least-squares slope of the open-file count, per hour.
     pub open_files_growth_per_hour: f64,
     pub open_files_peak: u64,
@@ -50,15 +70,18 @@ pub fn sample(pid: u32, t_s: f64) -> Option<Sample> {
     let open_files = std::fs::read_dir(proc_dir.join("fd")).ok()?.count() as u64;
     Some(Sample {
         t_s,
-        rss_kb: rss_kb(&status)?,
+        rss_kb: status_kb(&status, "VmRSS:")?,
+        // Both since Linux 4.5; absent fields read as 0.
+        rss_anon_kb: status_kb(&status, "RssAnon:").unwrap_or(0),
+        rss_file_kb: status_kb(&status, "RssFile:").unwrap_or(0),
         cpu_s: cpu_ticks(&stat)? as f64 / TICKS_PER_SECOND,
         open_files,
     })
 }
 
-/// `VmRSS:  1234 kB` from /proc/PID/status.
-fn rss_kb(status: &str) -> Option<u64> {
-    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+/// A `Field:  1234 kB` line of /proc/PID/status (`field` with its colon).
+fn status_kb(status: &str, field: &str) -> Option<u64> {
+    let line = status.lines().find(|line| line.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -88,7 +111,13 @@ pub fn slope(points: &[(f64, f64)]) -> f64 {
 /// Summarises samples.
 pub fn summarise(pid: u32, interval: Duration, samples: Vec<Sample>) -> MonitorReport {
     let round = |v: f64| (v * 1000.0).round() / 1000.0;
-    let rss: Vec<(f64, f64)> = samples.iter().map(|s| (s.t_s, s.rss_kb as f64 / 1024.0)).collect();
+    let mb = |kb: fn(&Sample) -> u64| -> Vec<(f64, f64)> {
+        samples.iter().map(|s| (s.t_s, kb(s) as f64 / 1024.0)).collect()
+    };
+    let (rss, anon, file) = (mb(|s| s.rss_kb), mb(|s| s.rss_anon_kb), mb(|s| s.rss_file_kb));
+    let peak = |points: &[(f64, f64)]| round(points.iter().map(|p| p.1).fold(0.0, f64::max));
+    // The second half by time (samples are evenly spaced, so by count).
+    let late = |points: &[(f64, f64)]| round(slope(&points[points.len() / 2..]) * 3600.0);
     let files: Vec<(f64, f64)> = samples.iter().map(|s| (s.t_s, s.open_files as f64)).collect();
     let cpu_percent_mean = match (samples.first(), samples.last()) {
         (Some(first), Some(last)) if last.t_s > first.t_s => {
@@ -101,7 +130,12 @@ pub fn summarise(pid: u32, interval: Duration, samples: Vec<Sample>) -> MonitorR
         interval_s: interval.as_secs_f64(),
         rss_growth_mb_per_hour: round(slope(&rss) * 3600.0),
         rss_first_mb: round(rss.first().map_or(0.0, |p| p.1)),
-        rss_peak_mb: round(rss.iter().map(|p| p.1).fold(0.0, f64::max)),
+        rss_peak_mb: peak(&rss),
+        rss_growth_late_mb_per_hour: late(&rss),
+        rss_anon_growth_mb_per_hour: round(slope(&anon) * 3600.0),
+        rss_anon_growth_late_mb_per_hour: late(&anon),
+        rss_anon_peak_mb: peak(&anon),
+        rss_file_peak_mb: peak(&file),
         open_files_growth_per_hour: round(slope(&files) * 3600.0),
         open_files_peak: samples.iter().map(|s| s.open_files).max().unwrap_or(0),
         cpu_percent_mean: round(cpu_percent_mean),
@@ -140,18 +174,22 @@ mod tests {
 
     #[test]
     fn proc_files_are_parsed() {
-        let status = "Name:\tmailroom\nVmPeak:\t  9000 kB\nVmRSS:\t   4321 kB\nThreads:\t4\n";
-        assert_eq!(rss_kb(status), Some(4321));
+        let status = "Name:\tmailroom\nVmPeak:\t  9000 kB\nVmRSS:\t   4321 kB\n\
+                      RssAnon:\t    3000 kB\nRssFile:\t    1321 kB\nThreads:\t4\n";
+        assert_eq!(status_kb(status, "VmRSS:"), Some(4321));
+        assert_eq!(status_kb(status, "RssAnon:"), Some(3000));
+        assert_eq!(status_kb(status, "RssFile:"), Some(1321));
         // A command name with spaces and a parenthesis must not shift the fields.
         let stat = "42 (my (odd) name) S 1 42 42 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 4 0";
         assert_eq!(cpu_ticks(stat), Some(300));
-        assert_eq!(rss_kb("Name: x\n"), None);
+        assert_eq!(status_kb("Name: x\n", "VmRSS:"), None);
     }
 
     #[test]
     fn the_current_process_can_be_sampled() {
         let sample = sample(std::process::id(), 0.0).expect("own /proc entry");
         assert!(sample.rss_kb > 0 && sample.open_files > 0);
+        assert!(sample.rss_anon_kb > 0 && sample.rss_anon_kb + sample.rss_file_kb <= sample.rss_kb);
     }
 
     #[test]
@@ -163,6 +201,8 @@ mod tests {
                 Sample {
                     t_s: i as f64 * 600.0,
                     rss_kb: 100 * 1024 + i * 1024 + noise,
+                    rss_anon_kb: 60 * 1024 + i * 1024,
+                    rss_file_kb: 40 * 1024 + noise,
                     cpu_s: i as f64 * 300.0,
                     open_files: 20,
                 }
@@ -174,6 +214,36 @@ mod tests {
         assert_eq!(report.open_files_peak, 20);
         assert_eq!(report.cpu_percent_mean, 50.0);
         assert_eq!(report.rss_first_mb, 100.5);
+        assert!((report.rss_anon_growth_mb_per_hour - 6.0).abs() < 1e-9, "{report:?}");
+        assert_eq!(report.rss_anon_peak_mb, 66.0);
+        assert_eq!(report.rss_file_peak_mb, 40.5);
         assert_eq!(slope(&[(1.0, 5.0)]), 0.0);
+    }
+
+    /// Growth that levels off (caches filling) shows in the whole run's slope but not in the
+    /// second half's; a leak keeps its slope in both.
+    #[test]
+    fn the_late_slope_tells_a_plateau_from_a_leak() {
+        let run = |anon_kb: fn(u64) -> u64| {
+            let samples = (0..=10)
+                .map(|i| Sample {
+                    t_s: i as f64 * 360.0,
+                    rss_kb: anon_kb(i),
+                    rss_anon_kb: anon_kb(i),
+                    rss_file_kb: 0,
+                    cpu_s: 0.0,
+                    open_files: 20,
+                })
+                .collect();
+            summarise(1, Duration::from_secs(360), samples)
+        };
+        // +2 MB per sample for the first four samples, then flat.
+        let plateau = run(|i| 50 * 1024 + i.min(4) * 2048);
+        assert!(plateau.rss_anon_growth_mb_per_hour > 5.0, "{plateau:?}");
+        assert_eq!(plateau.rss_anon_growth_late_mb_per_hour, 0.0);
+        assert_eq!(plateau.rss_growth_late_mb_per_hour, 0.0);
+        // +1 MB per sample (10 MB/hour) throughout.
+        let leak = run(|i| 50 * 1024 + i * 1024);
+        assert!((leak.rss_anon_growth_late_mb_per_hour - 10.0).abs() < 1e-9, "{leak:?}");
     }
 }

@@ -162,12 +162,18 @@ impl Report {
     fn monitor_line(&self) -> Option<String> {
         let m = self.monitor.as_ref()?;
         Some(format!(
-            "process {}: RSS {} → peak {} MB (growth {} MB/hour), CPU {} % of a core, \
-             open files peak {} (growth {}/hour), {} samples",
+            "process {}: RSS {} → peak {} MB (growth {} MB/hour, second half {} MB/hour; \
+             anonymous peak {} MB, growth {} MB/hour, second half {} MB/hour; file-backed \
+             peak {} MB), CPU {} % of a core, open files peak {} (growth {}/hour), {} samples",
             m.pid,
             m.rss_first_mb,
             m.rss_peak_mb,
             m.rss_growth_mb_per_hour,
+            m.rss_growth_late_mb_per_hour,
+            m.rss_anon_peak_mb,
+            m.rss_anon_growth_mb_per_hour,
+            m.rss_anon_growth_late_mb_per_hour,
+            m.rss_file_peak_mb,
             m.cpu_percent_mean,
             m.open_files_peak,
             m.open_files_growth_per_hour,
