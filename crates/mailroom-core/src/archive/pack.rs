@@ -8,11 +8,9 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
-use flate2::Compression;
-use flate2::write::ZlibEncoder;
+use flate2::{Compress, Compression, FlushCompress, Status};
 use git2::{ObjectType, Oid};
 
 use super::atomic_file::write_synced;
@@ -44,14 +42,14 @@ pub(super) fn write_pack(pack_dir: &Path, objects: &[PackObject<'_>]) -> Result<
     pack.extend_from_slice(&count.to_be_bytes());
     // (id, crc32 of the packed entry, offset) per object.
     let mut entries: Vec<(Oid, u32, u64)> = Vec::with_capacity(objects.len());
+    // One compressor, reset per object: setting one up (its tables) cost more than
+    // compressing a small message.
+    let mut compressor = Compress::new(Compression::fast(), true);
     for object in &objects {
         let offset = pack.len() as u64;
         push_entry_header(&mut pack, object_type_code(object.kind)?, object.data.len() as u64);
-        let mut encoder = ZlibEncoder::new(&mut pack, Compression::fast());
-        encoder
-            .write_all(object.data)
-            .and_then(|_| encoder.finish().map(|_| ()))
-            .map_err(|e| Error::internal(format!("archive: compressing a pack object: {e}")))?;
+        compressor.reset();
+        deflate_into(&mut compressor, object.data, &mut pack)?;
         let mut crc = flate2::Crc::new();
         crc.update(&pack[offset as usize..]);
         entries.push((object.id, crc.sum(), offset));
@@ -78,6 +76,25 @@ pub(super) fn write_pack(pack_dir: &Path, objects: &[PackObject<'_>]) -> Result<
     fs::rename(&temp_pack, &pack_path).map_err(|e| io_err("cannot rename", &temp_pack, e))?;
     fs::rename(&temp_index, &index_path).map_err(|e| io_err("cannot rename", &temp_index, e))?;
     Ok(())
+}
+
+/// Appends `data` to `out` as one whole zlib stream.
+fn deflate_into(compressor: &mut Compress, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let failed = |e: &dyn std::fmt::Display| {
+        Error::internal(format!("archive: compressing a pack object: {e}"))
+    };
+    loop {
+        // Room for the rest even if it does not compress (stored blocks add a few bytes per
+        // 16 KiB); a stream that still needs more gets another round.
+        let consumed = usize::try_from(compressor.total_in()).map_err(|e| failed(&e))?;
+        let rest = &data[consumed.min(data.len())..];
+        out.reserve(rest.len() + rest.len() / 1024 + 64);
+        match compressor.compress_vec(rest, out, FlushCompress::Finish) {
+            Ok(Status::StreamEnd) => return Ok(()),
+            Ok(Status::Ok | Status::BufError) => {}
+            Err(e) => return Err(failed(&e)),
+        }
+    }
 }
 
 fn object_type_code(kind: ObjectType) -> Result<u8> {
@@ -153,7 +170,18 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let repo = Repository::init(dir.path()).expect("init");
         let big: Vec<u8> = (0..200_000u32).flat_map(|i| i.to_le_bytes()).collect();
-        let blobs: Vec<&[u8]> = vec![b"hello\n", b"", &big, b"hello\n"];
+        // Incompressible bytes (xorshift): the compressor needs more room than the input.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let noise: Vec<u8> = (0..300_000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        // The one compressor serves objects of every size in turn.
+        let blobs: Vec<&[u8]> = vec![b"hello\n", b"", &big, &noise, b"bye\n", b"hello\n"];
         let objects: Vec<PackObject<'_>> = blobs
             .iter()
             .map(|data| PackObject {
