@@ -190,12 +190,44 @@ mod tests {
         }
     }
 
+    /// The scoped expression run by FTS5 on the migrated table: only the projects' rows match
+    /// (`p3` is a whole token, so project 30 stays out), and the user's words are looked for
+    /// in subject and body only (a body saying "p3" is not in project 3, and a search for
+    /// "p3" does not match the hidden token).
     #[test]
     fn scoped_match_confines_the_query_to_subject_body_and_the_projects() {
-        let scope = SearchScope { project_ids: vec![3, 12], viewer_ids: None };
-        assert_eq!(
-            scoped_match(&scope, "deploy OR \"roll back\""),
-            "project_scope : (p3 OR p12) AND {subject body} : (deploy OR \"roll back\")"
-        );
+        let mut conn = rusqlite::Connection::open_in_memory().expect("open");
+        super::super::migrations::migrate(&mut conn).expect("migrate");
+        let rows = [
+            (1, "deploy", "", 3),
+            (2, "deploy", "", 30),
+            (3, "deploy", "", 12),
+            (4, "p3 notes", "deploy", 7),
+            (5, "roll back", "x", 3),
+            (6, "rollback", "x", 3),
+        ];
+        for (id, subject, body, project) in rows {
+            conn.execute(
+                "INSERT INTO fts_messages (rowid, message_id, subject, body, project_scope) \
+                 VALUES (?1, ?1, ?2, ?3, 'p' || ?4)",
+                rusqlite::params![id, subject, body, project],
+            )
+            .expect("insert");
+        }
+        let found = |projects: Vec<i64>, query: &str| -> Vec<i64> {
+            let scope = SearchScope { project_ids: projects, viewer_ids: None };
+            let mut stmt = conn
+                .prepare(
+                    "SELECT rowid FROM fts_messages WHERE fts_messages MATCH ?1 ORDER BY rowid",
+                )
+                .expect("prepare");
+            let ids = stmt.query_map([scoped_match(&scope, query)], |r| r.get(0)).expect("query");
+            ids.collect::<rusqlite::Result<Vec<i64>>>().expect("rows")
+        };
+        assert_eq!(found(vec![3, 12], "deploy OR \"roll back\""), [1, 3, 5]);
+        assert_eq!(found(vec![30], "deploy"), [2]);
+        assert_eq!(found(vec![7], "p3"), [4]);
+        assert_eq!(found(vec![3], "p3"), Vec::<i64>::new());
+        assert_eq!(found(vec![3, 7], "deploy"), [1, 4]);
     }
 }
