@@ -235,21 +235,41 @@ impl Mailroom {
         // pages go to a blocking thread.
         let short =
             limit <= SHORT_INBOX_LIMIT && !req.urgent_only && since.is_none() && topic.is_none();
-        let job = move |db: &Db<'_>| {
-            let project = resolve::project(db, &req.project_key)?;
-            let agent = resolve::agent(db, &project, &req.agent_name, "agent_name")?;
+        let (urgent_only, include_bodies) = (req.urgent_only, req.include_bodies);
+        let page = move |db: &Db<'_>, project: &Project, agent: &Agent| {
             let query = InboxQuery {
                 project_id: project.id,
                 agent_id: agent.id,
                 limit,
-                urgent_only: req.urgent_only,
+                urgent_only,
                 since,
                 topic: topic.as_deref(),
             };
             let rows = db.inbox(&query)?;
-            Ok(rows.iter().map(|r| MessageOut::from_listing(r, req.include_bodies)).collect())
+            Ok(rows.iter().map(|r| MessageOut::from_listing(r, include_bodies)).collect())
         };
-        if short { self.store.read_short(job).await } else { self.store.read(job).await }
+        if short {
+            // Inline only while every step is an index lookup: a name that does not resolve
+            // takes the blocking road below, where its error compares it with every name.
+            let (key, name, page) = (req.project_key.clone(), req.agent_name.clone(), page.clone());
+            let found = self
+                .store
+                .read_short(move |db| match resolve::project_and_agent_directly(db, &key, &name)? {
+                    Some((project, agent)) => page(db, &project, &agent).map(Some),
+                    None => Ok(None),
+                })
+                .await?;
+            if let Some(rows) = found {
+                return Ok(rows);
+            }
+        }
+        self.store
+            .read(move |db| {
+                let project = resolve::project(db, &req.project_key)?;
+                let agent = resolve::agent(db, &project, &req.agent_name, "agent_name")?;
+                page(db, &project, &agent)
+            })
+            .await
     }
 
     /// Marks a message read for the agent (first write wins).

@@ -50,6 +50,26 @@ pub fn project(db: &Db<'_>, raw: &str) -> Result<Project> {
     Err(project_not_found(db, raw)?)
 }
 
+/// The project and agent when both names resolve as given (by index lookups alone); `None`
+/// when either does not, and only [`project`] and [`agent`] can say why (their errors may
+/// compare the name with every project's or agent's: work for a blocking thread).
+pub fn project_and_agent_directly(
+    db: &Db<'_>,
+    project_key: &str,
+    agent_name: &str,
+) -> Result<Option<(Project, Agent)>> {
+    let key = project_key.trim();
+    let name = agent_name.trim();
+    if key.is_empty() || name.is_empty() {
+        return Ok(None);
+    }
+    let canonical = canonical_project_key(key);
+    let Some(project) = db.project_matching(&slugify(&canonical), &[&canonical, key])? else {
+        return Ok(None);
+    };
+    Ok(db.agent_by_name(project.id, name)?.map(|agent| (project, agent)))
+}
+
 /// The spelling used for matching: absolute paths are normalised, other keys kept as typed.
 fn canonical_project_key(key: &str) -> String {
     if looks_like_path(key)

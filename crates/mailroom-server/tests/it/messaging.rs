@@ -225,6 +225,19 @@ async fn bad_input_gets_errors_naming_the_problem_and_writes_nothing() {
             json!({"project_key": slug, "agent_name": "GreenCastle", "since_ts": "yesterday"}),
             "since_ts",
         ),
+        // An unfiltered page is read inline only for names that resolve directly; the
+        // others still get the suggestions.
+        (
+            "fetch_inbox",
+            json!({"project_key": slug, "agent_name": "GreenCastel"}),
+            "Did you mean: GreenCastle?",
+        ),
+        (
+            "fetch_inbox",
+            json!({"project_key": "/work/delt", "agent_name": "GreenCastle"}),
+            "Did you mean: '/work/delta'",
+        ),
+        ("fetch_inbox", json!({"project_key": slug, "agent_name": "  "}), "agent_name"),
         ("register_agent", json!({"project_key": slug, "program": " ", "model": "m"}), "program"),
         (
             "mark_message_read",
