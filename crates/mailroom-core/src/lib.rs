@@ -5,6 +5,7 @@
 //! touches SQL. This crate knows nothing of HTTP or JSON-RPC.
 
 pub mod archive;
+mod background;
 pub mod config;
 pub mod error;
 pub mod guard;

@@ -245,6 +245,7 @@ impl PreparedArchive {
         let handle = std::thread::Builder::new()
             .name("mailroom-archive".to_string())
             .spawn(move || {
+                crate::background::lower_thread_priority();
                 let repo =
                     match git::ArchiveRepo::open_or_init(&settings.root, settings.author.clone()) {
                         Ok(repo) => repo,

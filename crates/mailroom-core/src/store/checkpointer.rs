@@ -34,7 +34,10 @@ impl Checkpointer {
         let (nudge, nudges) = sync_channel(64);
         let thread = std::thread::Builder::new()
             .name("mailroom-db-checkpoint".to_string())
-            .spawn(move || run(&conn, &nudges))
+            .spawn(move || {
+                crate::background::lower_thread_priority();
+                run(&conn, &nudges)
+            })
             .map_err(|e| Error::internal(format!("cannot start the WAL checkpointer: {e}")))?;
         Ok(Self { nudge, thread })
     }
