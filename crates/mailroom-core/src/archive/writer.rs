@@ -197,7 +197,9 @@ impl Writer {
                 self.reader.read(|db| render::render(db, &work, repo, digests, replay_horizon))?;
             if self.repo.commit_files(&rendered.files, &rendered.message)?.is_some() {
                 self.signal.commits.fetch_add(1, Ordering::SeqCst);
-                self.repacker.after_commit();
+                if self.repacker.after_commit() {
+                    self.repo.reopen();
+                }
             }
             self.repo.make_durable()?;
             self.remember_digests(rendered.files);
