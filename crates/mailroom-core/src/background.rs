@@ -7,7 +7,7 @@
 //! waking request thread preempts the background one. Throughput on a saturated machine does
 //! not change: the archive's bounded queue makes senders wait for the archive all the same.
 
-/// The nice value of background threads (and of the `git gc` children they start, which
+/// The nice value of background threads (and of the `git repack` children they start, which
 /// inherit it).
 const BACKGROUND_NICE: i32 = 10;
 
