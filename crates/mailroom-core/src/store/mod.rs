@@ -79,7 +79,11 @@ impl Store {
         db::migrations::migrate(&mut writer_conn)?;
         // Checkpoints run on their own thread (checkpointer.rs), not inside the writer's commits.
         writer_conn.pragma_update(None, "wal_autocheckpoint", 0).map_err(db::map_err)?;
-        let checkpointer = Checkpointer::start(open_connection(path, false)?)?;
+        let checkpoint_conn = open_connection(path, false)?;
+        // A checkpoint copies WAL frames into the database file through a buffer of its own,
+        // not the page cache: the writer's 32 MB would only fill with schema pages.
+        checkpoint_conn.pragma_update(None, "cache_size", -256).map_err(db::map_err)?;
+        let checkpointer = Checkpointer::start(checkpoint_conn)?;
         let readers = (0..reader_connections.max(1))
             .map(|_| open_connection(path, true))
             .collect::<Result<Vec<_>>>()?;
