@@ -11,11 +11,14 @@
 /// inherit it).
 const BACKGROUND_NICE: i32 = 10;
 
-/// Lowers the calling thread's priority to [`BACKGROUND_NICE`]; on Linux the nice value
+/// Lowers the calling thread's priority to [`BACKGROUND_NICE`] (never raises it); on Linux the nice value
 /// belongs to the thread, not the process. Best effort: a refusal only costs latency.
 pub(crate) fn lower_thread_priority() {
-    let thread = rustix::thread::gettid();
-    if let Err(e) = rustix::process::setpriority_process(Some(thread), BACKGROUND_NICE) {
+    let thread = Some(rustix::thread::gettid());
+    // The value is absolute: a thread already nicer than that (the whole server started
+    // under `nice 19`) must not be raised.
+    let current = rustix::process::getpriority_process(thread).unwrap_or(BACKGROUND_NICE);
+    if let Err(e) = rustix::process::setpriority_process(thread, current.max(BACKGROUND_NICE)) {
         tracing::debug!(error = %e, "a background thread keeps its priority");
     }
 }

@@ -368,7 +368,9 @@ impl ArchiveRepo {
             let tree = self.repo.find_tree(head_tree).map_err(|e| git_err("find tree", e))?;
             index.read_tree(&tree).map_err(|e| git_err("index reload", e))?;
             if let Err(e) = index.write() {
+                // The index is not kept: the next start re-aligns it.
                 tracing::warn!(error = %e.message(), "cannot rewrite the archive index");
+                return Ok(());
             }
         }
         self.index_len = index.len();

@@ -60,7 +60,12 @@ pub fn project_and_agent_directly(
 ) -> Result<Option<(Project, Agent)>> {
     let key = project_key.trim();
     let name = agent_name.trim();
-    if key.is_empty() || name.is_empty() {
+    // Whatever [`project`] or [`agent`] would refuse before looking goes their way.
+    if key.is_empty()
+        || name.is_empty()
+        || is_placeholder(key, &PROJECT_PLACEHOLDERS)
+        || is_placeholder(name, &AGENT_PLACEHOLDERS)
+    {
         return Ok(None);
     }
     let canonical = canonical_project_key(key);

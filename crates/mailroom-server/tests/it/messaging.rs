@@ -173,6 +173,9 @@ async fn search_stays_inside_its_project() {
 async fn bad_input_gets_errors_naming_the_problem_and_writes_nothing() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/delta", "BlueLake", "GreenCastle").await;
+    // A project whose key looks like a placeholder can exist; calls naming it are still
+    // refused as placeholders, on the inline inbox path as on every other.
+    app.tool_ok("ensure_project", json!({"human_key": "/work/placeholder-app"})).await;
     let cases = [
         ("ensure_project", json!({"human_key": "relative/path"}), "absolute directory path"),
         (
@@ -238,6 +241,16 @@ async fn bad_input_gets_errors_naming_the_problem_and_writes_nothing() {
             "Did you mean: '/work/delta'",
         ),
         ("fetch_inbox", json!({"project_key": slug, "agent_name": "  "}), "agent_name"),
+        (
+            "fetch_inbox",
+            json!({"project_key": "/work/placeholder-app", "agent_name": "GreenCastle"}),
+            "placeholder",
+        ),
+        (
+            "fetch_inbox",
+            json!({"project_key": "/work/placeholder-app", "agent_name": "GreenCastle", "urgent_only": true}),
+            "placeholder",
+        ),
         ("register_agent", json!({"project_key": slug, "program": " ", "model": "m"}), "program"),
         (
             "mark_message_read",

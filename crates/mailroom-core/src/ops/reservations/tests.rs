@@ -332,7 +332,7 @@ async fn reservation_ops_keep_the_set_current() {
 }
 
 /// Concurrent requests share write batches (one transaction, a savepoint each): the sets
-/// published after them still mirror the database.
+/// kept as each job ends still mirror the database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_requests_leave_a_true_set() {
     let dir = tempfile::tempdir().expect("dir");
