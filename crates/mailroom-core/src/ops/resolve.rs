@@ -43,8 +43,7 @@ pub fn project(db: &Db<'_>, raw: &str) -> Result<Project> {
             ),
         ));
     }
-    let canonical = canonical_project_key(key);
-    if let Some(found) = db.project_matching(&slugify(&canonical), &[&canonical, key])? {
+    if let Some(found) = project_by_key(db, key)? {
         return Ok(found);
     }
     Err(project_not_found(db, raw)?)
@@ -68,11 +67,14 @@ pub fn project_and_agent_directly(
     {
         return Ok(None);
     }
-    let canonical = canonical_project_key(key);
-    let Some(project) = db.project_matching(&slugify(&canonical), &[&canonical, key])? else {
-        return Ok(None);
-    };
+    let Some(project) = project_by_key(db, key)? else { return Ok(None) };
     Ok(db.agent_by_name(project.id, name)?.map(|agent| (project, agent)))
+}
+
+/// The project a trimmed, non-placeholder key names (slug, human key or path spelling).
+fn project_by_key(db: &Db<'_>, key: &str) -> Result<Option<Project>> {
+    let canonical = canonical_project_key(key);
+    db.project_matching(&slugify(&canonical), &[&canonical, key])
 }
 
 /// The spelling used for matching: absolute paths are normalised, other keys kept as typed.

@@ -84,8 +84,6 @@ pub(crate) struct View {
     /// Whether `set` was loaded by this job (and may be kept when it ends).
     loaded: bool,
     changes: Vec<Change>,
-    /// Rows released by this job, hidden from `in_force`.
-    released: Vec<i64>,
 }
 
 impl ActiveReservations {
@@ -118,7 +116,6 @@ impl ActiveReservations {
             set: None,
             loaded: false,
             changes: Vec::new(),
-            released: Vec::new(),
         })
     }
 
@@ -163,11 +160,11 @@ impl ActiveReservations {
     /// Ends the job's part, its changes all made: reads the stamp they led to and brings the
     /// cached set up to it, or drops the set on doubt.
     pub(crate) fn finish(&self, db: &Db<'_>, view: View) -> Result<()> {
-        let after = db.reservation_stamp(view.project_id)?;
         if !self.enabled {
             return Ok(());
         }
-        let View { project_id, base, set, loaded, changes, released: _ } = view;
+        let after = db.reservation_stamp(view.project_id)?;
+        let View { project_id, base, set, loaded, changes } = view;
         // A set taken from the cache is dropped here, so the cached one is not shared while
         // it is updated (no copy).
         let loaded = set.filter(|_| loaded);
@@ -269,19 +266,16 @@ impl View {
 
     /// The project's reservations in force at `now` as this job sees them, by id: the
     /// loaded set less what the job released (its own additions are not included).
-    pub(crate) fn in_force(&self, now: Timestamp) -> impl DoubleEndedIterator<Item = &Entry> {
+    pub(crate) fn in_force(&self, now: Timestamp) -> impl Iterator<Item = &Entry> {
         let entries = self.set.as_ref().map_or(&[][..], |set| set.entries.as_slice());
-        let released = &self.released;
-        entries
-            .iter()
-            .filter(move |e| e.in_force(now) && (released.is_empty() || !released.contains(&e.id)))
+        let released = |id: i64| {
+            self.changes.iter().any(|change| matches!(change, Change::Released(r) if *r == id))
+        };
+        entries.iter().filter(move |e| e.in_force(now) && !released(e.id))
     }
 
     /// Records a change the job made to one of the project's rows.
     pub(crate) fn record(&mut self, change: Change) {
-        if let Change::Released(id) = change {
-            self.released.push(id);
-        }
         self.changes.push(change);
     }
 }
