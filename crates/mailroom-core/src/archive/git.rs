@@ -8,14 +8,14 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use git2::build::TreeUpdateBuilder;
 use git2::{
-    FileMode, Index, IndexEntry, IndexTime, ObjectType, Oid, Repository, RepositoryOpenFlags,
-    Signature, Tree, TreeWalkMode, TreeWalkResult,
+    Index, IndexEntry, IndexTime, ObjectType, Oid, Repository, RepositoryOpenFlags, Signature,
+    Tree, TreeWalkMode, TreeWalkResult,
 };
 use serde::Serialize;
 
 use super::pack::{self, PackObject};
+use super::tree_merge;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 
@@ -154,7 +154,7 @@ impl ArchiveRepo {
         for (_, bytes) in files {
             distinct.entry(bytes.as_slice()).or_insert(Oid::ZERO_SHA1);
         }
-        let packed = distinct.len() >= PACK_MIN_BLOBS && head_commit(&self.repo)?.is_some();
+        let packed = distinct.len() >= PACK_MIN_BLOBS;
         for (bytes, id) in distinct.iter_mut() {
             // A packed commit writes its blobs into the pack: here they are only named.
             let named = if packed {
@@ -165,116 +165,84 @@ impl ArchiveRepo {
             *id = named.map_err(|e| git_err("write blob", e))?;
         }
         let blobs: Vec<Oid> = files.iter().map(|(_, bytes)| distinct[bytes.as_slice()]).collect();
-        let commit_id = if packed {
-            self.commit_packed(files, &blobs, &distinct, message)?
-        } else {
-            self.commit_tree(files, &blobs, message)?
-        };
+        let written = if packed { Some(&distinct) } else { None };
+        let commit_id = self.commit_blobs(files, &blobs, written, message)?;
         self.write_work_tree(files, &blobs)?;
         Ok(commit_id)
     }
 
-    /// `commit_tree` for a large commit: its blobs, trees and commit are written as one pack
-    /// (two files) instead of one loose file each. libgit2 builds the trees and the commit in
-    /// memory (a mempack backend on a scratch handle); HEAD moves once the pack is in place.
-    fn commit_packed(
+    /// Commits `files`, whose blobs are `blobs`, on top of HEAD; `None` when HEAD holds them
+    /// all already. With `packed` (each distinct content and its blob), the blobs, the new
+    /// trees and the commit are written as one pack; otherwise the blobs are in the object
+    /// store already and the trees and commit are written loose.
+    fn commit_blobs(
         &self,
         files: &[(String, Vec<u8>)],
         blobs: &[Oid],
-        distinct: &HashMap<&[u8], Oid>,
-        message: &str,
-    ) -> Result<Option<Oid>> {
-        let scratch = Repository::open(&self.root).map_err(|e| git_err("open", e))?;
-        let odb = scratch.odb().map_err(|e| git_err("odb", e))?;
-        // Writes go to the backend of highest priority: memory, not `.git/objects`.
-        let _memory = odb.add_new_mempack_backend(1000).map_err(|e| git_err("mempack", e))?;
-        let Some(head) = head_commit(&scratch)? else {
-            return Err(Error::internal("archive: a packed commit needs a parent"));
-        };
-        let baseline = head.tree().map_err(|e| git_err("HEAD tree", e))?;
-        let tree_id = updated_tree(&scratch, &baseline, files, blobs)?;
-        if tree_id == baseline.id() {
-            return Ok(None);
-        }
-        let commit_id = self.commit_on(&scratch, None, tree_id, message, &[&head])?;
-        let mut new_trees = Vec::new();
-        collect_new_trees(&scratch, tree_id, Some(baseline.id()), &mut new_trees)?;
-        let mut raw = Vec::with_capacity(new_trees.len() + 1);
-        for id in new_trees.into_iter().chain([commit_id]) {
-            let object = odb.read(id).map_err(|e| git_err("read new object", e))?;
-            raw.push((id, object.kind(), object.data().to_vec()));
-        }
-        let mut objects: Vec<PackObject<'_>> = distinct
-            .iter()
-            .map(|(data, id)| PackObject { id: *id, kind: ObjectType::Blob, data })
-            .collect();
-        objects.extend(raw.iter().map(|(id, kind, data)| PackObject {
-            id: *id,
-            kind: *kind,
-            data,
-        }));
-        pack::write_pack(&self.repo.path().join("objects/pack"), &objects)?;
-        let summary = message.lines().next().unwrap_or_default();
-        self.repo
-            .head()
-            .and_then(|mut branch| branch.set_target(commit_id, &format!("commit: {summary}")))
-            .map_err(|e| git_err("move HEAD", e))?;
-        Ok(Some(commit_id))
-    }
-
-    fn commit_tree(
-        &self,
-        files: &[(String, Vec<u8>)],
-        blobs: &[Oid],
+        packed: Option<&HashMap<&[u8], Oid>>,
         message: &str,
     ) -> Result<Option<Oid>> {
         let head = head_commit(&self.repo)?;
-        let (tree_id, unchanged) = match &head {
-            Some(commit) => {
-                let baseline = commit.tree().map_err(|e| git_err("HEAD tree", e))?;
-                let tree = updated_tree(&self.repo, &baseline, files, blobs)?;
-                (tree, tree == baseline.id())
-            }
-            None => (self.first_tree(files, blobs)?, false),
-        };
-        if unchanged {
+        let baseline = head.as_ref().map(git2::Commit::tree_id);
+        let parents: Vec<Oid> = head.iter().map(git2::Commit::id).collect();
+        let odb = self.repo.odb().map_err(|e| git_err("odb", e))?;
+        let paths = files.iter().map(|(path, _)| path.as_str());
+        let trees = tree_merge::merge_files(&odb, baseline, paths.zip(blobs.iter().copied()))?;
+        if Some(trees.root) == baseline {
             return Ok(None);
         }
-        let parents: Vec<&git2::Commit<'_>> = head.iter().collect();
-        self.commit_on(&self.repo, Some("HEAD"), tree_id, message, &parents).map(Some)
+        let commit = self.commit_bytes(trees.root, &parents, message)?;
+        let commit_id = match packed {
+            Some(distinct) => {
+                let commit_id = Oid::hash_object(ObjectType::Commit, &commit)
+                    .map_err(|e| git_err("hash commit", e))?;
+                let blobs = distinct.iter().map(|(data, id)| PackObject {
+                    id: *id,
+                    kind: ObjectType::Blob,
+                    data,
+                });
+                let trees = trees.new_trees.iter().map(|tree| PackObject {
+                    id: tree.id,
+                    kind: ObjectType::Tree,
+                    data: &tree.bytes,
+                });
+                let commit = PackObject { id: commit_id, kind: ObjectType::Commit, data: &commit };
+                let objects: Vec<PackObject<'_>> = blobs.chain(trees).chain([commit]).collect();
+                pack::write_pack(&self.repo.path().join("objects/pack"), &objects)?;
+                commit_id
+            }
+            None => {
+                for tree in &trees.new_trees {
+                    odb.write(ObjectType::Tree, &tree.bytes)
+                        .map_err(|e| git_err("write tree", e))?;
+                }
+                odb.write(ObjectType::Commit, &commit).map_err(|e| git_err("write commit", e))?
+            }
+        };
+        self.move_head(commit_id, message)?;
+        Ok(Some(commit_id))
     }
 
-    /// A commit of `tree_id` by the archive's author in `repo`, moving `update_ref` if given.
-    fn commit_on(
-        &self,
-        repo: &Repository,
-        update_ref: Option<&str>,
-        tree_id: Oid,
-        message: &str,
-        parents: &[&git2::Commit<'_>],
-    ) -> Result<Oid> {
-        let tree = repo.find_tree(tree_id).map_err(|e| git_err("find tree", e))?;
+    /// The bytes of a commit by the archive's author, now.
+    fn commit_bytes(&self, tree: Oid, parents: &[Oid], message: &str) -> Result<Vec<u8>> {
         let signature = Signature::now(&self.author.name, &self.author.email)
             .map_err(|e| git_err("signature", e))?;
-        repo.commit(update_ref, &signature, &signature, message, &tree, parents)
-            .map_err(|e| git_err("commit", e))
+        Ok(commit_object(tree, parents, &signature, message))
     }
 
-    /// The root tree of the first commit, built directly: an empty baseline tree would be
-    /// left dangling (and reported by `git fsck`). The first commit only holds top-level
-    /// files (`.gitattributes`).
-    fn first_tree(&self, files: &[(String, Vec<u8>)], blobs: &[Oid]) -> Result<Oid> {
-        let mut root = self.repo.treebuilder(None).map_err(|e| git_err("tree builder", e))?;
-        for ((path, _), blob) in files.iter().zip(blobs) {
-            if path.contains('/') {
-                return Err(Error::internal(format!(
-                    "archive: the first commit holds top-level files only, got {path}"
-                )));
-            }
-            root.insert(path, *blob, i32::from(FileMode::Blob))
-                .map_err(|e| git_err("tree insert", e))?;
-        }
-        root.write().map_err(|e| git_err("write tree", e))
+    /// Points the checked-out branch (created by the first commit) at `commit`, with the
+    /// reflog line `git commit` writes; a detached HEAD is moved itself.
+    fn move_head(&self, commit: Oid, message: &str) -> Result<()> {
+        let summary = message.lines().next().unwrap_or_default();
+        let head = self.repo.find_reference("HEAD").map_err(|e| git_err("HEAD", e))?;
+        let name = match head.symbolic_target() {
+            Ok(Some(branch)) => branch.to_string(),
+            _ => "HEAD".to_string(),
+        };
+        self.repo
+            .reference(&name, commit, true, &format!("commit: {summary}"))
+            .map_err(|e| git_err("move HEAD", e))?;
+        Ok(())
     }
 
     /// Writes the committed files to the work tree. Files with the same bytes (a message's
@@ -406,18 +374,26 @@ pub fn current_branch(work_dir: &Path) -> Option<String> {
     head.shorthand().ok().map(str::to_string)
 }
 
-/// `baseline` with each of `files` set to its blob (trees written into `repo`'s object store).
-fn updated_tree(
-    repo: &Repository,
-    baseline: &Tree<'_>,
-    files: &[(String, Vec<u8>)],
-    blobs: &[Oid],
-) -> Result<Oid> {
-    let mut update = TreeUpdateBuilder::new();
-    for ((path, _), blob) in files.iter().zip(blobs) {
-        update.upsert(path.as_str(), *blob, FileMode::Blob);
+/// A commit object's bytes as libgit2's `git_commit_create_buffer` writes them, with
+/// `signature` as author and committer and `message` verbatim.
+fn commit_object(tree: Oid, parents: &[Oid], signature: &Signature<'_>, message: &str) -> Vec<u8> {
+    let when = signature.when();
+    let offset = when.offset_minutes();
+    let sign = if offset < 0 || when.sign() == '-' { '-' } else { '+' };
+    let person = format!(
+        "{} <{}> {} {sign}{:02}{:02}",
+        String::from_utf8_lossy(signature.name_bytes()),
+        String::from_utf8_lossy(signature.email_bytes()),
+        when.seconds(),
+        offset.abs() / 60,
+        offset.abs() % 60,
+    );
+    let mut text = format!("tree {tree}\n");
+    for parent in parents {
+        text.push_str(&format!("parent {parent}\n"));
     }
-    update.create_updated(repo, baseline).map_err(|e| git_err("build tree", e))
+    text.push_str(&format!("author {person}\ncommitter {person}\n\n{message}"));
+    text.into_bytes()
 }
 
 /// The commit HEAD points to; `None` before the first commit (unborn branch).
@@ -429,38 +405,6 @@ fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>> {
         }
         Err(e) => Err(git_err("HEAD", e)),
     }
-}
-
-/// The trees of `id` that `old` (the same directory in the previous commit) does not have:
-/// the directories a commit changed, found without listing the unchanged ones.
-fn collect_new_trees(
-    repo: &Repository,
-    id: Oid,
-    old: Option<Oid>,
-    out: &mut Vec<Oid>,
-) -> Result<()> {
-    if Some(id) == old {
-        return Ok(());
-    }
-    out.push(id);
-    let tree = repo.find_tree(id).map_err(|e| git_err("find tree", e))?;
-    let subtrees: Vec<(Vec<u8>, Oid)> = tree
-        .iter()
-        .filter(|e| e.kind() == Some(ObjectType::Tree))
-        .map(|e| (e.name_bytes().to_vec(), e.id()))
-        .collect();
-    if subtrees.is_empty() {
-        return Ok(());
-    }
-    let old_tree = old.map(|o| repo.find_tree(o)).transpose().map_err(|e| git_err("tree", e))?;
-    for (name, sub) in subtrees {
-        let previous = old_tree.as_ref().and_then(|t| {
-            let name = std::str::from_utf8(&name).ok()?;
-            t.get_name(name).filter(|e| e.kind() == Some(ObjectType::Tree)).map(|e| e.id())
-        });
-        collect_new_trees(repo, sub, previous, out)?;
-    }
-    Ok(())
 }
 
 fn head_tree(repo: &Repository) -> Result<Option<Tree<'_>>> {
@@ -692,5 +636,26 @@ mod tests {
         let reflog = git(&root, &["reflog", "--format=%gs"]);
         assert!(reflog.starts_with("commit: mail: one\ncommit: batch: many\n"), "{reflog}");
         assert_eq!(git(&root, &["fsck", "--strict"]), "");
+    }
+
+    /// The commit bytes written by hand are libgit2's, for offsets east, west and zero.
+    #[test]
+    fn commit_objects_are_byte_identical_to_libgit2s() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let archive = ArchiveRepo::open_or_init(dir.path(), author()).expect("init");
+        let repo = &archive.repo;
+        let head = head_commit(repo).expect("head").expect("first commit");
+        let tree = head.tree().expect("tree");
+        for offset in [-330, 0, 60, 345] {
+            let when = git2::Time::new(1_763_820_000, offset);
+            let signature =
+                Signature::new("mailroom", "mailroom@example.com", &when).expect("signature");
+            let message = "mail: BlueLake -> GreenCastle | hi\n\nbody line\n";
+            let expected = repo
+                .commit_create_buffer(&signature, &signature, message, &tree, &[&head])
+                .expect("libgit2 buffer");
+            let ours = commit_object(tree.id(), &[head.id()], &signature, message);
+            assert_eq!(ours.as_slice(), &*expected, "{offset}");
+        }
     }
 }

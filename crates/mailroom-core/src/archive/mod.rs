@@ -23,6 +23,7 @@ mod rebuild;
 mod reconstruct;
 mod render;
 mod repack;
+mod tree_merge;
 mod verify;
 mod writer;
 

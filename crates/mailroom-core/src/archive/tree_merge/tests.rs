@@ -1,0 +1,158 @@
+use std::collections::BTreeMap;
+
+use git2::build::TreeUpdateBuilder;
+use git2::{FileMode, ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
+use proptest::prelude::*;
+
+use super::merge_files;
+
+fn repository() -> (tempfile::TempDir, Repository) {
+    let dir = tempfile::tempdir().expect("git");
+    let repo = Repository::init(dir.path()).expect("git");
+    (dir, repo)
+}
+
+fn blob(repo: &Repository, text: &str) -> Oid {
+    repo.blob(text.as_bytes()).expect("git")
+}
+
+/// libgit2's own answer: `baseline` with `files` upserted (libgit2 refuses a path given
+/// twice; the last one is kept, as the merge does).
+fn libgit2_tree(repo: &Repository, baseline: Oid, files: &[(String, Oid)]) -> Oid {
+    let last: BTreeMap<&String, Oid> = files.iter().map(|(path, blob)| (path, *blob)).collect();
+    let mut update = TreeUpdateBuilder::new();
+    for (path, blob) in last {
+        update.upsert(path.as_str(), blob, FileMode::Blob);
+    }
+    update.create_updated(repo, &repo.find_tree(baseline).expect("git")).expect("git")
+}
+
+fn empty_tree(repo: &Repository) -> Oid {
+    repo.treebuilder(None).expect("git").write().expect("git")
+}
+
+/// Merges `files` into `baseline` and writes the new trees, as the archive does.
+fn merged(repo: &Repository, baseline: Option<Oid>, files: &[(String, Oid)]) -> Oid {
+    let odb = repo.odb().expect("git");
+    let merged =
+        merge_files(&odb, baseline, files.iter().map(|(p, b)| (p.as_str(), *b))).expect("git");
+    for tree in &merged.new_trees {
+        assert_eq!(odb.write(ObjectType::Tree, &tree.bytes).expect("git"), tree.id);
+    }
+    merged.root
+}
+
+fn listing(repo: &Repository, tree: Oid) -> BTreeMap<String, Oid> {
+    let mut files = BTreeMap::new();
+    repo.find_tree(tree)
+        .expect("git")
+        .walk(TreeWalkMode::PreOrder, |dir, entry| {
+            if entry.kind() == Some(ObjectType::Blob) {
+                files.insert(format!("{dir}{}", entry.name().expect("git")), entry.id());
+            }
+            TreeWalkResult::Ok
+        })
+        .expect("git");
+    files
+}
+
+#[test]
+fn files_land_in_new_and_existing_directories() {
+    let (_dir, repo) = repository();
+    let one = blob(&repo, "one");
+    let two = blob(&repo, "two");
+    let first = vec![(".gitattributes".to_string(), one)];
+    let base = merged(&repo, None, &first);
+    let files = vec![
+        ("projects/p/messages/2026/11/b.md".to_string(), one),
+        ("projects/p/messages/2026/11/a.md".to_string(), two),
+        ("projects/p/agents/Blue/profile.json".to_string(), one),
+    ];
+    let root = merged(&repo, Some(base), &files);
+    assert_eq!(root, libgit2_tree(&repo, base, &files));
+    let expected: BTreeMap<String, Oid> = first.into_iter().chain(files).collect();
+    assert_eq!(listing(&repo, root), expected);
+}
+
+#[test]
+fn files_that_hold_their_blobs_already_write_nothing() {
+    let (_dir, repo) = repository();
+    let files = vec![("a/b/c.md".to_string(), blob(&repo, "c"))];
+    let base = merged(&repo, None, &files);
+    let odb = repo.odb().expect("git");
+    let again =
+        merge_files(&odb, Some(base), files.iter().map(|(p, b)| (p.as_str(), *b))).expect("git");
+    assert_eq!(again.root, base);
+    assert!(again.new_trees.is_empty());
+}
+
+#[test]
+fn a_path_given_twice_takes_its_last_blob() {
+    let (_dir, repo) = repository();
+    let (one, two) = (blob(&repo, "one"), blob(&repo, "two"));
+    let files = vec![("t/x.md".to_string(), one), ("t/x.md".to_string(), two)];
+    let root = merged(&repo, None, &files);
+    assert_eq!(listing(&repo, root), BTreeMap::from([("t/x.md".to_string(), two)]));
+}
+
+#[test]
+fn a_name_cannot_become_both_file_and_directory() {
+    let (_dir, repo) = repository();
+    let id = blob(&repo, "x");
+    let base = merged(&repo, None, &[("d/f".to_string(), id)]);
+    let odb = repo.odb().expect("git");
+    let error = |files: &[(&str, Oid)], baseline| {
+        merge_files(&odb, baseline, files.iter().copied()).err().expect("refused").to_string()
+    };
+    // A file over a directory, a directory over a file, and both in one commit.
+    assert!(error(&[("d", id)], Some(base)).contains("\"d\" would be both"));
+    assert!(error(&[("d/f/g", id)], Some(base)).contains("\"d/f\" would be both"));
+    assert!(error(&[("x/y", id), ("x", id)], None).contains("a directory of the same commit"));
+    assert!(error(&[("x", id), ("x/y", id)], None).contains("a file of the same commit"));
+    for bad in ["", "a//b", "/a", "a/", "a/../b", "./a"] {
+        assert!(error(&[(bad, id)], None).contains("cannot commit"), "{bad:?}");
+    }
+}
+
+/// Names around `/` in Git's order: a file `a.md` sorts before the directory `a`, `a0` after.
+fn directory_name() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec!["a", "ab", "m"])
+}
+
+fn file_name() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec!["a.md", "a0", "a-b", "ab.json", "ab0", "b", "m.x", "z"])
+}
+
+fn path() -> impl Strategy<Value = String> {
+    (prop::collection::vec(directory_name(), 0..3), file_name()).prop_map(|(dirs, file)| {
+        let mut path: Vec<&str> = dirs;
+        path.push(file);
+        path.join("/")
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The spliced trees are byte for byte the ones libgit2 builds.
+    #[test]
+    fn merging_matches_libgit2(
+        base in prop::collection::vec((path(), 0u8..4), 0..24),
+        update in prop::collection::vec((path(), 0u8..4), 1..24),
+    ) {
+        let (_dir, repo) = repository();
+        let blobs: Vec<Oid> = (0..4).map(|i| blob(&repo, &format!("blob {i}"))).collect();
+        let named = |files: Vec<(String, u8)>| -> Vec<(String, Oid)> {
+            files.into_iter().map(|(p, i)| (p, blobs[usize::from(i)])).collect()
+        };
+        let (base, update) = (named(base), named(update));
+        let empty = empty_tree(&repo);
+        let baseline = libgit2_tree(&repo, empty, &base);
+        prop_assert_eq!(merged(&repo, Some(empty), &base), baseline);
+        let expected = libgit2_tree(&repo, baseline, &update);
+        prop_assert_eq!(merged(&repo, Some(baseline), &update), expected);
+        let mut files: BTreeMap<String, Oid> = base.into_iter().collect();
+        files.extend(update);
+        prop_assert_eq!(listing(&repo, expected), files);
+    }
+}
