@@ -2,9 +2,10 @@
 //! HEAD, so no commit waits for Git's shared index lock. The working tree and the index are
 //! kept in step afterwards for humans (`ls`, `git status`), but nothing depends on them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -12,6 +13,8 @@ use git2::{
     Index, IndexEntry, IndexTime, ObjectType, Oid, Repository, RepositoryOpenFlags, Signature,
     Tree, TreeWalkMode, TreeWalkResult,
 };
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
 use serde::Serialize;
 
 use super::pack::{self, PackObject};
@@ -251,25 +254,29 @@ impl ArchiveRepo {
     /// a temp file: the queue rows are only cleared after this returns, so a crash mid-write
     /// is repaired by the replay, which rewrites the same bytes.
     fn write_work_tree(&mut self, files: &[(String, Vec<u8>)], blobs: &[Oid]) -> Result<()> {
-        let mut written: HashMap<Oid, PathBuf> = HashMap::new();
-        // A batch puts many files in the same few directories; create each once.
-        let mut directories: HashSet<PathBuf> = HashSet::new();
+        // The first copy of each content: (directory, file name).
+        let mut written: HashMap<Oid, (&str, &str)> = HashMap::new();
+        let mut directories = Directories::new(&self.root);
         for ((path, bytes), blob) in files.iter().zip(blobs) {
             self.index_pending.push((path.clone(), *blob));
             if is_stored_attachment(path) {
                 continue;
             }
-            let target = self.root.join(path);
-            let dir = target.parent().unwrap_or(&self.root);
-            if !directories.contains(dir) {
-                fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, e))?;
-                directories.insert(dir.to_path_buf());
-            }
-            let linked = written.get(blob).is_some_and(|first| link_over(first, &target));
+            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+            let linked = match written.get(blob) {
+                Some(&(first_dir, first_name)) => {
+                    let [first, target] = directories.open([first_dir, dir])?;
+                    link_over(first, first_name, target, name)
+                }
+                None => false,
+            };
             if !linked {
-                let mut file = create_replacing(&target)?;
-                file.write_all(bytes).map_err(|e| io_err("cannot write", &target, e))?;
-                written.insert(*blob, target);
+                let [target, _] = directories.open([dir, dir])?;
+                let mut file = create_replacing(target, name)
+                    .map_err(|e| io_err("cannot write", &self.root.join(path), e))?;
+                file.write_all(bytes)
+                    .map_err(|e| io_err("cannot write", &self.root.join(path), e))?;
+                written.insert(*blob, (dir, name));
             }
         }
         Ok(())
@@ -418,32 +425,79 @@ fn is_stored_attachment(path: &str) -> bool {
     path.split('/').nth(2) == Some("attachments")
 }
 
-/// Replaces `target` with a hard link to `first`; false when linking is not possible.
-/// Most targets are new: the link is tried before anything is removed.
-fn link_over(first: &Path, target: &Path) -> bool {
-    match fs::hard_link(first, target) {
+/// The work tree's directories a batch writes into, each opened once: files are created
+/// and linked relative to them, so the kernel walks an archive path's dozen components once
+/// per directory instead of once or twice per file.
+struct Directories<'r> {
+    root: &'r Path,
+    open: HashMap<String, OwnedFd>,
+}
+
+impl<'r> Directories<'r> {
+    /// Directories held open at most (a batch rarely touches more; the descriptors are few).
+    const LIMIT: usize = 64;
+
+    fn new(root: &'r Path) -> Self {
+        Self { root, open: HashMap::new() }
+    }
+
+    /// The two directories (repo-relative; `""` is the root), created when missing.
+    fn open(&mut self, dirs: [&str; 2]) -> Result<[BorrowedFd<'_>; 2]> {
+        if self.open.len() + 2 > Self::LIMIT {
+            self.open.clear();
+        }
+        for dir in dirs {
+            if !self.open.contains_key(dir) {
+                let fd = self.open_dir(dir)?;
+                self.open.insert(dir.to_string(), fd);
+            }
+        }
+        Ok(dirs.map(|dir| self.open[dir].as_fd()))
+    }
+
+    fn open_dir(&self, dir: &str) -> Result<OwnedFd> {
+        let path = self.root.join(dir);
+        let open = || rustix::fs::open(&path, OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty());
+        match open() {
+            Err(Errno::NOENT) => {
+                fs::create_dir_all(&path).map_err(|e| io_err("cannot create", &path, e))?;
+                open()
+            }
+            other => other,
+        }
+        .map_err(|e| io_err("cannot open", &path, e.into()))
+    }
+}
+
+/// Replaces `name` in `dir` with a hard link to `first_name` in `first_dir`; false when
+/// linking is not possible. Most targets are new: the link is tried before anything is
+/// removed.
+fn link_over(first_dir: BorrowedFd<'_>, first_name: &str, dir: BorrowedFd<'_>, name: &str) -> bool {
+    let link = || rustix::fs::linkat(first_dir, first_name, dir, name, AtFlags::empty());
+    match link() {
         Ok(()) => true,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let _ = fs::remove_file(target);
-            fs::hard_link(first, target).is_ok()
+        Err(Errno::EXIST) => {
+            let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
+            link().is_ok()
         }
         Err(_) => false,
     }
 }
 
-/// A new empty file at `target`, replacing what is there. A previous hard link must not be
-/// written through, so an existing file is removed, never truncated; most targets are new,
-/// so the removal is only tried when the file exists.
-fn create_replacing(target: &Path) -> Result<fs::File> {
-    let create = || fs::File::options().write(true).create_new(true).open(target);
-    match create() {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let _ = fs::remove_file(target);
+/// A new empty file `name` in `dir`, replacing what is there. A previous hard link must not
+/// be written through, so an existing file is removed, never truncated; most targets are
+/// new, so the removal is only tried when the file exists.
+fn create_replacing(dir: BorrowedFd<'_>, name: &str) -> std::io::Result<fs::File> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    let create = || rustix::fs::openat(dir, name, flags, Mode::from_raw_mode(0o666));
+    let fd = match create() {
+        Err(Errno::EXIST) => {
+            let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
             create()
         }
         other => other,
-    }
-    .map_err(|e| io_err("cannot write", target, e))
+    }?;
+    Ok(fs::File::from(fd))
 }
 
 fn index_entry(path: &str, id: Oid, meta: &fs::Metadata) -> IndexEntry {
@@ -657,5 +711,34 @@ mod tests {
             let ours = commit_object(tree.id(), &[head.id()], &signature, message);
             assert_eq!(ours.as_slice(), &*expected, "{offset}");
         }
+    }
+
+    /// Copies with the same bytes share an inode; a later commit replaces a file with a
+    /// new inode rather than writing through the link, so the other copies keep their bytes.
+    #[test]
+    fn work_tree_copies_are_linked_and_replaced_not_written_through() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("archive");
+        let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
+        let (outbox, inbox) = ("p/agents/A/outbox/m.md", "p/agents/B/inbox/m.md");
+        let copies = |text: &str| -> Vec<(String, Vec<u8>)> {
+            [outbox, inbox].iter().map(|p| (p.to_string(), text.as_bytes().to_vec())).collect()
+        };
+        repo.commit_files(&copies("first\n"), "mail: one\n").expect("commit");
+        let inode = |path: &str| fs::metadata(root.join(path)).expect("written").ino();
+        assert_eq!(inode(outbox), inode(inbox));
+        assert_eq!(fs::metadata(root.join(inbox)).expect("written").nlink(), 2);
+
+        // A replay finds both files there and writes them again, still linked.
+        assert_eq!(repo.commit_files(&copies("first\n"), "mail: again\n").expect("replay"), None);
+        assert_eq!(inode(outbox), inode(inbox));
+
+        let changed = vec![(inbox.to_string(), b"second\n".to_vec())];
+        repo.commit_files(&changed, "mail: two\n").expect("commit");
+        assert_eq!(fs::read_to_string(root.join(inbox)).expect("read"), "second\n");
+        assert_eq!(fs::read_to_string(root.join(outbox)).expect("read"), "first\n");
+        assert_ne!(inode(outbox), inode(inbox));
+        repo.sync_index().expect("index");
+        assert_eq!(git(&root, &["status", "--porcelain"]), "");
     }
 }
