@@ -378,6 +378,7 @@ fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
          PRAGMA mmap_size=268435456;"
     ))
     .map_err(db::map_err)?;
+    db::reservations::register_reservation_tick(&conn)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
     // Without the planner stability guarantee, SQLite re-plans (re-parses) a cached
     // statement whenever a bound value that could change the plan changes — every call of

@@ -10,6 +10,17 @@ use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::Reservation;
 
+/// Registers `mailroom_reservation_tick()`, the process-wide counter the change counters'
+/// triggers draw from (see `Db::reservation_stamp`). Done once, when the connection opens:
+/// SQLite refuses to replace a function while a statement of the connection is running.
+pub(in crate::store) fn register_reservation_tick(conn: &rusqlite::Connection) -> Result<()> {
+    static NEXT_TICK: AtomicI64 = AtomicI64::new(1);
+    conn.create_scalar_function("mailroom_reservation_tick", 0, FunctionFlags::SQLITE_UTF8, |_| {
+        Ok(NEXT_TICK.fetch_add(1, Ordering::Relaxed))
+    })
+    .map_err(map_err)
+}
+
 const SELECT: &str = "SELECT r.id, r.project_id, r.agent_id, a.name, r.path_pattern, \
      r.\"exclusive\", r.reason, r.created_ts, r.expires_ts, r.released_ts \
      FROM file_reservations r JOIN agents a ON a.id = r.agent_id";
@@ -159,15 +170,6 @@ impl Db<'_> {
     /// transaction: a rolled-back job takes its counts with it, but not the ticks it drew.
     fn install_reservation_counters(&self) -> Result<()> {
         static NEXT_TOKEN: AtomicI64 = AtomicI64::new(1);
-        static NEXT_TICK: AtomicI64 = AtomicI64::new(1);
-        self.conn
-            .create_scalar_function(
-                "mailroom_reservation_tick",
-                0,
-                FunctionFlags::SQLITE_UTF8,
-                |_| Ok(NEXT_TICK.fetch_add(1, Ordering::Relaxed)),
-            )
-            .map_err(map_err)?;
         let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
         let bump = |id: &str, guard: &str| {
             format!(
