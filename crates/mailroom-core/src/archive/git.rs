@@ -22,10 +22,6 @@ use super::tree_merge;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 
-/// Commits bringing at least this many distinct blobs are written as one pack; smaller ones
-/// as loose objects (a pack per lone message would pile up packs).
-const PACK_MIN_BLOBS: usize = 32;
-
 const GITATTRIBUTES: &str = "*.json text\n*.md text\n";
 
 /// Local-only files Git should not offer to add: lock files and their owner records, and the
@@ -151,38 +147,33 @@ impl ArchiveRepo {
         files: &[(String, Vec<u8>)],
         message: &str,
     ) -> Result<Option<Oid>> {
-        // A message's copies share their bytes: each distinct content is hashed (and, when
-        // loose, compressed and written) once.
+        // A message's copies share their bytes: each distinct content is hashed and packed
+        // once.
         let mut distinct: HashMap<&[u8], Oid> = HashMap::new();
         for (_, bytes) in files {
-            distinct.entry(bytes.as_slice()).or_insert(Oid::ZERO_SHA1);
-        }
-        let packed = distinct.len() >= PACK_MIN_BLOBS;
-        for (bytes, id) in distinct.iter_mut() {
-            // A packed commit writes its blobs into the pack: here they are only named.
-            let named = if packed {
-                Oid::hash_object(ObjectType::Blob, bytes)
-            } else {
-                self.repo.blob(bytes)
-            };
-            *id = named.map_err(|e| git_err("write blob", e))?;
+            if let std::collections::hash_map::Entry::Vacant(slot) = distinct.entry(bytes) {
+                let id = Oid::hash_object(ObjectType::Blob, bytes)
+                    .map_err(|e| git_err("hash blob", e))?;
+                slot.insert(id);
+            }
         }
         let blobs: Vec<Oid> = files.iter().map(|(_, bytes)| distinct[bytes.as_slice()]).collect();
-        let written = if packed { Some(&distinct) } else { None };
-        let commit_id = self.commit_blobs(files, &blobs, written, message)?;
+        let commit_id = self.commit_blobs(files, &blobs, &distinct, message)?;
         self.write_work_tree(files, &blobs)?;
         Ok(commit_id)
     }
 
-    /// Commits `files`, whose blobs are `blobs`, on top of HEAD; `None` when HEAD holds them
-    /// all already. With `packed` (each distinct content and its blob), the blobs, the new
-    /// trees and the commit are written as one pack; otherwise the blobs are in the object
-    /// store already and the trees and commit are written loose.
+    /// Commits `files`, whose blobs are `blobs`, on top of HEAD as one pack: the blobs (each
+    /// distinct content once), the new trees and the commit. `None` when HEAD holds them all
+    /// already. Every commit is a pack, however small: loose objects cost a file each (a
+    /// temp file, a rename, and on this machine's ext4 a walk over recently freed inodes),
+    /// libgit2 hashes each twice, and the periodic repack deleted thousands of them; the
+    /// repack rolls the small packs up instead (`repack.rs`).
     fn commit_blobs(
         &self,
         files: &[(String, Vec<u8>)],
         blobs: &[Oid],
-        packed: Option<&HashMap<&[u8], Oid>>,
+        distinct: &HashMap<&[u8], Oid>,
         message: &str,
     ) -> Result<Option<Oid>> {
         let head = head_commit(&self.repo)?;
@@ -195,33 +186,18 @@ impl ArchiveRepo {
             return Ok(None);
         }
         let commit = self.commit_bytes(trees.root, &parents, message)?;
-        let commit_id = match packed {
-            Some(distinct) => {
-                let commit_id = Oid::hash_object(ObjectType::Commit, &commit)
-                    .map_err(|e| git_err("hash commit", e))?;
-                let blobs = distinct.iter().map(|(data, id)| PackObject {
-                    id: *id,
-                    kind: ObjectType::Blob,
-                    data,
-                });
-                let trees = trees.new_trees.iter().map(|tree| PackObject {
-                    id: tree.id,
-                    kind: ObjectType::Tree,
-                    data: &tree.bytes,
-                });
-                let commit = PackObject { id: commit_id, kind: ObjectType::Commit, data: &commit };
-                let objects: Vec<PackObject<'_>> = blobs.chain(trees).chain([commit]).collect();
-                pack::write_pack(&self.repo.path().join("objects/pack"), &objects)?;
-                commit_id
-            }
-            None => {
-                for tree in &trees.new_trees {
-                    odb.write(ObjectType::Tree, &tree.bytes)
-                        .map_err(|e| git_err("write tree", e))?;
-                }
-                odb.write(ObjectType::Commit, &commit).map_err(|e| git_err("write commit", e))?
-            }
-        };
+        let commit_id =
+            Oid::hash_object(ObjectType::Commit, &commit).map_err(|e| git_err("hash commit", e))?;
+        let blobs =
+            distinct.iter().map(|(data, id)| PackObject { id: *id, kind: ObjectType::Blob, data });
+        let trees = trees.new_trees.iter().map(|tree| PackObject {
+            id: tree.id,
+            kind: ObjectType::Tree,
+            data: &tree.bytes,
+        });
+        let commit = PackObject { id: commit_id, kind: ObjectType::Commit, data: &commit };
+        let objects: Vec<PackObject<'_>> = blobs.chain(trees).chain([commit]).collect();
+        pack::write_pack(&self.repo.path().join("objects/pack"), &objects)?;
         self.move_head(commit_id, message)?;
         Ok(Some(commit_id))
     }
@@ -651,14 +627,22 @@ mod tests {
         Author { name: "mailroom".to_string(), email: "mailroom@example.com".to_string() }
     }
 
-    /// A large commit goes out as one pack, a small one as loose objects; both read back
-    /// through libgit2 and `git`, HEAD and its reflog move, and fsck finds nothing.
+    fn packs(root: &Path) -> usize {
+        fs::read_dir(root.join(".git/objects/pack"))
+            .expect("pack dir")
+            .filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "pack")))
+            .count()
+    }
+
+    /// Each commit, large or small, goes out as one pack and nothing loose; everything reads
+    /// back through libgit2 and `git`, HEAD and its reflog move, and fsck finds nothing.
     #[test]
-    fn packed_and_loose_commits_are_whole_and_readable() {
+    fn every_commit_is_one_pack_whole_and_readable() {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("archive");
         let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
-        let many: Vec<(String, Vec<u8>)> = (0..PACK_MIN_BLOBS * 2)
+        assert_eq!(packs(&root), 1, "the first commit");
+        let many: Vec<(String, Vec<u8>)> = (0..64)
             .flat_map(|i| {
                 let bytes = format!("message {i}\n").into_bytes();
                 [
@@ -667,15 +651,21 @@ mod tests {
                 ]
             })
             .collect();
-        let first = repo.commit_files(&many, "batch: many\n").expect("packed commit");
+        let first = repo.commit_files(&many, "batch: many\n").expect("large commit");
         assert!(first.is_some());
-        let packs = fs::read_dir(root.join(".git/objects/pack")).expect("pack dir").count();
-        assert_eq!(packs, 2, "one pack and its index");
+        assert_eq!(packs(&root), 2);
         assert_eq!(repo.commit_files(&many, "batch: again\n").expect("replay"), None);
+        assert_eq!(packs(&root), 2, "a replay writes nothing");
 
         let few = vec![("projects/p/messages/2026/11/z.md".to_string(), b"last\n".to_vec())];
-        let second = repo.commit_files(&few, "mail: one\n").expect("loose commit");
+        let second = repo.commit_files(&few, "mail: one\n").expect("small commit");
         assert!(second.is_some());
+        assert_eq!(packs(&root), 3);
+        let loose = fs::read_dir(root.join(".git/objects"))
+            .expect("objects")
+            .filter(|e| e.as_ref().is_ok_and(|e| e.file_name().len() == 2))
+            .count();
+        assert_eq!(loose, 0, "no loose object directory");
         assert_eq!(
             repo.committed_file("projects/p/messages/2026/11/m007.md").expect("read"),
             Some(b"message 7\n".to_vec())

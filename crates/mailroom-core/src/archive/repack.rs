@@ -1,19 +1,19 @@
 //! Keeps the archive's object store packed.
 //!
-//! Every commit writes new loose tree objects for the directories it touches, and the
-//! reference's layout puts a month's messages in one directory (`messages/YYYY/MM/`), so each
-//! commit rewrites a tree that grows with the month: measured here, a 20-minute soak at 200
-//! requests/s left 147,000 loose objects and 1.8 GB, which `git gc` packs into a few MB
-//! (similar trees delta-compress well). libgit2 has no repack, so the writer asks the `git`
-//! command, in a child process beside the writer (commits go on meanwhile), every 200
-//! commits: a geometric repack packs the loose objects and rolls up the small packs, so the
-//! packs stay few and each run handles little more than the last 200 commits' objects.
+//! Every commit is written as one small pack (`git.rs`), and the reference's layout puts a
+//! month's messages in one directory (`messages/YYYY/MM/`), so each commit carries a new
+//! version of a tree that grows with the month. libgit2 has no repack, so the writer asks the
+//! `git` command, in a child process beside the writer (commits go on meanwhile), every 100
+//! commits: a geometric repack rolls the small packs up (similar trees delta-compress well),
+//! so the packs stay few (libgit2 searches each pack for an object it has not found yet, and
+//! keeps about a hundred of them open) and each run handles little more than the last 100
+//! commits' objects. Loose objects (a human's commits) are packed by the same run.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 /// Commits between two repacks.
-const COMMITS_PER_CHECK: u32 = 200;
+const COMMITS_PER_CHECK: u32 = 100;
 
 pub(super) struct Repacker {
     root: PathBuf,
