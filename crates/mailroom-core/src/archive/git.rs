@@ -3,6 +3,7 @@
 //! kept in step afterwards for humans (`ls`, `git status`), but nothing depends on them.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fs;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -151,7 +152,7 @@ impl ArchiveRepo {
         // once.
         let mut distinct: HashMap<&[u8], Oid> = HashMap::new();
         for (_, bytes) in files {
-            if let std::collections::hash_map::Entry::Vacant(slot) = distinct.entry(bytes) {
+            if let Entry::Vacant(slot) = distinct.entry(bytes) {
                 let id = Oid::hash_object(ObjectType::Blob, bytes)
                     .map_err(|e| git_err("hash blob", e))?;
                 slot.insert(id);
