@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod guard;
 pub mod llm;
+mod memory;
 pub mod model;
 pub mod ops;
 pub mod records;
