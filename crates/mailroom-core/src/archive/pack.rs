@@ -3,9 +3,8 @@
 //! Written as loose objects, each blob of a large commit costs a file creation in
 //! `.git/objects` (temp file, write, rename), and creating inodes is most of the archive's
 //! disk cost. A pack holds them all in two files. The objects are stored whole (no deltas),
-//! each its own zlib stream: trees and blobs under `STORE_BELOW` bytes in stored
-//! (uncompressed) deflate blocks, larger blobs deflated at the fastest level, like libgit2's
-//! loose objects. Formats: Git's
+//! each its own zlib stream: deflated at the fastest level, like libgit2's loose objects, or,
+//! below `STORE_BELOW` bytes, kept in stored (uncompressed) deflate blocks. Formats: Git's
 //! `Documentation/gitformat-pack.txt` (pack version 2, index version 2).
 
 use std::collections::HashSet;
@@ -26,15 +25,10 @@ pub(super) struct PackObject<'a> {
     pub data: &'a [u8],
 }
 
-/// Blobs smaller than this (a message's file) are stored, not deflated. Starting a deflate
-/// stream clears the compressor's tables (~160 KB), which cost more than compressing such a
-/// blob, and together they were a tenth of the archive thread; the bytes saved are small
-/// beside the 4 KiB block each message's file takes in the work tree.
-///
-/// Trees are always stored. Every commit carries a new version of its month directories'
-/// trees, which grow all month, and reads the previous version back: deflating and inflating
-/// them was a quarter of a small commit's cost. The repack stores their versions as deltas of
-/// each other, which is where the bytes are saved.
+/// Objects smaller than this (a message's file, small trees) are stored, not deflated.
+/// Starting a deflate stream clears the compressor's tables (~160 KB), which cost more than
+/// compressing such an object, and together they were a tenth of the archive thread; the
+/// bytes saved are small beside the 4 KiB block each message's file takes in the work tree.
 const STORE_BELOW: usize = 4096;
 
 /// Offsets past this need the index's 8-byte offset table.
@@ -61,7 +55,7 @@ pub(super) fn write_pack(pack_dir: &Path, objects: &[PackObject<'_>]) -> Result<
     for object in &objects {
         let offset = pack.len() as u64;
         push_entry_header(&mut pack, object_type_code(object.kind)?, object.data.len() as u64);
-        if object.kind == ObjectType::Tree || object.data.len() < STORE_BELOW {
+        if object.data.len() < STORE_BELOW {
             store_into(object.data, &mut pack);
         } else {
             compressor.reset();
