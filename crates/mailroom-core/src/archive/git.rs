@@ -199,7 +199,7 @@ impl ArchiveRepo {
         let commit = PackObject { id: commit_id, kind: ObjectType::Commit, data: &commit };
         let objects: Vec<PackObject<'_>> = blobs.chain(trees).chain([commit]).collect();
         pack::write_pack(&self.repo.path().join("objects/pack"), &objects)?;
-        self.move_head(commit_id, message)?;
+        self.move_head(commit_id, parents.first().copied(), message)?;
         Ok(Some(commit_id))
     }
 
@@ -210,18 +210,29 @@ impl ArchiveRepo {
         Ok(commit_object(tree, parents, &signature, message))
     }
 
-    /// Points the checked-out branch (created by the first commit) at `commit`, with the
-    /// reflog line `git commit` writes; a detached HEAD is moved itself.
-    fn move_head(&self, commit: Oid, message: &str) -> Result<()> {
+    /// Points the checked-out branch at `commit`, with the reflog line `git commit` writes; a
+    /// detached HEAD is moved itself. Only from `parent`, the tip the commit was built on (or,
+    /// for the first commit, only if the branch does not exist yet): a commit a human made in
+    /// the meantime is never dropped from history; the commit fails and the writer's retry
+    /// builds on the new tip.
+    fn move_head(&self, commit: Oid, parent: Option<Oid>, message: &str) -> Result<()> {
         let summary = message.lines().next().unwrap_or_default();
         let head = self.repo.find_reference("HEAD").map_err(|e| git_err("HEAD", e))?;
         let name = match head.symbolic_target() {
             Ok(Some(branch)) => branch.to_string(),
             _ => "HEAD".to_string(),
         };
-        self.repo
-            .reference(&name, commit, true, &format!("commit: {summary}"))
-            .map_err(|e| git_err("move HEAD", e))?;
+        match parent {
+            Some(parent) => {
+                let log = format!("commit: {summary}");
+                self.repo.reference_matching(&name, commit, true, parent, &log)
+            }
+            None => {
+                let log = format!("commit (initial): {summary}");
+                self.repo.reference(&name, commit, false, &log)
+            }
+        }
+        .map_err(|e| git_err("move HEAD", e))?;
         Ok(())
     }
 
@@ -231,8 +242,10 @@ impl ArchiveRepo {
     /// a temp file: the queue rows are only cleared after this returns, so a crash mid-write
     /// is repaired by the replay, which rewrites the same bytes.
     fn write_work_tree(&mut self, files: &[(String, Vec<u8>)], blobs: &[Oid]) -> Result<()> {
-        // The first copy of each content: (directory, file name).
+        // The first copy of each content still holding it: (directory, file name).
         let mut written: HashMap<Oid, (&str, &str)> = HashMap::new();
+        // What each path was last written with, in case a batch names a path twice.
+        let mut holds: HashMap<&str, Oid> = HashMap::new();
         let mut directories = Directories::new(&self.root);
         for ((path, bytes), blob) in files.iter().zip(blobs) {
             self.index_pending.push((path.clone(), *blob));
@@ -240,6 +253,13 @@ impl ArchiveRepo {
                 continue;
             }
             let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+            // A path written again no longer holds its first content: later copies of that
+            // content must not be linked to it.
+            if let Some(previous) = holds.insert(path, *blob)
+                && written.get(&previous) == Some(&(dir, name))
+            {
+                written.remove(&previous);
+            }
             let linked = match written.get(blob) {
                 Some(&(first_dir, first_name)) => {
                     let [first, target] = directories.open([first_dir, dir])?;
@@ -271,9 +291,9 @@ impl ArchiveRepo {
     }
 
     /// Flushes the archive's filesystem to disk, so that the commits made so far survive a
-    /// power loss. Called before the queue rows they carry are deleted: libgit2 does not
-    /// fsync what it writes, and one `syncfs` per commit costs far less than an fsync per
-    /// object.
+    /// power loss. Called before the queue rows they carry are deleted: the packs are synced
+    /// as they are written (`pack.rs`), but libgit2 does not fsync the ref it moves, nor is
+    /// the work tree synced file by file; one `syncfs` per commit costs far less.
     pub fn make_durable(&self) -> Result<()> {
         let git_dir = self.root.join(".git");
         let dir = fs::File::open(&git_dir).map_err(|e| io_err("cannot open", &git_dir, e))?;
@@ -731,5 +751,40 @@ mod tests {
         assert_ne!(inode(outbox), inode(inbox));
         repo.sync_index().expect("index");
         assert_eq!(git(&root, &["status", "--porcelain"]), "");
+
+        // A batch that names a path twice: its later copies of the first content are not
+        // linked to the path that no longer holds it.
+        let twice = vec![
+            ("p/x.md".to_string(), b"one\n".to_vec()),
+            ("p/x.md".to_string(), b"two\n".to_vec()),
+            ("p/y.md".to_string(), b"one\n".to_vec()),
+        ];
+        repo.commit_files(&twice, "mail: twice\n").expect("commit");
+        assert_eq!(fs::read_to_string(root.join("p/x.md")).expect("read"), "two\n");
+        assert_eq!(fs::read_to_string(root.join("p/y.md")).expect("read"), "one\n");
+        repo.sync_index().expect("index");
+        assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    }
+
+    /// HEAD moves only from the tip a commit was built on: a human's commit made meanwhile
+    /// stays, and the next commit builds on it.
+    #[test]
+    fn a_commit_made_meanwhile_is_never_dropped() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("archive");
+        let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
+        let files = vec![("a.md".to_string(), b"a\n".to_vec())];
+        let ours = repo.commit_files(&files, "mail: a\n").expect("commit").expect("new");
+        let human = ["-c", "user.name=h", "-c", "user.email=h@example.com"];
+        git(&root, &[&human[..], &["commit", "--allow-empty", "-q", "-m", "human"]].concat());
+        let tip = git(&root, &["rev-parse", "HEAD"]);
+        assert!(repo.move_head(ours, Some(ours), "mail: stale\n").is_err());
+        assert_eq!(git(&root, &["rev-parse", "HEAD"]), tip);
+        let files = vec![("b.md".to_string(), b"b\n".to_vec())];
+        repo.commit_files(&files, "mail: b\n").expect("commit on the human's");
+        let log = git(&root, &["log", "--format=%s"]);
+        assert_eq!(log, "mail: b\nhuman\nmail: a\nchore: initialize archive\n");
+        let reflog = git(&root, &["reflog", "--format=%gs"]);
+        assert!(reflog.ends_with("commit (initial): chore: initialize archive\n"), "{reflog}");
     }
 }

@@ -1,6 +1,6 @@
 //! One Git pack file (with its `.idx`) for a commit's new objects.
 //!
-//! Written as loose objects, each blob of a large commit costs a file creation in
+//! Written as loose objects, each object of a commit costs a file creation in
 //! `.git/objects` (temp file, write, rename), and creating inodes is most of the archive's
 //! disk cost. A pack holds them all in two files. The objects are stored whole (no deltas),
 //! each its own zlib stream: deflated at the fastest level, like libgit2's loose objects, or,

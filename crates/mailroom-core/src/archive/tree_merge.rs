@@ -69,8 +69,11 @@ fn insert<'p>(root: &mut Children<'p>, path: &'p str, blob: Oid) -> Result<()> {
     let mut components = path.split('/').peekable();
     let mut directory = root;
     while let Some(name) = components.next() {
-        if name.is_empty() || name == "." || name == ".." {
-            return Err(invalid("empty, `.` or `..` path component"));
+        if name.is_empty() || name == "." || name == ".." || name.eq_ignore_ascii_case(".git") {
+            return Err(invalid("empty, `.`, `..` or `.git` path component"));
+        }
+        if name.contains('\0') {
+            return Err(invalid("NUL in a path component"));
         }
         if components.peek().is_none() {
             if matches!(directory.get(name.as_bytes()), Some(Node::Directory(_))) {

@@ -109,7 +109,7 @@ fn a_name_cannot_become_both_file_and_directory() {
     assert!(error(&[("d/f/g", id)], Some(base)).contains("\"d/f\" would be both"));
     assert!(error(&[("x/y", id), ("x", id)], None).contains("a directory of the same commit"));
     assert!(error(&[("x", id), ("x/y", id)], None).contains("a file of the same commit"));
-    for bad in ["", "a//b", "/a", "a/", "a/../b", "./a"] {
+    for bad in ["", "a//b", "/a", "a/", "a/../b", "./a", ".git/config", "a/.GIT/b", "a\0b"] {
         assert!(error(&[(bad, id)], None).contains("cannot commit"), "{bad:?}");
     }
 }
