@@ -1,15 +1,15 @@
 //! Keeps the archive's object store packed.
 //!
-//! Every commit is written as one small pack (`git.rs`), and the reference's layout puts a
-//! month's messages in one directory (`messages/YYYY/MM/`), so each commit carries a new
-//! version of a tree that grows with the month. libgit2 has no repack, so the writer asks the
-//! `git` command, in a child process beside the writer (commits go on meanwhile), every 100
-//! commits: a geometric repack rolls the small packs up (similar trees delta-compress well),
-//! so the packs stay few (libgit2 searches every pack's index for an object it has not found
-//! in the last one, and rescans the pack directory when it finds none) and each run handles
-//! little more than the last 100 commits' objects. While a run is still going, the next is
-//! skipped and packs keep coming, one per commit. Loose objects (a human's commits) are packed
-//! by the same run.
+//! Every commit writes new tree objects for the directories it touches (loose, or in a pack
+//! for a large commit: `git.rs`), and the reference's layout puts a month's messages in one
+//! directory (`messages/YYYY/MM/`), so each commit rewrites a tree that grows with the month:
+//! measured here, a 20-minute soak at 200 requests/s left 147,000 loose objects and 1.8 GB,
+//! which `git gc` packs into a few MB (similar trees delta-compress well). libgit2 has no
+//! repack, so the writer asks the `git` command, in a child process beside the writer
+//! (commits go on meanwhile), every 100 commits: a geometric repack packs the loose objects
+//! and rolls up the small packs, so the packs stay few (libgit2 searches every pack's index
+//! for an object it has not found in the last one) and each run handles little more than the
+//! last 100 commits' objects. While a run is still going, the next is skipped.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -83,7 +83,7 @@ impl Repacker {
 
 /// `git repack --geometric=2 -d` for the archive: packs the loose objects and rolls the
 /// smaller packs up so that each pack holds at least twice the objects of the next smaller
-/// one, keeping their number logarithmic (each commit writes a pack). `git gc --auto`
+/// one, keeping their number logarithmic (each large commit writes a pack). `git gc --auto`
 /// did not keep up: its full repack (`-A`) of a soak's growing archive ran for minutes with a
 /// 1.6 GB child while 115 packs piled up. Runs in the foreground of its own process (so it can
 /// be awaited), touches no ref (the writer moves HEAD's branch meanwhile), quiet.
@@ -150,7 +150,7 @@ mod tests {
             .collect()
     }
 
-    /// Packs of similar size (one per commit) are rolled up into one, and every object
+    /// Packs of similar size (one per large commit) are rolled up into one, and every object
     /// still reads back.
     #[test]
     fn small_packs_are_rolled_up() {
