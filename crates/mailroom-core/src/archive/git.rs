@@ -3,7 +3,6 @@
 //! kept in step afterwards for humans (`ls`, `git status`), but nothing depends on them.
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::fs;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -152,25 +151,33 @@ impl ArchiveRepo {
         files: &[(String, Vec<u8>)],
         message: &str,
     ) -> Result<Option<Oid>> {
-        // A message's copies share their bytes: each distinct content is hashed and written
-        // once.
+        // A message's copies share their bytes: each distinct content is hashed once, and
+        // written once (loose here, which names it too, or later into the commit's pack).
         let mut distinct: HashMap<&[u8], Oid> = HashMap::new();
         for (_, bytes) in files {
-            if let Entry::Vacant(slot) = distinct.entry(bytes) {
-                let id = Oid::hash_object(ObjectType::Blob, bytes)
-                    .map_err(|e| git_err("hash blob", e))?;
-                slot.insert(id);
-            }
+            distinct.entry(bytes.as_slice()).or_insert(Oid::ZERO_SHA1);
         }
+        let packed = distinct.len() >= PACK_MIN_BLOBS;
+        let odb = self.repo.odb().map_err(|e| git_err("odb", e))?;
+        for (bytes, id) in distinct.iter_mut() {
+            let named = if packed {
+                Oid::hash_object(ObjectType::Blob, bytes)
+            } else {
+                odb.write(ObjectType::Blob, bytes)
+            };
+            *id = named.map_err(|e| git_err("write blob", e))?;
+        }
+        drop(odb);
         let blobs: Vec<Oid> = files.iter().map(|(_, bytes)| distinct[bytes.as_slice()]).collect();
-        let commit_id = self.commit_blobs(files, &blobs, &distinct, message)?;
+        let commit_id = self.commit_blobs(files, &blobs, packed.then_some(&distinct), message)?;
         self.write_work_tree(files, &blobs)?;
         Ok(commit_id)
     }
 
     /// Commits `files`, whose blobs are `blobs`, on top of HEAD; `None` when HEAD holds them
-    /// all already. A commit of `PACK_MIN_BLOBS` or more distinct contents is written as one
-    /// pack (blobs, new trees and the commit); a smaller one as loose objects. Loose objects
+    /// all already. With `packed` (a commit of `PACK_MIN_BLOBS` or more distinct contents,
+    /// and their ids) the blobs, new trees and the commit are written as one pack; otherwise
+    /// the blobs are already written and the trees and commit go loose. Loose objects
     /// cost a file each, but a pack per commit under a trickle of sends left dozens of packs
     /// between repacks, each mapped by libgit2 as it read them back: a 20-minute soak's
     /// file-backed memory reached 300 MB, against 20 MB with loose objects.
@@ -178,7 +185,7 @@ impl ArchiveRepo {
         &self,
         files: &[(String, Vec<u8>)],
         blobs: &[Oid],
-        distinct: &HashMap<&[u8], Oid>,
+        packed: Option<&HashMap<&[u8], Oid>>,
         message: &str,
     ) -> Result<Option<Oid>> {
         let head = head_commit(&self.repo)?;
@@ -191,7 +198,7 @@ impl ArchiveRepo {
             return Ok(None);
         }
         let commit = self.commit_bytes(trees.root, &parents, message)?;
-        let commit_id = if distinct.len() >= PACK_MIN_BLOBS {
+        let commit_id = if let Some(distinct) = packed {
             let commit_id = Oid::hash_object(ObjectType::Commit, &commit)
                 .map_err(|e| git_err("hash commit", e))?;
             let blobs = distinct.iter().map(|(data, id)| PackObject {
@@ -210,9 +217,6 @@ impl ArchiveRepo {
             commit_id
         } else {
             let write = |kind, data: &[u8]| odb.write(kind, data).map_err(|e| git_err("write", e));
-            for data in distinct.keys() {
-                write(ObjectType::Blob, data)?;
-            }
             for tree in &trees.new_trees {
                 write(ObjectType::Tree, &tree.bytes)?;
             }
