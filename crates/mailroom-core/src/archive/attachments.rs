@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 
 use super::atomic_file::write_atomically;
 use super::python_json::{python_json, python_json_line};
+use crate::model::digest::sha1_hex;
 
 /// Largest source file read, in bytes (64 MiB). Reading is bounded before decoding so a
 /// huge or endlessly growing file cannot exhaust memory.
@@ -478,7 +479,7 @@ impl<'a> Archive<'a> {
     ) -> Result<StoredImage, AttachmentError> {
         let original = read_bounded(source, MAX_SOURCE_BYTES, origin)?;
         let image = decode_image(&original, MAX_PIXELS, origin)?;
-        let sha1 = sha1_smol::Sha1::from(&original).digest().to_string();
+        let sha1 = sha1_hex(&original);
         let extension = source_extension(source);
         let webp_path = self.repo_path(&format!("attachments/{}/{sha1}.webp", &sha1[..2]));
         let webp = self.ensure_webp(&webp_path, &image, origin)?;

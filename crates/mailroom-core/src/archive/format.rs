@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 pub use super::python_json::python_json;
+use crate::model::digest::sha1_hex;
 use crate::model::thread_id::is_valid_thread_id;
 use crate::model::time::Timestamp;
 
@@ -423,7 +424,7 @@ pub fn digest_path(doc: &MessageDoc) -> Option<String> {
 /// it before hashing; the record written into both files should hold the stripped pattern too.
 pub fn reservation_paths(project_slug: &str, id: i64, path_pattern: &str) -> [String; 2] {
     let directory = format!("{}/file_reservations", project_directory(project_slug));
-    let digest = sha1_smol::Sha1::from(python_strip(path_pattern).as_bytes()).digest();
+    let digest = sha1_hex(python_strip(path_pattern).as_bytes());
     [format!("{directory}/{digest}.json"), format!("{directory}/id-{id}.json")]
 }
 

@@ -17,9 +17,11 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use serde::Serialize;
 
+use super::index_file::{self, Update};
 use super::pack::{self, PackObject};
-use super::tree_merge;
+use super::tree_merge::{self, RecentTrees};
 use crate::error::{Error, Result};
+use crate::model::digest::sha1;
 use crate::model::time::Timestamp;
 
 /// Commits bringing at least this many distinct blobs are written as one pack; smaller ones
@@ -44,12 +46,15 @@ pub struct ArchiveRepo {
     repo: Repository,
     root: PathBuf,
     author: Author,
-    /// Entries in Git's index when it was last written. The index itself is read from disk
-    /// for each update and dropped after: it holds an entry per archived file, so kept in
-    /// memory it grew with the archive (~200 bytes per file: 7 MB in a 9-minute soak).
+    /// Entries in Git's index when it was last written. The index is never held in memory:
+    /// it has an entry per archived file, so kept there it grew with the archive (~200 bytes
+    /// per file), and loaded for each update it was the peak the allocator kept (see
+    /// `index_file`).
     index_len: usize,
     /// Files committed (path, blob id) since the index was last written.
     index_pending: Vec<(String, Oid)>,
+    /// The last commit's new trees, the next commit's baseline.
+    recent_trees: RecentTrees,
 }
 
 /// A commit as `whois` and the resources show it.
@@ -100,6 +105,7 @@ impl ArchiveRepo {
             author,
             index_len: 0,
             index_pending: Vec::new(),
+            recent_trees: RecentTrees::default(),
         };
         if fresh || archive.head_tree()?.is_none() {
             let files = vec![(".gitattributes".to_string(), GITATTRIBUTES.as_bytes().to_vec())];
@@ -182,7 +188,7 @@ impl ArchiveRepo {
     /// between repacks, each mapped by libgit2 as it read them back: a 20-minute soak's
     /// file-backed memory reached 300 MB, against 20 MB with loose objects.
     fn commit_blobs(
-        &self,
+        &mut self,
         files: &[(String, Vec<u8>)],
         blobs: &[Oid],
         packed: Option<&HashMap<&[u8], Oid>>,
@@ -193,14 +199,14 @@ impl ArchiveRepo {
         let parents: Vec<Oid> = head.iter().map(git2::Commit::id).collect();
         let odb = self.repo.odb().map_err(|e| git_err("odb", e))?;
         let paths = files.iter().map(|(path, _)| path.as_str());
-        let trees = tree_merge::merge_files(&odb, baseline, paths.zip(blobs.iter().copied()))?;
+        let files = paths.zip(blobs.iter().copied());
+        let trees = tree_merge::merge_files(&odb, &self.recent_trees, baseline, files)?;
         if Some(trees.root) == baseline {
             return Ok(None);
         }
         let commit = self.commit_bytes(trees.root, &parents, message)?;
         let commit_id = if let Some(distinct) = packed {
-            let commit_id = Oid::hash_object(ObjectType::Commit, &commit)
-                .map_err(|e| git_err("hash commit", e))?;
+            let commit_id = object_id(ObjectType::Commit, &commit)?;
             let blobs = distinct.iter().map(|(data, id)| PackObject {
                 id: *id,
                 kind: ObjectType::Blob,
@@ -222,7 +228,9 @@ impl ArchiveRepo {
             }
             write(ObjectType::Commit, &commit)?
         };
+        drop(odb);
         self.move_head(commit_id, parents.first().copied(), message)?;
+        self.recent_trees.replace(trees.new_trees);
         Ok(Some(commit_id))
     }
 
@@ -337,11 +345,36 @@ impl ArchiveRepo {
         if self.index_pending.is_empty() {
             return Ok(());
         }
-        let mut index = self.load_index()?;
         let paths = std::mem::take(&mut self.index_pending);
-        for (path, blob) in &paths {
-            let Ok(meta) = fs::metadata(self.root.join(path)) else { continue };
-            let entry = index_entry(path, *blob, &meta);
+        match index_file::add_entries(self.repo.path(), self.index_entries_of(&paths)) {
+            Ok(Update::Written(entries)) => self.index_len = entries,
+            Ok(Update::Busy) => {
+                tracing::debug!("archive index busy; will retry");
+                self.index_pending = paths;
+            }
+            // A form a human's Git chose (version 4, split, sparse): libgit2 rewrites it.
+            Ok(Update::Unsupported) => self.sync_index_with_libgit2(paths)?,
+            Err(e) => {
+                self.index_pending = paths;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Index entries for committed files still in the work tree, with their stat data.
+    fn index_entries_of(&self, paths: &[(String, Oid)]) -> Vec<IndexEntry> {
+        let stat = |path: &str| fs::metadata(self.root.join(path)).ok();
+        paths
+            .iter()
+            .filter_map(|(path, blob)| Some(index_entry(path, *blob, &stat(path)?)))
+            .collect()
+    }
+
+    /// `sync_index` through libgit2, which loads the whole index.
+    fn sync_index_with_libgit2(&mut self, paths: Vec<(String, Oid)>) -> Result<()> {
+        let mut index = self.load_index()?;
+        for entry in self.index_entries_of(&paths) {
             index.add(&entry).map_err(|e| git_err("index add", e))?;
         }
         match index.write() {
@@ -424,6 +457,14 @@ fn commit_object(tree: Oid, parents: &[Oid], signature: &Signature<'_>, message:
 }
 
 /// The commit HEAD points to; `None` before the first commit (unborn branch).
+/// The id Git gives an object of `kind` holding `bytes`, for the trees and commits the
+/// archive builds itself (see `model::digest` for why not libgit2's). Blobs, whose bytes
+/// agents write, are still named by libgit2's collision-detecting SHA-1, as Git would.
+pub(super) fn object_id(kind: ObjectType, bytes: &[u8]) -> Result<Oid> {
+    let header = format!("{} {}\0", kind.str(), bytes.len());
+    Oid::from_bytes(&sha1(&[header.as_bytes(), bytes])).map_err(|e| git_err("object id", e))
+}
+
 fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>> {
     match repo.head() {
         Ok(head) => head.peel_to_commit().map(Some).map_err(|e| git_err("HEAD commit", e)),
@@ -724,6 +765,17 @@ mod tests {
     }
 
     /// The commit bytes written by hand are libgit2's, for offsets east, west and zero.
+    #[test]
+    fn object_ids_are_the_ones_libgit2_gives() {
+        let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        for kind in [ObjectType::Blob, ObjectType::Tree, ObjectType::Commit] {
+            for data in [&bytes[..0], &bytes[..1], &bytes[..]] {
+                let expected = Oid::hash_object(kind, data).expect("hash");
+                assert_eq!(object_id(kind, data).expect("hash"), expected);
+            }
+        }
+    }
+
     #[test]
     fn commit_objects_are_byte_identical_to_libgit2s() {
         let dir = tempfile::tempdir().expect("temp dir");

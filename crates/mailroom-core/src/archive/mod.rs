@@ -14,6 +14,7 @@ pub mod build_slots;
 pub mod format;
 pub mod git;
 pub mod history;
+mod index_file;
 pub mod lock_report;
 pub mod locks;
 pub mod maintenance;

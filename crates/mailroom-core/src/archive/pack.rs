@@ -15,8 +15,9 @@ use flate2::{Compress, Compression, FlushCompress, Status};
 use git2::{ObjectType, Oid};
 
 use super::atomic_file::write_synced;
-use super::git::io_err;
+use super::git::{git_err, io_err};
 use crate::error::{Error, Result};
+use crate::model::digest::sha1;
 
 /// An object to pack: its id (computed by the caller), kind and raw content.
 pub(super) struct PackObject<'a> {
@@ -65,13 +66,12 @@ pub(super) fn write_pack(pack_dir: &Path, objects: &[PackObject<'_>]) -> Result<
         crc.update(&pack[offset as usize..]);
         entries.push((object.id, crc.sum(), offset));
     }
-    let digest = sha1_smol::Sha1::from(&pack).digest();
-    let checksum = digest.bytes();
+    let checksum = sha1(&[&pack]);
     pack.extend_from_slice(&checksum);
     entries.sort_by_key(|entry| entry.0);
     let index = build_index(&entries, &checksum);
 
-    let name = digest.to_string();
+    let name = Oid::from_bytes(&checksum).map_err(|e| git_err("pack name", e))?.to_string();
     let pack_path = pack_dir.join(format!("pack-{name}.pack"));
     let index_path = pack_dir.join(format!("pack-{name}.idx"));
     fs::create_dir_all(pack_dir).map_err(|e| io_err("cannot create", pack_dir, e))?;
@@ -196,7 +196,7 @@ fn build_index(entries: &[(Oid, u32, u64)], pack_checksum: &[u8; 20]) -> Vec<u8>
         index.extend_from_slice(&offset.to_be_bytes());
     }
     index.extend_from_slice(pack_checksum);
-    let own = sha1_smol::Sha1::from(&index).digest().bytes();
+    let own = sha1(&[&index]);
     index.extend_from_slice(&own);
     index
 }

@@ -10,11 +10,11 @@
 //! bytes, a directory's name compared as if it ended in `/`.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use git2::{ObjectType, Odb, Oid};
 
-use super::git::git_err;
+use super::git::{git_err, object_id};
 use crate::error::{Error, Result};
 
 const DIRECTORY_MODE: &[u8] = b"40000";
@@ -34,10 +34,38 @@ pub(super) struct MergedTrees {
     pub new_trees: Vec<NewTree>,
 }
 
+/// The trees the last commit wrote, by id. The next commit's baseline trees are mostly
+/// these, and reading one back from the object store inflates it again: a month directory's
+/// tree is megabytes by the end of a busy month. Trees are named by their content, so an
+/// entry is never stale, whatever moved HEAD meanwhile.
+#[derive(Default)]
+pub(super) struct RecentTrees {
+    trees: HashMap<Oid, Vec<u8>>,
+}
+
+impl RecentTrees {
+    /// Most bytes kept; a commit whose new trees exceed it leaves the cache empty.
+    const MAX_BYTES: usize = 64 << 20;
+
+    /// Keeps `trees` (a commit's new trees) instead of the previous commit's.
+    pub fn replace(&mut self, trees: Vec<NewTree>) {
+        self.trees.clear();
+        if trees.iter().map(|tree| tree.bytes.len()).sum::<usize>() <= Self::MAX_BYTES {
+            self.trees.extend(trees.into_iter().map(|tree| (tree.id, tree.bytes)));
+        }
+    }
+
+    fn get(&self, id: Oid) -> Option<&[u8]> {
+        self.trees.get(&id).map(Vec::as_slice)
+    }
+}
+
 /// `baseline` (the previous root tree, `None` for the first commit) with each `(path, blob)`
-/// set as a regular file. A path given twice takes its last blob.
+/// set as a regular file. A path given twice takes its last blob. Trees in `recent` are
+/// read from there rather than from `odb`.
 pub(super) fn merge_files<'p>(
     odb: &Odb<'_>,
+    recent: &RecentTrees,
     baseline: Option<Oid>,
     files: impl IntoIterator<Item = (&'p str, Oid)>,
 ) -> Result<MergedTrees> {
@@ -46,8 +74,15 @@ pub(super) fn merge_files<'p>(
         insert(&mut root, path, blob)?;
     }
     let mut new_trees = Vec::new();
-    let root = write_directory(odb, baseline, &root, "", &mut new_trees)?;
+    let trees = Trees { odb, recent };
+    let root = write_directory(&trees, baseline, &root, "", &mut new_trees)?;
     Ok(MergedTrees { root, new_trees })
+}
+
+/// Where previous trees are read from.
+struct Trees<'a, 'r> {
+    odb: &'a Odb<'r>,
+    recent: &'a RecentTrees,
 }
 
 /// A directory's new entries, keyed by name.
@@ -170,20 +205,24 @@ fn push_entry(out: &mut Vec<u8>, entry: &Spliced<'_>) {
 /// Writes the directory at `path` whose previous tree was `previous`, with `children`
 /// spliced in; its new subtrees first. Returns its id, and records it in `out` if new.
 fn write_directory(
-    odb: &Odb<'_>,
+    trees: &Trees<'_, '_>,
     previous: Option<Oid>,
     children: &Children<'_>,
     path: &str,
     out: &mut Vec<NewTree>,
 ) -> Result<Oid> {
-    let previous_object =
-        previous.map(|id| odb.read(id).map_err(|e| git_err("read tree", e))).transpose()?;
-    let previous_bytes = match &previous_object {
-        Some(object) if object.kind() != ObjectType::Tree => {
+    let remembered = previous.and_then(|id| trees.recent.get(id));
+    let previous_object = match (previous, remembered) {
+        (Some(id), None) => Some(trees.odb.read(id).map_err(|e| git_err("read tree", e))?),
+        _ => None,
+    };
+    let previous_bytes = match (&previous_object, remembered) {
+        (_, Some(bytes)) => bytes,
+        (Some(object), None) if object.kind() != ObjectType::Tree => {
             return Err(Error::internal(format!("archive: {path:?} is not a tree")));
         }
-        Some(object) => object.data(),
-        None => &[],
+        (Some(object), None) => object.data(),
+        (None, None) => &[],
     };
     let previous_subtrees = previous_subtrees(previous_bytes, children, path)?;
 
@@ -194,7 +233,7 @@ fn write_directory(
             Node::Directory(grandchildren) => {
                 let child_path = join(path, name);
                 let previous = previous_subtrees.get(name).copied();
-                write_directory(odb, previous, grandchildren, &child_path, out)?
+                write_directory(trees, previous, grandchildren, &child_path, out)?
             }
         };
         spliced.push(Spliced { name, is_directory: node.is_directory(), id });
@@ -235,7 +274,7 @@ fn write_directory(
     if let Some(id) = previous.filter(|_| bytes == previous_bytes) {
         return Ok(id);
     }
-    let id = Oid::hash_object(ObjectType::Tree, &bytes).map_err(|e| git_err("hash tree", e))?;
+    let id = object_id(ObjectType::Tree, &bytes)?;
     out.push(NewTree { id, bytes });
     Ok(id)
 }

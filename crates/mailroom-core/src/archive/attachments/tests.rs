@@ -86,7 +86,7 @@ fn noisy_image(width: u32, height: u32) -> DynamicImage {
 }
 
 fn sha1_hex(bytes: &[u8]) -> String {
-    sha1_smol::Sha1::from(bytes).digest().to_string()
+    crate::model::digest::sha1_hex(bytes)
 }
 
 fn webp_path(sha1: &str) -> String {

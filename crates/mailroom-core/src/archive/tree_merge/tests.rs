@@ -4,7 +4,7 @@ use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 use proptest::prelude::*;
 
-use super::merge_files;
+use super::{RecentTrees, merge_files};
 
 fn repository() -> (tempfile::TempDir, Repository) {
     let dir = tempfile::tempdir().expect("git");
@@ -33,12 +33,23 @@ fn empty_tree(repo: &Repository) -> Oid {
 
 /// Merges `files` into `baseline` and writes the new trees, as the archive does.
 fn merged(repo: &Repository, baseline: Option<Oid>, files: &[(String, Oid)]) -> Oid {
+    merged_remembering(repo, &mut RecentTrees::default(), baseline, files)
+}
+
+/// `merged`, reading previous trees from `recent` first and leaving the new ones there.
+fn merged_remembering(
+    repo: &Repository,
+    recent: &mut RecentTrees,
+    baseline: Option<Oid>,
+    files: &[(String, Oid)],
+) -> Oid {
     let odb = repo.odb().expect("git");
-    let merged =
-        merge_files(&odb, baseline, files.iter().map(|(p, b)| (p.as_str(), *b))).expect("git");
+    let merged = merge_files(&odb, recent, baseline, files.iter().map(|(p, b)| (p.as_str(), *b)))
+        .expect("git");
     for tree in &merged.new_trees {
         assert_eq!(odb.write(ObjectType::Tree, &tree.bytes).expect("git"), tree.id);
     }
+    recent.replace(merged.new_trees);
     merged.root
 }
 
@@ -80,8 +91,8 @@ fn files_that_hold_their_blobs_already_write_nothing() {
     let files = vec![("a/b/c.md".to_string(), blob(&repo, "c"))];
     let base = merged(&repo, None, &files);
     let odb = repo.odb().expect("git");
-    let again =
-        merge_files(&odb, Some(base), files.iter().map(|(p, b)| (p.as_str(), *b))).expect("git");
+    let files = files.iter().map(|(p, b)| (p.as_str(), *b));
+    let again = merge_files(&odb, &RecentTrees::default(), Some(base), files).expect("git");
     assert_eq!(again.root, base);
     assert!(again.new_trees.is_empty());
 }
@@ -102,7 +113,9 @@ fn a_name_cannot_become_both_file_and_directory() {
     let base = merged(&repo, None, &[("d/f".to_string(), id)]);
     let odb = repo.odb().expect("git");
     let error = |files: &[(&str, Oid)], baseline| {
-        merge_files(&odb, baseline, files.iter().copied()).err().expect("refused").to_string()
+        let recent = RecentTrees::default();
+        let merge = merge_files(&odb, &recent, baseline, files.iter().copied());
+        merge.err().expect("refused").to_string()
     };
     // A file over a directory, a directory over a file, and both in one commit.
     assert!(error(&[("d", id)], Some(base)).contains("\"d\" would be both"));
@@ -112,6 +125,25 @@ fn a_name_cannot_become_both_file_and_directory() {
     for bad in ["", "a//b", "/a", "a/", "a/../b", "./a", ".git/config", "a/.GIT/b", "a\0b"] {
         assert!(error(&[(bad, id)], None).contains("cannot commit"), "{bad:?}");
     }
+}
+
+#[test]
+fn the_last_commits_trees_are_read_from_memory() {
+    let (_dir, repo) = repository();
+    let one = blob(&repo, "one");
+    let first = vec![("p/messages/2026/11/a.md".to_string(), one), ("p/x".to_string(), one)];
+    let mut recent = RecentTrees::default();
+    let base = merged_remembering(&repo, &mut recent, None, &first);
+    let update = vec![("p/messages/2026/11/b.md".to_string(), one)];
+    let expected = libgit2_tree(&repo, base, &update);
+    // A repository that holds none of the baseline's trees: only memory can supply them.
+    let (_other_dir, other) = repository();
+    let odb = other.odb().expect("git");
+    let files = update.iter().map(|(p, b)| (p.as_str(), *b));
+    let merged = merge_files(&odb, &recent, Some(base), files.clone()).expect("from memory");
+    assert_eq!(merged.root, expected);
+    let forgotten = merge_files(&odb, &RecentTrees::default(), Some(base), files);
+    assert!(forgotten.err().expect("not in this repository").to_string().contains("read tree"));
 }
 
 /// Names around `/` in Git's order: a file `a.md` sorts before the directory `a`, `a0` after.
@@ -148,9 +180,11 @@ proptest! {
         let (base, update) = (named(base), named(update));
         let empty = empty_tree(&repo);
         let baseline = libgit2_tree(&repo, empty, &base);
-        prop_assert_eq!(merged(&repo, Some(empty), &base), baseline);
+        // The second merge reads the trees the first one wrote from memory.
+        let mut recent = RecentTrees::default();
+        prop_assert_eq!(merged_remembering(&repo, &mut recent, Some(empty), &base), baseline);
         let expected = libgit2_tree(&repo, baseline, &update);
-        prop_assert_eq!(merged(&repo, Some(baseline), &update), expected);
+        prop_assert_eq!(merged_remembering(&repo, &mut recent, Some(baseline), &update), expected);
         let mut files: BTreeMap<String, Oid> = base.into_iter().collect();
         files.extend(update);
         prop_assert_eq!(listing(&repo, expected), files);
