@@ -32,6 +32,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before any thread exists (see its contract).
+    mailroom_core::limit_git_mappings();
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => exit_code(commands::serve::run(args).map(|()| Verdict::Clean), 1),
