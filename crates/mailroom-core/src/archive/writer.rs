@@ -13,7 +13,10 @@ use crate::store::{Reader, Store};
 
 /// A burst is over when no new work arrived for this long; the commit then goes out at once
 /// instead of waiting out the whole window (a lone message is archived in milliseconds).
-const QUIET_GAP: Duration = Duration::from_millis(3);
+/// Long enough that a steady trickle (100 messages/s arrive 10 ms apart) shares commits:
+/// each commit rewrites the month directories' trees, which grow all month, so a commit per
+/// message cost the archive thread milliseconds per message.
+const QUIET_GAP: Duration = Duration::from_millis(12);
 /// Most rows carried by one commit.
 const MAX_ROWS_PER_COMMIT: i64 = 4096;
 /// The index is written once the writer has been idle this long.

@@ -140,9 +140,16 @@ fn a_damaged_index_is_an_error_and_stays_as_it_was() {
     assert!(!repo.path().join("index.lock").exists());
 }
 
+/// Paths whose directories and files have different names (Git's index refuses a path that
+/// is also another's directory), ordered around `/` as the merge must get right: `a.md` and
+/// `a0` sort on either side of the directory `a/`.
 fn path() -> impl Strategy<Value = String> {
-    let component = prop::sample::select(vec!["a", "a.md", "a0", "ab", "b", "m", "z-"]);
-    prop::collection::vec(component, 1..4).prop_map(|parts| parts.join("/"))
+    let directory = prop::sample::select(vec!["a", "ab", "m"]);
+    let file = prop::sample::select(vec!["a.md", "a0", "a-b", "b.json", "z-"]);
+    (prop::collection::vec(directory, 0..3), file).prop_map(|(mut parts, file)| {
+        parts.push(file);
+        parts.join("/")
+    })
 }
 
 proptest! {
@@ -161,11 +168,6 @@ proptest! {
         let make = |files: &[(String, u8)]| -> Vec<IndexEntry> {
             files.iter().map(|(p, b)| entry(root, p, blobs[usize::from(*b)])).collect()
         };
-        // A path that is also a directory of another is something Git's index refuses:
-        // keep the files of each set apart from the other's directories.
-        let all: Vec<&String> = before.iter().chain(&added).map(|(p, _)| p).collect();
-        let clash = all.iter().any(|a| all.iter().any(|b| b.starts_with(&format!("{a}/"))));
-        prop_assume!(!clash);
 
         let mut theirs = Index::open(&repo.path().join("theirs")).expect("index");
         for e in make(&before) {
