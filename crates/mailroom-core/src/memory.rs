@@ -31,23 +31,23 @@ pub(crate) fn release_free_memory() {
 /// a 20-minute soak's file-backed memory reached 300 MB. Past these caps libgit2 unmaps the
 /// least recently used windows and closes the least recently used packs.
 ///
-/// Call it before any thread starts: libgit2 keeps the limits in globals it reads without a
-/// lock (`main` does, first thing).
-pub fn limit_git_mappings() {
+/// # Safety
+///
+/// No other thread may exist yet: libgit2 keeps the limits in globals it writes and reads
+/// without a lock (`main` calls this first thing).
+#[allow(unsafe_code)]
+pub unsafe fn limit_git_mappings() -> crate::Result<()> {
     const WINDOW: usize = 8 << 20;
     const MAPPED: usize = 32 << 20;
     const OPEN_PACKS: usize = 32;
-    // SAFETY: the setters write libgit2's globals unsynchronised; the caller's contract is
-    // that no other thread exists yet, so nothing reads them concurrently.
-    #[allow(unsafe_code)]
-    let set = unsafe {
+    // SAFETY: the caller guarantees that no other thread exists, so nothing reads the
+    // globals while they are written.
+    unsafe {
         git2::opts::set_mwindow_size(WINDOW)
             .and_then(|()| git2::opts::set_mwindow_mapped_limit(MAPPED))
             .and_then(|()| git2::opts::set_mwindow_file_limit(OPEN_PACKS))
-    };
-    if let Err(e) = set {
-        tracing::warn!(error = %e.message(), "libgit2's pack mappings are not capped");
     }
+    .map_err(|e| crate::Error::internal(format!("libgit2's pack mappings are not capped: {e}")))
 }
 
 /// Bytes SQLite has allocated and not freed, in the whole process.

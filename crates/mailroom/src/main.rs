@@ -32,8 +32,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Before any thread exists (see its contract).
-    mailroom_core::limit_git_mappings();
+    // SAFETY: first thing in `main`: no other thread exists yet.
+    #[allow(unsafe_code)]
+    if let Err(e) = unsafe { mailroom_core::limit_git_mappings() } {
+        eprintln!("mailroom: warning: {e}");
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => exit_code(commands::serve::run(args).map(|()| Verdict::Clean), 1),

@@ -52,6 +52,9 @@ pub struct ArchiveRepo {
     index_pending: Vec<(String, Oid)>,
     /// The last commit's new trees, the next commit's baseline.
     recent_trees: RecentTrees,
+    /// Set when the index is of a form neither `index_file` nor libgit2 can update: it is
+    /// then left alone (and said so once).
+    index_abandoned: bool,
 }
 
 /// A commit as `whois` and the resources show it.
@@ -103,6 +106,7 @@ impl ArchiveRepo {
             index_len: 0,
             index_pending: Vec::new(),
             recent_trees: RecentTrees::default(),
+            index_abandoned: false,
         };
         if fresh || archive.head_tree()?.is_none() {
             let files = vec![(".gitattributes".to_string(), GITATTRIBUTES.as_bytes().to_vec())];
@@ -324,14 +328,28 @@ impl ArchiveRepo {
             return Ok(());
         }
         let paths = std::mem::take(&mut self.index_pending);
+        if self.index_abandoned {
+            return Ok(());
+        }
         match index_file::add_entries(self.repo.path(), self.index_entries_of(&paths)) {
             Ok(Update::Written(entries)) => self.index_len = entries,
             Ok(Update::Busy) => {
                 tracing::debug!("archive index busy; will retry");
                 self.index_pending = paths;
             }
-            // A form a human's Git chose (version 4, split, sparse): libgit2 rewrites it.
-            Ok(Update::Unsupported) => self.sync_index_with_libgit2(paths)?,
+            // A form a human's Git chose: libgit2 rewrites version 4; a split or sparse
+            // index, or a damaged one, it cannot read either.
+            Ok(update @ (Update::Unsupported | Update::Damaged(_))) => {
+                if let Err(e) = self.sync_index_with_libgit2(&paths) {
+                    if !self.index_abandoned {
+                        tracing::warn!(?update, error = %e.message, "the archive's Git index is of a \
+                            form mailroom cannot update; it is no longer kept in step (`git \
+                            status` will list the archive's files until it is rebuilt, e.g. \
+                            `rm .git/index && git reset`)");
+                    }
+                    self.index_abandoned = true;
+                }
+            }
             Err(e) => {
                 self.index_pending = paths;
                 return Err(e);
@@ -349,17 +367,18 @@ impl ArchiveRepo {
             .collect()
     }
 
-    /// `sync_index` through libgit2, which loads the whole index.
-    fn sync_index_with_libgit2(&mut self, paths: Vec<(String, Oid)>) -> Result<()> {
+    /// `sync_index` through libgit2, which loads the whole index. A busy index keeps the
+    /// paths for the next call; another failure leaves them to the caller.
+    fn sync_index_with_libgit2(&mut self, paths: &[(String, Oid)]) -> Result<()> {
         let mut index = self.load_index()?;
-        for entry in self.index_entries_of(&paths) {
+        for entry in self.index_entries_of(paths) {
             index.add(&entry).map_err(|e| git_err("index add", e))?;
         }
         match index.write() {
             Ok(()) => self.index_len = index.len(),
             Err(e) => {
                 tracing::debug!(error = %e.message(), "archive index busy; will retry");
-                self.index_pending = paths;
+                self.index_pending = paths.to_vec();
             }
         }
         Ok(())
@@ -434,7 +453,6 @@ fn commit_object(tree: Oid, parents: &[Oid], signature: &Signature<'_>, message:
     text.into_bytes()
 }
 
-/// The commit HEAD points to; `None` before the first commit (unborn branch).
 /// The id Git gives an object of `kind` holding `bytes`, for the trees and commits the
 /// archive builds itself (see `model::digest` for why not libgit2's). Blobs, whose bytes
 /// agents write, are still named by libgit2's collision-detecting SHA-1, as Git would.
@@ -443,6 +461,7 @@ pub(super) fn object_id(kind: ObjectType, bytes: &[u8]) -> Result<Oid> {
     Oid::from_bytes(&sha1(&[header.as_bytes(), bytes])).map_err(|e| git_err("object id", e))
 }
 
+/// The commit HEAD points to; `None` before the first commit (unborn branch).
 fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>> {
     match repo.head() {
         Ok(head) => head.peel_to_commit().map(Some).map_err(|e| git_err("HEAD commit", e)),
@@ -742,7 +761,7 @@ mod tests {
         assert_eq!(git(&root, &["fsck", "--strict"]), "");
     }
 
-    /// The commit bytes written by hand are libgit2's, for offsets east, west and zero.
+    /// Trees and commits are named as libgit2 names them.
     #[test]
     fn object_ids_are_the_ones_libgit2_gives() {
         let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
@@ -754,6 +773,7 @@ mod tests {
         }
     }
 
+    /// The commit bytes written by hand are libgit2's, for offsets east, west and zero.
     #[test]
     fn commit_objects_are_byte_identical_to_libgit2s() {
         let dir = tempfile::tempdir().expect("temp dir");

@@ -9,10 +9,12 @@
 //! Format (Git's `Documentation/gitformat-index.txt`, versions 2 and 3): a 12-byte header
 //! (`DIRC`, version, entry count), entries sorted by path (62 fixed bytes, 2 more in version
 //! 3 when the entry says so, the path, 1 to 8 NULs to a multiple of 8 bytes), extensions,
-//! and the SHA-1 of everything before it. Extensions are dropped: the ones Git writes here
-//! (the cached tree, the untracked cache) are optional and rebuilt by Git when missing. An
-//! index this code does not handle (version 4, a split or sparse index) is left to libgit2:
-//! see [`Update::Unsupported`].
+//! and the SHA-1 of everything before it. Optional extensions (the cached tree, the untracked
+//! cache, offsets into the old file) are dropped: Git rebuilds them when missing. An index
+//! this code does not handle (version 4, or a required extension: a split or sparse index)
+//! is reported as [`Update::Unsupported`]. A path that is both a file and another entry's
+//! directory (which a human's `git add` could never produce, nor `tree_merge` commit) is not
+//! looked for.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, ErrorKind, Seek, SeekFrom, Write};
@@ -23,7 +25,7 @@ use git2::IndexEntry;
 use sha1::{Digest as _, Sha1};
 
 use super::git::io_err;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 const SIGNATURE: &[u8; 4] = b"DIRC";
 const HEADER_LEN: usize = 12;
@@ -32,9 +34,6 @@ const CHECKSUM_LEN: usize = 20;
 const FIXED_LEN: usize = 62;
 const FLAG_EXTENDED: u16 = 0x4000;
 const NAME_MASK: u16 = 0x0fff;
-/// Extensions whose loss would change what the index means: a split index keeps most
-/// entries in a shared file, a sparse one has directory entries.
-const MEANINGFUL_EXTENSIONS: [&[u8; 4]; 2] = [b"link", b"sdir"];
 
 /// What an update did.
 #[derive(Debug, PartialEq, Eq)]
@@ -45,6 +44,8 @@ pub(super) enum Update {
     Busy,
     /// The index is of a form this code does not rewrite; nothing was written.
     Unsupported,
+    /// The index does not parse or its checksum is wrong (named); nothing was written.
+    Damaged(&'static str),
 }
 
 /// Sets `entries` (stage 0, each with its path and stat data) in the index of `git_dir`,
@@ -70,26 +71,40 @@ pub(super) fn add_entries(git_dir: &Path, mut entries: Vec<IndexEntry>) -> Resul
         Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(Update::Busy),
         Err(e) => return Err(io_err("cannot create", &lock_path, e)),
     };
+    // From here on the lock is ours: removed whatever happens, unless renamed into place.
+    let mut held = HeldLock { path: &lock_path, published: false };
     let merged = match File::open(&index_path) {
         Ok(old) => merge(Some(BufReader::with_capacity(1 << 16, old)), &entries, lock),
         Err(e) if e.kind() == ErrorKind::NotFound => merge(None::<&[u8]>, &entries, lock),
         Err(e) => Err(MergeError::Io(e)),
     };
-    let outcome = match merged {
-        Ok(count) => fs::rename(&lock_path, &index_path)
-            .map(|()| Update::Written(count))
-            .map_err(|e| io_err("cannot replace", &index_path, e)),
+    match merged {
+        Ok(count) => {
+            fs::rename(&lock_path, &index_path)
+                .map_err(|e| io_err("cannot replace", &index_path, e))?;
+            held.published = true;
+            Ok(Update::Written(count))
+        }
         Err(MergeError::Unsupported) => Ok(Update::Unsupported),
-        Err(MergeError::Corrupt(why)) => Err(Error::internal(format!(
-            "archive: the Git index {} is damaged ({why})",
-            index_path.display()
-        ))),
+        Err(MergeError::Corrupt(why)) => Ok(Update::Damaged(why)),
         Err(MergeError::Io(e)) => Err(io_err("cannot rewrite", &index_path, e)),
-    };
-    if !matches!(outcome, Ok(Update::Written(_))) {
-        let _ = fs::remove_file(&lock_path);
     }
-    outcome
+}
+
+/// `index.lock` while this code holds it: removed when dropped unless it became the index
+/// (a failure or a panic must not leave it behind, or every later update would find the
+/// index busy).
+struct HeldLock<'p> {
+    path: &'p Path,
+    published: bool,
+}
+
+impl Drop for HeldLock<'_> {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = fs::remove_file(self.path);
+        }
+    }
 }
 
 enum MergeError {
@@ -261,7 +276,9 @@ impl<R: BufRead> OldIndex<R> {
         }
         let (extensions, checksum) = rest.split_at(rest.len() - CHECKSUM_LEN);
         self.hasher.update(extensions);
-        if self.hasher.clone().finalize().as_slice() != checksum {
+        // All zeros: written with `index.skipHash` (Git 2.40+, `feature.manyFiles`).
+        let skipped = checksum.iter().all(|&b| b == 0);
+        if !skipped && self.hasher.clone().finalize().as_slice() != checksum {
             return Err(MergeError::Corrupt("its checksum does not match"));
         }
         let mut remaining = extensions;
@@ -269,8 +286,9 @@ impl<R: BufRead> OldIndex<R> {
             if remaining.len() < 8 {
                 return Err(MergeError::Corrupt("a truncated extension"));
             }
-            let signature = &remaining[..4];
-            if MEANINGFUL_EXTENSIONS.iter().any(|known| signature == &known[..]) {
+            // A signature not starting with `A`–`Z` marks an extension readers must
+            // understand (a split index's `link`, a sparse index's `sdir`, …).
+            if !remaining[0].is_ascii_uppercase() {
                 return Err(MergeError::Unsupported);
             }
             let size = u32::from_be_bytes(word(&remaining[4..8])) as usize;
