@@ -324,13 +324,13 @@ impl ArchiveRepo {
     /// stays fast) and writes it. Best effort: when a human's git command holds
     /// `index.lock`, the paths wait for the next call.
     pub fn sync_index(&mut self) -> Result<()> {
+        if self.index_abandoned {
+            self.index_pending.clear();
+        }
         if self.index_pending.is_empty() {
             return Ok(());
         }
         let paths = std::mem::take(&mut self.index_pending);
-        if self.index_abandoned {
-            return Ok(());
-        }
         match index_file::add_entries(self.repo.path(), self.index_entries_of(&paths)) {
             Ok(Update::Written(entries)) => self.index_len = entries,
             Ok(Update::Busy) => {

@@ -52,11 +52,10 @@ pub(super) enum Update {
 /// replacing any entry of the same path, in any stage. A path given twice keeps its last
 /// entry.
 pub(super) fn add_entries(git_dir: &Path, mut entries: Vec<IndexEntry>) -> Result<Update> {
-    // Stable, so that the last of equal paths is last; then only it is kept.
+    // Reversed, then sorted stably: of equal paths the last given comes first, and is kept.
+    entries.reverse();
     entries.sort_by(|a, b| a.path.cmp(&b.path));
-    entries.reverse();
-    entries.dedup_by(|later, earlier| later.path == earlier.path);
-    entries.reverse();
+    entries.dedup_by(|next, kept| next.path == kept.path);
 
     let index_path = git_dir.join("index");
     let lock_path = git_dir.join("index.lock");

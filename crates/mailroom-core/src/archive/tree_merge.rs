@@ -12,7 +12,7 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 
-use git2::{ObjectType, Odb, Oid};
+use git2::{ObjectType, Odb, OdbObject, Oid};
 
 use super::git::{git_err, object_id};
 use crate::error::{Error, Result};
@@ -83,6 +83,38 @@ pub(super) fn merge_files<'p>(
 struct Trees<'a, 'r> {
     odb: &'a Odb<'r>,
     recent: &'a RecentTrees,
+}
+
+/// A directory's previous tree: kept from the last commit, read from the object store, or
+/// none (a new directory).
+enum Previous<'a> {
+    Remembered(&'a [u8]),
+    Stored(OdbObject<'a>),
+    Absent,
+}
+
+impl Trees<'_, '_> {
+    fn previous(&self, id: Option<Oid>, path: &str) -> Result<Previous<'_>> {
+        let Some(id) = id else { return Ok(Previous::Absent) };
+        if let Some(bytes) = self.recent.get(id) {
+            return Ok(Previous::Remembered(bytes));
+        }
+        let object = self.odb.read(id).map_err(|e| git_err("read tree", e))?;
+        if object.kind() != ObjectType::Tree {
+            return Err(Error::internal(format!("archive: {path:?} is not a tree")));
+        }
+        Ok(Previous::Stored(object))
+    }
+}
+
+impl Previous<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Previous::Remembered(bytes) => bytes,
+            Previous::Stored(object) => object.data(),
+            Previous::Absent => &[],
+        }
+    }
 }
 
 /// A directory's new entries, keyed by name.
@@ -211,19 +243,8 @@ fn write_directory(
     path: &str,
     out: &mut Vec<NewTree>,
 ) -> Result<Oid> {
-    let remembered = previous.and_then(|id| trees.recent.get(id));
-    let previous_object = match (previous, remembered) {
-        (Some(id), None) => Some(trees.odb.read(id).map_err(|e| git_err("read tree", e))?),
-        _ => None,
-    };
-    let previous_bytes = match (&previous_object, remembered) {
-        (_, Some(bytes)) => bytes,
-        (Some(object), None) if object.kind() != ObjectType::Tree => {
-            return Err(Error::internal(format!("archive: {path:?} is not a tree")));
-        }
-        (Some(object), None) => object.data(),
-        (None, None) => &[],
-    };
+    let previous_tree = trees.previous(previous, path)?;
+    let previous_bytes = previous_tree.bytes();
     let previous_subtrees = previous_subtrees(previous_bytes, children, path)?;
 
     let mut spliced = Vec::with_capacity(children.len());
