@@ -320,6 +320,11 @@ impl ArchiveRepo {
         !self.index_pending.is_empty()
     }
 
+    /// How many committed paths wait for the index.
+    pub fn index_backlog(&self) -> usize {
+        self.index_pending.len()
+    }
+
     /// Records the committed files in Git's index (with their stat data, so `git status`
     /// stays fast) and writes it. Best effort: when a human's git command holds
     /// `index.lock`, the paths wait for the next call.

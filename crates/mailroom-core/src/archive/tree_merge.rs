@@ -44,14 +44,22 @@ pub(super) struct RecentTrees {
 }
 
 impl RecentTrees {
-    /// Most bytes kept; a commit whose new trees exceed it leaves the cache empty.
-    const MAX_BYTES: usize = 64 << 20;
+    /// Most bytes kept. The month directories' trees grow all month (a 36,000-message month
+    /// took 12 MB); past this the largest that fit are kept and the rest read from the
+    /// object store, so memory stays flat however long the server runs.
+    const MAX_BYTES: usize = 16 << 20;
 
-    /// Keeps `trees` (a commit's new trees) instead of the previous commit's.
-    pub fn replace(&mut self, trees: Vec<NewTree>) {
+    /// Keeps `trees` (a commit's new trees) instead of the previous commit's: the largest
+    /// first (they cost the most to read back), as many as fit in `MAX_BYTES`.
+    pub fn replace(&mut self, mut trees: Vec<NewTree>) {
         self.trees.clear();
-        if trees.iter().map(|tree| tree.bytes.len()).sum::<usize>() <= Self::MAX_BYTES {
-            self.trees.extend(trees.into_iter().map(|tree| (tree.id, tree.bytes)));
+        trees.sort_unstable_by_key(|tree| std::cmp::Reverse(tree.bytes.len()));
+        let mut room = Self::MAX_BYTES;
+        for tree in trees {
+            if tree.bytes.len() <= room {
+                room -= tree.bytes.len();
+                self.trees.insert(tree.id, tree.bytes);
+            }
         }
     }
 

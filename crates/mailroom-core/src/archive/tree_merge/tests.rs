@@ -4,7 +4,7 @@ use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 use proptest::prelude::*;
 
-use super::{RecentTrees, merge_files};
+use super::{NewTree, RecentTrees, merge_files};
 
 fn repository() -> (tempfile::TempDir, Repository) {
     let dir = tempfile::tempdir().expect("git");
@@ -144,6 +144,25 @@ fn the_last_commits_trees_are_read_from_memory() {
     assert_eq!(merged.root, expected);
     let forgotten = merge_files(&odb, &RecentTrees::default(), Some(base), files);
     assert!(forgotten.err().expect("not in this repository").to_string().contains("read tree"));
+}
+
+#[test]
+fn past_its_budget_memory_keeps_the_largest_trees_that_fit() {
+    let tree = |fill: u8, len: usize| NewTree {
+        id: Oid::from_bytes(&[fill; 20]).expect("id"),
+        bytes: vec![fill; len],
+    };
+    let budget = RecentTrees::MAX_BYTES;
+    let mut recent = RecentTrees::default();
+    recent.replace(vec![tree(1, 1024), tree(2, budget / 2 + 1), tree(3, budget / 2)]);
+    let kept = |recent: &RecentTrees, fill: u8| {
+        recent.get(Oid::from_bytes(&[fill; 20]).expect("id")).is_some()
+    };
+    assert!(kept(&recent, 2), "the largest tree is kept");
+    assert!(!kept(&recent, 3), "the next one no longer fits");
+    assert!(kept(&recent, 1), "a small one still fits after it");
+    recent.replace(vec![tree(4, budget + 1)]);
+    assert!(!(1..=4).any(|fill| kept(&recent, fill)), "a tree past the budget is never kept");
 }
 
 /// Names around `/` in Git's order: a file `a.md` sorts before the directory `a`, `a0` after.
