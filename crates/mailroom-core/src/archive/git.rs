@@ -50,7 +50,7 @@ pub struct ArchiveRepo {
     index_len: usize,
     /// Files committed (path, blob id) since the index was last written.
     index_pending: Vec<(String, Oid)>,
-    /// The last commit's new trees, the next commit's baseline.
+    /// The last commit's new trees (the largest that fit), the next commit's baseline.
     recent_trees: RecentTrees,
     /// Set when the index is of a form neither `index_file` nor libgit2 can update: it is
     /// then left alone (and said so once).

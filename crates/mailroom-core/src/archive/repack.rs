@@ -1,11 +1,9 @@
 //! Keeps the archive's object store packed.
 //!
-//! Every commit writes new tree objects for the directories it touches (loose, or in a pack
-//! for a large commit: `git.rs`), and the reference's layout puts a month's messages in one
-//! directory (`messages/YYYY/MM/`), so each commit rewrites a tree that grows with the month:
-//! measured here, a 20-minute soak at 200 requests/s left 147,000 loose objects and 1.8 GB,
-//! which `git gc` packs into a few MB (similar trees delta-compress well). libgit2 has no
-//! repack, so the writer asks the `git` command, in a child process beside the writer
+//! Every commit writes new tree objects for the directories it touches, in one pack per
+//! commit (`git.rs`), and the reference's layout puts a month's messages in one directory
+//! (`messages/YYYY/MM/`), so each commit rewrites a tree that grows with the month. libgit2
+//! has no repack, so the writer asks the `git` command, in a child process beside the writer
 //! (commits go on meanwhile), every 32 commits: a geometric repack rolls up the small packs
 //! (each commit writes one), so the packs stay few (libgit2 searches every pack's index for
 //! an object it has not found in the last one) and each run handles little more than the
@@ -15,9 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 /// Commits between two repacks. Each commit's pack holds the month directories' trees whole
-/// (a megabyte each once the month has 36,000 messages) until a repack stores them as
-/// deltas: at 200 messages/s, repacking every 100 commits let 88 packs and 106 MB pile up,
-/// every 32 kept 34 packs and 60 MB for a fifth more `git` CPU.
+/// (3 MB raw, a megabyte deflated, once the month has 36,000 messages): at 200 messages/s,
+/// repacking every 100 commits let 88 packs and 106 MB pile up, every 32 kept 34 packs and
+/// 60 MB for a fifth more `git` CPU. A repack keeps the packs few but stores most trees
+/// whole still: Git 2.39 pairs few trees with their previous versions (BENCHMARKS.md, "The
+/// writer paces itself").
 const COMMITS_PER_CHECK: u32 = 32;
 
 pub(super) struct Repacker {
@@ -84,13 +84,12 @@ impl Repacker {
     }
 }
 
-/// `git repack --geometric=2 -d` for the archive: packs the loose objects and rolls the
-/// smaller packs up so that each pack holds at least twice the objects of the next smaller
+/// `git repack --geometric=2 -d` for the archive: rolls the smaller packs up so that each pack holds at least twice the objects of the next smaller
 /// one, keeping their number logarithmic (each commit writes a pack). `git gc --auto`
 /// did not keep up: its full repack (`-A`) of a soak's growing archive ran for minutes with a
-/// 1.6 GB child while 115 packs piled up. Consecutive versions of a tree sort next to each
-/// other, so a delta window of 2 finds them: Git's default of 10 tried eight more 3 MB trees
-/// for each and cost a fifth more CPU. Runs in the foreground of its own process (so it can
+/// 1.6 GB child while 115 packs piled up. The delta window is 2: without the paths
+/// (`--stdin-packs` has none) Git's default of 10 found no more deltas among the month trees
+/// and cost a fifth more CPU. Runs in the foreground of its own process (so it can
 /// be awaited), touches no ref (the writer moves HEAD's branch meanwhile), quiet.
 fn gc_command(root: &Path) -> Command {
     let mut command = Command::new("git");
@@ -155,7 +154,7 @@ mod tests {
             .collect()
     }
 
-    /// Packs of similar size (one per large commit) are rolled up into one, and every object
+    /// Packs of similar size (one per commit) are rolled up into one, and every object
     /// still reads back.
     #[test]
     fn small_packs_are_rolled_up() {

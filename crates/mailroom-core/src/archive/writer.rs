@@ -11,15 +11,17 @@ use super::{ArchiveSettings, Signal, locks, render};
 use crate::error::Result;
 use crate::store::{Reader, Store};
 
-/// A burst is over when no new work arrived for this long; the commit then goes out at once
-/// instead of waiting out the whole window (a lone message is archived in milliseconds).
+/// A burst is over when no new work arrived for this long; the commit then goes out (once
+/// the writer's rest is over) instead of waiting out the whole window (a lone message is
+/// archived in milliseconds).
 /// Long enough that a steady trickle (100 messages/s arrive 10 ms apart) shares commits:
 /// each commit rewrites the month directories' trees, which grow all month, so a commit per
 /// message cost the archive thread milliseconds per message.
 const QUIET_GAP: Duration = Duration::from_millis(12);
 /// Under sustained load the writer rests this many times as long as its last drain took
-/// before it commits again (still within the window), so that it spends at most a quarter
-/// of its time committing. Each commit rewrites the month directories' trees whole, so its
+/// before it commits again, within the window: it spends at most a quarter of its time
+/// committing while three drains fit in the window, and commits once per window when they
+/// no longer do. Each commit rewrites the month directories' trees whole, so its
 /// cost grows with the month while a busy writer's batches do not: at 200 messages/s and
 /// 36,000 messages in the month, commits back to back took two thirds of a core and their
 /// packs kept `git repack` busy on the other.
@@ -29,7 +31,9 @@ const MAX_ROWS_PER_COMMIT: i64 = 4096;
 /// The index is written once the writer has been idle this long.
 const INDEX_IDLE: Duration = Duration::from_millis(200);
 /// A large index (every archived file has an entry) is rewritten whole, so it is written at
-/// most this often; small ones are written at every idle moment.
+/// most this often while idle (small ones at every idle moment); under unbroken load, once
+/// `INDEX_BACKLOG_LIMIT` paths wait, and then no more often than this either (a human's Git
+/// may hold `index.lock` for minutes, and each attempt stats every waiting path).
 const LARGE_INDEX_INTERVAL: Duration = Duration::from_secs(5);
 const LARGE_INDEX_ENTRIES: usize = 20_000;
 /// Paths waiting for the index past which it is written even though the writer is never
@@ -59,7 +63,7 @@ pub(super) struct Writer {
     last_index_write: Instant,
     /// Rolls up the packs the commits leave behind.
     repacker: Repacker,
-    /// When the last drain that committed ended, and how long it took.
+    /// When the last drain that found rows ended, and how long it took.
     last_drain: Option<(Instant, Duration)>,
 }
 
@@ -98,8 +102,12 @@ impl Writer {
             let stopping = self.wait_for_work();
             let drain_started = Instant::now();
             match self.drain(stopping) {
-                Ok(()) => {
-                    self.last_drain = Some((Instant::now(), drain_started.elapsed()));
+                Ok(found_rows) => {
+                    // A drain that found nothing (a late ring for rows already taken) says
+                    // nothing of what a commit costs.
+                    if found_rows {
+                        self.last_drain = Some((Instant::now(), drain_started.elapsed()));
+                    }
                     retry = RETRY_FIRST;
                     self.signal.set_last_error(None);
                 }
@@ -126,7 +134,9 @@ impl Writer {
             if stopping {
                 break;
             }
-            if self.repo.index_backlog() >= INDEX_BACKLOG_LIMIT {
+            if self.repo.index_backlog() >= INDEX_BACKLOG_LIMIT
+                && self.last_index_write.elapsed() >= LARGE_INDEX_INTERVAL
+            {
                 self.write_index();
             }
         }
@@ -217,12 +227,14 @@ impl Writer {
 
     /// Commits what is queued, in commits of at most `MAX_ROWS_PER_COMMIT` rows, until a
     /// commit carries fewer (the queue was empty when it was read) or, `until_empty`, until
-    /// nothing is left.
-    fn drain(&mut self, until_empty: bool) -> Result<()> {
+    /// nothing is left. Says whether it found any rows.
+    fn drain(&mut self, until_empty: bool) -> Result<bool> {
+        let mut found_rows = false;
         loop {
             let after = self.last_id;
             let work = self.reader.read(|db| db.queued_archive_work(after, MAX_ROWS_PER_COMMIT))?;
-            let Some(last) = work.last().map(|w| w.id) else { return Ok(()) };
+            let Some(last) = work.last().map(|w| w.id) else { return Ok(found_rows) };
+            found_rows = true;
             // From here on these rows may reach HEAD; if this attempt fails after that, the
             // retry must treat them as replays.
             let replay_horizon = self.replay_horizon;
@@ -254,7 +266,7 @@ impl Writer {
             // rang the bell and waits for the next batch, after the writer's rest. A full one
             // means a backlog, committed at once; so is everything at stop.
             if !until_empty && (work.len() as i64) < MAX_ROWS_PER_COMMIT {
-                return Ok(());
+                return Ok(true);
             }
         }
     }
