@@ -12,6 +12,7 @@ pub(crate) mod atomic_file;
 pub mod attachments;
 pub mod build_slots;
 pub mod format;
+mod full_pack;
 pub mod git;
 pub mod history;
 mod index_file;

@@ -201,6 +201,21 @@ fn build_index(entries: &[(Oid, u32, u64)], pack_checksum: &[u8; 20]) -> Vec<u8>
     index
 }
 
+/// Bytes no compressor can shrink (xorshift), for tests that need a pack as large as its
+/// input.
+#[cfg(test)]
+pub(super) fn incompressible_bytes(len: usize) -> Vec<u8> {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,16 +227,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let repo = Repository::init(dir.path()).expect("init");
         let big: Vec<u8> = (0..200_000u32).flat_map(|i| i.to_le_bytes()).collect();
-        // Incompressible bytes (xorshift): the compressor needs more room than the input.
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let noise: Vec<u8> = (0..300_000)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect();
+        // Incompressible: the compressor needs more room than the input.
+        let noise = incompressible_bytes(300_000);
         // The one compressor serves objects of every size in turn.
         let blobs: Vec<&[u8]> = vec![b"hello\n", b"", &big, &noise, b"bye\n", b"hello\n"];
         let objects: Vec<PackObject<'_>> = blobs

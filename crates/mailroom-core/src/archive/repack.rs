@@ -7,10 +7,16 @@
 //! (commits go on meanwhile), every 32 commits: a geometric repack rolls up the small packs
 //! (each commit writes one), so the packs stay few (libgit2 searches every pack's index for
 //! an object it has not found in the last one) and each run handles little more than the
-//! last commits' objects. While a run is still going, the next is skipped.
+//! last commits' objects. Git 2.39's roll-ups store most trees whole, though, so once the
+//! packs have doubled since the last full pack, the run is a full pack instead
+//! (`full_pack.rs`: the whole archive in one pack, each path's versions as deltas). While a
+//! run is still going, the next is skipped.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+
+use super::full_pack;
 
 /// Commits between two repacks. Each commit's pack holds the month directories' trees whole
 /// (3 MB raw, a megabyte deflated, once the month has 36,000 messages): at 200 messages/s,
@@ -20,17 +26,47 @@ use std::process::{Child, Command, Stdio};
 /// writer paces itself").
 const COMMITS_PER_CHECK: u32 = 32;
 
+/// The packs may grow past twice their size after the last full pack, plus this, before the
+/// next full pack (`full_pack.rs`): each full pack reads and rewrites the whole archive, so
+/// they are spaced geometrically, and the geometric roll-ups between them keep the packs few.
+const FULL_PACK_GROWTH: u64 = 16 << 20;
+
+enum Running {
+    /// `git repack --geometric`.
+    RollUp(Child),
+    /// `full_pack::pack_everything` on its own thread.
+    Full(JoinHandle<Result<(), String>>),
+}
+
 pub(super) struct Repacker {
     root: PathBuf,
     commits_since_check: u32,
-    running: Option<Child>,
+    running: Option<Running>,
+    /// Bytes of packs right after the last full pack finished.
+    packed_after_full: u64,
     /// Cleared when `git` cannot be started: packing is then left to the humans.
     enabled: bool,
 }
 
 impl Repacker {
     pub(super) fn new(root: &Path) -> Self {
-        Self { root: root.to_path_buf(), commits_since_check: 0, running: None, enabled: true }
+        Self {
+            root: root.to_path_buf(),
+            commits_since_check: 0,
+            running: None,
+            packed_after_full: 0,
+            enabled: true,
+        }
+    }
+
+    fn pack_bytes(&self) -> u64 {
+        let Ok(entries) = std::fs::read_dir(self.root.join(".git/objects/pack")) else { return 0 };
+        entries
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "pack"))
+            .filter_map(|entry| entry.metadata().ok())
+            .map(|meta| meta.len())
+            .sum()
     }
 
     /// Called after each commit; starts a repack every `COMMITS_PER_CHECK` commits unless one
@@ -44,8 +80,21 @@ impl Repacker {
             return finished;
         }
         self.commits_since_check = 0;
+        if self.pack_bytes() >= 2 * self.packed_after_full + FULL_PACK_GROWTH {
+            let root = self.root.clone();
+            let started =
+                std::thread::Builder::new().name("mailroom-pack".to_string()).spawn(move || {
+                    crate::background::lower_thread_priority();
+                    full_pack::pack_everything(&root)
+                });
+            match started {
+                Ok(handle) => self.running = Some(Running::Full(handle)),
+                Err(e) => tracing::warn!(error = %e, "cannot start the archive's full pack"),
+            }
+            return finished;
+        }
         match gc_command(&self.root).spawn() {
-            Ok(child) => self.running = Some(child),
+            Ok(child) => self.running = Some(Running::RollUp(child)),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot run `git repack`; the archive stays unpacked");
                 self.enabled = false;
@@ -57,30 +106,56 @@ impl Repacker {
     /// Waits for a running pack to finish (at stop: a half-written pack would only be
     /// garbage, but a finished one keeps the repository small).
     pub(super) fn finish(&mut self) {
-        if let Some(mut child) = self.running.take() {
-            match child.wait() {
+        match self.running.take() {
+            Some(Running::RollUp(mut child)) => match child.wait() {
                 Ok(status) if !status.success() => {
                     tracing::warn!(%status, "`git repack` failed");
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "`git repack` not awaited"),
-            }
+            },
+            Some(Running::Full(handle)) => self.full_pack_ended(handle),
+            None => {}
         }
     }
 
     /// Forgets a finished run, logging a failure; whether one finished.
     fn reap(&mut self) -> bool {
-        let Some(child) = self.running.as_mut() else { return false };
-        match child.try_wait() {
-            Ok(None) => return false,
-            Ok(Some(status)) if !status.success() => {
-                tracing::warn!(%status, "`git repack` failed");
+        match self.running.take() {
+            None => false,
+            Some(Running::RollUp(mut child)) => {
+                match child.try_wait() {
+                    Ok(None) => {
+                        self.running = Some(Running::RollUp(child));
+                        return false;
+                    }
+                    Ok(Some(status)) if !status.success() => {
+                        tracing::warn!(%status, "`git repack` failed");
+                    }
+                    Ok(Some(_)) => {}
+                    Err(e) => tracing::warn!(error = %e, "`git repack` lost"),
+                }
+                true
             }
-            Ok(Some(_)) => {}
-            Err(e) => tracing::warn!(error = %e, "`git repack` lost"),
+            Some(Running::Full(handle)) if !handle.is_finished() => {
+                self.running = Some(Running::Full(handle));
+                false
+            }
+            Some(Running::Full(handle)) => {
+                self.full_pack_ended(handle);
+                true
+            }
         }
-        self.running = None;
-        true
+    }
+
+    fn full_pack_ended(&mut self, handle: JoinHandle<Result<(), String>>) {
+        match handle.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "the archive's full pack failed"),
+            Err(_) => tracing::warn!("the archive's full pack panicked"),
+        }
+        // Also after a failure: the next attempt waits for the packs to double again.
+        self.packed_after_full = self.pack_bytes();
     }
 }
 
@@ -185,5 +260,43 @@ mod tests {
             assert_eq!(odb.read(*id).expect("object").data(), data.as_slice());
         }
         drop(repo);
+    }
+
+    /// Once the packs pass `FULL_PACK_GROWTH`, the run is a full pack: one pack is left, and
+    /// its size is what the next full pack waits to see doubled.
+    #[test]
+    fn large_packs_get_a_full_pack() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let repo = git2::Repository::init(dir.path()).expect("init");
+        // Incompressible, so that the pack is as large as the blob.
+        let noise = super::super::pack::incompressible_bytes(FULL_PACK_GROWTH as usize + 1024);
+        let mut tree = repo.treebuilder(None).expect("tree builder");
+        tree.insert("noise", repo.blob(&noise).expect("blob"), 0o100644).expect("entry");
+        let tree = repo.find_tree(tree.write().expect("tree")).expect("find tree");
+        let signature = git2::Signature::now("t", "t@example.com").expect("signature");
+        repo.commit(Some("HEAD"), &signature, &signature, "noise", &tree, &[]).expect("commit");
+        let mut packer = Repacker::new(dir.path());
+        assert!(packer.pack_bytes() < FULL_PACK_GROWTH, "loose, not yet packed");
+        let status = Command::new("git")
+            .arg("-C")
+            .arg(dir.path())
+            .args(["repack", "-q", "-d"])
+            .status()
+            .expect("git repack");
+        assert!(status.success());
+        assert!(packer.pack_bytes() >= FULL_PACK_GROWTH);
+
+        for _ in 0..COMMITS_PER_CHECK {
+            packer.after_commit();
+        }
+        assert!(matches!(packer.running, Some(Running::Full(_))), "a full pack runs");
+        packer.finish();
+
+        assert_eq!(packs(dir.path()).len(), 1);
+        assert!(packer.packed_after_full >= FULL_PACK_GROWTH, "its size is remembered");
+        let reopened = git2::Repository::open(dir.path()).expect("reopen");
+        let tree = reopened.head().expect("head").peel_to_tree().expect("tree");
+        let blob = reopened.find_blob(tree.get_name("noise").expect("entry").id()).expect("blob");
+        assert_eq!(blob.content(), &noise[..]);
     }
 }
