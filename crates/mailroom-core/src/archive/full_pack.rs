@@ -32,9 +32,10 @@ pub(super) fn pack_everything(root: &Path) -> Result<(), String> {
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot run git rev-list: {e}"))?;
+    // Relative to `root`, where `git -C` runs: the data dir may be relative (the default is).
     let mut packer = git(root)
         .args(["pack-objects", "-q", "--window=2", "--depth=50", "--delta-base-offset"])
-        .arg(pack_dir.join("pack"))
+        .arg(".git/objects/pack/pack")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -49,11 +50,11 @@ pub(super) fn pack_everything(root: &Path) -> Result<(), String> {
     if let Some(mut out) = packer.stdout.take() {
         out.read_to_string(&mut name).map_err(|e| format!("git pack-objects: {e}"))?;
     }
-    let listed_ok = objects.wait().map_err(|e| e.to_string())?.success();
-    let packed_ok = packer.wait().map_err(|e| e.to_string())?.success();
+    let listed = objects.wait().map_err(|e| e.to_string())?;
+    let packed = packer.wait().map_err(|e| e.to_string())?;
     fed?;
-    if !listed_ok || !packed_ok {
-        return Err("git rev-list or git pack-objects failed".to_string());
+    if !listed.success() || !packed.success() {
+        return Err(format!("git rev-list ({listed}) or git pack-objects ({packed}) failed"));
     }
     let name = format!("pack-{}", name.trim());
     if !pack_dir.join(format!("{name}.idx")).is_file() {
@@ -132,8 +133,10 @@ mod tests {
     /// `git fsck --strict` finds nothing wrong.
     #[test]
     fn the_archive_becomes_one_pack_of_deltas() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let root = dir.path().join("archive");
+        // Relative to the working dir, as the server's default data dir is.
+        let dir = tempfile::tempdir_in(".").expect("temp dir");
+        let root = dir.path().file_name().map(PathBuf::from).expect("name").join("archive");
+        assert!(root.is_relative());
         let author = Author { name: "m".to_string(), email: "m@example.com".to_string() };
         let mut repo = ArchiveRepo::open_or_init(&root, author).expect("init");
         // Two agents' inboxes whose paths end alike, growing by five messages a commit:
