@@ -46,6 +46,11 @@ pub(super) fn pack_everything(root: &Path) -> Result<(), String> {
         (Some(listed), Some(feed)) => rename_paths(listed, feed),
         _ => Err("git's pipes were not opened".to_string()),
     };
+    if fed.is_err() {
+        // Nobody reads the list any more: a `git rev-list` blocked on a full pipe would
+        // never end.
+        let _ = objects.kill();
+    }
     let mut name = String::new();
     if let Some(mut out) = packer.stdout.take() {
         out.read_to_string(&mut name).map_err(|e| format!("git pack-objects: {e}"))?;
