@@ -98,7 +98,7 @@ fn git(root: &Path) -> Command {
 }
 
 /// The `.pack` files of `pack_dir` that no `.keep` file protects.
-fn packs_without_keep(pack_dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub(super) fn packs_without_keep(pack_dir: &Path) -> Result<Vec<PathBuf>, String> {
     let entries = fs::read_dir(pack_dir).map_err(|e| format!("{}: {e}", pack_dir.display()))?;
     Ok(entries
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))

@@ -59,13 +59,14 @@ impl Repacker {
         }
     }
 
+    /// Bytes of the packs a full pack would rewrite (kept packs are not counted).
     fn pack_bytes(&self) -> u64 {
-        let Ok(entries) = std::fs::read_dir(self.root.join(".git/objects/pack")) else { return 0 };
-        entries
-            .filter_map(|entry| entry.ok())
-            .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "pack"))
-            .filter_map(|entry| entry.metadata().ok())
-            .map(|meta| meta.len())
+        let packs = full_pack::packs_without_keep(&self.root.join(".git/objects/pack"));
+        packs
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|pack| pack.metadata().ok())
+            .map(|m| m.len())
             .sum()
     }
 
