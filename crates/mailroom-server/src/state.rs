@@ -12,9 +12,13 @@ use crate::mcp::resources::Resources;
 use crate::mcp::session::Sessions;
 use crate::mcp::tools::Registry;
 
-/// Cheap to clone: everything is behind `Arc`.
+/// Cheap to clone: one shared allocation. Every request and tool call clones the state, so
+/// one reference count (not one per member) keeps the two cores from trading cache lines.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+/// The members of [`AppState`], reached through it by `Deref`.
+pub struct Shared {
     pub core: Mailroom,
     pub config: Arc<ServerConfig>,
     pub tools: Arc<Registry>,
@@ -27,6 +31,14 @@ pub struct AppState {
     pub started: Instant,
 }
 
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
 impl AppState {
     /// Builds the state once at start-up (tool catalog and schemas included).
     pub fn new(core: Mailroom, config: ServerConfig) -> Self {
@@ -37,7 +49,7 @@ impl AppState {
         let sessions = Arc::new(Sessions::new(config.max_sessions));
         let ttl = std::time::Duration::from_secs(config.session_binding_ttl_seconds);
         let bindings = Arc::new(Bindings::new(ttl));
-        Self {
+        Self(Arc::new(Shared {
             core,
             config: Arc::new(config),
             tools,
@@ -46,7 +58,7 @@ impl AppState {
             sessions,
             bindings,
             started: Instant::now(),
-        }
+        }))
     }
 
     /// The agent whose visibility limits a search or summary: the one authentication proved,

@@ -1,11 +1,12 @@
 //! JSON-RPC 2.0 dispatch of MCP methods. The transport decides *how* a reply travels; this
 //! module decides *what* it says.
 
-use serde_json::value::RawValue;
+use axum::body::Bytes;
 use serde_json::{Value, json};
 
 use super::auth::{authorize, bind_result};
 use super::catalog::Rule;
+use super::chunks::Chunks;
 use super::error::code;
 use super::format;
 use super::resources::ReadError;
@@ -31,7 +32,37 @@ pub struct Request {
 }
 
 /// A serialised JSON-RPC response.
-pub type Response = String;
+pub enum Response {
+    /// Written whole for this request.
+    Text(String),
+    /// `head` (`{"jsonrpc":"2.0","id":…,"result":`, written for this request), then a result
+    /// serialised once at start-up and shared rather than copied (a tools/list is 44 KB),
+    /// then the closing brace.
+    Shared { head: String, result: Bytes },
+}
+
+impl Response {
+    /// The response's bytes in order, `before` and `after` it (an event stream's framing).
+    pub fn into_parts(self, before: &'static str, after: &'static str) -> Chunks {
+        match self {
+            Response::Text(text) if before.is_empty() && after.is_empty() => {
+                Chunks::new(vec![Bytes::from(text)])
+            }
+            Response::Text(text) => Chunks::new(vec![
+                Bytes::from_static(before.as_bytes()),
+                Bytes::from(text),
+                Bytes::from_static(after.as_bytes()),
+            ]),
+            Response::Shared { head, result } => Chunks::new(vec![
+                Bytes::from_static(before.as_bytes()),
+                Bytes::from(head),
+                result,
+                Bytes::from_static(b"}"),
+                Bytes::from_static(after.as_bytes()),
+            ]),
+        }
+    }
+}
 
 /// The protocol version to answer an initialize with.
 pub fn negotiate_version(requested: Option<&str>) -> &'static str {
@@ -185,7 +216,7 @@ async fn call_tool(state: &AppState, mut params: Value, session: Option<&str>) -
 
 /// A success response.
 pub fn ok(id: &Value, result: &Value) -> Response {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
+    Response::Text(json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string())
 }
 
 /// A successful tool call's response, written around the result's JSON text; the bytes a
@@ -197,15 +228,18 @@ fn ok_tool(id: &Value, json: &str) -> Response {
     out.push_str(r#","jsonrpc":"2.0","result":"#);
     write_success_result(&mut out, json);
     out.push('}');
-    out
+    Response::Text(out)
 }
 
-/// A success response around an already serialised result (no re-encoding).
-fn ok_raw(id: &Value, result: &RawValue) -> Response {
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, result.get())
+/// A success response around a result serialised once and shared (no re-encoding, no copy).
+fn ok_raw(id: &Value, result: &Bytes) -> Response {
+    let head = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#);
+    Response::Shared { head, result: result.clone() }
 }
 
 /// An error response; `id` is null when the request could not be read.
 pub fn error(id: &Value, code: i64, message: &str) -> Response {
-    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } }).to_string()
+    let error =
+        json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
+    Response::Text(error.to_string())
 }

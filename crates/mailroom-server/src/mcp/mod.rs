@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod catalog;
+mod chunks;
 pub mod dispatch;
 pub mod error;
 pub mod format;

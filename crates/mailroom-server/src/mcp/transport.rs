@@ -119,20 +119,21 @@ fn valid_id(id: &Value) -> bool {
 }
 
 /// JSON by default (as the reference); an event stream when the client accepts only that.
-fn respond(headers: &HeaderMap, reply: String) -> Response {
+fn respond(headers: &HeaderMap, reply: dispatch::Response) -> Response {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let wants_sse_only = accept.contains("text/event-stream")
         && !accept.contains("application/json")
         && !accept.contains("*/*");
     if wants_sse_only {
-        let event = format!("event: message\ndata: {reply}\n\n");
+        let event = Body::new(reply.into_parts("event: message\ndata: ", "\n\n"));
         return (
             [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
             event,
         )
             .into_response();
     }
-    ([(header::CONTENT_TYPE, "application/json")], reply).into_response()
+    ([(header::CONTENT_TYPE, "application/json")], Body::new(reply.into_parts("", "")))
+        .into_response()
 }
 
 /// The session named by the request, if any. Unknown ids get 404 (the client must
@@ -265,7 +266,7 @@ fn plain(status: StatusCode, text: &'static str) -> Response {
 }
 
 fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
-    let body = dispatch::error(&Value::Null, code, message);
+    let body = Body::new(dispatch::error(&Value::Null, code, message).into_parts("", ""));
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 

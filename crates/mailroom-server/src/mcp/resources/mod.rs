@@ -17,9 +17,9 @@ mod worktrees;
 use std::future::Future;
 use std::pin::Pin;
 
+use axum::body::Bytes;
 use mailroom_core::{Category, Error};
 use serde::Serialize;
-use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Value, json};
 
 use super::format::OutputFormat;
@@ -76,8 +76,8 @@ pub enum ReadError {
 /// The resource table and its precomputed list answers.
 pub struct Resources {
     all: Vec<Resource>,
-    list_result: Box<RawValue>,
-    templates_result: Box<RawValue>,
+    list_result: Bytes,
+    templates_result: Bytes,
 }
 
 impl Resources {
@@ -100,7 +100,7 @@ impl Resources {
             })
             .collect();
         // Serialised once: the lists never change while the server runs.
-        let raw = |value: Value| to_raw_value(&value).expect("a JSON value serialises");
+        let raw = |value: Value| Bytes::from(value.to_string());
         Self {
             all,
             list_result: raw(json!({ "resources": fixed })),
@@ -109,12 +109,12 @@ impl Resources {
     }
 
     /// The `resources/list` answer: the parameterless resources by their fixed URI.
-    pub fn list_result(&self) -> &RawValue {
+    pub fn list_result(&self) -> &Bytes {
         &self.list_result
     }
 
     /// The `resources/templates/list` answer: every template, `{?format}` ones included.
-    pub fn templates_result(&self) -> &RawValue {
+    pub fn templates_result(&self) -> &Bytes {
         &self.templates_result
     }
 

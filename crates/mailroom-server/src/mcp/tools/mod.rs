@@ -58,6 +58,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 
+use axum::body::Bytes;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -248,7 +249,7 @@ fn encode<O: Serialize>(output: &O, encoding: Encoding) -> Result<Output, ToolEr
 /// The registry and the `tools/list` result, serialised once.
 pub struct Registry {
     by_name: HashMap<&'static str, Tool>,
-    list_result: Box<serde_json::value::RawValue>,
+    list_result: Bytes,
 }
 
 impl Registry {
@@ -265,8 +266,7 @@ impl Registry {
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
             .collect();
-        let list_result = serde_json::value::to_raw_value(&json!({ "tools": listed }))
-            .expect("a serde_json::Value always serialises");
+        let list_result = Bytes::from(json!({ "tools": listed }).to_string());
         let by_name = tools.into_iter().map(|t| (t.name, t)).collect();
         Self { by_name, list_result }
     }
@@ -283,8 +283,8 @@ impl Registry {
         names
     }
 
-    /// The precomputed `tools/list` result.
-    pub fn list_result(&self) -> &serde_json::value::RawValue {
+    /// The precomputed `tools/list` result (shared, not copied, by each answer).
+    pub fn list_result(&self) -> &Bytes {
         &self.list_result
     }
 }
