@@ -88,6 +88,8 @@ impl Store {
             .pragma_update(None, "soft_heap_limit", SQLITE_HEAP_LIMIT)
             .map_err(db::map_err)?;
         db::migrations::migrate(&mut writer_conn)?;
+        // Messages some other program's transaction left unindexed become searchable now.
+        db::search::index_pending_messages(&writer_conn)?;
         // Checkpoints run on their own thread (checkpointer.rs), not inside the writer's commits.
         writer_conn.pragma_update(None, "wal_autocheckpoint", 0).map_err(db::map_err)?;
         let checkpoint_conn = open_connection(path, false)?;
@@ -227,6 +229,7 @@ pub fn create_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -
     db::migrations::migrate(&mut conn)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db::map_err)?;
     let outcome = job(&Db::new(&tx, false))?;
+    db::search::index_pending_messages(&tx)?;
     tx.commit().map_err(db::map_err)?;
     // Closing the only connection checkpoints the WAL into the file and removes it.
     conn.close().map_err(|(_, e)| db::map_err(e))?;
@@ -319,6 +322,8 @@ fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>, archive_enabled: bool)
             let end = if succeeded { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
             tx.execute_batch(end).map_err(db::map_err)?;
         }
+        // Outside every savepoint: FTS5 writes the whole batch as one segment.
+        db::search::index_pending_messages(&tx)?;
         tx.commit().map_err(db::map_err)
     })();
     let archive_enqueued = if committed.is_ok() { archive_enqueued } else { 0 };

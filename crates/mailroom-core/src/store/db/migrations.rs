@@ -14,6 +14,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_active_reservations_index.sql"),
     include_str!("migrations/0004_fts_project_scope.sql"),
     include_str!("migrations/0005_drop_superseded_reservation_index.sql"),
+    include_str!("migrations/0006_deferred_fts.sql"),
 ];
 
 /// Brings the database up to the latest schema.
@@ -78,6 +79,9 @@ mod tests {
             [],
         )
         .expect("insert after migration");
+        // Indexed when the transaction indexes its pending messages (migration 0006).
+        assert_eq!(hits("project_scope : p2 AND {subject body} : (shared)"), vec![2]);
+        super::super::search::index_pending_messages(&conn).expect("index pending");
         assert_eq!(hits("project_scope : p2 AND {subject body} : (shared)"), vec![2, 3]);
     }
 }

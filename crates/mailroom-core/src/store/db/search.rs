@@ -73,6 +73,22 @@ const SCOPE_FILTER: &str = "m.project_id IN (SELECT value FROM json_each(?2))
           OR EXISTS (SELECT 1 FROM message_recipients r WHERE r.message_id = m.id
                      AND r.agent_id IN (SELECT value FROM json_each(?3))))";
 
+/// Adds the messages noted in `fts_pending` to the full-text index and clears the note (see
+/// migration 0006). Every write transaction that inserts messages ends with this: the writer
+/// after its batch's last savepoint, offline builds before their commit. A transaction that
+/// did not would leave its messages unsearchable only until the next write does it.
+pub(crate) fn index_pending_messages(conn: &rusqlite::Connection) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO fts_messages (rowid, message_id, subject, body, project_scope)
+         SELECT m.id, m.id, m.subject, m.body_md, 'p' || m.project_id
+         FROM fts_pending p JOIN messages m ON m.id = p.message_id ORDER BY p.message_id",
+    )
+    .and_then(|mut s| s.execute([]))
+    .and_then(|_| conn.prepare_cached("DELETE FROM fts_pending")?.execute([]))
+    .map(drop)
+    .map_err(map_err)
+}
+
 impl Db<'_> {
     /// FTS5 match within `scope`, best bm25 first. `Ok(None)` when FTS5 rejects the query
     /// syntax, so the caller can fall back to LIKE.
