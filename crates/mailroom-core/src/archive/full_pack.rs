@@ -16,15 +16,38 @@ use std::fs;
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use git2::Oid;
+
+/// The packs a full pack may replace, listed on the writer's thread right after a commit
+/// moved HEAD to `head`: every pack the writer wrote until then holds only objects that HEAD
+/// or its reflog reaches, and every pack written later is not in the list.
+pub(super) struct Replaced {
+    pub packs: Vec<PathBuf>,
+    pub head: Oid,
+}
+
+impl Replaced {
+    /// The packs of `root` now (none protected by a `.keep` file), HEAD being `head`.
+    pub(super) fn list(root: &Path, head: Oid) -> Result<Self, String> {
+        Ok(Self { packs: packs_without_keep(&root.join(".git/objects/pack"))?, head })
+    }
+}
 
 /// Packs every object reachable from the refs, the reflogs and the index into one new pack,
-/// then deletes the packs that were there before (a pack with a `.keep` file stays; so does
-/// every pack written meanwhile, and every loose object). Blocking; run beside the writer.
-pub(super) fn pack_everything(root: &Path) -> Result<(), String> {
-    let pack_dir = root.join(".git/objects/pack");
-    let before = packs_without_keep(&pack_dir)?;
-    if before.is_empty() {
+/// then deletes the `replaced` packs, once the new pack is known to hold the commit HEAD
+/// named when they were listed. Packs written meanwhile, kept packs and loose objects stay
+/// (the objects of kept packs are copied as well). Blocking; run beside the writer. When
+/// `stop` is set it kills its `git` children and returns, removing nothing.
+pub(super) fn pack_everything(
+    root: &Path,
+    replaced: &Replaced,
+    stop: &AtomicBool,
+) -> Result<(), String> {
+    if replaced.packs.is_empty() {
         return Ok(());
     }
     let mut objects = git(root)
@@ -33,66 +56,151 @@ pub(super) fn pack_everything(root: &Path) -> Result<(), String> {
         .spawn()
         .map_err(|e| format!("cannot run git rev-list: {e}"))?;
     // Relative to `root`, where `git -C` runs: the data dir may be relative (the default is).
-    let mut packer = git(root)
-        .args(["pack-objects", "-q", "--window=2", "--depth=50", "--delta-base-offset"])
-        .arg(".git/objects/pack/pack")
+    // One pack whatever the configuration: its name is read back as one.
+    let packer = git(root)
+        .args(["-c", "pack.packSizeLimit=0", "pack-objects", "-q", "--window=2", "--depth=50"])
+        .args(["--delta-base-offset", ".git/objects/pack/pack"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run git pack-objects: {e}"))?;
+        .spawn();
+    let mut packer = match packer {
+        Ok(packer) => packer,
+        Err(e) => {
+            end(&mut objects);
+            return Err(format!("cannot run git pack-objects: {e}"));
+        }
+    };
     let listed = objects.stdout.take().map(BufReader::new);
-    let feed = packer.stdin.take().map(BufWriter::new);
-    let fed = match (listed, feed) {
-        (Some(listed), Some(feed)) => rename_paths(listed, feed),
+    let mut feed = packer.stdin.take().map(BufWriter::new);
+    let fed = match (listed, feed.as_mut()) {
+        (Some(listed), Some(feed)) => rename_paths(listed, feed, stop),
         _ => Err("git's pipes were not opened".to_string()),
     };
-    if fed.is_err() {
-        // Nobody reads the list any more: a `git rev-list` blocked on a full pipe would
-        // never end.
-        let _ = objects.kill();
+    if let Err(e) = fed {
+        // Killed before its input closes, so that it cannot publish a pack of part of the
+        // list; and nobody reads the list any more, so `git rev-list` would block forever.
+        end(&mut packer);
+        end(&mut objects);
+        return Err(e);
+    }
+    drop(feed);
+    let listed = objects.wait().map_err(|e| e.to_string())?;
+    let packed = wait_unless_stopped(&mut packer, stop)?;
+    if !listed.success() || !packed.success() {
+        return Err(format!("git rev-list ({listed}) or git pack-objects ({packed}) failed"));
     }
     let mut name = String::new();
     if let Some(mut out) = packer.stdout.take() {
         out.read_to_string(&mut name).map_err(|e| format!("git pack-objects: {e}"))?;
     }
-    let listed = objects.wait().map_err(|e| e.to_string())?;
-    let packed = packer.wait().map_err(|e| e.to_string())?;
-    fed?;
-    if !listed.success() || !packed.success() {
-        return Err(format!("git rev-list ({listed}) or git pack-objects ({packed}) failed"));
-    }
     let name = format!("pack-{}", name.trim());
-    if !pack_dir.join(format!("{name}.idx")).is_file() {
-        return Err(format!("git pack-objects wrote no {name}.idx"));
+    let index = root.join(".git/objects/pack").join(format!("{name}.idx"));
+    if !index_holds(&index, replaced.head)? {
+        return Err(format!("{name} lacks HEAD's commit {}; no pack removed", replaced.head));
     }
-    for old in before.iter().filter(|old| old.file_stem().is_some_and(|stem| stem != name.as_str()))
+    for old in
+        replaced.packs.iter().filter(|old| old.file_stem().is_some_and(|s| s != name.as_str()))
     {
-        remove_pack(old);
+        if !remove_pack(old) {
+            break;
+        }
     }
+    // Git's multi-pack index would name the removed packs.
+    let _ = fs::remove_file(root.join(".git/objects/pack/multi-pack-index"));
     Ok(())
 }
 
 /// Copies `git rev-list --objects` lines, each path replaced by a hash of it: Git's delta
-/// search then groups the versions of one path, whatever its last characters.
-fn rename_paths(listed: impl BufRead, mut feed: impl Write) -> Result<(), String> {
-    for line in listed.lines() {
-        let line = line.map_err(|e| format!("git rev-list: {e}"))?;
-        let written = match line.split_once(' ') {
-            Some((id, path)) if !path.is_empty() => {
+/// search then groups the versions of one path, whatever its last characters. Paths are
+/// hashed as bytes (Git prints them unconverted, not always UTF-8).
+fn rename_paths(
+    mut listed: impl BufRead,
+    feed: &mut impl Write,
+    stop: &AtomicBool,
+) -> Result<(), String> {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = listed.read_until(b'\n', &mut line).map_err(|e| format!("git rev-list: {e}"))?;
+        if read == 0 {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Err("stopped".to_string());
+        }
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        let written = match text.iter().position(|b| *b == b' ') {
+            Some(space) if space + 1 < text.len() => {
                 let mut hasher = DefaultHasher::new();
-                path.hash(&mut hasher);
-                writeln!(feed, "{id} {:016x}", hasher.finish())
+                text[space + 1..].hash(&mut hasher);
+                feed.write_all(&text[..space])
+                    .and_then(|()| writeln!(feed, " {:016x}", hasher.finish()))
             }
-            Some((id, _)) => writeln!(feed, "{id}"),
-            None => writeln!(feed, "{line}"),
+            Some(space) => feed.write_all(&text[..space]).and_then(|()| feed.write_all(b"\n")),
+            None => feed.write_all(text).and_then(|()| feed.write_all(b"\n")),
         };
         written.map_err(|e| format!("git pack-objects: {e}"))?;
     }
     feed.flush().map_err(|e| format!("git pack-objects: {e}"))
 }
 
-fn git(root: &Path) -> Command {
+/// Waits for `child`, polling, so that a stop can kill it (a full pack of a large archive
+/// takes many seconds, and the server's stop must not wait for it).
+fn wait_unless_stopped(
+    child: &mut Child,
+    stop: &AtomicBool,
+) -> Result<std::process::ExitStatus, String> {
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            return Ok(status);
+        }
+        if stop.load(Ordering::Relaxed) {
+            end(child);
+            return Err("stopped".to_string());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Kills and reaps a child (no zombie is left; it may have ended already).
+fn end(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Whether the pack index at `path` (version 2) lists `id`.
+fn index_holds(path: &Path, id: Oid) -> Result<bool, String> {
+    let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let malformed = || format!("{} is not a version 2 pack index", path.display());
+    if bytes.get(..8) != Some(b"\xfftOc\0\0\0\x02".as_slice()) {
+        return Err(malformed());
+    }
+    let count_at = 8 + 255 * 4;
+    let count = bytes.get(count_at..count_at + 4).ok_or_else(malformed)?;
+    let count = u32::from_be_bytes(count.try_into().map_err(|_| malformed())?) as usize;
+    let names = bytes.get(8 + 256 * 4..8 + 256 * 4 + count * 20).ok_or_else(malformed)?;
+    let (mut low, mut high) = (0, count);
+    while low < high {
+        let middle = (low + high) / 2;
+        match names[middle * 20..middle * 20 + 20].cmp(id.as_bytes()) {
+            std::cmp::Ordering::Less => low = middle + 1,
+            std::cmp::Ordering::Greater => high = middle,
+            std::cmp::Ordering::Equal => return Ok(true),
+        }
+    }
+    Ok(false)
+}
+
+/// `git -C root`, without the caller's `GIT_*` variables: a `GIT_DIR` or
+/// `GIT_OBJECT_DIRECTORY` inherited from a hook or script would point it at another
+/// repository, whose objects would then replace the archive's.
+pub(super) fn git(root: &Path) -> Command {
     let mut command = Command::new("git");
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("GIT_") {
+            command.env_remove(name);
+        }
+    }
     command.arg("-C").arg(root).stdin(Stdio::null()).stderr(Stdio::null());
     command
 }
@@ -107,16 +215,21 @@ pub(super) fn packs_without_keep(pack_dir: &Path) -> Result<Vec<PathBuf>, String
         .collect())
 }
 
-/// Removes a pack: its index first, so that no reader finds an index without its pack.
-fn remove_pack(pack: &Path) {
+/// Removes a pack: its index first, so that no reader finds an index without its pack; if
+/// the index stays, so does the pack. Whether the pack went.
+fn remove_pack(pack: &Path) -> bool {
     for ext in ["idx", "pack", "rev", "bitmap", "mtimes"] {
         let file = pack.with_extension(ext);
         if let Err(e) = fs::remove_file(&file)
             && e.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(error = %e, file = %file.display(), "old pack not removed");
+            if ext == "idx" || ext == "pack" {
+                return false;
+            }
         }
     }
+    true
 }
 
 #[cfg(test)]
@@ -124,6 +237,7 @@ mod tests {
     use super::*;
 
     use crate::archive::git::{ArchiveRepo, Author};
+    use crate::archive::pack::{PackObject, write_pack};
 
     fn pack_files(root: &Path) -> Vec<PathBuf> {
         packs_without_keep(&root.join(".git/objects/pack")).expect("pack dir")
@@ -133,21 +247,16 @@ mod tests {
         pack_files(root).iter().map(|p| fs::metadata(p).expect("size").len()).sum()
     }
 
-    /// The writer's packs (one per commit, each holding the month trees whole) become one
-    /// pack with the growing trees stored as deltas; a kept pack and every object stay, and
-    /// `git fsck --strict` finds nothing wrong.
-    #[test]
-    fn the_archive_becomes_one_pack_of_deltas() {
-        // Relative to the working dir, as the server's default data dir is.
-        let dir = tempfile::tempdir_in(".").expect("temp dir");
-        let root = dir.path().file_name().map(PathBuf::from).expect("name").join("archive");
-        assert!(root.is_relative());
-        let author = Author { name: "m".to_string(), email: "m@example.com".to_string() };
-        let mut repo = ArchiveRepo::open_or_init(&root, author).expect("init");
-        // Two agents' inboxes whose paths end alike, growing by five messages a commit:
-        // their trees' sizes interleave, so without their whole paths Git pairs them
-        // with each other rather than with their own previous versions.
-        for round in 0..40 {
+    fn author() -> Author {
+        Author { name: "m".to_string(), email: "m@example.com".to_string() }
+    }
+
+    /// Two agents' inboxes whose paths end alike, growing by five messages a commit: their
+    /// trees' sizes interleave, so without their whole paths Git pairs them with each other
+    /// rather than with their own previous versions.
+    fn commit_rounds(repo: &mut ArchiveRepo, rounds: std::ops::Range<usize>) -> Oid {
+        let mut head = None;
+        for round in rounds {
             let files: Vec<(String, Vec<u8>)> = (0..5)
                 .flat_map(|i| {
                     let name = format!("2026-11-22T10-{round:02}-{i:02}Z__note__{round}{i}.md");
@@ -157,53 +266,146 @@ mod tests {
                     })
                 })
                 .collect();
-            repo.commit_files(&files, "mail: round\n").expect("commit");
+            head = repo.commit_files(&files, "mail: round\n").expect("commit");
         }
-        let kept = root.join(".git/objects/pack/pack-kept.pack");
-        fs::write(&kept, b"not a pack, but kept").expect("kept pack");
-        fs::write(kept.with_extension("keep"), b"").expect("keep file");
-        let before = pack_bytes(&root);
+        head.expect("a commit")
+    }
 
-        pack_everything(&root).expect("packed");
+    /// A fresh archive under a temporary directory, with `rounds` commits made.
+    fn archive(rounds: usize) -> (tempfile::TempDir, PathBuf, ArchiveRepo, Oid) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("archive");
+        let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
+        let head = commit_rounds(&mut repo, 0..rounds);
+        (dir, root, repo, head)
+    }
 
-        let packs = pack_files(&root);
-        assert_eq!(packs.len(), 1, "one pack left besides the kept one: {packs:?}");
-        assert!(kept.exists(), "a pack with a .keep file stays");
-        fs::remove_file(&kept).expect("remove kept");
-        fs::remove_file(kept.with_extension("keep")).expect("remove keep");
-        let after = pack_bytes(&root);
-        assert!(after * 3 < before, "{after} bytes after, {before} before");
+    fn fsck(root: &Path) {
         let fsck = Command::new("git")
             .arg("-C")
-            .arg(&root)
+            .arg(root)
             .args(["fsck", "--strict", "--no-dangling"])
             .output()
             .expect("git fsck");
         assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stderr));
-        let reopened = ArchiveRepo::open_or_init(
-            &root,
-            Author { name: "m".to_string(), email: "m@example.com".to_string() },
-        )
-        .expect("reopen");
+    }
+
+    /// `dir` as a path relative to the working directory, as the server's default data dir
+    /// is (the temporary directory itself stays where the system keeps them).
+    fn relative(dir: &Path) -> PathBuf {
+        let here = std::env::current_dir().expect("working dir");
+        let up = here.components().count() - 1;
+        let mut path: PathBuf = std::iter::repeat_n("..", up).collect();
+        path.push(dir.strip_prefix("/").expect("absolute temp dir"));
+        path
+    }
+
+    /// The writer's packs (one per commit, each holding the month trees whole) become one
+    /// pack with the growing trees stored as deltas; a kept pack and every object stay, and
+    /// `git fsck --strict` finds nothing wrong.
+    #[test]
+    fn the_archive_becomes_one_pack_of_deltas() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = relative(dir.path()).join("archive");
+        assert!(root.is_relative());
+        let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
+        let head = commit_rounds(&mut repo, 0..40);
+        let listed = pack_files(&root);
+        let kept_data = b"an object only a kept pack holds".to_vec();
+        let kept_id = Oid::hash_object(git2::ObjectType::Blob, &kept_data).expect("hash");
+        let kept_object =
+            PackObject { id: kept_id, kind: git2::ObjectType::Blob, data: &kept_data };
+        write_pack(&root.join(".git/objects/pack"), &[kept_object]).expect("pack");
+        let kept = pack_files(&root).into_iter().find(|p| !listed.contains(p)).expect("kept");
+        fs::write(kept.with_extension("keep"), b"").expect("keep file");
+        let before = pack_bytes(&root);
+
+        let replaced = Replaced::list(&root, head).expect("listed");
+        pack_everything(&root, &replaced, &AtomicBool::new(false)).expect("packed");
+
+        let packs = pack_files(&root);
+        assert_eq!(packs.len(), 1, "one pack left besides the kept one: {packs:?}");
+        assert!(kept.exists(), "a pack with a .keep file stays");
+        let after = pack_bytes(&root);
+        assert!(after * 3 < before, "{after} bytes after, {before} before");
+        fsck(&root);
+        let reopened = ArchiveRepo::open_or_init(&root, author()).expect("reopen");
         let path = "projects/p/agents/GreenCastle/inbox/2026/11/2026-11-22T10-39-04Z__note__394.md";
         assert_eq!(
             reopened.committed_file(path).expect("read"),
             Some(b"message 39 4 for GreenCastle\n".to_vec())
         );
+        let git = git2::Repository::open(&root).expect("open");
+        assert!(git.odb().expect("odb").exists(kept_id), "the kept pack's object reads");
     }
 
-    /// Paths become fixed-width hashes; the root tree's empty path and commits stay bare.
+    /// Commits made after the packs were listed (the writer goes on during a full pack) keep
+    /// their packs, and the archive stays whole.
+    #[test]
+    fn packs_written_after_the_listing_stay() {
+        let (_dir, root, mut repo, head) = archive(10);
+        let replaced = Replaced::list(&root, head).expect("listed");
+        commit_rounds(&mut repo, 10..12);
+        let later = pack_files(&root).into_iter().filter(|p| !replaced.packs.contains(p));
+        let later: Vec<PathBuf> = later.collect();
+        assert_eq!(later.len(), 2);
+
+        pack_everything(&root, &replaced, &AtomicBool::new(false)).expect("packed");
+
+        assert!(later.iter().all(|p| p.exists()), "the later commits' packs stay");
+        assert_eq!(pack_files(&root).len(), 3);
+        fsck(&root);
+    }
+
+    /// A pack that lacks the commit HEAD named at the listing replaces nothing.
+    #[test]
+    fn a_pack_without_the_listed_head_removes_nothing() {
+        let (_dir, root, _repo, _head) = archive(3);
+        let stranger = Oid::hash_object(git2::ObjectType::Blob, b"in no pack").expect("hash");
+        let replaced = Replaced::list(&root, stranger).expect("listed");
+
+        let failed = pack_everything(&root, &replaced, &AtomicBool::new(false));
+
+        assert!(failed.is_err_and(|e| e.contains("lacks HEAD")));
+        assert!(replaced.packs.iter().all(|p| p.exists()), "every listed pack stays");
+        fsck(&root);
+    }
+
+    /// A stop before the end kills the children and removes nothing.
+    #[test]
+    fn a_stopped_pack_removes_nothing() {
+        let (_dir, root, _repo, head) = archive(3);
+        let replaced = Replaced::list(&root, head).expect("listed");
+
+        let stopped = pack_everything(&root, &replaced, &AtomicBool::new(true));
+
+        assert_eq!(stopped, Err("stopped".to_string()));
+        assert_eq!(pack_files(&root), replaced.packs);
+        fsck(&root);
+    }
+
+    /// Paths become fixed-width hashes, whatever their bytes; the root tree's empty path and
+    /// commits stay bare.
     #[test]
     fn paths_are_replaced_by_their_hash() {
-        let listed =
-            "c1\nt1 \nt2 agents/BlueLake/inbox/2026/11\nt3 agents/GreenCastle/inbox/2026/11\n";
+        let listed: &[u8] =
+            b"c1\nt1 \nt2 agents/BlueLake/inbox/2026/11\nt3 agents/GreenCastle/inbox/2026/11\nb4 caf\xe9\n";
         let mut fed = Vec::new();
-        rename_paths(listed.as_bytes(), &mut fed).expect("renamed");
+        rename_paths(listed, &mut fed, &AtomicBool::new(false)).expect("renamed");
         let fed = String::from_utf8(fed).expect("utf-8");
         let lines: Vec<&str> = fed.lines().collect();
         assert_eq!(lines[..2], ["c1", "t1"]);
         let (blue, green) = (&lines[2][3..], &lines[3][3..]);
-        assert_eq!((blue.len(), green.len()), (16, 16));
+        assert_eq!((blue.len(), green.len(), lines[4].len()), (16, 16, 19));
         assert_ne!(blue, green, "paths that end alike get different names");
+    }
+
+    #[test]
+    fn inherited_git_variables_are_not_passed_on() {
+        let command = git(Path::new("."));
+        let removed: Vec<_> = command.get_envs().filter(|(_, value)| value.is_none()).collect();
+        let inherited =
+            std::env::vars_os().filter(|(n, _)| n.to_string_lossy().starts_with("GIT_"));
+        assert_eq!(removed.len(), inherited.count());
     }
 }

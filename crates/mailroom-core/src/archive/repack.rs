@@ -14,9 +14,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use super::full_pack;
+use git2::Oid;
+
+use super::full_pack::{self, Replaced};
 
 /// Commits between two repacks. Each commit's pack holds the month directories' trees whole
 /// (3 MB raw, a megabyte deflated, once the month has 36,000 messages): at 200 messages/s,
@@ -42,39 +46,51 @@ pub(super) struct Repacker {
     root: PathBuf,
     commits_since_check: u32,
     running: Option<Running>,
-    /// Bytes of packs right after the last full pack finished.
+    /// Bytes of packs right after the last full pack finished (at start, the largest pack:
+    /// the last full pack's, if there was one).
     packed_after_full: u64,
+    /// Tells a running full pack to stop (the server is stopping).
+    stop: Arc<AtomicBool>,
     /// Cleared when `git` cannot be started: packing is then left to the humans.
     enabled: bool,
 }
 
 impl Repacker {
     pub(super) fn new(root: &Path) -> Self {
-        Self {
+        let mut repacker = Self {
             root: root.to_path_buf(),
             commits_since_check: 0,
             running: None,
             packed_after_full: 0,
+            stop: Arc::new(AtomicBool::new(false)),
             enabled: true,
-        }
+        };
+        // Otherwise every start would find the packs "doubled" and pack everything again.
+        repacker.packed_after_full = repacker.pack_sizes().into_iter().max().unwrap_or(0);
+        repacker
     }
 
-    /// Bytes of the packs a full pack would rewrite (kept packs are not counted).
-    fn pack_bytes(&self) -> u64 {
+    /// Sizes of the packs a full pack would rewrite (kept packs are not counted).
+    fn pack_sizes(&self) -> Vec<u64> {
         let packs = full_pack::packs_without_keep(&self.root.join(".git/objects/pack"));
         packs
             .unwrap_or_default()
             .iter()
-            .filter_map(|pack| pack.metadata().ok())
+            .filter_map(|p| p.metadata().ok())
             .map(|m| m.len())
-            .sum()
+            .collect()
     }
 
-    /// Called after each commit; starts a repack every `COMMITS_PER_CHECK` commits unless one
-    /// is still running. Says whether a repack finished since the last call: the writer then
-    /// reopens the repository, so that libgit2 lets go of the packs it replaced (open files,
-    /// mapped windows and delta caches, kept per pack).
-    pub(super) fn after_commit(&mut self) -> bool {
+    fn pack_bytes(&self) -> u64 {
+        self.pack_sizes().iter().sum()
+    }
+
+    /// Called after each commit, HEAD now naming `head`; starts a repack every
+    /// `COMMITS_PER_CHECK` commits unless one is still running. Says whether a repack
+    /// finished since the last call: the writer then reopens the repository, so that libgit2
+    /// lets go of the packs it replaced (open files, mapped windows and delta caches, kept
+    /// per pack).
+    pub(super) fn after_commit(&mut self, head: Oid) -> bool {
         let finished = self.reap();
         self.commits_since_check += 1;
         if !self.enabled || self.running.is_some() || self.commits_since_check < COMMITS_PER_CHECK {
@@ -82,11 +98,21 @@ impl Repacker {
         }
         self.commits_since_check = 0;
         if self.pack_bytes() >= 2 * self.packed_after_full + FULL_PACK_GROWTH {
-            let root = self.root.clone();
+            // Listed here, on the writer's thread, right after the commit moved HEAD: see
+            // `Replaced`. A listing taken on the pack's thread could include a pack whose
+            // commit HEAD did not name yet when `git rev-list` read it.
+            let replaced = match Replaced::list(&self.root, head) {
+                Ok(replaced) => replaced,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the archive's packs cannot be listed");
+                    return finished;
+                }
+            };
+            let (root, stop) = (self.root.clone(), Arc::clone(&self.stop));
             let started =
                 std::thread::Builder::new().name("mailroom-pack".to_string()).spawn(move || {
                     crate::background::lower_thread_priority();
-                    full_pack::pack_everything(&root)
+                    full_pack::pack_everything(&root, &replaced, &stop)
                 });
             match started {
                 Ok(handle) => self.running = Some(Running::Full(handle)),
@@ -104,9 +130,12 @@ impl Repacker {
         finished
     }
 
-    /// Waits for a running pack to finish (at stop: a half-written pack would only be
-    /// garbage, but a finished one keeps the repository small).
+    /// At stop: waits for a running roll-up to finish (a half-written pack would only be
+    /// garbage, but a finished one keeps the repository small; roll-ups are short), and
+    /// stops a full pack, which on a large archive runs for many seconds (the next one
+    /// starts over).
     pub(super) fn finish(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
         match self.running.take() {
             Some(Running::RollUp(mut child)) => match child.wait() {
                 Ok(status) if !status.success() => {
@@ -152,6 +181,7 @@ impl Repacker {
     fn full_pack_ended(&mut self, handle: JoinHandle<Result<(), String>>) {
         match handle.join() {
             Ok(Ok(())) => {}
+            Ok(Err(_)) if self.stop.load(Ordering::Relaxed) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "the archive's full pack failed"),
             Err(_) => tracing::warn!("the archive's full pack panicked"),
         }
@@ -168,14 +198,8 @@ impl Repacker {
 /// and cost a fifth more CPU. Runs in the foreground of its own process (so it can
 /// be awaited), touches no ref (the writer moves HEAD's branch meanwhile), quiet.
 fn gc_command(root: &Path) -> Command {
-    let mut command = Command::new("git");
-    command
-        .arg("-C")
-        .arg(root)
-        .args(["repack", "-d", "-q", "--geometric=2", "--window=2"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    let mut command = full_pack::git(root);
+    command.args(["repack", "-d", "-q", "--geometric=2", "--window=2"]).stdout(Stdio::null());
     command
 }
 
@@ -209,7 +233,7 @@ mod tests {
 
         let mut packer = Repacker::new(dir.path());
         for _ in 0..COMMITS_PER_CHECK {
-            packer.after_commit();
+            packer.after_commit(commit);
         }
         packer.finish();
 
@@ -250,7 +274,7 @@ mod tests {
 
         let mut packer = Repacker::new(dir.path());
         for _ in 0..COMMITS_PER_CHECK {
-            assert!(!packer.after_commit(), "nothing finished before the first run");
+            assert!(!packer.after_commit(Oid::ZERO_SHA1), "nothing finished before the first run");
         }
         packer.finish();
 
@@ -263,8 +287,20 @@ mod tests {
         drop(repo);
     }
 
-    /// Once the packs pass `FULL_PACK_GROWTH`, the run is a full pack: one pack is left, and
-    /// its size is what the next full pack waits to see doubled.
+    /// Packs the loose objects, as `git repack -d` does.
+    fn git_repack(root: &Path) {
+        let status = Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["repack", "-q", "-d"])
+            .status()
+            .expect("git repack");
+        assert!(status.success());
+    }
+
+    /// Once the packs pass `FULL_PACK_GROWTH`, the run is a full pack: the two packs become
+    /// one new pack, and its size is what the next full pack waits to see doubled. A new
+    /// repacker on the same archive does not take the packed archive for grown.
     #[test]
     fn large_packs_get_a_full_pack() {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -275,26 +311,37 @@ mod tests {
         tree.insert("noise", repo.blob(&noise).expect("blob"), 0o100644).expect("entry");
         let tree = repo.find_tree(tree.write().expect("tree")).expect("find tree");
         let signature = git2::Signature::now("t", "t@example.com").expect("signature");
-        repo.commit(Some("HEAD"), &signature, &signature, "noise", &tree, &[]).expect("commit");
+        let commit =
+            repo.commit(Some("HEAD"), &signature, &signature, "noise", &tree, &[]).expect("commit");
         let mut packer = Repacker::new(dir.path());
         assert!(packer.pack_bytes() < FULL_PACK_GROWTH, "loose, not yet packed");
-        let status = Command::new("git")
-            .arg("-C")
-            .arg(dir.path())
-            .args(["repack", "-q", "-d"])
-            .status()
-            .expect("git repack");
-        assert!(status.success());
+        git_repack(dir.path());
+        // A second commit, packed on its own.
+        let mut tree = repo.treebuilder(Some(&tree)).expect("tree builder");
+        tree.insert("note", repo.blob(b"a second pack").expect("blob"), 0o100644).expect("entry");
+        let tree = repo.find_tree(tree.write().expect("tree")).expect("find tree");
+        let parent = repo.find_commit(commit).expect("parent");
+        let commit = repo
+            .commit(Some("HEAD"), &signature, &signature, "note", &tree, &[&parent])
+            .expect("second commit");
+        git_repack(dir.path());
+        let before = packs(dir.path());
+        assert_eq!(before.len(), 2);
         assert!(packer.pack_bytes() >= FULL_PACK_GROWTH);
 
         for _ in 0..COMMITS_PER_CHECK {
-            packer.after_commit();
+            packer.after_commit(commit);
         }
         assert!(matches!(packer.running, Some(Running::Full(_))), "a full pack runs");
-        packer.finish();
+        let Some(Running::Full(handle)) = packer.running.take() else { unreachable!() };
+        assert_eq!(handle.join().expect("joined"), Ok(()));
 
-        assert_eq!(packs(dir.path()).len(), 1);
+        let after = packs(dir.path());
+        assert_eq!(after.len(), 1);
+        assert!(!before.contains(&after[0]), "a new pack replaced both");
+        packer.packed_after_full = packer.pack_bytes();
         assert!(packer.packed_after_full >= FULL_PACK_GROWTH, "its size is remembered");
+        assert_eq!(Repacker::new(dir.path()).packed_after_full, packer.packed_after_full);
         let reopened = git2::Repository::open(dir.path()).expect("reopen");
         let tree = reopened.head().expect("head").peel_to_tree().expect("tree");
         let blob = reopened.find_blob(tree.get_name("noise").expect("entry").id()).expect("blob");

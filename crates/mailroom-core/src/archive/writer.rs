@@ -242,9 +242,9 @@ impl Writer {
             let (repo, digests) = (&self.repo, &mut self.digests);
             let rendered =
                 self.reader.read(|db| render::render(db, &work, repo, digests, replay_horizon))?;
-            if self.repo.commit_files(&rendered.files, &rendered.message)?.is_some() {
+            if let Some(commit) = self.repo.commit_files(&rendered.files, &rendered.message)? {
                 self.signal.commits.fetch_add(1, Ordering::SeqCst);
-                if self.repacker.after_commit() {
+                if self.repacker.after_commit(commit) {
                     self.repo.reopen();
                 }
             }
