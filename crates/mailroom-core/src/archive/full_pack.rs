@@ -12,13 +12,14 @@
 //! the same archive packed into 34 MB.
 
 use std::collections::hash_map::DefaultHasher;
+use std::ffi::OsString;
 use std::fs;
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use git2::Oid;
 
@@ -41,14 +42,15 @@ impl Replaced {
 /// then deletes the `replaced` packs, once the new pack is known to hold the commit HEAD
 /// named when they were listed. Packs written meanwhile, kept packs and loose objects stay
 /// (the objects of kept packs are copied as well). Blocking; run beside the writer. When
-/// `stop` is set it kills its `git` children and returns, removing nothing.
+/// `stop` is set it kills its `git` children and returns, removing nothing. Answers the new
+/// pack's size.
 pub(super) fn pack_everything(
     root: &Path,
     replaced: &Replaced,
     stop: &AtomicBool,
-) -> Result<(), String> {
+) -> Result<u64, String> {
     if replaced.packs.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     let mut objects = git(root)
         .args(["rev-list", "--objects", "--all", "--reflog", "--indexed-objects"])
@@ -70,34 +72,27 @@ pub(super) fn pack_everything(
             return Err(format!("cannot run git pack-objects: {e}"));
         }
     };
-    let listed = objects.stdout.take().map(BufReader::new);
+    let started = SystemTime::now();
     let mut feed = packer.stdin.take().map(BufWriter::new);
-    let fed = match (listed, feed.as_mut()) {
-        (Some(listed), Some(feed)) => rename_paths(listed, feed, stop),
-        _ => Err("git's pipes were not opened".to_string()),
+    let name = match feed_and_wait(&mut objects, &mut packer, &mut feed, stop) {
+        Ok(name) => name,
+        Err(e) => {
+            // Killed before its input closes (`feed` is still open), so that it cannot
+            // publish a pack of part of the list; and `git rev-list` may be blocked on a
+            // pipe nobody reads any more.
+            end(&mut packer);
+            end(&mut objects);
+            drop(feed);
+            remove_git_temp_files(&root.join(".git/objects/pack"), started);
+            return Err(e);
+        }
     };
-    if let Err(e) = fed {
-        // Killed before its input closes, so that it cannot publish a pack of part of the
-        // list; and nobody reads the list any more, so `git rev-list` would block forever.
-        end(&mut packer);
-        end(&mut objects);
-        return Err(e);
-    }
-    drop(feed);
-    let listed = objects.wait().map_err(|e| e.to_string())?;
-    let packed = wait_unless_stopped(&mut packer, stop)?;
-    if !listed.success() || !packed.success() {
-        return Err(format!("git rev-list ({listed}) or git pack-objects ({packed}) failed"));
-    }
-    let mut name = String::new();
-    if let Some(mut out) = packer.stdout.take() {
-        out.read_to_string(&mut name).map_err(|e| format!("git pack-objects: {e}"))?;
-    }
-    let name = format!("pack-{}", name.trim());
     let index = root.join(".git/objects/pack").join(format!("{name}.idx"));
     if !index_holds(&index, replaced.head)? {
         return Err(format!("{name} lacks HEAD's commit {}; no pack removed", replaced.head));
     }
+    // Git's multi-pack index would name the packs removed below: it goes first.
+    let _ = fs::remove_file(root.join(".git/objects/pack/multi-pack-index"));
     for old in
         replaced.packs.iter().filter(|old| old.file_stem().is_some_and(|s| s != name.as_str()))
     {
@@ -105,9 +100,56 @@ pub(super) fn pack_everything(
             break;
         }
     }
-    // Git's multi-pack index would name the removed packs.
-    let _ = fs::remove_file(root.join(".git/objects/pack/multi-pack-index"));
-    Ok(())
+    let pack = index.with_extension("pack");
+    fs::metadata(&pack).map(|m| m.len()).map_err(|e| format!("{}: {e}", pack.display()))
+}
+
+/// Feeds `objects`' list, renamed, to `packer`, closes `feed` once the whole list was read
+/// and `git rev-list` ended well (only a complete list may reach pack-objects' end of input),
+/// and waits for `packer`: the new pack's name. On an error the caller ends both children
+/// before it drops `feed`.
+fn feed_and_wait(
+    objects: &mut Child,
+    packer: &mut Child,
+    feed: &mut Option<BufWriter<ChildStdin>>,
+    stop: &AtomicBool,
+) -> Result<String, String> {
+    match (objects.stdout.take().map(BufReader::new), feed.as_mut()) {
+        (Some(listed), Some(feed)) => rename_paths(listed, feed, stop)?,
+        _ => return Err("git's pipes were not opened".to_string()),
+    }
+    let listed = objects.wait().map_err(|e| e.to_string())?;
+    if !listed.success() {
+        return Err(format!("git rev-list failed ({listed})"));
+    }
+    drop(feed.take());
+    let packed = wait_unless_stopped(packer, stop)?;
+    if !packed.success() {
+        return Err(format!("git pack-objects failed ({packed})"));
+    }
+    let mut name = String::new();
+    if let Some(mut out) = packer.stdout.take() {
+        out.read_to_string(&mut name).map_err(|e| format!("git pack-objects: {e}"))?;
+    }
+    Ok(format!("pack-{}", name.trim()))
+}
+
+/// Removes what a killed `git pack-objects` left in `pack_dir` since `since`: its
+/// `tmp_pack_XXXXXX`, `tmp_idx_XXXXXX` and `tmp_rev_XXXXXX` files (Git names them with six
+/// random characters; the writer's own temporary packs have 40 and are left alone).
+fn remove_git_temp_files(pack_dir: &Path, since: SystemTime) {
+    let Ok(entries) = fs::read_dir(pack_dir) else { return };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let from_git = ["tmp_pack_", "tmp_idx_", "tmp_rev_"]
+            .iter()
+            .any(|prefix| name.strip_prefix(prefix).is_some_and(|rest| rest.len() == 6));
+        let recent = entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t >= since);
+        if from_git && recent {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Copies `git rev-list --objects` lines, each path replaced by a hash of it: Git's delta
@@ -196,13 +238,18 @@ fn index_holds(path: &Path, id: Oid) -> Result<bool, String> {
 /// repository, whose objects would then replace the archive's.
 pub(super) fn git(root: &Path) -> Command {
     let mut command = Command::new("git");
-    for (name, _) in std::env::vars_os() {
+    without_git_variables(&mut command, std::env::vars_os().map(|(name, _)| name));
+    command.arg("-C").arg(root).stdin(Stdio::null()).stderr(Stdio::null());
+    command
+}
+
+/// Keeps every `GIT_*` variable among `names` from reaching `command`.
+fn without_git_variables(command: &mut Command, names: impl IntoIterator<Item = OsString>) {
+    for name in names {
         if name.to_string_lossy().starts_with("GIT_") {
             command.env_remove(name);
         }
     }
-    command.arg("-C").arg(root).stdin(Stdio::null()).stderr(Stdio::null());
-    command
 }
 
 /// The `.pack` files of `pack_dir` that no `.keep` file protects.
@@ -402,10 +449,37 @@ mod tests {
 
     #[test]
     fn inherited_git_variables_are_not_passed_on() {
-        let command = git(Path::new("."));
+        let mut command = Command::new("git");
+        let names = ["PATH", "GIT_DIR", "HOME", "GIT_OBJECT_DIRECTORY"].map(OsString::from);
+        without_git_variables(&mut command, names);
         let removed: Vec<_> = command.get_envs().filter(|(_, value)| value.is_none()).collect();
-        let inherited =
-            std::env::vars_os().filter(|(n, _)| n.to_string_lossy().starts_with("GIT_"));
-        assert_eq!(removed.len(), inherited.count());
+        assert_eq!(removed, [("GIT_DIR".as_ref(), None), ("GIT_OBJECT_DIRECTORY".as_ref(), None)]);
+    }
+
+    /// Git's temporary files from this run go; older ones and the writer's stay.
+    #[test]
+    fn a_killed_packs_temporary_files_are_removed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let old = dir.path().join("tmp_pack_AbC123");
+        fs::write(&old, b"older").expect("old");
+        let since = SystemTime::now() - Duration::from_secs(60);
+        let earlier = since - Duration::from_secs(60);
+        fs::File::options()
+            .write(true)
+            .open(&old)
+            .and_then(|f| f.set_modified(earlier))
+            .expect("mtime");
+        let names = ["tmp_pack_XyZ789", "tmp_idx_XyZ789", "tmp_rev_XyZ789", "keep.txt"];
+        let writers = format!("tmp_pack_{}", "a".repeat(40));
+        for name in names.iter().copied().chain([writers.as_str()]) {
+            fs::write(dir.path().join(name), b"x").expect("file");
+        }
+        remove_git_temp_files(dir.path(), since);
+        let mut left: Vec<_> = fs::read_dir(dir.path())
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["keep.txt", "tmp_pack_AbC123", writers.as_str()]);
     }
 }

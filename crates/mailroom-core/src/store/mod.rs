@@ -88,8 +88,14 @@ impl Store {
             .pragma_update(None, "soft_heap_limit", SQLITE_HEAP_LIMIT)
             .map_err(db::map_err)?;
         db::migrations::migrate(&mut writer_conn)?;
-        // Messages some other program's transaction left unindexed become searchable now.
-        db::search::index_pending_messages(&writer_conn)?;
+        // Messages another program's transaction left noted become searchable now, in one
+        // transaction (a crash between its two statements would have left notes for
+        // messages already indexed, and every later batch would then fail on them).
+        let tx = writer_conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db::map_err)?;
+        db::search::reindex_pending_messages(&tx)?;
+        tx.commit().map_err(db::map_err)?;
         // Checkpoints run on their own thread (checkpointer.rs), not inside the writer's commits.
         writer_conn.pragma_update(None, "wal_autocheckpoint", 0).map_err(db::map_err)?;
         let checkpoint_conn = open_connection(path, false)?;
@@ -453,6 +459,41 @@ mod tests {
         let slugs = store.read(|db| db.project_keys()).await.expect("read");
         assert_eq!(slugs.len(), 32, "only the successful jobs' rows remain");
         assert!(slugs.iter().all(|(slug, _)| slug[1..].parse::<usize>().is_ok_and(|n| n % 2 == 0)));
+    }
+
+    /// Notes left for messages already indexed (another program's write, cut short) are
+    /// taken up at open without indexing a message twice.
+    #[tokio::test]
+    async fn leftover_index_notes_are_taken_up_at_open() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("db.sqlite3");
+        drop(Store::open(&path, 1, None).expect("create"));
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch(
+            "INSERT INTO projects (id, slug, human_key, created_at) VALUES (1, 'a', '/a', 'x');
+             INSERT INTO agents (id, project_id, name, program, model, inception_ts, last_active_ts)
+                 VALUES (1, 1, 'BlueLake', 'p', 'm', 'x', 'x');
+             INSERT INTO messages (id, project_id, sender_id, subject, body_md, created_ts)
+                 VALUES (1, 1, 1, 'deploy', 'words', '2026-11-23 00:00:00.000000'),
+                        (2, 1, 1, 'deploy', 'more', '2026-11-23 00:00:00.000000');
+             DELETE FROM fts_pending WHERE message_id = 2;
+             INSERT INTO fts_messages (rowid, message_id, subject, body, project_scope)
+                 VALUES (2, 2, 'deploy', 'more', 'p1');
+             INSERT INTO fts_pending (message_id) VALUES (2);",
+        )
+        .expect("a message noted and one indexed and noted again");
+        drop(conn);
+
+        let store = Store::open(&path, 1, None).expect("reopen");
+        let (hits, notes) = store
+            .read(|db| {
+                let scope = db::search::SearchScope { project_ids: vec![1], viewer_ids: None };
+                let hits = db.search_fts(&scope, "deploy", 10)?.unwrap_or_default();
+                Ok((hits.iter().map(|h| h.id).collect::<Vec<_>>(), db.pending_index_notes()?))
+            })
+            .await
+            .expect("read");
+        assert_eq!((hits.len(), notes), (2, 0), "{hits:?}");
     }
 
     /// The writer does not checkpoint inside its commits, so the checkpointer thread must move

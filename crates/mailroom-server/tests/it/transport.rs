@@ -110,6 +110,28 @@ async fn event_stream_only_clients_get_sse_responses() {
     assert!(text.contains(r#""id":3"#), "{text}");
 }
 
+/// The precomputed list answers go out as chunks around a per-request head: the id (here a
+/// string needing escapes) and the event framing land in the right places, and the length
+/// announced is the length sent.
+#[tokio::test]
+async fn shared_list_answers_carry_their_id_in_both_framings() {
+    let app = TestApp::start().await;
+    let body = r#"{"jsonrpc":"2.0","id":"a\"b","method":"tools/list"}"#;
+    for accept in ["application/json", "text/event-stream"] {
+        let response = post_raw(&app, "/mcp", body, &[("accept", accept)]).await;
+        let announced = response.headers()["content-length"].to_str().expect("length").to_string();
+        let text = response.text().await.expect("text");
+        assert_eq!(announced, text.len().to_string(), "{accept}");
+        let json = match text.strip_prefix("event: message\ndata: ") {
+            Some(event) => event.strip_suffix("\n\n").expect("event end"),
+            None => &text,
+        };
+        let answer: Value = serde_json::from_str(json).expect("one JSON answer");
+        assert_eq!(answer["id"], "a\"b", "{accept}");
+        assert!(answer["result"]["tools"].as_array().is_some_and(|t| t.len() > 30), "{accept}");
+    }
+}
+
 #[tokio::test]
 async fn bad_requests_are_rejected_clearly() {
     let app = TestApp::start().await;

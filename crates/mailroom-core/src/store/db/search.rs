@@ -89,7 +89,24 @@ pub(crate) fn index_pending_messages(conn: &rusqlite::Connection) -> Result<()> 
     .map_err(map_err)
 }
 
+/// [`index_pending_messages`] for notes that may name messages already in the index (left by
+/// another program): those are taken out of the index first, so none is indexed twice.
+pub(crate) fn reindex_pending_messages(conn: &rusqlite::Connection) -> Result<()> {
+    conn.execute(
+        "DELETE FROM fts_messages WHERE rowid IN (SELECT message_id FROM fts_pending)",
+        [],
+    )
+    .map_err(map_err)?;
+    index_pending_messages(conn)
+}
+
 impl Db<'_> {
+    /// How many messages wait to be indexed (none between write transactions).
+    #[cfg(test)]
+    pub(crate) fn pending_index_notes(&self) -> Result<i64> {
+        self.conn.query_row("SELECT count(*) FROM fts_pending", [], |r| r.get(0)).map_err(map_err)
+    }
+
     /// FTS5 match within `scope`, best bm25 first. `Ok(None)` when FTS5 rejects the query
     /// syntax, so the caller can fall back to LIKE.
     ///
