@@ -9,9 +9,8 @@
 //! an object it has not found in the last one) and each run handles little more than the
 //! last commits' objects. Git 2.39's roll-ups store most trees whole, though, so once the
 //! packs have doubled since the last full pack, the run is a full pack instead
-//! (`full_pack.rs`: the whole archive in one pack, each path's versions as deltas), on a
-//! thread; roll-ups go on beside it. While a run of either kind is still going, the next of
-//! that kind is skipped.
+//! (`full_pack.rs`: the whole archive in one pack, each path's versions as deltas). While a
+//! run is still going, the next is skipped.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -36,19 +35,19 @@ const COMMITS_PER_CHECK: u32 = 32;
 /// they are spaced geometrically, and the geometric roll-ups between them keep the packs few.
 const FULL_PACK_GROWTH: u64 = 16 << 20;
 
+enum Running {
+    /// `git repack --geometric`.
+    RollUp(Child),
+    /// `full_pack::pack_everything` on its own thread.
+    Full(JoinHandle<Result<u64, String>>),
+}
+
 pub(super) struct Repacker {
     root: PathBuf,
     commits_since_check: u32,
-    /// A running `git repack --geometric`.
-    roll_up: Option<Child>,
-    /// A running `full_pack::pack_everything`, on its own thread; it answers the new pack's
-    /// size. Roll-ups go on beside it: a full pack of a large archive runs for minutes, and
-    /// without them the writer's packs piled up (400 in a soak), each one more index for
-    /// libgit2 to search.
-    full: Option<JoinHandle<Result<u64, String>>>,
-    /// The size of the last full pack's own pack (at start, the largest pack: the last full
-    /// pack's, if there was one). Packs written while it ran do not count: they would raise
-    /// the next threshold with the very packs it is meant to fold in.
+    running: Option<Running>,
+    /// Bytes of packs right after the last full pack finished (at start, the largest pack:
+    /// the last full pack's, if there was one).
     packed_after_full: u64,
     /// Tells a running full pack to stop (the server is stopping).
     stop: Arc<AtomicBool>,
@@ -61,8 +60,7 @@ impl Repacker {
         let mut repacker = Self {
             root: root.to_path_buf(),
             commits_since_check: 0,
-            roll_up: None,
-            full: None,
+            running: None,
             packed_after_full: 0,
             stop: Arc::new(AtomicBool::new(false)),
             enabled: true,
@@ -87,51 +85,49 @@ impl Repacker {
         self.pack_sizes().iter().sum()
     }
 
-    /// Called after each commit, HEAD now naming `head`; every `COMMITS_PER_CHECK` commits
-    /// starts a full pack if the packs have grown enough and none is running, else a roll-up
-    /// if none is running. Says whether a run finished since the last call: the writer then
-    /// reopens the repository, so that libgit2 lets go of the packs it replaced (open files,
-    /// mapped windows and delta caches, kept per pack).
+    /// Called after each commit, HEAD now naming `head`; starts a repack every
+    /// `COMMITS_PER_CHECK` commits unless one is still running. Says whether a repack
+    /// finished since the last call: the writer then reopens the repository, so that libgit2
+    /// lets go of the packs it replaced (open files, mapped windows and delta caches, kept
+    /// per pack).
     pub(super) fn after_commit(&mut self, head: Oid) -> bool {
-        let finished = self.reap_roll_up() | self.reap_full();
+        let finished = self.reap();
         self.commits_since_check += 1;
-        if !self.enabled || self.commits_since_check < COMMITS_PER_CHECK {
+        if !self.enabled || self.running.is_some() || self.commits_since_check < COMMITS_PER_CHECK {
             return finished;
         }
         self.commits_since_check = 0;
-        if self.full.is_none() && self.pack_bytes() >= 2 * self.packed_after_full + FULL_PACK_GROWTH
-        {
-            self.start_full_pack(head);
-        } else if self.roll_up.is_none() {
-            match gc_command(&self.root).spawn() {
-                Ok(child) => self.roll_up = Some(child),
+        if self.pack_bytes() >= 2 * self.packed_after_full + FULL_PACK_GROWTH {
+            // Listed here, on the writer's thread, right after the commit moved HEAD: see
+            // `Replaced`. A listing taken on the pack's thread could include a pack whose
+            // commit HEAD did not name yet when `git rev-list` read it.
+            let replaced = match Replaced::list(&self.root, head) {
+                Ok(replaced) => replaced,
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot run `git repack`; the archive stays unpacked");
-                    self.enabled = false;
+                    tracing::warn!(error = %e, "the archive's packs cannot be listed");
+                    return finished;
                 }
+            };
+            let (root, stop) = (self.root.clone(), Arc::clone(&self.stop));
+            let started =
+                std::thread::Builder::new().name("mailroom-pack".to_string()).spawn(move || {
+                    crate::background::lower_thread_priority();
+                    full_pack::pack_everything(&root, &replaced, &stop)
+                });
+            match started {
+                Ok(handle) => self.running = Some(Running::Full(handle)),
+                Err(e) => tracing::warn!(error = %e, "cannot start the archive's full pack"),
+            }
+            return finished;
+        }
+        match gc_command(&self.root).spawn() {
+            Ok(child) => self.running = Some(Running::RollUp(child)),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot run `git repack`; the archive stays unpacked");
+                self.enabled = false;
             }
         }
         finished
-    }
-
-    fn start_full_pack(&mut self, head: Oid) {
-        // Listed here, on the writer's thread, right after the commit moved HEAD: see
-        // `Replaced`. A listing taken on the pack's thread could include a pack whose commit
-        // HEAD did not name yet when `git rev-list` read it.
-        let replaced = match Replaced::list(&self.root, head) {
-            Ok(replaced) => replaced,
-            Err(e) => return tracing::warn!(error = %e, "the archive's packs cannot be listed"),
-        };
-        let (root, stop) = (self.root.clone(), Arc::clone(&self.stop));
-        let started =
-            std::thread::Builder::new().name("mailroom-pack".to_string()).spawn(move || {
-                crate::background::lower_thread_priority();
-                full_pack::pack_everything(&root, &replaced, &stop)
-            });
-        match started {
-            Ok(handle) => self.full = Some(handle),
-            Err(e) => tracing::warn!(error = %e, "cannot start the archive's full pack"),
-        }
     }
 
     /// At stop: waits for a running roll-up to finish (a half-written pack would only be
@@ -140,60 +136,59 @@ impl Repacker {
     /// starts over).
     pub(super) fn finish(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(mut child) = self.roll_up.take() {
-            match child.wait() {
-                Ok(status) if !status.success() => tracing::warn!(%status, "`git repack` failed"),
+        match self.running.take() {
+            Some(Running::RollUp(mut child)) => match child.wait() {
+                Ok(status) if !status.success() => {
+                    tracing::warn!(%status, "`git repack` failed");
+                }
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "`git repack` not awaited"),
-            }
-        }
-        if let Some(handle) = self.full.take() {
-            self.full_pack_ended(handle);
+            },
+            Some(Running::Full(handle)) => self.full_pack_ended(handle),
+            None => {}
         }
     }
 
-    /// Forgets a finished roll-up, logging a failure; whether one finished.
-    fn reap_roll_up(&mut self) -> bool {
-        let Some(child) = self.roll_up.as_mut() else { return false };
-        match child.try_wait() {
-            Ok(None) => return false,
-            Ok(Some(status)) if !status.success() => {
-                tracing::warn!(%status, "`git repack` failed");
-            }
-            Ok(Some(_)) => {}
-            Err(e) => tracing::warn!(error = %e, "`git repack` lost"),
-        }
-        self.roll_up = None;
-        true
-    }
-
-    /// Forgets a finished full pack; whether one finished.
-    fn reap_full(&mut self) -> bool {
-        match self.full.take() {
-            Some(handle) if handle.is_finished() => {
-                self.full_pack_ended(handle);
+    /// Forgets a finished run, logging a failure; whether one finished.
+    fn reap(&mut self) -> bool {
+        match self.running.take() {
+            None => false,
+            Some(Running::RollUp(mut child)) => {
+                match child.try_wait() {
+                    Ok(None) => {
+                        self.running = Some(Running::RollUp(child));
+                        return false;
+                    }
+                    Ok(Some(status)) if !status.success() => {
+                        tracing::warn!(%status, "`git repack` failed");
+                    }
+                    Ok(Some(_)) => {}
+                    Err(e) => tracing::warn!(error = %e, "`git repack` lost"),
+                }
                 true
             }
-            running => {
-                self.full = running;
+            Some(Running::Full(handle)) if !handle.is_finished() => {
+                self.running = Some(Running::Full(handle));
                 false
+            }
+            Some(Running::Full(handle)) => {
+                self.full_pack_ended(handle);
+                true
             }
         }
     }
 
     fn full_pack_ended(&mut self, handle: JoinHandle<Result<u64, String>>) {
-        self.packed_after_full = match handle.join() {
-            Ok(Ok(size)) => size,
-            failed => {
-                match failed {
-                    Ok(Err(_)) if self.stop.load(Ordering::Relaxed) => {}
-                    Ok(Err(e)) => tracing::warn!(error = %e, "the archive's full pack failed"),
-                    _ => tracing::warn!("the archive's full pack panicked"),
-                }
-                // The next attempt waits for the packs to double again.
-                self.pack_bytes()
-            }
-        };
+        match handle.join() {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) if self.stop.load(Ordering::Relaxed) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "the archive's full pack failed"),
+            Err(_) => tracing::warn!("the archive's full pack panicked"),
+        }
+        // Also after a failure: the next attempt waits for the packs to double again. The
+        // packs written while it ran count too: basing the threshold on the full pack's own
+        // size, with roll-ups going on beside it, was tried and cost more (BENCHMARKS.md).
+        self.packed_after_full = self.pack_bytes();
     }
 }
 
@@ -294,27 +289,6 @@ mod tests {
         drop(repo);
     }
 
-    /// A full pack that runs for long does not hold up the roll-ups: the writer's packs
-    /// would pile up meanwhile.
-    #[test]
-    fn roll_ups_go_on_beside_a_full_pack() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        git2::Repository::init(dir.path()).expect("init");
-        let mut packer = Repacker::new(dir.path());
-        let (release, held) = std::sync::mpsc::channel::<()>();
-        packer.full = Some(std::thread::spawn(move || {
-            held.recv().ok();
-            Ok(1)
-        }));
-        for _ in 0..COMMITS_PER_CHECK {
-            assert!(!packer.after_commit(Oid::ZERO_SHA1), "nothing finished yet");
-        }
-        assert!(packer.roll_up.is_some(), "a roll-up started beside the full pack");
-        release.send(()).expect("release");
-        packer.finish();
-        assert_eq!(packer.packed_after_full, 1, "the full pack's own size");
-    }
-
     /// Packs the loose objects, as `git repack -d` does.
     fn git_repack(root: &Path) {
         let status = Command::new("git")
@@ -360,9 +334,8 @@ mod tests {
         for _ in 0..COMMITS_PER_CHECK {
             packer.after_commit(commit);
         }
-        assert!(packer.full.is_some(), "a full pack runs");
-        assert!(packer.roll_up.is_none(), "not started at the same check");
-        let handle = packer.full.take().expect("running");
+        assert!(matches!(packer.running, Some(Running::Full(_))), "a full pack runs");
+        let Some(Running::Full(handle)) = packer.running.take() else { unreachable!() };
         let packed = handle.join().expect("joined").expect("packed");
 
         let after = packs(dir.path());

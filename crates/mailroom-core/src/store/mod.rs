@@ -308,8 +308,10 @@ fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>, archive_enabled: bool)
     let committed = (|| -> Result<()> {
         let tx =
             conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db::map_err)?;
+        // Cached, not parsed per job: a batch runs up to 256 of these pairs.
+        let run = |sql: &str| tx.prepare_cached(sql).and_then(|mut s| s.execute([]));
         for job in batch {
-            tx.execute_batch("SAVEPOINT job").map_err(db::map_err)?;
+            run("SAVEPOINT job").map_err(db::map_err)?;
             // A panicking job is a bug, but it must cost only its own write: its caller sees
             // "writer dropped a job" and the writer thread lives on.
             let succeeded = match catch_unwind(AssertUnwindSafe(|| job(&tx, archive_enabled))) {
@@ -325,8 +327,10 @@ fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>, archive_enabled: bool)
                     false
                 }
             };
-            let end = if succeeded { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
-            tx.execute_batch(end).map_err(db::map_err)?;
+            if !succeeded {
+                run("ROLLBACK TO job").map_err(db::map_err)?;
+            }
+            run("RELEASE job").map_err(db::map_err)?;
         }
         // Outside every savepoint: FTS5 writes the whole batch as one segment.
         db::search::index_pending_messages(&tx)?;
