@@ -42,12 +42,10 @@ pub enum Response {
 }
 
 impl Response {
-    /// The response's bytes in order, `before` and `after` it (an event stream's framing).
+    /// The response's bytes in order, `before` and `after` it (an event stream's framing;
+    /// empty chunks are skipped when sent).
     pub fn into_parts(self, before: &'static str, after: &'static str) -> Chunks {
         match self {
-            Response::Text(text) if before.is_empty() && after.is_empty() => {
-                Chunks::new(vec![Bytes::from(text)])
-            }
             Response::Text(text) => Chunks::new(vec![
                 Bytes::from_static(before.as_bytes()),
                 Bytes::from(text),
