@@ -213,24 +213,9 @@ fn end(child: &mut Child) {
 /// Whether the pack index at `path` (version 2) lists `id`.
 fn index_holds(path: &Path, id: Oid) -> Result<bool, String> {
     let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let malformed = || format!("{} is not a version 2 pack index", path.display());
-    if bytes.get(..8) != Some(b"\xfftOc\0\0\0\x02".as_slice()) {
-        return Err(malformed());
-    }
-    let count_at = 8 + 255 * 4;
-    let count = bytes.get(count_at..count_at + 4).ok_or_else(malformed)?;
-    let count = u32::from_be_bytes(count.try_into().map_err(|_| malformed())?) as usize;
-    let names = bytes.get(8 + 256 * 4..8 + 256 * 4 + count * 20).ok_or_else(malformed)?;
-    let (mut low, mut high) = (0, count);
-    while low < high {
-        let middle = (low + high) / 2;
-        match names[middle * 20..middle * 20 + 20].cmp(id.as_bytes()) {
-            std::cmp::Ordering::Less => low = middle + 1,
-            std::cmp::Ordering::Greater => high = middle,
-            std::cmp::Ordering::Equal => return Ok(true),
-        }
-    }
-    Ok(false)
+    let listed = super::pack::read_index(&bytes)
+        .ok_or_else(|| format!("{} is not a version 2 pack index", path.display()))?;
+    Ok(listed.binary_search_by_key(&id, |(listed, _)| *listed).is_ok())
 }
 
 /// `git -C root`, without the caller's `GIT_*` variables: a `GIT_DIR` or
@@ -264,7 +249,7 @@ pub(super) fn packs_without_keep(pack_dir: &Path) -> Result<Vec<PathBuf>, String
 
 /// Removes a pack: its index first, so that no reader finds an index without its pack; if
 /// the index stays, so does the pack. Whether the pack went.
-fn remove_pack(pack: &Path) -> bool {
+pub(super) fn remove_pack(pack: &Path) -> bool {
     for ext in ["idx", "pack", "rev", "bitmap", "mtimes"] {
         let file = pack.with_extension(ext);
         if let Err(e) = fs::remove_file(&file)
@@ -285,6 +270,7 @@ mod tests {
 
     use crate::archive::git::{ArchiveRepo, Author};
     use crate::archive::pack::{PackObject, write_pack};
+    use crate::archive::testing::assert_fsck_clean;
 
     fn pack_files(root: &Path) -> Vec<PathBuf> {
         packs_without_keep(&root.join(".git/objects/pack")).expect("pack dir")
@@ -313,7 +299,7 @@ mod tests {
                     })
                 })
                 .collect();
-            head = repo.commit_files(&files, "mail: round\n").expect("commit");
+            head = repo.commit_files(&files, "mail: round\n").expect("commit").map(|c| c.id);
         }
         head.expect("a commit")
     }
@@ -325,16 +311,6 @@ mod tests {
         let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
         let head = commit_rounds(&mut repo, 0..rounds);
         (dir, root, repo, head)
-    }
-
-    fn fsck(root: &Path) {
-        let fsck = Command::new("git")
-            .arg("-C")
-            .arg(root)
-            .args(["fsck", "--strict", "--no-dangling"])
-            .output()
-            .expect("git fsck");
-        assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stderr));
     }
 
     /// `dir` as a path relative to the working directory, as the server's default data dir
@@ -375,7 +351,7 @@ mod tests {
         assert!(kept.exists(), "a pack with a .keep file stays");
         let after = pack_bytes(&root);
         assert!(after * 3 < before, "{after} bytes after, {before} before");
-        fsck(&root);
+        assert_fsck_clean(&root);
         let reopened = ArchiveRepo::open_or_init(&root, author()).expect("reopen");
         let path = "projects/p/agents/GreenCastle/inbox/2026/11/2026-11-22T10-39-04Z__note__394.md";
         assert_eq!(
@@ -401,7 +377,7 @@ mod tests {
 
         assert!(later.iter().all(|p| p.exists()), "the later commits' packs stay");
         assert_eq!(pack_files(&root).len(), 3);
-        fsck(&root);
+        assert_fsck_clean(&root);
     }
 
     /// A pack that lacks the commit HEAD named at the listing replaces nothing.
@@ -415,7 +391,7 @@ mod tests {
 
         assert!(failed.is_err_and(|e| e.contains("lacks HEAD")));
         assert!(replaced.packs.iter().all(|p| p.exists()), "every listed pack stays");
-        fsck(&root);
+        assert_fsck_clean(&root);
     }
 
     /// A stop before the end kills the children and removes nothing.
@@ -428,7 +404,7 @@ mod tests {
 
         assert_eq!(stopped, Err("stopped".to_string()));
         assert_eq!(pack_files(&root), replaced.packs);
-        fsck(&root);
+        assert_fsck_clean(&root);
     }
 
     /// Paths become fixed-width hashes, whatever their bytes; the root tree's empty path and

@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use super::index_file::{self, Update};
 use super::pack::{self, PackObject};
+use super::roll_up::CommitPack;
 use super::tree_merge::{self, RecentTrees};
 use crate::error::{Error, Result};
 use crate::model::digest::sha1;
@@ -55,6 +56,12 @@ pub struct ArchiveRepo {
     /// Set when the index is of a form neither `index_file` nor libgit2 can update: it is
     /// then left alone (and said so once).
     index_abandoned: bool,
+}
+
+/// A commit the archive made: its id, and its pack, for the roll-ups (`roll_up.rs`).
+pub struct Committed {
+    pub id: Oid,
+    pub(super) pack: CommitPack,
 }
 
 /// A commit as `whois` and the resources show it.
@@ -157,7 +164,7 @@ impl ArchiveRepo {
         &mut self,
         files: &[(String, Vec<u8>)],
         message: &str,
-    ) -> Result<Option<Oid>> {
+    ) -> Result<Option<Committed>> {
         // A message's copies share their bytes: each distinct content is hashed once, and
         // packed once.
         let mut distinct: HashMap<&[u8], Oid> = HashMap::new();
@@ -187,7 +194,7 @@ impl ArchiveRepo {
         blobs: &[Oid],
         distinct: &HashMap<&[u8], Oid>,
         message: &str,
-    ) -> Result<Option<Oid>> {
+    ) -> Result<Option<Committed>> {
         let head = head_commit(&self.repo)?;
         let baseline = head.as_ref().map(git2::Commit::tree_id);
         let parents: Vec<Oid> = head.iter().map(git2::Commit::id).collect();
@@ -210,10 +217,11 @@ impl ArchiveRepo {
         });
         let commit = PackObject { id: commit_id, kind: ObjectType::Commit, data: &commit };
         let objects: Vec<PackObject<'_>> = blobs.chain(new_trees).chain([commit]).collect();
-        pack::write_pack(&self.repo.path().join("objects/pack"), &objects)?;
+        let pack = pack::write_pack(&self.repo.path().join("objects/pack"), &objects)?;
         self.move_head(commit_id, parents.first().copied(), message)?;
         self.recent_trees.replace(trees.new_trees);
-        Ok(Some(commit_id))
+        let pack = CommitPack { pack, versions: trees.versions };
+        Ok(Some(Committed { id: commit_id, pack }))
     }
 
     /// The bytes of a commit by the archive's author, now.
@@ -741,7 +749,7 @@ mod tests {
         let first = repo.commit_files(&many, "batch: many\n").expect("large commit");
         assert!(first.is_some());
         assert_eq!(packs(&root), 2);
-        assert_eq!(repo.commit_files(&many, "batch: again\n").expect("replay"), None);
+        assert!(repo.commit_files(&many, "batch: again\n").expect("replay").is_none());
         assert_eq!(packs(&root), 2, "a replay writes nothing");
 
         let few = vec![("projects/p/messages/2026/11/z.md".to_string(), b"last\n".to_vec())];
@@ -816,7 +824,7 @@ mod tests {
         assert_eq!(fs::metadata(root.join(inbox)).expect("written").nlink(), 2);
 
         // A replay finds both files there and writes them again, still linked.
-        assert_eq!(repo.commit_files(&copies("first\n"), "mail: again\n").expect("replay"), None);
+        assert!(repo.commit_files(&copies("first\n"), "mail: again\n").expect("replay").is_none());
         assert_eq!(inode(outbox), inode(inbox));
 
         let changed = vec![(inbox.to_string(), b"second\n".to_vec())];
@@ -849,7 +857,7 @@ mod tests {
         let root = dir.path().join("archive");
         let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
         let files = vec![("a.md".to_string(), b"a\n".to_vec())];
-        let ours = repo.commit_files(&files, "mail: a\n").expect("commit").expect("new");
+        let ours = repo.commit_files(&files, "mail: a\n").expect("commit").expect("new").id;
         let human = ["-c", "user.name=h", "-c", "user.email=h@example.com"];
         git(&root, &[&human[..], &["commit", "--allow-empty", "-q", "-m", "human"]].concat());
         let tip = git(&root, &["rev-parse", "HEAD"]);

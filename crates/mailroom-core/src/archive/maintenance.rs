@@ -53,7 +53,7 @@ pub fn rebuild(config: &CoreConfig) -> Result<RebuildReport> {
     let mut report = regenerated.report;
     if !regenerated.files.is_empty() {
         let commit = repo.commit_files(&regenerated.files, REBUILD_COMMIT_MESSAGE)?;
-        report.commit = commit.map(|id| id.to_string());
+        report.commit = commit.map(|committed| committed.id.to_string());
         repo.sync_index()?;
     }
     Ok(report)

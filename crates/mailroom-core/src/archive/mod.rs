@@ -11,6 +11,7 @@
 pub(crate) mod atomic_file;
 pub mod attachments;
 pub mod build_slots;
+mod delta;
 pub mod format;
 mod full_pack;
 pub mod git;
@@ -25,9 +26,13 @@ mod rebuild;
 mod reconstruct;
 mod render;
 mod repack;
+mod roll_up;
 mod tree_merge;
 mod verify;
 mod writer;
+
+#[cfg(test)]
+mod testing;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,15 +1,17 @@
-//! One Git pack file (with its `.idx`) for a commit's new objects.
+//! Git pack files (with their `.idx`): one for each commit's new objects, and the roll-ups
+//! of those (`roll_up.rs`), built here and read back.
 //!
 //! Written as loose objects, each object of a commit costs a file creation in
 //! `.git/objects` (temp file, write, rename), and creating inodes is most of the archive's
-//! disk cost. A pack holds them all in two files. The objects are stored whole (no deltas),
-//! each its own zlib stream: deflated at the fastest level, like libgit2's loose objects, or,
-//! below `STORE_BELOW` bytes, kept in stored (uncompressed) deflate blocks. Formats: Git's
-//! `Documentation/gitformat-pack.txt` (pack version 2, index version 2).
+//! disk cost. A pack holds them all in two files. A commit's objects are stored whole, each
+//! its own zlib stream: deflated at the fastest level, like libgit2's loose objects, or,
+//! below `STORE_BELOW` bytes, kept in stored (uncompressed) deflate blocks; a roll-up adds
+//! deltas. Formats: Git's `Documentation/gitformat-pack.txt` (pack version 2, index
+//! version 2).
 
 use std::collections::HashSet;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use flate2::{Compress, Compression, FlushCompress, Status};
 use git2::{ObjectType, Oid};
@@ -34,59 +36,207 @@ const STORE_BELOW: usize = 4096;
 
 /// Offsets past this need the index's 8-byte offset table.
 const LARGE_OFFSET: u64 = 0x7fff_ffff;
+/// The type code of a delta whose base is named by its distance back in the same pack.
+const OFFSET_DELTA: u8 = 6;
 
-/// Writes `objects` as one pack in `pack_dir` (`.git/objects/pack`). The pack is published
-/// by renaming its index into place last: Git and libgit2 only see a pack through its
-/// index, so an interrupted write leaves a `tmp_` file nobody reads. Objects repeated in
-/// `objects` are stored once.
-pub(super) fn write_pack(pack_dir: &Path, objects: &[PackObject<'_>]) -> Result<()> {
+/// Writes `objects` as one pack in `pack_dir` (`.git/objects/pack`), each stored whole.
+/// Objects repeated in `objects` are stored once. Returns the pack's path.
+pub(super) fn write_pack(pack_dir: &Path, objects: &[PackObject<'_>]) -> Result<PathBuf> {
     let mut seen = HashSet::with_capacity(objects.len());
-    let objects: Vec<&PackObject<'_>> = objects.iter().filter(|o| seen.insert(o.id)).collect();
-    let count = u32::try_from(objects.len())
-        .map_err(|_| Error::internal("archive: too many objects for one pack"))?;
-    let mut pack = Vec::with_capacity(objects.iter().map(|o| o.data.len() / 2 + 16).sum());
-    pack.extend_from_slice(b"PACK");
-    pack.extend_from_slice(&2u32.to_be_bytes());
-    pack.extend_from_slice(&count.to_be_bytes());
-    // (id, crc32 of the packed entry, offset) per object.
-    let mut entries: Vec<(Oid, u32, u64)> = Vec::with_capacity(objects.len());
-    // One compressor, reset per object: setting one up (its tables) cost more than
-    // compressing a small message.
-    let mut compressor = Compress::new(Compression::fast(), true);
-    for object in &objects {
-        let offset = pack.len() as u64;
-        push_entry_header(&mut pack, object_type_code(object.kind)?, object.data.len() as u64);
-        if object.data.len() < STORE_BELOW {
-            store_into(object.data, &mut pack);
-        } else {
-            compressor.reset();
-            deflate_into(&mut compressor, object.data, &mut pack)?;
-        }
-        let mut crc = flate2::Crc::new();
-        crc.update(&pack[offset as usize..]);
-        entries.push((object.id, crc.sum(), offset));
+    let mut pack = PackBuilder::with_capacity(objects.iter().map(|o| o.data.len() / 2 + 16).sum());
+    for object in objects.iter().filter(|o| seen.insert(o.id)) {
+        pack.push_whole(object.id, object.kind, object.data)?;
     }
-    let checksum = sha1(&[&pack]);
-    pack.extend_from_slice(&checksum);
-    entries.sort_by_key(|entry| entry.0);
-    let index = build_index(&entries, &checksum);
+    pack.publish(pack_dir)
+}
 
-    let name = Oid::from_bytes(&checksum).map_err(|e| git_err("pack name", e))?.to_string();
-    let pack_path = pack_dir.join(format!("pack-{name}.pack"));
-    let index_path = pack_dir.join(format!("pack-{name}.idx"));
-    fs::create_dir_all(pack_dir).map_err(|e| io_err("cannot create", pack_dir, e))?;
-    let temp_pack = pack_dir.join(format!("tmp_pack_{name}"));
-    let temp_index = pack_dir.join(format!("tmp_idx_{name}"));
-    // Both files reach the disk before either name appears: HEAD moves right after, and a
-    // ref surviving a power loss must not point into a pack that did not.
-    for (temp, bytes) in [(&temp_pack, &pack), (&temp_index, &index)] {
-        // A leftover of a write a crash interrupted has the same name.
-        let _ = fs::remove_file(temp);
-        write_synced(temp, bytes).map_err(|e| io_err("cannot write", temp, e))?;
+/// A pack being built in memory, entry by entry, then published.
+pub(super) struct PackBuilder {
+    bytes: Vec<u8>,
+    /// (id, crc32 of the packed entry, offset) per object.
+    entries: Vec<(Oid, u32, u64)>,
+    /// One compressor, reset per object: setting one up (its tables) cost more than
+    /// compressing a small message.
+    compressor: Compress,
+}
+
+impl PackBuilder {
+    pub fn new() -> Self {
+        Self::with_capacity(4096)
     }
-    fs::rename(&temp_pack, &pack_path).map_err(|e| io_err("cannot rename", &temp_pack, e))?;
-    fs::rename(&temp_index, &index_path).map_err(|e| io_err("cannot rename", &temp_index, e))?;
-    Ok(())
+
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut pack = Vec::with_capacity(bytes);
+        pack.extend_from_slice(b"PACK");
+        pack.extend_from_slice(&2u32.to_be_bytes());
+        // The object count, set at `publish`.
+        pack.extend_from_slice(&0u32.to_be_bytes());
+        Self {
+            bytes: pack,
+            entries: Vec::new(),
+            compressor: Compress::new(Compression::fast(), true),
+        }
+    }
+
+    /// Appends an object stored whole; its offset in the pack.
+    pub fn push_whole(&mut self, id: Oid, kind: ObjectType, data: &[u8]) -> Result<u64> {
+        let offset = self.bytes.len() as u64;
+        push_entry_header(&mut self.bytes, object_type_code(kind)?, data.len() as u64);
+        self.push_stream(data)?;
+        self.entry_done(id, offset);
+        Ok(offset)
+    }
+
+    /// Appends `delta` (`delta.rs`) rebuilding `id` from the object at `base_offset`, which
+    /// this pack holds (an "offset delta": Git resolves it without looking elsewhere).
+    pub fn push_delta(&mut self, id: Oid, base_offset: u64, delta: &[u8]) -> Result<u64> {
+        let offset = self.bytes.len() as u64;
+        let distance = offset
+            .checked_sub(base_offset)
+            .filter(|d| *d > 0)
+            .ok_or_else(|| Error::internal("archive: a delta's base must come before it"))?;
+        push_entry_header(&mut self.bytes, OFFSET_DELTA, delta.len() as u64);
+        push_base_distance(&mut self.bytes, distance);
+        self.push_stream(delta)?;
+        self.entry_done(id, offset);
+        Ok(offset)
+    }
+
+    /// Appends an entry copied from another pack as it is (header and zlib stream of a
+    /// whole object: see `entry_header`); its offset.
+    pub fn push_raw(&mut self, id: Oid, entry: &[u8]) -> u64 {
+        let offset = self.bytes.len() as u64;
+        self.bytes.extend_from_slice(entry);
+        self.entry_done(id, offset);
+        offset
+    }
+
+    fn push_stream(&mut self, data: &[u8]) -> Result<()> {
+        if data.len() < STORE_BELOW {
+            store_into(data, &mut self.bytes);
+            Ok(())
+        } else {
+            self.compressor.reset();
+            deflate_into(&mut self.compressor, data, &mut self.bytes)
+        }
+    }
+
+    fn entry_done(&mut self, id: Oid, offset: u64) {
+        let mut crc = flate2::Crc::new();
+        crc.update(&self.bytes[offset as usize..]);
+        self.entries.push((id, crc.sum(), offset));
+    }
+
+    /// Writes the pack and its index into `pack_dir`; the pack's path. The pack is
+    /// published by renaming its index into place last: Git and libgit2 only see a pack
+    /// through its index, so an interrupted write leaves a `tmp_` file nobody reads.
+    pub fn publish(self, pack_dir: &Path) -> Result<PathBuf> {
+        let Self { bytes: mut pack, mut entries, .. } = self;
+        let count = u32::try_from(entries.len())
+            .map_err(|_| Error::internal("archive: too many objects for one pack"))?;
+        pack[8..12].copy_from_slice(&count.to_be_bytes());
+        let checksum = sha1(&[&pack]);
+        pack.extend_from_slice(&checksum);
+        entries.sort_by_key(|entry| entry.0);
+        let index = build_index(&entries, &checksum);
+
+        let name = Oid::from_bytes(&checksum).map_err(|e| git_err("pack name", e))?.to_string();
+        let pack_path = pack_dir.join(format!("pack-{name}.pack"));
+        let index_path = pack_dir.join(format!("pack-{name}.idx"));
+        fs::create_dir_all(pack_dir).map_err(|e| io_err("cannot create", pack_dir, e))?;
+        let temp_pack = pack_dir.join(format!("tmp_pack_{name}"));
+        let temp_index = pack_dir.join(format!("tmp_idx_{name}"));
+        // Both files reach the disk before either name appears: HEAD moves right after, and
+        // a ref surviving a power loss must not point into a pack that did not.
+        for (temp, bytes) in [(&temp_pack, &pack), (&temp_index, &index)] {
+            // A leftover of a write a crash interrupted has the same name.
+            let _ = fs::remove_file(temp);
+            write_synced(temp, bytes).map_err(|e| io_err("cannot write", temp, e))?;
+        }
+        fs::rename(&temp_pack, &pack_path).map_err(|e| io_err("cannot rename", &temp_pack, e))?;
+        fs::rename(&temp_index, &index_path)
+            .map_err(|e| io_err("cannot rename", &temp_index, e))?;
+        Ok(pack_path)
+    }
+}
+
+/// The ids and offsets a version 2 pack index lists, in the index's order (by id).
+pub(super) fn read_index(index: &[u8]) -> Option<Vec<(Oid, u64)>> {
+    if index.get(..8) != Some(b"\xfftOc\0\0\0\x02".as_slice()) {
+        return None;
+    }
+    let word = |at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(index.get(at..at + 4)?.try_into().ok()?))
+    };
+    let count = word(8 + 255 * 4)? as usize;
+    let names_at = 8 + 256 * 4;
+    let offsets_at = names_at + count * 24;
+    let large_at = offsets_at + count * 4;
+    (0..count)
+        .map(|i| {
+            let id = Oid::from_bytes(index.get(names_at + i * 20..names_at + i * 20 + 20)?).ok()?;
+            let small = word(offsets_at + i * 4)?;
+            let offset = if small & 0x8000_0000 == 0 {
+                u64::from(small)
+            } else {
+                let at = large_at + (small & 0x7fff_ffff) as usize * 8;
+                u64::from_be_bytes(index.get(at..at + 8)?.try_into().ok()?)
+            };
+            Some((id, offset))
+        })
+        .collect()
+}
+
+/// A packed entry's header: its type code (1 commit, 2 tree, 3 blob, 4 tag, 6 and 7 deltas),
+/// the inflated size, and the header's length.
+pub(super) fn entry_header(entry: &[u8]) -> Option<(u8, usize, usize)> {
+    let first = *entry.first()?;
+    let kind = (first >> 4) & 0x07;
+    let mut size = usize::from(first & 0x0f);
+    let mut shift = 4;
+    let mut used = 1;
+    let mut byte = first;
+    while byte & 0x80 != 0 {
+        byte = *entry.get(used)?;
+        used += 1;
+        size |= usize::from(byte & 0x7f).checked_shl(shift)?;
+        shift += 7;
+        if shift > 60 {
+            return None;
+        }
+    }
+    Some((kind, size, used))
+}
+
+/// Inflates the zlib `stream` of an object of `size` bytes.
+pub(super) fn inflate(stream: &[u8], size: usize) -> Result<Vec<u8>> {
+    // One byte of room past the end: zlib may refuse to finish a stream into a full buffer.
+    let mut out = Vec::with_capacity(size + 1);
+    let mut inflater = flate2::Decompress::new(true);
+    let status = inflater
+        .decompress_vec(stream, &mut out, flate2::FlushDecompress::Finish)
+        .map_err(|e| Error::internal(format!("archive: a packed object does not inflate: {e}")))?;
+    if status != Status::StreamEnd || out.len() != size {
+        return Err(Error::internal("archive: a packed object inflates to another size"));
+    }
+    Ok(out)
+}
+
+/// An offset delta's distance back to its base: big-endian groups of 7 bits, each group
+/// but the last one less than its value (Git's encoding, so that no two encodings mean one
+/// distance).
+fn push_base_distance(out: &mut Vec<u8>, mut distance: u64) {
+    let mut encoded = [0u8; 10];
+    let mut at = encoded.len() - 1;
+    encoded[at] = (distance & 0x7f) as u8;
+    distance >>= 7;
+    while distance != 0 {
+        distance -= 1;
+        at -= 1;
+        encoded[at] = 0x80 | (distance & 0x7f) as u8;
+        distance >>= 7;
+    }
+    out.extend_from_slice(&encoded[at..]);
 }
 
 /// Appends `data` to `out` as one zlib stream of stored deflate blocks (RFC 1950/1951).
@@ -139,7 +289,7 @@ fn deflate_into(compressor: &mut Compress, data: &[u8], out: &mut Vec<u8>) -> Re
     }
 }
 
-fn object_type_code(kind: ObjectType) -> Result<u8> {
+pub(super) fn object_type_code(kind: ObjectType) -> Result<u8> {
     match kind {
         ObjectType::Commit => Ok(1),
         ObjectType::Tree => Ok(2),

@@ -2,15 +2,14 @@
 //!
 //! Every commit writes new tree objects for the directories it touches, in one pack per
 //! commit (`git.rs`), and the reference's layout puts a month's messages in one directory
-//! (`messages/YYYY/MM/`), so each commit rewrites a tree that grows with the month. libgit2
-//! has no repack, so the writer asks the `git` command, in a child process beside the writer
-//! (commits go on meanwhile), every 32 commits: a geometric repack rolls up the small packs
-//! (each commit writes one), so the packs stay few (libgit2 searches every pack's index for
-//! an object it has not found in the last one) and each run handles little more than the
-//! last commits' objects. Git 2.39's roll-ups store most trees whole, though, so once the
-//! packs have doubled since the last full pack, the run is a full pack instead
-//! (`full_pack.rs`: the whole archive in one pack, each path's versions as deltas). While a
-//! run is still going, the next is skipped.
+//! (`messages/YYYY/MM/`), so each commit rewrites a tree that grows with the month. Every
+//! 32 commits, the writer rolls their packs up into one, on a thread beside it
+//! (`roll_up.rs`: each path's older versions become deltas of its newest). Once the packs
+//! have doubled since the last full pack, the run is a full pack instead (`full_pack.rs`:
+//! the whole archive in one pack, `git` pairing versions across roll-ups), and when the
+//! packs are many (small roll-ups add up slowly to a doubling), Git's geometric repack
+//! merges them, loose objects included. One run at a time; while one is going, the next is
+//! skipped and the commits' packs wait for the next roll-up.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -21,23 +20,33 @@ use std::thread::JoinHandle;
 use git2::Oid;
 
 use super::full_pack::{self, Replaced};
+use super::roll_up::{self, CommitPack};
 
-/// Commits between two repacks. Each commit's pack holds the month directories' trees whole
-/// (3 MB raw, a megabyte deflated, once the month has 36,000 messages): at 200 messages/s,
-/// repacking every 100 commits let 88 packs and 106 MB pile up, every 32 kept 34 packs and
-/// 60 MB for a fifth more `git` CPU. A repack keeps the packs few but stores most trees
-/// whole still: Git 2.39 pairs few trees with their previous versions (BENCHMARKS.md, "The
-/// writer paces itself").
+/// Commits between two runs. A roll-up stores each path's newest version whole, so fewer
+/// commits per roll-up store more of them whole, and more commits leave more packs for
+/// libgit2 to search meanwhile (it searches every pack's index for an object it has not
+/// found in the last one).
 const COMMITS_PER_CHECK: u32 = 32;
 
 /// The packs may grow past twice their size after the last full pack, plus this, before the
 /// next full pack (`full_pack.rs`): each full pack reads and rewrites the whole archive, so
-/// they are spaced geometrically, and the geometric roll-ups between them keep the packs few.
+/// they are spaced geometrically. The commits' packs waiting for a roll-up are not counted:
+/// a roll-up shrinks them tenfold and more.
 const FULL_PACK_GROWTH: u64 = 16 << 20;
+
+/// Packs (besides the commits' packs waiting for a roll-up) past which Git's geometric
+/// repack merges them.
+const MAX_PACKS: usize = 24;
+
+/// Most commits' packs one roll-up takes (it holds each open while it runs); after a long
+/// full pack the rest wait for the next.
+const MAX_ROLLED: usize = 256;
 
 enum Running {
     /// `git repack --geometric`.
-    RollUp(Child),
+    Geometric(Child),
+    /// `roll_up::roll_up` on its own thread.
+    RollUp(JoinHandle<Result<Option<PathBuf>, String>>),
     /// `full_pack::pack_everything` on its own thread.
     Full(JoinHandle<Result<u64, String>>),
 }
@@ -46,13 +55,16 @@ pub(super) struct Repacker {
     root: PathBuf,
     commits_since_check: u32,
     running: Option<Running>,
+    /// The packs of the commits since the last roll-up (or full pack), in order.
+    unrolled: Vec<CommitPack>,
     /// Bytes of packs right after the last full pack finished (at start, the largest pack:
     /// the last full pack's, if there was one).
     packed_after_full: u64,
-    /// Tells a running full pack to stop (the server is stopping).
+    /// Tells a running roll-up or full pack to stop (the server is stopping).
     stop: Arc<AtomicBool>,
-    /// Cleared when `git` cannot be started: packing is then left to the humans.
-    enabled: bool,
+    /// Cleared when `git` cannot be started: the full and geometric packs are then left to
+    /// the humans (the roll-ups need no `git`).
+    git_runs: bool,
 }
 
 impl Repacker {
@@ -61,21 +73,27 @@ impl Repacker {
             root: root.to_path_buf(),
             commits_since_check: 0,
             running: None,
+            unrolled: Vec::new(),
             packed_after_full: 0,
             stop: Arc::new(AtomicBool::new(false)),
-            enabled: true,
+            git_runs: true,
         };
         // Otherwise every start would find the packs "doubled" and pack everything again.
         repacker.packed_after_full = repacker.pack_sizes().into_iter().max().unwrap_or(0);
         repacker
     }
 
-    /// Sizes of the packs a full pack would rewrite (kept packs are not counted).
+    fn pack_dir(&self) -> PathBuf {
+        self.root.join(".git/objects/pack")
+    }
+
+    /// Sizes of the packs a full pack would rewrite (kept packs are not counted), but for
+    /// the commits' packs waiting for a roll-up.
     fn pack_sizes(&self) -> Vec<u64> {
-        let packs = full_pack::packs_without_keep(&self.root.join(".git/objects/pack"));
+        let packs = full_pack::packs_without_keep(&self.pack_dir()).unwrap_or_default();
         packs
-            .unwrap_or_default()
             .iter()
+            .filter(|pack| !self.unrolled.iter().any(|unrolled| unrolled.pack == **pack))
             .filter_map(|p| p.metadata().ok())
             .map(|m| m.len())
             .collect()
@@ -85,65 +103,92 @@ impl Repacker {
         self.pack_sizes().iter().sum()
     }
 
-    /// Called after each commit, HEAD now naming `head`; starts a repack every
-    /// `COMMITS_PER_CHECK` commits unless one is still running. Says whether a repack
-    /// finished since the last call: the writer then reopens the repository, so that libgit2
-    /// lets go of the packs it replaced (open files, mapped windows and delta caches, kept
-    /// per pack).
-    pub(super) fn after_commit(&mut self, head: Oid) -> bool {
+    /// Called after each commit, HEAD now naming `head`, with the commit's own pack (`None`
+    /// if its objects were written otherwise); starts a run every `COMMITS_PER_CHECK`
+    /// commits unless one is still going. Says whether a run finished since the last call:
+    /// the writer then reopens the repository, so that libgit2 lets go of the packs it
+    /// replaced (open files, mapped windows and delta caches, kept per pack).
+    pub(super) fn after_commit(&mut self, head: Oid, pack: Option<CommitPack>) -> bool {
         let finished = self.reap();
+        self.unrolled.extend(pack);
         self.commits_since_check += 1;
-        if !self.enabled || self.running.is_some() || self.commits_since_check < COMMITS_PER_CHECK {
+        if self.running.is_some() || self.commits_since_check < COMMITS_PER_CHECK {
             return finished;
         }
         self.commits_since_check = 0;
-        if self.pack_bytes() >= 2 * self.packed_after_full + FULL_PACK_GROWTH {
-            // Listed here, on the writer's thread, right after the commit moved HEAD: see
-            // `Replaced`. A listing taken on the pack's thread could include a pack whose
-            // commit HEAD did not name yet when `git rev-list` read it.
-            let replaced = match Replaced::list(&self.root, head) {
-                Ok(replaced) => replaced,
+        let sizes = self.pack_sizes();
+        if self.git_runs
+            && sizes.iter().sum::<u64>() >= 2 * self.packed_after_full + FULL_PACK_GROWTH
+        {
+            self.start_full_pack(head);
+        } else if self.git_runs && (sizes.len() > MAX_PACKS || self.unrolled.len() < 2) {
+            match geometric_command(&self.root).spawn() {
+                Ok(child) => self.running = Some(Running::Geometric(child)),
                 Err(e) => {
-                    tracing::warn!(error = %e, "the archive's packs cannot be listed");
-                    return finished;
+                    tracing::warn!(error = %e, "cannot run `git repack`; only roll-ups run");
+                    self.git_runs = false;
                 }
-            };
-            let (root, stop) = (self.root.clone(), Arc::clone(&self.stop));
-            let started =
-                std::thread::Builder::new().name("mailroom-pack".to_string()).spawn(move || {
-                    crate::background::lower_thread_priority();
-                    full_pack::pack_everything(&root, &replaced, &stop)
-                });
-            match started {
-                Ok(handle) => self.running = Some(Running::Full(handle)),
-                Err(e) => tracing::warn!(error = %e, "cannot start the archive's full pack"),
             }
-            return finished;
-        }
-        match gc_command(&self.root).spawn() {
-            Ok(child) => self.running = Some(Running::RollUp(child)),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot run `git repack`; the archive stays unpacked");
-                self.enabled = false;
-            }
+        } else if self.unrolled.len() >= 2 {
+            self.start_roll_up();
         }
         finished
     }
 
-    /// At stop: waits for a running roll-up to finish (a half-written pack would only be
-    /// garbage, but a finished one keeps the repository small; roll-ups are short), and
-    /// stops a full pack, which on a large archive runs for many seconds (the next one
-    /// starts over).
+    fn start_roll_up(&mut self) {
+        let rest = self.unrolled.split_off(self.unrolled.len().min(MAX_ROLLED));
+        let packs = std::mem::replace(&mut self.unrolled, rest);
+        let (pack_dir, stop) = (self.pack_dir(), Arc::clone(&self.stop));
+        let started =
+            std::thread::Builder::new().name("mailroom-roll-up".to_string()).spawn(move || {
+                crate::background::lower_thread_priority();
+                roll_up::roll_up(&pack_dir, &packs, &stop)
+            });
+        match started {
+            Ok(handle) => self.running = Some(Running::RollUp(handle)),
+            Err(e) => tracing::warn!(error = %e, "cannot start the archive's roll-up"),
+        }
+    }
+
+    fn start_full_pack(&mut self, head: Oid) {
+        // Listed here, on the writer's thread, right after the commit moved HEAD: see
+        // `Replaced`. A listing taken on the pack's thread could include a pack whose
+        // commit HEAD did not name yet when `git rev-list` read it.
+        let replaced = match Replaced::list(&self.root, head) {
+            Ok(replaced) => replaced,
+            Err(e) => {
+                tracing::warn!(error = %e, "the archive's packs cannot be listed");
+                return;
+            }
+        };
+        // The full pack replaces them.
+        self.unrolled.clear();
+        let (root, stop) = (self.root.clone(), Arc::clone(&self.stop));
+        let started =
+            std::thread::Builder::new().name("mailroom-pack".to_string()).spawn(move || {
+                crate::background::lower_thread_priority();
+                full_pack::pack_everything(&root, &replaced, &stop)
+            });
+        match started {
+            Ok(handle) => self.running = Some(Running::Full(handle)),
+            Err(e) => tracing::warn!(error = %e, "cannot start the archive's full pack"),
+        }
+    }
+
+    /// At stop: waits for a running geometric repack to finish (a half-written pack would
+    /// only be garbage, but a finished one keeps the repository small; they are short), and
+    /// stops a roll-up or a full pack (the next start's runs take their packs again).
     pub(super) fn finish(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         match self.running.take() {
-            Some(Running::RollUp(mut child)) => match child.wait() {
+            Some(Running::Geometric(mut child)) => match child.wait() {
                 Ok(status) if !status.success() => {
                     tracing::warn!(%status, "`git repack` failed");
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "`git repack` not awaited"),
             },
+            Some(Running::RollUp(handle)) => self.roll_up_ended(handle),
             Some(Running::Full(handle)) => self.full_pack_ended(handle),
             None => {}
         }
@@ -153,10 +198,10 @@ impl Repacker {
     fn reap(&mut self) -> bool {
         match self.running.take() {
             None => false,
-            Some(Running::RollUp(mut child)) => {
+            Some(Running::Geometric(mut child)) => {
                 match child.try_wait() {
                     Ok(None) => {
-                        self.running = Some(Running::RollUp(child));
+                        self.running = Some(Running::Geometric(child));
                         return false;
                     }
                     Ok(Some(status)) if !status.success() => {
@@ -165,6 +210,14 @@ impl Repacker {
                     Ok(Some(_)) => {}
                     Err(e) => tracing::warn!(error = %e, "`git repack` lost"),
                 }
+                true
+            }
+            Some(Running::RollUp(handle)) if !handle.is_finished() => {
+                self.running = Some(Running::RollUp(handle));
+                false
+            }
+            Some(Running::RollUp(handle)) => {
+                self.roll_up_ended(handle);
                 true
             }
             Some(Running::Full(handle)) if !handle.is_finished() => {
@@ -178,6 +231,16 @@ impl Repacker {
         }
     }
 
+    /// A failed roll-up's packs stay as they were, for the next full or geometric pack.
+    fn roll_up_ended(&self, handle: JoinHandle<Result<Option<PathBuf>, String>>) {
+        match handle.join() {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) if self.stop.load(Ordering::Relaxed) => {}
+            Ok(Err(e)) => tracing::warn!(error = %e, "the archive's roll-up failed"),
+            Err(_) => tracing::warn!("the archive's roll-up panicked"),
+        }
+    }
+
     fn full_pack_ended(&mut self, handle: JoinHandle<Result<u64, String>>) {
         match handle.join() {
             Ok(Ok(_)) => {}
@@ -186,20 +249,20 @@ impl Repacker {
             Err(_) => tracing::warn!("the archive's full pack panicked"),
         }
         // Also after a failure: the next attempt waits for the packs to double again. The
-        // packs written while it ran count too: basing the threshold on the full pack's own
-        // size, with roll-ups going on beside it, was tried and cost more (BENCHMARKS.md).
+        // commits' packs written meanwhile wait for a roll-up and are not counted.
         self.packed_after_full = self.pack_bytes();
     }
 }
 
-/// `git repack --geometric=2 -d` for the archive: rolls the smaller packs up so that each pack holds at least twice the objects of the next smaller
-/// one, keeping their number logarithmic (each commit writes a pack). `git gc --auto`
-/// did not keep up: its full repack (`-A`) of a soak's growing archive ran for minutes with a
-/// 1.6 GB child while 115 packs piled up. The delta window is 2: without the paths
+/// `git repack --geometric=2 -d` for the archive: merges the smaller packs so that each pack
+/// holds at least twice the objects of the next smaller one, keeping their number
+/// logarithmic, and packs loose objects (a human's commits). `git gc --auto` did not keep
+/// up: its full repack (`-A`) of a soak's growing archive ran for minutes with a 1.6 GB
+/// child while 115 packs piled up. The delta window is 2: without the paths
 /// (`--stdin-packs` has none) Git's default of 10 found no more deltas among the month trees
-/// and cost a fifth more CPU. Runs in the foreground of its own process (so it can
-/// be awaited), touches no ref (the writer moves HEAD's branch meanwhile), quiet.
-fn gc_command(root: &Path) -> Command {
+/// and cost a fifth more CPU. Runs in the foreground of its own process (so it can be
+/// awaited), touches no ref (the writer moves HEAD's branch meanwhile), quiet.
+fn geometric_command(root: &Path) -> Command {
     let mut command = full_pack::git(root);
     command.args(["repack", "-d", "-q", "--geometric=2", "--window=2"]).stdout(Stdio::null());
     command
@@ -235,7 +298,7 @@ mod tests {
 
         let mut packer = Repacker::new(dir.path());
         for _ in 0..COMMITS_PER_CHECK {
-            packer.after_commit(commit);
+            packer.after_commit(commit, None);
         }
         packer.finish();
 
@@ -254,6 +317,35 @@ mod tests {
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "pack"))
             .collect()
+    }
+
+    /// Every `COMMITS_PER_CHECK` commits, their own packs are rolled up into one on a thread
+    /// beside the writer, and the archive stays whole.
+    #[test]
+    fn commit_packs_are_rolled_up() {
+        use crate::archive::git::{ArchiveRepo, Author};
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let author = Author { name: "t".to_string(), email: "t@example.com".to_string() };
+        let mut repo = ArchiveRepo::open_or_init(root, author).expect("archive");
+        let mut packer = Repacker::new(root);
+        for round in 0..COMMITS_PER_CHECK {
+            let path = format!("messages/2026/11/2026-11-23T10-{round:04}__note__{round}.md");
+            let files = vec![(path, format!("message {round}\n").into_bytes())];
+            let committed = repo.commit_files(&files, "mail: round\n").expect("commit");
+            let committed = committed.expect("a new commit");
+            packer.after_commit(committed.id, Some(committed.pack));
+        }
+        assert_eq!(packs(root).len(), 1 + COMMITS_PER_CHECK as usize);
+        let Some(Running::RollUp(handle)) = packer.running.take() else {
+            panic!("a roll-up runs");
+        };
+        let rolled = handle.join().expect("joined").expect("rolled up").expect("a new pack");
+        assert!(packer.unrolled.is_empty(), "the roll-up took the commits' packs");
+        let after = packs(root);
+        assert_eq!(after.len(), 2, "the first commit's pack and the roll-up: {after:?}");
+        assert!(after.contains(&rolled));
+        crate::archive::testing::assert_fsck_clean(root);
     }
 
     /// Packs of similar size (one per commit) are rolled up into one, and every object
@@ -276,7 +368,10 @@ mod tests {
 
         let mut packer = Repacker::new(dir.path());
         for _ in 0..COMMITS_PER_CHECK {
-            assert!(!packer.after_commit(Oid::ZERO_SHA1), "nothing finished before the first run");
+            assert!(
+                !packer.after_commit(Oid::ZERO_SHA1, None),
+                "nothing finished before the first run"
+            );
         }
         packer.finish();
 
@@ -332,7 +427,7 @@ mod tests {
         assert!(packer.pack_bytes() >= FULL_PACK_GROWTH);
 
         for _ in 0..COMMITS_PER_CHECK {
-            packer.after_commit(commit);
+            packer.after_commit(commit, None);
         }
         assert!(matches!(packer.running, Some(Running::Full(_))), "a full pack runs");
         let Some(Running::Full(handle)) = packer.running.take() else { unreachable!() };

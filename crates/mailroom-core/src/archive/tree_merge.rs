@@ -32,6 +32,10 @@ pub(super) struct NewTree {
 pub(super) struct MergedTrees {
     pub root: Oid,
     pub new_trees: Vec<NewTree>,
+    /// (new id, previous id) of each directory and file the commit changes in place: the
+    /// later version of a path and the earlier one, which a roll-up stores it as a delta of
+    /// (`roll_up.rs`).
+    pub versions: Vec<(Oid, Oid)>,
 }
 
 /// The trees the last commit wrote, by id. The next commit's baseline trees are mostly
@@ -81,10 +85,11 @@ pub(super) fn merge_files<'p>(
     for (path, blob) in files {
         insert(&mut root, path, blob)?;
     }
-    let mut new_trees = Vec::new();
+    let mut merged =
+        MergedTrees { root: Oid::ZERO_SHA1, new_trees: Vec::new(), versions: Vec::new() };
     let trees = Trees { odb, recent };
-    let root = write_directory(&trees, baseline, &root, "", &mut new_trees)?;
-    Ok(MergedTrees { root, new_trees })
+    merged.root = write_directory(&trees, baseline, &root, "", &mut merged)?;
+    Ok(merged)
 }
 
 /// Where previous trees are read from.
@@ -243,13 +248,14 @@ fn push_entry(out: &mut Vec<u8>, entry: &Spliced<'_>) {
 }
 
 /// Writes the directory at `path` whose previous tree was `previous`, with `children`
-/// spliced in; its new subtrees first. Returns its id, and records it in `out` if new.
+/// spliced in; its new subtrees first. Returns its id, and records it in `out` if new (with
+/// the versions it replaces).
 fn write_directory(
     trees: &Trees<'_, '_>,
     previous: Option<Oid>,
     children: &Children<'_>,
     path: &str,
-    out: &mut Vec<NewTree>,
+    out: &mut MergedTrees,
 ) -> Result<Oid> {
     let previous_tree = trees.previous(previous, path)?;
     let previous_bytes = previous_tree.bytes();
@@ -285,6 +291,11 @@ fn write_directory(
                 Ordering::Equal => {
                     push_entry(&mut bytes, new);
                     replaced = true;
+                    if !new.is_directory && new.id.as_bytes() != entry.id {
+                        let old =
+                            Oid::from_bytes(entry.id).map_err(|e| git_err("tree entry", e))?;
+                        out.versions.push((new.id, old));
+                    }
                 }
                 Ordering::Greater => break,
             }
@@ -304,7 +315,10 @@ fn write_directory(
         return Ok(id);
     }
     let id = object_id(ObjectType::Tree, &bytes)?;
-    out.push(NewTree { id, bytes });
+    out.new_trees.push(NewTree { id, bytes });
+    if let Some(previous) = previous {
+        out.versions.push((id, previous));
+    }
     Ok(id)
 }
 

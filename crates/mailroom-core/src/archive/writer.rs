@@ -242,9 +242,9 @@ impl Writer {
             let (repo, digests) = (&self.repo, &mut self.digests);
             let rendered =
                 self.reader.read(|db| render::render(db, &work, repo, digests, replay_horizon))?;
-            if let Some(commit) = self.repo.commit_files(&rendered.files, &rendered.message)? {
+            if let Some(committed) = self.repo.commit_files(&rendered.files, &rendered.message)? {
                 self.signal.commits.fetch_add(1, Ordering::SeqCst);
-                if self.repacker.after_commit(commit) {
+                if self.repacker.after_commit(committed.id, Some(committed.pack)) {
                     self.repo.reopen();
                 }
             }

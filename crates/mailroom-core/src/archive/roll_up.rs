@@ -1,0 +1,358 @@
+//! Rolls the packs of the last commits into one pack in which each later version of a large
+//! directory or file is a delta of an earlier version.
+//!
+//! Each commit's pack (`git.rs`) holds every tree it rewrote whole, and the month
+//! directories' trees grow all month: a two-hour soak's month tree was 12.5 MB, rewritten
+//! by every commit, and the commits' packs grew by gigabytes an hour, faster than `git`
+//! could repack them on a busy machine. Git's own roll-ups store most of those trees whole
+//! again (`repack.rs`), and its delta search costs a multiple of each tree's size.
+//!
+//! The writer knows what Git has to search for: which tree or file each new one replaced at
+//! the same path (`tree_merge.rs`). Here the versions of each path in the roll-up are
+//! grouped; the newest is stored whole, and each older one as a delta of it (`delta.rs`),
+//! built from their common start and end, without a search. An older version of a month
+//! tree is the newest one without its last entries, so its delta is a few copy
+//! instructions; reading the newest costs no delta at all (as in Git's own packs, where the
+//! recent versions are the whole ones). Every other object is copied as it is. Each delta is
+//! checked by rebuilding its target before the pack is written, and the commits' packs are
+//! deleted only once the roll-up holding all their objects is in place; whatever fails,
+//! they stay.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use git2::Oid;
+
+use super::delta;
+use super::pack::{self, PackBuilder};
+
+/// A pack one commit wrote, and which of its objects replaced which at the same path
+/// (new id, previous id).
+#[derive(Debug, Clone)]
+pub(super) struct CommitPack {
+    pub pack: PathBuf,
+    pub versions: Vec<(Oid, Oid)>,
+}
+
+/// Objects smaller than this are copied as they are: a delta would save little.
+const DELTA_MIN: usize = 1024;
+
+/// One of the commits' packs, open.
+struct Source {
+    path: PathBuf,
+    file: File,
+    /// Its entries (id, start, end), in the order they were written.
+    entries: Vec<(Oid, u64, u64)>,
+}
+
+/// Where an object is: its source and its entry's bounds.
+#[derive(Clone, Copy)]
+struct Location {
+    source: usize,
+    start: u64,
+    end: u64,
+}
+
+/// Rolls `packs` (in the order they were written) into one new pack in `pack_dir`, then
+/// deletes them. Packs gone meanwhile (rolled up by a human's `git gc`) are skipped. `None`
+/// when fewer than two packs were there (nothing to gain). Stops early, writing and deleting
+/// nothing, when `stop` is set.
+pub(super) fn roll_up(
+    pack_dir: &Path,
+    packs: &[CommitPack],
+    stop: &AtomicBool,
+) -> Result<Option<PathBuf>, String> {
+    let mut sources = Vec::with_capacity(packs.len());
+    for commit_pack in packs {
+        if let Some(source) = open_source(&commit_pack.pack)? {
+            sources.push(source);
+        }
+    }
+    if sources.len() < 2 {
+        return Ok(None);
+    }
+    let mut located = HashMap::new();
+    for (i, source) in sources.iter().enumerate() {
+        for (id, start, end) in &source.entries {
+            located.entry(*id).or_insert(Location { source: i, start: *start, end: *end });
+        }
+    }
+    let mut out = PackBuilder::new();
+    let mut written = HashSet::with_capacity(located.len());
+    for (newest, older) in version_groups(packs, &located) {
+        if stop.load(Ordering::Relaxed) {
+            return Err("stopped".to_string());
+        }
+        write_group(&mut out, &sources, &located, newest, &older, &mut written)?;
+    }
+    for (i, source) in sources.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            return Err("stopped".to_string());
+        }
+        let bytes =
+            fs::read(&source.path).map_err(|e| format!("{}: {e}", source.path.display()))?;
+        for (id, start, end) in &source.entries {
+            let first = located.get(id).is_some_and(|at| at.source == i && at.start == *start);
+            if first && written.insert(*id) {
+                let entry = bytes.get(*start as usize..*end as usize).ok_or_else(|| {
+                    format!("{}: an entry lies outside it", source.path.display())
+                })?;
+                out.push_raw(*id, entry);
+            }
+        }
+    }
+    let rolled_up = out.publish(pack_dir).map_err(|e| e.message)?;
+    // Git's multi-pack index would name the packs removed below: it goes first.
+    let _ = fs::remove_file(pack_dir.join("multi-pack-index"));
+    for source in sources.iter().filter(|source| source.path != rolled_up) {
+        if !super::full_pack::remove_pack(&source.path) {
+            break;
+        }
+    }
+    Ok(Some(rolled_up))
+}
+
+/// A commit's pack, opened, with its entries; `None` if it is gone.
+fn open_source(pack: &Path) -> Result<Option<Source>, String> {
+    let failed = |path: &Path, e: std::io::Error| format!("{}: {e}", path.display());
+    let index_path = pack.with_extension("idx");
+    let index = match fs::read(&index_path) {
+        Ok(index) => index,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(failed(&index_path, e)),
+    };
+    let file = match File::open(pack) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(failed(pack, e)),
+    };
+    let len = file.metadata().map_err(|e| failed(pack, e))?.len();
+    let mut listed = pack::read_index(&index)
+        .ok_or_else(|| format!("{} is not a version 2 pack index", index_path.display()))?;
+    listed.sort_unstable_by_key(|(_, offset)| *offset);
+    // The last entry ends where the pack's 20-byte checksum starts.
+    let end_of_entries = len.saturating_sub(20);
+    let ends = listed.iter().skip(1).map(|(_, offset)| *offset).chain([end_of_entries]);
+    let entries: Vec<(Oid, u64, u64)> =
+        listed.iter().zip(ends).map(|((id, start), end)| (*id, *start, end)).collect();
+    if entries.iter().any(|(_, start, end)| start >= end || *end > end_of_entries) {
+        return Err(format!("{}: its index does not match it", pack.display()));
+    }
+    Ok(Some(Source { path: pack.to_path_buf(), file, entries }))
+}
+
+/// The versions of each path in the roll-up: its newest version, and the older ones (as
+/// the commits wrote them, oldest first). Only objects the roll-up holds are grouped.
+fn version_groups(packs: &[CommitPack], located: &HashMap<Oid, Location>) -> Vec<(Oid, Vec<Oid>)> {
+    let mut next = HashMap::new();
+    for (new, previous) in packs.iter().flat_map(|p| p.versions.iter()) {
+        if new != previous && located.contains_key(new) && located.contains_key(previous) {
+            next.insert(*previous, *new);
+        }
+    }
+    let mut older: HashMap<Oid, Vec<Oid>> = HashMap::new();
+    let mut grouped = HashSet::new();
+    for pack in packs {
+        for (_, first) in &pack.versions {
+            if grouped.contains(first) || !next.contains_key(first) {
+                continue;
+            }
+            // Follows the path forward to its newest version. A file set back to an earlier
+            // content makes a loop: the walk stops where it would go round.
+            let mut chain = vec![*first];
+            let mut seen = HashSet::from([*first]);
+            let mut at = *first;
+            while let Some(following) = next.get(&at).filter(|n| seen.insert(**n)) {
+                chain.push(*following);
+                at = *following;
+            }
+            let newest = chain.pop().unwrap_or(*first);
+            grouped.extend(chain.iter().copied());
+            grouped.insert(newest);
+            older.entry(newest).or_default().extend(chain);
+        }
+    }
+    older.into_iter().filter(|(_, older)| !older.is_empty()).collect()
+}
+
+/// Reads one object's entry from its source.
+fn read_entry(sources: &[Source], at: Location) -> Result<Vec<u8>, String> {
+    let source = &sources[at.source];
+    let mut entry = vec![0; (at.end - at.start) as usize];
+    source
+        .file
+        .read_exact_at(&mut entry, at.start)
+        .map_err(|e| format!("{}: {e}", source.path.display()))?;
+    Ok(entry)
+}
+
+/// A whole object's entry, inflated: (type code, content).
+fn inflate_entry(entry: &[u8]) -> Result<(u8, Vec<u8>), String> {
+    let (kind, size, header) = pack::entry_header(entry).ok_or("a malformed pack entry")?;
+    if !(1..=4).contains(&kind) {
+        return Err(format!("a pack entry of type {kind}, not a whole object"));
+    }
+    Ok((kind, pack::inflate(&entry[header..], size).map_err(|e| e.message)?))
+}
+
+/// Writes a path's `newest` version whole, then each `older` one as a delta of it where the
+/// delta is worth it (and checked), whole otherwise.
+fn write_group(
+    out: &mut PackBuilder,
+    sources: &[Source],
+    located: &HashMap<Oid, Location>,
+    newest: Oid,
+    older: &[Oid],
+    written: &mut HashSet<Oid>,
+) -> Result<(), String> {
+    let entry = read_entry(sources, located[&newest])?;
+    let (kind, size, _) = pack::entry_header(&entry).ok_or("a malformed pack entry")?;
+    if size < DELTA_MIN || !written.insert(newest) {
+        return Ok(());
+    }
+    let base_offset = out.push_raw(newest, &entry);
+    let (_, base) = inflate_entry(&entry)?;
+    for id in older {
+        let entry = read_entry(sources, located[id])?;
+        let (older_kind, data) = inflate_entry(&entry)?;
+        if older_kind != kind || data.len() < DELTA_MIN || written.contains(id) {
+            continue;
+        }
+        let delta = delta::encode(&base, &data);
+        if delta.len() >= data.len() / 2 {
+            continue;
+        }
+        if delta::apply(&base, &delta).as_deref() != Some(data.as_slice()) {
+            return Err(format!("the delta for {id} does not rebuild it"));
+        }
+        out.push_delta(*id, base_offset, &delta).map_err(|e| e.message)?;
+        written.insert(*id);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::archive::git::{ArchiveRepo, Author};
+    use crate::archive::testing::assert_fsck_clean;
+
+    fn author() -> Author {
+        Author { name: "t".to_string(), email: "t@example.com".to_string() }
+    }
+
+    fn git(root: &Path, args: &[&str]) -> std::process::Output {
+        let output = std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .expect("run git");
+        assert!(
+            output.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+
+    fn pack_files(root: &Path) -> Vec<PathBuf> {
+        super::super::full_pack::packs_without_keep(&root.join(".git/objects/pack")).expect("packs")
+    }
+
+    fn pack_bytes(root: &Path) -> u64 {
+        pack_files(root).iter().map(|p| fs::metadata(p).expect("size").len()).sum()
+    }
+
+    /// Commits `rounds` messages into one month directory and one growing digest, a commit
+    /// each, as the writer does; the commits' packs.
+    fn commit_rounds(repo: &mut ArchiveRepo, rounds: std::ops::Range<usize>) -> Vec<CommitPack> {
+        let mut packs = Vec::new();
+        for round in rounds {
+            let digest: String = (0..=round).map(|i| format!("- message {i}\n")).collect();
+            let files = vec![
+                (
+                    format!("messages/2026/11/2026-11-23T10-{round:05}__subject__{round}.md"),
+                    format!("message {round}\n").into_bytes(),
+                ),
+                ("messages/threads/hot.md".to_string(), digest.into_bytes()),
+            ];
+            let committed =
+                repo.commit_files(&files, "mail: round\n").expect("commit").expect("new");
+            packs.push(committed.pack);
+        }
+        packs
+    }
+
+    /// 600 commits' packs become one pack a tenth of their size, every object reads back
+    /// through Git, and `git fsck --strict` finds nothing wrong.
+    #[test]
+    fn commit_packs_become_one_pack_of_deltas() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let mut repo = ArchiveRepo::open_or_init(root, author()).expect("archive");
+        let packs = commit_rounds(&mut repo, 0..600);
+        let before = pack_bytes(root);
+
+        let rolled = roll_up(&root.join(".git/objects/pack"), &packs, &AtomicBool::new(false))
+            .expect("rolled up")
+            .expect("a new pack");
+
+        let after = pack_files(root);
+        assert_eq!(after.len(), 2, "the initial commit's pack and the roll-up: {after:?}");
+        assert!(after.contains(&rolled));
+        let rolled_bytes = fs::metadata(&rolled).expect("size").len();
+        assert!(rolled_bytes * 10 < before, "{rolled_bytes} bytes rolled up from {before}");
+        assert_fsck_clean(root);
+        let verified = git(
+            root,
+            &["verify-pack", "-v", rolled.with_extension("idx").to_str().expect("utf-8")],
+        );
+        let listing = String::from_utf8_lossy(&verified.stdout);
+        assert!(listing.contains("chain length = 1:"), "deltas one deep: {listing}");
+        let shown = git(root, &["show", "HEAD:messages/threads/hot.md"]).stdout;
+        assert!(String::from_utf8_lossy(&shown).ends_with("- message 599\n"));
+        let listed = git(root, &["ls-tree", "HEAD:messages/2026/11"]).stdout;
+        assert_eq!(String::from_utf8_lossy(&listed).lines().count(), 600);
+    }
+
+    /// A pack gone before the roll-up read it is skipped; one pack alone is left as it is.
+    #[test]
+    fn gone_packs_are_skipped_and_one_pack_is_left() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let mut repo = ArchiveRepo::open_or_init(root, author()).expect("archive");
+        let packs = commit_rounds(&mut repo, 0..3);
+        git(root, &["repack", "-a", "-d", "-q"]);
+        let stop = AtomicBool::new(false);
+        assert_eq!(roll_up(&root.join(".git/objects/pack"), &packs, &stop), Ok(None));
+
+        let more = commit_rounds(&mut repo, 3..6);
+        let mut listed = packs.clone();
+        listed.extend(more.iter().cloned());
+        let rolled = roll_up(&root.join(".git/objects/pack"), &listed, &stop).expect("rolled");
+        assert!(rolled.is_some());
+        assert_eq!(pack_files(root).len(), 2, "git's pack and the roll-up of the three new");
+        assert_fsck_clean(root);
+    }
+
+    /// A stop before the roll-up writes leaves every pack in place.
+    #[test]
+    fn a_stopped_roll_up_changes_nothing() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let mut repo = ArchiveRepo::open_or_init(root, author()).expect("archive");
+        let packs = commit_rounds(&mut repo, 0..4);
+        let before = pack_files(root);
+        let stopped = roll_up(&root.join(".git/objects/pack"), &packs, &AtomicBool::new(true));
+        assert!(stopped.is_err());
+        let mut after = pack_files(root);
+        let mut before = before;
+        after.sort();
+        before.sort();
+        assert_eq!(after, before);
+    }
+}
