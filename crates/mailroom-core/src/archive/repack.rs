@@ -8,8 +8,9 @@
 //! have doubled since the last full pack, the run is a full pack instead (`full_pack.rs`:
 //! the whole archive in one pack, `git` pairing versions across roll-ups), and when the
 //! packs are many (small roll-ups add up slowly to a doubling), Git's geometric repack
-//! merges them, loose objects included. One run at a time; while one is going, the next is
-//! skipped and the commits' packs wait for the next roll-up.
+//! merges them, loose objects included. Roll-ups go on beside a full pack (they take only
+//! packs written after its listing); otherwise one run at a time, and while one is going
+//! the commits' packs wait for the next roll-up.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -42,19 +43,24 @@ const MAX_PACKS: usize = 24;
 /// full pack the rest wait for the next.
 const MAX_ROLLED: usize = 256;
 
+/// A run that is not a full pack.
 enum Running {
     /// `git repack --geometric`.
     Geometric(Child),
     /// `roll_up::roll_up` on its own thread.
     RollUp(JoinHandle<Result<Option<PathBuf>, String>>),
-    /// `full_pack::pack_everything` on its own thread.
-    Full(JoinHandle<Result<u64, String>>),
 }
+
+/// `full_pack::pack_everything` on its own thread: the new pack's size.
+type FullPack = JoinHandle<Result<u64, String>>;
 
 pub(super) struct Repacker {
     root: PathBuf,
     commits_since_check: u32,
+    /// A roll-up or geometric repack. A roll-up may run beside a full pack: it takes only
+    /// packs written after the full pack listed the packs it replaces.
     running: Option<Running>,
+    full: Option<FullPack>,
     /// The packs of the commits since the last roll-up (or full pack), in order.
     unrolled: Vec<CommitPack>,
     /// Bytes of packs right after the last full pack finished (at start, the largest pack:
@@ -73,6 +79,7 @@ impl Repacker {
             root: root.to_path_buf(),
             commits_since_check: 0,
             running: None,
+            full: None,
             unrolled: Vec::new(),
             packed_after_full: 0,
             stop: Arc::new(AtomicBool::new(false)),
@@ -105,7 +112,8 @@ impl Repacker {
 
     /// Called after each commit, HEAD now naming `head`, with the commit's own pack (`None`
     /// if its objects were written otherwise); starts a run every `COMMITS_PER_CHECK`
-    /// commits unless one is still going. Says whether a run finished since the last call:
+    /// commits: a full pack or a geometric repack when nothing runs, a roll-up unless one
+    /// runs. Says whether a run finished since the last call:
     /// the writer then reopens the repository, so that libgit2 lets go of the packs it
     /// replaced (open files, mapped windows and delta caches, kept per pack).
     pub(super) fn after_commit(&mut self, head: Oid, pack: Option<CommitPack>) -> bool {
@@ -117,11 +125,11 @@ impl Repacker {
         }
         self.commits_since_check = 0;
         let sizes = self.pack_sizes();
-        if self.git_runs
-            && sizes.iter().sum::<u64>() >= 2 * self.packed_after_full + FULL_PACK_GROWTH
+        let git_may_run = self.git_runs && self.full.is_none();
+        if git_may_run && sizes.iter().sum::<u64>() >= 2 * self.packed_after_full + FULL_PACK_GROWTH
         {
             self.start_full_pack(head);
-        } else if self.git_runs && (sizes.len() > MAX_PACKS || self.unrolled.len() < 2) {
+        } else if git_may_run && (sizes.len() > MAX_PACKS || self.unrolled.len() < 2) {
             match geometric_command(&self.root).spawn() {
                 Ok(child) => self.running = Some(Running::Geometric(child)),
                 Err(e) => {
@@ -170,7 +178,7 @@ impl Repacker {
                 full_pack::pack_everything(&root, &replaced, &stop)
             });
         match started {
-            Ok(handle) => self.running = Some(Running::Full(handle)),
+            Ok(handle) => self.full = Some(handle),
             Err(e) => tracing::warn!(error = %e, "cannot start the archive's full pack"),
         }
     }
@@ -189,20 +197,32 @@ impl Repacker {
                 Err(e) => tracing::warn!(error = %e, "`git repack` not awaited"),
             },
             Some(Running::RollUp(handle)) => self.roll_up_ended(handle),
-            Some(Running::Full(handle)) => self.full_pack_ended(handle),
             None => {}
+        }
+        if let Some(handle) = self.full.take() {
+            self.full_pack_ended(handle);
         }
     }
 
-    /// Forgets a finished run, logging a failure; whether one finished.
+    /// Forgets finished runs, logging failures; whether one finished.
     fn reap(&mut self) -> bool {
-        match self.running.take() {
+        let full_finished = match self.full.take() {
+            Some(handle) if handle.is_finished() => {
+                self.full_pack_ended(handle);
+                true
+            }
+            still_running => {
+                self.full = still_running;
+                false
+            }
+        };
+        let finished = match self.running.take() {
             None => false,
             Some(Running::Geometric(mut child)) => {
                 match child.try_wait() {
                     Ok(None) => {
                         self.running = Some(Running::Geometric(child));
-                        return false;
+                        return full_finished;
                     }
                     Ok(Some(status)) if !status.success() => {
                         tracing::warn!(%status, "`git repack` failed");
@@ -220,15 +240,8 @@ impl Repacker {
                 self.roll_up_ended(handle);
                 true
             }
-            Some(Running::Full(handle)) if !handle.is_finished() => {
-                self.running = Some(Running::Full(handle));
-                false
-            }
-            Some(Running::Full(handle)) => {
-                self.full_pack_ended(handle);
-                true
-            }
-        }
+        };
+        finished || full_finished
     }
 
     /// A failed roll-up's packs stay as they were, for the next full or geometric pack.
@@ -241,7 +254,7 @@ impl Repacker {
         }
     }
 
-    fn full_pack_ended(&mut self, handle: JoinHandle<Result<u64, String>>) {
+    fn full_pack_ended(&mut self, handle: FullPack) {
         match handle.join() {
             Ok(Ok(_)) => {}
             Ok(Err(_)) if self.stop.load(Ordering::Relaxed) => {}
@@ -249,7 +262,7 @@ impl Repacker {
             Err(_) => tracing::warn!("the archive's full pack panicked"),
         }
         // Also after a failure: the next attempt waits for the packs to double again. The
-        // commits' packs written meanwhile wait for a roll-up and are not counted.
+        // roll-ups made meanwhile count; the commits' packs still waiting for one do not.
         self.packed_after_full = self.pack_bytes();
     }
 }
@@ -348,6 +361,36 @@ mod tests {
         crate::archive::testing::assert_fsck_clean(root);
     }
 
+    /// While a full pack runs, the commits' packs written since it started are still rolled
+    /// up, and no geometric repack starts.
+    #[test]
+    fn roll_ups_go_on_beside_a_full_pack() {
+        use crate::archive::git::{ArchiveRepo, Author};
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let author = Author { name: "t".to_string(), email: "t@example.com".to_string() };
+        let mut repo = ArchiveRepo::open_or_init(root, author).expect("archive");
+        let mut packer = Repacker::new(root);
+        // A full pack that runs until the test lets it end.
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        packer.full = Some(std::thread::spawn(move || {
+            let _ = released.recv();
+            Ok(0)
+        }));
+        for round in 0..COMMITS_PER_CHECK {
+            let path = format!("messages/2026/11/2026-11-23T11-{round:04}__note__{round}.md");
+            let files = vec![(path, format!("message {round}\n").into_bytes())];
+            let committed = repo.commit_files(&files, "mail: round\n").expect("commit");
+            let committed = committed.expect("a new commit");
+            assert!(!packer.after_commit(committed.id, Some(committed.pack)));
+        }
+        assert!(matches!(packer.running, Some(Running::RollUp(_))), "a roll-up runs beside");
+        assert!(packer.full.is_some(), "the full pack still runs");
+        release.send(()).expect("released");
+        packer.finish();
+        assert!(packer.full.is_none());
+    }
+
     /// Packs of similar size (one per commit) are rolled up into one, and every object
     /// still reads back.
     #[test]
@@ -429,8 +472,7 @@ mod tests {
         for _ in 0..COMMITS_PER_CHECK {
             packer.after_commit(commit, None);
         }
-        assert!(matches!(packer.running, Some(Running::Full(_))), "a full pack runs");
-        let Some(Running::Full(handle)) = packer.running.take() else { unreachable!() };
+        let handle = packer.full.take().expect("a full pack runs");
         let packed = handle.join().expect("joined").expect("packed");
 
         let after = packs(dir.path());
