@@ -8,13 +8,13 @@
 //! search (Git's encoder indexes the base and searches it, which is what made its repacks of
 //! megabyte trees slow).
 
-/// Most bytes one copy instruction takes: Git's own encoder stops at this (a copy's size
-/// field would allow 16 MB, which old readers mishandled).
+/// Most bytes one copy instruction takes, as in Git's own encoder; a copy of exactly this
+/// many bytes leaves its size out (a size of 0 means 0x10000), as Git writes it.
 const MAX_COPY: usize = 0x10000;
 /// Most bytes one insert instruction carries (its opcode is the length).
 const MAX_INSERT: usize = 0x7f;
 
-/// The delta that rebuilds `target` from `base`.
+/// The delta that rebuilds `target` from `base` (under 4 GiB: see `push_copies`).
 pub(super) fn encode(base: &[u8], target: &[u8]) -> Vec<u8> {
     let prefix = common_prefix(base, target);
     let suffix = common_suffix(&base[prefix..], &target[prefix..]);
@@ -125,7 +125,8 @@ fn read_size(rest: &mut &[u8]) -> Option<usize> {
 }
 
 /// Copy instructions for `len` bytes of the base from `offset`: an opcode whose bits say
-/// which offset and size bytes follow (zero bytes are left out).
+/// which offset and size bytes follow (zero bytes are left out). Offsets have 32 bits: the
+/// caller makes deltas of bases under 4 GiB only.
 fn push_copies(out: &mut Vec<u8>, mut offset: usize, mut len: usize) {
     while len > 0 {
         let size = len.min(MAX_COPY);
@@ -141,7 +142,7 @@ fn push_copies(out: &mut Vec<u8>, mut offset: usize, mut len: usize) {
         }
         for bit in 0..3 {
             let byte = (size >> (8 * bit)) as u8;
-            if byte != 0 {
+            if byte != 0 && size != MAX_COPY {
                 opcode |= 0x10 << bit;
                 out.push(byte);
             }
@@ -165,6 +166,16 @@ mod tests {
         let delta = encode(&base, &target);
         assert!(delta.len() < 64, "{} bytes", delta.len());
         assert_eq!(apply(&base, &delta).as_deref(), Some(target.as_slice()));
+    }
+
+    /// A copy of exactly 64 KiB is written as Git writes it: no size bytes.
+    #[test]
+    fn a_full_copy_has_no_size_bytes() {
+        let base = vec![7u8; 0x10000];
+        let delta = encode(&base, &base);
+        // Sizes 0x10000 (3 bytes each), then one copy opcode with no offset or size bytes.
+        assert_eq!(delta, [0x80, 0x80, 0x04, 0x80, 0x80, 0x04, 0x80]);
+        assert_eq!(apply(&base, &delta).as_deref(), Some(base.as_slice()));
     }
 
     #[test]

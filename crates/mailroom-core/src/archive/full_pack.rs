@@ -91,6 +91,7 @@ pub(super) fn pack_everything(
     if !index_holds(&index, replaced.head)? {
         return Err(format!("{name} lacks HEAD's commit {}; no pack removed", replaced.head));
     }
+    super::pack::sync_pack_dir(&root.join(".git/objects/pack"))?;
     // Git's multi-pack index would name the packs removed below: it goes first.
     let _ = fs::remove_file(root.join(".git/objects/pack/multi-pack-index"));
     for old in
@@ -213,9 +214,9 @@ fn end(child: &mut Child) {
 /// Whether the pack index at `path` (version 2) lists `id`.
 fn index_holds(path: &Path, id: Oid) -> Result<bool, String> {
     let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let listed = super::pack::read_index(&bytes)
+    let (listed, _) = super::pack::read_index(&bytes)
         .ok_or_else(|| format!("{} is not a version 2 pack index", path.display()))?;
-    Ok(listed.binary_search_by_key(&id, |(listed, _)| *listed).is_ok())
+    Ok(listed.binary_search_by_key(&id, |listed| listed.id).is_ok())
 }
 
 /// `git -C root`, without the caller's `GIT_*` variables: a `GIT_DIR` or

@@ -160,8 +160,18 @@ impl PackBuilder {
     }
 }
 
-/// The ids and offsets a version 2 pack index lists, in the index's order (by id).
-pub(super) fn read_index(index: &[u8]) -> Option<Vec<(Oid, u64)>> {
+/// An object a pack index lists.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Listed {
+    pub id: Oid,
+    /// CRC-32 of the packed entry (header and zlib stream).
+    pub crc: u32,
+    pub offset: u64,
+}
+
+/// The objects a version 2 pack index lists, in the index's order (by id), and the
+/// checksum of the pack it indexes.
+pub(super) fn read_index(index: &[u8]) -> Option<(Vec<Listed>, [u8; 20])> {
     if index.get(..8) != Some(b"\xfftOc\0\0\0\x02".as_slice()) {
         return None;
     }
@@ -170,9 +180,11 @@ pub(super) fn read_index(index: &[u8]) -> Option<Vec<(Oid, u64)>> {
     };
     let count = word(8 + 255 * 4)? as usize;
     let names_at = 8 + 256 * 4;
-    let offsets_at = names_at + count * 24;
+    let crcs_at = names_at + count * 20;
+    let offsets_at = crcs_at + count * 4;
     let large_at = offsets_at + count * 4;
-    (0..count)
+    let pack_checksum = index.len().checked_sub(40).and_then(|at| index.get(at..at + 20))?;
+    let listed = (0..count)
         .map(|i| {
             let id = Oid::from_bytes(index.get(names_at + i * 20..names_at + i * 20 + 20)?).ok()?;
             let small = word(offsets_at + i * 4)?;
@@ -182,9 +194,19 @@ pub(super) fn read_index(index: &[u8]) -> Option<Vec<(Oid, u64)>> {
                 let at = large_at + (small & 0x7fff_ffff) as usize * 8;
                 u64::from_be_bytes(index.get(at..at + 8)?.try_into().ok()?)
             };
-            Some((id, offset))
+            Some(Listed { id, crc: word(crcs_at + i * 4)?, offset })
         })
-        .collect()
+        .collect::<Option<Vec<_>>>()?;
+    Some((listed, pack_checksum.try_into().ok()?))
+}
+
+/// Flushes the filesystem holding `pack_dir` (data and names), before packs a new one
+/// replaces are removed: a power loss must not keep the removals and lose the new pack.
+/// `git pack-objects` does not sync its pack by default, so the whole filesystem is flushed,
+/// as after each commit (`ArchiveRepo::make_durable`).
+pub(super) fn sync_pack_dir(pack_dir: &Path) -> std::result::Result<(), String> {
+    let dir = fs::File::open(pack_dir).map_err(|e| format!("{}: {e}", pack_dir.display()))?;
+    rustix::fs::syncfs(&dir).map_err(|e| format!("cannot flush {}: {e}", pack_dir.display()))
 }
 
 /// A packed entry's header: its type code (1 commit, 2 tree, 3 blob, 4 tag, 6 and 7 deltas),
@@ -410,6 +432,18 @@ mod tests {
             .output()
             .expect("run git verify-pack");
         assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
+    }
+
+    /// Offsets past 2 GiB go through the index's table of 8-byte offsets and read back.
+    #[test]
+    fn large_offsets_round_trip_through_the_index() {
+        let ids: Vec<Oid> = (1..=3u8).map(|i| Oid::from_bytes(&[i; 20]).expect("id")).collect();
+        let entries = vec![(ids[0], 7, 12), (ids[1], 8, 0x8000_0000), (ids[2], 9, 0x1_2345_6789)];
+        let index = build_index(&entries, &[0xab; 20]);
+        let (listed, checksum) = read_index(&index).expect("an index");
+        assert_eq!(checksum, [0xab; 20]);
+        let read: Vec<(Oid, u32, u64)> = listed.iter().map(|l| (l.id, l.crc, l.offset)).collect();
+        assert_eq!(read, entries);
     }
 
     #[test]

@@ -11,8 +11,8 @@
 //! the same path (`tree_merge.rs`). Here the versions of each path in the roll-up are
 //! grouped; the newest is stored whole, and each older one as a delta of it (`delta.rs`),
 //! built from their common start and end, without a search. An older version of a month
-//! tree is the newest one without its last entries, so its delta is a few copy
-//! instructions; reading the newest costs no delta at all (as in Git's own packs, where the
+//! tree is the newest one without its last entries, so its delta is copy instructions only
+//! (one per 64 KiB: about 200 bytes for a 12 MB tree); reading the newest costs no delta at all (as in Git's own packs, where the
 //! recent versions are the whole ones). Every other object is copied as it is. Each delta is
 //! checked by rebuilding its target before the pack is written, and the commits' packs are
 //! deleted only once the roll-up holding all their objects is in place; whatever fails,
@@ -44,22 +44,32 @@ const DELTA_MIN: usize = 1024;
 struct Source {
     path: PathBuf,
     file: File,
-    /// Its entries (id, start, end), in the order they were written.
-    entries: Vec<(Oid, u64, u64)>,
+    /// Its entries, in the order they were written.
+    entries: Vec<Entry>,
 }
 
-/// Where an object is: its source and its entry's bounds.
+/// Where an object's entry is in its source.
 #[derive(Clone, Copy)]
-struct Location {
-    source: usize,
+struct Entry {
+    id: Oid,
+    /// The entry's CRC-32 as the index gives it, checked when the entry is read.
+    crc: u32,
     start: u64,
     end: u64,
 }
 
+/// Where an object is: its source and its entry.
+#[derive(Clone, Copy)]
+struct Location {
+    source: usize,
+    entry: Entry,
+}
+
 /// Rolls `packs` (in the order they were written) into one new pack in `pack_dir`, then
-/// deletes them. Packs gone meanwhile (rolled up by a human's `git gc`) are skipped. `None`
-/// when fewer than two packs were there (nothing to gain). Stops early, writing and deleting
-/// nothing, when `stop` is set.
+/// deletes them. Packs gone meanwhile (most often merged by a geometric repack) are skipped.
+/// `None` when fewer than two packs were there (nothing to gain). Every entry must be a
+/// whole object, as the writer's packs hold, and match its index's CRC: anything else fails
+/// the roll-up, which then writes and deletes nothing; so does a stop.
 pub(super) fn roll_up(
     pack_dir: &Path,
     packs: &[CommitPack],
@@ -76,8 +86,8 @@ pub(super) fn roll_up(
     }
     let mut located = HashMap::new();
     for (i, source) in sources.iter().enumerate() {
-        for (id, start, end) in &source.entries {
-            located.entry(*id).or_insert(Location { source: i, start: *start, end: *end });
+        for entry in &source.entries {
+            located.entry(entry.id).or_insert(Location { source: i, entry: *entry });
         }
     }
     let mut out = PackBuilder::new();
@@ -92,19 +102,20 @@ pub(super) fn roll_up(
         if stop.load(Ordering::Relaxed) {
             return Err("stopped".to_string());
         }
-        let bytes =
-            fs::read(&source.path).map_err(|e| format!("{}: {e}", source.path.display()))?;
-        for (id, start, end) in &source.entries {
-            let first = located.get(id).is_some_and(|at| at.source == i && at.start == *start);
-            if first && written.insert(*id) {
-                let entry = bytes.get(*start as usize..*end as usize).ok_or_else(|| {
-                    format!("{}: an entry lies outside it", source.path.display())
-                })?;
-                out.push_raw(*id, entry);
+        for entry in &source.entries {
+            let at = Location { source: i, entry: *entry };
+            let first = located
+                .get(&entry.id)
+                .is_some_and(|l| l.source == i && l.entry.start == entry.start);
+            if first && !written.contains(&entry.id) {
+                out.push_raw(entry.id, &read_entry(&sources, at)?);
+                written.insert(entry.id);
             }
         }
     }
     let rolled_up = out.publish(pack_dir).map_err(|e| e.message)?;
+    // The new pack's names must be on disk before the old packs' names leave it.
+    pack::sync_pack_dir(pack_dir)?;
     // Git's multi-pack index would name the packs removed below: it goes first.
     let _ = fs::remove_file(pack_dir.join("multi-pack-index"));
     for source in sources.iter().filter(|source| source.path != rolled_up) {
@@ -130,15 +141,24 @@ fn open_source(pack: &Path) -> Result<Option<Source>, String> {
         Err(e) => return Err(failed(pack, e)),
     };
     let len = file.metadata().map_err(|e| failed(pack, e))?.len();
-    let mut listed = pack::read_index(&index)
+    let (mut listed, checksum) = pack::read_index(&index)
         .ok_or_else(|| format!("{} is not a version 2 pack index", index_path.display()))?;
-    listed.sort_unstable_by_key(|(_, offset)| *offset);
-    // The last entry ends where the pack's 20-byte checksum starts.
+    // The last entry ends where the pack's 20-byte checksum starts, which the index repeats.
     let end_of_entries = len.saturating_sub(20);
-    let ends = listed.iter().skip(1).map(|(_, offset)| *offset).chain([end_of_entries]);
-    let entries: Vec<(Oid, u64, u64)> =
-        listed.iter().zip(ends).map(|((id, start), end)| (*id, *start, end)).collect();
-    if entries.iter().any(|(_, start, end)| start >= end || *end > end_of_entries) {
+    let mut trailer = [0u8; 20];
+    file.read_exact_at(&mut trailer, end_of_entries).map_err(|e| failed(pack, e))?;
+    if trailer != checksum {
+        return Err(format!("{}: its index belongs to another pack", pack.display()));
+    }
+    listed.sort_unstable_by_key(|listed| listed.offset);
+    let ends = listed.iter().skip(1).map(|next| next.offset).chain([end_of_entries]);
+    let entries: Vec<Entry> = listed
+        .iter()
+        .zip(ends)
+        .map(|(l, end)| Entry { id: l.id, crc: l.crc, start: l.offset, end })
+        .collect();
+    // Entries start after the 12-byte header and do not overlap.
+    if entries.iter().any(|e| e.start < 12 || e.start >= e.end) {
         return Err(format!("{}: its index does not match it", pack.display()));
     }
     Ok(Some(Source { path: pack.to_path_buf(), file, entries }))
@@ -172,21 +192,33 @@ fn version_groups(packs: &[CommitPack], located: &HashMap<Oid, Location>) -> Vec
             let newest = chain.pop().unwrap_or(*first);
             grouped.extend(chain.iter().copied());
             grouped.insert(newest);
-            older.entry(newest).or_default().extend(chain);
+            let listed = older.entry(newest).or_default();
+            listed.extend(chain.into_iter().filter(|id| *id != newest));
         }
     }
     older.into_iter().filter(|(_, older)| !older.is_empty()).collect()
 }
 
-/// Reads one object's entry from its source.
+/// Reads one object's entry from its source: a whole object (type 1 to 4) whose CRC is
+/// the one its index gives.
 fn read_entry(sources: &[Source], at: Location) -> Result<Vec<u8>, String> {
     let source = &sources[at.source];
-    let mut entry = vec![0; (at.end - at.start) as usize];
+    let failed = |what: &str| format!("{}: {} {what}", source.path.display(), at.entry.id);
+    let mut entry = vec![0; (at.entry.end - at.entry.start) as usize];
     source
         .file
-        .read_exact_at(&mut entry, at.start)
-        .map_err(|e| format!("{}: {e}", source.path.display()))?;
-    Ok(entry)
+        .read_exact_at(&mut entry, at.entry.start)
+        .map_err(|e| failed(&format!("cannot be read: {e}")))?;
+    let mut crc = flate2::Crc::new();
+    crc.update(&entry);
+    if crc.sum() != at.entry.crc {
+        return Err(failed("does not match its CRC"));
+    }
+    match pack::entry_header(&entry) {
+        Some((1..=4, _, _)) => Ok(entry),
+        Some((kind, _, _)) => Err(failed(&format!("is of type {kind}, not a whole object"))),
+        None => Err(failed("has a malformed header")),
+    }
 }
 
 /// A whole object's entry, inflated: (type code, content).
@@ -199,7 +231,7 @@ fn inflate_entry(entry: &[u8]) -> Result<(u8, Vec<u8>), String> {
 }
 
 /// Writes a path's `newest` version whole, then each `older` one as a delta of it where the
-/// delta is worth it (and checked), whole otherwise.
+/// delta is worth it (and checked); the rest are left for the copy of every other object.
 fn write_group(
     out: &mut PackBuilder,
     sources: &[Source],
@@ -208,17 +240,24 @@ fn write_group(
     older: &[Oid],
     written: &mut HashSet<Oid>,
 ) -> Result<(), String> {
+    if written.contains(&newest) {
+        return Ok(());
+    }
     let entry = read_entry(sources, located[&newest])?;
     let (kind, size, _) = pack::entry_header(&entry).ok_or("a malformed pack entry")?;
-    if size < DELTA_MIN || !written.insert(newest) {
+    // Copy offsets have 32 bits (`delta.rs`).
+    if size < DELTA_MIN || size > u32::MAX as usize {
         return Ok(());
     }
     let base_offset = out.push_raw(newest, &entry);
+    written.insert(newest);
     let (_, base) = inflate_entry(&entry)?;
     for id in older {
-        let entry = read_entry(sources, located[id])?;
-        let (older_kind, data) = inflate_entry(&entry)?;
-        if older_kind != kind || data.len() < DELTA_MIN || written.contains(id) {
+        if written.contains(id) {
+            continue;
+        }
+        let (older_kind, data) = inflate_entry(&read_entry(sources, located[id])?)?;
+        if older_kind != kind || data.len() < DELTA_MIN {
             continue;
         }
         let delta = delta::encode(&base, &data);
@@ -337,6 +376,50 @@ mod tests {
         assert!(rolled.is_some());
         assert_eq!(pack_files(root).len(), 2, "git's pack and the roll-up of the three new");
         assert_fsck_clean(root);
+    }
+
+    /// A pack holding deltas (a roll-up's own) is not a commit's pack: given as one, it fails
+    /// the roll-up, and no pack is deleted.
+    #[test]
+    fn a_pack_with_deltas_fails_the_roll_up_and_nothing_is_deleted() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let pack_dir = root.join(".git/objects/pack");
+        let mut repo = ArchiveRepo::open_or_init(root, author()).expect("archive");
+        let packs = commit_rounds(&mut repo, 0..40);
+        let stop = AtomicBool::new(false);
+        let rolled = roll_up(&pack_dir, &packs, &stop).expect("rolled").expect("a pack");
+        let mut listed = vec![CommitPack { pack: rolled, versions: Vec::new() }];
+        listed.extend(commit_rounds(&mut repo, 40..42));
+        let mut before = pack_files(root);
+        let failed = roll_up(&pack_dir, &listed, &stop);
+        assert!(failed.as_ref().is_err_and(|e| e.contains("not a whole object")), "{failed:?}");
+        let mut after = pack_files(root);
+        before.sort();
+        after.sort();
+        assert_eq!(after, before);
+        assert_fsck_clean(root);
+    }
+
+    /// Versions that loop (a file set back to an earlier content) or share an id still
+    /// group: each walk ends, and no group lists its newest among the older.
+    #[test]
+    fn looping_versions_group_without_end_or_self() {
+        let id = |n: u8| Oid::from_bytes(&[n; 20]).expect("id");
+        let entry = Entry { id: id(0), crc: 0, start: 12, end: 13 };
+        let located: HashMap<Oid, Location> =
+            (1..=6).map(|n| (id(n), Location { source: 0, entry })).collect();
+        // 1 -> 2 -> 3 -> 1 loops; 4 -> 2 joins it; 5 -> 6 is a plain chain.
+        let versions =
+            vec![(id(2), id(1)), (id(3), id(2)), (id(1), id(3)), (id(2), id(4)), (id(6), id(5))];
+        let packs = [CommitPack { pack: PathBuf::from("unused"), versions }];
+        let groups = version_groups(&packs, &located);
+        assert!(!groups.is_empty());
+        for (newest, older) in &groups {
+            assert!(!older.contains(newest), "{newest} is its own older version");
+        }
+        let plain = groups.iter().find(|(newest, _)| *newest == id(6)).expect("5 -> 6 grouped");
+        assert_eq!(plain.1, vec![id(5)]);
     }
 
     /// A stop before the roll-up writes leaves every pack in place.
