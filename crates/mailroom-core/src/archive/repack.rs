@@ -69,7 +69,7 @@ pub(super) struct Repacker {
     /// Bytes of packs right after the last full pack finished (at start, the largest pack:
     /// the last full pack's, if there was one).
     packed_after_full: u64,
-    /// Tells a running roll-up or full pack to stop (the server is stopping).
+    /// Tells a running full pack to stop (the server is stopping).
     stop: Arc<AtomicBool>,
     /// Cleared when `git` cannot be started: the full and geometric packs are then left to
     /// the humans (the roll-ups need no `git`).
@@ -190,12 +190,11 @@ impl Repacker {
         }
     }
 
-    /// At stop: waits for a running geometric repack to finish (a half-written pack would
-    /// only be garbage, but a finished one keeps the repository small; they are short), and
-    /// stops a roll-up or a full pack. The list of commits' packs lives in memory only: after
-    /// a restart, packs it named are left to the next geometric or full pack.
+    /// At stop: waits for a running geometric repack or roll-up to finish (a half-written
+    /// pack would only be garbage; they are short), stops a full pack (on a large archive it
+    /// runs for many seconds), and rolls up the commits' packs still waiting, so that the
+    /// archive is left with few packs: the list of them lives in memory only.
     pub(super) fn finish(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
         match self.running.take() {
             Some(Running::Geometric(mut child)) => match child.wait() {
                 Ok(status) if !status.success() => {
@@ -207,8 +206,18 @@ impl Repacker {
             Some(Running::RollUp(handle)) => self.roll_up_ended(handle),
             None => {}
         }
+        self.stop.store(true, Ordering::Relaxed);
         if let Some(handle) = self.full.take() {
             self.full_pack_ended(handle);
+        }
+        let pack_dir = self.pack_dir();
+        while self.unrolled.len() >= 2 {
+            let rest = self.unrolled.split_off(self.unrolled.len().min(MAX_ROLLED));
+            let packs = std::mem::replace(&mut self.unrolled, rest);
+            if let Err(e) = roll_up::roll_up(&pack_dir, &packs, &AtomicBool::new(false)) {
+                tracing::warn!(error = %e, "the archive's last roll-up failed");
+                break;
+            }
         }
     }
 
@@ -367,6 +376,28 @@ mod tests {
         let after = packs(root);
         assert_eq!(after.len(), 2, "the first commit's pack and the roll-up: {after:?}");
         assert!(after.contains(&rolled));
+        crate::archive::testing::assert_fsck_clean(root);
+    }
+
+    /// At stop, the commits' packs still waiting are rolled up.
+    #[test]
+    fn the_packs_left_at_stop_are_rolled_up() {
+        use crate::archive::git::{ArchiveRepo, Author};
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let author = Author { name: "t".to_string(), email: "t@example.com".to_string() };
+        let mut repo = ArchiveRepo::open_or_init(root, author).expect("archive");
+        let mut packer = Repacker::new(root);
+        for round in 0..5 {
+            let path = format!("messages/2026/11/2026-11-23T12-{round:04}__note__{round}.md");
+            let files = vec![(path, format!("message {round}\n").into_bytes())];
+            let committed = repo.commit_files(&files, "mail: round\n").expect("commit");
+            let committed = committed.expect("a new commit");
+            packer.after_commit(committed.id, Some(committed.pack));
+        }
+        assert_eq!(packs(root).len(), 6, "the first commit's pack and five more");
+        packer.finish();
+        assert_eq!(packs(root).len(), 2, "the five rolled up into one");
         crate::archive::testing::assert_fsck_clean(root);
     }
 
