@@ -314,23 +314,13 @@ mod tests {
         (dir, root, repo, head)
     }
 
-    /// `dir` as a path relative to the working directory, as the server's default data dir
-    /// is (the temporary directory itself stays where the system keeps them).
-    fn relative(dir: &Path) -> PathBuf {
-        let here = std::env::current_dir().expect("working dir");
-        let up = here.components().count() - 1;
-        let mut path: PathBuf = std::iter::repeat_n("..", up).collect();
-        path.push(dir.strip_prefix("/").expect("absolute temp dir"));
-        path
-    }
-
     /// The writer's packs (one per commit, each holding the month trees whole) become one
     /// pack with the growing trees stored as deltas; a kept pack and every object stay, and
     /// `git fsck --strict` finds nothing wrong.
     #[test]
     fn the_archive_becomes_one_pack_of_deltas() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let root = relative(dir.path()).join("archive");
+        let root = crate::archive::testing::relative(dir.path()).join("archive");
         assert!(root.is_relative());
         let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
         let head = commit_rounds(&mut repo, 0..40);

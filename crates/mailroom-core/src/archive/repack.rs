@@ -13,6 +13,7 @@
 //! the commits' packs wait for the next roll-up.
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -102,11 +103,15 @@ impl Repacker {
     /// the commits' packs waiting for a roll-up or being rolled up.
     fn pack_sizes(&self) -> Vec<u64> {
         let packs = full_pack::packs_without_keep(&self.pack_dir()).unwrap_or_default();
-        let unrolled: HashSet<&PathBuf> =
-            self.unrolled.iter().map(|p| &p.pack).chain(&self.rolling).collect();
+        // Compared by name: the writer's paths are libgit2's (absolute), these are the data
+        // dir's (relative by default).
+        let unrolled: HashSet<&OsStr> = (self.unrolled.iter().map(|p| &p.pack))
+            .chain(&self.rolling)
+            .filter_map(|pack| pack.file_name())
+            .collect();
         packs
             .iter()
-            .filter(|pack| !unrolled.contains(pack))
+            .filter(|pack| pack.file_name().is_none_or(|name| !unrolled.contains(name)))
             .filter_map(|p| p.metadata().ok())
             .map(|m| m.len())
             .collect()
@@ -135,7 +140,8 @@ impl Repacker {
         if git_may_run && sizes.iter().sum::<u64>() >= 2 * self.packed_after_full + FULL_PACK_GROWTH
         {
             self.start_full_pack(head);
-        } else if git_may_run && (sizes.len() > MAX_PACKS || self.unrolled.len() < 2) {
+        } else if git_may_run && (sizes.len() > MAX_PACKS || self.unrolled.is_empty()) {
+            // No commit packs at all: the commits' objects were written otherwise (loose).
             match geometric_command(&self.root).spawn() {
                 Ok(child) => self.running = Some(Running::Geometric(child)),
                 Err(e) => {
@@ -356,7 +362,9 @@ mod tests {
     fn commit_packs_are_rolled_up() {
         use crate::archive::git::{ArchiveRepo, Author};
         let dir = tempfile::tempdir().expect("temp dir");
-        let root = dir.path();
+        // Relative, as the default data dir is: the writer names its packs by libgit2's
+        // absolute paths, and they must still be known for the commits' packs.
+        let root = &crate::archive::testing::relative(dir.path());
         let author = Author { name: "t".to_string(), email: "t@example.com".to_string() };
         let mut repo = ArchiveRepo::open_or_init(root, author).expect("archive");
         let mut packer = Repacker::new(root);

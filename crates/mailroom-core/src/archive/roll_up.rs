@@ -118,7 +118,9 @@ pub(super) fn roll_up(
     pack::sync_pack_dir(pack_dir)?;
     // Git's multi-pack index would name the packs removed below: it goes first.
     let _ = fs::remove_file(pack_dir.join("multi-pack-index"));
-    for source in sources.iter().filter(|source| source.path != rolled_up) {
+    // By name: the sources' paths are libgit2's, `pack_dir` may be relative.
+    let new_name = rolled_up.file_name();
+    for source in sources.iter().filter(|source| source.path.file_name() != new_name) {
         if !super::full_pack::remove_pack(&source.path) {
             break;
         }

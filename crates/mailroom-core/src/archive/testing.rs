@@ -1,6 +1,6 @@
 //! Checks the archive's tests share.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Asserts that `git fsck --strict` finds nothing wrong in the repository at `root`.
@@ -12,4 +12,14 @@ pub(super) fn assert_fsck_clean(root: &Path) {
         .output()
         .expect("git fsck");
     assert!(fsck.status.success(), "{}", String::from_utf8_lossy(&fsck.stderr));
+}
+
+/// `dir` (absolute) as a path relative to the working directory, as the server's default
+/// data dir is.
+pub(super) fn relative(dir: &Path) -> PathBuf {
+    let here = std::env::current_dir().expect("working dir");
+    let up = here.components().count() - 1;
+    let mut path: PathBuf = std::iter::repeat_n("..", up).collect();
+    path.push(dir.strip_prefix("/").expect("absolute temp dir"));
+    path
 }
