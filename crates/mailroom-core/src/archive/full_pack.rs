@@ -91,17 +91,9 @@ pub(super) fn pack_everything(
     if !index_holds(&index, replaced.head)? {
         return Err(format!("{name} lacks HEAD's commit {}; no pack removed", replaced.head));
     }
-    super::pack::sync_pack_dir(&root.join(".git/objects/pack"))?;
-    // Git's multi-pack index would name the packs removed below: it goes first.
-    let _ = fs::remove_file(root.join(".git/objects/pack/multi-pack-index"));
-    for old in
-        replaced.packs.iter().filter(|old| old.file_stem().is_some_and(|s| s != name.as_str()))
-    {
-        if !remove_pack(old) {
-            break;
-        }
-    }
     let pack = index.with_extension("pack");
+    let pack_dir = root.join(".git/objects/pack");
+    super::pack::retire_packs(&pack_dir, replaced.packs.iter().map(PathBuf::as_path), &pack)?;
     fs::metadata(&pack).map(|m| m.len()).map_err(|e| format!("{}: {e}", pack.display()))
 }
 

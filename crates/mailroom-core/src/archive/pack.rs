@@ -103,11 +103,11 @@ impl PackBuilder {
     }
 
     /// Appends an entry copied from another pack as it is (header and zlib stream of a
-    /// whole object: see `entry_header`); its offset.
-    pub fn push_raw(&mut self, id: Oid, entry: &[u8]) -> u64 {
+    /// whole object: see `entry_header`), whose CRC-32 `crc` the caller checked; its offset.
+    pub fn push_raw(&mut self, id: Oid, entry: &[u8], crc: u32) -> u64 {
         let offset = self.bytes.len() as u64;
         self.bytes.extend_from_slice(entry);
-        self.entry_done(id, offset);
+        self.entries.push((id, crc, offset));
         offset
     }
 
@@ -200,13 +200,26 @@ pub(super) fn read_index(index: &[u8]) -> Option<(Vec<Listed>, [u8; 20])> {
     Some((listed, pack_checksum.try_into().ok()?))
 }
 
-/// Flushes the filesystem holding `pack_dir` (data and names), before packs a new one
-/// replaces are removed: a power loss must not keep the removals and lose the new pack.
-/// `git pack-objects` does not sync its pack by default, so the whole filesystem is flushed,
-/// as after each commit (`ArchiveRepo::make_durable`).
-pub(super) fn sync_pack_dir(pack_dir: &Path) -> std::result::Result<(), String> {
+/// Removes the `old` packs that `new` (just written into `pack_dir`) replaces, `new` itself
+/// excepted (compared by name: the paths may be absolute or relative). First the filesystem
+/// is flushed (data and names): a power loss must not keep the removals and lose the new
+/// pack, and `git pack-objects` does not sync its pack by default, so the whole filesystem
+/// is, as after each commit (`ArchiveRepo::make_durable`). Then Git's multi-pack index goes,
+/// since it would name the removed packs; a pack whose index stays is the last tried.
+pub(super) fn retire_packs<'a>(
+    pack_dir: &Path,
+    old: impl IntoIterator<Item = &'a Path>,
+    new: &Path,
+) -> std::result::Result<(), String> {
     let dir = fs::File::open(pack_dir).map_err(|e| format!("{}: {e}", pack_dir.display()))?;
-    rustix::fs::syncfs(&dir).map_err(|e| format!("cannot flush {}: {e}", pack_dir.display()))
+    rustix::fs::syncfs(&dir).map_err(|e| format!("cannot flush {}: {e}", pack_dir.display()))?;
+    let _ = fs::remove_file(pack_dir.join("multi-pack-index"));
+    for pack in old.into_iter().filter(|old| old.file_name() != new.file_name()) {
+        if !super::full_pack::remove_pack(pack) {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// A packed entry's header: its type code (1 commit, 2 tree, 3 blob, 4 tag, 6 and 7 deltas),

@@ -155,15 +155,21 @@ impl Repacker {
         finished
     }
 
-    fn start_roll_up(&mut self) {
+    /// The oldest commits' packs waiting, as many as one roll-up takes.
+    fn take_unrolled(&mut self) -> Vec<CommitPack> {
         let rest = self.unrolled.split_off(self.unrolled.len().min(MAX_ROLLED));
-        let packs = std::mem::replace(&mut self.unrolled, rest);
+        std::mem::replace(&mut self.unrolled, rest)
+    }
+
+    fn start_roll_up(&mut self) {
+        let packs = self.take_unrolled();
         self.rolling = packs.iter().map(|p| p.pack.clone()).collect();
-        let (pack_dir, stop) = (self.pack_dir(), Arc::clone(&self.stop));
+        let pack_dir = self.pack_dir();
+        // Never stopped: a roll-up is short, and at stop it is awaited (`finish`).
         let started =
             std::thread::Builder::new().name("mailroom-roll-up".to_string()).spawn(move || {
                 crate::background::lower_thread_priority();
-                roll_up::roll_up(&pack_dir, &packs, &stop)
+                roll_up::roll_up(&pack_dir, &packs, &AtomicBool::new(false))
             });
         match started {
             Ok(handle) => self.running = Some(Running::RollUp(handle)),
@@ -218,8 +224,7 @@ impl Repacker {
         }
         let pack_dir = self.pack_dir();
         while self.unrolled.len() >= 2 {
-            let rest = self.unrolled.split_off(self.unrolled.len().min(MAX_ROLLED));
-            let packs = std::mem::replace(&mut self.unrolled, rest);
+            let packs = self.take_unrolled();
             if let Err(e) = roll_up::roll_up(&pack_dir, &packs, &AtomicBool::new(false)) {
                 tracing::warn!(error = %e, "the archive's last roll-up failed");
                 break;
@@ -272,7 +277,6 @@ impl Repacker {
         self.rolling.clear();
         match handle.join() {
             Ok(Ok(_)) => {}
-            Ok(Err(_)) if self.stop.load(Ordering::Relaxed) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "the archive's roll-up failed"),
             Err(_) => tracing::warn!("the archive's roll-up panicked"),
         }
@@ -348,6 +352,28 @@ mod tests {
         assert_eq!(blob.content(), b"object 999");
     }
 
+    /// A fresh archive at `root` and a repacker for it.
+    fn archive_and_packer(root: &Path) -> (crate::archive::git::ArchiveRepo, Repacker) {
+        use crate::archive::git::{ArchiveRepo, Author};
+        let author = Author { name: "t".to_string(), email: "t@example.com".to_string() };
+        let repo = ArchiveRepo::open_or_init(root, author).expect("archive");
+        (repo, Repacker::new(root))
+    }
+
+    /// Commits one message `round` and tells `packer`, as the writer does; what
+    /// `after_commit` answers.
+    fn commit_round(
+        repo: &mut crate::archive::git::ArchiveRepo,
+        packer: &mut Repacker,
+        round: u32,
+    ) -> bool {
+        let path = format!("messages/2026/11/2026-11-23T10-{round:04}__note__{round}.md");
+        let files = vec![(path, format!("message {round}\n").into_bytes())];
+        let committed = repo.commit_files(&files, "mail: round\n").expect("commit");
+        let committed = committed.expect("a new commit");
+        packer.after_commit(committed.id, Some(committed.pack))
+    }
+
     fn packs(root: &Path) -> Vec<std::path::PathBuf> {
         std::fs::read_dir(root.join(".git/objects/pack"))
             .expect("pack dir")
@@ -360,20 +386,13 @@ mod tests {
     /// beside the writer, and the archive stays whole.
     #[test]
     fn commit_packs_are_rolled_up() {
-        use crate::archive::git::{ArchiveRepo, Author};
         let dir = tempfile::tempdir().expect("temp dir");
         // Relative, as the default data dir is: the writer names its packs by libgit2's
         // absolute paths, and they must still be known for the commits' packs.
         let root = &crate::archive::testing::relative(dir.path());
-        let author = Author { name: "t".to_string(), email: "t@example.com".to_string() };
-        let mut repo = ArchiveRepo::open_or_init(root, author).expect("archive");
-        let mut packer = Repacker::new(root);
+        let (mut repo, mut packer) = archive_and_packer(root);
         for round in 0..COMMITS_PER_CHECK {
-            let path = format!("messages/2026/11/2026-11-23T10-{round:04}__note__{round}.md");
-            let files = vec![(path, format!("message {round}\n").into_bytes())];
-            let committed = repo.commit_files(&files, "mail: round\n").expect("commit");
-            let committed = committed.expect("a new commit");
-            packer.after_commit(committed.id, Some(committed.pack));
+            commit_round(&mut repo, &mut packer, round);
         }
         assert_eq!(packs(root).len(), 1 + COMMITS_PER_CHECK as usize);
         let Some(Running::RollUp(handle)) = packer.running.take() else {
@@ -390,18 +409,11 @@ mod tests {
     /// At stop, the commits' packs still waiting are rolled up.
     #[test]
     fn the_packs_left_at_stop_are_rolled_up() {
-        use crate::archive::git::{ArchiveRepo, Author};
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
-        let author = Author { name: "t".to_string(), email: "t@example.com".to_string() };
-        let mut repo = ArchiveRepo::open_or_init(root, author).expect("archive");
-        let mut packer = Repacker::new(root);
+        let (mut repo, mut packer) = archive_and_packer(root);
         for round in 0..5 {
-            let path = format!("messages/2026/11/2026-11-23T12-{round:04}__note__{round}.md");
-            let files = vec![(path, format!("message {round}\n").into_bytes())];
-            let committed = repo.commit_files(&files, "mail: round\n").expect("commit");
-            let committed = committed.expect("a new commit");
-            packer.after_commit(committed.id, Some(committed.pack));
+            commit_round(&mut repo, &mut packer, round);
         }
         assert_eq!(packs(root).len(), 6, "the first commit's pack and five more");
         packer.finish();
@@ -413,12 +425,9 @@ mod tests {
     /// up, and no geometric repack starts.
     #[test]
     fn roll_ups_go_on_beside_a_full_pack() {
-        use crate::archive::git::{ArchiveRepo, Author};
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
-        let author = Author { name: "t".to_string(), email: "t@example.com".to_string() };
-        let mut repo = ArchiveRepo::open_or_init(root, author).expect("archive");
-        let mut packer = Repacker::new(root);
+        let (mut repo, mut packer) = archive_and_packer(root);
         // A full pack that runs until the test lets it end.
         let (release, released) = std::sync::mpsc::channel::<()>();
         packer.full = Some(std::thread::spawn(move || {
@@ -426,11 +435,7 @@ mod tests {
             Ok(0)
         }));
         for round in 0..COMMITS_PER_CHECK {
-            let path = format!("messages/2026/11/2026-11-23T11-{round:04}__note__{round}.md");
-            let files = vec![(path, format!("message {round}\n").into_bytes())];
-            let committed = repo.commit_files(&files, "mail: round\n").expect("commit");
-            let committed = committed.expect("a new commit");
-            assert!(!packer.after_commit(committed.id, Some(committed.pack)));
+            assert!(!commit_round(&mut repo, &mut packer, round));
         }
         assert!(packer.full.is_some(), "the full pack still runs");
         let Some(Running::RollUp(handle)) = packer.running.take() else {

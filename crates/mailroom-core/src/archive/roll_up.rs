@@ -12,11 +12,11 @@
 //! grouped; the newest is stored whole, and each older one as a delta of it (`delta.rs`),
 //! built from their common start and end, without a search. An older version of a month
 //! tree is the newest one without its last entries, so its delta is copy instructions only
-//! (one per 64 KiB: about 200 bytes for a 12 MB tree); reading the newest costs no delta at all (as in Git's own packs, where the
-//! recent versions are the whole ones). Every other object is copied as it is. Each delta is
-//! checked by rebuilding its target before the pack is written, and the commits' packs are
-//! deleted only once the roll-up holding all their objects is in place; whatever fails,
-//! they stay.
+//! (one per 64 KiB: about 200 bytes for a 12 MB tree); reading the newest costs no delta at
+//! all (as in Git's own packs, where the recent versions are the whole ones). Every other
+//! object is copied as it is. Each delta is checked by rebuilding its target before the
+//! pack is written, and the commits' packs are deleted only once the roll-up holding all
+//! their objects is in place; whatever fails, they stay.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
@@ -102,29 +102,16 @@ pub(super) fn roll_up(
         if stop.load(Ordering::Relaxed) {
             return Err("stopped".to_string());
         }
+        // An object held twice is copied once, from its first source (as `located` has it).
         for entry in &source.entries {
-            let at = Location { source: i, entry: *entry };
-            let first = located
-                .get(&entry.id)
-                .is_some_and(|l| l.source == i && l.entry.start == entry.start);
-            if first && !written.contains(&entry.id) {
-                out.push_raw(entry.id, &read_entry(&sources, at)?);
-                written.insert(entry.id);
+            if written.insert(entry.id) {
+                let bytes = read_entry(&sources, Location { source: i, entry: *entry })?;
+                out.push_raw(entry.id, &bytes, entry.crc);
             }
         }
     }
     let rolled_up = out.publish(pack_dir).map_err(|e| e.message)?;
-    // The new pack's names must be on disk before the old packs' names leave it.
-    pack::sync_pack_dir(pack_dir)?;
-    // Git's multi-pack index would name the packs removed below: it goes first.
-    let _ = fs::remove_file(pack_dir.join("multi-pack-index"));
-    // By name: the sources' paths are libgit2's, `pack_dir` may be relative.
-    let new_name = rolled_up.file_name();
-    for source in sources.iter().filter(|source| source.path.file_name() != new_name) {
-        if !super::full_pack::remove_pack(&source.path) {
-            break;
-        }
-    }
+    pack::retire_packs(pack_dir, sources.iter().map(|source| source.path.as_path()), &rolled_up)?;
     Ok(Some(rolled_up))
 }
 
@@ -223,12 +210,9 @@ fn read_entry(sources: &[Source], at: Location) -> Result<Vec<u8>, String> {
     }
 }
 
-/// A whole object's entry, inflated: (type code, content).
+/// A whole object's entry (as `read_entry` gives it), inflated: (type code, content).
 fn inflate_entry(entry: &[u8]) -> Result<(u8, Vec<u8>), String> {
     let (kind, size, header) = pack::entry_header(entry).ok_or("a malformed pack entry")?;
-    if !(1..=4).contains(&kind) {
-        return Err(format!("a pack entry of type {kind}, not a whole object"));
-    }
     Ok((kind, pack::inflate(&entry[header..], size).map_err(|e| e.message)?))
 }
 
@@ -245,13 +229,14 @@ fn write_group(
     if written.contains(&newest) {
         return Ok(());
     }
-    let entry = read_entry(sources, located[&newest])?;
+    let at = located[&newest];
+    let entry = read_entry(sources, at)?;
     let (kind, size, _) = pack::entry_header(&entry).ok_or("a malformed pack entry")?;
     // Copy offsets have 32 bits (`delta.rs`).
     if size < DELTA_MIN || size > u32::MAX as usize {
         return Ok(());
     }
-    let base_offset = out.push_raw(newest, &entry);
+    let base_offset = out.push_raw(newest, &entry, at.entry.crc);
     written.insert(newest);
     let (_, base) = inflate_entry(&entry)?;
     for id in older {
