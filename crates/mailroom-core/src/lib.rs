@@ -18,6 +18,6 @@ mod store;
 
 pub use config::CoreConfig;
 pub use error::{Category, Error, Result};
-pub use memory::{limit_git_mappings, sqlite_memory_used};
+pub use memory::{fix_mmap_threshold, limit_git_mappings, sqlite_memory_used};
 pub use ops::Mailroom;
 pub use store::SQLITE_HEAP_LIMIT;

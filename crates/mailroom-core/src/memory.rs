@@ -25,6 +25,32 @@ pub(crate) fn release_free_memory() {
     }
 }
 
+/// The size from which glibc serves an allocation with its own `mmap`, given back to the
+/// system as soon as it is freed.
+const MMAP_THRESHOLD: i32 = 1 << 20;
+
+/// Fixes glibc's mmap threshold at [`MMAP_THRESHOLD`], unless `MALLOC_MMAP_THRESHOLD_` is
+/// set in the environment (glibc has then applied the user's value).
+///
+/// glibc starts at 128 KiB and raises the threshold to the size of any mapped block that is
+/// freed (up to 32 MiB): after the first roll-up or large commit freed its buffers, later
+/// megabyte buffers came from the heaps and their pages stayed resident. In a 45-minute soak
+/// the server's anonymous memory jumped from 58 to 103 MB in five minutes, while the same
+/// build with the threshold fixed at 1 MiB stayed at 44 MB. A fixed value also stops the
+/// dynamic adjustment.
+pub fn fix_mmap_threshold() {
+    if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_some() {
+        return;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` takes no pointer and sets the allocator's parameters under its own
+    // lock; any thread may call it at any time.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+    }
+}
+
 /// Caps what libgit2 maps of the archive's packs: every commit is a pack of its own until the
 /// next repack rolls them up (`archive/repack.rs`), and libgit2 maps each pack it reads (up
 /// to 8 GB in 1 GB windows by default) and keeps it open. With a pack per commit and no cap,
@@ -62,6 +88,26 @@ pub fn sqlite_memory_used() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// After a large mapped block is freed, a megabyte-sized one is still mapped (glibc's
+    /// dynamic threshold would have carved it from a heap), so freeing it returns it.
+    #[test]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn megabyte_buffers_stay_mapped_after_a_larger_one_is_freed() {
+        if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_some() {
+            return;
+        }
+        fix_mmap_threshold();
+        drop(std::hint::black_box(vec![1u8; 8 << 20]));
+        let buffer = std::hint::black_box(vec![1u8; 2 << 20]);
+        // glibc marks a chunk it mapped by itself with bit 1 (IS_MMAPPED) of the size word
+        // just before the pointer it hands out. Read per chunk, unlike the process-wide
+        // statistics that tests running beside would disturb.
+        // SAFETY: the word before a live glibc allocation is its chunk's size field.
+        #[allow(unsafe_code)]
+        let size_word = unsafe { *buffer.as_ptr().cast::<usize>().sub(1) };
+        assert_ne!(size_word & 2, 0, "a 2 MiB buffer came from a heap (size word {size_word:#x})");
+    }
 
     /// Freed memory leaves the process's resident set.
     #[test]

@@ -32,6 +32,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    mailroom_core::fix_mmap_threshold();
     // SAFETY: first thing in `main`: no other thread exists yet.
     #[allow(unsafe_code)]
     if let Err(e) = unsafe { mailroom_core::limit_git_mappings() } {
