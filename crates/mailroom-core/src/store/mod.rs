@@ -184,7 +184,13 @@ impl Store {
     {
         let _permit = self.reader_permit().await?;
         let conn = Pooled::take(&self.inner)?;
-        job(&Db::new(&conn, false))
+        // One read transaction for all of the job's statements: each statement outside one
+        // takes and drops the file and WAL read locks (fcntl and the shared-memory mutex)
+        // by itself.
+        conn.prepare_cached("BEGIN").and_then(|mut s| s.execute([])).map_err(db::map_err)?;
+        let outcome = job(&Db::new(&conn, false));
+        conn.prepare_cached("COMMIT").and_then(|mut s| s.execute([])).map_err(db::map_err)?;
+        outcome
     }
 
     /// A turn at the reader pool: as many holders as pooled connections.
@@ -288,6 +294,11 @@ impl std::ops::Deref for Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
+        // A job that panicked inside `read_short` left its read transaction open; the next
+        // holder's BEGIN would fail.
+        if let Some(conn) = self.conn.as_ref().filter(|c| !c.is_autocommit()) {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
         if let (Some(conn), Ok(mut pool)) = (self.conn.take(), self.inner.readers.lock()) {
             pool.push(conn);
         }
@@ -463,6 +474,27 @@ mod tests {
         let slugs = store.read(|db| db.project_keys()).await.expect("read");
         assert_eq!(slugs.len(), 32, "only the successful jobs' rows remain");
         assert!(slugs.iter().all(|(slug, _)| slug[1..].parse::<usize>().is_ok_and(|n| n % 2 == 0)));
+    }
+
+    /// A short read's job that fails or panics leaves its pooled connection usable: the
+    /// read transaction around it is closed.
+    #[tokio::test]
+    async fn short_reads_leave_their_connection_clean() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(&dir.path().join("db.sqlite3"), 1, None).expect("open");
+        let failed = store.read_short(|_| Err::<(), _>(Error::invalid("the job fails"))).await;
+        assert!(failed.is_err());
+        let panicking = store.clone();
+        let panicked = tokio::spawn(async move {
+            panicking.read_short(|_| -> Result<()> { panic!("the job panics") }).await
+        })
+        .await;
+        assert!(panicked.is_err(), "the task panicked");
+        let keys = store
+            .read_short(|db| db.project_keys())
+            .await
+            .expect("the one pooled connection reads again");
+        assert!(keys.is_empty());
     }
 
     /// Notes left for messages already indexed (another program's write, cut short) are
