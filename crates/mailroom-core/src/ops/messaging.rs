@@ -5,7 +5,7 @@ mod returned;
 use serde::{Serialize, Serializer};
 
 pub use self::returned::{DeliveryError, ReturnedError, total_failure};
-use super::output::MessageOut;
+use super::output::{JsonText, MessageListWriter, MessageOut};
 use super::policy::{self, Enforcement};
 use super::reservations::mail_surfaces::{self, MailSurfaces};
 use super::routing::{RECIPIENT_NOT_FOUND, RecipientNames, Route};
@@ -226,6 +226,31 @@ impl Mailroom {
 
     /// The agent's inbox, newest first. Read-only: marks nothing read.
     pub async fn fetch_inbox(&self, req: FetchInbox) -> Result<Vec<MessageOut>> {
+        let include_bodies = req.include_bodies;
+        self.inbox_page(req, move |db, query| {
+            let rows = db.inbox(query)?;
+            Ok(rows.iter().map(|r| MessageOut::from_listing(r, include_bodies)).collect())
+        })
+        .await
+    }
+
+    /// [`Self::fetch_inbox`]'s result as its JSON text, written straight from the rows.
+    pub async fn fetch_inbox_json(&self, req: FetchInbox) -> Result<JsonText> {
+        let include_bodies = req.include_bodies;
+        self.inbox_page(req, move |db, query| {
+            let mut list = MessageListWriter::new(include_bodies);
+            db.inbox_each(query, |row| list.push(row))?;
+            list.finish()
+        })
+        .await
+    }
+
+    /// Resolves the inbox's owner and runs `page` on its query.
+    async fn inbox_page<T, P>(&self, req: FetchInbox, page: P) -> Result<T>
+    where
+        T: Send + 'static,
+        P: Fn(&Db<'_>, &InboxQuery<'_>) -> Result<T> + Clone + Send + 'static,
+    {
         let limit = inbox_limit(req.limit)?;
         let since = parse_since(req.since_ts.as_deref())?;
         let topic =
@@ -235,7 +260,7 @@ impl Mailroom {
         // pages go to a blocking thread.
         let short =
             limit <= SHORT_INBOX_LIMIT && !req.urgent_only && since.is_none() && topic.is_none();
-        let (urgent_only, include_bodies) = (req.urgent_only, req.include_bodies);
+        let urgent_only = req.urgent_only;
         let page = move |db: &Db<'_>, project: &Project, agent: &Agent| {
             let query = InboxQuery {
                 project_id: project.id,
@@ -245,8 +270,7 @@ impl Mailroom {
                 since,
                 topic: topic.as_deref(),
             };
-            let rows = db.inbox(&query)?;
-            Ok(rows.iter().map(|r| MessageOut::from_listing(r, include_bodies)).collect())
+            page(db, &query)
         };
         if short {
             // Inline only while every step is an index lookup: a name that does not resolve
@@ -772,6 +796,85 @@ pub fn reply_subject(original: &str, prefix: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::CoreConfig;
+    use crate::ops::identity::Registration;
+
+    /// The inbox written from borrowed rows says what the listed `MessageOut`s say, on the
+    /// inline read and the blocking one (filters), bodies or not, empty or not, and fails
+    /// alike on an unknown agent.
+    #[test]
+    fn the_written_inbox_is_the_serialised_one() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut config = CoreConfig::for_data_dir(dir.path());
+        config.contact_enforcement_enabled = false;
+        let core = Mailroom::open(config).expect("open");
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        runtime.block_on(async {
+            core.ensure_project("/work/inbox").await.expect("project");
+            for name in ["BlueLake", "GreenCastle", "RedStone"] {
+                let registration = Registration {
+                    project_key: "/work/inbox".into(),
+                    program: "codex-cli".into(),
+                    model: "gpt-5".into(),
+                    name: Some(name.into()),
+                    task_description: String::new(),
+                    attachments_policy: None,
+                };
+                core.register_agent(registration).await.expect("register");
+            }
+            for (i, importance) in ["normal", "urgent", "high"].into_iter().enumerate() {
+                let send = SendMessage {
+                    project_key: "/work/inbox".into(),
+                    sender_name: "BlueLake".into(),
+                    to: vec!["GreenCastle".into()],
+                    cc: vec!["RedStone".into()],
+                    subject: format!("Plan \"{i}\" \u{1f680}"),
+                    body_md: format!("Line one\n\tline \\ two {i}"),
+                    importance: Some(importance.into()),
+                    ack_required: i == 1,
+                    thread_id: (i > 0).then(|| "T-1".to_string()),
+                    topic: (i == 2).then(|| "deploys".to_string()),
+                    ..SendMessage::default()
+                };
+                core.send_message(send).await.expect("send");
+            }
+            let fetch = |agent: &str, bodies: bool| FetchInbox {
+                project_key: "/work/inbox".into(),
+                agent_name: agent.into(),
+                include_bodies: bodies,
+                ..FetchInbox::default()
+            };
+            let filtered = FetchInbox { urgent_only: true, ..fetch("RedStone", true) };
+            let topic = FetchInbox { topic: Some("DEPLOYS".into()), ..fetch("GreenCastle", false) };
+            let cases = [
+                (fetch("GreenCastle", true), 3),
+                (fetch("RedStone", false), 3),
+                (fetch("BlueLake", true), 0),
+                (filtered, 2),
+                (topic, 1),
+            ];
+            for (case, count) in cases {
+                let listed = core.fetch_inbox(case.clone()).await.expect("listed");
+                assert_eq!(listed.len(), count, "{case:?}");
+                let written = core.fetch_inbox_json(case).await.expect("written");
+                assert_eq!(written.0, serde_json::to_string(&listed).expect("serialised"));
+            }
+            let unknown = |json: bool| {
+                let req = fetch("GreenCastel", false);
+                let core = &core;
+                async move {
+                    if json {
+                        core.fetch_inbox_json(req).await.map(drop)
+                    } else {
+                        core.fetch_inbox(req).await.map(drop)
+                    }
+                }
+            };
+            let (a, b) = (unknown(false).await, unknown(true).await);
+            assert_eq!(a.expect_err("unknown").message, b.expect_err("unknown").message);
+        });
+        core.close();
+    }
 
     fn check(original: &str, prefix: &str, expected: &str) {
         assert_eq!(reply_subject(original, prefix), expected, "{original:?} + {prefix:?}");

@@ -6,10 +6,12 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use mailroom_core::Error;
 use mailroom_core::ops::identity::Registration;
 use mailroom_core::ops::messaging::{FetchInbox, SendMessage};
+use mailroom_core::ops::output::JsonText;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -42,6 +44,14 @@ async fn authorize(
 fn reply<T: serde::Serialize>(outcome: mailroom_core::Result<T>) -> Response {
     match outcome {
         Ok(value) => Json(value).into_response(),
+        Err(e) => ApiError(e).into_response(),
+    }
+}
+
+/// [`reply`] for a result the op wrote as JSON text itself.
+fn reply_text(outcome: mailroom_core::Result<JsonText>) -> Response {
+    match outcome {
+        Ok(JsonText(text)) => ([(header::CONTENT_TYPE, "application/json")], text).into_response(),
         Err(e) => ApiError(e).into_response(),
     }
 }
@@ -175,10 +185,10 @@ pub async fn inbox(State(state): State<AppState>, body: Bytes) -> Response {
         }
     }
     match parsed {
-        Ok(b) => reply(
+        Ok(b) => reply_text(
             state
                 .core
-                .fetch_inbox(FetchInbox {
+                .fetch_inbox_json(FetchInbox {
                     project_key: b.project_slug,
                     agent_name: b.agent_name,
                     limit: b.limit,

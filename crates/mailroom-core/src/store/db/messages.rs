@@ -85,14 +85,85 @@ pub(super) const LISTED_JOINS: &str =
     "JOIN agents s ON s.id = m.sender_id JOIN projects sp ON sp.id = s.project_id";
 
 pub(super) fn listed(row: &Row<'_>, kind: bool) -> rusqlite::Result<ListedMessage> {
-    Ok(ListedMessage {
-        message: message(row)?,
-        sender_name: row.get(11)?,
+    listed_ref(row, kind).map(|r| r.to_listed())
+}
+
+/// A listed message borrowed from its result row, no text copied: answers written straight
+/// from the statement (the inbox) skip a `String` per column and row.
+#[derive(Debug, Clone, Copy)]
+pub struct ListedRef<'r> {
+    pub id: i64,
+    pub project_id: i64,
+    pub sender_id: i64,
+    pub thread_id: Option<&'r str>,
+    pub topic: Option<&'r str>,
+    pub subject: &'r str,
+    pub body_md: &'r str,
+    pub importance: &'r str,
+    pub ack_required: bool,
+    pub created_ts: Timestamp,
+    /// The attachments JSON array as stored.
+    pub attachments: &'r str,
+    pub sender_name: &'r str,
+    pub sender_project_id: i64,
+    pub sender_project_slug: &'r str,
+    pub sender_project_human_key: &'r str,
+    pub kind: Option<&'r str>,
+}
+
+impl ListedRef<'_> {
+    /// The owned listing.
+    pub fn to_listed(self) -> ListedMessage {
+        ListedMessage {
+            message: Message {
+                id: self.id,
+                project_id: self.project_id,
+                sender_id: self.sender_id,
+                thread_id: self.thread_id.map(str::to_string),
+                topic: self.topic.map(str::to_string),
+                subject: self.subject.to_string(),
+                body_md: self.body_md.to_string(),
+                importance: self.importance.to_string(),
+                ack_required: self.ack_required,
+                created_ts: self.created_ts,
+                attachments: self.attachments.to_string(),
+            },
+            sender_name: self.sender_name.to_string(),
+            sender_project_id: self.sender_project_id,
+            sender_project_slug: self.sender_project_slug.to_string(),
+            sender_project_human_key: self.sender_project_human_key.to_string(),
+            kind: self.kind.map(str::to_string),
+        }
+    }
+}
+
+/// Reads `COLUMNS, LISTED_COLUMNS` (and the recipient kind after them when `kind`).
+fn listed_ref<'r>(row: &'r Row<'_>, kind: bool) -> rusqlite::Result<ListedRef<'r>> {
+    let text = |index: usize| row.get_ref(index)?.as_str().map_err(|e| from_sql(index, e));
+    let optional_text =
+        |index: usize| row.get_ref(index)?.as_str_or_null().map_err(|e| from_sql(index, e));
+    Ok(ListedRef {
+        id: row.get(0)?,
+        project_id: row.get(1)?,
+        sender_id: row.get(2)?,
+        thread_id: optional_text(3)?,
+        topic: optional_text(4)?,
+        subject: text(5)?,
+        body_md: text(6)?,
+        importance: text(7)?,
+        ack_required: row.get(8)?,
+        created_ts: ts(row, 9)?,
+        attachments: text(10)?,
+        sender_name: text(11)?,
         sender_project_id: row.get(12)?,
-        sender_project_slug: row.get(13)?,
-        sender_project_human_key: row.get(14)?,
-        kind: if kind { row.get(15)? } else { None },
+        sender_project_slug: text(13)?,
+        sender_project_human_key: text(14)?,
+        kind: if kind { optional_text(15)? } else { None },
     })
+}
+
+fn from_sql(index: usize, e: rusqlite::types::FromSqlError) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
 }
 
 impl Db<'_> {
@@ -191,6 +262,20 @@ impl Db<'_> {
     /// `created_ts` order), because the `(agent_id, message_id)` index then serves the
     /// `LIMIT` directly instead of sorting a large inbox on every call.
     pub fn inbox(&self, query: &InboxQuery<'_>) -> Result<Vec<ListedMessage>> {
+        let mut rows = Vec::new();
+        self.inbox_each(query, |row| {
+            rows.push(row.to_listed());
+            Ok(())
+        })?;
+        Ok(rows)
+    }
+
+    /// [`Self::inbox`]'s rows, each handed to `visit` borrowed from the statement.
+    pub fn inbox_each(
+        &self,
+        query: &InboxQuery<'_>,
+        mut visit: impl FnMut(&ListedRef<'_>) -> Result<()>,
+    ) -> Result<()> {
         let sql = format!(
             "SELECT {COLUMNS}, {LISTED_COLUMNS}, r.kind FROM message_recipients r
              JOIN messages m ON m.id = r.message_id {LISTED_JOINS}
@@ -201,20 +286,20 @@ impl Db<'_> {
              ORDER BY r.message_id DESC LIMIT ?6"
         );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt
-            .query_map(
-                params![
-                    query.agent_id,
-                    query.project_id,
-                    query.urgent_only,
-                    db_ts(query.since),
-                    query.topic,
-                    query.limit
-                ],
-                |row| listed(row, true),
-            )
+        let mut rows = stmt
+            .query(params![
+                query.agent_id,
+                query.project_id,
+                query.urgent_only,
+                db_ts(query.since),
+                query.topic,
+                query.limit
+            ])
             .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        while let Some(row) = rows.next().map_err(map_err)? {
+            visit(&listed_ref(row, true).map_err(map_err)?)?;
+        }
+        Ok(())
     }
 
     /// Messages of a thread in a project, oldest first: those carrying `thread_id` plus the

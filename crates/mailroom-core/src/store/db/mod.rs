@@ -71,14 +71,19 @@ pub fn map_err(e: rusqlite::Error) -> Error {
 
 /// Reads a timestamp column written in either of the reference's text forms.
 pub(crate) fn ts(row: &Row<'_>, index: usize) -> rusqlite::Result<Timestamp> {
-    let text: String = row.get(index)?;
-    parse_ts(index, &text)
+    opt_ts(row, index)?.ok_or(rusqlite::Error::InvalidColumnType(
+        index,
+        "timestamp".to_string(),
+        rusqlite::types::Type::Null,
+    ))
 }
 
-/// Reads a nullable timestamp column.
+/// Reads a nullable timestamp column (borrowed: no copy of the text).
 pub(crate) fn opt_ts(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Timestamp>> {
-    let text: Option<String> = row.get(index)?;
-    text.map(|t| parse_ts(index, &t)).transpose()
+    let text = row.get_ref(index)?.as_str_or_null().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    text.map(|t| parse_ts(index, t)).transpose()
 }
 
 fn parse_ts(index: usize, text: &str) -> rusqlite::Result<Timestamp> {

@@ -42,10 +42,10 @@ struct Args {
 }
 
 pub fn tool() -> Tool {
-    Tool::new("fetch_inbox", DESCRIPTION, |state: AppState, args: Args| async move {
+    Tool::json_text("fetch_inbox", DESCRIPTION, |state: AppState, args: Args| async move {
         state
             .core
-            .fetch_inbox(FetchInbox {
+            .fetch_inbox_json(FetchInbox {
                 project_key: args.project_key,
                 agent_name: args.agent_name,
                 limit: args.limit,

@@ -59,6 +59,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use axum::body::Bytes;
+use mailroom_core::ops::output::JsonText;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -185,6 +186,32 @@ impl Tool {
         F: Fn(AppState, A, Caller) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = mailroom_core::Result<O>> + Send + 'static,
     {
+        Self::build(name, description, run, |output: O, encoding| encode(&output, encoding))
+    }
+
+    /// Declares a tool whose op writes its result's JSON text itself (a long list read
+    /// straight from the database): the text is sent as it is.
+    pub fn json_text<A, F, Fut>(name: &'static str, description: &'static str, run: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(AppState, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = mailroom_core::Result<JsonText>> + Send + 'static,
+    {
+        Self::build(name, description, move |state, args, _caller| run(state, args), encode_text)
+    }
+
+    fn build<A, O, F, Fut>(
+        name: &'static str,
+        description: &'static str,
+        run: F,
+        encode: fn(O, Encoding) -> Result<Output, ToolError>,
+    ) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: 'static,
+        F: Fn(AppState, A, Caller) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = mailroom_core::Result<O>> + Send + 'static,
+    {
         let input_schema = input_schema::<A>();
         let schema_for_decode = input_schema.clone();
         let schema_for_check = input_schema.clone();
@@ -196,7 +223,7 @@ impl Tool {
                 Err(e) => Box::pin(std::future::ready(Err(e))),
                 Ok(args) => {
                     let pending = run(state, args, caller);
-                    Box::pin(async move { encode(&pending.await?, encoding) })
+                    Box::pin(async move { encode(pending.await?, encoding) })
                 }
             }
         });
@@ -244,6 +271,20 @@ fn encode<O: Serialize>(output: &O, encoding: Encoding) -> Result<Output, ToolEr
         assert!(unique_keys::same(&parsed, &tree), "text {text} differs from its Value {tree}");
     }
     Ok(encoded)
+}
+
+/// Passes a result written as JSON text on (parsed into a tree only for TOON).
+fn encode_text(JsonText(text): JsonText, encoding: Encoding) -> Result<Output, ToolError> {
+    #[cfg(debug_assertions)]
+    if let Err(e) = serde_json::from_str::<unique_keys::Checked>(&text) {
+        panic!("a tool result is not JSON or writes a key twice ({e}): {text}");
+    }
+    match encoding {
+        Encoding::Json => Ok(Output::Json(text)),
+        Encoding::Value => serde_json::from_str(&text).map(Output::Value).map_err(|e| {
+            ToolError::Domain(mailroom_core::Error::internal(format!("result is not JSON: {e}")))
+        }),
+    }
 }
 
 /// The registry and the `tools/list` result, serialised once.
