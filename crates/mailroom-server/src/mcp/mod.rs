@@ -7,6 +7,7 @@ mod chunks;
 pub mod dispatch;
 pub mod error;
 pub mod format;
+mod json_string;
 pub mod metrics;
 pub mod resources;
 pub mod session;

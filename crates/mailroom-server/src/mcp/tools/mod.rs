@@ -67,6 +67,7 @@ use serde_json::{Map, Value, json};
 
 use super::catalog::{self, ToolFilter, ToolInfo};
 use super::error::ToolError;
+use super::json_string::push_json_string;
 use crate::state::AppState;
 
 /// Every tool, alphabetically. Add a tool: one file, one line here, one row in the catalog.
@@ -483,8 +484,7 @@ fn schema_types(property: &Value) -> Vec<&str> {
 /// `Value` would write them (sorted), as before the text skipped the tree.
 pub fn write_success_result(out: &mut String, json: &str) {
     out.push_str(r#"{"content":[{"text":"#);
-    // Quoting a str cannot fail.
-    out.push_str(&serde_json::to_string(json).unwrap_or_default());
+    push_json_string(out, json);
     out.push_str(r#","type":"text"}],"isError":false,"structuredContent":"#);
     if json.starts_with('{') {
         out.push_str(json);
