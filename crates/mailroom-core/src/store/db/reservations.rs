@@ -355,6 +355,20 @@ impl Db<'_> {
         project_id: i64,
         now: Timestamp,
     ) -> Result<Vec<i64>> {
+        // Every delivery sweeps, and there is seldom anything to release: a read of the
+        // covering index first costs far less than an UPDATE that finds nothing (a write
+        // statement opens its own statement journal).
+        let expired: bool = self
+            .conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM file_reservations WHERE project_id = ?1 \
+                 AND released_ts IS NULL AND expires_ts < ?2)",
+            )
+            .and_then(|mut stmt| stmt.query_row(params![project_id, now.to_db()], |r| r.get(0)))
+            .map_err(map_err)?;
+        if !expired {
+            return Ok(Vec::new());
+        }
         let mut stmt = self
             .conn
             .prepare_cached(
