@@ -42,15 +42,14 @@ impl Replaced {
 /// then deletes the `replaced` packs, once the new pack is known to hold the commit HEAD
 /// named when they were listed. Packs written meanwhile, kept packs and loose objects stay
 /// (the objects of kept packs are copied as well). Blocking; run beside the writer. When
-/// `stop` is set it kills its `git` children and returns, removing nothing. Answers the new
-/// pack's size.
+/// `stop` is set it kills its `git` children and returns, removing nothing.
 pub(super) fn pack_everything(
     root: &Path,
     replaced: &Replaced,
     stop: &AtomicBool,
-) -> Result<u64, String> {
+) -> Result<(), String> {
     if replaced.packs.is_empty() {
-        return Ok(0);
+        return Ok(());
     }
     let mut objects = git(root)
         .args(["rev-list", "--objects", "--all", "--reflog", "--indexed-objects"])
@@ -93,8 +92,7 @@ pub(super) fn pack_everything(
     }
     let pack = index.with_extension("pack");
     let pack_dir = root.join(".git/objects/pack");
-    super::pack::retire_packs(&pack_dir, replaced.packs.iter().map(PathBuf::as_path), &pack)?;
-    fs::metadata(&pack).map(|m| m.len()).map_err(|e| format!("{}: {e}", pack.display()))
+    super::pack::retire_packs(&pack_dir, replaced.packs.iter().map(PathBuf::as_path), &pack)
 }
 
 /// Feeds `objects`' list, renamed, to `packer`, closes `feed` once the whole list was read

@@ -53,8 +53,8 @@ enum Running {
     RollUp(JoinHandle<Result<Option<PathBuf>, String>>),
 }
 
-/// `full_pack::pack_everything` on its own thread: the new pack's size.
-type FullPack = JoinHandle<Result<u64, String>>;
+/// `full_pack::pack_everything` on its own thread.
+type FullPack = JoinHandle<Result<(), String>>;
 
 pub(super) struct Repacker {
     root: PathBuf,
@@ -169,7 +169,7 @@ impl Repacker {
         let started =
             std::thread::Builder::new().name("mailroom-roll-up".to_string()).spawn(move || {
                 crate::background::lower_thread_priority();
-                roll_up::roll_up(&pack_dir, &packs, &AtomicBool::new(false))
+                roll_up::roll_up(&pack_dir, &packs)
             });
         match started {
             Ok(handle) => self.running = Some(Running::RollUp(handle)),
@@ -225,7 +225,7 @@ impl Repacker {
         let pack_dir = self.pack_dir();
         while self.unrolled.len() >= 2 {
             let packs = self.take_unrolled();
-            if let Err(e) = roll_up::roll_up(&pack_dir, &packs, &AtomicBool::new(false)) {
+            if let Err(e) = roll_up::roll_up(&pack_dir, &packs) {
                 tracing::warn!(error = %e, "the archive's last roll-up failed");
                 break;
             }
@@ -284,7 +284,7 @@ impl Repacker {
 
     fn full_pack_ended(&mut self, handle: FullPack) {
         match handle.join() {
-            Ok(Ok(_)) => {}
+            Ok(Ok(())) => {}
             Ok(Err(_)) if self.stop.load(Ordering::Relaxed) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "the archive's full pack failed"),
             Err(_) => tracing::warn!("the archive's full pack panicked"),
@@ -432,7 +432,7 @@ mod tests {
         let (release, released) = std::sync::mpsc::channel::<()>();
         packer.full = Some(std::thread::spawn(move || {
             let _ = released.recv();
-            Ok(0)
+            Ok(())
         }));
         for round in 0..COMMITS_PER_CHECK {
             assert!(!commit_round(&mut repo, &mut packer, round));
@@ -531,13 +531,13 @@ mod tests {
             packer.after_commit(commit, None);
         }
         let handle = packer.full.take().expect("a full pack runs");
-        let packed = handle.join().expect("joined").expect("packed");
+        handle.join().expect("joined").expect("packed");
 
         let after = packs(dir.path());
         assert_eq!(after.len(), 1);
         assert!(!before.contains(&after[0]), "a new pack replaced both");
-        assert_eq!(packed, std::fs::metadata(&after[0]).expect("size").len());
-        packer.full_pack_ended(std::thread::spawn(move || Ok(packed)));
+        let packed = std::fs::metadata(&after[0]).expect("size").len();
+        packer.full_pack_ended(std::thread::spawn(|| Ok(())));
         assert_eq!(packer.packed_after_full, packed, "its size is remembered");
         assert!(packed >= FULL_PACK_GROWTH);
         assert_eq!(Repacker::new(dir.path()).packed_after_full, packer.packed_after_full);

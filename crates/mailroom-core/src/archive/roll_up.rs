@@ -22,7 +22,6 @@ use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use git2::Oid;
 
@@ -69,12 +68,9 @@ struct Location {
 /// deletes them. Packs gone meanwhile (most often merged by a geometric repack) are skipped.
 /// `None` when fewer than two packs were there (nothing to gain). Every entry must be a
 /// whole object, as the writer's packs hold, and match its index's CRC: anything else fails
-/// the roll-up, which then writes and deletes nothing; so does a stop.
-pub(super) fn roll_up(
-    pack_dir: &Path,
-    packs: &[CommitPack],
-    stop: &AtomicBool,
-) -> Result<Option<PathBuf>, String> {
+/// the roll-up, which then writes and deletes nothing. Not stoppable: the repacker awaits a
+/// running one at stop (it is short).
+pub(super) fn roll_up(pack_dir: &Path, packs: &[CommitPack]) -> Result<Option<PathBuf>, String> {
     let mut sources = Vec::with_capacity(packs.len());
     for commit_pack in packs {
         if let Some(source) = open_source(&commit_pack.pack)? {
@@ -93,15 +89,9 @@ pub(super) fn roll_up(
     let mut out = PackBuilder::new();
     let mut written = HashSet::with_capacity(located.len());
     for (newest, older) in version_groups(packs, &located) {
-        if stop.load(Ordering::Relaxed) {
-            return Err("stopped".to_string());
-        }
         write_group(&mut out, &sources, &located, newest, &older, &mut written)?;
     }
     for (i, source) in sources.iter().enumerate() {
-        if stop.load(Ordering::Relaxed) {
-            return Err("stopped".to_string());
-        }
         // An object held twice is copied once, from its first source (as `located` has it).
         for entry in &source.entries {
             if written.insert(entry.id) {
@@ -323,7 +313,7 @@ mod tests {
         let packs = commit_rounds(&mut repo, 0..600);
         let before = pack_bytes(root);
 
-        let rolled = roll_up(&root.join(".git/objects/pack"), &packs, &AtomicBool::new(false))
+        let rolled = roll_up(&root.join(".git/objects/pack"), &packs)
             .expect("rolled up")
             .expect("a new pack");
 
@@ -353,13 +343,12 @@ mod tests {
         let mut repo = ArchiveRepo::open_or_init(root, author()).expect("archive");
         let packs = commit_rounds(&mut repo, 0..3);
         git(root, &["repack", "-a", "-d", "-q"]);
-        let stop = AtomicBool::new(false);
-        assert_eq!(roll_up(&root.join(".git/objects/pack"), &packs, &stop), Ok(None));
+        assert_eq!(roll_up(&root.join(".git/objects/pack"), &packs), Ok(None));
 
         let more = commit_rounds(&mut repo, 3..6);
         let mut listed = packs.clone();
         listed.extend(more.iter().cloned());
-        let rolled = roll_up(&root.join(".git/objects/pack"), &listed, &stop).expect("rolled");
+        let rolled = roll_up(&root.join(".git/objects/pack"), &listed).expect("rolled");
         assert!(rolled.is_some());
         assert_eq!(pack_files(root).len(), 2, "git's pack and the roll-up of the three new");
         assert_fsck_clean(root);
@@ -374,12 +363,11 @@ mod tests {
         let pack_dir = root.join(".git/objects/pack");
         let mut repo = ArchiveRepo::open_or_init(root, author()).expect("archive");
         let packs = commit_rounds(&mut repo, 0..40);
-        let stop = AtomicBool::new(false);
-        let rolled = roll_up(&pack_dir, &packs, &stop).expect("rolled").expect("a pack");
+        let rolled = roll_up(&pack_dir, &packs).expect("rolled").expect("a pack");
         let mut listed = vec![CommitPack { pack: rolled, versions: Vec::new() }];
         listed.extend(commit_rounds(&mut repo, 40..42));
         let mut before = pack_files(root);
-        let failed = roll_up(&pack_dir, &listed, &stop);
+        let failed = roll_up(&pack_dir, &listed);
         assert!(failed.as_ref().is_err_and(|e| e.contains("not a whole object")), "{failed:?}");
         let mut after = pack_files(root);
         before.sort();
@@ -407,22 +395,5 @@ mod tests {
         }
         let plain = groups.iter().find(|(newest, _)| *newest == id(6)).expect("5 -> 6 grouped");
         assert_eq!(plain.1, vec![id(5)]);
-    }
-
-    /// A stop before the roll-up writes leaves every pack in place.
-    #[test]
-    fn a_stopped_roll_up_changes_nothing() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let root = dir.path();
-        let mut repo = ArchiveRepo::open_or_init(root, author()).expect("archive");
-        let packs = commit_rounds(&mut repo, 0..4);
-        let before = pack_files(root);
-        let stopped = roll_up(&root.join(".git/objects/pack"), &packs, &AtomicBool::new(true));
-        assert!(stopped.is_err());
-        let mut after = pack_files(root);
-        let mut before = before;
-        after.sort();
-        before.sort();
-        assert_eq!(after, before);
     }
 }
