@@ -188,9 +188,10 @@ impl Store {
         // takes and drops the file and WAL read locks (fcntl and the shared-memory mutex)
         // by itself.
         conn.prepare_cached("BEGIN").and_then(|mut s| s.execute([])).map_err(db::map_err)?;
-        let outcome = job(&Db::new(&conn, false));
+        let outcome = job(&Db::new(&conn, false))?;
+        // A failed job's own error wins; its transaction ends when the connection returns.
         conn.prepare_cached("COMMIT").and_then(|mut s| s.execute([])).map_err(db::map_err)?;
-        outcome
+        Ok(outcome)
     }
 
     /// A turn at the reader pool: as many holders as pooled connections.
@@ -294,8 +295,8 @@ impl std::ops::Deref for Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        // A job that panicked inside `read_short` left its read transaction open; the next
-        // holder's BEGIN would fail.
+        // A job that failed or panicked inside `read_short` left its read transaction open;
+        // the next holder's BEGIN would fail.
         if let Some(conn) = self.conn.as_ref().filter(|c| !c.is_autocommit()) {
             let _ = conn.execute_batch("ROLLBACK");
         }
