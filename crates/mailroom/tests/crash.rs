@@ -66,6 +66,13 @@ async fn every_acknowledged_message_survives_sigkill_in_the_database_and_the_arc
     }
     let acked: Vec<i64> = acked.lock().expect("ids").clone();
     assert!(acked.len() >= ACKED_BEFORE_KILL);
+    // A kill inside a commit's ref update leaves Git's lock on the branch behind. Plant one,
+    // young, so every run checks that the next owner clears it rather than waiting for it to
+    // age while its commits (and the stop's) are refused.
+    let root = dir.path().join("archive");
+    let head = std::fs::read_to_string(root.join(".git/HEAD")).expect("HEAD");
+    let branch = head.trim().strip_prefix("ref: ").expect("HEAD names a branch");
+    std::fs::write(root.join(".git").join(format!("{branch}.lock")), "").expect("plant lock");
 
     let (mut restarted, url) = start(dir.path());
     let inbox = tool(
@@ -83,7 +90,6 @@ async fn every_acknowledged_message_survives_sigkill_in_the_database_and_the_arc
     signal(&restarted, "-TERM");
     assert!(restarted.wait().expect("wait").success());
 
-    let root = dir.path().join("archive");
     let files = git(&root, &["ls-tree", "-r", "--name-only", "HEAD"]);
     let canonical: Vec<&str> =
         files.lines().filter(|f| f.starts_with("projects/work-crash/messages/2")).collect();

@@ -42,8 +42,17 @@ pub fn take_ownership(root: &Path) -> Result<OwnerLock> {
     fs::create_dir_all(root).map_err(|e| {
         Error::internal(format!("cannot create archive root {}: {e}", root.display()))
     })?;
+    // A clean stop removes the owner file; one still naming a dead process says the last
+    // owner was killed, so read it before this owner overwrites it.
+    let previous = read_owner_pid(&root.join(format!("{OWNER_LOCK}.owner.json")));
     let owner = acquire_owner_lock(root)?;
     heal_stale_locks(root);
+    if previous.is_some_and(|pid| !process_alive(pid)) {
+        // Only the archive's owner moves its refs, and the one that held these locks is
+        // dead: they are stale however young. (A restart within the age limit otherwise
+        // finds every commit refused until they age.)
+        heal_ref_locks_older_than(root, Duration::ZERO);
+    }
     Ok(owner)
 }
 
@@ -185,12 +194,16 @@ fn heal_dir(root: &Path, dir: &Path, removed: &mut Vec<PathBuf>) {
 /// Leaves `index.lock` alone, which a human's `git commit` may hold for minutes while its
 /// editor is open; archive commits do not need the index.
 pub fn heal_stale_ref_locks(root: &Path) -> Vec<PathBuf> {
+    heal_ref_locks_older_than(root, GIT_LOCK_STALE_AFTER)
+}
+
+fn heal_ref_locks_older_than(root: &Path, limit: Duration) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let git = root.join(".git");
     for name in ["HEAD.lock", "packed-refs.lock"] {
-        remove_if_older(&git.join(name), GIT_LOCK_STALE_AFTER, &mut removed);
+        remove_if_older(&git.join(name), limit, &mut removed);
     }
-    heal_git_refs(&git.join("refs"), &mut removed);
+    heal_git_refs(&git.join("refs"), limit, &mut removed);
     removed
 }
 
@@ -203,14 +216,14 @@ fn held_by_os_lock(path: &Path) -> bool {
     }
 }
 
-fn heal_git_refs(dir: &Path, removed: &mut Vec<PathBuf>) {
+fn heal_git_refs(dir: &Path, limit: Duration, removed: &mut Vec<PathBuf>) {
     let Ok(entries) = fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
         if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            heal_git_refs(&path, removed);
+            heal_git_refs(&path, limit, removed);
         } else if path.extension().is_some_and(|e| e == "lock") {
-            remove_if_older(&path, GIT_LOCK_STALE_AFTER, removed);
+            remove_if_older(&path, limit, removed);
         }
     }
 }
@@ -300,5 +313,28 @@ mod tests {
         let old = File::options().write(true).open(&young).expect("open");
         old.set_modified(SystemTime::now() - Duration::from_secs(10)).expect("set mtime");
         assert_eq!(heal_stale_locks(dir.path()), vec![young]);
+    }
+
+    #[test]
+    fn a_killed_owners_young_ref_locks_are_removed_by_the_next_owner() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let heads = dir.path().join(".git/refs/heads");
+        fs::create_dir_all(&heads).expect("mkdir");
+        let ref_lock = heads.join("master.lock");
+        let owner_file = dir.path().join(format!("{OWNER_LOCK}.owner.json"));
+
+        // The last owner stopped cleanly (no owner file): a young lock may be someone's.
+        fs::write(&ref_lock, "").expect("write");
+        drop(take_ownership(dir.path()).expect("owner"));
+        assert!(ref_lock.exists(), "a young ref lock is kept after a clean stop");
+
+        // The last owner's file names a process that no longer runs: it was killed.
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let dead_pid = child.id();
+        child.wait().expect("wait");
+        fs::write(&owner_file, format!(r#"{{"pid": {dead_pid}, "created_ts": 1.0}}"#))
+            .expect("write");
+        let _owner = take_ownership(dir.path()).expect("owner");
+        assert!(!ref_lock.exists(), "the killed owner's ref lock is removed at once");
     }
 }
