@@ -33,16 +33,17 @@ pub(super) fn encode(base: &[u8], target: &[u8]) -> Vec<u8> {
     delta
 }
 
-/// Rebuilds the target of `delta` from `base`; `None` if the delta is malformed or was made
-/// from another base.
-pub(super) fn apply(base: &[u8], delta: &[u8]) -> Option<Vec<u8>> {
+/// Rebuilds the target of `delta` from `base` into `target` (emptied first, its buffer
+/// reused); `None` if the delta is malformed or was made from another base.
+pub(super) fn apply(base: &[u8], delta: &[u8], target: &mut Vec<u8>) -> Option<()> {
+    target.clear();
     let mut rest = delta;
     let base_len = read_size(&mut rest)?;
     let target_len = read_size(&mut rest)?;
     if base_len != base.len() {
         return None;
     }
-    let mut target = Vec::with_capacity(target_len);
+    target.reserve(target_len);
     while let Some((&opcode, tail)) = rest.split_first() {
         rest = tail;
         if opcode & 0x80 != 0 {
@@ -75,7 +76,7 @@ pub(super) fn apply(base: &[u8], delta: &[u8]) -> Option<Vec<u8>> {
             return None;
         }
     }
-    (target.len() == target_len).then_some(target)
+    (target.len() == target_len).then_some(())
 }
 
 /// Length of the longest common start of `a` and `b`. Compared in blocks first (each a
@@ -158,6 +159,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn rebuilt(base: &[u8], delta: &[u8]) -> Option<Vec<u8>> {
+        let mut target = vec![1, 2, 3];
+        apply(base, delta, &mut target)?;
+        Some(target)
+    }
+
     #[test]
     fn an_appended_tail_is_one_insert_after_copies() {
         let base: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
@@ -165,7 +172,7 @@ mod tests {
         target.extend_from_slice(b"new entry");
         let delta = encode(&base, &target);
         assert!(delta.len() < 64, "{} bytes", delta.len());
-        assert_eq!(apply(&base, &delta).as_deref(), Some(target.as_slice()));
+        assert_eq!(rebuilt(&base, &delta).as_deref(), Some(target.as_slice()));
     }
 
     /// A copy of exactly 64 KiB is written as Git writes it: no size bytes.
@@ -175,15 +182,15 @@ mod tests {
         let delta = encode(&base, &base);
         // Sizes 0x10000 (3 bytes each), then one copy opcode with no offset or size bytes.
         assert_eq!(delta, [0x80, 0x80, 0x04, 0x80, 0x80, 0x04, 0x80]);
-        assert_eq!(apply(&base, &delta).as_deref(), Some(base.as_slice()));
+        assert_eq!(rebuilt(&base, &delta).as_deref(), Some(base.as_slice()));
     }
 
     #[test]
     fn a_delta_for_another_length_or_cut_short_is_refused() {
         let delta = encode(b"abcdef", b"abcXdef");
-        assert_eq!(apply(b"abcdef", &delta).as_deref(), Some(b"abcXdef".as_slice()));
-        assert_eq!(apply(b"abcde", &delta), None, "another length");
-        assert_eq!(apply(b"abcdef", &delta[..delta.len() - 1]), None, "cut short");
+        assert_eq!(rebuilt(b"abcdef", &delta).as_deref(), Some(b"abcXdef".as_slice()));
+        assert_eq!(rebuilt(b"abcde", &delta), None, "another length");
+        assert_eq!(rebuilt(b"abcdef", &delta[..delta.len() - 1]), None, "cut short");
     }
 
     /// Git itself reads the deltas: `git index-pack` resolves a pack holding a base and a
@@ -227,7 +234,7 @@ mod tests {
             shared.extend_from_slice(&target);
             for target in [&target, &shared] {
                 let delta = encode(&base, target);
-                let rebuilt = apply(&base, &delta);
+                let rebuilt = rebuilt(&base, &delta);
                 prop_assert_eq!(rebuilt.as_ref(), Some(target));
             }
         }

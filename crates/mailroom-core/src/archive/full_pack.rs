@@ -260,7 +260,7 @@ mod tests {
     use super::*;
 
     use crate::archive::git::{ArchiveRepo, Author};
-    use crate::archive::pack::{PackObject, write_pack};
+    use crate::archive::pack::{PackBuilder, PackObject, write_pack};
     use crate::archive::testing::assert_fsck_clean;
 
     fn pack_files(root: &Path) -> Vec<PathBuf> {
@@ -319,7 +319,8 @@ mod tests {
         let kept_id = Oid::hash_object(git2::ObjectType::Blob, &kept_data).expect("hash");
         let kept_object =
             PackObject { id: kept_id, kind: git2::ObjectType::Blob, data: &kept_data };
-        write_pack(&root.join(".git/objects/pack"), &[kept_object]).expect("pack");
+        write_pack(&root.join(".git/objects/pack"), &[kept_object], &mut PackBuilder::new())
+            .expect("pack");
         let kept = pack_files(&root).into_iter().find(|p| !listed.contains(p)).expect("kept");
         fs::write(kept.with_extension("keep"), b"").expect("keep file");
         let before = pack_bytes(&root);

@@ -19,7 +19,7 @@ use rustix::io::Errno;
 use serde::Serialize;
 
 use super::index_file::{self, Update};
-use super::pack::{self, PackObject};
+use super::pack::{self, PackBuilder, PackObject};
 use super::roll_up::CommitPack;
 use super::tree_merge::{self, RecentTrees};
 use crate::error::{Error, Result};
@@ -53,6 +53,8 @@ pub struct ArchiveRepo {
     index_pending: Vec<(String, Oid)>,
     /// The last commit's new trees (the largest that fit), the next commit's baseline.
     recent_trees: RecentTrees,
+    /// The builder of each commit's pack, kept for its buffers.
+    pack: PackBuilder,
     /// Set when the index is of a form neither `index_file` nor libgit2 can update: it is
     /// then left alone (and said so once).
     index_abandoned: bool,
@@ -113,6 +115,7 @@ impl ArchiveRepo {
             index_len: 0,
             index_pending: Vec::new(),
             recent_trees: RecentTrees::default(),
+            pack: PackBuilder::new(),
             index_abandoned: false,
         };
         if fresh || archive.head_tree()?.is_none() {
@@ -217,7 +220,8 @@ impl ArchiveRepo {
         });
         let commit = PackObject { id: commit_id, kind: ObjectType::Commit, data: &commit };
         let objects: Vec<PackObject<'_>> = blobs.chain(new_trees).chain([commit]).collect();
-        let pack = pack::write_pack(&self.repo.path().join("objects/pack"), &objects)?;
+        let pack_dir = self.repo.path().join("objects/pack");
+        let pack = pack::write_pack(&pack_dir, &objects, &mut self.pack)?;
         self.move_head(commit_id, parents.first().copied(), message)?;
         self.recent_trees.replace(trees.new_trees);
         let pack = CommitPack { pack, versions: trees.versions };

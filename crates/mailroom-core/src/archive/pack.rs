@@ -40,10 +40,17 @@ const LARGE_OFFSET: u64 = 0x7fff_ffff;
 const OFFSET_DELTA: u8 = 6;
 
 /// Writes `objects` as one pack in `pack_dir` (`.git/objects/pack`), each stored whole.
-/// Objects repeated in `objects` are stored once. Returns the pack's path.
-pub(super) fn write_pack(pack_dir: &Path, objects: &[PackObject<'_>]) -> Result<PathBuf> {
+/// Objects repeated in `objects` are stored once. Returns the pack's path. The pack is built
+/// in `pack`, kept by the caller from one commit to the next so that its buffer (megabytes
+/// when a month tree is in it) is reused rather than mapped and faulted in again.
+pub(super) fn write_pack(
+    pack_dir: &Path,
+    objects: &[PackObject<'_>],
+    pack: &mut PackBuilder,
+) -> Result<PathBuf> {
+    pack.restart();
+    pack.bytes.reserve(objects.iter().map(|o| o.data.len() / 2 + 16).sum());
     let mut seen = HashSet::with_capacity(objects.len());
-    let mut pack = PackBuilder::with_capacity(objects.iter().map(|o| o.data.len() / 2 + 16).sum());
     for object in objects.iter().filter(|o| seen.insert(o.id)) {
         pack.push_whole(object.id, object.kind, object.data)?;
     }
@@ -61,21 +68,30 @@ pub(super) struct PackBuilder {
 }
 
 impl PackBuilder {
-    pub fn new() -> Self {
-        Self::with_capacity(4096)
-    }
+    /// A buffer grown past this (a commit with a huge tree) is not kept for the next pack.
+    const KEEP_AT_MOST: usize = 32 << 20;
 
-    pub fn with_capacity(bytes: usize) -> Self {
-        let mut pack = Vec::with_capacity(bytes);
-        pack.extend_from_slice(b"PACK");
-        pack.extend_from_slice(&2u32.to_be_bytes());
-        // The object count, set at `publish`.
-        pack.extend_from_slice(&0u32.to_be_bytes());
-        Self {
-            bytes: pack,
+    pub fn new() -> Self {
+        let mut pack = Self {
+            bytes: Vec::with_capacity(4096),
             entries: Vec::new(),
             compressor: Compress::new(Compression::fast(), true),
+        };
+        pack.restart();
+        pack
+    }
+
+    /// Empties the builder for a new pack, keeping its buffers.
+    pub fn restart(&mut self) {
+        if self.bytes.capacity() > Self::KEEP_AT_MOST {
+            self.bytes = Vec::with_capacity(4096);
         }
+        self.bytes.clear();
+        self.bytes.extend_from_slice(b"PACK");
+        self.bytes.extend_from_slice(&2u32.to_be_bytes());
+        // The object count, set at `publish`.
+        self.bytes.extend_from_slice(&0u32.to_be_bytes());
+        self.entries.clear();
     }
 
     /// Appends an object stored whole; its offset in the pack.
@@ -130,15 +146,22 @@ impl PackBuilder {
     /// Writes the pack and its index into `pack_dir`; the pack's path. The pack is
     /// published by renaming its index into place last: Git and libgit2 only see a pack
     /// through its index, so an interrupted write leaves a `tmp_` file nobody reads.
-    pub fn publish(self, pack_dir: &Path) -> Result<PathBuf> {
-        let Self { bytes: mut pack, mut entries, .. } = self;
+    /// The builder is empty again afterwards, ready for another pack.
+    pub fn publish(&mut self, pack_dir: &Path) -> Result<PathBuf> {
+        let published = self.write_files(pack_dir);
+        self.restart();
+        published
+    }
+
+    fn write_files(&mut self, pack_dir: &Path) -> Result<PathBuf> {
+        let Self { bytes: pack, entries, .. } = self;
         let count = u32::try_from(entries.len())
             .map_err(|_| Error::internal("archive: too many objects for one pack"))?;
         pack[8..12].copy_from_slice(&count.to_be_bytes());
-        let checksum = sha1(&[&pack]);
+        let checksum = sha1(&[pack]);
         pack.extend_from_slice(&checksum);
         entries.sort_by_key(|entry| entry.0);
-        let index = build_index(&entries, &checksum);
+        let index = build_index(entries, &checksum);
 
         let name = Oid::from_bytes(&checksum).map_err(|e| git_err("pack name", e))?.to_string();
         let pack_path = pack_dir.join(format!("pack-{name}.pack"));
@@ -148,7 +171,7 @@ impl PackBuilder {
         let temp_index = pack_dir.join(format!("tmp_idx_{name}"));
         // Both files reach the disk before either name appears: HEAD moves right after, and
         // a ref surviving a power loss must not point into a pack that did not.
-        for (temp, bytes) in [(&temp_pack, &pack), (&temp_index, &index)] {
+        for (temp, bytes) in [(&temp_pack, &*pack), (&temp_index, &index)] {
             // A leftover of a write a crash interrupted has the same name.
             let _ = fs::remove_file(temp);
             write_synced(temp, bytes).map_err(|e| io_err("cannot write", temp, e))?;
@@ -243,18 +266,23 @@ pub(super) fn entry_header(entry: &[u8]) -> Option<(u8, usize, usize)> {
     Some((kind, size, used))
 }
 
-/// Inflates the zlib `stream` of an object of `size` bytes.
-pub(super) fn inflate(stream: &[u8], size: usize) -> Result<Vec<u8>> {
+/// Inflates the zlib `stream` of an object of `size` bytes into `out` (emptied first, its
+/// buffer reused).
+pub(super) fn inflate(stream: &[u8], size: usize, out: &mut Vec<u8>) -> Result<()> {
     // One byte of room past the end: zlib may refuse to finish a stream into a full buffer.
-    let mut out = Vec::with_capacity(size + 1);
+    // Not `decompress_vec`: it zeroes all of a vector's spare capacity first, which in a
+    // reused buffer can be far more than this object.
+    out.clear();
+    out.resize(size + 1, 0);
     let mut inflater = flate2::Decompress::new(true);
     let status = inflater
-        .decompress_vec(stream, &mut out, flate2::FlushDecompress::Finish)
+        .decompress(stream, out, flate2::FlushDecompress::Finish)
         .map_err(|e| Error::internal(format!("archive: a packed object does not inflate: {e}")))?;
+    out.truncate(usize::try_from(inflater.total_out()).unwrap_or(usize::MAX));
     if status != Status::StreamEnd || out.len() != size {
         return Err(Error::internal("archive: a packed object inflates to another size"));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// An offset delta's distance back to its base: big-endian groups of 7 bits, each group
@@ -406,7 +434,8 @@ mod tests {
     use super::*;
     use git2::Repository;
 
-    /// libgit2 reads back every object of a pack written here, large sizes included.
+    /// libgit2 reads back every object of a pack written here, large sizes included, and of
+    /// a small pack written next by the same builder (whose buffers it reuses).
     #[test]
     fn packed_objects_read_back_through_libgit2() {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -416,6 +445,11 @@ mod tests {
         let noise = incompressible_bytes(300_000);
         // The one compressor serves objects of every size in turn.
         let blobs: Vec<&[u8]> = vec![b"hello\n", b"", &big, &noise, b"bye\n", b"hello\n"];
+        let object = |data: &'static [u8]| PackObject {
+            id: Oid::hash_object(ObjectType::Blob, data).expect("hash"),
+            kind: ObjectType::Blob,
+            data,
+        };
         let objects: Vec<PackObject<'_>> = blobs
             .iter()
             .map(|data| PackObject {
@@ -424,27 +458,32 @@ mod tests {
                 data,
             })
             .collect();
-        write_pack(&dir.path().join(".git/objects/pack"), &objects).expect("pack");
+        let pack_dir = dir.path().join(".git/objects/pack");
+        let mut builder = PackBuilder::new();
+        write_pack(&pack_dir, &objects, &mut builder).expect("pack");
+        let after = [object(b"written after a larger pack\n")];
+        write_pack(&pack_dir, &after, &mut builder).expect("second pack");
         let odb = repo.odb().expect("odb");
-        for object in &objects {
+        for object in objects.iter().chain(&after) {
             let read = odb.read(object.id).expect("object in the pack");
             assert_eq!(read.data(), object.data);
             assert_eq!(read.kind(), ObjectType::Blob);
         }
-        let packs: Vec<_> = fs::read_dir(dir.path().join(".git/objects/pack"))
+        let packs: Vec<_> = fs::read_dir(&pack_dir)
             .expect("pack dir")
             .map(|entry| entry.expect("entry").path())
             .collect();
-        assert_eq!(packs.len(), 2, "one .pack and one .idx, no temp file left");
+        assert_eq!(packs.len(), 4, "a .pack and an .idx each, no temp file left");
         // libgit2 checks only the pack's trailing checksum; Git's own verifier also checks the
         // index's CRCs, offsets and checksum.
-        let index = packs.iter().find(|p| p.extension().is_some_and(|e| e == "idx")).expect("idx");
-        let verified = std::process::Command::new("git")
-            .args(["verify-pack", "-v"])
-            .arg(index)
-            .output()
-            .expect("run git verify-pack");
-        assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
+        for index in packs.iter().filter(|p| p.extension().is_some_and(|e| e == "idx")) {
+            let verified = std::process::Command::new("git")
+                .args(["verify-pack", "-v"])
+                .arg(index)
+                .output()
+                .expect("run git verify-pack");
+            assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stderr));
+        }
     }
 
     /// Offsets past 2 GiB go through the index's table of 8-byte offsets and read back.

@@ -461,8 +461,12 @@ mod tests {
         for data in &contents {
             let id = git2::Oid::hash_object(git2::ObjectType::Blob, data).expect("hash");
             let object = super::super::pack::PackObject { id, kind: git2::ObjectType::Blob, data };
-            super::super::pack::write_pack(&dir.path().join(".git/objects/pack"), &[object])
-                .expect("pack");
+            super::super::pack::write_pack(
+                &dir.path().join(".git/objects/pack"),
+                &[object],
+                &mut super::super::pack::PackBuilder::new(),
+            )
+            .expect("pack");
             ids.push(id);
         }
         assert_eq!(packs(dir.path()).len(), 20);

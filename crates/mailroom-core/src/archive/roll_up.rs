@@ -88,15 +88,16 @@ pub(super) fn roll_up(pack_dir: &Path, packs: &[CommitPack]) -> Result<Option<Pa
     }
     let mut out = PackBuilder::new();
     let mut written = HashSet::with_capacity(located.len());
+    let mut scratch = Scratch::default();
     for (newest, older) in version_groups(packs, &located) {
-        write_group(&mut out, &sources, &located, newest, &older, &mut written)?;
+        write_group(&mut out, &sources, &located, (newest, &older), &mut written, &mut scratch)?;
     }
     for (i, source) in sources.iter().enumerate() {
         // An object held twice is copied once, from its first source (as `located` has it).
         for entry in &source.entries {
             if written.insert(entry.id) {
-                let bytes = read_entry(&sources, Location { source: i, entry: *entry })?;
-                out.push_raw(entry.id, &bytes, entry.crc);
+                read_entry(&sources, Location { source: i, entry: *entry }, &mut scratch.entry)?;
+                out.push_raw(entry.id, &scratch.entry, entry.crc);
             }
         }
     }
@@ -178,70 +179,90 @@ fn version_groups(packs: &[CommitPack], located: &HashMap<Oid, Location>) -> Vec
     older.into_iter().filter(|(_, older)| !older.is_empty()).collect()
 }
 
-/// Reads one object's entry from its source: a whole object (type 1 to 4) whose CRC is
-/// the one its index gives.
-fn read_entry(sources: &[Source], at: Location) -> Result<Vec<u8>, String> {
+/// Buffers reused from entry to entry of a roll-up. The versions of a month directory's
+/// tree are megabytes each, and a fresh buffer that size is mapped and faulted in page by
+/// page (glibc's mmap threshold is fixed, `memory.rs`).
+#[derive(Default)]
+struct Scratch {
+    /// An entry as the pack holds it.
+    entry: Vec<u8>,
+    /// The newest version of the group's path, inflated.
+    base: Vec<u8>,
+    /// An older version, inflated.
+    older: Vec<u8>,
+    /// The older version rebuilt from its delta, to check it.
+    rebuilt: Vec<u8>,
+}
+
+/// Reads one object's entry from its source into `entry`: a whole object (type 1 to 4)
+/// whose CRC is the one its index gives.
+fn read_entry(sources: &[Source], at: Location, entry: &mut Vec<u8>) -> Result<(), String> {
     let source = &sources[at.source];
     let failed = |what: &str| format!("{}: {} {what}", source.path.display(), at.entry.id);
-    let mut entry = vec![0; (at.entry.end - at.entry.start) as usize];
+    entry.clear();
+    entry.resize((at.entry.end - at.entry.start) as usize, 0);
     source
         .file
-        .read_exact_at(&mut entry, at.entry.start)
+        .read_exact_at(entry, at.entry.start)
         .map_err(|e| failed(&format!("cannot be read: {e}")))?;
     let mut crc = flate2::Crc::new();
-    crc.update(&entry);
+    crc.update(entry);
     if crc.sum() != at.entry.crc {
         return Err(failed("does not match its CRC"));
     }
-    match pack::entry_header(&entry) {
-        Some((1..=4, _, _)) => Ok(entry),
+    match pack::entry_header(entry) {
+        Some((1..=4, _, _)) => Ok(()),
         Some((kind, _, _)) => Err(failed(&format!("is of type {kind}, not a whole object"))),
         None => Err(failed("has a malformed header")),
     }
 }
 
-/// A whole object's entry (as `read_entry` gives it), inflated: (type code, content).
-fn inflate_entry(entry: &[u8]) -> Result<(u8, Vec<u8>), String> {
+/// A whole object's entry (as `read_entry` gives it), inflated into `content`; its type code.
+fn inflate_entry(entry: &[u8], content: &mut Vec<u8>) -> Result<u8, String> {
     let (kind, size, header) = pack::entry_header(entry).ok_or("a malformed pack entry")?;
-    Ok((kind, pack::inflate(&entry[header..], size).map_err(|e| e.message)?))
+    pack::inflate(&entry[header..], size, content).map_err(|e| e.message)?;
+    Ok(kind)
 }
 
-/// Writes a path's `newest` version whole, then each `older` one as a delta of it where the
+/// Writes a path's newest version whole, then each older one as a delta of it where the
 /// delta is worth it (and checked); the rest are left for the copy of every other object.
 fn write_group(
     out: &mut PackBuilder,
     sources: &[Source],
     located: &HashMap<Oid, Location>,
-    newest: Oid,
-    older: &[Oid],
+    (newest, older): (Oid, &[Oid]),
     written: &mut HashSet<Oid>,
+    scratch: &mut Scratch,
 ) -> Result<(), String> {
     if written.contains(&newest) {
         return Ok(());
     }
     let at = located[&newest];
-    let entry = read_entry(sources, at)?;
-    let (kind, size, _) = pack::entry_header(&entry).ok_or("a malformed pack entry")?;
+    read_entry(sources, at, &mut scratch.entry)?;
+    let (kind, size, _) = pack::entry_header(&scratch.entry).ok_or("a malformed pack entry")?;
     // Copy offsets have 32 bits (`delta.rs`).
     if size < DELTA_MIN || size > u32::MAX as usize {
         return Ok(());
     }
-    let base_offset = out.push_raw(newest, &entry, at.entry.crc);
+    let base_offset = out.push_raw(newest, &scratch.entry, at.entry.crc);
     written.insert(newest);
-    let (_, base) = inflate_entry(&entry)?;
+    inflate_entry(&scratch.entry, &mut scratch.base)?;
     for id in older {
         if written.contains(id) {
             continue;
         }
-        let (older_kind, data) = inflate_entry(&read_entry(sources, located[id])?)?;
+        read_entry(sources, located[id], &mut scratch.entry)?;
+        let older_kind = inflate_entry(&scratch.entry, &mut scratch.older)?;
+        let data = &scratch.older;
         if older_kind != kind || data.len() < DELTA_MIN {
             continue;
         }
-        let delta = delta::encode(&base, &data);
+        let delta = delta::encode(&scratch.base, data);
         if delta.len() >= data.len() / 2 {
             continue;
         }
-        if delta::apply(&base, &delta).as_deref() != Some(data.as_slice()) {
+        let rebuilt = delta::apply(&scratch.base, &delta, &mut scratch.rebuilt);
+        if rebuilt.is_none() || scratch.rebuilt != *data {
             return Err(format!("the delta for {id} does not rebuild it"));
         }
         out.push_delta(*id, base_offset, &delta).map_err(|e| e.message)?;

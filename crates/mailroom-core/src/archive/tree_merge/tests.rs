@@ -165,6 +165,29 @@ fn past_its_budget_memory_keeps_the_largest_trees_that_fit() {
     assert!(!(1..=4).any(|fill| kept(&recent, fill)), "a tree past the budget is never kept");
 }
 
+#[test]
+fn large_trees_reuse_the_buffers_of_the_trees_they_replace() {
+    let (_dir, repo) = repository();
+    let one = blob(&repo, "one");
+    let name = |i: usize| format!("p/messages/2026/11/2026-11-23T07-58-01Z__subject__{i:06}.md");
+    // About 400 KB of tree: a month directory of 6,000 messages.
+    let month: Vec<_> = (0..6000).map(|i| (name(i), one)).collect();
+    let mut recent = RecentTrees::default();
+    let mut tree = merged_remembering(&repo, &mut recent, None, &month);
+    for round in 0..3 {
+        let spares: Vec<*const u8> = recent.spare.borrow().iter().map(|b| b.as_ptr()).collect();
+        let files: Vec<_> = (0..50).map(|i| (name(10_000 + round * 50 + i), one)).collect();
+        let expected = libgit2_tree(&repo, tree, &files);
+        tree = merged_remembering(&repo, &mut recent, Some(tree), &files);
+        assert_eq!(tree, expected, "round {round}");
+        let kept = recent.trees.values().max_by_key(|bytes| bytes.len()).expect("month kept");
+        // The first merge had no spare yet; from then on the one it let go is there.
+        assert_eq!(spares.contains(&kept.as_ptr()), round > 0, "round {round}");
+    }
+    let held: usize = recent.spare.borrow().iter().map(Vec::capacity).sum();
+    assert!(held <= RecentTrees::MAX_BYTES);
+}
+
 /// Names around `/` in Git's order: a file `a.md` sorts before the directory `a`, `a0` after.
 fn directory_name() -> impl Strategy<Value = &'static str> {
     prop::sample::select(vec!["a", "ab", "m"])
