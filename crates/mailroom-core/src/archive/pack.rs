@@ -69,7 +69,7 @@ pub(super) struct PackBuilder {
 
 impl PackBuilder {
     /// A buffer grown past this (a commit with a huge tree) is not kept for the next pack.
-    const KEEP_AT_MOST: usize = 32 << 20;
+    const KEEP_AT_MOST: usize = 16 << 20;
 
     pub fn new() -> Self {
         let mut pack = Self {
