@@ -27,7 +27,7 @@ pub(crate) fn release_free_memory() {
 
 /// The size from which glibc serves an allocation with its own `mmap`, given back to the
 /// system as soon as it is freed.
-const MMAP_THRESHOLD: i32 = 1 << 20;
+pub(crate) const MMAP_THRESHOLD: i32 = 1 << 20;
 
 /// Fixes glibc's mmap threshold at [`MMAP_THRESHOLD`], unless `MALLOC_MMAP_THRESHOLD_` is
 /// set in the environment (glibc has then applied the user's value).

@@ -42,18 +42,33 @@ pub fn take_ownership(root: &Path) -> Result<OwnerLock> {
     fs::create_dir_all(root).map_err(|e| {
         Error::internal(format!("cannot create archive root {}: {e}", root.display()))
     })?;
-    // A clean stop removes the owner file; one still naming a dead process says the last
-    // owner was killed, so read it before this owner overwrites it.
-    let previous = read_owner_pid(&root.join(format!("{OWNER_LOCK}.owner.json")));
+    // A clean stop removes the owner file before it lets the OS lock go: one there before
+    // this process took the lock says the last owner died holding it.
+    let killed = root.join(format!("{OWNER_LOCK}.owner.json")).exists();
     let owner = acquire_owner_lock(root)?;
     heal_stale_locks(root);
-    if previous.is_some_and(|pid| !process_alive(pid)) {
-        // Only the archive's owner moves its refs, and the one that held these locks is
-        // dead: they are stale however young. (A restart within the age limit otherwise
-        // finds every commit refused until they age.)
-        heal_ref_locks_older_than(root, Duration::ZERO);
+    if killed {
+        remove_branch_lock(root);
     }
     Ok(owner)
+}
+
+/// Removes the lock on the branch HEAD names, however young. An owner killed while it moved
+/// the branch leaves it, and every commit is refused until it goes: waiting for it to age
+/// past `GIT_LOCK_STALE_AFTER` made a quick restart's stop give up with its work queued.
+/// Only that lock: the others may be a human's Git at work in the archive.
+fn remove_branch_lock(root: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let git = root.join(".git");
+    let Ok(head) = fs::read_to_string(git.join("HEAD")) else { return removed };
+    let Some(branch) = head.trim().strip_prefix("ref: refs/heads/") else { return removed };
+    if branch.split('/').all(|part| !part.is_empty() && part != "..") {
+        let lock = git.join("refs/heads").join(format!("{branch}.lock"));
+        if lock.exists() {
+            remove(&lock, &mut removed);
+        }
+    }
+    removed
 }
 
 /// Takes the archive's ownership lock, or says which process holds it.
@@ -142,7 +157,9 @@ fn age(path: &Path) -> Option<Duration> {
 /// * `<x>.lock` with `<x>.lock.owner.json`: stale when the pid is not running.
 /// * `<x>.lock` without metadata (outside `.git`): stale after 180 s, as in the reference.
 /// * orphan `*.lock.owner.json`: removed.
-/// * `.git/index.lock`, `.git/HEAD.lock`, `.git/refs/**.lock`: stale after 2 s.
+/// * `.git/index.lock`, `.git/config.lock`, `.git/HEAD.lock`, `.git/packed-refs.lock`,
+///   `.git/refs/**.lock`: stale after 2 s (and the branch's lock at once after a killed
+///   owner: see [`take_ownership`]).
 pub fn heal_stale_locks(root: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     heal_dir(root, root, &mut removed);
@@ -194,16 +211,12 @@ fn heal_dir(root: &Path, dir: &Path, removed: &mut Vec<PathBuf>) {
 /// Leaves `index.lock` alone, which a human's `git commit` may hold for minutes while its
 /// editor is open; archive commits do not need the index.
 pub fn heal_stale_ref_locks(root: &Path) -> Vec<PathBuf> {
-    heal_ref_locks_older_than(root, GIT_LOCK_STALE_AFTER)
-}
-
-fn heal_ref_locks_older_than(root: &Path, limit: Duration) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let git = root.join(".git");
     for name in ["HEAD.lock", "packed-refs.lock"] {
-        remove_if_older(&git.join(name), limit, &mut removed);
+        remove_if_older(&git.join(name), GIT_LOCK_STALE_AFTER, &mut removed);
     }
-    heal_git_refs(&git.join("refs"), limit, &mut removed);
+    heal_git_refs(&git.join("refs"), &mut removed);
     removed
 }
 
@@ -216,14 +229,14 @@ fn held_by_os_lock(path: &Path) -> bool {
     }
 }
 
-fn heal_git_refs(dir: &Path, limit: Duration, removed: &mut Vec<PathBuf>) {
+fn heal_git_refs(dir: &Path, removed: &mut Vec<PathBuf>) {
     let Ok(entries) = fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
         if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            heal_git_refs(&path, limit, removed);
+            heal_git_refs(&path, removed);
         } else if path.extension().is_some_and(|e| e == "lock") {
-            remove_if_older(&path, limit, removed);
+            remove_if_older(&path, GIT_LOCK_STALE_AFTER, removed);
         }
     }
 }
@@ -316,25 +329,26 @@ mod tests {
     }
 
     #[test]
-    fn a_killed_owners_young_ref_locks_are_removed_by_the_next_owner() {
+    fn a_killed_owners_young_branch_lock_is_removed_by_the_next_owner() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let heads = dir.path().join(".git/refs/heads");
-        fs::create_dir_all(&heads).expect("mkdir");
-        let ref_lock = heads.join("master.lock");
+        let git = dir.path().join(".git");
+        fs::create_dir_all(git.join("refs/heads/team")).expect("mkdir");
+        fs::write(git.join("HEAD"), "ref: refs/heads/team/main\n").expect("HEAD");
+        let branch_lock = git.join("refs/heads/team/main.lock");
+        let other_lock = git.join("packed-refs.lock");
         let owner_file = dir.path().join(format!("{OWNER_LOCK}.owner.json"));
 
         // The last owner stopped cleanly (no owner file): a young lock may be someone's.
-        fs::write(&ref_lock, "").expect("write");
+        fs::write(&branch_lock, "").expect("write");
+        fs::write(&other_lock, "").expect("write");
         drop(take_ownership(dir.path()).expect("owner"));
-        assert!(ref_lock.exists(), "a young ref lock is kept after a clean stop");
+        assert!(!owner_file.exists(), "a clean stop removes the owner file");
+        assert!(branch_lock.exists(), "a young branch lock is kept after a clean stop");
 
-        // The last owner's file names a process that no longer runs: it was killed.
-        let mut child = std::process::Command::new("true").spawn().expect("spawn");
-        let dead_pid = child.id();
-        child.wait().expect("wait");
-        fs::write(&owner_file, format!(r#"{{"pid": {dead_pid}, "created_ts": 1.0}}"#))
-            .expect("write");
+        // The owner file outlived its OS lock: the last owner was killed.
+        fs::write(&owner_file, r#"{"pid": 4194304, "created_ts": 1.0}"#).expect("write");
         let _owner = take_ownership(dir.path()).expect("owner");
-        assert!(!ref_lock.exists(), "the killed owner's ref lock is removed at once");
+        assert!(!branch_lock.exists(), "the killed owner's branch lock is removed at once");
+        assert!(other_lock.exists(), "young locks it cannot have held are left to age");
     }
 }

@@ -68,8 +68,10 @@ pub(super) struct PackBuilder {
 }
 
 impl PackBuilder {
-    /// A buffer grown past this (a commit with a huge tree) is not kept for the next pack.
-    const KEEP_AT_MOST: usize = 16 << 20;
+    /// A buffer grown past this is not kept for the next pack. A commit's pack needs its
+    /// packed objects and room for the largest one uncompressed: about 20 MB for a commit
+    /// writing three month trees of 12 MB.
+    const KEEP_AT_MOST: usize = 32 << 20;
 
     pub fn new() -> Self {
         let mut pack = Self {
@@ -338,7 +340,11 @@ fn deflate_into(compressor: &mut Compress, data: &[u8], out: &mut Vec<u8>) -> Re
         let consumed = usize::try_from(compressor.total_in()).map_err(|e| failed(&e))?;
         let rest = &data[consumed.min(data.len())..];
         let start = out.len();
-        out.resize(start + rest.len() + rest.len() / 1024 + 64, 0);
+        // Exactly: `resize` alone grows by doubling, and a kept pack buffer (`PackBuilder`)
+        // doubled past `KEEP_AT_MOST` by a month tree would be dropped after every commit.
+        let room = rest.len() + rest.len() / 1024 + 64;
+        out.reserve_exact(room);
+        out.resize(start + room, 0);
         let produced_before = compressor.total_out();
         let status = compressor.compress(rest, &mut out[start..], FlushCompress::Finish);
         let produced =

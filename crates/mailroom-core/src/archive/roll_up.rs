@@ -90,7 +90,7 @@ pub(super) fn roll_up(pack_dir: &Path, packs: &[CommitPack]) -> Result<Option<Pa
     let mut written = HashSet::with_capacity(located.len());
     let mut scratch = Scratch::default();
     for (newest, older) in version_groups(packs, &located) {
-        write_group(&mut out, &sources, &located, (newest, &older), &mut written, &mut scratch)?;
+        write_group(&mut out, &sources, &located, newest, &older, &mut written, &mut scratch)?;
     }
     for (i, source) in sources.iter().enumerate() {
         // An object held twice is copied once, from its first source (as `located` has it).
@@ -230,7 +230,8 @@ fn write_group(
     out: &mut PackBuilder,
     sources: &[Source],
     located: &HashMap<Oid, Location>,
-    (newest, older): (Oid, &[Oid]),
+    newest: Oid,
+    older: &[Oid],
     written: &mut HashSet<Oid>,
     scratch: &mut Scratch,
 ) -> Result<(), String> {

@@ -54,15 +54,15 @@ pub(super) struct RecentTrees {
 }
 
 impl RecentTrees {
-    /// Most bytes kept. The month directories' trees grow all month (a 36,000-message month
-    /// took 12 MB); past this the largest that fit are kept and the rest read from the
-    /// object store, so memory stays flat however long the server runs. The spare buffers
-    /// are held to the same bound.
+    /// Most bytes kept (counted by capacity). The month directories' trees grow all month (a
+    /// 36,000-message month took 12 MB); past this the largest that fit are kept and the rest
+    /// read from the object store, so memory stays flat however long the server runs. The
+    /// spare buffers are held to the same bound.
     const MAX_BYTES: usize = 16 << 20;
 
-    /// Trees smaller than this get a fresh buffer: malloc serves them from its heap, without
-    /// mapping pages.
-    const SPARE_FROM: usize = 256 << 10;
+    /// Trees smaller than glibc's mmap threshold (`memory.rs`) get a fresh buffer: malloc
+    /// serves them from its heap, where freed pages stay mapped.
+    const SPARE_FROM: usize = crate::memory::MMAP_THRESHOLD as usize;
 
     /// Keeps `trees` (a commit's new trees) instead of the previous commit's: the largest
     /// first (they cost the most to read back), as many as fit in `MAX_BYTES`. The buffers
@@ -73,8 +73,8 @@ impl RecentTrees {
         trees.sort_unstable_by_key(|tree| Reverse(tree.bytes.len()));
         let mut room = Self::MAX_BYTES;
         for tree in trees {
-            if tree.bytes.len() <= room {
-                room -= tree.bytes.len();
+            if tree.bytes.capacity() <= room {
+                room -= tree.bytes.capacity();
                 self.trees.insert(tree.id, tree.bytes);
             } else {
                 spare.push(tree.bytes);
@@ -95,8 +95,10 @@ impl RecentTrees {
         self.trees.get(&id).map(Vec::as_slice)
     }
 
-    /// An empty buffer for a tree of at most `size` bytes: for a large tree, the smallest
-    /// spare that holds it, or else the largest spare (grown in place).
+    /// An empty buffer for a tree of at most `size` bytes. For a large tree: the smallest
+    /// spare that holds it without being more than twice too big (directories are written
+    /// in name order, so an agent's inbox month, smaller, comes before the messages month
+    /// and must not take its buffer), or else the largest spare too small for it, grown.
     fn buffer(&self, size: usize) -> Vec<u8> {
         if size < Self::SPARE_FROM {
             return Vec::with_capacity(size);
@@ -109,10 +111,16 @@ impl RecentTrees {
         let fitting = spare
             .iter()
             .enumerate()
-            .filter(|(_, bytes)| bytes.capacity() >= size)
+            .filter(|(_, bytes)| (size..=2 * room).contains(&bytes.capacity()))
             .min_by_key(|(_, bytes)| bytes.capacity());
-        let largest = || spare.iter().enumerate().max_by_key(|(_, bytes)| bytes.capacity());
-        match fitting.or_else(largest).map(|(at, _)| at) {
+        let growable = || {
+            spare
+                .iter()
+                .enumerate()
+                .filter(|(_, bytes)| bytes.capacity() < size)
+                .max_by_key(|(_, bytes)| bytes.capacity())
+        };
+        match fitting.or_else(growable).map(|(at, _)| at) {
             Some(at) => {
                 let mut bytes = spare.swap_remove(at);
                 if bytes.capacity() < size {

@@ -170,13 +170,15 @@ fn large_trees_reuse_the_buffers_of_the_trees_they_replace() {
     let (_dir, repo) = repository();
     let one = blob(&repo, "one");
     let name = |i: usize| format!("p/messages/2026/11/2026-11-23T07-58-01Z__subject__{i:06}.md");
-    // About 400 KB of tree: a month directory of 6,000 messages.
-    let month: Vec<_> = (0..6000).map(|i| (name(i), one)).collect();
+    // About 1.4 MB of tree, past glibc's mmap threshold: a month directory of 20,000
+    // messages. A small directory is written before it each round, as an agent's inbox is.
+    let month: Vec<_> = (0..20_000).map(|i| (name(i), one)).collect();
     let mut recent = RecentTrees::default();
     let mut tree = merged_remembering(&repo, &mut recent, None, &month);
     for round in 0..3 {
         let spares: Vec<*const u8> = recent.spare.borrow().iter().map(|b| b.as_ptr()).collect();
-        let files: Vec<_> = (0..50).map(|i| (name(10_000 + round * 50 + i), one)).collect();
+        let mut files: Vec<_> = (0..50).map(|i| (name(30_000 + round * 50 + i), one)).collect();
+        files.push((format!("p/agents/A/inbox/2026/11/m{round}.md"), one));
         let expected = libgit2_tree(&repo, tree, &files);
         tree = merged_remembering(&repo, &mut recent, Some(tree), &files);
         assert_eq!(tree, expected, "round {round}");
@@ -184,8 +186,22 @@ fn large_trees_reuse_the_buffers_of_the_trees_they_replace() {
         // The first merge had no spare yet; from then on the one it let go is there.
         assert_eq!(spares.contains(&kept.as_ptr()), round > 0, "round {round}");
     }
-    let held: usize = recent.spare.borrow().iter().map(Vec::capacity).sum();
-    assert!(held <= RecentTrees::MAX_BYTES);
+}
+
+#[test]
+fn spare_buffers_are_held_to_the_budget() {
+    let budget = RecentTrees::MAX_BYTES;
+    let tree = |fill: u8| NewTree {
+        id: Oid::from_bytes(&[fill; 20]).expect("id"),
+        bytes: Vec::with_capacity(budget / 3 + 1),
+    };
+    let mut recent = RecentTrees::default();
+    recent.replace((1..=4).map(tree).collect());
+    recent.replace((5..=8).map(tree).collect());
+    let kept: usize = recent.trees.values().map(Vec::capacity).sum();
+    let spare: usize = recent.spare.borrow().iter().map(Vec::capacity).sum();
+    assert!(kept <= budget && spare <= budget, "kept {kept}, spare {spare}");
+    assert_eq!(recent.spare.borrow().len(), 2, "the spares that fit");
 }
 
 /// Names around `/` in Git's order: a file `a.md` sorts before the directory `a`, `a0` after.
