@@ -9,16 +9,36 @@
 const ONES: u64 = u64::from_ne_bytes([1; 8]);
 const HIGH_BITS: u64 = ONES * 0x80;
 
-/// Whether any byte of `word` is a quote, a backslash or a control character (below 0x20):
-/// the bytes JSON must escape. Exact for "any" (the borrow tricks only err in bytes above a
-/// true match).
-fn needs_escape(word: u64) -> bool {
-    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH_BITS;
+/// The bytes of `word` (read little-endian) that JSON must escape: a quote, a backslash or a
+/// control character (below 0x20), each marked by its high bit. The lowest mark is exact; the
+/// borrow tricks can only add false marks above a true one, and only the lowest is used.
+fn escape_marks(word: u64) -> u64 {
+    let zero_bytes = |v: u64| v.wrapping_sub(ONES) & !v & HIGH_BITS;
     let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH_BITS;
-    (has_zero(word ^ (ONES * u64::from(b'"')))
-        | has_zero(word ^ (ONES * u64::from(b'\\')))
-        | below_space)
-        != 0
+    zero_bytes(word ^ (ONES * u64::from(b'"')))
+        | zero_bytes(word ^ (ONES * u64::from(b'\\')))
+        | below_space
+}
+
+fn needs_escape(byte: u8) -> bool {
+    byte == b'"' || byte == b'\\' || byte < 0x20
+}
+
+/// The index of the first byte at or after `from` that needs escaping, or `bytes.len()`.
+/// Eight bytes at a time: a result text has long runs without a quote (message bodies).
+fn next_escape(bytes: &[u8], mut from: usize) -> usize {
+    while let Some(chunk) = bytes.get(from..from + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        let marks = escape_marks(word);
+        if marks != 0 {
+            return from + (marks.trailing_zeros() / 8) as usize;
+        }
+        from += 8;
+    }
+    bytes[from..]
+        .iter()
+        .position(|&byte| needs_escape(byte))
+        .map_or(bytes.len(), |offset| from + offset)
 }
 
 /// Appends `text` as a JSON string, escaped exactly as `serde_json` escapes it (`\"`, `\\`,
@@ -29,18 +49,12 @@ pub fn push_json_string(out: &mut String, text: &str) {
     out.push('"');
     let bytes = text.as_bytes();
     let mut copied = 0;
-    let mut at = 0;
-    while at < bytes.len() {
-        // Eight bytes at a time while none needs escaping.
-        if let Some(chunk) = bytes.get(at..at + 8) {
-            let word = u64::from_ne_bytes(chunk.try_into().unwrap_or([0; 8]));
-            if !needs_escape(word) {
-                at += 8;
-                continue;
-            }
-        }
-        let byte = bytes[at];
-        let escaped = match byte {
+    loop {
+        let at = next_escape(bytes, copied);
+        // Escapes are ASCII, so `at` is on a character boundary.
+        out.push_str(&text[copied..at]);
+        let Some(&byte) = bytes.get(at) else { break };
+        let short = match byte {
             b'"' => "\\\"",
             b'\\' => "\\\\",
             b'\n' => "\\n",
@@ -48,26 +62,18 @@ pub fn push_json_string(out: &mut String, text: &str) {
             b'\t' => "\\t",
             0x08 => "\\b",
             0x0c => "\\f",
-            0..=0x1f => "",
-            _ => {
-                at += 1;
-                continue;
-            }
+            _ => "",
         };
-        // Escapes are ASCII, so `at` is on a character boundary.
-        out.push_str(&text[copied..at]);
-        if escaped.is_empty() {
+        if short.is_empty() {
             const HEX: &[u8; 16] = b"0123456789abcdef";
             out.push_str("\\u00");
             out.push(char::from(HEX[usize::from(byte >> 4)]));
             out.push(char::from(HEX[usize::from(byte & 0xf)]));
         } else {
-            out.push_str(escaped);
+            out.push_str(short);
         }
-        at += 1;
-        copied = at;
+        copied = at + 1;
     }
-    out.push_str(&text[copied..]);
     out.push('"');
 }
 
@@ -91,6 +97,18 @@ mod tests {
             assert_eq!(quoted(&text), expected, "byte {byte:#x}");
         }
         assert_eq!(quoted(""), "head:\"\"");
+    }
+
+    #[test]
+    fn an_escape_is_found_at_every_place_in_a_word() {
+        let letters = "abcdefghijklmnopqrstuvwxyz";
+        for at in 0..24 {
+            for special in ["\"", "\\", "\u{1}", "\u{1f}", "\"\u{1}", "\u{0}\"", "\\\\"] {
+                let text = format!("{}{special}{}", &letters[..at], &letters[at..]);
+                let expected = format!("head:{}", serde_json::to_string(&text).expect("quoted"));
+                assert_eq!(quoted(&text), expected, "{special:?} at {at}");
+            }
+        }
     }
 
     proptest! {
