@@ -261,10 +261,10 @@ impl Mailroom {
         let short =
             limit <= SHORT_INBOX_LIMIT && !req.urgent_only && since.is_none() && topic.is_none();
         let urgent_only = req.urgent_only;
-        let page = move |db: &Db<'_>, project: &Project, agent: &Agent| {
+        let page = move |db: &Db<'_>, project_id: i64, agent_id: i64| {
             let query = InboxQuery {
-                project_id: project.id,
-                agent_id: agent.id,
+                project_id,
+                agent_id,
                 limit,
                 urgent_only,
                 since,
@@ -278,9 +278,11 @@ impl Mailroom {
             let (key, name, page) = (req.project_key.clone(), req.agent_name.clone(), page.clone());
             let found = self
                 .store
-                .read_short(move |db| match resolve::project_and_agent_directly(db, &key, &name)? {
-                    Some((project, agent)) => page(db, &project, &agent).map(Some),
-                    None => Ok(None),
+                .read_short(move |db| {
+                    match resolve::project_and_agent_ids_directly(db, &key, &name)? {
+                        Some((project_id, agent_id)) => page(db, project_id, agent_id).map(Some),
+                        None => Ok(None),
+                    }
                 })
                 .await?;
             if let Some(rows) = found {
@@ -291,7 +293,7 @@ impl Mailroom {
             .read(move |db| {
                 let project = resolve::project(db, &req.project_key)?;
                 let agent = resolve::agent(db, &project, &req.agent_name, "agent_name")?;
-                page(db, &project, &agent)
+                page(db, project.id, agent.id)
             })
             .await
     }
@@ -872,6 +874,37 @@ mod tests {
             };
             let (a, b) = (unknown(false).await, unknown(true).await);
             assert_eq!(a.expect_err("unknown").message, b.expect_err("unknown").message);
+
+            // The inline read's id lookups find what the full resolution finds, for every
+            // spelling of a project and an agent, and nothing where it fails.
+            let spellings = [
+                ("/work/inbox", "GreenCastle", true),
+                ("work-inbox", "greencastle", true),
+                ("/work/inbox/", " RedStone ", true),
+                ("/work//inbox", "BLUELAKE", true),
+                ("/work/other", "GreenCastle", false),
+                ("/work/inbox", "GreenCastel", false),
+                ("YOUR_PROJECT", "GreenCastle", false),
+                ("/work/inbox", "", false),
+            ];
+            for (key, name, found) in spellings {
+                let spelling = format!("{key:?} {name:?}");
+                let (key, name) = (key.to_string(), name.to_string());
+                let (by_ids, resolved) = core
+                    .store
+                    .read(move |db| {
+                        let by_ids = resolve::project_and_agent_ids_directly(db, &key, &name)?;
+                        let resolved = resolve::project(db, &key).and_then(|project| {
+                            resolve::agent(db, &project, &name, "agent_name")
+                                .map(|agent| (project.id, agent.id))
+                        });
+                        Ok((by_ids, resolved.ok()))
+                    })
+                    .await
+                    .expect("read");
+                assert_eq!(by_ids, resolved, "{spelling}");
+                assert_eq!(by_ids.is_some(), found, "{spelling}");
+            }
         });
         core.close();
     }

@@ -49,14 +49,15 @@ pub fn project(db: &Db<'_>, raw: &str) -> Result<Project> {
     Err(project_not_found(db, raw)?)
 }
 
-/// The project and agent when both names resolve as given (by index lookups alone); `None`
-/// when either does not, and only [`project`] and [`agent`] can say why (their errors may
-/// compare the name with every project's or agent's: work for a blocking thread).
-pub fn project_and_agent_directly(
+/// The project's and agent's ids when both names resolve as given (by index lookups alone);
+/// `None` when either does not, and only [`project`] and [`agent`] can say why (their errors
+/// may compare the name with every project's or agent's: work for a blocking thread). The
+/// same lookups as theirs, reading only the ids: an inbox read needs no more.
+pub fn project_and_agent_ids_directly(
     db: &Db<'_>,
     project_key: &str,
     agent_name: &str,
-) -> Result<Option<(Project, Agent)>> {
+) -> Result<Option<(i64, i64)>> {
     let key = project_key.trim();
     let name = agent_name.trim();
     // Whatever [`project`] or [`agent`] would refuse before looking goes their way.
@@ -67,8 +68,11 @@ pub fn project_and_agent_directly(
     {
         return Ok(None);
     }
-    let Some(project) = project_by_key(db, key)? else { return Ok(None) };
-    Ok(db.agent_by_name(project.id, name)?.map(|agent| (project, agent)))
+    let canonical = canonical_project_key(key);
+    let Some(project_id) = db.project_id_matching(&slugify(&canonical), &[&canonical, key])? else {
+        return Ok(None);
+    };
+    Ok(db.agent_id_by_name(project_id, name)?.map(|agent_id| (project_id, agent_id)))
 }
 
 /// The project a trimmed, non-placeholder key names (slug, human key or path spelling).

@@ -42,12 +42,27 @@ pub struct NewAgent<'a> {
 impl Db<'_> {
     /// The agent of this project with this name, compared case-insensitively.
     pub fn agent_by_name(&self, project_id: i64, name: &str) -> Result<Option<Agent>> {
+        self.agent_named(COLUMNS, agent, project_id, name)
+    }
+
+    /// The id of [`Self::agent_by_name`]'s agent, without reading the rest of its row.
+    pub fn agent_id_by_name(&self, project_id: i64, name: &str) -> Result<Option<i64>> {
+        self.agent_named("id", |row| row.get(0), project_id, name)
+    }
+
+    fn agent_named<T>(
+        &self,
+        columns: &str,
+        read: fn(&Row<'_>) -> rusqlite::Result<T>,
+        project_id: i64,
+        name: &str,
+    ) -> Result<Option<T>> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM agents WHERE project_id = ?1 AND name = ?2 COLLATE NOCASE"
+            "SELECT {columns} FROM agents WHERE project_id = ?1 AND name = ?2 COLLATE NOCASE"
         );
         self.conn
             .prepare_cached(&sql)
-            .and_then(|mut stmt| stmt.query_row(params![project_id, name], agent).optional())
+            .and_then(|mut stmt| stmt.query_row(params![project_id, name], read).optional())
             .map_err(map_err)
     }
 

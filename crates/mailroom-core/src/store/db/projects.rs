@@ -22,27 +22,44 @@ fn project(row: &Row<'_>) -> rusqlite::Result<Project> {
 impl Db<'_> {
     /// The project whose slug or human key matches any of the given spellings: the slug's
     /// (unique) first, else the oldest with a matching human key.
+    pub fn project_matching(&self, slug: &str, keys: &[&str]) -> Result<Option<Project>> {
+        self.matching_project(COLUMNS, project, slug, keys)
+    }
+
+    /// The id of [`Self::project_matching`]'s project, without reading the rest of its row
+    /// (an inbox read needs only the id).
+    pub fn project_id_matching(&self, slug: &str, keys: &[&str]) -> Result<Option<i64>> {
+        self.matching_project("id", |row| row.get(0), slug, keys)
+    }
+
+    /// `columns` of the matching project, read by `read`.
     ///
     /// Two point lookups, not one query with `OR`: SQLite answers that with three index
     /// searches, a row set and a sort, on every tool call that names a project.
-    pub fn project_matching(&self, slug: &str, keys: &[&str]) -> Result<Option<Project>> {
-        let by_slug = format!("SELECT {COLUMNS} FROM projects WHERE slug = ?1");
+    fn matching_project<T>(
+        &self,
+        columns: &str,
+        read: fn(&Row<'_>) -> rusqlite::Result<T>,
+        slug: &str,
+        keys: &[&str],
+    ) -> Result<Option<T>> {
+        let by_slug = format!("SELECT {columns} FROM projects WHERE slug = ?1");
         let found = self
             .conn
             .prepare_cached(&by_slug)
-            .and_then(|mut stmt| stmt.query_row([slug], project).optional())
+            .and_then(|mut stmt| stmt.query_row([slug], read).optional())
             .map_err(map_err)?;
         if found.is_some() {
             return Ok(found);
         }
         let by_key = format!(
-            "SELECT {COLUMNS} FROM projects WHERE human_key IN (?1, ?2) ORDER BY id LIMIT 1"
+            "SELECT {columns} FROM projects WHERE human_key IN (?1, ?2) ORDER BY id LIMIT 1"
         );
         let key_a = keys.first().copied().unwrap_or(slug);
         let key_b = keys.get(1).copied().unwrap_or(key_a);
         self.conn
             .prepare_cached(&by_key)
-            .and_then(|mut stmt| stmt.query_row(params![key_a, key_b], project).optional())
+            .and_then(|mut stmt| stmt.query_row(params![key_a, key_b], read).optional())
             .map_err(map_err)
     }
 
