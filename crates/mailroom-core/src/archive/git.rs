@@ -39,8 +39,9 @@ pub struct Author {
     pub email: String,
 }
 
-/// The maps of a commit's per-file work: keyed by contents, paths and ids that agents choose
-/// in part, so seeded at random, but several times faster than std's SipHash on them.
+/// The maps of a commit's per-file work, several times faster than std's SipHash on contents
+/// and paths. Agents choose those in part; foldhash seeds per process (from addresses, being
+/// built without its `std` feature), and a map holds one batch at most.
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// A batch's distinct file contents and their blob ids.
@@ -388,25 +389,14 @@ impl ArchiveRepo {
 
     /// Index entries for committed files still in the work tree, with their stat data.
     ///
-    /// Paths with the same blob are mostly hard links of one inode (a message's canonical,
-    /// outbox and inbox copies), so each blob's first path is stat'ed for all of them. Where
-    /// a copy is a file of its own after all (a link refused, a human's edit), its stat data
-    /// differs from what the index holds and Git reads the file to compare: stat data can
-    /// make Git look, never make it skip a changed file, since the inode number differs.
+    /// Each path is stat'ed for itself, even a hard link of another path of its batch: the
+    /// paths wait here across batches, that other path may be rewritten meanwhile, and Git
+    /// takes a size differing from the index's as a change without reading the file.
     fn index_entries_of(&self, paths: &[(String, Oid)]) -> Vec<IndexEntry> {
         let stat = |path: &str| fs::metadata(self.root.join(path)).ok();
-        let mut stats: FastMap<Oid, fs::Metadata> = FastMap::default();
         paths
             .iter()
-            .filter_map(|(path, blob)| {
-                let entry = match stats.entry(*blob) {
-                    Entry::Occupied(known) => index_entry(path, *blob, known.get()),
-                    // A path gone from the work tree is left out; another with its blob
-                    // is then stat'ed for itself.
-                    Entry::Vacant(slot) => index_entry(path, *blob, slot.insert(stat(path)?)),
-                };
-                Some(entry)
-            })
+            .filter_map(|(path, blob)| Some(index_entry(path, *blob, &stat(path)?)))
             .collect()
     }
 
@@ -863,10 +853,19 @@ mod tests {
         assert_eq!(fs::read_to_string(root.join(outbox)).expect("read"), "first\n");
         assert_ne!(inode(outbox), inode(inbox));
         repo.sync_index().expect("index");
-        assert_eq!(git(&root, &["status", "--porcelain"]), "");
-        // The index's stat data is each file's own (linked copies stat'ed once): Git lists
-        // a file whose stat data differs here, without reading it.
+        // The index's stat data is each file's own: `diff-files` lists a file whose stat data
+        // differs without refreshing the index (`status` would refresh it), so it goes first.
         assert_eq!(git(&root, &["diff-files", "--name-only"]), "");
+        assert_eq!(git(&root, &["status", "--porcelain"]), "");
+
+        // Copies linked in one batch, whose first path a later batch rewrites (with another
+        // size) before the index is written: the other copy keeps stat data of its own.
+        repo.commit_files(&copies("linked, then split\n"), "mail: three\n").expect("commit");
+        let rewritten = vec![(outbox.to_string(), b"rewritten\n".to_vec())];
+        repo.commit_files(&rewritten, "mail: four\n").expect("commit");
+        repo.sync_index().expect("index");
+        assert_eq!(git(&root, &["diff-files", "--name-only"]), "");
+        assert_eq!(git(&root, &["status", "--porcelain"]), "");
 
         // A batch that names a path twice: its later copies of the first content are not
         // linked to the path that no longer holds it.
@@ -879,6 +878,7 @@ mod tests {
         assert_eq!(fs::read_to_string(root.join("p/x.md")).expect("read"), "two\n");
         assert_eq!(fs::read_to_string(root.join("p/y.md")).expect("read"), "one\n");
         repo.sync_index().expect("index");
+        assert_eq!(git(&root, &["diff-files", "--name-only"]), "");
         assert_eq!(git(&root, &["status", "--porcelain"]), "");
     }
 

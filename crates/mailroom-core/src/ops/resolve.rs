@@ -68,8 +68,8 @@ pub fn project_and_agent_ids_directly(
     {
         return Ok(None);
     }
-    let canonical = canonical_project_key(key);
-    let Some(project_id) = db.project_id_matching(&slugify(&canonical), &[&canonical, key])? else {
+    let (slug, canonical) = project_spellings(key);
+    let Some(project_id) = db.project_id_matching(&slug, &[&canonical, key])? else {
         return Ok(None);
     };
     Ok(db.agent_id_by_name(project_id, name)?.map(|agent_id| (project_id, agent_id)))
@@ -77,8 +77,14 @@ pub fn project_and_agent_ids_directly(
 
 /// The project a trimmed, non-placeholder key names (slug, human key or path spelling).
 fn project_by_key(db: &Db<'_>, key: &str) -> Result<Option<Project>> {
+    let (slug, canonical) = project_spellings(key);
+    db.project_matching(&slug, &[&canonical, key])
+}
+
+/// The slug and the canonical spelling a project key is matched by.
+fn project_spellings(key: &str) -> (String, String) {
     let canonical = canonical_project_key(key);
-    db.project_matching(&slugify(&canonical), &[&canonical, key])
+    (slugify(&canonical), canonical)
 }
 
 /// The spelling used for matching: absolute paths are normalised, other keys kept as typed.
