@@ -57,18 +57,14 @@ pub fn take_ownership(root: &Path) -> Result<OwnerLock> {
 /// the branch leaves it, and every commit is refused until it goes: waiting for it to age
 /// past `GIT_LOCK_STALE_AFTER` made a quick restart's stop give up with its work queued.
 /// Only that lock: the others may be a human's Git at work in the archive.
-fn remove_branch_lock(root: &Path) -> Vec<PathBuf> {
-    let mut removed = Vec::new();
+fn remove_branch_lock(root: &Path) {
     let git = root.join(".git");
-    let Ok(head) = fs::read_to_string(git.join("HEAD")) else { return removed };
-    let Some(branch) = head.trim().strip_prefix("ref: refs/heads/") else { return removed };
-    if branch.split('/').all(|part| !part.is_empty() && part != "..") {
-        let lock = git.join("refs/heads").join(format!("{branch}.lock"));
-        if lock.exists() {
-            remove(&lock, &mut removed);
-        }
+    let Ok(head) = fs::read_to_string(git.join("HEAD")) else { return };
+    let Some(branch) = head.trim().strip_prefix("ref: refs/heads/") else { return };
+    let lock = git.join("refs/heads").join(format!("{branch}.lock"));
+    if branch.split('/').all(|part| !part.is_empty() && part != "..") && lock.exists() {
+        remove(&lock, &mut Vec::new());
     }
-    removed
 }
 
 /// Takes the archive's ownership lock, or says which process holds it.
