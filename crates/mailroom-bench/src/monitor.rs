@@ -50,6 +50,12 @@ pub struct MonitorReport {
     pub rss_anon_growth_mb_per_hour: f64,
     #[serde(default)]
     pub rss_anon_growth_late_mb_per_hour: f64,
+    /// The slope of the second half's floor: the lowest anonymous RSS of each of
+    /// [`FLOOR_WINDOWS`] stretches, fitted by least squares. Transient buffers (a Git
+    /// roll-up's, freed after seconds) swing the samples by tens of MB and with them the
+    /// plain slope; they do not lift the floor, which a leak does.
+    #[serde(default)]
+    pub rss_anon_floor_growth_late_mb_per_hour: f64,
     #[serde(default)]
     pub rss_anon_peak_mb: f64,
     #[serde(default)]
@@ -95,6 +101,19 @@ fn cpu_ticks(stat: &str) -> Option<u64> {
     Some(user + system)
 }
 
+/// Stretches of the second half whose lowest samples make its floor.
+pub const FLOOR_WINDOWS: usize = 8;
+
+/// The lowest point of each of `windows` equal stretches of `points` (by count; stretches of
+/// fewer than two points are not cut).
+pub fn floor(points: &[(f64, f64)], windows: usize) -> Vec<(f64, f64)> {
+    let per_window = points.len().div_ceil(windows.max(1)).max(2);
+    points
+        .chunks(per_window)
+        .filter_map(|chunk| chunk.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1)))
+        .collect()
+}
+
 /// The least-squares slope of `points` (y per unit of x); 0 with fewer than two distinct x.
 pub fn slope(points: &[(f64, f64)]) -> f64 {
     let n = points.len() as f64;
@@ -134,6 +153,9 @@ pub fn summarise(pid: u32, interval: Duration, samples: Vec<Sample>) -> MonitorR
         rss_growth_late_mb_per_hour: late(&rss),
         rss_anon_growth_mb_per_hour: round(slope(&anon) * 3600.0),
         rss_anon_growth_late_mb_per_hour: late(&anon),
+        rss_anon_floor_growth_late_mb_per_hour: round(
+            slope(&floor(&anon[anon.len() / 2..], FLOOR_WINDOWS)) * 3600.0,
+        ),
         rss_anon_peak_mb: peak(&anon),
         rss_file_peak_mb: peak(&file),
         open_files_growth_per_hour: round(slope(&files) * 3600.0),
@@ -245,5 +267,48 @@ mod tests {
         // +1 MB per sample (10 MB/hour) throughout.
         let leak = run(|i| 50 * 1024 + i * 1024);
         assert!((leak.rss_anon_growth_late_mb_per_hour - 10.0).abs() < 1e-9, "{leak:?}");
+    }
+
+    /// Samples that swing with transient buffers: the floor's slope stays at the floor's
+    /// growth (none, or a leak's), whatever the spikes do.
+    #[test]
+    fn the_floor_slope_ignores_transient_spikes() {
+        // 80 samples a minute apart; every seventh is a spike of 10 to 40 MB.
+        let run = |leak_kb_per_sample: u64| {
+            let samples = (0..80u64)
+                .map(|i| {
+                    let spike = if i % 7 == 3 { (10 + (i * 13) % 31) * 1024 } else { 0 };
+                    let anon = 60 * 1024 + i * leak_kb_per_sample + spike;
+                    Sample {
+                        t_s: i as f64 * 60.0,
+                        rss_kb: anon,
+                        rss_anon_kb: anon,
+                        rss_file_kb: 0,
+                        cpu_s: 0.0,
+                        open_files: 20,
+                    }
+                })
+                .collect();
+            summarise(1, Duration::from_secs(60), samples)
+        };
+        let flat = run(0);
+        assert_eq!(flat.rss_anon_floor_growth_late_mb_per_hour, 0.0, "{flat:?}");
+        assert!(flat.rss_anon_growth_late_mb_per_hour.abs() > 1.0, "{flat:?}");
+        // 1 MB per 10 samples: 6 MB/hour.
+        let leak = run(1024 / 10);
+        let floor = leak.rss_anon_floor_growth_late_mb_per_hour;
+        assert!((floor - 6.0).abs() < 0.2, "{leak:?}");
+    }
+
+    #[test]
+    fn the_floor_is_each_stretchs_lowest_point() {
+        let points: Vec<(f64, f64)> = [5.0, 3.0, 4.0, 9.0, 2.0, 8.0, 7.0]
+            .iter()
+            .enumerate()
+            .map(|(i, y)| (i as f64, *y))
+            .collect();
+        assert_eq!(floor(&points, 3), vec![(1.0, 3.0), (4.0, 2.0), (6.0, 7.0)]);
+        assert_eq!(floor(&points[..1], 8), vec![(0.0, 5.0)]);
+        assert!(floor(&[], 8).is_empty());
     }
 }

@@ -163,7 +163,8 @@ impl Report {
         let m = self.monitor.as_ref()?;
         Some(format!(
             "process {}: RSS {} → peak {} MB (growth {} MB/hour, second half {} MB/hour; \
-             anonymous peak {} MB, growth {} MB/hour, second half {} MB/hour; file-backed \
+             anonymous peak {} MB, growth {} MB/hour, second half {} MB/hour, second half's \
+             floor {} MB/hour; file-backed \
              peak {} MB), CPU {} % of a core, open files peak {} (growth {}/hour), {} samples",
             m.pid,
             m.rss_first_mb,
@@ -173,6 +174,7 @@ impl Report {
             m.rss_anon_peak_mb,
             m.rss_anon_growth_mb_per_hour,
             m.rss_anon_growth_late_mb_per_hour,
+            m.rss_anon_floor_growth_late_mb_per_hour,
             m.rss_file_peak_mb,
             m.cpu_percent_mean,
             m.open_files_peak,
