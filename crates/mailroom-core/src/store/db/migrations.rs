@@ -15,6 +15,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_fts_project_scope.sql"),
     include_str!("migrations/0005_drop_superseded_reservation_index.sql"),
     include_str!("migrations/0006_deferred_fts.sql"),
+    include_str!("migrations/0007_inbox_covering_index.sql"),
 ];
 
 /// Brings the database up to the latest schema.
@@ -83,5 +84,40 @@ mod tests {
         assert_eq!(hits("project_scope : p2 AND {subject body} : (shared)"), vec![2]);
         super::super::search::index_pending_messages(&conn).expect("index pending");
         assert_eq!(hits("project_scope : p2 AND {subject body} : (shared)"), vec![2, 3]);
+    }
+
+    /// After 0007 an inbox page (the recipient rows of one agent, newest first, with their
+    /// kind) is read from one covering index, and the two indexes it supersedes are gone.
+    #[test]
+    fn inbox_rows_come_from_the_covering_index() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        migrate(&mut conn).expect("migrate");
+        let mut stmt = conn
+            .prepare(
+                "EXPLAIN QUERY PLAN SELECT m.id, r.kind FROM message_recipients r
+                 JOIN messages m ON m.id = r.message_id
+                 WHERE r.agent_id = ?1 AND m.project_id = ?2
+                 ORDER BY r.message_id DESC LIMIT 20",
+            )
+            .expect("prepare");
+        let plan: Vec<String> = stmt
+            .query_map([1, 1], |row| row.get(3))
+            .expect("plan")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        assert!(
+            plan.iter().any(|step| step.contains(
+                "SEARCH r USING COVERING INDEX idx_message_recipients_agent_message_kind"
+            )),
+            "{plan:?}"
+        );
+        let indexes: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name = 'message_recipients'")
+            .expect("prepare")
+            .query_map([], |row| row.get(0))
+            .expect("indexes")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        assert_eq!(indexes, vec!["idx_message_recipients_agent_message_kind".to_string()]);
     }
 }
