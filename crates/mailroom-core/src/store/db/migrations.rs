@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0005_drop_superseded_reservation_index.sql"),
     include_str!("migrations/0006_deferred_fts.sql"),
     include_str!("migrations/0007_inbox_covering_index.sql"),
+    include_str!("migrations/0008_drop_prefix_message_indexes.sql"),
 ];
 
 /// Brings the database up to the latest schema.
@@ -119,5 +120,30 @@ mod tests {
             .collect::<rusqlite::Result<_>>()
             .expect("rows");
         assert_eq!(indexes, vec!["idx_message_recipients_agent_message_kind".to_string()]);
+    }
+
+    /// After 0008 a message lookup by project or by sender alone uses the composite index
+    /// that begins with that column.
+    #[test]
+    fn lookups_by_project_or_sender_use_the_composite_indexes() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        migrate(&mut conn).expect("migrate");
+        let plan = |sql: &str| -> String {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).expect("prepare");
+            let steps = stmt.query_map([], |row| row.get::<_, String>(3)).expect("plan");
+            steps.collect::<rusqlite::Result<Vec<_>>>().expect("rows").join("; ")
+        };
+        let by_project = plan("SELECT id FROM messages WHERE project_id = 1");
+        assert!(by_project.contains("idx_messages_project_"), "{by_project}");
+        let by_sender = plan("SELECT id FROM messages WHERE sender_id = 1");
+        assert!(by_sender.contains("idx_messages_sender_created"), "{by_sender}");
+        let dropped: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name IN ('ix_messages_project_id', 'ix_messages_sender_id')",
+                [],
+                |row| row.get(0),
+            )
+            .expect("count");
+        assert_eq!(dropped, 0);
     }
 }
