@@ -1,5 +1,7 @@
 //! Queries on `messages` and `message_recipients`.
 
+use std::sync::LazyLock;
+
 use rusqlite::{OptionalExtension, Row, params};
 
 use super::{Db, db_ts, map_err, opt_ts, ts};
@@ -83,6 +85,20 @@ pub struct ReceiptState {
 pub(super) const LISTED_COLUMNS: &str = "s.name, s.project_id, sp.slug, sp.human_key";
 pub(super) const LISTED_JOINS: &str =
     "JOIN agents s ON s.id = m.sender_id JOIN projects sp ON sp.id = s.project_id";
+
+/// An agent's inbox page in one project, newest first (parameters: agent, project, urgent
+/// only, since, topic, limit). Built once, not per request: it is the hottest read.
+pub(super) static INBOX_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {COLUMNS}, {LISTED_COLUMNS}, r.kind FROM message_recipients r
+         JOIN messages m ON m.id = r.message_id {LISTED_JOINS}
+         WHERE r.agent_id = ?1 AND m.project_id = ?2
+           AND (?3 = 0 OR m.importance IN ('high', 'urgent'))
+           AND (?4 IS NULL OR m.created_ts > ?4)
+           AND (?5 IS NULL OR m.topic = ?5 COLLATE NOCASE)
+         ORDER BY r.message_id DESC LIMIT ?6"
+    )
+});
 
 pub(super) fn listed(row: &Row<'_>, kind: bool) -> rusqlite::Result<ListedMessage> {
     listed_ref(row, kind).map(|r| r.to_listed())
@@ -276,16 +292,7 @@ impl Db<'_> {
         query: &InboxQuery<'_>,
         mut visit: impl FnMut(&ListedRef<'_>) -> Result<()>,
     ) -> Result<()> {
-        let sql = format!(
-            "SELECT {COLUMNS}, {LISTED_COLUMNS}, r.kind FROM message_recipients r
-             JOIN messages m ON m.id = r.message_id {LISTED_JOINS}
-             WHERE r.agent_id = ?1 AND m.project_id = ?2
-               AND (?3 = 0 OR m.importance IN ('high', 'urgent'))
-               AND (?4 IS NULL OR m.created_ts > ?4)
-               AND (?5 IS NULL OR m.topic = ?5 COLLATE NOCASE)
-             ORDER BY r.message_id DESC LIMIT ?6"
-        );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let mut stmt = self.conn.prepare_cached(&INBOX_SQL).map_err(map_err)?;
         let mut rows = stmt
             .query(params![
                 query.agent_id,

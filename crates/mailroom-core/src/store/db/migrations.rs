@@ -87,22 +87,17 @@ mod tests {
         assert_eq!(hits("project_scope : p2 AND {subject body} : (shared)"), vec![2, 3]);
     }
 
-    /// After 0007 an inbox page (the recipient rows of one agent, newest first, with their
-    /// kind) is read from one covering index, and the two indexes it supersedes are gone.
+    /// After 0007 the inbox statement reads its recipient rows (one agent's, newest first,
+    /// with their kind) from one covering index, and the two indexes it supersedes are gone.
     #[test]
     fn inbox_rows_come_from_the_covering_index() {
         let mut conn = Connection::open_in_memory().expect("open");
         migrate(&mut conn).expect("migrate");
-        let mut stmt = conn
-            .prepare(
-                "EXPLAIN QUERY PLAN SELECT m.id, r.kind FROM message_recipients r
-                 JOIN messages m ON m.id = r.message_id
-                 WHERE r.agent_id = ?1 AND m.project_id = ?2
-                 ORDER BY r.message_id DESC LIMIT 20",
-            )
-            .expect("prepare");
+        let sql = format!("EXPLAIN QUERY PLAN {}", *super::super::messages::INBOX_SQL);
+        let mut stmt = conn.prepare(&sql).expect("prepare");
+        let no_filter: Option<i64> = None;
         let plan: Vec<String> = stmt
-            .query_map([1, 1], |row| row.get(3))
+            .query_map(rusqlite::params![1, 1, 0, no_filter, no_filter, 20], |row| row.get(3))
             .expect("plan")
             .collect::<rusqlite::Result<_>>()
             .expect("rows");
