@@ -1,13 +1,17 @@
 //! The Git commit guard end to end: `mailroom guard install` in a real repository, then real
 //! `git commit` / `git push` runs whose hooks exec the built binary against reservation
-//! files written as the archive writes them (spec/storage.md §4).
+//! files written as the archive writes them (spec/storage.md §4), and against a running
+//! server whose archive lags behind a send storm.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::mailroom;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use common::{KillOnDrop, mailroom, start_with, stop, tool};
 use serde_json::{Value, json};
 
 /// A code repository with the guard installed and a data directory holding the project's
@@ -309,4 +313,124 @@ fn core_ignorecase_makes_matching_case_insensitive() {
     let refused = setup.commit("BlueLake", "docs/a.md", &[]);
     assert!(!refused.status.success(), "core.ignorecase=true folds case");
     assert!(text(&refused.stderr).contains("- docs/a.md matches Docs/** (holder: GreenCastle"));
+}
+
+/// Rounds of reserve → rival commit → release → rival commit in the live test.
+const LIVE_ROUNDS: usize = 12;
+
+/// Sends mail between two agents over REST until told to stop; counts acknowledged sends.
+async fn send_storm(url: String, slug: String, stop: Arc<AtomicBool>, sent: Arc<AtomicUsize>) {
+    let client = reqwest::Client::new();
+    while !stop.load(Ordering::Relaxed) {
+        let body = json!({"project_slug": slug, "sender_name": "RedFox",
+                          "recipient_names": ["GreenCastle"], "subject": "storm",
+                          "body_md": "keeping the archive busy"});
+        let response =
+            client.post(format!("{url}/api/message/send")).json(&body).send().await.expect("send");
+        assert!(response.status().is_success(), "storm send: {}", response.status());
+        sent.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Commits `path` as `agent` on a blocking thread (the hook runs the built binary).
+async fn commit_as(repo: &Path, agent: &'static str, path: String) -> Output {
+    let repo = repo.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let file = repo.join(&path);
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+        let previous = std::fs::read_to_string(&file).unwrap_or_default();
+        std::fs::write(&file, format!("{previous}edit by {agent}\n")).expect("write");
+        git_ok(&repo, &["add", &path]);
+        git(&repo, &["commit", "-q", "-m", &format!("{agent}: {path}")])
+            .env("AGENT_NAME", agent)
+            .env("WORKTREES_ENABLED", "1")
+            .output()
+            .expect("git commit")
+    })
+    .await
+    .expect("commit thread")
+}
+
+/// A reservation tool's answer is what the guard enforces from that moment, however far the
+/// archive lags: with a send storm holding the archive's commits back (a three-second
+/// window), every rival commit made right after a grant is refused, and every one made right
+/// after the release is allowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_guard_enforces_each_answer_at_once_while_the_archive_lags() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let repo = temp.path().join("repo");
+    std::fs::create_dir(&repo).expect("mkdir repo");
+    git_ok(&repo, &["init", "-q", "-b", "main"]);
+    let project = repo.to_string_lossy().into_owned();
+    let data = temp.path().join("data");
+    let (server, url) =
+        start_with(&data, &[("WORKTREES_ENABLED", "1"), ("ARCHIVE_COMMIT_WINDOW_MS", "3000")]);
+    let server = KillOnDrop(Some(server));
+    let ensured = tool(&url, "ensure_project", json!({"human_key": project})).await;
+    let slug = ensured["slug"].as_str().expect("slug").to_string();
+    for name in ["BlueLake", "GreenCastle", "RedFox"] {
+        let args = json!({"project_key": project, "program": "test", "model": "m", "name": name});
+        tool(&url, "register_agent", args).await;
+    }
+    let policy = json!({"project_key": project, "agent_name": "GreenCastle", "policy": "open"});
+    tool(&url, "set_contact_policy", policy).await;
+    let installed = tool(
+        &url,
+        "install_precommit_guard",
+        json!({"project_key": project, "code_repo_path": project}),
+    )
+    .await;
+    assert!(installed["hook"].as_str().is_some_and(|h| h.ends_with("pre-commit")), "{installed}");
+
+    let (halt, sent) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+    let storm: Vec<_> = (0..4)
+        .map(|_| {
+            let task = send_storm(url.clone(), slug.clone(), halt.clone(), sent.clone());
+            tokio::spawn(task)
+        })
+        .collect();
+    while sent.load(Ordering::Relaxed) < 50 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let reservations = data.join("archive/projects").join(&slug).join("file_reservations");
+    let mut not_yet_archived = 0;
+    for round in 0..LIVE_ROUNDS {
+        let path = format!("src/module_{round}.rs");
+        let granted = tool(
+            &url,
+            "file_reservation_paths",
+            json!({"project_key": project, "agent_name": "BlueLake", "paths": [path],
+                   "ttl_seconds": 3600, "exclusive": true, "reason": "live"}),
+        )
+        .await;
+        let id = granted["granted"][0]["id"].as_i64().expect("granted id");
+        if !reservations.join(format!("id-{id}.json")).exists() {
+            not_yet_archived += 1;
+        }
+        let refused = commit_as(&repo, "GreenCastle", path.clone()).await;
+        assert!(!refused.status.success(), "round {round}: the rival's commit must be refused");
+        let stderr = text(&refused.stderr);
+        assert!(stderr.contains(&format!("- {path} matches {path} (holder: BlueLake")), "{stderr}");
+
+        let released = tool(
+            &url,
+            "release_file_reservations",
+            json!({"project_key": project, "agent_name": "BlueLake", "paths": [path]}),
+        )
+        .await;
+        assert_eq!(released["released"], 1, "round {round}: {released}");
+        let allowed = commit_as(&repo, "GreenCastle", path.clone()).await;
+        assert!(allowed.status.success(), "round {round}: {}", text(&allowed.stderr));
+    }
+    halt.store(true, Ordering::Relaxed);
+    for task in storm {
+        task.await.expect("storm task");
+    }
+    // The archive's files lagged in at least one round, or the test proved nothing about it.
+    assert!(not_yet_archived > 0, "the archive kept up in every round; nothing was tested");
+    stop(server.take());
+    // Once stopped, the archive holds every reservation as released.
+    let last = std::fs::read_to_string(reservations.join(format!("id-{LIVE_ROUNDS}.json")));
+    let record: Value = serde_json::from_str(&last.expect("archived")).expect("json");
+    assert!(record["released_ts"].is_string(), "{record}");
 }

@@ -98,6 +98,8 @@ pub struct PluginTarget {
     pub program: PathBuf,
     /// `STORAGE_ROOT/projects/<slug>/file_reservations`.
     pub reservations_dir: PathBuf,
+    /// The server's database, which the check reads first (it is ahead of the archive).
+    pub database: Option<PathBuf>,
 }
 
 /// Installs the chain-runner and our plugin for `hook` in `hooks_dir`, preserving a foreign
@@ -289,6 +291,11 @@ pub fn chain_runner_script(hook: Hook) -> String {
 pub fn plugin_script(hook: Hook, target: &PluginTarget) -> String {
     let program = shell_quote(&target.program.to_string_lossy());
     let dir = shell_quote(&target.reservations_dir.to_string_lossy());
+    let database = target
+        .database
+        .as_ref()
+        .map(|db| format!(" --database {}", shell_quote(&db.to_string_lossy())))
+        .unwrap_or_default();
     let mode = match hook {
         Hook::PreCommit => "",
         Hook::PrePush => " --pre-push",
@@ -302,7 +309,7 @@ pub fn plugin_script(hook: Hook, target: &PluginTarget) -> String {
          (AGENT_MAIL_BYPASS=1 skips the check)\" >&2\n\
          \x20 exit 1\n\
          fi\n\
-         exec \"$mailroom\" guard check{mode} --reservations-dir {dir} -- \"$@\"\n",
+         exec \"$mailroom\" guard check{mode} --reservations-dir {dir}{database} -- \"$@\"\n",
         name = hook.name()
     )
 }
@@ -407,6 +414,7 @@ mod tests {
         PluginTarget {
             program: PathBuf::from("/opt/mail room/mailroom"),
             reservations_dir: PathBuf::from("/data/projects/it's/file_reservations"),
+            database: Some(PathBuf::from("/data/mail room.sqlite3")),
         }
     }
 

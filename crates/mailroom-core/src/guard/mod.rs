@@ -3,10 +3,12 @@
 //!
 //! `hooks` installs and removes them: a POSIX `sh` chain-runner per hook (the reference's
 //! marker, so either implementation recognises the other's) that runs `hooks.d/<hook>/*`,
-//! and a plugin there that execs `mailroom guard check`. `reservations` loads the archive's
-//! reservation JSON files and matches changed paths against them; `changes` asks Git which
-//! paths a commit or a push changes. The check reads only files, so it works while the server
-//! is down, and it touches no database and no async runtime, so it starts fast.
+//! and a plugin there that execs `mailroom guard check`. `reservations` loads the project's
+//! reservations in force, from the server's database when it knows the project (the archive's
+//! files lag behind it) or else from the archive's reservation JSON files, and matches changed
+//! paths against them; `changes` asks Git which paths a commit or a push changes. The check
+//! opens the database read-only and starts no async runtime, so it works while the server is
+//! down and starts fast.
 
 pub mod changes;
 pub mod hooks;

@@ -1,14 +1,25 @@
-//! The guard's view of file reservations (spec/cli_guard_share.md §2.2 steps 6–8): the archive's
-//! JSON files, filtered to the active exclusive reservations of other agents, compiled once,
-//! and matched against changed paths.
+//! The guard's view of file reservations (spec/cli_guard_share.md §2.2 steps 6–8), filtered to
+//! the active exclusive reservations of other agents, compiled once, and matched against
+//! changed paths.
+//!
+//! Two sources, one rule set. The server's database is read first when the hook names it: a
+//! reservation tool answers only after its transaction commits, so what the guard reads there
+//! agrees with the answer the moment it is given, whatever the archive's backlog (its files are
+//! written by a commit that may come a second later under heavy mail). The archive's JSON
+//! files are read when there is no database, or it does not know the project (an archive
+//! written by another implementation): the guard works with the server down either way.
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use serde_json::Value;
 
+use crate::archive::format::python_strip;
+use crate::error::Result;
 use crate::model::path_pattern::{PathPattern, PatternSet, is_virtual, normalize};
 use crate::model::time::Timestamp;
+use crate::records::Reservation;
+use crate::store::Reader;
 
 /// How many conflicts the report lists (the reference's limit).
 pub const REPORT_LIMIT: usize = 10;
@@ -78,35 +89,43 @@ impl BlockingSet {
                 Value::Array(items) => items,
                 other => vec![other],
             };
-            for record in &records {
-                set.consider(record, agent_name, now, &mut seen_ids);
+            for record in records.iter().filter_map(Record::from_json) {
+                if record.id.as_ref().is_none_or(|id| seen_ids.insert(id.clone())) {
+                    set.consider(record, agent_name, now);
+                }
             }
         }
         set
     }
 
-    fn consider(
-        &mut self,
-        record: &Value,
+    /// The reservations of the project `slug` in force at `now` in the database at
+    /// `database`, kept by the same rules as [`BlockingSet::load`]. `None` when there is no
+    /// database file or it holds no such project (the archive's files are then the record);
+    /// an error when the database is there but cannot be read.
+    pub fn load_from_database(
+        database: &Path,
+        slug: &str,
         agent_name: &str,
         now: Timestamp,
-        seen_ids: &mut HashSet<String>,
-    ) {
-        let Some(fields) = record.as_object() else { return };
-        if let Some(id) = fields.get("id").filter(|v| !v.is_null()) {
-            let key = match id {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            if !seen_ids.insert(key) {
-                return;
-            }
+        fold_case: bool,
+    ) -> Result<Option<Self>> {
+        if !database.is_file() {
+            return Ok(None);
         }
-        let pattern = text(fields.get("path_pattern"));
-        let holder = text(fields.get("agent"));
-        let expires_ts = text(fields.get("expires_ts"));
-        let exclusive = fields.get("exclusive").is_none_or(python_truthy);
-        let released = fields.get("released_ts").is_some_and(python_truthy_text);
+        let rows = Reader::open(database)?.read(|db| {
+            let Some(project_id) = db.project_id_matching(slug, &[])? else { return Ok(None) };
+            db.project_reservations_in_force(project_id, now).map(Some)
+        })?;
+        let Some(rows) = rows else { return Ok(None) };
+        let mut set = Self { fold_case, ..Self::default() };
+        for row in &rows {
+            set.consider(Record::from_row(row), agent_name, now);
+        }
+        Ok(Some(set))
+    }
+
+    fn consider(&mut self, record: Record, agent_name: &str, now: Timestamp) {
+        let Record { pattern, holder, expires_ts, exclusive, released, .. } = record;
         // A lone negation pattern matches nothing in `pathspec`, so it never blocks.
         if pattern.is_empty()
             || pattern.starts_with('!')
@@ -165,6 +184,49 @@ impl BlockingSet {
             }
         }
         found
+    }
+}
+
+/// One reservation as either source states it, before the blocking rules apply.
+struct Record {
+    /// The id as text, for deduplicating the archive's two copies of a reservation.
+    id: Option<String>,
+    pattern: String,
+    holder: String,
+    expires_ts: String,
+    exclusive: bool,
+    released: bool,
+}
+
+impl Record {
+    /// A record of the archive's JSON, each field read as the reference reads it.
+    fn from_json(record: &Value) -> Option<Self> {
+        let fields = record.as_object()?;
+        let id = fields.get("id").filter(|v| !v.is_null()).map(|id| match id {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+        Some(Self {
+            id,
+            pattern: text(fields.get("path_pattern")),
+            holder: text(fields.get("agent")),
+            expires_ts: text(fields.get("expires_ts")),
+            exclusive: fields.get("exclusive").is_none_or(python_truthy),
+            released: fields.get("released_ts").is_some_and(python_truthy_text),
+        })
+    }
+
+    /// A database row, spelled as the archive's file for it says (pattern stripped, expiry
+    /// in ISO form), so either source reports a conflict in the same words.
+    fn from_row(row: &Reservation) -> Self {
+        Self {
+            id: Some(row.id.to_string()),
+            pattern: python_strip(&row.path_pattern).trim().to_string(),
+            holder: row.agent_name.trim().to_string(),
+            expires_ts: row.expires_ts.to_iso(),
+            exclusive: row.exclusive,
+            released: row.released_ts.is_some(),
+        }
     }
 }
 

@@ -43,6 +43,10 @@ impl Mailroom {
         let target = PluginTarget {
             program,
             reservations_dir: reservations_dir(&self.config.storage_root, &project.slug),
+            database: Some(
+                std::path::absolute(&self.config.database_path)
+                    .unwrap_or_else(|_| self.config.database_path.clone()),
+            ),
         };
         let chain = tokio::task::spawn_blocking(move || {
             let repo = hooks::user_path(&code_repo_path);

@@ -1,7 +1,8 @@
 //! `mailroom guard check|install|uninstall|status`: the Git commit guard
 //! (spec/cli_guard_share.md §2). The hooks `install` writes exec `guard check`, which reads
-//! the archive's reservation files and asks `git` what changed; it opens no database and
-//! starts no async runtime, so a commit pays only for process start-up and the match.
+//! the project's reservations in force from the server's database (read-only; the archive's
+//! reservation files when there is none) and asks `git` what changed; it starts no async
+//! runtime, so a commit pays only for process start-up, one indexed query and the match.
 //!
 //! The guard's environment (`WORKTREES_ENABLED`/`GIT_IDENTITY_ENABLED` gate,
 //! `AGENT_MAIL_GUARD_MODE`, `AGENT_MAIL_BYPASS`, `AGENT_NAME`) is read here, per run, because
@@ -68,6 +69,9 @@ pub struct CheckArgs {
     /// The project's file_reservations directory (what installed hooks pass)
     #[arg(long, value_name = "DIR", conflicts_with = "project")]
     reservations_dir: Option<PathBuf>,
+    /// The server's database, read first (what installed hooks pass with --reservations-dir)
+    #[arg(long, value_name = "FILE", requires = "reservations_dir")]
+    database: Option<PathBuf>,
     /// Project slug or absolute path, to find its reservations under the data directory
     #[arg(long)]
     project: Option<String>,
@@ -133,16 +137,15 @@ fn check(args: CheckArgs) -> Result<Verdict> {
     let Some(agent_name) = setup::env("AGENT_NAME") else {
         bail!("{label} AGENT_NAME environment variable is required.");
     };
-    let dir = match (&args.reservations_dir, &args.project) {
-        (Some(dir), _) => dir.clone(),
-        (None, Some(project)) => project_reservations_dir(project, args.data_dir.clone())?,
+    let sources = match (&args.reservations_dir, &args.project) {
+        (Some(dir), _) => Sources { dir: dir.clone(), database: args.database.clone() },
+        (None, Some(project)) => project_sources(project, args.data_dir.clone())?,
         (None, None) => {
             bail!("pass --reservations-dir or --project to say whose reservations to check")
         }
     };
     let repo = args.repo.as_deref();
-    let blocking =
-        BlockingSet::load(&dir, &agent_name, Timestamp::now(), changes::ignores_case(repo));
+    let blocking = sources.blocking(&agent_name, changes::ignores_case(repo));
     // Nothing can conflict without reservations; skip asking Git.
     if blocking.is_empty() {
         drain_stdin_if(args.pre_push || args.stdin_nul);
@@ -184,8 +187,39 @@ fn drain_stdin_if(wanted: bool) {
     }
 }
 
-/// `STORAGE_ROOT/projects/<slug>/file_reservations` for a slug or an absolute project path.
-fn project_reservations_dir(project: &str, data_dir: Option<PathBuf>) -> Result<PathBuf> {
+/// Where one project's reservations are recorded: the archive's directory of JSON files and,
+/// when known, the server's database (read first: it is ahead of the archive).
+struct Sources {
+    /// `STORAGE_ROOT/projects/<slug>/file_reservations`.
+    dir: PathBuf,
+    database: Option<PathBuf>,
+}
+
+impl Sources {
+    /// The reservations blocking `agent_name` now: the database's when it knows the project
+    /// (the slug is the name of `dir`'s parent, as the archive lays it out), else the files'.
+    /// A database that is there but unreadable is reported, and the files are read instead.
+    fn blocking(&self, agent_name: &str, fold_case: bool) -> BlockingSet {
+        let now = Timestamp::now();
+        let slug = self.dir.parent().and_then(Path::file_name).map(|s| s.to_string_lossy());
+        if let (Some(database), Some(slug)) = (&self.database, slug) {
+            match BlockingSet::load_from_database(database, &slug, agent_name, now, fold_case) {
+                Ok(Some(set)) => return set,
+                Ok(None) => {}
+                Err(e) => eprintln!(
+                    "mailroom guard: cannot read {} ({}); checking the archive's files",
+                    database.display(),
+                    e.message
+                ),
+            }
+        }
+        BlockingSet::load(&self.dir, agent_name, now, fold_case)
+    }
+}
+
+/// The reservation sources of a project given by slug or absolute path, under the data
+/// directory's configuration.
+fn project_sources(project: &str, data_dir: Option<PathBuf>) -> Result<Sources> {
     let config = setup::core_config(&setup::data_dir(data_dir))?;
     let slug = if looks_like_path(project) {
         // As the server keys it: normalised, symlinks not resolved.
@@ -195,7 +229,8 @@ fn project_reservations_dir(project: &str, data_dir: Option<PathBuf>) -> Result<
     } else {
         project.trim().to_string()
     };
-    Ok(reservations_dir(&config.storage_root, &slug))
+    let database = std::path::absolute(&config.database_path).unwrap_or(config.database_path);
+    Ok(Sources { dir: reservations_dir(&config.storage_root, &slug), database: Some(database) })
 }
 
 fn install(args: InstallArgs) -> Result<()> {
@@ -208,10 +243,9 @@ fn install(args: InstallArgs) -> Result<()> {
     }
     let program = std::env::current_exe().context("cannot locate the mailroom binary")?;
     let program = program.canonicalize().unwrap_or(program);
-    let target = PluginTarget {
-        program,
-        reservations_dir: project_reservations_dir(&args.project, args.data_dir)?,
-    };
+    let sources = project_sources(&args.project, args.data_dir)?;
+    let target =
+        PluginTarget { program, reservations_dir: sources.dir, database: sources.database };
     if !target.reservations_dir.is_dir() {
         eprintln!(
             "mailroom guard: note: {} does not exist yet (no reservations archived for this \
@@ -282,7 +316,7 @@ mod tests {
         let link = dir.path().join("linked-project");
         std::os::unix::fs::symlink(&real, &link).expect("symlink");
         let data = dir.path().join("data");
-        let found = project_reservations_dir(&link.to_string_lossy(), Some(data)).expect("dir");
+        let found = project_sources(&link.to_string_lossy(), Some(data)).expect("dir").dir;
         let expected_slug = slugify(&link.to_string_lossy());
         assert!(
             found.ends_with(Path::new("projects").join(&expected_slug).join("file_reservations")),

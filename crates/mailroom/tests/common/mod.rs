@@ -17,10 +17,16 @@ pub fn mailroom() -> Command {
 
 /// Starts `mailroom serve` on a free port and returns it with the URL it printed.
 pub fn start(data_dir: &Path) -> (Child, String) {
+    start_with(data_dir, &[])
+}
+
+/// [`start`] with extra environment variables for the server.
+pub fn start_with(data_dir: &Path, env: &[(&str, &str)]) -> (Child, String) {
     let mut child = mailroom()
         .args(["serve", "--port", "0", "--data-dir"])
         .arg(data_dir)
         .env("LOG_LEVEL", "warn")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -33,6 +39,26 @@ pub fn start(data_dir: &Path) -> (Child, String) {
         .unwrap_or_else(|| panic!("no URL in {line:?}"))
         .to_string();
     (child, url)
+}
+
+/// A server that is killed if the test panics before stopping it, so that it never outlives
+/// the test (and its temporary data directory).
+pub struct KillOnDrop(pub Option<Child>);
+
+impl KillOnDrop {
+    /// The server, no longer killed on drop.
+    pub fn take(mut self) -> Child {
+        self.0.take().expect("server taken once")
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// Sends a signal (`-TERM`, `-KILL`) to the server.

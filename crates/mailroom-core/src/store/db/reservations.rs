@@ -223,6 +223,19 @@ impl Db<'_> {
         self.reservations_where(&clause, params![project_id, now.to_db(), except_agent_id])
     }
 
+    /// A project's reservations in force at `now` (neither released nor expired), by id: what
+    /// the commit guard blocks on.
+    pub fn project_reservations_in_force(
+        &self,
+        project_id: i64,
+        now: Timestamp,
+    ) -> Result<Vec<Reservation>> {
+        self.reservations_where(
+            "r.project_id = ?1 AND r.released_ts IS NULL AND r.expires_ts > ?2 ORDER BY r.id",
+            params![project_id, now.to_db()],
+        )
+    }
+
     /// Every reservation of a project (released and expired included), by id.
     pub fn project_reservations(&self, project_id: i64) -> Result<Vec<Reservation>> {
         self.reservations_where("r.project_id = ?1 ORDER BY r.id", [project_id])
