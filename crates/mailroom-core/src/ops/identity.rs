@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use super::conventions::Conventions;
 use super::output::{AgentBase, AgentOut};
 use super::windows::canonical_uuid;
 use super::{Mailroom, resolve};
@@ -28,6 +29,8 @@ pub struct Registration {
     pub name: Option<String>,
     pub task_description: String,
     pub attachments_policy: Option<String>,
+    /// Whose naming rules apply (REST takes an identifier as given).
+    pub conventions: Conventions,
 }
 
 /// Result of whois.
@@ -112,7 +115,8 @@ impl Mailroom {
                     Some(window) => window_name(db, &project, window, now)?,
                     None => None,
                 };
-                let wanted = from_window.clone().or(choose_name(reg.name.as_deref(), mode)?);
+                let chosen = choose_name(reg.name.as_deref(), mode, reg.conventions)?;
+                let wanted = from_window.clone().or(chosen);
                 let agent = match &wanted {
                     Some(name) => match db.agent_by_name(project.id, name)? {
                         Some(existing) => {
@@ -161,7 +165,7 @@ impl Mailroom {
                 let now = Timestamp::now();
                 let token = new_registration_token()?;
                 let policy = attachments_policy(reg.attachments_policy.as_deref());
-                let mut wanted = choose_name(reg.name.as_deref(), mode)?;
+                let mut wanted = choose_name(reg.name.as_deref(), mode, reg.conventions)?;
                 if let Some(name) = &wanted
                     && db.agent_by_name(project.id, name)?.is_some()
                 {
@@ -257,12 +261,19 @@ fn attachments_policy(raw: Option<&str>) -> &'static str {
 }
 
 /// Applies the naming rules (cli_guard_share.md §4.3): `Some(name)` to use, `None` to generate.
-fn choose_name(requested: Option<&str>, mode: NameEnforcement) -> Result<Option<String>> {
+fn choose_name(
+    requested: Option<&str>,
+    mode: NameEnforcement,
+    conventions: Conventions,
+) -> Result<Option<String>> {
     let Some(raw) = requested.map(str::trim).filter(|n| !n.is_empty()) else {
         return Ok(None);
     };
     if mode == NameEnforcement::AlwaysAuto {
         return Ok(None);
+    }
+    if conventions == Conventions::Script {
+        return Conventions::script_name(raw, "name").map(Some);
     }
     if is_valid_explicit_id(raw) {
         return Ok(Some(raw.to_string()));

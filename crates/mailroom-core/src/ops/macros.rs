@@ -169,6 +169,7 @@ impl Mailroom {
             name: req.agent_name,
             task_description: req.task_description,
             attachments_policy: None,
+            ..Registration::default()
         };
         validate_program_model(&registration)?;
         let project = self.ensure_project_unchecked(&req.human_key).await?;
@@ -368,6 +369,7 @@ impl Mailroom {
                     name: req.agent_name.clone(),
                     task_description: req.task_description.clone(),
                     attachments_policy: None,
+                    ..Registration::default()
                 })
                 .await;
         }

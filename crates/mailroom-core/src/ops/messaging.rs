@@ -5,6 +5,7 @@ mod returned;
 use serde::{Serialize, Serializer};
 
 pub use self::returned::{DeliveryError, ReturnedError, total_failure};
+use super::conventions::Conventions;
 use super::output::{JsonText, MessageListWriter, MessageOut};
 use super::policy::{self, Enforcement};
 use super::reservations::mail_surfaces::{self, MailSurfaces};
@@ -50,6 +51,9 @@ pub struct SendMessage {
     /// Agents the caller's MCP session has authenticated as (tool authentication on): a
     /// blocked recipient among them is approved on the spot (semantics §4.2).
     pub session_agents: Vec<i64>,
+    /// Whose rules apply: REST skips the recipient-name screen, and its first message under
+    /// the `auto` contact policy needs no handshake.
+    pub conventions: Conventions,
 }
 
 /// The sender's view of a delivered message: MessageOut with body and recipient lists.
@@ -470,7 +474,11 @@ fn send_in_tx(
     } else {
         req.to.clone()
     };
-    screen_recipient_names(&to)?;
+    let scripted = req.conventions == Conventions::Script;
+    if !scripted {
+        screen_recipient_names(&to)?;
+    }
+    let enforcement = Enforcement { auto_admits_first_contact: scripted, ..enforcement };
     let thread_id = validated_thread_id(req.thread_id.as_deref())?;
     let sender = resolve::agent(db, &project, &req.sender_name, "sender_name")?;
     let names = RecipientNames::new(&to, &req.cc, &req.bcc);
@@ -821,6 +829,7 @@ mod tests {
                     name: Some(name.into()),
                     task_description: String::new(),
                     attachments_policy: None,
+                    ..Registration::default()
                 };
                 core.register_agent(registration).await.expect("register");
             }

@@ -18,6 +18,8 @@ pub struct Enforcement {
     pub enabled: bool,
     pub auto_ttl_seconds: i64,
     pub auto_handshake_on_block: bool,
+    /// The `auto` policy admits a sender with no recent exchange (REST's rules).
+    pub auto_admits_first_contact: bool,
 }
 
 impl Enforcement {
@@ -27,6 +29,7 @@ impl Enforcement {
             enabled: config.contact_enforcement_enabled,
             auto_ttl_seconds: config.contact_auto_ttl_seconds,
             auto_handshake_on_block: config.auto_handshake_on_block,
+            auto_admits_first_contact: false,
         }
     }
 }
@@ -193,6 +196,7 @@ fn allowed(
         "block_all" => {
             return Err(Error::denied("CONTACT_BLOCKED", "Recipient is not accepting messages."));
         }
+        "auto" if enforcement.auto_admits_first_contact => return Ok(true),
         "auto" => {
             let since = now.plus_seconds(-enforcement.auto_ttl_seconds);
             if db.exchanged_since(project.id, sender.id, recipient.id, since)? {

@@ -1,5 +1,7 @@
 //! REST routes for scripts and load tools (seed 000 §2.3). Each mirrors one tool: same op,
-//! same JSON result; bodies are strict (unknown fields rejected, errors name the field).
+//! same JSON result; bodies are strict (unknown fields rejected, errors name the field). The
+//! ops run under [`Conventions::Script`]: a project may be named rather than be a path, agent
+//! names are taken as given, and a first message needs no contact handshake.
 //! With `MAILROOM_TOOL_AUTH` on, a route authenticates like its tool (no session: the token
 //! travels in every body).
 
@@ -9,6 +11,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use mailroom_core::Error;
+use mailroom_core::ops::conventions::Conventions;
 use mailroom_core::ops::identity::Registration;
 use mailroom_core::ops::messaging::{FetchInbox, SendMessage};
 use mailroom_core::ops::output::JsonText;
@@ -65,7 +68,7 @@ struct EnsureProjectBody {
 /// `POST /api/project/ensure {human_key}`.
 pub async fn ensure_project(State(state): State<AppState>, body: Bytes) -> Response {
     match parse::<EnsureProjectBody>(&body) {
-        Ok(b) => reply(state.core.ensure_project(&b.human_key).await),
+        Ok(b) => reply(state.core.ensure_project_with(&b.human_key, Conventions::Script).await),
         Err(e) => e.into_response(),
     }
 }
@@ -103,6 +106,7 @@ pub async fn register_agent(State(state): State<AppState>, body: Bytes) -> Respo
                     name: b.name,
                     task_description: b.task_description,
                     attachments_policy: None,
+                    conventions: Conventions::Script,
                 })
                 .await,
         ),
@@ -154,6 +158,7 @@ pub async fn send_message(State(state): State<AppState>, body: Bytes) -> Respons
                     importance: b.importance,
                     ack_required: b.ack_required,
                     thread_id: b.thread_id,
+                    conventions: Conventions::Script,
                     ..SendMessage::default()
                 })
                 .await,

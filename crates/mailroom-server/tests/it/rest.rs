@@ -61,3 +61,127 @@ async fn rest_errors_are_json_with_a_stable_type() {
     assert_eq!(status, 400);
     assert!(body["error"]["message"].as_str().unwrap_or_default().contains("extra"), "{body}");
 }
+
+const SEED_PROJECT: &str = "benchmark-project";
+
+/// Seed 000's setup and message phases, request by request, with its bodies as written.
+#[tokio::test]
+async fn the_seed_benchmark_flow_runs_as_written() {
+    let app = TestApp::start().await;
+    let (status, project) =
+        app.post("/api/project/ensure", json!({"human_key": SEED_PROJECT})).await;
+    assert_eq!(status, 200, "{project}");
+    assert_eq!(
+        (project["slug"].as_str(), project["human_key"].as_str()),
+        (Some(SEED_PROJECT), Some(SEED_PROJECT))
+    );
+    let (_, again) = app.post("/api/project/ensure", json!({"human_key": SEED_PROJECT})).await;
+    assert_eq!(again["id"], project["id"], "ensure is idempotent");
+    for name in ["sender", "receiver", "sender"] {
+        let (status, agent) = app
+            .post(
+                "/api/agent/register",
+                json!({"project_slug": SEED_PROJECT, "name": name, "program": "bench", "model": "test"}),
+            )
+            .await;
+        assert_eq!((status, agent["name"].as_str()), (200, Some(name)), "{agent}");
+    }
+    let send = json!({"project_slug": SEED_PROJECT, "sender_name": "sender",
+        "recipient_names": ["receiver"], "subject": "Bench", "body_md": "Test"});
+    for _ in 0..3 {
+        let (status, sent) = app.post("/api/message/send", send.clone()).await;
+        assert_eq!(status, 200, "{sent}");
+        assert_eq!(sent["deliveries"][0]["payload"]["to"], json!(["receiver"]), "{sent}");
+    }
+    let (status, inbox) = app
+        .post("/api/inbox", json!({"project_slug": SEED_PROJECT, "agent_name": "receiver"}))
+        .await;
+    assert_eq!(status, 200, "{inbox}");
+    let subjects: Vec<_> =
+        inbox.as_array().expect("a list").iter().map(|m| m["subject"].clone()).collect();
+    assert_eq!(subjects, vec![json!("Bench"); 3]);
+}
+
+/// REST names what the agent's rules would refuse, and MCP's rules stay the reference's.
+#[tokio::test]
+async fn rest_takes_names_as_given_while_mcp_keeps_the_reference_rules() {
+    let app = TestApp::start().await;
+    app.post("/api/project/ensure", json!({"human_key": SEED_PROJECT})).await;
+    for name in ["sender", "receiver"] {
+        let body = json!({"project_slug": SEED_PROJECT, "name": name, "program": "bench", "model": "test"});
+        assert_eq!(app.post("/api/agent/register", body).await.0, 200);
+    }
+    let refused = app.call_tool("ensure_project", json!({"human_key": SEED_PROJECT})).await;
+    assert!(refused.expect_err("not a path").contains("absolute directory path"));
+    let coerced = app
+        .tool_ok(
+            "register_agent",
+            json!({"project_key": SEED_PROJECT, "name": "sender2", "program": "codex-cli", "model": "gpt-5"}),
+        )
+        .await;
+    let generated = coerced["name"].as_str().expect("name").to_string();
+    assert_ne!(generated, "sender2", "MCP replaces a name that is not adjective+noun");
+    let screened = app
+        .call_tool(
+            "send_message",
+            json!({"project_key": SEED_PROJECT, "sender_name": generated, "to": ["receiver"],
+                "subject": "Hi", "body_md": "x"}),
+        )
+        .await;
+    let screened = screened.expect_err("screened");
+    assert!(screened.contains("looks like a Unix user name"), "{screened}");
+    // Over REST, the same first message goes through; over MCP it waits for a handshake.
+    let rest_send = |to: &str| {
+        json!({"project_slug": SEED_PROJECT, "sender_name": generated, "recipient_names": [to],
+            "subject": "Hi", "body_md": "x"})
+    };
+    let (status, sent) = app.post("/api/message/send", rest_send("receiver")).await;
+    assert_eq!(status, 200, "{sent}");
+    let mcp_agent = app
+        .tool_ok("register_agent", json!({"project_key": SEED_PROJECT, "name": "BlueLake", "program": "codex-cli", "model": "gpt-5"}))
+        .await;
+    assert_eq!(mcp_agent["name"], "BlueLake");
+    let handshake = app
+        .call_tool(
+            "send_message",
+            json!({"project_key": SEED_PROJECT, "sender_name": "BlueLake", "to": [generated],
+                "subject": "Hi", "body_md": "x", "auto_contact_if_blocked": false}),
+        )
+        .await;
+    let handshake = handshake.expect_err("contact required");
+    assert!(handshake.contains("Contact approval required"), "{handshake}");
+    // A recipient's explicit choice still holds over REST.
+    app.tool_ok(
+        "set_contact_policy",
+        json!({"project_key": SEED_PROJECT, "agent_name": "receiver", "policy": "block_all"}),
+    )
+    .await;
+    let (status, blocked) = app.post("/api/message/send", rest_send("receiver")).await;
+    assert_eq!(
+        (status, blocked["error"]["type"].as_str()),
+        (403, Some("CONTACT_BLOCKED")),
+        "{blocked}"
+    );
+}
+
+#[tokio::test]
+async fn rest_names_that_are_not_identifiers_are_refused_by_field() {
+    let app = TestApp::start().await;
+    for key in ["a/b", "has space", "../up"] {
+        let (status, body) = app.post("/api/project/ensure", json!({"human_key": key})).await;
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(status, 400, "{body}");
+        assert!(message.starts_with("human_key must be"), "{message}");
+    }
+    app.post("/api/project/ensure", json!({"human_key": SEED_PROJECT})).await;
+    for name in ["two words", "-x", "naïve"] {
+        let body = json!({"project_slug": SEED_PROJECT, "name": name, "program": "bench", "model": "test"});
+        let (status, body) = app.post("/api/agent/register", body).await;
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!(status, 400, "{body}");
+        assert!(message.starts_with(&format!("name '{name}'")), "{message}");
+    }
+    let (_, agents) =
+        app.post("/api/inbox", json!({"project_slug": SEED_PROJECT, "agent_name": "x"})).await;
+    assert_eq!(agents["error"]["type"], "NOT_FOUND", "nothing was registered: {agents}");
+}

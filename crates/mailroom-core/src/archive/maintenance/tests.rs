@@ -41,6 +41,7 @@ fn seed(config: &CoreConfig) {
                 name: Some(name.into()),
                 task_description: format!("{name}'s task"),
                 attachments_policy: None,
+                ..Registration::default()
             };
             core.register_agent(registration).await.expect("register");
         }

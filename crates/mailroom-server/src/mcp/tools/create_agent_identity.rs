@@ -46,6 +46,7 @@ pub fn tool() -> Tool {
                 name: args.name_hint,
                 task_description: args.task_description,
                 attachments_policy: args.attachments_policy,
+                ..Registration::default()
             })
             .await
     })

@@ -49,6 +49,7 @@ pub fn tool() -> Tool {
                 name: args.name,
                 task_description: args.task_description,
                 attachments_policy: args.attachments_policy,
+                ..Registration::default()
             })
             .await
     })

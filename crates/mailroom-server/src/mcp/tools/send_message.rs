@@ -90,6 +90,7 @@ pub fn tool() -> Tool {
                     attachment_paths: args.attachment_paths.unwrap_or_default(),
                     convert_images: args.convert_images,
                     session_agents,
+                    ..SendMessage::default()
                 })
                 .await
         },
