@@ -1,5 +1,5 @@
 //! SHA-1 speed: libgit2's collision-detecting SHA-1 (`Oid::hash_object`, which the archive
-//! keeps for blobs) against `model::digest::sha1` (the `sha1` crate, SHA-NI where the CPU has
+//! keeps for blobs) against `mailroom_git::sha1` (the `sha1` crate, SHA-NI where the CPU has
 //! it), which names the trees and commits the archive builds: the month directories' trees,
 //! hashed in full by every commit. Median of 15 hashes of an 8 MB buffer (`BENCHMARKS.md`).
 //!
@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use mailroom_core::model::digest::sha1;
+use mailroom_git::sha1;
 
 const BYTES: usize = 8 << 20;
 const ROUNDS: usize = 15;
@@ -38,5 +38,5 @@ fn main() {
     });
     println!("SHA-1 of {} MB, median of {ROUNDS}:", BYTES >> 20);
     println!("libgit2 (collision-detecting): {libgit2:.0} MB/s");
-    println!("model::digest (sha1 crate):    {digest:.0} MB/s ({:.1}x)", digest / libgit2);
+    println!("mailroom_git (sha1 crate):     {digest:.0} MB/s ({:.1}x)", digest / libgit2);
 }

@@ -84,3 +84,50 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// The Git engine's failures are the archive's internal errors, each message prefixed with
+/// `archive: ` (what the writer's retries log, and what a full queue's error quotes).
+impl From<mailroom_git::Error> for Error {
+    fn from(error: mailroom_git::Error) -> Self {
+        Self::internal(format!("archive: {error}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// The engine's errors read as the archive's always did: `archive: ` and the engine's
+    /// words, an internal error.
+    #[test]
+    fn engine_errors_keep_the_archives_wording() {
+        let git = git2::Error::from_str("reference 'refs/heads/main' is locked");
+        let io = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let path = PathBuf::from("/data/.git");
+        let cases = [
+            (
+                mailroom_git::Error::Git { context: "move HEAD", source: git },
+                "archive: move HEAD: reference 'refs/heads/main' is locked".to_string(),
+            ),
+            (
+                mailroom_git::Error::Io {
+                    context: "cannot write",
+                    path: path.clone(),
+                    source: io(),
+                },
+                format!("archive: cannot write /data/.git: {}", io()),
+            ),
+            (
+                mailroom_git::Error::Flush { path, source: io() },
+                format!("archive: cannot flush /data/.git to disk: {}", io()),
+            ),
+        ];
+        for (engine, expected) in cases {
+            let error = Error::from(engine);
+            assert_eq!((error.category, error.kind), (Category::Internal, "UNHANDLED_EXCEPTION"));
+            assert_eq!(error.message, expected);
+        }
+    }
+}

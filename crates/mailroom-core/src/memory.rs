@@ -26,8 +26,8 @@ pub(crate) fn release_free_memory() {
 }
 
 /// The size from which glibc serves an allocation with its own `mmap`, given back to the
-/// system as soon as it is freed.
-pub(crate) const MMAP_THRESHOLD: i32 = 1 << 20;
+/// system as soon as it is freed: the Git engine's, which keeps buffers that large for reuse.
+pub(crate) const MMAP_THRESHOLD: i32 = mailroom_git::MMAP_THRESHOLD as i32;
 
 /// Fixes glibc's mmap threshold at [`MMAP_THRESHOLD`], unless `MALLOC_MMAP_THRESHOLD_` is
 /// set in the environment (glibc has then applied the user's value).
@@ -52,7 +52,7 @@ pub fn fix_mmap_threshold() {
 }
 
 /// Caps what libgit2 maps of the archive's packs: every commit is a pack of its own until the
-/// next repack rolls them up (`archive/repack.rs`), and libgit2 maps each pack it reads (up
+/// next repack rolls them up (`mailroom_git::Repacker`), and libgit2 maps each pack it reads (up
 /// to 8 GB in 1 GB windows by default) and keeps it open. With a pack per commit and no cap,
 /// a 20-minute soak's file-backed memory reached 300 MB. Past these caps libgit2 unmaps the
 /// least recently used windows and closes the least recently used packs.

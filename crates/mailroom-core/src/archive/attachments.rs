@@ -28,9 +28,9 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use image::{DynamicImage, ImageDecoder, ImageReader, Limits};
+use mailroom_git::write_atomically;
 use serde_json::{Value, json};
 
-use super::atomic_file::write_atomically;
 use super::python_json::{python_json, python_json_line};
 use crate::model::digest::sha1_hex;
 

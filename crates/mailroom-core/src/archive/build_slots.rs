@@ -9,7 +9,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::atomic_file::write_atomically;
+use mailroom_git::write_atomically;
+
 use crate::error::{Error, Result};
 
 /// Characters the reference replaces with `_` in holder and slot file names.

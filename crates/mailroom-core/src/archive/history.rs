@@ -9,8 +9,7 @@ use std::path::Path;
 use git2::{DiffOptions, Oid, Repository, Tree};
 use serde::Serialize;
 
-use super::git::git_err;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 
 /// How far back the walk goes: keeps an inbox read bounded on a long history.
@@ -117,4 +116,9 @@ fn file_commit(
         hunks,
         excerpt,
     })
+}
+
+/// libgit2's `error` while doing `context`, as the engine reports it.
+fn git_err(context: &'static str, error: git2::Error) -> Error {
+    mailroom_git::Error::Git { context, source: error }.into()
 }

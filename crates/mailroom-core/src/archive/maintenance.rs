@@ -10,9 +10,10 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::git::{ArchiveRepo, CommittedFiles};
+use mailroom_git::{ArchiveRepo, CommittedFiles};
+
 use super::rebuild::REBUILD_COMMIT_MESSAGE;
-use super::{locks, rebuild, reconstruct, verify};
+use super::{LAYOUT, locks, rebuild, reconstruct, verify};
 use crate::config::CoreConfig;
 use crate::error::{Category, Error, Result};
 use crate::model::time::Timestamp;
@@ -47,7 +48,7 @@ pub fn rebuild(config: &CoreConfig) -> Result<RebuildReport> {
     // archive should not be created or locked for nothing.
     let mut reader = Reader::open(&config.database_path)?;
     let _owner = locks::take_ownership(root)?;
-    let mut repo = ArchiveRepo::open_or_init(root, archive_settings(config).author)?;
+    let mut repo = ArchiveRepo::open_or_init(root, archive_settings(config).author, LAYOUT)?;
     let head = committed_files(root)?;
     let regenerated = reader.read(|db| rebuild::regenerate(db, root, &head))?;
     let mut report = regenerated.report;

@@ -3,36 +3,24 @@
 //! SQLite stays the live state. A change that must reach the archive queues a row in
 //! `archive_queue` inside its own transaction; after the commit the store rings the
 //! [`Signal`], and one writer thread per archive ([`writer`]) gathers everything queued
-//! within a short window into a single Git commit, built with plumbing ([`git`]), then deletes
-//! the rows it carried. A crash between the two leaves the rows, which the next start
-//! replays; replays are idempotent. The queue is bounded: when the writer falls behind by
-//! `queue_capacity` rows, writers wait ([`Signal::admit`]).
+//! within a short window into a single Git commit, written by the Git engine (`mailroom_git`),
+//! then deletes the rows it carried. A crash between the two leaves the rows, which the next
+//! start replays; replays are idempotent. The queue is bounded: when the writer falls behind
+//! by `queue_capacity` rows, writers wait ([`Signal::admit`]).
 
-pub(crate) mod atomic_file;
 pub mod attachments;
 pub mod build_slots;
-mod delta;
 pub mod format;
-mod full_pack;
-pub mod git;
 pub mod history;
-mod index_file;
 pub mod lock_report;
 pub mod locks;
 pub mod maintenance;
-mod pack;
 pub mod python_json;
 mod rebuild;
 mod reconstruct;
 mod render;
-mod repack;
-mod roll_up;
-mod tree_merge;
 mod verify;
 mod writer;
-
-#[cfg(test)]
-mod testing;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,14 +28,32 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use mailroom_git::{ArchiveRepo, Layout};
 use tokio::sync::{Notify, watch};
 
 use crate::error::{Error, Result};
 use crate::store::{ArchiveHook, Store};
-pub use git::{Author, CommitInfo};
+pub use mailroom_git::Author;
 
 /// Longest a write waits for room in a full archive queue before failing.
 const ADMIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The archive's layout as the Git engine needs it: the reference's first commit, the local
+/// files Git should not offer to add (lock files and their owner records, the temporary
+/// files of atomic writes, build-slot leases), and the attachment files written by requests.
+pub(crate) const LAYOUT: Layout = Layout {
+    first_files: &[(".gitattributes", "*.json text\n*.md text\n")],
+    first_message: "chore: initialize archive",
+    excludes: "*.lock\n*.lock.owner.json\n.*.tmp\nprojects/*/build_slots/\n",
+    written_by_owner: is_stored_attachment,
+};
+
+/// Attachment files (WebP, manifest, audit log) are written into the work tree, atomically,
+/// by the request that stores the image; the writer only commits them. Rewriting them there
+/// could undo an audit line appended meanwhile.
+fn is_stored_attachment(path: &str) -> bool {
+    path.split('/').nth(2) == Some("attachments")
+}
 
 /// How the archive writer runs.
 #[derive(Debug, Clone)]
@@ -254,14 +260,14 @@ impl PreparedArchive {
             .name("mailroom-archive".to_string())
             .spawn(move || {
                 crate::background::lower_thread_priority();
-                let repo =
-                    match git::ArchiveRepo::open_or_init(&settings.root, settings.author.clone()) {
-                        Ok(repo) => repo,
-                        Err(e) => {
-                            let _ = opened.send(Err(e));
-                            return;
-                        }
-                    };
+                let author = settings.author.clone();
+                let repo = match ArchiveRepo::open_or_init(&settings.root, author, LAYOUT) {
+                    Ok(repo) => repo,
+                    Err(e) => {
+                        let _ = opened.send(Err(Error::from(e)));
+                        return;
+                    }
+                };
                 let _ = opened.send(Ok(()));
                 // Runs on return and on panic alike, so no caller waits on a dead writer.
                 let _release_waiters = WriterExit(Arc::clone(&signal));

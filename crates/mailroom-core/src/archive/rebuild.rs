@@ -11,7 +11,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use super::git::CommittedFiles;
+use mailroom_git::CommittedFiles;
+
 use super::{format, render, verify};
 use crate::error::Result;
 use crate::store::Db;

@@ -16,10 +16,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::Hash;
 use std::path::PathBuf;
 
+use mailroom_git::CommittedFiles;
 use serde_json::Value;
 
 use super::format::{self, MessageDoc};
-use super::git::CommittedFiles;
 use super::maintenance::{ArchivePath, classify_path};
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;

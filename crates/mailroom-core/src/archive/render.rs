@@ -6,10 +6,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use mailroom_git::ArchiveRepo;
 use serde_json::Value;
 
 use super::format::{self, MessageDoc, SenderProject};
-use super::git::ArchiveRepo;
 use crate::error::{Error, Result};
 use crate::ops::output::AgentBase;
 use crate::store::Db;

@@ -13,10 +13,10 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
+use mailroom_git::CommittedFiles;
 use serde_json::Value;
 
 use super::format::{self, MessageDoc};
-use super::git::CommittedFiles;
 use super::maintenance::{ArchivePath, classify_path};
 use super::render;
 use crate::error::Result;

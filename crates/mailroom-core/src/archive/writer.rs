@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::git::ArchiveRepo;
-use super::repack::Repacker;
+use mailroom_git::{ArchiveRepo, Repacker};
+
 use super::{ArchiveSettings, Signal, locks, render};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::{Reader, Store};
 
 /// A burst is over when no new work arrived for this long; the commit then goes out (once
@@ -75,7 +75,7 @@ impl Writer {
         signal: Arc<Signal>,
         settings: &ArchiveSettings,
     ) -> Self {
-        let repacker = Repacker::new(repo.root());
+        let repacker = Repacker::new(repo.root(), crate::background::lower_thread_priority);
         Self {
             repacker,
             repo,
@@ -141,7 +141,7 @@ impl Writer {
             }
         }
         if let Err(e) = self.repo.sync_index() {
-            tracing::warn!(error = %e.message, "archive index not written at stop");
+            tracing::warn!(error = %Error::from(e), "archive index not written at stop");
         }
         self.repacker.finish();
     }
@@ -208,7 +208,7 @@ impl Writer {
 
     fn write_index(&mut self) {
         if let Err(e) = self.repo.sync_index() {
-            tracing::warn!(error = %e.message, "archive index not written");
+            tracing::warn!(error = %Error::from(e), "archive index not written");
         }
         self.last_index_write = Instant::now();
     }
@@ -244,9 +244,7 @@ impl Writer {
                 self.reader.read(|db| render::render(db, &work, repo, digests, replay_horizon))?;
             if let Some(committed) = self.repo.commit_files(&rendered.files, &rendered.message)? {
                 self.signal.commits.fetch_add(1, Ordering::SeqCst);
-                if self.repacker.after_commit(committed.id, Some(committed.pack)) {
-                    self.repo.reopen();
-                }
+                self.repacker.after_commit(&mut self.repo, committed);
             }
             self.repo.make_durable()?;
             self.remember_digests(rendered.files);

@@ -11,8 +11,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use mailroom_git::write_atomically_with_mode;
+
 use super::Hook;
-use crate::archive::atomic_file::write_atomically_with_mode;
 use crate::error::{Error, Result};
 
 /// Our plugin's file name in `hooks.d/<hook>/`.

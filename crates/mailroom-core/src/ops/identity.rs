@@ -1,12 +1,12 @@
 //! register_agent, create_agent_identity, whois, list_agents.
 
+use mailroom_git::recent_commits;
 use serde::Serialize;
 
 use super::conventions::Conventions;
 use super::output::{AgentBase, AgentOut};
 use super::windows::canonical_uuid;
 use super::{Mailroom, resolve};
-use crate::archive::git::recent_commits;
 use crate::config::NameEnforcement;
 use crate::error::{Error, Result};
 use crate::model::names::{
@@ -205,7 +205,7 @@ impl Mailroom {
                 let commits = tokio::task::spawn_blocking(move || recent_commits(&root, limit))
                     .await
                     .map_err(|e| Error::internal(format!("commit listing failed: {e}")))??;
-                commits.into_iter().map(|c| serde_json::json!(c)).collect()
+                commits.into_iter().map(commit_json).collect()
             }
             _ => Vec::new(),
         };
@@ -356,4 +356,13 @@ pub fn new_registration_token() -> Result<String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| Error::internal(format!("no randomness: {e}")))?;
     Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// A commit as whois lists it (the reference's keys; the author's time in its text form).
+fn commit_json(commit: mailroom_git::CommitInfo) -> serde_json::Value {
+    serde_json::json!({
+        "hexsha": commit.hexsha,
+        "summary": commit.summary,
+        "authored_ts": Timestamp::from_micros(commit.authored_seconds * 1_000_000),
+    })
 }

@@ -9,11 +9,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use mailroom_git::current_branch;
 use serde::{Deserialize, Serialize};
 
 use super::{Mailroom, resolve};
 use crate::archive::build_slots::{read_leases, safe_component, slot_dir, write_lease};
-use crate::archive::git::current_branch;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 

@@ -4,9 +4,10 @@
 use std::path::Path;
 use std::process::Command;
 
+use mailroom_git::CommittedFiles;
+
 use super::*;
 use crate::Mailroom;
-use crate::archive::git::CommittedFiles;
 use crate::ops::identity::Registration;
 use crate::ops::messaging::{FetchInbox, ReplyMessage, SendMessage};
 use crate::ops::reservations::{ReservationStatus, ReservePaths, Selection};

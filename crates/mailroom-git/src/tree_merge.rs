@@ -15,22 +15,23 @@ use std::collections::{BTreeMap, HashMap};
 
 use git2::{ObjectType, Odb, OdbObject, Oid};
 
-use super::git::{git_err, object_id};
-use crate::error::{Error, Result};
+use crate::MMAP_THRESHOLD;
+use crate::error::{Error, Result, git_err};
+use crate::repo::object_id;
 
 const DIRECTORY_MODE: &[u8] = b"40000";
 const FILE_MODE: &[u8] = b"100644";
 const ID_LEN: usize = 20;
 
 /// A tree the merge produced that the object store does not hold yet.
-pub(super) struct NewTree {
+pub(crate) struct NewTree {
     pub id: Oid,
     pub bytes: Vec<u8>,
 }
 
 /// The merge's result: the root tree's id and the trees to write (none when every file
 /// already held its blob).
-pub(super) struct MergedTrees {
+pub(crate) struct MergedTrees {
     pub root: Oid,
     pub new_trees: Vec<NewTree>,
     /// (new id, previous id) of each directory and file the commit changes in place: the
@@ -44,11 +45,11 @@ pub(super) struct MergedTrees {
 /// tree is megabytes by the end of a busy month. Trees are named by their content, so an
 /// entry is never stale, whatever moved HEAD meanwhile.
 #[derive(Default)]
-pub(super) struct RecentTrees {
+pub(crate) struct RecentTrees {
     trees: HashMap<Oid, Vec<u8>>,
     /// Emptied buffers of large trees no longer kept, for the next commits' large trees. A
     /// fresh buffer of megabytes is mapped and faulted in page by page (glibc's mmap
-    /// threshold is fixed, `memory.rs`): on a large archive, where every commit rewrites
+    /// threshold is fixed, [`MMAP_THRESHOLD`]): on a large archive, where every commit rewrites
     /// megabyte month trees, the page faults were a tenth of the server's CPU.
     spare: RefCell<Vec<Vec<u8>>>,
 }
@@ -60,9 +61,9 @@ impl RecentTrees {
     /// spare buffers are held to the same bound.
     const MAX_BYTES: usize = 16 << 20;
 
-    /// Trees smaller than glibc's mmap threshold (`memory.rs`) get a fresh buffer: malloc
-    /// serves them from its heap, where freed pages stay mapped.
-    const SPARE_FROM: usize = crate::memory::MMAP_THRESHOLD as usize;
+    /// Trees smaller than glibc's mmap threshold ([`MMAP_THRESHOLD`]) get a fresh buffer:
+    /// malloc serves them from its heap, where freed pages stay mapped.
+    const SPARE_FROM: usize = MMAP_THRESHOLD;
 
     /// Keeps `trees` (a commit's new trees) instead of the previous commit's: the largest
     /// first (they cost the most to read back), as many as fit in `MAX_BYTES`. The buffers
@@ -144,7 +145,7 @@ impl RecentTrees {
 /// `baseline` (the previous root tree, `None` for the first commit) with each `(path, blob)`
 /// set as a regular file. A path given twice takes its last blob. Trees in `recent` are
 /// read from there rather than from `odb`.
-pub(super) fn merge_files<'p>(
+pub(crate) fn merge_files<'p>(
     odb: &Odb<'_>,
     recent: &RecentTrees,
     baseline: Option<Oid>,
@@ -183,7 +184,7 @@ impl Trees<'_, '_> {
         }
         let object = self.odb.read(id).map_err(|e| git_err("read tree", e))?;
         if object.kind() != ObjectType::Tree {
-            return Err(Error::internal(format!("archive: {path:?} is not a tree")));
+            return Err(Error::invalid(format!("{path:?} is not a tree")));
         }
         Ok(Previous::Stored(object))
     }
@@ -214,7 +215,7 @@ impl Node<'_> {
 }
 
 fn insert<'p>(root: &mut Children<'p>, path: &'p str, blob: Oid) -> Result<()> {
-    let invalid = |why: &str| Error::internal(format!("archive: cannot commit {path:?}: {why}"));
+    let invalid = |why: &str| Error::invalid(format!("cannot commit {path:?}: {why}"));
     let mut components = path.split('/').peekable();
     let mut directory = root;
     while let Some(name) = components.next() {
@@ -264,7 +265,7 @@ fn entries(bytes: &[u8]) -> impl Iterator<Item = Result<Entry<'_>>> {
             }
             None => {
                 rest = &[];
-                Some(Err(Error::internal("archive: a tree of the archive does not parse")))
+                Some(Err(Error::invalid("a tree of the archive does not parse")))
             }
         }
     })
@@ -421,7 +422,7 @@ fn previous_subtrees<'p>(
 }
 
 fn kind_conflict(path: &str, name: &[u8]) -> Error {
-    Error::internal(format!("archive: {:?} would be both a file and a directory", join(path, name)))
+    Error::invalid(format!("{:?} would be both a file and a directory", join(path, name)))
 }
 
 fn join(path: &str, name: &[u8]) -> String {

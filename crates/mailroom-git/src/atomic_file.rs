@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Writes via a temporary file in the same directory and a rename, so a crash leaves the
 /// old file or the new one, never half of one (a stray `.tmp` file at worst).
-pub(crate) fn write_atomically(target: &Path, contents: &[u8]) -> io::Result<()> {
+pub fn write_atomically(target: &Path, contents: &[u8]) -> io::Result<()> {
     write_atomically_with_mode(target, contents, None)
 }
 
 /// [`write_atomically`], with Unix permission bits set before the rename (hooks: 0o755).
-pub(crate) fn write_atomically_with_mode(
+pub fn write_atomically_with_mode(
     target: &Path,
     contents: &[u8],
     mode: Option<u32>,

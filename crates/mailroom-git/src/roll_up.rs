@@ -1,7 +1,7 @@
 //! Rolls the packs of the last commits into one pack in which each later version of a large
 //! directory or file is a delta of an earlier version.
 //!
-//! Each commit's pack (`git.rs`) holds every tree it rewrote whole, and the month
+//! Each commit's pack (`repo.rs`) holds every tree it rewrote whole, and the month
 //! directories' trees grow all month: a two-hour soak's month tree was 12.5 MB, rewritten
 //! by every commit, and the commits' packs grew by gigabytes an hour, faster than `git`
 //! could repack them on a busy machine. Git's own roll-ups store most of those trees whole
@@ -25,13 +25,14 @@ use std::path::{Path, PathBuf};
 
 use git2::Oid;
 
-use super::delta;
-use super::pack::{self, PackBuilder};
+use crate::delta;
+use crate::error::{Error, Result, io_err};
+use crate::pack::{self, PackBuilder};
 
 /// A pack one commit wrote, and which of its objects replaced which at the same path
 /// (new id, previous id).
 #[derive(Debug, Clone)]
-pub(super) struct CommitPack {
+pub(crate) struct CommitPack {
     pub pack: PathBuf,
     pub versions: Vec<(Oid, Oid)>,
 }
@@ -70,7 +71,7 @@ struct Location {
 /// whole object, as the writer's packs hold, and match its index's CRC: anything else fails
 /// the roll-up, which then writes and deletes nothing. Not stoppable: the repacker awaits a
 /// running one at stop (it is short).
-pub(super) fn roll_up(pack_dir: &Path, packs: &[CommitPack]) -> Result<Option<PathBuf>, String> {
+pub(crate) fn roll_up(pack_dir: &Path, packs: &[CommitPack]) -> Result<Option<PathBuf>> {
     let mut sources = Vec::with_capacity(packs.len());
     for commit_pack in packs {
         if let Some(source) = open_source(&commit_pack.pack)? {
@@ -101,34 +102,37 @@ pub(super) fn roll_up(pack_dir: &Path, packs: &[CommitPack]) -> Result<Option<Pa
             }
         }
     }
-    let rolled_up = out.publish(pack_dir).map_err(|e| e.message)?;
+    let rolled_up = out.publish(pack_dir)?;
     pack::retire_packs(pack_dir, sources.iter().map(|source| source.path.as_path()), &rolled_up)?;
     Ok(Some(rolled_up))
 }
 
 /// A commit's pack, opened, with its entries; `None` if it is gone.
-fn open_source(pack: &Path) -> Result<Option<Source>, String> {
-    let failed = |path: &Path, e: std::io::Error| format!("{}: {e}", path.display());
+fn open_source(pack: &Path) -> Result<Option<Source>> {
     let index_path = pack.with_extension("idx");
     let index = match fs::read(&index_path) {
         Ok(index) => index,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(failed(&index_path, e)),
+        Err(e) => return Err(io_err("cannot read", &index_path, e)),
     };
     let file = match File::open(pack) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(failed(pack, e)),
+        Err(e) => return Err(io_err("cannot open", pack, e)),
     };
-    let len = file.metadata().map_err(|e| failed(pack, e))?.len();
-    let (mut listed, checksum) = pack::read_index(&index)
-        .ok_or_else(|| format!("{} is not a version 2 pack index", index_path.display()))?;
+    let len = file.metadata().map_err(|e| io_err("cannot read", pack, e))?.len();
+    let (mut listed, checksum) = pack::read_index(&index).ok_or_else(|| {
+        Error::invalid(format!("{} is not a version 2 pack index", index_path.display()))
+    })?;
     // The last entry ends where the pack's 20-byte checksum starts, which the index repeats.
     let end_of_entries = len.saturating_sub(20);
     let mut trailer = [0u8; 20];
-    file.read_exact_at(&mut trailer, end_of_entries).map_err(|e| failed(pack, e))?;
+    file.read_exact_at(&mut trailer, end_of_entries).map_err(|e| io_err("cannot read", pack, e))?;
     if trailer != checksum {
-        return Err(format!("{}: its index belongs to another pack", pack.display()));
+        return Err(Error::invalid(format!(
+            "{}: its index belongs to another pack",
+            pack.display()
+        )));
     }
     listed.sort_unstable_by_key(|listed| listed.offset);
     let ends = listed.iter().skip(1).map(|next| next.offset).chain([end_of_entries]);
@@ -139,7 +143,7 @@ fn open_source(pack: &Path) -> Result<Option<Source>, String> {
         .collect();
     // Entries start after the 12-byte header and do not overlap.
     if entries.iter().any(|e| e.start < 12 || e.start >= e.end) {
-        return Err(format!("{}: its index does not match it", pack.display()));
+        return Err(Error::invalid(format!("{}: its index does not match it", pack.display())));
     }
     Ok(Some(Source { path: pack.to_path_buf(), file, entries }))
 }
@@ -181,7 +185,7 @@ fn version_groups(packs: &[CommitPack], located: &HashMap<Oid, Location>) -> Vec
 
 /// Buffers reused from entry to entry of a roll-up. The versions of a month directory's
 /// tree are megabytes each, and a fresh buffer that size is mapped and faulted in page by
-/// page (glibc's mmap threshold is fixed, `memory.rs`).
+/// page (glibc's mmap threshold is fixed, [`MMAP_THRESHOLD`](crate::MMAP_THRESHOLD)).
 #[derive(Default)]
 struct Scratch {
     /// An entry as the pack holds it.
@@ -196,15 +200,16 @@ struct Scratch {
 
 /// Reads one object's entry from its source into `entry`: a whole object (type 1 to 4)
 /// whose CRC is the one its index gives.
-fn read_entry(sources: &[Source], at: Location, entry: &mut Vec<u8>) -> Result<(), String> {
+fn read_entry(sources: &[Source], at: Location, entry: &mut Vec<u8>) -> Result<()> {
     let source = &sources[at.source];
-    let failed = |what: &str| format!("{}: {} {what}", source.path.display(), at.entry.id);
+    let failed =
+        |what: &str| Error::invalid(format!("{}: {} {what}", source.path.display(), at.entry.id));
     entry.clear();
     entry.resize((at.entry.end - at.entry.start) as usize, 0);
     source
         .file
         .read_exact_at(entry, at.entry.start)
-        .map_err(|e| failed(&format!("cannot be read: {e}")))?;
+        .map_err(|e| io_err("cannot read", &source.path, e))?;
     let mut crc = flate2::Crc::new();
     crc.update(entry);
     if crc.sum() != at.entry.crc {
@@ -218,9 +223,9 @@ fn read_entry(sources: &[Source], at: Location, entry: &mut Vec<u8>) -> Result<(
 }
 
 /// A whole object's entry (as `read_entry` gives it), inflated into `content`; its type code.
-fn inflate_entry(entry: &[u8], content: &mut Vec<u8>) -> Result<u8, String> {
-    let (kind, size, header) = pack::entry_header(entry).ok_or("a malformed pack entry")?;
-    pack::inflate(&entry[header..], size, content).map_err(|e| e.message)?;
+fn inflate_entry(entry: &[u8], content: &mut Vec<u8>) -> Result<u8> {
+    let (kind, size, header) = pack::entry_header(entry).ok_or_else(malformed)?;
+    pack::inflate(&entry[header..], size, content)?;
     Ok(kind)
 }
 
@@ -234,13 +239,13 @@ fn write_group(
     older: &[Oid],
     written: &mut HashSet<Oid>,
     scratch: &mut Scratch,
-) -> Result<(), String> {
+) -> Result<()> {
     if written.contains(&newest) {
         return Ok(());
     }
     let at = located[&newest];
     read_entry(sources, at, &mut scratch.entry)?;
-    let (kind, size, _) = pack::entry_header(&scratch.entry).ok_or("a malformed pack entry")?;
+    let (kind, size, _) = pack::entry_header(&scratch.entry).ok_or_else(malformed)?;
     // Copy offsets have 32 bits (`delta.rs`).
     if size < DELTA_MIN || size > u32::MAX as usize {
         return Ok(());
@@ -264,19 +269,23 @@ fn write_group(
         }
         let rebuilt = delta::apply(&scratch.base, &delta, &mut scratch.rebuilt);
         if rebuilt.is_none() || scratch.rebuilt != *data {
-            return Err(format!("the delta for {id} does not rebuild it"));
+            return Err(Error::invalid(format!("the delta for {id} does not rebuild it")));
         }
-        out.push_delta(*id, base_offset, &delta).map_err(|e| e.message)?;
+        out.push_delta(*id, base_offset, &delta)?;
         written.insert(*id);
     }
     Ok(())
 }
 
+fn malformed() -> Error {
+    Error::invalid("a malformed pack entry")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::archive::git::{ArchiveRepo, Author};
-    use crate::archive::testing::assert_fsck_clean;
+    use crate::testing::{LAYOUT, assert_fsck_clean};
+    use crate::{ArchiveRepo, Author};
 
     fn author() -> Author {
         Author { name: "t".to_string(), email: "t@example.com".to_string() }
@@ -298,7 +307,7 @@ mod tests {
     }
 
     fn pack_files(root: &Path) -> Vec<PathBuf> {
-        super::super::full_pack::packs_without_keep(&root.join(".git/objects/pack")).expect("packs")
+        crate::full_pack::packs_without_keep(&root.join(".git/objects/pack")).expect("packs")
     }
 
     fn pack_bytes(root: &Path) -> u64 {
@@ -331,7 +340,7 @@ mod tests {
     fn commit_packs_become_one_pack_of_deltas() {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
-        let mut repo = ArchiveRepo::open_or_init(root, author()).expect("archive");
+        let mut repo = ArchiveRepo::open_or_init(root, author(), LAYOUT).expect("archive");
         let packs = commit_rounds(&mut repo, 0..600);
         let before = pack_bytes(root);
 
@@ -362,10 +371,10 @@ mod tests {
     fn gone_packs_are_skipped_and_one_pack_is_left() {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
-        let mut repo = ArchiveRepo::open_or_init(root, author()).expect("archive");
+        let mut repo = ArchiveRepo::open_or_init(root, author(), LAYOUT).expect("archive");
         let packs = commit_rounds(&mut repo, 0..3);
         git(root, &["repack", "-a", "-d", "-q"]);
-        assert_eq!(roll_up(&root.join(".git/objects/pack"), &packs), Ok(None));
+        assert!(matches!(roll_up(&root.join(".git/objects/pack"), &packs), Ok(None)));
 
         let more = commit_rounds(&mut repo, 3..6);
         let mut listed = packs.clone();
@@ -383,14 +392,15 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
         let pack_dir = root.join(".git/objects/pack");
-        let mut repo = ArchiveRepo::open_or_init(root, author()).expect("archive");
+        let mut repo = ArchiveRepo::open_or_init(root, author(), LAYOUT).expect("archive");
         let packs = commit_rounds(&mut repo, 0..40);
         let rolled = roll_up(&pack_dir, &packs).expect("rolled").expect("a pack");
         let mut listed = vec![CommitPack { pack: rolled, versions: Vec::new() }];
         listed.extend(commit_rounds(&mut repo, 40..42));
         let mut before = pack_files(root);
         let failed = roll_up(&pack_dir, &listed);
-        assert!(failed.as_ref().is_err_and(|e| e.contains("not a whole object")), "{failed:?}");
+        let whole = |e: &Error| e.to_string().contains("not a whole object");
+        assert!(failed.as_ref().is_err_and(whole), "{failed:?}");
         let mut after = pack_files(root);
         before.sort();
         after.sort();

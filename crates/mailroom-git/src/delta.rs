@@ -15,7 +15,7 @@ const MAX_COPY: usize = 0x10000;
 const MAX_INSERT: usize = 0x7f;
 
 /// The delta that rebuilds `target` from `base` (under 4 GiB: see `push_copies`).
-pub(super) fn encode(base: &[u8], target: &[u8]) -> Vec<u8> {
+pub(crate) fn encode(base: &[u8], target: &[u8]) -> Vec<u8> {
     let prefix = common_prefix(base, target);
     let suffix = common_suffix(&base[prefix..], &target[prefix..]);
     let middle = &target[prefix..target.len() - suffix];
@@ -35,7 +35,7 @@ pub(super) fn encode(base: &[u8], target: &[u8]) -> Vec<u8> {
 
 /// Rebuilds the target of `delta` from `base` into `target` (emptied first, its buffer
 /// reused); `None` if the delta is malformed or was made from another base.
-pub(super) fn apply(base: &[u8], delta: &[u8], target: &mut Vec<u8>) -> Option<()> {
+pub(crate) fn apply(base: &[u8], delta: &[u8], target: &mut Vec<u8>) -> Option<()> {
     target.clear();
     let mut rest = delta;
     let base_len = read_size(&mut rest)?;
@@ -197,7 +197,7 @@ mod tests {
     /// delta of it, and `git cat-file` prints the target.
     #[test]
     fn git_rebuilds_the_target() {
-        use crate::archive::pack;
+        use crate::pack;
         let dir = tempfile::tempdir().expect("temp dir");
         git2::Repository::init(dir.path()).expect("init");
         let base: Vec<u8> = (0..200_000u32).flat_map(|i| format!("{i}\n").into_bytes()).collect();

@@ -24,8 +24,7 @@ use std::path::Path;
 use git2::IndexEntry;
 use sha1::{Digest as _, Sha1};
 
-use super::git::io_err;
-use crate::error::Result;
+use crate::error::{Result, io_err};
 
 const SIGNATURE: &[u8; 4] = b"DIRC";
 const HEADER_LEN: usize = 12;
@@ -37,7 +36,7 @@ const NAME_MASK: u16 = 0x0fff;
 
 /// What an update did.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Update {
+pub(crate) enum Update {
     /// The index was replaced; it now holds this many entries.
     Written(usize),
     /// Another process holds `index.lock` (a human's git command): nothing was written.
@@ -51,7 +50,7 @@ pub(super) enum Update {
 /// Sets `entries` (stage 0, each with its path and stat data) in the index of `git_dir`,
 /// replacing any entry of the same path, in any stage. A path given twice keeps its last
 /// entry.
-pub(super) fn add_entries(git_dir: &Path, mut entries: Vec<IndexEntry>) -> Result<Update> {
+pub(crate) fn add_entries(git_dir: &Path, mut entries: Vec<IndexEntry>) -> Result<Update> {
     // Reversed, then sorted stably: of equal paths the last given comes first, and is kept.
     entries.reverse();
     entries.sort_by(|a, b| a.path.cmp(&b.path));

@@ -1,7 +1,7 @@
 //! Keeps the archive's object store packed.
 //!
 //! Every commit writes new tree objects for the directories it touches, in one pack per
-//! commit (`git.rs`), and the reference's layout puts a month's messages in one directory
+//! commit (`repo.rs`), and the reference's layout puts a month's messages in one directory
 //! (`messages/YYYY/MM/`), so each commit rewrites a tree that grows with the month. Every
 //! 32 commits, the writer rolls their packs up into one, on a thread beside it
 //! (`roll_up.rs`: each path's older versions become deltas of its newest). Once the packs
@@ -22,8 +22,10 @@ use std::thread::JoinHandle;
 
 use git2::Oid;
 
-use super::full_pack::{self, Replaced};
-use super::roll_up::{self, CommitPack};
+use crate::error::Result;
+use crate::full_pack::{self, Replaced};
+use crate::roll_up::{self, CommitPack};
+use crate::{ArchiveRepo, Committed};
 
 /// Commits between two runs. A roll-up stores each path's newest version whole, so fewer
 /// commits per roll-up store more of them whole, and more commits leave more packs for
@@ -50,14 +52,19 @@ enum Running {
     /// `git repack --geometric`.
     Geometric(Child),
     /// `roll_up::roll_up` on its own thread.
-    RollUp(JoinHandle<Result<Option<PathBuf>, String>>),
+    RollUp(JoinHandle<Result<Option<PathBuf>>>),
 }
 
 /// `full_pack::pack_everything` on its own thread.
-type FullPack = JoinHandle<Result<(), String>>;
+type FullPack = JoinHandle<Result<()>>;
 
-pub(super) struct Repacker {
+/// Keeps a repository's packs few and small, beside the one thread that commits to it (see
+/// the module's documentation): told of every commit, it rolls up, fully packs or
+/// geometrically repacks on threads and `git` processes of its own.
+pub struct Repacker {
     root: PathBuf,
+    /// Runs first on each thread the repacker starts.
+    on_thread_start: fn(),
     commits_since_check: u32,
     /// A roll-up or geometric repack. A roll-up may run beside a full pack: it takes only
     /// packs written after the full pack listed the packs it replaces.
@@ -78,9 +85,13 @@ pub(super) struct Repacker {
 }
 
 impl Repacker {
-    pub(super) fn new(root: &Path) -> Self {
+    /// A repacker for the repository whose work tree is `root`. `on_thread_start` runs first
+    /// on each thread it starts (the server lowers their scheduling priority there; the
+    /// `git` processes started from them inherit it).
+    pub fn new(root: &Path, on_thread_start: fn()) -> Self {
         let mut repacker = Self {
             root: root.to_path_buf(),
+            on_thread_start,
             commits_since_check: 0,
             running: None,
             full: None,
@@ -121,13 +132,22 @@ impl Repacker {
         self.pack_sizes().iter().sum()
     }
 
-    /// Called after each commit, HEAD now naming `head`, with the commit's own pack (`None`
-    /// if its objects were written otherwise); starts a run every `COMMITS_PER_CHECK`
-    /// commits: a full pack or a geometric repack when nothing runs, a roll-up unless one
-    /// runs. Says whether a run finished since the last call:
-    /// the writer then reopens the repository, so that libgit2 lets go of the packs it
-    /// replaced (open files, mapped windows and delta caches, kept per pack).
-    pub(super) fn after_commit(&mut self, head: Oid, pack: Option<CommitPack>) -> bool {
+    /// Called on the committing thread after each commit `repo` made, HEAD now naming it;
+    /// every 32 commits it starts a run: a full pack or a geometric repack when nothing runs,
+    /// a roll-up unless one runs.
+    /// When a run finished since the last call, `repo` is reopened, so that libgit2 lets go of
+    /// the packs it replaced (open files, mapped windows and delta caches, kept per pack).
+    pub fn after_commit(&mut self, repo: &mut ArchiveRepo, committed: Committed) {
+        if self.note_commit(committed.id, Some(committed.pack)) {
+            repo.reopen();
+        }
+    }
+
+    /// Notes a commit, HEAD now naming `head`, with the commit's own pack (`None` if its
+    /// objects were written otherwise); starts a run every `COMMITS_PER_CHECK` commits: a full
+    /// pack or a geometric repack when nothing runs, a roll-up unless one runs. Says whether
+    /// a run finished since the last call.
+    fn note_commit(&mut self, head: Oid, pack: Option<CommitPack>) -> bool {
         let finished = self.reap();
         self.unrolled.extend(pack);
         self.commits_since_check += 1;
@@ -164,11 +184,11 @@ impl Repacker {
     fn start_roll_up(&mut self) {
         let packs = self.take_unrolled();
         self.rolling = packs.iter().map(|p| p.pack.clone()).collect();
-        let pack_dir = self.pack_dir();
+        let (pack_dir, on_thread_start) = (self.pack_dir(), self.on_thread_start);
         // Never stopped: a roll-up is short, and at stop it is awaited (`finish`).
         let started =
             std::thread::Builder::new().name("mailroom-roll-up".to_string()).spawn(move || {
-                crate::background::lower_thread_priority();
+                on_thread_start();
                 roll_up::roll_up(&pack_dir, &packs)
             });
         match started {
@@ -191,9 +211,10 @@ impl Repacker {
         // The full pack replaces them.
         self.unrolled.clear();
         let (root, stop) = (self.root.clone(), Arc::clone(&self.stop));
+        let on_thread_start = self.on_thread_start;
         let started =
             std::thread::Builder::new().name("mailroom-pack".to_string()).spawn(move || {
-                crate::background::lower_thread_priority();
+                on_thread_start();
                 full_pack::pack_everything(&root, &replaced, &stop)
             });
         match started {
@@ -206,7 +227,7 @@ impl Repacker {
     /// pack would only be garbage; they are short), stops a full pack (on a large archive it
     /// runs for many seconds), and rolls up the commits' packs still waiting, so that the
     /// archive is left with few packs: the list of them lives in memory only.
-    pub(super) fn finish(&mut self) {
+    pub fn finish(&mut self) {
         match self.running.take() {
             Some(Running::Geometric(mut child)) => match child.wait() {
                 Ok(status) if !status.success() => {
@@ -273,7 +294,7 @@ impl Repacker {
     }
 
     /// A failed roll-up's packs stay as they were, for the next full or geometric pack.
-    fn roll_up_ended(&mut self, handle: JoinHandle<Result<Option<PathBuf>, String>>) {
+    fn roll_up_ended(&mut self, handle: JoinHandle<Result<Option<PathBuf>>>) {
         self.rolling.clear();
         match handle.join() {
             Ok(Ok(_)) => {}
@@ -337,9 +358,9 @@ mod tests {
             repo.commit(Some("HEAD"), &signature, &signature, "all", &tree, &[]).expect("commit");
         assert!(loose_directories(dir.path()) > 200, "loose objects before packing");
 
-        let mut packer = Repacker::new(dir.path());
+        let mut packer = Repacker::new(dir.path(), || {});
         for _ in 0..COMMITS_PER_CHECK {
-            packer.after_commit(commit, None);
+            packer.note_commit(commit, None);
         }
         packer.finish();
 
@@ -353,25 +374,21 @@ mod tests {
     }
 
     /// A fresh archive at `root` and a repacker for it.
-    fn archive_and_packer(root: &Path) -> (crate::archive::git::ArchiveRepo, Repacker) {
-        use crate::archive::git::{ArchiveRepo, Author};
-        let author = Author { name: "t".to_string(), email: "t@example.com".to_string() };
-        let repo = ArchiveRepo::open_or_init(root, author).expect("archive");
-        (repo, Repacker::new(root))
+    fn archive_and_packer(root: &Path) -> (ArchiveRepo, Repacker) {
+        let author = crate::Author { name: "t".to_string(), email: "t@example.com".to_string() };
+        let repo =
+            ArchiveRepo::open_or_init(root, author, crate::testing::LAYOUT).expect("archive");
+        (repo, Repacker::new(root, || {}))
     }
 
     /// Commits one message `round` and tells `packer`, as the writer does; what
-    /// `after_commit` answers.
-    fn commit_round(
-        repo: &mut crate::archive::git::ArchiveRepo,
-        packer: &mut Repacker,
-        round: u32,
-    ) -> bool {
+    /// `note_commit` answers.
+    fn commit_round(repo: &mut ArchiveRepo, packer: &mut Repacker, round: u32) -> bool {
         let path = format!("messages/2026/11/2026-11-23T10-{round:04}__note__{round}.md");
         let files = vec![(path, format!("message {round}\n").into_bytes())];
         let committed = repo.commit_files(&files, "mail: round\n").expect("commit");
         let committed = committed.expect("a new commit");
-        packer.after_commit(committed.id, Some(committed.pack))
+        packer.note_commit(committed.id, Some(committed.pack))
     }
 
     fn packs(root: &Path) -> Vec<std::path::PathBuf> {
@@ -389,7 +406,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         // Relative, as the default data dir is: the writer names its packs by libgit2's
         // absolute paths, and they must still be known for the commits' packs.
-        let root = &crate::archive::testing::relative(dir.path());
+        let root = &crate::testing::relative(dir.path());
         let (mut repo, mut packer) = archive_and_packer(root);
         for round in 0..COMMITS_PER_CHECK {
             commit_round(&mut repo, &mut packer, round);
@@ -403,7 +420,7 @@ mod tests {
         let after = packs(root);
         assert_eq!(after.len(), 2, "the first commit's pack and the roll-up: {after:?}");
         assert!(after.contains(&rolled));
-        crate::archive::testing::assert_fsck_clean(root);
+        crate::testing::assert_fsck_clean(root);
     }
 
     /// At stop, the commits' packs still waiting are rolled up.
@@ -418,7 +435,7 @@ mod tests {
         assert_eq!(packs(root).len(), 6, "the first commit's pack and five more");
         packer.finish();
         assert_eq!(packs(root).len(), 2, "the five rolled up into one");
-        crate::archive::testing::assert_fsck_clean(root);
+        crate::testing::assert_fsck_clean(root);
     }
 
     /// While a full pack runs, the commits' packs written since it started are still rolled
@@ -446,7 +463,7 @@ mod tests {
         release.send(()).expect("released");
         packer.finish();
         assert!(packer.full.is_none());
-        crate::archive::testing::assert_fsck_clean(root);
+        crate::testing::assert_fsck_clean(root);
     }
 
     /// Packs of similar size that no roll-up knows of (written before a restart) are merged
@@ -460,21 +477,21 @@ mod tests {
         let mut ids = Vec::new();
         for data in &contents {
             let id = git2::Oid::hash_object(git2::ObjectType::Blob, data).expect("hash");
-            let object = super::super::pack::PackObject { id, kind: git2::ObjectType::Blob, data };
-            super::super::pack::write_pack(
+            let object = crate::pack::PackObject { id, kind: git2::ObjectType::Blob, data };
+            crate::pack::write_pack(
                 &dir.path().join(".git/objects/pack"),
                 &[object],
-                &mut super::super::pack::PackBuilder::new(),
+                &mut crate::pack::PackBuilder::new(),
             )
             .expect("pack");
             ids.push(id);
         }
         assert_eq!(packs(dir.path()).len(), 20);
 
-        let mut packer = Repacker::new(dir.path());
+        let mut packer = Repacker::new(dir.path(), || {});
         for _ in 0..COMMITS_PER_CHECK {
             assert!(
-                !packer.after_commit(Oid::ZERO_SHA1, None),
+                !packer.note_commit(Oid::ZERO_SHA1, None),
                 "nothing finished before the first run"
             );
         }
@@ -508,14 +525,14 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let repo = git2::Repository::init(dir.path()).expect("init");
         // Incompressible, so that the pack is as large as the blob.
-        let noise = super::super::pack::incompressible_bytes(FULL_PACK_GROWTH as usize + 1024);
+        let noise = crate::pack::incompressible_bytes(FULL_PACK_GROWTH as usize + 1024);
         let mut tree = repo.treebuilder(None).expect("tree builder");
         tree.insert("noise", repo.blob(&noise).expect("blob"), 0o100644).expect("entry");
         let tree = repo.find_tree(tree.write().expect("tree")).expect("find tree");
         let signature = git2::Signature::now("t", "t@example.com").expect("signature");
         let commit =
             repo.commit(Some("HEAD"), &signature, &signature, "noise", &tree, &[]).expect("commit");
-        let mut packer = Repacker::new(dir.path());
+        let mut packer = Repacker::new(dir.path(), || {});
         assert!(packer.pack_bytes() < FULL_PACK_GROWTH, "loose, not yet packed");
         git_repack(dir.path());
         // A second commit, packed on its own.
@@ -532,7 +549,7 @@ mod tests {
         assert!(packer.pack_bytes() >= FULL_PACK_GROWTH);
 
         for _ in 0..COMMITS_PER_CHECK {
-            packer.after_commit(commit, None);
+            packer.note_commit(commit, None);
         }
         let handle = packer.full.take().expect("a full pack runs");
         handle.join().expect("joined").expect("packed");
@@ -544,7 +561,7 @@ mod tests {
         packer.full_pack_ended(std::thread::spawn(|| Ok(())));
         assert_eq!(packer.packed_after_full, packed, "its size is remembered");
         assert!(packed >= FULL_PACK_GROWTH);
-        assert_eq!(Repacker::new(dir.path()).packed_after_full, packer.packed_after_full);
+        assert_eq!(Repacker::new(dir.path(), || {}).packed_after_full, packer.packed_after_full);
         let reopened = git2::Repository::open(dir.path()).expect("reopen");
         let tree = reopened.head().expect("head").peel_to_tree().expect("tree");
         let blob = reopened.find_blob(tree.get_name("noise").expect("entry").id()).expect("blob");

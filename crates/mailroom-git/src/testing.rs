@@ -1,10 +1,21 @@
-//! Checks the archive's tests share.
+//! What the engine's tests share.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::Layout;
+
+/// A layout like the archive's: `.gitattributes` first, lock files excluded, every file
+/// written by the engine.
+pub(crate) const LAYOUT: Layout = Layout {
+    first_files: &[(".gitattributes", "*.json text\n*.md text\n")],
+    first_message: "chore: initialize archive",
+    excludes: "*.lock\n",
+    written_by_owner: |_| false,
+};
+
 /// Asserts that `git fsck --strict` finds nothing wrong in the repository at `root`.
-pub(super) fn assert_fsck_clean(root: &Path) {
+pub(crate) fn assert_fsck_clean(root: &Path) {
     let fsck = Command::new("git")
         .arg("-C")
         .arg(root)
@@ -16,7 +27,7 @@ pub(super) fn assert_fsck_clean(root: &Path) {
 
 /// `dir` (absolute) as a path relative to the working directory, as the server's default
 /// data dir is.
-pub(super) fn relative(dir: &Path) -> PathBuf {
+pub(crate) fn relative(dir: &Path) -> PathBuf {
     let here = std::env::current_dir().expect("working dir");
     let up = here.components().count() - 1;
     let mut path: PathBuf = std::iter::repeat_n("..", up).collect();

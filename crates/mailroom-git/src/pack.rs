@@ -16,13 +16,12 @@ use std::path::{Path, PathBuf};
 use flate2::{Compress, Compression, FlushCompress, Status};
 use git2::{ObjectType, Oid};
 
-use super::atomic_file::write_synced;
-use super::git::{git_err, io_err};
-use crate::error::{Error, Result};
-use crate::model::digest::sha1;
+use crate::atomic_file::write_synced;
+use crate::digest::sha1;
+use crate::error::{Error, Result, git_err, io_err};
 
 /// An object to pack: its id (computed by the caller), kind and raw content.
-pub(super) struct PackObject<'a> {
+pub(crate) struct PackObject<'a> {
     pub id: Oid,
     pub kind: ObjectType,
     pub data: &'a [u8],
@@ -43,7 +42,7 @@ const OFFSET_DELTA: u8 = 6;
 /// Objects repeated in `objects` are stored once. Returns the pack's path. The pack is built
 /// in `pack`, kept by the caller from one commit to the next so that its buffer (megabytes
 /// when a month tree is in it) is reused rather than mapped and faulted in again.
-pub(super) fn write_pack(
+pub(crate) fn write_pack(
     pack_dir: &Path,
     objects: &[PackObject<'_>],
     pack: &mut PackBuilder,
@@ -58,7 +57,7 @@ pub(super) fn write_pack(
 }
 
 /// A pack being built in memory, entry by entry, then published.
-pub(super) struct PackBuilder {
+pub(crate) struct PackBuilder {
     bytes: Vec<u8>,
     /// (id, crc32 of the packed entry, offset) per object.
     entries: Vec<(Oid, u32, u64)>,
@@ -112,7 +111,7 @@ impl PackBuilder {
         let distance = offset
             .checked_sub(base_offset)
             .filter(|d| *d > 0)
-            .ok_or_else(|| Error::internal("archive: a delta's base must come before it"))?;
+            .ok_or_else(|| Error::invalid("a delta's base must come before it"))?;
         push_entry_header(&mut self.bytes, OFFSET_DELTA, delta.len() as u64);
         push_base_distance(&mut self.bytes, distance);
         self.push_stream(delta)?;
@@ -158,7 +157,7 @@ impl PackBuilder {
     fn write_files(&mut self, pack_dir: &Path) -> Result<PathBuf> {
         let Self { bytes: pack, entries, .. } = self;
         let count = u32::try_from(entries.len())
-            .map_err(|_| Error::internal("archive: too many objects for one pack"))?;
+            .map_err(|_| Error::invalid("too many objects for one pack"))?;
         pack[8..12].copy_from_slice(&count.to_be_bytes());
         let checksum = sha1(&[pack]);
         pack.extend_from_slice(&checksum);
@@ -187,7 +186,7 @@ impl PackBuilder {
 
 /// An object a pack index lists.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Listed {
+pub(crate) struct Listed {
     pub id: Oid,
     /// CRC-32 of the packed entry (header and zlib stream).
     pub crc: u32,
@@ -196,7 +195,7 @@ pub(super) struct Listed {
 
 /// The objects a version 2 pack index lists, in the index's order (by id), and the
 /// checksum of the pack it indexes.
-pub(super) fn read_index(index: &[u8]) -> Option<(Vec<Listed>, [u8; 20])> {
+pub(crate) fn read_index(index: &[u8]) -> Option<(Vec<Listed>, [u8; 20])> {
     if index.get(..8) != Some(b"\xfftOc\0\0\0\x02".as_slice()) {
         return None;
     }
@@ -231,16 +230,17 @@ pub(super) fn read_index(index: &[u8]) -> Option<(Vec<Listed>, [u8; 20])> {
 /// pack, and `git pack-objects` does not sync its pack by default, so the whole filesystem
 /// is, as after each commit (`ArchiveRepo::make_durable`). Then Git's multi-pack index goes,
 /// since it would name the removed packs; a pack whose index stays is the last tried.
-pub(super) fn retire_packs<'a>(
+pub(crate) fn retire_packs<'a>(
     pack_dir: &Path,
     old: impl IntoIterator<Item = &'a Path>,
     new: &Path,
-) -> std::result::Result<(), String> {
-    let dir = fs::File::open(pack_dir).map_err(|e| format!("{}: {e}", pack_dir.display()))?;
-    rustix::fs::syncfs(&dir).map_err(|e| format!("cannot flush {}: {e}", pack_dir.display()))?;
+) -> Result<()> {
+    let dir = fs::File::open(pack_dir).map_err(|e| io_err("cannot open", pack_dir, e))?;
+    rustix::fs::syncfs(&dir)
+        .map_err(|e| Error::Flush { path: pack_dir.to_path_buf(), source: e.into() })?;
     let _ = fs::remove_file(pack_dir.join("multi-pack-index"));
     for pack in old.into_iter().filter(|old| old.file_name() != new.file_name()) {
-        if !super::full_pack::remove_pack(pack) {
+        if !crate::full_pack::remove_pack(pack) {
             break;
         }
     }
@@ -249,7 +249,7 @@ pub(super) fn retire_packs<'a>(
 
 /// A packed entry's header: its type code (1 commit, 2 tree, 3 blob, 4 tag, 6 and 7 deltas),
 /// the inflated size, and the header's length.
-pub(super) fn entry_header(entry: &[u8]) -> Option<(u8, usize, usize)> {
+pub(crate) fn entry_header(entry: &[u8]) -> Option<(u8, usize, usize)> {
     let first = *entry.first()?;
     let kind = (first >> 4) & 0x07;
     let mut size = usize::from(first & 0x0f);
@@ -270,7 +270,7 @@ pub(super) fn entry_header(entry: &[u8]) -> Option<(u8, usize, usize)> {
 
 /// Inflates the zlib `stream` of an object of `size` bytes into `out` (emptied first, its
 /// buffer reused).
-pub(super) fn inflate(stream: &[u8], size: usize, out: &mut Vec<u8>) -> Result<()> {
+pub(crate) fn inflate(stream: &[u8], size: usize, out: &mut Vec<u8>) -> Result<()> {
     // One byte of room past the end: zlib may refuse to finish a stream into a full buffer.
     // Not `decompress_vec`: it zeroes all of a vector's spare capacity first, which in a
     // reused buffer can be far more than this object.
@@ -279,10 +279,10 @@ pub(super) fn inflate(stream: &[u8], size: usize, out: &mut Vec<u8>) -> Result<(
     let mut inflater = flate2::Decompress::new(true);
     let status = inflater
         .decompress(stream, out, flate2::FlushDecompress::Finish)
-        .map_err(|e| Error::internal(format!("archive: a packed object does not inflate: {e}")))?;
+        .map_err(|e| Error::invalid(format!("a packed object does not inflate: {e}")))?;
     out.truncate(usize::try_from(inflater.total_out()).unwrap_or(usize::MAX));
     if status != Status::StreamEnd || out.len() != size {
-        return Err(Error::internal("archive: a packed object inflates to another size"));
+        return Err(Error::invalid("a packed object inflates to another size"));
     }
     Ok(())
 }
@@ -331,9 +331,8 @@ fn store_into(data: &[u8], out: &mut Vec<u8>) {
 /// for a pack grown to megabytes made the archive thread spend a quarter of its time in
 /// `memset`.
 fn deflate_into(compressor: &mut Compress, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
-    let failed = |e: &dyn std::fmt::Display| {
-        Error::internal(format!("archive: compressing a pack object: {e}"))
-    };
+    let failed =
+        |e: &dyn std::fmt::Display| Error::invalid(format!("compressing a pack object: {e}"));
     loop {
         // Room for the rest even if it does not compress (stored blocks add a few bytes per
         // 16 KiB); a stream that still needs more gets another round.
@@ -358,13 +357,13 @@ fn deflate_into(compressor: &mut Compress, data: &[u8], out: &mut Vec<u8>) -> Re
     }
 }
 
-pub(super) fn object_type_code(kind: ObjectType) -> Result<u8> {
+pub(crate) fn object_type_code(kind: ObjectType) -> Result<u8> {
     match kind {
         ObjectType::Commit => Ok(1),
         ObjectType::Tree => Ok(2),
         ObjectType::Blob => Ok(3),
         ObjectType::Tag => Ok(4),
-        other => Err(Error::internal(format!("archive: cannot pack a {other:?} object"))),
+        other => Err(Error::invalid(format!("cannot pack a {other:?} object"))),
     }
 }
 
@@ -423,7 +422,7 @@ fn build_index(entries: &[(Oid, u32, u64)], pack_checksum: &[u8; 20]) -> Vec<u8>
 /// Bytes no compressor can shrink (xorshift), for tests that need a pack as large as its
 /// input.
 #[cfg(test)]
-pub(super) fn incompressible_bytes(len: usize) -> Vec<u8> {
+pub(crate) fn incompressible_bytes(len: usize) -> Vec<u8> {
     let mut state = 0x9e37_79b9_7f4a_7c15_u64;
     (0..len)
         .map(|_| {

@@ -1,6 +1,7 @@
-//! Git plumbing for the archive: blobs and trees are written directly and the commit moves
-//! HEAD, so no commit waits for Git's shared index lock. The working tree and the index are
-//! kept in step afterwards for humans (`ls`, `git status`), but nothing depends on them.
+//! The archive's repository: blobs, trees and the commit are written by this crate as one
+//! pack and the commit moves HEAD, so no commit waits for Git's shared index lock. The
+//! working tree and the index are kept in step afterwards for humans (`ls`, `git status`),
+//! but nothing depends on them.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -10,33 +11,40 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use git2::{
-    Index, IndexEntry, IndexTime, ObjectType, Oid, Repository, RepositoryOpenFlags, Signature,
-    Tree, TreeWalkMode, TreeWalkResult,
-};
+use git2::{Index, IndexEntry, IndexTime, ObjectType, Oid, Repository, Signature, Tree};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
-use serde::Serialize;
 
-use super::index_file::{self, Update};
-use super::pack::{self, PackBuilder, PackObject};
-use super::roll_up::CommitPack;
-use super::tree_merge::{self, RecentTrees};
-use crate::error::{Error, Result};
-use crate::model::digest::sha1;
-use crate::model::time::Timestamp;
+use crate::digest::sha1;
+use crate::error::{Error, Result, git_err, io_err};
+use crate::index_file::{self, Update};
+use crate::pack::{self, PackBuilder, PackObject};
+use crate::roll_up::CommitPack;
+use crate::tree_merge::{self, RecentTrees};
 
-const GITATTRIBUTES: &str = "*.json text\n*.md text\n";
-
-/// Local-only files Git should not offer to add: lock files and their owner records, and the
-/// temporary files of atomic writes, and build-slot leases (local coordination state).
-const EXCLUDES: &str = "*.lock\n*.lock.owner.json\n.*.tmp\nprojects/*/build_slots/\n";
-
-/// Who commits to the archive (`GIT_AUTHOR_NAME` / `GIT_AUTHOR_EMAIL`).
+/// Who commits to the archive (author and committer of every commit).
 #[derive(Debug, Clone)]
 pub struct Author {
+    /// The name Git records.
     pub name: String,
+    /// The e-mail address Git records.
     pub email: String,
+}
+
+/// What the repository holds besides the files committed to it, chosen by its owner, who
+/// knows the archive's layout.
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    /// The files of the first commit (path, content), made when the repository has none.
+    pub first_files: &'static [(&'static str, &'static str)],
+    /// That commit's message.
+    pub first_message: &'static str,
+    /// Lines appended to `.git/info/exclude` unless already there: local files Git should not
+    /// offer to add.
+    pub excludes: &'static str,
+    /// Whether the owner writes a committed path's file into the work tree itself:
+    /// [`ArchiveRepo::commit_files`] then commits the path but leaves its file alone.
+    pub written_by_owner: fn(&str) -> bool,
 }
 
 /// The maps of a commit's per-file work, several times faster than std's SipHash on contents
@@ -52,6 +60,7 @@ pub struct ArchiveRepo {
     repo: Repository,
     root: PathBuf,
     author: Author,
+    layout: Layout,
     /// Entries in Git's index when it was last written. The index is never held in memory:
     /// it has an entry per archived file, so kept there it grew with the archive (~200 bytes
     /// per file), and loaded for each update it was the peak the allocator kept (see
@@ -68,32 +77,18 @@ pub struct ArchiveRepo {
     index_abandoned: bool,
 }
 
-/// A commit the archive made: its id, and its pack, for the roll-ups (`roll_up.rs`).
+/// A commit the archive made: its id, and its pack, for the roll-ups (`roll_up.rs`), which
+/// [`Repacker::after_commit`](crate::Repacker::after_commit) takes.
 pub struct Committed {
+    /// The commit's id.
     pub id: Oid,
-    pub(super) pack: CommitPack,
-}
-
-/// A commit as `whois` and the resources show it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct CommitInfo {
-    pub hexsha: String,
-    pub summary: String,
-    pub authored_ts: Timestamp,
-}
-
-pub(crate) fn git_err(context: &str, e: git2::Error) -> Error {
-    Error::internal(format!("archive: {context}: {}", e.message()))
-}
-
-pub(super) fn io_err(context: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::internal(format!("archive: {context} {}: {e}", path.display()))
+    pub(crate) pack: CommitPack,
 }
 
 impl ArchiveRepo {
-    /// Opens the repository at `root`, creating it (with `.gitattributes` and the reference's
-    /// first commit) when absent, and brings a stale index back in line with HEAD.
-    pub fn open_or_init(root: &Path, author: Author) -> Result<Self> {
+    /// Opens the repository at `root`, creating it (with `layout`'s first commit) when
+    /// absent, and brings a stale index back in line with HEAD.
+    pub fn open_or_init(root: &Path, author: Author, layout: Layout) -> Result<Self> {
         fs::create_dir_all(root).map_err(|e| io_err("cannot create", root, e))?;
         // Every object read would otherwise be re-hashed; the archive trusts its own writes
         // and `git fsck` remains the integrity check.
@@ -115,11 +110,12 @@ impl ArchiveRepo {
         } else {
             Repository::open(root).map_err(|e| git_err("open", e))?
         };
-        ensure_excludes(root)?;
+        ensure_excludes(root, layout.excludes)?;
         let mut archive = Self {
             repo,
             root: root.to_path_buf(),
             author,
+            layout,
             index_len: 0,
             index_pending: Vec::new(),
             recent_trees: RecentTrees::default(),
@@ -127,8 +123,10 @@ impl ArchiveRepo {
             index_abandoned: false,
         };
         if fresh || archive.head_tree()?.is_none() {
-            let files = vec![(".gitattributes".to_string(), GITATTRIBUTES.as_bytes().to_vec())];
-            archive.commit_files(&files, "chore: initialize archive")?;
+            let files: Vec<(String, Vec<u8>)> = (layout.first_files.iter())
+                .map(|(path, text)| (path.to_string(), text.as_bytes().to_vec()))
+                .collect();
+            archive.commit_files(&files, layout.first_message)?;
             archive.sync_index()?;
         } else {
             archive.realign_index()?;
@@ -139,7 +137,7 @@ impl ArchiveRepo {
     /// Opens the repository afresh, dropping libgit2's handles on packs a repack replaced
     /// (it keeps each pack it has read open, mapped, and with a cache of delta bases: a soak
     /// reached 135 open packs, 22 of them deleted). On failure the old handle stays.
-    pub fn reopen(&mut self) {
+    pub(crate) fn reopen(&mut self) {
         match Repository::open(&self.root) {
             Ok(repo) => self.repo = repo,
             Err(e) => tracing::warn!(error = %e.message(), "archive not reopened after a repack"),
@@ -152,7 +150,7 @@ impl ArchiveRepo {
     }
 
     /// The tree HEAD points to; `None` before the first commit.
-    pub fn head_tree(&self) -> Result<Option<Tree<'_>>> {
+    fn head_tree(&self) -> Result<Option<Tree<'_>>> {
         head_tree(&self.repo)
     }
 
@@ -201,8 +199,8 @@ impl ArchiveRepo {
     /// the commit are written as one pack. As loose objects each would cost a file, and
     /// under a trickle of sends (a commit per message) the repacks' deletion of thousands of
     /// loose objects made every later file creation walk the freed inodes (ext4 without a
-    /// journal): three quarters of the archive thread. libgit2's mappings of the packs that
-    /// pile up between two repacks are capped (`memory::limit_git_mappings`).
+    /// journal): three quarters of the archive thread. The server caps libgit2's mappings of
+    /// the packs that pile up between two repacks.
     fn commit_blobs(
         &mut self,
         files: &[(String, Vec<u8>)],
@@ -286,7 +284,7 @@ impl ArchiveRepo {
         let mut directories = Directories::new(&self.root);
         for ((path, bytes), blob) in files.iter().zip(blobs) {
             self.index_pending.push((path.clone(), *blob));
-            if is_stored_attachment(path) {
+            if (self.layout.written_by_owner)(path) {
                 continue;
             }
             let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
@@ -334,9 +332,7 @@ impl ArchiveRepo {
     pub fn make_durable(&self) -> Result<()> {
         let git_dir = self.root.join(".git");
         let dir = fs::File::open(&git_dir).map_err(|e| io_err("cannot open", &git_dir, e))?;
-        rustix::fs::syncfs(&dir).map_err(|e| {
-            Error::internal(format!("archive: cannot flush {} to disk: {e}", git_dir.display()))
-        })
+        rustix::fs::syncfs(&dir).map_err(|e| Error::Flush { path: git_dir, source: e.into() })
     }
 
     /// Whether committed paths still wait for the index.
@@ -371,7 +367,7 @@ impl ArchiveRepo {
             Ok(update @ (Update::Unsupported | Update::Damaged(_))) => {
                 if let Err(e) = self.sync_index_with_libgit2(&paths) {
                     if !self.index_abandoned {
-                        tracing::warn!(?update, error = %e.message, "the archive's Git index is of a \
+                        tracing::warn!(?update, error = %e, "the archive's Git index is of a \
                             form mailroom cannot update; it is no longer kept in step (`git \
                             status` will list the archive's files until it is rebuilt, e.g. \
                             `rm .git/index && git reset`)");
@@ -436,10 +432,10 @@ impl ArchiveRepo {
     }
 }
 
-fn ensure_excludes(root: &Path) -> Result<()> {
+fn ensure_excludes(root: &Path, excludes: &str) -> Result<()> {
     let path = root.join(".git/info/exclude");
     let current = fs::read_to_string(&path).unwrap_or_default();
-    if current.contains(EXCLUDES) {
+    if current.contains(excludes) {
         return Ok(());
     }
     if let Some(dir) = path.parent() {
@@ -449,19 +445,8 @@ fn ensure_excludes(root: &Path) -> Result<()> {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    text.push_str(EXCLUDES);
+    text.push_str(excludes);
     fs::write(&path, text).map_err(|e| io_err("cannot write", &path, e))
-}
-
-/// The branch checked out in the repository containing `work_dir` (a project's directory),
-/// if it is one and HEAD names a branch; build slots default their branch to it.
-pub fn current_branch(work_dir: &Path) -> Option<String> {
-    let repo = Repository::discover(work_dir).ok()?;
-    let head = repo.head().ok()?;
-    if !head.is_branch() {
-        return None;
-    }
-    head.shorthand().ok().map(str::to_string)
 }
 
 /// A commit object's bytes as libgit2's `git_commit_create_buffer` writes them, with
@@ -487,9 +472,9 @@ fn commit_object(tree: Oid, parents: &[Oid], signature: &Signature<'_>, message:
 }
 
 /// The id Git gives an object of `kind` holding `bytes`, for the trees and commits the
-/// archive builds itself (see `model::digest` for why not libgit2's). Blobs, whose bytes
-/// agents write, are still named by libgit2's collision-detecting SHA-1, as Git would.
-pub(super) fn object_id(kind: ObjectType, bytes: &[u8]) -> Result<Oid> {
+/// archive builds itself (see `digest.rs` for why not libgit2's). Blobs, whose bytes agents
+/// write, are still named by libgit2's collision-detecting SHA-1, as Git would.
+pub(crate) fn object_id(kind: ObjectType, bytes: &[u8]) -> Result<Oid> {
     let header = format!("{} {}\0", kind.str(), bytes.len());
     Oid::from_bytes(&sha1(&[header.as_bytes(), bytes])).map_err(|e| git_err("object id", e))
 }
@@ -505,15 +490,8 @@ fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>> {
     }
 }
 
-fn head_tree(repo: &Repository) -> Result<Option<Tree<'_>>> {
+pub(crate) fn head_tree(repo: &Repository) -> Result<Option<Tree<'_>>> {
     head_commit(repo)?.map(|c| c.tree().map_err(|e| git_err("HEAD tree", e))).transpose()
-}
-
-/// Attachment files (WebP, manifest, audit log) are written into the work tree, atomically,
-/// by the request that stores the image; the writer only commits them. Rewriting them here
-/// could undo an audit line appended meanwhile.
-fn is_stored_attachment(path: &str) -> bool {
-    path.split('/').nth(2) == Some("attachments")
 }
 
 /// The work tree's directories a batch writes into, each opened once: files are created
@@ -610,122 +588,10 @@ fn index_entry(path: &str, id: Oid, meta: &fs::Metadata) -> IndexEntry {
     }
 }
 
-/// The files of the archive's HEAD commit, listed once: a read-only view for maintenance.
-///
-/// Opening it writes nothing (no index, no work tree, no lock), so it is safe beside a server
-/// that keeps committing; it shows HEAD as it was when opened.
-pub struct CommittedFiles {
-    repo: Repository,
-    /// Repo-relative path (`/` separators) → blob id, for every file of the HEAD tree.
-    files: HashMap<String, Oid>,
-    head: Option<Oid>,
-}
-
-impl CommittedFiles {
-    /// Lists HEAD of the repository at `root`; `None` when `root` holds no repository. A
-    /// repository without commits yields an empty listing.
-    pub fn open(root: &Path) -> Result<Option<Self>> {
-        // No upward search: a directory inside some other repository is not an archive.
-        let flags = RepositoryOpenFlags::NO_SEARCH;
-        let repo = match Repository::open_ext(root, flags, std::iter::empty::<&std::ffi::OsStr>()) {
-            Ok(repo) => repo,
-            Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
-            Err(e) => return Err(git_err("open", e)),
-        };
-        let mut files = HashMap::new();
-        let head = match head_tree(&repo)? {
-            None => None,
-            Some(tree) => {
-                list_tree(&tree, &mut files)?;
-                repo.head().ok().and_then(|h| h.target())
-            }
-        };
-        Ok(Some(Self { repo, files, head }))
-    }
-
-    /// The HEAD commit id; `None` before the first commit.
-    pub fn head(&self) -> Option<Oid> {
-        self.head
-    }
-
-    /// Whether `path` is committed.
-    pub fn contains(&self, path: &str) -> bool {
-        self.files.contains_key(path)
-    }
-
-    /// Whether `path` is committed with exactly `bytes`, compared by blob id (nothing is read).
-    pub fn holds(&self, path: &str, bytes: &[u8]) -> bool {
-        self.files.get(path).is_some_and(|id| Some(*id) == blob_id(bytes))
-    }
-
-    /// The committed bytes of `path`, if it is committed.
-    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
-        let Some(id) = self.files.get(path) else { return Ok(None) };
-        let blob = self.repo.find_blob(*id).map_err(|e| git_err("blob", e))?;
-        Ok(Some(blob.content().to_vec()))
-    }
-
-    /// Every committed path, in no particular order.
-    pub fn paths(&self) -> impl Iterator<Item = &str> {
-        self.files.keys().map(String::as_str)
-    }
-
-    /// Number of committed files.
-    pub fn len(&self) -> usize {
-        self.files.len()
-    }
-
-    /// Whether HEAD holds no file (or there is no commit).
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
-}
-
-/// The blob id Git gives `bytes` (no object is written).
-fn blob_id(bytes: &[u8]) -> Option<Oid> {
-    Oid::hash_object(ObjectType::Blob, bytes).ok()
-}
-
-fn list_tree(tree: &Tree<'_>, files: &mut HashMap<String, Oid>) -> Result<()> {
-    tree.walk(TreeWalkMode::PreOrder, |directory, entry| {
-        if entry.kind() == Some(ObjectType::Blob) {
-            let name = String::from_utf8_lossy(entry.name_bytes());
-            files.insert(format!("{directory}{name}"), entry.id());
-        }
-        TreeWalkResult::Ok
-    })
-    .map_err(|e| git_err("tree walk", e))
-}
-
-/// The newest `limit` commits of the archive at `root`, newest first (whois).
-pub fn recent_commits(root: &Path, limit: usize) -> Result<Vec<CommitInfo>> {
-    let repo = match Repository::open(root) {
-        Ok(repo) => repo,
-        Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(git_err("open", e)),
-    };
-    let mut walk = repo.revwalk().map_err(|e| git_err("revwalk", e))?;
-    if walk.push_head().is_err() {
-        return Ok(Vec::new());
-    }
-    let mut commits = Vec::with_capacity(limit);
-    for id in walk.take(limit) {
-        let id = id.map_err(|e| git_err("revwalk", e))?;
-        let commit = repo.find_commit(id).map_err(|e| git_err("commit", e))?;
-        let hex = id.to_string();
-        commits.push(CommitInfo {
-            hexsha: hex[..12].to_string(),
-            summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default())
-                .into_owned(),
-            authored_ts: Timestamp::from_micros(commit.author().when().seconds() * 1_000_000),
-        });
-    }
-    Ok(commits)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::LAYOUT;
 
     fn git(root: &Path, args: &[&str]) -> String {
         let out = std::process::Command::new("git")
@@ -755,7 +621,7 @@ mod tests {
     fn commits_are_packs_whole_and_readable() {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("archive");
-        let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
+        let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("init");
         assert_eq!(packs(&root), 1, "the first commit");
         let many: Vec<(String, Vec<u8>)> = (0..64)
             .flat_map(|i| {
@@ -810,7 +676,7 @@ mod tests {
     #[test]
     fn commit_objects_are_byte_identical_to_libgit2s() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let archive = ArchiveRepo::open_or_init(dir.path(), author()).expect("init");
+        let archive = ArchiveRepo::open_or_init(dir.path(), author(), LAYOUT).expect("init");
         let repo = &archive.repo;
         let head = head_commit(repo).expect("head").expect("first commit");
         let tree = head.tree().expect("tree");
@@ -833,7 +699,7 @@ mod tests {
     fn work_tree_copies_are_linked_and_replaced_not_written_through() {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("archive");
-        let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
+        let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("init");
         let (outbox, inbox) = ("p/agents/A/outbox/m.md", "p/agents/B/inbox/m.md");
         let copies = |text: &str| -> Vec<(String, Vec<u8>)> {
             [outbox, inbox].iter().map(|p| (p.to_string(), text.as_bytes().to_vec())).collect()
@@ -882,13 +748,39 @@ mod tests {
         assert_eq!(git(&root, &["status", "--porcelain"]), "");
     }
 
+    /// The layout makes the first commit, its excludes are written once, and a file its owner
+    /// writes is committed but left as the owner wrote it.
+    #[test]
+    fn the_layout_shapes_the_first_commit_the_excludes_and_the_work_tree() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("archive");
+        let layout = Layout { written_by_owner: |path| path.starts_with("owned/"), ..LAYOUT };
+        let mut repo = ArchiveRepo::open_or_init(&root, author(), layout).expect("init");
+        assert_eq!(git(&root, &["show", "HEAD:.gitattributes"]), "*.json text\n*.md text\n");
+        fs::create_dir_all(root.join("owned")).expect("directory");
+        fs::write(root.join("owned/a.md"), "as the owner wrote it\n").expect("write");
+        let files = vec![
+            ("owned/a.md".to_string(), b"committed\n".to_vec()),
+            ("b.md".to_string(), b"b\n".to_vec()),
+        ];
+        repo.commit_files(&files, "mail: two\n").expect("commit");
+        assert_eq!(git(&root, &["show", "HEAD:owned/a.md"]), "committed\n");
+        let read = |path: &str| fs::read_to_string(root.join(path)).expect("read");
+        assert_eq!(read("owned/a.md"), "as the owner wrote it\n");
+        assert_eq!(read("b.md"), "b\n");
+        drop(repo);
+        ArchiveRepo::open_or_init(&root, author(), layout).expect("reopen");
+        let excludes = read(".git/info/exclude");
+        assert_eq!(excludes.matches(LAYOUT.excludes).count(), 1, "{excludes}");
+    }
+
     /// HEAD moves only from the tip a commit was built on: a human's commit made meanwhile
     /// stays, and the next commit builds on it.
     #[test]
     fn a_commit_made_meanwhile_is_never_dropped() {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("archive");
-        let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
+        let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("init");
         let files = vec![("a.md".to_string(), b"a\n".to_vec())];
         let ours = repo.commit_files(&files, "mail: a\n").expect("commit").expect("new").id;
         let human = ["-c", "user.name=h", "-c", "user.email=h@example.com"];

@@ -23,17 +23,19 @@ use std::time::{Duration, SystemTime};
 
 use git2::Oid;
 
+use crate::error::{Error, Result, io_err};
+
 /// The packs a full pack may replace, listed on the writer's thread right after a commit
 /// moved HEAD to `head`: every pack the writer wrote until then holds only objects that HEAD
 /// or its reflog reaches, and every pack written later is not in the list.
-pub(super) struct Replaced {
+pub(crate) struct Replaced {
     pub packs: Vec<PathBuf>,
     pub head: Oid,
 }
 
 impl Replaced {
     /// The packs of `root` now (none protected by a `.keep` file), HEAD being `head`.
-    pub(super) fn list(root: &Path, head: Oid) -> Result<Self, String> {
+    pub(crate) fn list(root: &Path, head: Oid) -> Result<Self> {
         Ok(Self { packs: packs_without_keep(&root.join(".git/objects/pack"))?, head })
     }
 }
@@ -43,11 +45,7 @@ impl Replaced {
 /// named when they were listed. Packs written meanwhile, kept packs and loose objects stay
 /// (the objects of kept packs are copied as well). Blocking; run beside the writer. When
 /// `stop` is set it kills its `git` children and returns, removing nothing.
-pub(super) fn pack_everything(
-    root: &Path,
-    replaced: &Replaced,
-    stop: &AtomicBool,
-) -> Result<(), String> {
+pub(crate) fn pack_everything(root: &Path, replaced: &Replaced, stop: &AtomicBool) -> Result<()> {
     if replaced.packs.is_empty() {
         return Ok(());
     }
@@ -55,7 +53,7 @@ pub(super) fn pack_everything(
         .args(["rev-list", "--objects", "--all", "--reflog", "--indexed-objects"])
         .stdout(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run git rev-list: {e}"))?;
+        .map_err(|e| Error::Command(format!("cannot run git rev-list: {e}")))?;
     // Relative to `root`, where `git -C` runs: the data dir may be relative (the default is).
     // One pack whatever the configuration: its name is read back as one.
     let packer = git(root)
@@ -68,7 +66,7 @@ pub(super) fn pack_everything(
         Ok(packer) => packer,
         Err(e) => {
             end(&mut objects);
-            return Err(format!("cannot run git pack-objects: {e}"));
+            return Err(Error::Command(format!("cannot run git pack-objects: {e}")));
         }
     };
     let started = SystemTime::now();
@@ -88,11 +86,12 @@ pub(super) fn pack_everything(
     };
     let index = root.join(".git/objects/pack").join(format!("{name}.idx"));
     if !index_holds(&index, replaced.head)? {
-        return Err(format!("{name} lacks HEAD's commit {}; no pack removed", replaced.head));
+        let head = replaced.head;
+        return Err(Error::invalid(format!("{name} lacks HEAD's commit {head}; no pack removed")));
     }
     let pack = index.with_extension("pack");
     let pack_dir = root.join(".git/objects/pack");
-    super::pack::retire_packs(&pack_dir, replaced.packs.iter().map(PathBuf::as_path), &pack)
+    crate::pack::retire_packs(&pack_dir, replaced.packs.iter().map(PathBuf::as_path), &pack)
 }
 
 /// Feeds `objects`' list, renamed, to `packer`, closes `feed` once the whole list was read
@@ -104,23 +103,23 @@ fn feed_and_wait(
     packer: &mut Child,
     feed: &mut Option<BufWriter<ChildStdin>>,
     stop: &AtomicBool,
-) -> Result<String, String> {
+) -> Result<String> {
     match (objects.stdout.take().map(BufReader::new), feed.as_mut()) {
         (Some(listed), Some(feed)) => rename_paths(listed, feed, stop)?,
-        _ => return Err("git's pipes were not opened".to_string()),
+        _ => return Err(Error::Command("git's pipes were not opened".to_string())),
     }
-    let listed = objects.wait().map_err(|e| e.to_string())?;
+    let listed = objects.wait().map_err(|e| Error::Command(format!("git rev-list: {e}")))?;
     if !listed.success() {
-        return Err(format!("git rev-list failed ({listed})"));
+        return Err(Error::Command(format!("git rev-list failed ({listed})")));
     }
     drop(feed.take());
     let packed = wait_unless_stopped(packer, stop)?;
     if !packed.success() {
-        return Err(format!("git pack-objects failed ({packed})"));
+        return Err(Error::Command(format!("git pack-objects failed ({packed})")));
     }
     let mut name = String::new();
     if let Some(mut out) = packer.stdout.take() {
-        out.read_to_string(&mut name).map_err(|e| format!("git pack-objects: {e}"))?;
+        out.read_to_string(&mut name).map_err(|e| pack_objects_failed(&e))?;
     }
     Ok(format!("pack-{}", name.trim()))
 }
@@ -146,20 +145,18 @@ fn remove_git_temp_files(pack_dir: &Path, since: SystemTime) {
 /// Copies `git rev-list --objects` lines, each path replaced by a hash of it: Git's delta
 /// search then groups the versions of one path, whatever its last characters. Paths are
 /// hashed as bytes (Git prints them unconverted, not always UTF-8).
-fn rename_paths(
-    mut listed: impl BufRead,
-    feed: &mut impl Write,
-    stop: &AtomicBool,
-) -> Result<(), String> {
+fn rename_paths(mut listed: impl BufRead, feed: &mut impl Write, stop: &AtomicBool) -> Result<()> {
     let mut line = Vec::new();
     loop {
         line.clear();
-        let read = listed.read_until(b'\n', &mut line).map_err(|e| format!("git rev-list: {e}"))?;
+        let read = listed
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::Command(format!("git rev-list: {e}")))?;
         if read == 0 {
             break;
         }
         if stop.load(Ordering::Relaxed) {
-            return Err("stopped".to_string());
+            return Err(Error::Stopped);
         }
         let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let written = match text.iter().position(|b| *b == b' ') {
@@ -172,24 +169,25 @@ fn rename_paths(
             Some(space) => feed.write_all(&text[..space]).and_then(|()| feed.write_all(b"\n")),
             None => feed.write_all(text).and_then(|()| feed.write_all(b"\n")),
         };
-        written.map_err(|e| format!("git pack-objects: {e}"))?;
+        written.map_err(|e| pack_objects_failed(&e))?;
     }
-    feed.flush().map_err(|e| format!("git pack-objects: {e}"))
+    feed.flush().map_err(|e| pack_objects_failed(&e))
+}
+
+fn pack_objects_failed(e: &std::io::Error) -> Error {
+    Error::Command(format!("git pack-objects: {e}"))
 }
 
 /// Waits for `child`, polling, so that a stop can kill it (a full pack of a large archive
 /// takes many seconds, and the server's stop must not wait for it).
-fn wait_unless_stopped(
-    child: &mut Child,
-    stop: &AtomicBool,
-) -> Result<std::process::ExitStatus, String> {
+fn wait_unless_stopped(child: &mut Child, stop: &AtomicBool) -> Result<std::process::ExitStatus> {
     loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+        if let Some(status) = child.try_wait().map_err(|e| Error::Command(e.to_string()))? {
             return Ok(status);
         }
         if stop.load(Ordering::Relaxed) {
             end(child);
-            return Err("stopped".to_string());
+            return Err(Error::Stopped);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -202,17 +200,18 @@ fn end(child: &mut Child) {
 }
 
 /// Whether the pack index at `path` (version 2) lists `id`.
-fn index_holds(path: &Path, id: Oid) -> Result<bool, String> {
-    let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (listed, _) = super::pack::read_index(&bytes)
-        .ok_or_else(|| format!("{} is not a version 2 pack index", path.display()))?;
+fn index_holds(path: &Path, id: Oid) -> Result<bool> {
+    let bytes = fs::read(path).map_err(|e| io_err("cannot read", path, e))?;
+    let (listed, _) = crate::pack::read_index(&bytes).ok_or_else(|| {
+        Error::invalid(format!("{} is not a version 2 pack index", path.display()))
+    })?;
     Ok(listed.binary_search_by_key(&id, |listed| listed.id).is_ok())
 }
 
 /// `git -C root`, without the caller's `GIT_*` variables: a `GIT_DIR` or
 /// `GIT_OBJECT_DIRECTORY` inherited from a hook or script would point it at another
 /// repository, whose objects would then replace the archive's.
-pub(super) fn git(root: &Path) -> Command {
+pub(crate) fn git(root: &Path) -> Command {
     let mut command = Command::new("git");
     without_git_variables(&mut command, std::env::vars_os().map(|(name, _)| name));
     command.arg("-C").arg(root).stdin(Stdio::null()).stderr(Stdio::null());
@@ -229,8 +228,8 @@ fn without_git_variables(command: &mut Command, names: impl IntoIterator<Item = 
 }
 
 /// The `.pack` files of `pack_dir` that no `.keep` file protects.
-pub(super) fn packs_without_keep(pack_dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let entries = fs::read_dir(pack_dir).map_err(|e| format!("{}: {e}", pack_dir.display()))?;
+pub(crate) fn packs_without_keep(pack_dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = fs::read_dir(pack_dir).map_err(|e| io_err("cannot list", pack_dir, e))?;
     Ok(entries
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "pack"))
@@ -240,7 +239,7 @@ pub(super) fn packs_without_keep(pack_dir: &Path) -> Result<Vec<PathBuf>, String
 
 /// Removes a pack: its index first, so that no reader finds an index without its pack; if
 /// the index stays, so does the pack. Whether the pack went.
-pub(super) fn remove_pack(pack: &Path) -> bool {
+pub(crate) fn remove_pack(pack: &Path) -> bool {
     for ext in ["idx", "pack", "rev", "bitmap", "mtimes"] {
         let file = pack.with_extension(ext);
         if let Err(e) = fs::remove_file(&file)
@@ -259,9 +258,9 @@ pub(super) fn remove_pack(pack: &Path) -> bool {
 mod tests {
     use super::*;
 
-    use crate::archive::git::{ArchiveRepo, Author};
-    use crate::archive::pack::{PackBuilder, PackObject, write_pack};
-    use crate::archive::testing::assert_fsck_clean;
+    use crate::pack::{PackBuilder, PackObject, write_pack};
+    use crate::testing::{LAYOUT, assert_fsck_clean};
+    use crate::{ArchiveRepo, Author};
 
     fn pack_files(root: &Path) -> Vec<PathBuf> {
         packs_without_keep(&root.join(".git/objects/pack")).expect("pack dir")
@@ -299,7 +298,7 @@ mod tests {
     fn archive(rounds: usize) -> (tempfile::TempDir, PathBuf, ArchiveRepo, Oid) {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().join("archive");
-        let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
+        let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("init");
         let head = commit_rounds(&mut repo, 0..rounds);
         (dir, root, repo, head)
     }
@@ -310,9 +309,9 @@ mod tests {
     #[test]
     fn the_archive_becomes_one_pack_of_deltas() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let root = crate::archive::testing::relative(dir.path()).join("archive");
+        let root = crate::testing::relative(dir.path()).join("archive");
         assert!(root.is_relative());
-        let mut repo = ArchiveRepo::open_or_init(&root, author()).expect("init");
+        let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("init");
         let head = commit_rounds(&mut repo, 0..40);
         let listed = pack_files(&root);
         let kept_data = b"an object only a kept pack holds".to_vec();
@@ -334,7 +333,7 @@ mod tests {
         let after = pack_bytes(&root);
         assert!(after * 3 < before, "{after} bytes after, {before} before");
         assert_fsck_clean(&root);
-        let reopened = ArchiveRepo::open_or_init(&root, author()).expect("reopen");
+        let reopened = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("reopen");
         let path = "projects/p/agents/GreenCastle/inbox/2026/11/2026-11-22T10-39-04Z__note__394.md";
         assert_eq!(
             reopened.committed_file(path).expect("read"),
@@ -371,7 +370,7 @@ mod tests {
 
         let failed = pack_everything(&root, &replaced, &AtomicBool::new(false));
 
-        assert!(failed.is_err_and(|e| e.contains("lacks HEAD")));
+        assert!(failed.is_err_and(|e| e.to_string().contains("lacks HEAD")));
         assert!(replaced.packs.iter().all(|p| p.exists()), "every listed pack stays");
         assert_fsck_clean(&root);
     }
@@ -384,7 +383,7 @@ mod tests {
 
         let stopped = pack_everything(&root, &replaced, &AtomicBool::new(true));
 
-        assert_eq!(stopped, Err("stopped".to_string()));
+        assert!(matches!(stopped, Err(Error::Stopped)), "{stopped:?}");
         assert_eq!(pack_files(&root), replaced.packs);
         assert_fsck_clean(&root);
     }
