@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+pub use crate::env_value::parse_bool;
+
 /// How `register_agent`/`create_agent_identity` treat a requested name (cli_guard_share.md §4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NameEnforcement {
@@ -249,15 +251,6 @@ fn number<T: std::str::FromStr>(
             .trim()
             .parse()
             .map_err(|_| format!("{name} must be a non-negative integer, got {v:?}")),
-    }
-}
-
-/// Parses a boolean the way the reference does (`1,true,t,yes,y` / `0,false,f,no,n`).
-pub fn parse_bool(name: &str, value: &str) -> Result<bool, String> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "t" | "yes" | "y" | "on" => Ok(true),
-        "0" | "false" | "f" | "no" | "n" | "off" | "" => Ok(false),
-        _ => Err(format!("{name} must be a boolean (true/false), got {value:?}")),
     }
 }
 

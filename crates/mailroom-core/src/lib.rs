@@ -7,6 +7,7 @@
 pub mod archive;
 mod background;
 pub mod config;
+mod env_value;
 pub mod error;
 pub mod guard;
 pub mod llm;

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::config::parse_bool;
+use crate::env_value::parse_bool;
 
 /// Model names the reference treats as "a small model of whichever provider is configured";
 /// behind an OpenAI-compatible endpoint that is OpenAI's small model.

@@ -13,11 +13,10 @@ use std::path::{Path, PathBuf};
 use mailroom_git::{ArchiveRepo, CommittedFiles};
 
 use super::rebuild::REBUILD_COMMIT_MESSAGE;
-use super::{LAYOUT, locks, rebuild, reconstruct, verify};
+use super::{ArchiveSettings, LAYOUT, locks, rebuild, reconstruct, verify};
 use crate::config::CoreConfig;
 use crate::error::{Category, Error, Result};
 use crate::model::time::Timestamp;
-use crate::ops::archive_settings;
 use crate::store::{self, Reader};
 
 pub use super::rebuild::RebuildReport;
@@ -48,7 +47,8 @@ pub fn rebuild(config: &CoreConfig) -> Result<RebuildReport> {
     // archive should not be created or locked for nothing.
     let mut reader = Reader::open(&config.database_path)?;
     let _owner = locks::take_ownership(root)?;
-    let mut repo = ArchiveRepo::open_or_init(root, archive_settings(config).author, LAYOUT)?;
+    let mut repo =
+        ArchiveRepo::open_or_init(root, ArchiveSettings::from_config(config).author, LAYOUT)?;
     let head = committed_files(root)?;
     let regenerated = reader.read(|db| rebuild::regenerate(db, root, &head))?;
     let mut report = regenerated.report;

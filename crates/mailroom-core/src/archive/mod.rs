@@ -31,6 +31,7 @@ use std::time::Duration;
 use mailroom_git::{ArchiveRepo, Layout};
 use tokio::sync::{Notify, watch};
 
+use crate::config::CoreConfig;
 use crate::error::{Error, Result};
 use crate::store::{ArchiveHook, Store};
 pub use mailroom_git::Author;
@@ -66,6 +67,22 @@ pub struct ArchiveSettings {
     pub commit_window: Duration,
     /// Rows the archive may lag behind before writers wait (`ARCHIVE_QUEUE_CAPACITY`).
     pub queue_capacity: u64,
+}
+
+impl ArchiveSettings {
+    /// The archive writer's settings, taken from the core configuration.
+    pub(crate) fn from_config(config: &CoreConfig) -> Self {
+        let archive = &config.archive;
+        Self {
+            root: config.storage_root.clone(),
+            author: Author {
+                name: archive.author_name.clone(),
+                email: archive.author_email.clone(),
+            },
+            commit_window: Duration::from_millis(archive.commit_window_ms),
+            queue_capacity: archive.queue_capacity,
+        }
+    }
 }
 
 /// Counters of the archive, for health and benchmarks.

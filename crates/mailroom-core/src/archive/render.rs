@@ -9,9 +9,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use mailroom_git::ArchiveRepo;
 use serde_json::Value;
 
-use super::format::{self, MessageDoc, SenderProject};
+use super::format::{self, AgentBase, MessageDoc, SenderProject};
 use crate::error::{Error, Result};
-use crate::ops::output::AgentBase;
 use crate::store::Db;
 use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
 use crate::store::db::messages::RecipientLists;

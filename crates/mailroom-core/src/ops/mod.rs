@@ -29,9 +29,8 @@ pub mod slots;
 pub mod windows;
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use crate::archive::{Archive, ArchiveSettings, Author, PreparedArchive};
+use crate::archive::{Archive, ArchiveSettings, PreparedArchive};
 use crate::config::CoreConfig;
 use crate::error::Result;
 use crate::llm::LlmClient;
@@ -56,7 +55,7 @@ impl Mailroom {
     /// disabled, the Git archive, whose writer first replays work queued before a crash.
     pub fn open(config: CoreConfig) -> Result<Self> {
         let prepared = if config.archive.enabled {
-            Some(PreparedArchive::prepare(archive_settings(&config))?)
+            Some(PreparedArchive::prepare(ArchiveSettings::from_config(&config))?)
         } else {
             None
         };
@@ -99,16 +98,5 @@ impl Mailroom {
     /// The configuration this core runs with.
     pub fn config(&self) -> &CoreConfig {
         &self.config
-    }
-}
-
-/// The archive writer's settings, taken from the core configuration.
-pub(crate) fn archive_settings(config: &CoreConfig) -> ArchiveSettings {
-    let archive = &config.archive;
-    ArchiveSettings {
-        root: config.storage_root.clone(),
-        author: Author { name: archive.author_name.clone(), email: archive.author_email.clone() },
-        commit_window: Duration::from_millis(archive.commit_window_ms),
-        queue_capacity: archive.queue_capacity,
     }
 }

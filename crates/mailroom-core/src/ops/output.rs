@@ -3,6 +3,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+/// The agent fields every view shares; the archive's `profile.json` is this shape too.
+pub use crate::archive::format::AgentBase;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 use crate::records::{Agent, Project};
@@ -50,39 +52,6 @@ pub struct AgentOut {
     pub window_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window_display_name: Option<String>,
-}
-
-/// The agent fields every view shares.
-#[derive(Debug, Clone, Serialize)]
-pub struct AgentBase {
-    pub id: i64,
-    pub name: String,
-    pub program: String,
-    pub model: String,
-    pub task_description: String,
-    pub inception_ts: Timestamp,
-    pub last_active_ts: Timestamp,
-    pub project_id: i64,
-    pub attachments_policy: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retired_at: Option<Timestamp>,
-}
-
-impl From<&Agent> for AgentBase {
-    fn from(a: &Agent) -> Self {
-        Self {
-            id: a.id,
-            name: a.name.clone(),
-            program: a.program.clone(),
-            model: a.model.clone(),
-            task_description: a.task_description.clone(),
-            inception_ts: a.inception_ts,
-            last_active_ts: a.last_active_ts,
-            project_id: a.project_id,
-            attachments_policy: a.attachments_policy.clone(),
-            retired_at: a.retired_at,
-        }
-    }
 }
 
 impl AgentOut {

@@ -1,10 +1,15 @@
+use std::fs;
 use std::os::unix::fs::{MetadataExt, symlink};
 use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use image::{ImageFormat, Rgb, RgbImage, Rgba, RgbaImage};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use image::{DynamicImage, ImageFormat, Rgb, RgbImage, Rgba, RgbaImage};
 
+use super::image_store::{check_dimensions, decode_image, is_webp, read_bounded};
+use super::markdown::{RefParts, find_image_refs, split_ref};
 use super::*;
 
 const NOW: &str = "2026-01-02T03:04:05.000000+00:00";

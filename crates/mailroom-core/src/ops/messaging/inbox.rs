@@ -1,0 +1,119 @@
+//! fetch_inbox's page (inline on the async worker when it is short, else on a blocking
+//! thread), the limits and `since_ts` every inbox-like view shares, and the read and
+//! acknowledgement receipts.
+
+use super::FetchInbox;
+use crate::error::{Error, Result};
+use crate::model::time::Timestamp;
+use crate::ops::{Mailroom, resolve};
+use crate::store::Db;
+use crate::store::db::messages::InboxQuery;
+
+/// fetch_inbox never returns more than this many messages.
+const MAX_INBOX_LIMIT: i64 = 1000;
+/// Largest unfiltered inbox page read inline on the async worker (`Store::read_short`).
+const SHORT_INBOX_LIMIT: i64 = 100;
+
+impl Mailroom {
+    /// Resolves the inbox's owner and runs `page` on its query.
+    pub(super) async fn inbox_page<T, P>(&self, req: FetchInbox, page: P) -> Result<T>
+    where
+        T: Send + 'static,
+        P: Fn(&Db<'_>, &InboxQuery<'_>) -> Result<T> + Clone + Send + 'static,
+    {
+        let limit = inbox_limit(req.limit)?;
+        let since = parse_since(req.since_ts.as_deref())?;
+        let topic =
+            req.topic.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
+        // An unfiltered page reads just its rows off the agent's recipient index: a short
+        // read, run inline. A filter may skip many rows per row kept, so filtered (and long)
+        // pages go to a blocking thread.
+        let short =
+            limit <= SHORT_INBOX_LIMIT && !req.urgent_only && since.is_none() && topic.is_none();
+        let urgent_only = req.urgent_only;
+        let page = move |db: &Db<'_>, project_id: i64, agent_id: i64| {
+            let query = InboxQuery {
+                project_id,
+                agent_id,
+                limit,
+                urgent_only,
+                since,
+                topic: topic.as_deref(),
+            };
+            page(db, &query)
+        };
+        if short {
+            // Inline only while every step is an index lookup: a name that does not resolve
+            // takes the blocking road below, where its error compares it with every name.
+            let (key, name, page) = (req.project_key.clone(), req.agent_name.clone(), page.clone());
+            let found = self
+                .store
+                .read_short(move |db| {
+                    match resolve::project_and_agent_ids_directly(db, &key, &name)? {
+                        Some((project_id, agent_id)) => page(db, project_id, agent_id).map(Some),
+                        None => Ok(None),
+                    }
+                })
+                .await?;
+            if let Some(rows) = found {
+                return Ok(rows);
+            }
+        }
+        self.store
+            .read(move |db| {
+                let project = resolve::project(db, &req.project_key)?;
+                let agent = resolve::agent(db, &project, &req.agent_name, "agent_name")?;
+                page(db, project.id, agent.id)
+            })
+            .await
+    }
+}
+
+/// The inbox size asked for: at least 1, at most 1000, 20 by default.
+pub(crate) fn inbox_limit(limit: Option<i64>) -> Result<i64> {
+    match limit {
+        Some(l) if l < 1 => {
+            Err(Error::invalid_kind("INVALID_LIMIT", format!("limit must be at least 1 (got {l})")))
+        }
+        Some(l) => Ok(l.min(MAX_INBOX_LIMIT)),
+        None => Ok(20),
+    }
+}
+
+pub(crate) fn parse_since(raw: Option<&str>) -> Result<Option<Timestamp>> {
+    match raw.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(text) => Timestamp::parse_iso(text).map(Some).ok_or_else(|| {
+            Error::invalid_kind("INVALID_TIMESTAMP", format!(
+                "since_ts '{text}' is not an ISO-8601 timestamp (e.g. 2025-01-15T10:30:00+00:00)"))
+        }),
+    }
+}
+
+/// Records the receipt when the agent can see the message; `None` when it only sent it.
+pub(super) fn receipt_after(
+    db: &Db<'_>,
+    project_key: &str,
+    agent_name: &str,
+    message_id: i64,
+    acknowledge: bool,
+) -> Result<Option<crate::store::db::messages::ReceiptState>> {
+    let project = resolve::project(db, project_key)?;
+    let agent = resolve::agent(db, &project, agent_name, "agent_name")?;
+    let visible_message = db.message_by_id(message_id)?.filter(|m| m.project_id == project.id);
+    let Some(message) = visible_message else {
+        return Err(not_visible(message_id, &agent.name));
+    };
+    if db.receipt(message_id, agent.id)?.is_none() {
+        if message.sender_id == agent.id {
+            return Ok(None);
+        }
+        return Err(not_visible(message_id, &agent.name));
+    }
+    db.record_receipt(message_id, agent.id, Timestamp::now(), acknowledge)?;
+    db.receipt(message_id, agent.id)
+}
+
+pub(super) fn not_visible(message_id: i64, agent: &str) -> Error {
+    Error::not_found(format!("Message '{message_id}' not found or not visible to agent '{agent}'."))
+}

@@ -1,0 +1,205 @@
+use super::*;
+use crate::testing::LAYOUT;
+
+fn git(root: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn author() -> Author {
+    Author { name: "mailroom".to_string(), email: "mailroom@example.com".to_string() }
+}
+
+fn packs(root: &Path) -> usize {
+    fs::read_dir(root.join(".git/objects/pack"))
+        .expect("pack dir")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "pack")))
+        .count()
+}
+
+/// Every commit, large or small, goes out as one pack and no loose object; both read
+/// back through libgit2 and `git`, HEAD and its reflog move, and fsck finds nothing.
+#[test]
+fn commits_are_packs_whole_and_readable() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("init");
+    assert_eq!(packs(&root), 1, "the first commit");
+    let many: Vec<(String, Vec<u8>)> = (0..64)
+        .flat_map(|i| {
+            let bytes = format!("message {i}\n").into_bytes();
+            [
+                (format!("projects/p/messages/2026/11/m{i:03}.md"), bytes.clone()),
+                (format!("projects/p/agents/A/inbox/2026/11/m{i:03}.md"), bytes),
+            ]
+        })
+        .collect();
+    let first = repo.commit_files(&many, "batch: many\n").expect("large commit");
+    assert!(first.is_some());
+    assert_eq!(packs(&root), 2);
+    assert!(repo.commit_files(&many, "batch: again\n").expect("replay").is_none());
+    assert_eq!(packs(&root), 2, "a replay writes nothing");
+
+    let few = vec![("projects/p/messages/2026/11/z.md".to_string(), b"last\n".to_vec())];
+    let second = repo.commit_files(&few, "mail: one\n").expect("small commit");
+    assert!(second.is_some());
+    assert_eq!(packs(&root), 3, "a small commit is a pack too");
+    let loose = git(&root, &["count-objects", "-v"]);
+    assert!(loose.starts_with("count: 0\n"), "{loose}");
+    assert_eq!(
+        repo.committed_file("projects/p/messages/2026/11/m007.md").expect("read"),
+        Some(b"message 7\n".to_vec())
+    );
+    assert_eq!(
+        git(&root, &["show", "HEAD:projects/p/agents/A/inbox/2026/11/m063.md"]),
+        "message 63\n"
+    );
+    assert_eq!(git(&root, &["show", "HEAD:projects/p/messages/2026/11/z.md"]), "last\n");
+    let log = git(&root, &["log", "--format=%s"]);
+    assert_eq!(log, "mail: one\nbatch: many\nchore: initialize archive\n");
+    let reflog = git(&root, &["reflog", "--format=%gs"]);
+    assert!(reflog.starts_with("commit: mail: one\ncommit: batch: many\n"), "{reflog}");
+    assert_eq!(git(&root, &["fsck", "--strict"]), "");
+}
+
+/// Trees and commits are named as libgit2 names them.
+#[test]
+fn object_ids_are_the_ones_libgit2_gives() {
+    let bytes: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    for kind in [ObjectType::Blob, ObjectType::Tree, ObjectType::Commit] {
+        for data in [&bytes[..0], &bytes[..1], &bytes[..]] {
+            let expected = Oid::hash_object(kind, data).expect("hash");
+            assert_eq!(object_id(kind, data).expect("hash"), expected);
+        }
+    }
+}
+
+/// The commit bytes written by hand are libgit2's, for offsets east, west and zero.
+#[test]
+fn commit_objects_are_byte_identical_to_libgit2s() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let archive = ArchiveRepo::open_or_init(dir.path(), author(), LAYOUT).expect("init");
+    let repo = &archive.repo;
+    let head = head_commit(repo).expect("head").expect("first commit");
+    let tree = head.tree().expect("tree");
+    for offset in [-330, 0, 60, 345] {
+        let when = git2::Time::new(1_763_820_000, offset);
+        let signature =
+            Signature::new("mailroom", "mailroom@example.com", &when).expect("signature");
+        let message = "mail: BlueLake -> GreenCastle | hi\n\nbody line\n";
+        let expected = repo
+            .commit_create_buffer(&signature, &signature, message, &tree, &[&head])
+            .expect("libgit2 buffer");
+        let ours = commit_object(tree.id(), &[head.id()], &signature, message);
+        assert_eq!(ours.as_slice(), &*expected, "{offset}");
+    }
+}
+
+/// Copies with the same bytes share an inode; a later commit replaces a file with a
+/// new inode rather than writing through the link, so the other copies keep their bytes.
+#[test]
+fn work_tree_copies_are_linked_and_replaced_not_written_through() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("init");
+    let (outbox, inbox) = ("p/agents/A/outbox/m.md", "p/agents/B/inbox/m.md");
+    let copies = |text: &str| -> Vec<(String, Vec<u8>)> {
+        [outbox, inbox].iter().map(|p| (p.to_string(), text.as_bytes().to_vec())).collect()
+    };
+    repo.commit_files(&copies("first\n"), "mail: one\n").expect("commit");
+    let inode = |path: &str| fs::metadata(root.join(path)).expect("written").ino();
+    assert_eq!(inode(outbox), inode(inbox));
+    assert_eq!(fs::metadata(root.join(inbox)).expect("written").nlink(), 2);
+
+    // A replay finds both files there and writes them again, still linked.
+    assert!(repo.commit_files(&copies("first\n"), "mail: again\n").expect("replay").is_none());
+    assert_eq!(inode(outbox), inode(inbox));
+
+    let changed = vec![(inbox.to_string(), b"second\n".to_vec())];
+    repo.commit_files(&changed, "mail: two\n").expect("commit");
+    assert_eq!(fs::read_to_string(root.join(inbox)).expect("read"), "second\n");
+    assert_eq!(fs::read_to_string(root.join(outbox)).expect("read"), "first\n");
+    assert_ne!(inode(outbox), inode(inbox));
+    repo.sync_index().expect("index");
+    // The index's stat data is each file's own: `diff-files` lists a file whose stat data
+    // differs without refreshing the index (`status` would refresh it), so it goes first.
+    assert_eq!(git(&root, &["diff-files", "--name-only"]), "");
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+
+    // Copies linked in one batch, whose first path a later batch rewrites (with another
+    // size) before the index is written: the other copy keeps stat data of its own.
+    repo.commit_files(&copies("linked, then split\n"), "mail: three\n").expect("commit");
+    let rewritten = vec![(outbox.to_string(), b"rewritten\n".to_vec())];
+    repo.commit_files(&rewritten, "mail: four\n").expect("commit");
+    repo.sync_index().expect("index");
+    assert_eq!(git(&root, &["diff-files", "--name-only"]), "");
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+
+    // A batch that names a path twice: its later copies of the first content are not
+    // linked to the path that no longer holds it.
+    let twice = vec![
+        ("p/x.md".to_string(), b"one\n".to_vec()),
+        ("p/x.md".to_string(), b"two\n".to_vec()),
+        ("p/y.md".to_string(), b"one\n".to_vec()),
+    ];
+    repo.commit_files(&twice, "mail: twice\n").expect("commit");
+    assert_eq!(fs::read_to_string(root.join("p/x.md")).expect("read"), "two\n");
+    assert_eq!(fs::read_to_string(root.join("p/y.md")).expect("read"), "one\n");
+    repo.sync_index().expect("index");
+    assert_eq!(git(&root, &["diff-files", "--name-only"]), "");
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+}
+
+/// The layout makes the first commit, its excludes are written once, and a file its owner
+/// writes is committed but left as the owner wrote it.
+#[test]
+fn the_layout_shapes_the_first_commit_the_excludes_and_the_work_tree() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let layout = Layout { written_by_owner: |path| path.starts_with("owned/"), ..LAYOUT };
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), layout).expect("init");
+    assert_eq!(git(&root, &["show", "HEAD:.gitattributes"]), "*.json text\n*.md text\n");
+    fs::create_dir_all(root.join("owned")).expect("directory");
+    fs::write(root.join("owned/a.md"), "as the owner wrote it\n").expect("write");
+    let files = vec![
+        ("owned/a.md".to_string(), b"committed\n".to_vec()),
+        ("b.md".to_string(), b"b\n".to_vec()),
+    ];
+    repo.commit_files(&files, "mail: two\n").expect("commit");
+    assert_eq!(git(&root, &["show", "HEAD:owned/a.md"]), "committed\n");
+    let read = |path: &str| fs::read_to_string(root.join(path)).expect("read");
+    assert_eq!(read("owned/a.md"), "as the owner wrote it\n");
+    assert_eq!(read("b.md"), "b\n");
+    drop(repo);
+    ArchiveRepo::open_or_init(&root, author(), layout).expect("reopen");
+    let excludes = read(".git/info/exclude");
+    assert_eq!(excludes.matches(LAYOUT.excludes).count(), 1, "{excludes}");
+}
+
+/// HEAD moves only from the tip a commit was built on: a human's commit made meanwhile
+/// stays, and the next commit builds on it.
+#[test]
+fn a_commit_made_meanwhile_is_never_dropped() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("init");
+    let files = vec![("a.md".to_string(), b"a\n".to_vec())];
+    let ours = repo.commit_files(&files, "mail: a\n").expect("commit").expect("new").id;
+    let human = ["-c", "user.name=h", "-c", "user.email=h@example.com"];
+    git(&root, &[&human[..], &["commit", "--allow-empty", "-q", "-m", "human"]].concat());
+    let tip = git(&root, &["rev-parse", "HEAD"]);
+    assert!(repo.move_head(ours, Some(ours), "mail: stale\n").is_err());
+    assert_eq!(git(&root, &["rev-parse", "HEAD"]), tip);
+    let files = vec![("b.md".to_string(), b"b\n".to_vec())];
+    repo.commit_files(&files, "mail: b\n").expect("commit on the human's");
+    let log = git(&root, &["log", "--format=%s"]);
+    assert_eq!(log, "mail: b\nhuman\nmail: a\nchore: initialize archive\n");
+    let reflog = git(&root, &["reflog", "--format=%gs"]);
+    assert!(reflog.ends_with("commit (initial): chore: initialize archive\n"), "{reflog}");
+}
