@@ -1,6 +1,6 @@
-//! `--dataset`: seed 000 §3.1's standing data (10 projects × 100 agents × 100 messages per
-//! agent), created through the target's MCP tools before a run, so scenarios run against a
-//! realistically filled database rather than an empty one.
+//! `--dataset`: the benchmark plan's standing data (10 projects × 100 agents × 100 messages per
+//! agent; BENCHMARKS.md, "Current state"), created through the target's MCP tools before a run, so
+//! scenarios run against a realistically filled database rather than an empty one.
 
 use std::fmt;
 use std::str::FromStr;
@@ -21,7 +21,7 @@ pub struct DatasetScale {
 }
 
 impl Default for DatasetScale {
-    /// Seed 000 §3.1: 10 projects × 100 agents × 100 messages.
+    /// The benchmark plan's: 10 projects × 100 agents × 100 messages.
     fn default() -> Self {
         Self { projects: 10, agents: 100, messages_per_agent: 100 }
     }

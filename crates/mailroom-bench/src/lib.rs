@@ -5,12 +5,12 @@
 //! - [`scenario`]: what each request does, the setup that creates its data, how answers are
 //!   judged;
 //! - [`sse`]: the JSON-RPC answer inside a plain JSON or `text/event-stream` body;
-//! - [`dataset`]: seed 000 §3.1's standing data (`--dataset`), created before a run;
+//! - [`dataset`]: the benchmark plan's standing data (`--dataset`), created before a run;
 //! - [`engine`]: N keep-alive connections, closed-loop or fixed-rate with coordinated-omission
 //!   correction;
 //! - [`stats`]: HDR latency histograms, error kinds, the fixed-rate schedule;
 //! - [`monitor`]: the target's RSS, CPU and open files from /proc, growth per hour;
-//! - [`profile`]: the ramp over seed 000's concurrency levels and its breaking point;
+//! - [`profile`]: the ramp over the benchmark plan's concurrency levels and its breaking point;
 //! - [`report`]: JSON, text and Markdown reports, comparisons and budget checks;
 //! - [`chart`]: SVG charts for `--out` (throughput over time, latency against concurrency);
 //! - [`baseline`]: a constant-200 server, the machine's ceiling;

@@ -1,5 +1,5 @@
-//! The monitor: samples a target process's RSS, CPU time and open files from `/proc` while a
-//! run lasts, and reports their growth per hour (the soak test's verdict, seed 004).
+//! The monitor: samples a target process's RSS, CPU time and open files from `/proc` while a run
+//! lasts, and reports their growth per hour (the soak test's verdict; BENCHMARKS.md, "Soak").
 
 use std::path::PathBuf;
 use std::sync::Arc;

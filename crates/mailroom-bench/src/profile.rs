@@ -1,11 +1,12 @@
-//! Load profiles built from steady runs: the ramp (seed 000 §4.5's concurrency scaling).
+//! Load profiles built from steady runs: the ramp (the benchmark plan's concurrency scaling,
+//! BENCHMARKS.md, "Concurrency scaling").
 
 use serde_json::{Value, json};
 
 use crate::report::{FIGURES, Report, figure_cells};
 use crate::table::{Layout, render};
 
-/// Seed 000 §3.1's concurrency levels.
+/// The benchmark plan's concurrency levels (BENCHMARKS.md, "Current state").
 pub const RAMP_LEVELS: [usize; 6] = [10, 25, 50, 100, 200, 500];
 
 /// Throughput below this share of the best earlier level counts as a collapse. Generous,
@@ -107,7 +108,8 @@ pub fn ramp_chart(reports: &[Report]) -> String {
     crate::chart::line_chart(&title, "connections", "latency (ms)", &series)
 }
 
-/// Seed 004's spike: the baseline load multiplied by this factor.
+/// The spike: the baseline load multiplied by this factor (the 14-fold jump of the spike test
+/// in an earlier Agent Mail load report; README's "Load lab").
 pub const SPIKE_FACTOR: usize = 14;
 
 /// Seconds into the recovery phase until throughput is back within 10 % of the baseline's

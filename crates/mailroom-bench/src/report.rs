@@ -275,7 +275,7 @@ impl Report {
     }
 }
 
-/// Seed 000's head-to-head table: each figure of A and B, and A ÷ B.
+/// The benchmark plan's head-to-head table: each figure of A and B, and A ÷ B.
 pub fn compare(a: &Report, b: &Report) -> String {
     let head = |r: &Report| format!("{} {}", r.implementation, r.label());
     let rows: [(&str, f64, f64); 8] = [

@@ -14,7 +14,8 @@ use crate::sse::json_rpc_payload;
 use crate::stats::Failure;
 use crate::target::Target;
 
-/// A load scenario (seed 000 §4, seed 003).
+/// A load scenario: the benchmark plan's categories, the sequential run and the mixed load
+/// (BENCHMARKS.md, "Current state"; README's "Load lab").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
     /// `GET` liveness: the HTTP stack alone.
@@ -32,10 +33,10 @@ pub enum Scenario {
     /// MCP `tools/call file_reservation_paths`: one agent renewing its hold on a spread of
     /// paths (an identical pattern is updated in place, so holds do not pile up).
     Reserve,
-    /// `send` from one client, one request at a time (seed 003's sequential benchmark).
+    /// `send` from one client, one request at a time (the sequential run of BENCHMARKS.md).
     Sequential,
     /// Writers, readers and a hot "celebrity" inbox at once, each group with its own
-    /// concurrency (seed 002).
+    /// concurrency, as an earlier Python-against-Rust comparison ran them (README's "Load lab").
     Mixed,
 }
 
@@ -302,7 +303,7 @@ async fn prepare_reservations(requests: &Requests<'_>, setup: &mut Setup) -> Res
     Ok(Prepared { plan: Plan { calls, expect: Expect::JsonRpc }, setup: Some(setup) })
 }
 
-/// Sizes of seed 002's mixed load: each group has its own concurrency.
+/// Sizes of the mixed load: each group has its own concurrency.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MixedLoad {
     /// Workers sending messages, spread over every inbox.
@@ -313,12 +314,13 @@ pub struct MixedLoad {
     pub celebrity_readers: usize,
     /// Ordinary agents whose inboxes the readers read.
     pub inboxes: usize,
-    /// Celebrity agents (seed 002's pool of 5).
+    /// Celebrity agents (a pool of 5 by default).
     pub celebrities: usize,
 }
 
 impl Default for MixedLoad {
-    /// Seed 002's high-concurrency run: writer 10, reader 60, celebrity 30, pool of 5.
+    /// The high-concurrency run of the comparison the mixed load comes from: writer 10, reader
+    /// 60, celebrity 30, pool of 5.
     fn default() -> Self {
         Self { writers: 10, readers: 60, celebrity_readers: 30, inboxes: 20, celebrities: 5 }
     }

@@ -6,7 +6,8 @@ use std::str::FromStr;
 use anyhow::{Context, Result, bail};
 
 /// Which Agent Mail implementation serves the target; it decides the health, readiness and
-/// MCP paths (seed 000 §2), so both are driven with identical parameters.
+/// MCP paths (the benchmark plan's endpoint mapping; README's "Load lab"), so both are driven
+/// with identical parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Implementation {
     Mailroom,
@@ -38,7 +39,7 @@ impl Implementation {
         }
     }
 
-    /// Whether the implementation has the REST routes of seed 000 §2.3.
+    /// Whether the implementation has the REST routes (docs/compat/http.md §5).
     pub fn has_rest(self) -> bool {
         matches!(self, Implementation::Mailroom)
     }

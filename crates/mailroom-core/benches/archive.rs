@@ -1,6 +1,7 @@
 //! Archive benchmark: what the Git archive costs a send, measured on the core (real SQLite,
 //! real Git repository in a temp dir, release build), beside the reference's budgets
-//! (seed 001: one message archived < 25 ms p95; a batch of 100 < 250 ms).
+//! (one message archived < 25 ms p95; a batch of 100 < 250 ms: BENCHMARKS.md, "The
+//! performance budgets").
 //!
 //! `cargo bench -p mailroom-core --bench archive` prints three tables:
 //! 1. one message at a time: reply → archive commit, p50/p95/max;

@@ -1,13 +1,14 @@
 //! Settings the core needs, read once at start-up and passed explicitly.
 //!
-//! The variable names are the reference's (spec/http.md §7) so that an environment written for
-//! the reference configures mailroom unchanged. Nothing outside start-up reads the environment.
+//! The variable names are the reference's (docs/compat/settings.md) so that an environment written
+//! for the reference configures mailroom unchanged. Nothing outside start-up reads the environment.
 
 use std::path::PathBuf;
 
 pub use crate::env_value::parse_bool;
 
-/// How `register_agent`/`create_agent_identity` treat a requested name (cli_guard_share.md §4.3).
+/// How `register_agent`/`create_agent_identity` treat a requested name (docs/compat/tools.md
+/// §1.6, "Enforcement mode").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NameEnforcement {
     /// Invalid names are an error.

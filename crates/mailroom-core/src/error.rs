@@ -1,7 +1,7 @@
 //! The one error type of the core, grouped by what the caller can do about it.
 //!
 //! Every error carries the reference's error-type vocabulary (`kind`, e.g. `NOT_FOUND`,
-//! `CONTACT_REQUIRED`, spec/tools.md §0.6) and a human message. The transports map the
+//! `CONTACT_REQUIRED`, docs/compat/errors.md §4) and a human message. The transports map the
 //! [`Category`] to their own shapes; clients of the reference match substrings of the message,
 //! so messages follow the reference's wording where it is known.
 

@@ -1,4 +1,5 @@
-//! The optional LLM: an OpenAI-compatible chat-completions client (spec/tools.md §10).
+//! The optional LLM: an OpenAI-compatible chat-completions client (docs/compat/tools.md §7.5,
+//! settings: docs/compat/settings.md §8).
 //!
 //! Off unless `LLM_ENABLED`. It is the only HTTP the core speaks, and it stays inside this
 //! module: ops see [`LlmClient::complete_json`] and a plain [`LlmError`], never a transport type.

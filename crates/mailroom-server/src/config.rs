@@ -1,4 +1,5 @@
-//! Settings of the HTTP front, read once at start-up (reference names: spec/http.md §7).
+//! Settings of the HTTP front, read once at start-up (the reference's variable names:
+//! docs/compat/settings.md §2, §4 and §9).
 
 use crate::mcp::format::OutputFormat;
 
@@ -21,7 +22,7 @@ pub struct ServerConfig {
     /// Most MCP sessions kept at once; the least recently used is dropped beyond it.
     pub max_sessions: usize,
     /// `MAILROOM_TOOL_AUTH` (default false): tools demand registration tokens (or a session
-    /// already bound to the agent) as the reference's HEAD does (spec/tools.md §0.4).
+    /// already bound to the agent) as the reference's HEAD does (docs/compat/tools.md §1.7).
     pub tool_auth: bool,
     /// `MCP_AGENT_MAIL_SESSION_BINDING_TTL_SECONDS` (default 86400, at least 60): how long an
     /// unused session binding lasts.

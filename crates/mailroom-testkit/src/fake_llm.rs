@@ -126,7 +126,8 @@ fn single_summary() -> String {
 }
 
 /// The reference stub's digest, with the per-thread open-action counts the recorded session
-/// shows (spec/tools.md §11: "per-thread counts come from the LLM stub").
+/// shows (a multi-thread answer's per-thread counts replace the heuristic's:
+/// docs/compat/tools.md §7.5).
 fn digest() -> String {
     let digest = json!({
         "threads": [

@@ -1,6 +1,6 @@
 //! The Git commit guard end to end: `mailroom guard install` in a real repository, then real
 //! `git commit` / `git push` runs whose hooks exec the built binary against reservation
-//! files written as the archive writes them (spec/storage.md §4), and against a running
+//! files written as the archive writes them (docs/compat/archive.md §6), and against a running
 //! server whose archive lags behind a send storm.
 
 mod common;

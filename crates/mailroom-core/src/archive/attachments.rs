@@ -1,4 +1,4 @@
-//! Image attachments of messages (storage spec §6, layout §2).
+//! Image attachments of messages (docs/compat/archive.md §7; their place in the layout: §2).
 //!
 //! Agents refer to images by path, either inside the body (`![alt](path)`) or in
 //! `attachment_paths`. Those paths name files on the server's disk, which recipients cannot
@@ -309,7 +309,8 @@ fn convert_body(
 }
 
 /// Converts one reference, or returns it unchanged when it is a data URI or a path that is
-/// refused or missing (the spec leaves those in the body rather than failing the send).
+/// refused or missing (the reference leaves those in the body rather than failing the send:
+/// docs/compat/archive.md §7).
 fn convert_ref<'a>(
     archive: &Archive<'_>,
     inner: &'a str,

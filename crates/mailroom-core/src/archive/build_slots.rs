@@ -1,4 +1,4 @@
-//! Build-slot lease files (spec/storage.md §2): one JSON file per holder at
+//! Build-slot lease files (docs/compat/archive.md §8): one JSON file per holder at
 //! `projects/<slug>/build_slots/<slot>/<holder>.json` under the archive root. They are local
 //! coordination state, as in the reference: neither in the database nor committed to Git.
 //!

@@ -1,5 +1,5 @@
 //! The bytes of the Git archive: message files with JSON front matter, their names and paths,
-//! thread digests, agent profiles and file-reservation artifacts (storage spec §2–§4).
+//! thread digests, agent profiles and file-reservation artifacts (docs/compat/archive.md §2–6).
 //!
 //! Everything here is a pure function of its inputs. The archive is a public contract shared
 //! with the Python reference, so the renderers reproduce its output byte for byte: an archive
@@ -87,7 +87,7 @@ pub struct MessageDoc {
     pub ack_required: bool,
     /// When the message was created; also names its `YYYY/MM` directories and its file.
     pub created: Timestamp,
-    /// Attachment metadata objects (storage spec §6), written as given.
+    /// Attachment metadata objects (docs/compat/archive.md §7), written as given.
     pub attachments: Vec<Value>,
     /// The processed Markdown body. Files hold it stripped of surrounding whitespace.
     pub body_md: String,

@@ -1,5 +1,5 @@
 //! The archive commit that last wrote a file, with its diff for that file: what the inbox
-//! resource shows per message (spec/resources.md §3, `commit`). Best-effort: one walk from
+//! resource shows per message (docs/compat/resources.md §4.3, `commit`). Best-effort: one walk from
 //! HEAD over at most [`MAX_COMMITS_WALKED`] commits serves a whole page of messages, and a
 //! file not found within it (or not committed yet) simply has no entry.
 

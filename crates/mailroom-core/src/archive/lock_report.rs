@@ -1,5 +1,5 @@
 //! The lock files under the storage root, as `resource://tooling/locks` reports them
-//! (spec/resources.md §1): reference-style `*.lock` files that carry owner metadata
+//! (docs/compat/resources.md §2.5): reference-style `*.lock` files that carry owner metadata
 //! (`<name>.owner.json`) or are named `.archive.lock`.
 //!
 //! Mailroom's own ownership lock (`archive.lock` at the root) is held for the server's whole

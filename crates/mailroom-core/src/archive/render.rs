@@ -26,7 +26,7 @@ struct Entry {
     line: String,
     body: String,
     /// `<agent> <pattern>` for a reservation artifact, whose commits follow their own
-    /// convention (storage.md §4).
+    /// convention (docs/compat/archive.md §10).
     reservation: Option<String>,
 }
 
@@ -265,8 +265,8 @@ pub(super) struct ReservationFiles {
     pub pattern: String,
 }
 
-/// Renders a reservation's artifacts (storage.md §4); `None` when it no longer exists. A
-/// released reservation's `expires_ts` is clamped to its release. On `grant`, the branch and
+/// Renders a reservation's artifacts (docs/compat/archive.md §6); `None` when it no longer exists.
+/// A released reservation's `expires_ts` is clamped to its release. On `grant`, the branch and
 /// worktree of the code repository at the project's path are added when there is one.
 pub(super) fn reservation_files(
     db: &Db<'_>,
@@ -323,7 +323,7 @@ fn code_repo_branch(path: &str) -> Option<(String, String)> {
 }
 
 /// Reservation entries only: `file_reservation: <agent> <pattern> (+N more)` and a line per
-/// entry (storage.md §4). `None` when any entry is something else.
+/// entry (docs/compat/archive.md §10). `None` when any entry is something else.
 fn reservation_commit_message(entries: &[Entry]) -> Option<String> {
     let whos: Vec<&str> =
         entries.iter().map(|e| e.reservation.as_deref()).collect::<Option<_>>()?;

@@ -1,5 +1,5 @@
 //! Which paths a commit or a push changes, asked of the `git` command line as the reference
-//! does (spec/cli_guard_share.md §2.2 step 5, §2.3), with renames counted under both names.
+//! does (docs/compat/cli.md §4.2 step 5), with renames counted under both names.
 
 use std::collections::HashSet;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! Installing and removing the guard's Git hooks (spec/cli_guard_share.md §2.1, §2.4).
+//! Installing and removing the guard's Git hooks (docs/compat/cli.md §4.1, §4.4).
 //!
 //! Layout in the hooks directory, shared with the reference so that either implementation
 //! can take over the other's install:
@@ -26,7 +26,7 @@ const CHAIN_MARKER: &str = "mcp-agent-mail chain-runner";
 const LEGACY_SENTINELS: [&str; 2] =
     ["mcp-agent-mail guard hook", "AGENT_NAME environment variable is required."];
 
-/// The hooks directory Git uses for `repo` (spec §2.1): `core.hooksPath` (absolute,
+/// The hooks directory Git uses for `repo` (docs/compat/cli.md §4.1): `core.hooksPath` (absolute,
 /// `~`-expanded, or relative to the work tree's top level), else the common Git directory's
 /// `hooks` (shared by every linked worktree, which is where Git looks), else
 /// `<repo>/.git/hooks` when `repo` is not in a repository.
@@ -133,10 +133,9 @@ pub fn install(hooks_dir: &Path, hook: Hook, target: &PluginTarget) -> Result<Pa
     Ok(chain)
 }
 
-/// Removes the guard from `hooks_dir` (spec §2.4): our plugins and the reference's; each
-/// chain-runner no other plugin needs (restoring `<hook>.orig` over it when present) with the
-/// reference's Windows shims; legacy single-file guard hooks. Returns whether anything was
-/// removed.
+/// Removes the guard from `hooks_dir` (docs/compat/cli.md §4.4): our plugins and the reference's;
+/// each chain-runner no other plugin needs (restoring `<hook>.orig` over it when present) with the
+/// reference's Windows shims; legacy single-file guard hooks. Returns whether anything was removed.
 pub fn uninstall(hooks_dir: &Path) -> Result<bool> {
     let mut removed = false;
     for hook in Hook::ALL {

@@ -1,4 +1,4 @@
-//! The Git commit guard (spec/cli_guard_share.md §2): hooks that refuse a commit or a push
+//! The Git commit guard (docs/compat/cli.md §4): hooks that refuse a commit or a push
 //! touching files another agent holds an exclusive reservation on.
 //!
 //! `hooks` installs and removes them: a POSIX `sh` chain-runner per hook (the reference's

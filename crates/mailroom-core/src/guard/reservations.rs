@@ -1,4 +1,4 @@
-//! The guard's view of file reservations (spec/cli_guard_share.md §2.2 steps 6–8), filtered to
+//! The guard's view of file reservations (docs/compat/cli.md §4.2 steps 4, 6 and 7), filtered to
 //! the active exclusive reservations of other agents, compiled once, and matched against
 //! changed paths.
 //!

@@ -1,4 +1,4 @@
-//! File-reservation patterns (spec/semantics.md §6.1–6.2): normalisation, virtual namespaces,
+//! File-reservation patterns (docs/compat/tools.md §6.1–6.3): normalisation, virtual namespaces,
 //! Git wildmatch as Python's `pathspec` implements it ("gitwildmatch"), a union set for
 //! pre-filtering, and the conflict predicate.
 //!
@@ -359,7 +359,7 @@ impl ReservationPattern {
     }
 
     /// Whether this (held) pattern overlaps the `candidate` (requested) one, by the rule of
-    /// spec/semantics.md §6.2. Not symmetric: a held directory covers a requested file, but a
+    /// docs/compat/tools.md §6.2. Not symmetric: a held directory covers a requested file, but a
     /// held file does not cover a requested directory.
     ///
     /// Virtual patterns overlap only the identical (trimmed) string. Otherwise, if either side
@@ -395,7 +395,7 @@ pub struct Held<'a> {
     pub own: bool,
 }
 
-/// The conflict predicate of spec/semantics.md §6.2: does a request for `candidate`
+/// The conflict predicate of docs/compat/tools.md §6.2: does a request for `candidate`
 /// (`exclusive` or shared) clash with the existing reservation `held`? Released and own
 /// reservations never clash, nor do two shared ones; otherwise see
 /// [`ReservationPattern::overlaps`].

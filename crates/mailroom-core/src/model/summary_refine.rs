@@ -1,5 +1,5 @@
-//! LLM refinement of heuristic thread summaries (semantics.md §10): the prompts sent and the
-//! rules that merge the model's JSON into the heuristic result.
+//! LLM refinement of heuristic thread summaries (docs/compat/tools.md §7.5): the prompts sent and
+//! the rules that merge the model's JSON into the heuristic result.
 //!
 //! The merge is deliberately forgiving: a field is replaced only when the model gave a usable,
 //! non-empty ("truthy", as the reference's Python tests it) value of the right type; anything

@@ -1,5 +1,5 @@
 //! TOON (Token-Oriented Object Notation) encoding of JSON values, the compact format the
-//! reference offers with `format=toon` (spec/tools.md §0.2).
+//! reference offers with `format=toon` (docs/compat/tools.md §1.3).
 //!
 //! Follows the encoding rules of the TOON specification (github.com/toon-format/spec): two-space
 //! indentation, `key: value` fields, inline primitive arrays `key[N]: a,b`, tabular arrays of

@@ -1,4 +1,4 @@
-//! The acknowledgement views behind the MCP resources (spec/resources.md §3): urgent unread
+//! The acknowledgement views behind the MCP resources (docs/compat/resources.md §5): urgent unread
 //! messages, messages waiting for an acknowledgement, stale and overdue acknowledgements.
 
 use serde::Serialize;
@@ -17,9 +17,9 @@ use crate::store::db::messages::{ListedMessage, ReceiptState};
 pub enum AckView {
     /// High/urgent inbox rows (limit applied first) that are still unread.
     UrgentUnread,
-    /// Rows waiting for an acknowledgement, oldest first: the fixture's order (its publisher
-    /// adjusted this view; spec/resources.md documents newest first), and the order of the
-    /// other pending-ack views.
+    /// Rows waiting for an acknowledgement, oldest first (docs/compat/resources.md §5.2): the
+    /// fixture's order (its publisher adjusted this view; the reference's own code lists it
+    /// newest first), and the order of the other pending-ack views.
     AckRequired,
     /// Pending acknowledgements at least this many seconds old, oldest first.
     AcksStale { ttl_seconds: i64 },

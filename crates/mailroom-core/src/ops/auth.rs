@@ -1,4 +1,4 @@
-//! What the server needs to authenticate a tool call (spec/tools.md §0.4): an agent's stored
+//! What the server needs to authenticate a tool call (docs/compat/tools.md §1.7): an agent's stored
 //! registration token, the tokens of a project's agents, and whether the server's window
 //! identity (`MCP_AGENT_MAIL_WINDOW_ID`) vouches for an agent. The session bookkeeping and
 //! the decision itself live with the transport; the core only reads.

@@ -1,4 +1,4 @@
-//! request_contact, respond_contact, list_contacts, set_contact_policy (semantics §4).
+//! request_contact, respond_contact, list_contacts, set_contact_policy (docs/compat/tools.md §5).
 
 use serde::Serialize;
 
@@ -237,7 +237,8 @@ fn find_or_register_target(
     }
 }
 
-/// Upserts the A→B link per semantics §4.3 and sends the intro message when a notice is due.
+/// Upserts the A→B link per docs/compat/tools.md §5.3 and §5.5 and sends the intro message when
+/// a notice is due.
 pub(crate) fn file_request(
     db: &Db<'_>,
     (from_project, from): (&Project, &Agent),

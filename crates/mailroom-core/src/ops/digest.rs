@@ -1,4 +1,5 @@
-//! fetch_topic, summarize_recent and fetch_summary (spec/tools.md §3 and §6, HEAD only).
+//! fetch_topic, summarize_recent and fetch_summary, tools of the reference's HEAD only
+//! (docs/compat/tools.md §4.6, §7.6–7.7).
 //!
 //! summarize_recent condenses a project's recent traffic into one stored summary
 //! (`message_summaries`); fetch_summary lists the stored ones.

@@ -1,5 +1,5 @@
 //! install_precommit_guard / uninstall_precommit_guard: the Git commit guard's hooks in an
-//! agent's code repository (spec/tools.md, cli_guard_share.md §2).
+//! agent's code repository (docs/compat/tools.md §2.3–2.4, docs/compat/cli.md §4).
 
 use std::path::PathBuf;
 
@@ -58,7 +58,7 @@ impl Mailroom {
         Ok(GuardInstalled { hook: chain.to_string_lossy().into_owned() })
     }
 
-    /// Removes the guard from the repository at `code_repo_path` (spec §2.4).
+    /// Removes the guard from the repository at `code_repo_path` (docs/compat/cli.md §4.4).
     pub async fn uninstall_precommit_guard(&self, code_repo_path: String) -> Result<GuardRemoved> {
         let removed = tokio::task::spawn_blocking(move || {
             let repo = hooks::user_path(&code_repo_path);
@@ -70,7 +70,7 @@ impl Mailroom {
     }
 }
 
-/// Where a project's reservation JSON files live in the archive (spec/storage.md §4), as an
+/// Where a project's reservation JSON files live in the archive (docs/compat/archive.md §6), as an
 /// absolute path: the hook runs from the code repository, not from the server's directory.
 pub fn reservations_dir(storage_root: &std::path::Path, slug: &str) -> PathBuf {
     let dir = storage_root.join("projects").join(slug).join("file_reservations");

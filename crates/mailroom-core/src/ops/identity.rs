@@ -109,7 +109,8 @@ impl Mailroom {
                 let policy = attachments_policy(reg.attachments_policy.as_deref());
                 let named = reg.name.as_deref().is_some_and(|n| !n.trim().is_empty());
                 // A window identity names the agent only when the caller gave no name (or
-                // names are always generated): cli_guard_share.md §4.3 step 3.
+                // names are always generated): docs/compat/tools.md §1.6 (enforcement
+                // mode, step 1) and §3.8.
                 let window = window.filter(|_| !named || mode == NameEnforcement::AlwaysAuto);
                 let from_window = match &window {
                     Some(window) => window_name(db, &project, window, now)?,
@@ -260,7 +261,8 @@ fn attachments_policy(raw: Option<&str>) -> &'static str {
     }
 }
 
-/// Applies the naming rules (cli_guard_share.md §4.3): `Some(name)` to use, `None` to generate.
+/// Applies the naming rules (docs/compat/tools.md §1.6, "Enforcement mode"): `Some(name)` to
+/// use, `None` to generate.
 fn choose_name(
     requested: Option<&str>,
     mode: NameEnforcement,

@@ -1,6 +1,6 @@
-//! Project and agent lifecycle (spec/tools.md §1-§3, HEAD only): archive_project,
-//! unarchive_project, hard_delete_project, deregister_agent, retire_agent, unretire_agent,
-//! hard_delete_agent, purge_old_messages.
+//! Project and agent lifecycle (docs/compat/tools.md §2.5–2.6, §3.5–3.7, §4.8, HEAD only):
+//! archive_project, unarchive_project, hard_delete_project, deregister_agent, retire_agent,
+//! unretire_agent, hard_delete_agent, purge_old_messages.
 //!
 //! Hard deletes remove the database rows in one transaction, then remove the project's (or
 //! agent's) directory from the archive's work tree, as the reference does, without a Git

@@ -1,4 +1,4 @@
-//! Workflow macros (spec/tools.md §7, semantics.md §7): ops composing other ops so an agent
+//! Workflow macros (docs/compat/tools.md §8): ops composing other ops so an agent
 //! can start a session, catch up on a thread or establish contact in one call.
 //!
 //! Each step is the op its tool would call, with that op's own validation and errors; a failing
@@ -47,7 +47,7 @@ pub struct SessionStarted {
 
 /// Told of each tool-level step a macro takes (`file_reservation_paths`,
 /// `release_file_reservations`) and whether it succeeded, so that the server can count those
-/// nested calls as the reference's registry does (spec/tools.md §0.7).
+/// nested calls as the reference's registry does (docs/compat/tools.md §1.8).
 pub type StepObserver<'a> = &'a (dyn Fn(&'static str, bool) + Sync);
 
 /// Arguments of macro_file_reservation_cycle.
@@ -125,8 +125,8 @@ pub struct ContactHandshake {
     pub target_proof: Option<TargetProof>,
 }
 
-/// The caller's claim to act for the handshake's target (spec/tools.md §7): its token, or a
-/// session already bound to it.
+/// The caller's claim to act for the handshake's target (docs/compat/tools.md §8.4, step 5):
+/// its token, or a session already bound to it.
 #[derive(Debug, Clone, Default)]
 pub struct TargetProof {
     pub token: Option<String>,

@@ -1,4 +1,4 @@
-//! Read-only views behind the MCP resources (spec/resources.md §2–3): projects, one message,
+//! Read-only views behind the MCP resources (docs/compat/resources.md §3–4): projects, one message,
 //! a thread, an agent's inbox / outbox / combined mailbox (acknowledgement views:
 //! `ack_views`).
 

@@ -47,7 +47,7 @@ pub struct SendMessage {
     /// Convert images to WebP; `None` means `CONVERT_IMAGES`.
     pub convert_images: Option<bool>,
     /// Agents the caller's MCP session has authenticated as (tool authentication on): a
-    /// blocked recipient among them is approved on the spot (semantics §4.2).
+    /// blocked recipient among them is approved on the spot (docs/compat/tools.md §5.2).
     pub session_agents: Vec<i64>,
     /// Whose rules apply: REST skips the recipient-name screen, and its first message under
     /// the `auto` contact policy needs no handshake.

@@ -1,4 +1,4 @@
-//! The reference's result shapes (spec/tools.md §0.3), shared by several ops.
+//! The reference's result shapes (docs/compat/tools.md §1.4), shared by several ops.
 
 use serde::Serialize;
 use serde_json::Value;

@@ -1,4 +1,4 @@
-//! Contact-policy enforcement on send and reply (semantics §4.2).
+//! Contact-policy enforcement on send and reply (docs/compat/tools.md §5.2).
 
 use std::collections::HashSet;
 

@@ -1,5 +1,5 @@
-//! The product bus (semantics §8): products group projects, and product-wide reads search,
-//! list inboxes and summarise threads across the linked projects.
+//! The product bus (docs/compat/tools.md §9): products group projects, and product-wide reads
+//! search, list inboxes and summarise threads across the linked projects.
 //!
 //! Product-wide tools only read. They cover the linked projects where the caller is an agent
 //! (same name in each project; a given registration token must match there), and within each

@@ -1,6 +1,6 @@
-//! Project identity (semantics §1, `dir` mode): what a project path resolves to — its slug,
-//! project uid and, when the path lies in a Git repository, the repository facts agents use
-//! to tell worktrees apart (root, common dir, branch, worktree name, remote).
+//! Project identity (docs/compat/tools.md §1.5 and §2.2, `dir` mode): what a project path resolves
+//! to — its slug, project uid and, when the path lies in a Git repository, the repository facts
+//! agents use to tell worktrees apart (root, common dir, branch, worktree name, remote).
 //!
 //! Used by ensure_project (with WORKTREES_ENABLED) and `resource://identity/{project}`.
 

@@ -1,4 +1,4 @@
-//! File reservations (spec/semantics.md §6, spec/tools.md §5): file_reservation_paths,
+//! File reservations (docs/compat/tools.md §6): file_reservation_paths,
 //! renew_file_reservations, release_file_reservations, force_release_file_reservation, and
 //! the listing behind `resource://file_reservations/{slug}`.
 //!
@@ -401,7 +401,7 @@ fn holder_activity(
     Ok(activity)
 }
 
-/// The sweep of spec/semantics.md §6.4 inside a write: releases the project's expired
+/// The sweep of docs/compat/tools.md §6.4 inside a write: releases the project's expired
 /// reservations and the `stale` ones (found beforehand) still unreleased, and queues their
 /// artifacts. A delivery passes no `stale` ids: finding them needs file and Git scans, which
 /// have no place on the writer thread.
@@ -460,7 +460,7 @@ fn reserve_job(
     Ok(outcome)
 }
 
-/// The check-and-grant of spec/semantics.md §6.3, in the writer's transaction, against the
+/// The check-and-grant of docs/compat/tools.md §6.3, in the writer's transaction, against the
 /// project's reservations in force as `view` holds them (loaded, swept); records its grants.
 fn reserve_in_tx(
     db: &Db<'_>,

@@ -1,5 +1,5 @@
 //! Finding projects and agents by the names agents type, with the reference's error messages
-//! (spec/tools.md §0.5). Runs inside store jobs.
+//! (docs/compat/tools.md §1.5–1.6). Runs inside store jobs.
 
 use crate::error::{Error, Result};
 use crate::model::names::detect_name_mistake;

@@ -1,4 +1,4 @@
-//! Recipient routing for send and reply (semantics §4.4): plain names are agents of the
+//! Recipient routing for send and reply (docs/compat/tools.md §4.2): plain names are agents of the
 //! sender's project; `project:<slug-or-key>#<Name>` and `<Name>@<project>` address an agent of
 //! another project, which is reachable only through an approved contact link from the sender
 //! (or, for those explicit forms, when that agent already wrote to the sender in this thread).

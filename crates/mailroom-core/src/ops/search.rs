@@ -234,7 +234,7 @@ impl Mailroom {
         Ok((single, total))
     }
 
-    /// Refines a heuristic single-thread summary with the LLM (semantics §10) from the
+    /// Refines a heuristic single-thread summary with the LLM (docs/compat/tools.md §7.5) from the
     /// thread's messages, oldest first. Returns `heuristic` unchanged when the LLM is off, the
     /// caller did not ask (`llm_mode` false) or the call fails in any way (logged).
     ///

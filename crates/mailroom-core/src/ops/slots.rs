@@ -1,4 +1,4 @@
-//! Build slots (semantics §11): advisory, coarse leases on named slots such as
+//! Build slots (docs/compat/tools.md §10): advisory, coarse leases on named slots such as
 //! `frontend-build`, held per agent and branch, kept as JSON files under the archive root
 //! (`archive::build_slots`), never in the database.
 //!

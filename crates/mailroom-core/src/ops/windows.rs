@@ -1,4 +1,4 @@
-//! Window identities (spec/tools.md §2, HEAD only): list_window_identities, rename_window,
+//! Window identities (docs/compat/tools.md §3.8, HEAD only): list_window_identities, rename_window,
 //! expire_window. A window identity maps a terminal window's UUID (`MCP_AGENT_MAIL_WINDOW_ID`)
 //! to a display name in a project, so an agent keeps its name across restarts.
 

@@ -1,4 +1,4 @@
-//! REST routes for scripts and load tools (seed 000 §2.3). Each mirrors one tool: same op,
+//! REST routes for scripts and load tools (docs/compat/http.md §5). Each mirrors one tool: same op,
 //! same JSON result; bodies are strict (unknown fields rejected, errors name the field). The
 //! ops run under [`Conventions::Script`]: a project may be named rather than be a path, agent
 //! names are taken as given, and a first message needs no contact handshake.

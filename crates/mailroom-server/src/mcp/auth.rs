@@ -1,4 +1,4 @@
-//! Registration-token authentication of tool calls (spec/tools.md §0.4), on when
+//! Registration-token authentication of tool calls (docs/compat/tools.md §1.7), on when
 //! `MAILROOM_TOOL_AUTH=true`.
 //!
 //! The dispatcher checks a call before the tool runs, from the catalog's rule for the tool
@@ -109,7 +109,8 @@ impl Bindings {
     }
 }
 
-/// The outcome of checking one agent's credentials (the pure part of §0.4 steps 2-6).
+/// The outcome of checking one agent's credentials once the agent is found: the pure part of
+/// the *agent* and *agent or adjacent* rules of docs/compat/tools.md §1.7.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     /// The session is already bound to the agent.

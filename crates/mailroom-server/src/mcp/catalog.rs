@@ -1,5 +1,5 @@
-//! What the server knows about each tool besides its code, in one table (spec/tools.md §12):
-//! cluster, capabilities, complexity, and how a call is authenticated (§0.4: which argument
+//! What the server knows about each tool besides its code, in one table (docs/compat/tools.md §11):
+//! cluster, capabilities, complexity, and how a call is authenticated (its §1.7: which argument
 //! names the acting agent and which carries its token). The registry reads it once at
 //! start-up; the tool filter (`TOOLS_FILTER_*`) and the tooling resources read it too.
 
@@ -104,7 +104,8 @@ pub const CATALOG: &[ToolInfo] = &[
     low(info("ensure_project", "infrastructure", &["infrastructure", "storage"], OPEN)),
     info("expire_window", "identity", &["identity", "write"], OPEN),
     info("fetch_inbox", "messaging", &["messaging", "read"], agent(AGENT_NAME)),
-    // Product tools authorize per linked project inside the product bus (spec §8).
+    // Product tools authorize per linked project inside the product bus
+    // (docs/compat/tools.md §9.3).
     info("fetch_inbox_product", "product_bus", &["messaging", "read"], OPEN),
     info("fetch_summary", "search", &["read", "summarization"], OPEN),
     info("fetch_topic", "messaging", &["messaging", "read"], viewer()),
@@ -207,7 +208,7 @@ impl ToolInfo {
     }
 }
 
-/// Which tools `TOOLS_FILTER_*` keeps (spec/tools.md §12, end).
+/// Which tools `TOOLS_FILTER_*` keeps (docs/compat/tools.md §11, "Which tools are registered").
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ToolFilter {
     /// Every tool (`TOOLS_FILTER_ENABLED=false`, or profile `full` or unknown).

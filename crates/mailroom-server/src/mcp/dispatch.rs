@@ -20,7 +20,7 @@ const INSTRUCTIONS: &str = "Agent Mail: a mailbox, identities, threads, search a
      register_agent; send_message / fetch_inbox to talk. Results are JSON by default; pass \
      format='toon' (tools) or ?format=toon (resources) for a compact TOON encoding.";
 
-/// The log levels of `logging/setLevel` (RFC 5424 severities, as the spec lists them).
+/// The log levels of `logging/setLevel` (RFC 5424 severities, as the MCP specification lists them).
 const LOG_LEVELS: [&str; 8] =
     ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
@@ -81,7 +81,7 @@ pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -
         }
         "ping" => ok(&id, &json!({})),
         // Accepted and not acted on (no tool logs to the client), but the level must be one of
-        // the spec's: an invalid one is invalid params.
+        // the MCP specification's: an invalid one is invalid params.
         "logging/setLevel" => match params.get("level").and_then(Value::as_str) {
             Some(level) if LOG_LEVELS.contains(&level) => ok(&id, &json!({})),
             _ => error(
@@ -106,7 +106,8 @@ pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -
         "resources/templates/list" => ok_raw(&id, state.resources.templates_result()),
         "prompts/list" => ok(&id, &json!({ "prompts": [] })),
         // The prompts capability is declared (as the reference does) with no prompt in it, so
-        // every name is unknown: invalid params, as the spec asks for an invalid prompt name.
+        // every name is unknown: invalid params, as the MCP specification asks for an invalid
+        // prompt name.
         "prompts/get" => {
             let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
             error(&id, code::INVALID_PARAMS, &format!("Unknown prompt: {name}"))
@@ -162,7 +163,7 @@ async fn call_tool(state: &AppState, mut params: Value, session: Option<&str>) -
     let name = tool.name;
     let mut arguments =
         params.as_object_mut().and_then(|p| p.remove("arguments")).unwrap_or(Value::Null);
-    // Every call is counted here, once, whatever the tool (spec/tools.md §0.7), before
+    // Every call is counted here, once, whatever the tool (docs/compat/tools.md §1.8), before
     // authentication (the ring records the arguments as the caller sent them).
     state.instruments.record_call(name, &arguments);
     // An invalid format fails argument validation inside `call`; here it is known good.

@@ -1,4 +1,4 @@
-//! Mapping errors to what MCP clients of the reference expect (spec/semantics.md §12):
+//! Mapping errors to what MCP clients of the reference expect (docs/compat/errors.md §2, §6, §7):
 //! protocol faults become JSON-RPC errors; tool failures become `isError` results whose text
 //! carries the message.
 

@@ -1,4 +1,4 @@
-//! The `format` choice of tools and resources (spec/tools.md §0.2): JSON, or the result
+//! The `format` choice of tools and resources (docs/compat/tools.md §1.3): JSON, or the result
 //! encoded as TOON inside a `{format, data, meta}` envelope. Applied centrally by the
 //! dispatcher, so every tool and resource honours it the same way.
 

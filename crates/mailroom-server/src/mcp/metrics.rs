@@ -1,7 +1,7 @@
-//! Tool instrumentation (spec/tools.md §0.7): per-tool call and error counters and a ring of
+//! Tool instrumentation (docs/compat/tools.md §1.8): per-tool call and error counters and a ring of
 //! the 4096 most recent calls, recorded by the dispatcher for every tool call. The tool
 //! metadata the tooling resources report beside them (cluster, capabilities, complexity;
-//! §12) is the catalog's (`mcp/catalog.rs`).
+//! docs/compat/tools.md §11) is the catalog's (`mcp/catalog.rs`).
 //!
 //! Counters are atomics; the ring takes a short mutex that is never held across `.await`.
 
@@ -77,7 +77,7 @@ impl Instruments {
     }
 
     /// Records a tool call a macro made on the caller's behalf, as the reference's registry
-    /// counts them (spec/tools.md §0.7).
+    /// counts them (docs/compat/tools.md §1.8).
     pub fn record_nested(&self, tool: &'static str, arguments: &Value, succeeded: bool) {
         self.record_call(tool, arguments);
         if !succeeded {

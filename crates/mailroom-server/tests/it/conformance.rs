@@ -2,9 +2,9 @@
 //! order its README gives, over real HTTP, and compares results exactly (minus the fixture's
 //! volatile JSON pointers). LLM cases run against a fake OpenAI-compatible endpoint answering
 //! as the reference's stub did. Then the resource reads, in the fixture's order. Every case
-//! must match: any mismatch fails the test, naming the case. Three resource cases show state
-//! the tool session does not leave behind (the fixture's resources were read against their
-//! own seeded database, spec/resources.md §4): each is read in a separate run seeded to the
+//! must match: any mismatch fails the test, naming the case. Three resource cases show state the
+//! tool session does not leave behind (the fixture's resources were read against their own seeded
+//! database, conformance/README.md "Replay order"): each is read in a separate run seeded to the
 //! state it shows, and compared exactly.
 
 use mailroom_testkit::{FakeLlm, FakeLlmMode, TestApp, TestOptions};

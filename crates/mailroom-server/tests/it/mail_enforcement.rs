@@ -1,4 +1,4 @@
-//! Reservations on mail-archive paths against deliveries (spec/semantics.md §6.7): another
+//! Reservations on mail-archive paths against deliveries (docs/compat/tools.md §6.7): another
 //! agent's reservation on a surface a send would write blocks it with a returned
 //! FILE_RESERVATION_CONFLICT error and nothing written; the holder's own mail, reservations
 //! outside the archive layout and a server with enforcement off are not blocked.

@@ -64,7 +64,8 @@ async fn rest_errors_are_json_with_a_stable_type() {
 
 const SEED_PROJECT: &str = "benchmark-project";
 
-/// Seed 000's setup and message phases, request by request, with its bodies as written.
+/// The benchmark plan's setup and message phases (`scripts/unified_benchmark.sh`), request by
+/// request, with its bodies as written.
 #[tokio::test]
 async fn the_seed_benchmark_flow_runs_as_written() {
     let app = TestApp::start().await;

@@ -60,7 +60,7 @@ struct RunArgs {
     /// health, ready, tools-list, send, inbox, search, reserve, sequential, mixed.
     #[arg(long, default_value = "health")]
     scenario: Scenario,
-    /// Concurrent keep-alive connections (seed 000's standard is 100).
+    /// Concurrent keep-alive connections (the benchmark plan's standard is 100).
     #[arg(long, short = 'c', default_value_t = 100)]
     concurrency: usize,
     /// Seconds to send for [default: 10, or unbounded with --requests].
@@ -90,7 +90,7 @@ struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 20)]
     seed_messages: usize,
     /// Before the run, create standing data through the target's tools: PROJECTSxAGENTSxMESSAGES
-    /// (messages sent by each agent); alone, seed 000's 10x100x100.
+    /// (messages sent by each agent); alone, the benchmark plan's 10x100x100.
     #[arg(long, value_name = "SCALE", num_args = 0..=1, default_missing_value = "10x100x100")]
     dataset: Option<DatasetScale>,
     /// mixed: connections sending messages to every inbox.
@@ -105,7 +105,7 @@ struct RunArgs {
     /// mixed: ordinary inboxes.
     #[arg(long, value_name = "N", default_value_t = 20)]
     inboxes: usize,
-    /// mixed: celebrity inboxes (seed 002's pool of 5).
+    /// mixed: celebrity inboxes (a pool of 5, as in the comparison the mixed load comes from).
     #[arg(long, value_name = "N", default_value_t = 5)]
     celebrities: usize,
     /// steady (one run), ramp (10, 25, 50, 100, 200, 500 connections: the breaking point) or

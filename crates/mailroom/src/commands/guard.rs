@@ -1,5 +1,5 @@
 //! `mailroom guard check|install|uninstall|status`: the Git commit guard
-//! (spec/cli_guard_share.md §2). The hooks `install` writes exec `guard check`, which reads
+//! (docs/compat/cli.md §4). The hooks `install` writes exec `guard check`, which reads
 //! the project's reservations in force from the server's database (read-only; the archive's
 //! reservation files when there is none) and asks `git` what changed; it starts no async
 //! runtime, so a commit pays only for process start-up, one indexed query and the match.

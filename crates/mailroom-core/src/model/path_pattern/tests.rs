@@ -78,7 +78,7 @@ fn sets_take_the_last_matching_pattern() {
     assert!(!PatternSet::default().matches("a"));
 }
 
-/// Every example of spec/semantics.md §6.2: existing `held`, requested `candidate`.
+/// Every example of docs/compat/tools.md §6.2: existing `held`, requested `candidate`.
 fn overlap(held: &str, candidate: &str, expected: bool) {
     assert_eq!(patterns_overlap(held, candidate), expected, "{held:?} held, {candidate:?} asked");
 }

@@ -27,8 +27,8 @@ pub(crate) struct Delivery<'a> {
     pub attachments: String,
 }
 
-/// Stores `message` once per project its recipients belong to, the sender's own project
-/// first: a message to another project's agent lives in that project (semantics §4.4).
+/// Stores `message` once per project its recipients belong to, the sender's own project first: a
+/// message to another project's agent lives in that project (docs/compat/tools.md §4.3, §5.4).
 /// With `guard` (FILE_RESERVATIONS_ENFORCEMENT_ENABLED), a delivery whose archive surfaces
 /// other agents have reserved writes nothing and is listed among the failures instead.
 pub(super) fn deliver_per_project(
@@ -83,9 +83,9 @@ pub(super) fn deliver_per_project(
     Ok((deliveries, failures))
 }
 
-/// The sweep and check of spec/storage.md §5 step 3 for one delivery: expired reservations
-/// are released, then other agents' reservations covering the archive paths the delivery
-/// would write are returned.
+/// The sweep and check of docs/compat/tools.md §4.3 step 1 (and §6.7) for one delivery: expired
+/// reservations are released, then other agents' reservations covering the archive paths the
+/// delivery would write are returned.
 fn reserved_surfaces(
     db: &Db<'_>,
     d: &Delivery<'_>,

@@ -1,5 +1,5 @@
 //! Errors a delivery returns inside a successful result instead of raising
-//! (spec/semantics.md §0.1 "returned error objects", spec/tools.md send_message): a blocked
+//! (docs/compat/errors.md §3; send_message's result: docs/compat/tools.md §4.1): a blocked
 //! delivery to one project does not undo the deliveries to the others.
 
 use serde::Serialize;

@@ -1,5 +1,5 @@
-//! force_release_file_reservation (spec/tools.md §5): any agent may release another's
-//! reservation once the staleness heuristic (§6.5) finds it abandoned; the previous holder
+//! force_release_file_reservation (docs/compat/tools.md §6.6): any agent may release another's
+//! reservation once the staleness heuristic (§6.5 there) finds it abandoned; the previous holder
 //! is told by a message, sent like any other (contact policy applies).
 
 use serde::Serialize;
@@ -66,8 +66,8 @@ struct Loaded {
 }
 
 impl Mailroom {
-    /// Releases another agent's reservation, allowed only when it is stale (§6.5); the
-    /// previous holder is told by a message unless `notify_previous` is off.
+    /// Releases another agent's reservation, allowed only when it is stale (docs/compat/tools.md
+    /// §6.5); the previous holder is told by a message unless `notify_previous` is off.
     pub async fn force_release_file_reservation(
         &self,
         req: ForceRelease,

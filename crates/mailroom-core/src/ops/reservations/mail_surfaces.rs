@@ -1,4 +1,4 @@
-//! Mail-archive enforcement (spec/semantics.md §6.7, storage.md §5 step 3): other agents'
+//! Mail-archive enforcement (docs/compat/tools.md §6.7, and §4.3 step 1): other agents'
 //! reservations on the archive paths a delivery will write block that delivery.
 //!
 //! Only reservations whose pattern begins with `agents/`, `messages/`, `attachments/`,
@@ -43,7 +43,7 @@ pub(crate) struct MailSurfaces<'a> {
 }
 
 impl MailSurfaces<'_> {
-    /// The surfaces of storage.md §5 step 3, in its order, without repeats.
+    /// The surfaces of docs/compat/tools.md §6.7, in its order, without repeats.
     pub fn paths(&self, now: Timestamp) -> Vec<String> {
         let (year, month) = now.year_month();
         let period = format!("{year:04}/{month:02}");
@@ -67,8 +67,9 @@ impl MailSurfaces<'_> {
     }
 }
 
-/// Other agents' reservations in force that cover any of the delivery's surfaces, each
-/// surface taken as an exclusive request (§6.2), after the reference's union pre-filter.
+/// Other agents' reservations in force that cover any of the delivery's surfaces, each surface
+/// taken as an exclusive request (docs/compat/tools.md §6.2), after the reference's union
+/// pre-filter.
 pub(crate) fn surface_conflicts(
     db: &Db<'_>,
     project_id: i64,

@@ -1,4 +1,4 @@
-//! The staleness heuristic of spec/semantics.md §6.5: may a reservation be released before
+//! The staleness heuristic of docs/compat/tools.md §6.5: may a reservation be released before
 //! its TTL because its holder looks abandoned?
 //!
 //! Agent and mail activity come from the database; file and Git activity from the project's

@@ -6,7 +6,8 @@ use super::{Db, db_ts, map_err};
 use crate::error::Result;
 use crate::model::time::Timestamp;
 
-/// Rows removed by a project hard delete, per table (spec/tools.md §1 hard_delete_project).
+/// Rows removed by a project hard delete, per table (hard_delete_project,
+/// docs/compat/tools.md §2.6).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProjectDeletion {
     pub message_recipients: usize,
@@ -21,7 +22,8 @@ pub struct ProjectDeletion {
     pub project: usize,
 }
 
-/// Rows removed by an agent hard delete, per table (spec/tools.md §2 hard_delete_agent).
+/// Rows removed by an agent hard delete, per table (hard_delete_agent,
+/// docs/compat/tools.md §3.7).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AgentDeletion {
     pub message_recipients: usize,

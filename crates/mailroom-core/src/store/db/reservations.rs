@@ -204,7 +204,7 @@ impl Db<'_> {
     /// `attachments/`, `threads/` or `file_reservations/` once surrounding spaces and leading
     /// `.` and `/` are stripped (`\` read as `/`). The range scan of the (project, released,
     /// expires) index finds none in most projects, which keeps the check on every delivery
-    /// cheap (spec/semantics.md §6.7).
+    /// cheap (docs/compat/tools.md §6.7).
     pub fn archive_surface_reservations(
         &self,
         project_id: i64,

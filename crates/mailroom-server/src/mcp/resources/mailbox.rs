@@ -1,4 +1,4 @@
-//! Message-level resources (spec/resources.md §3): one message, a thread, and an agent's
+//! Message-level resources (docs/compat/resources.md §4): one message, a thread, and an agent's
 //! inbox, outbox and combined mailbox. Agent-scoped ones need the `project` parameter.
 //! (`agent_token` is accepted; the reference's default mode, which the fixture records,
 //! checks no tokens.)

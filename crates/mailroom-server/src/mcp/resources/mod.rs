@@ -1,4 +1,4 @@
-//! MCP resources (spec/resources.md): a table of URI templates, built once at start-up, each
+//! MCP resources (docs/compat/resources.md): a table of URI templates, built once at start-up, each
 //! with a handler calling one core op. `resources/read` matches the URI against the table
 //! (`router`), applies the `format` query parameter centrally and wraps the JSON.
 //!

@@ -1,4 +1,4 @@
-//! Project-level resources (spec/resources.md §1–2): every project, one project with its
+//! Project-level resources (docs/compat/resources.md §3.1–3.3): every project, one project with its
 //! agents, and a project's agent directory with unread counts. No auth.
 
 use super::{Resource, boxed, path_var, to_json};

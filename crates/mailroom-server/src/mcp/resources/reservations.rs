@@ -1,6 +1,6 @@
-//! `resource://file_reservations/{slug}` (spec/resources.md §2): a project's reservations with
-//! their staleness details. Reading it first runs the expiry and stale sweep, as the
-//! reference does.
+//! `resource://file_reservations/{slug}` (docs/compat/resources.md §3.4): a project's
+//! reservations with their staleness details. Reading it first runs the expiry and stale
+//! sweep, as the reference does.
 
 use super::{Resource, boxed, path_var, to_json};
 

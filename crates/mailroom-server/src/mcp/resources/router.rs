@@ -89,7 +89,7 @@ impl Params {
     }
 
     /// A boolean parameter: `1,true,t,yes,y,on` / `0,false,no,n,off`, anything else (or
-    /// absence) gives `default` (spec/resources.md §0).
+    /// absence) gives `default` (docs/compat/resources.md §1).
     pub fn bool(&self, name: &str, default: bool) -> bool {
         match self.get(name).map(|v| v.trim().to_ascii_lowercase()).as_deref() {
             Some("1" | "true" | "t" | "yes" | "y" | "on") => true,

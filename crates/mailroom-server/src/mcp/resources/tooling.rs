@@ -1,4 +1,4 @@
-//! Server and tooling resources (spec/resources.md §1): configuration, the tool directory
+//! Server and tooling resources (docs/compat/resources.md §2): configuration, the tool directory
 //! and schemas, call metrics, recent calls, lock files and agent capabilities. No auth.
 
 use std::sync::LazyLock;

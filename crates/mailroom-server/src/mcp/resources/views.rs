@@ -1,4 +1,4 @@
-//! Acknowledgement views of an agent (spec/resources.md §3): urgent unread messages,
+//! Acknowledgement views of an agent (docs/compat/resources.md §5): urgent unread messages,
 //! messages waiting for an acknowledgement, and stale / overdue acknowledgements.
 
 use mailroom_core::Error;

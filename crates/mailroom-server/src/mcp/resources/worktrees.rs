@@ -1,4 +1,4 @@
-//! Resources behind the worktrees gate (spec/resources.md §2): a product with its linked
+//! Resources behind the worktrees gate (docs/compat/resources.md §6): a product with its linked
 //! projects, and how a project path resolves to an identity.
 
 use super::{Resource, boxed, path_var, to_json};

@@ -157,7 +157,7 @@ pub struct Caller {
 }
 
 /// One tool: its public contract, its catalog row (cluster, capabilities, authentication:
-/// spec/tools.md §12 and §0.4, from [`catalog::CATALOG`]) and its glue.
+/// docs/compat/tools.md §11 and §1.7, from [`catalog::CATALOG`]) and its glue.
 pub struct Tool {
     pub name: &'static str,
     pub description: &'static str,
@@ -396,7 +396,7 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// The optional `format` argument (spec/tools.md §0.2): validated here with the other
+/// The optional `format` argument (docs/compat/tools.md §1.3): validated here with the other
 /// arguments; the dispatcher applies it to the result (`mcp::format`).
 fn validate_format(tool: &str, arguments: &Value) -> Result<(), ToolError> {
     match arguments.get("format") {
