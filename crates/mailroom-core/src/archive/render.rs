@@ -5,6 +5,7 @@
 //! rebuild` can reuse the same functions.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
 
 use mailroom_git::ArchiveRepo;
 use serde_json::Value;
@@ -133,7 +134,7 @@ fn render_message(
         sources.appended.insert(paths.canonical.clone());
     }
     for path in attachment_files(&doc) {
-        match std::fs::read(sources.repo.root().join(&path)) {
+        match attachment_bytes(sources.repo.root(), &path, &doc) {
             Ok(bytes) => {
                 files.insert(path, bytes);
             }
@@ -169,6 +170,28 @@ fn append_digest(
     }
     files.insert(path, digest);
     Ok(())
+}
+
+/// The bytes of one of the message's attachment files. Images are stored once, under the
+/// sending project; a copy of the message delivered to another project has its own copy of
+/// them there (docs/compat/archive.md §7), written into the work tree here from the sender's,
+/// since the engine leaves attachment files in the work tree to whoever stores them.
+fn attachment_bytes(root: &Path, path: &str, doc: &MessageDoc) -> std::io::Result<Vec<u8>> {
+    let target = root.join(path);
+    let missing = match std::fs::read(&target) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => e,
+        read => return read,
+    };
+    let own = format!("projects/{}/", doc.project_slug);
+    let (Some(from), Some(rest)) = (&doc.from_project, path.strip_prefix(&own)) else {
+        return Err(missing);
+    };
+    let bytes = std::fs::read(root.join("projects").join(&from.slug).join(rest))?;
+    if let Some(dir) = target.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    mailroom_git::write_atomically(&target, &bytes)?;
+    Ok(bytes)
 }
 
 /// Repo-relative files of the message's stored images (webp, manifest, audit log).

@@ -224,3 +224,65 @@ async fn image_attachments_become_webp_in_the_archive_and_bad_paths_are_refused(
         );
     }
 }
+
+#[tokio::test]
+async fn images_sent_to_another_project_are_archived_in_that_project() {
+    let app = TestApp::start().await;
+    for (project, name, policy) in [
+        ("/work/alpha", "BlueLake", "file"),
+        ("/work/alpha", "RedStone", "auto"),
+        ("/work/beta", "GreenCastle", "auto"),
+    ] {
+        app.tool_ok("ensure_project", json!({"human_key": project})).await;
+        app.tool_ok(
+            "register_agent",
+            json!({"project_key": project, "program": "codex-cli", "model": "gpt-5",
+                   "name": name, "attachments_policy": policy}),
+        )
+        .await;
+    }
+    let alpha_dir = app.archive_root().join("projects").join("work-alpha");
+    std::fs::create_dir_all(&alpha_dir).expect("project dir");
+    std::fs::write(alpha_dir.join("diagram.png"), TINY_PNG).expect("png");
+    let send = |sender: &'static str| {
+        app.call_tool(
+            "send_message",
+            json!({"project_key": "work-alpha", "sender_name": sender,
+                   "to": ["project:work-beta#GreenCastle"], "subject": format!("From {sender}"),
+                   "body_md": "See ![the diagram](diagram.png)"}),
+        )
+    };
+
+    for (sender, kind) in [("BlueLake", "file"), ("RedStone", "inline")] {
+        send(sender).await.expect_err("no contact link yet: a request is filed");
+        app.tool_ok(
+            "respond_contact",
+            json!({"project_key": "work-beta", "to_agent": "GreenCastle",
+                   "from_agent": sender, "from_project": "work-alpha", "accept": true}),
+        )
+        .await;
+        let sent = send(sender).await.unwrap_or_else(|e| panic!("{sender}: {e}"));
+        assert_eq!(sent["deliveries"][0]["project"], "/work/beta", "{sender}");
+        let payload = &sent["deliveries"][0]["payload"];
+        let attachment = &payload["attachments"][0];
+        assert_eq!(attachment["type"], kind, "{sender}: {attachment}");
+        let sha1 = attachment["sha1"].as_str().expect("sha1");
+        let webp_path = format!("projects/work-beta/attachments/{}/{sha1}.webp", &sha1[..2]);
+        if kind == "file" {
+            assert_eq!(attachment["path"], webp_path.as_str(), "the target project's copy");
+            let body = payload["body_md"].as_str().expect("body");
+            assert!(body.contains(&format!("]({webp_path})")), "{body}");
+        }
+        app.archive_flushed().await;
+        let root = app.archive_root();
+        let files = committed_files(&root);
+        for path in [
+            webp_path.clone(),
+            format!("projects/work-beta/attachments/_manifests/{sha1}.json"),
+            format!("projects/work-beta/attachments/_audit/{sha1}.log"),
+        ] {
+            assert!(files.contains(&path), "{sender}: {path} committed: {files:#?}");
+            assert!(root.join(&path).is_file(), "{sender}: {path} in the work tree");
+        }
+    }
+}

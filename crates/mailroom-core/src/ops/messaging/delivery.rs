@@ -58,15 +58,20 @@ pub(super) fn deliver_per_project(
             db.project_by_id(project_id)?
                 .ok_or_else(|| Error::internal("recipient project vanished"))?
         };
+        let (body_md, attachments) = if target.id == message.project.id {
+            (message.body_md.clone(), message.attachments.clone())
+        } else {
+            attachments_moved_to(&message, &target)
+        };
         let delivery = Delivery {
             project: &target,
             recipients: group,
             subject: message.subject.clone(),
-            body_md: message.body_md.clone(),
+            body_md,
             importance: message.importance.clone(),
             thread_id: message.thread_id.clone(),
             topic: message.topic.clone(),
-            attachments: message.attachments.clone(),
+            attachments,
             ..message
         };
         if guard {
@@ -81,6 +86,21 @@ pub(super) fn deliver_per_project(
         deliveries.push(DeliveryOut { project: target.human_key, payload });
     }
     Ok((deliveries, failures))
+}
+
+/// The body and attachments metadata of `message` as delivered in `target`, another project:
+/// each project keeps its own copy of a message's images (docs/compat/archive.md §7), so the
+/// paths of the images stored under the sending project point into the target's directory,
+/// where the archive writer copies the files (content-addressed: the same names).
+fn attachments_moved_to(message: &Delivery<'_>, target: &Project) -> (String, String) {
+    if message.attachments.trim() == "[]" {
+        return (message.body_md.clone(), message.attachments.clone());
+    }
+    // Slugs are lowercase letters, digits and dashes: the prefix reads the same in Markdown
+    // and in JSON text.
+    let from = format!("projects/{}/attachments/", message.project.slug);
+    let to = format!("projects/{}/attachments/", target.slug);
+    (message.body_md.replace(&from, &to), message.attachments.replace(&from, &to))
 }
 
 /// The sweep and check of docs/compat/tools.md §4.3 step 1 (and §6.7) for one delivery: expired
