@@ -13,39 +13,38 @@ use serde_json::{Value, json};
 
 const ROUNDS: usize = 15;
 
-/// The median over `ROUNDS` of the mean nanoseconds per call of `calls` calls.
-fn median_ns(calls: u32, mut call: impl FnMut()) -> f64 {
-    let mut means: Vec<f64> = (0..ROUNDS)
-        .map(|_| {
-            let started = Instant::now();
-            for _ in 0..calls {
-                call();
-            }
-            started.elapsed().as_nanos() as f64 / f64::from(calls)
-        })
-        .collect();
+/// The median over `ROUNDS` of what `round` returns (a round's mean nanoseconds per call).
+fn median_of_rounds(mut round: impl FnMut() -> f64) -> f64 {
+    let mut means: Vec<f64> = (0..ROUNDS).map(|_| round()).collect();
     means.sort_by(f64::total_cmp);
     means[ROUNDS / 2]
+}
+
+/// The median over `ROUNDS` of the mean nanoseconds per call of `calls` calls.
+fn median_ns(calls: u32, mut call: impl FnMut()) -> f64 {
+    median_of_rounds(|| {
+        let started = Instant::now();
+        for _ in 0..calls {
+            call();
+        }
+        started.elapsed().as_nanos() as f64 / f64::from(calls)
+    })
 }
 
 /// As `median_ns`, for a call that takes a value and returns one: each round's inputs are
 /// made before its timer starts and its outputs dropped after it stops.
 fn median_ns_owned(calls: usize, make: impl Fn() -> Value, call: impl Fn(Value) -> Value) -> f64 {
-    let mut means: Vec<f64> = (0..ROUNDS)
-        .map(|_| {
-            let inputs: Vec<Value> = (0..calls).map(|_| make()).collect();
-            let mut outputs = Vec::with_capacity(calls);
-            let started = Instant::now();
-            for input in inputs {
-                outputs.push(call(input));
-            }
-            let elapsed = started.elapsed();
-            black_box(outputs);
-            elapsed.as_nanos() as f64 / calls as f64
-        })
-        .collect();
-    means.sort_by(f64::total_cmp);
-    means[ROUNDS / 2]
+    median_of_rounds(|| {
+        let inputs: Vec<Value> = (0..calls).map(|_| make()).collect();
+        let mut outputs = Vec::with_capacity(calls);
+        let started = Instant::now();
+        for input in inputs {
+            outputs.push(call(input));
+        }
+        let elapsed = started.elapsed();
+        black_box(outputs);
+        elapsed.as_nanos() as f64 / calls as f64
+    })
 }
 
 /// `median_ns_owned` of `apply` asked for `format` on copies of `input`.

@@ -33,7 +33,8 @@ pub struct RebuildReport {
     pub profiles: usize,
     /// File reservations whose artifacts were rendered.
     pub reservations: usize,
-    /// Attachment files found in the work tree but not in HEAD, and committed again.
+    /// Attachment files found in the work tree but not in HEAD (for a copy delivered to another
+    /// project, in the sending project's directory), and committed again.
     pub attachments_restored: usize,
     /// Attachment files in neither HEAD nor the work tree: the database cannot recreate them.
     pub attachments_missing: Vec<String>,
@@ -71,7 +72,8 @@ pub(super) fn regenerate(db: &Db<'_>, root: &Path, head: &CommittedFiles) -> Res
         }
         for path in render::attachment_files(&doc) {
             if attachments_seen.insert(path.clone()) && !head.contains(&path) {
-                out.restore_attachment(root, path);
+                let read = render::attachment_bytes(root, &path, &doc);
+                out.restore_attachment(path, read);
             }
         }
         out.report.messages += 1;
@@ -138,8 +140,8 @@ impl Collector<'_> {
 
     /// Attachment bytes cannot be rendered from the database; the work tree may still have
     /// them (deleted from Git only), in which case they are committed again.
-    fn restore_attachment(&mut self, root: &Path, path: String) {
-        match std::fs::read(root.join(&path)) {
+    fn restore_attachment(&mut self, path: String, read: std::io::Result<Vec<u8>>) {
+        match read {
             Ok(bytes) => {
                 self.files.push((path, bytes));
                 self.report.attachments_restored += 1;

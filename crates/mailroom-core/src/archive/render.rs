@@ -172,11 +172,16 @@ fn append_digest(
     Ok(())
 }
 
-/// The bytes of one of the message's attachment files. Images are stored once, under the
-/// sending project; a copy of the message delivered to another project has its own copy of
-/// them there (docs/compat/archive.md §7), written into the work tree here from the sender's,
-/// since the engine leaves attachment files in the work tree to whoever stores them.
-fn attachment_bytes(root: &Path, path: &str, doc: &MessageDoc) -> std::io::Result<Vec<u8>> {
+/// The bytes of one of the message's attachment files, for the writer and for `rebuild`.
+/// Images are stored once, under the sending project; a copy of the message delivered to
+/// another project has its own copy of them there (docs/compat/archive.md §7), written into
+/// the work tree here from the sender's, since the engine leaves attachment files in the work
+/// tree to whoever stores them.
+pub(super) fn attachment_bytes(
+    root: &Path,
+    path: &str,
+    doc: &MessageDoc,
+) -> std::io::Result<Vec<u8>> {
     let target = root.join(path);
     let missing = match std::fs::read(&target) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => e,
@@ -379,5 +384,56 @@ fn commit_message(entries: &[Entry]) -> String {
             }
             message
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::time::Timestamp;
+
+    fn doc(project_slug: &str, from_project: Option<&str>) -> MessageDoc {
+        MessageDoc {
+            id: 7,
+            thread_id: None,
+            project: format!("/work/{project_slug}"),
+            project_slug: project_slug.into(),
+            from: "BlueLake".into(),
+            from_project: from_project.map(|slug| SenderProject {
+                human_key: format!("/work/{slug}"),
+                slug: slug.into(),
+            }),
+            to: vec!["GreenCastle".into()],
+            cc: Vec::new(),
+            bcc: Vec::new(),
+            subject: "Diagram".into(),
+            importance: "normal".into(),
+            ack_required: false,
+            created: Timestamp::now(),
+            attachments: Vec::new(),
+            body_md: String::new(),
+        }
+    }
+
+    /// A copy delivered to another project takes the sender's stored file, and leaves its
+    /// own copy in the work tree; a local copy has no other place to look.
+    #[test]
+    fn a_delivered_copy_takes_its_images_from_the_sending_project() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let stored = "attachments/ab/abcd.webp";
+        let sender_file = root.join("projects/alpha").join(stored);
+        std::fs::create_dir_all(sender_file.parent().expect("dir")).expect("mkdir");
+        std::fs::write(&sender_file, b"RIFF-webp").expect("write");
+
+        let target = format!("projects/beta/{stored}");
+        let bytes = attachment_bytes(root, &target, &doc("beta", Some("alpha"))).expect("copied");
+        assert_eq!(bytes, b"RIFF-webp");
+        assert_eq!(std::fs::read(root.join(&target)).expect("work tree copy"), b"RIFF-webp");
+
+        let local = format!("projects/gamma/{stored}");
+        let missing = attachment_bytes(root, &local, &doc("gamma", None)).expect_err("none");
+        assert_eq!(missing.kind(), std::io::ErrorKind::NotFound);
+        assert!(!root.join(&local).exists());
     }
 }
