@@ -1,5 +1,7 @@
 //! Rows the use-cases work with, as read from the store.
 
+use serde::Serialize;
+
 use crate::model::time::Timestamp;
 
 /// A project: one row per slug.
@@ -29,21 +31,129 @@ pub struct Agent {
     pub retired_at: Option<Timestamp>,
 }
 
-/// A stored message (without recipients).
+/// A stored message (without recipients): the one row shape every message type derives from.
+///
+/// `S` holds its text: `String` in a row the caller keeps, `&str` in a row borrowed from a
+/// result set (the inbox writes its answer from those without copying a column) or about to
+/// be inserted. `Id` is the row id, `i64` once stored; a [`NewMessage`] has `Option<i64>`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Message {
-    pub id: i64,
+pub struct Message<S = String, Id = i64> {
+    pub id: Id,
     pub project_id: i64,
     pub sender_id: i64,
-    pub thread_id: Option<String>,
-    pub topic: Option<String>,
-    pub subject: String,
-    pub body_md: String,
-    pub importance: String,
+    pub thread_id: Option<S>,
+    pub topic: Option<S>,
+    pub subject: S,
+    pub body_md: S,
+    pub importance: S,
     pub ack_required: bool,
     pub created_ts: Timestamp,
     /// The attachments JSON array as stored.
-    pub attachments: String,
+    pub attachments: S,
+}
+
+/// A message about to be stored: `id` is `Some` to keep an archived id, `None` to let the
+/// database assign one.
+pub type NewMessage<S = String> = Message<S, Option<i64>>;
+
+impl<S: AsRef<str>, Id: Copy> Message<S, Id> {
+    /// The same message with its text borrowed.
+    pub fn borrowed(&self) -> Message<&str, Id> {
+        self.map_text(AsRef::as_ref)
+    }
+
+    /// The same message with its text copied into owned strings.
+    pub fn to_owned_text(&self) -> Message<String, Id> {
+        self.map_text(|text| text.as_ref().to_string())
+    }
+
+    fn map_text<'s, T>(&'s self, f: impl Fn(&'s S) -> T) -> Message<T, Id> {
+        Message {
+            id: self.id,
+            project_id: self.project_id,
+            sender_id: self.sender_id,
+            thread_id: self.thread_id.as_ref().map(&f),
+            topic: self.topic.as_ref().map(&f),
+            subject: f(&self.subject),
+            body_md: f(&self.body_md),
+            importance: f(&self.importance),
+            ack_required: self.ack_required,
+            created_ts: self.created_ts,
+            attachments: f(&self.attachments),
+        }
+    }
+}
+
+/// A message as a listing shows it: the row, its sender and the sender's project, and (in
+/// a recipient's listings) the recipient's kind. `S` as in [`Message`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedMessage<S = String> {
+    pub message: Message<S>,
+    pub sender_name: S,
+    pub sender_project_id: i64,
+    pub sender_project_slug: S,
+    pub sender_project_human_key: S,
+    /// The viewer's recipient kind in inbox listings.
+    pub kind: Option<RecipientKind>,
+}
+
+impl<S: AsRef<str>> ListedMessage<S> {
+    /// The same listing with its text borrowed.
+    pub fn borrowed(&self) -> ListedMessage<&str> {
+        ListedMessage {
+            message: self.message.borrowed(),
+            sender_name: self.sender_name.as_ref(),
+            sender_project_id: self.sender_project_id,
+            sender_project_slug: self.sender_project_slug.as_ref(),
+            sender_project_human_key: self.sender_project_human_key.as_ref(),
+            kind: self.kind,
+        }
+    }
+
+    /// The same listing with its text copied into owned strings.
+    pub fn to_owned_text(&self) -> ListedMessage {
+        ListedMessage {
+            message: self.message.to_owned_text(),
+            sender_name: self.sender_name.as_ref().to_string(),
+            sender_project_id: self.sender_project_id,
+            sender_project_slug: self.sender_project_slug.as_ref().to_string(),
+            sender_project_human_key: self.sender_project_human_key.as_ref().to_string(),
+            kind: self.kind,
+        }
+    }
+
+    /// Whether the sender belongs to another project than the message.
+    pub fn sender_is_foreign(&self) -> bool {
+        self.sender_project_id != self.message.project_id
+    }
+}
+
+/// How a recipient is addressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecipientKind {
+    To,
+    Cc,
+    Bcc,
+}
+
+impl RecipientKind {
+    /// Every kind, in the order recipient lists are written.
+    pub const ALL: [Self; 3] = [Self::To, Self::Cc, Self::Bcc];
+
+    /// The stored and wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::To => "to",
+            Self::Cc => "cc",
+            Self::Bcc => "bcc",
+        }
+    }
+
+    /// Reads a stored spelling.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
+    }
 }
 
 /// A directed contact link A→B.

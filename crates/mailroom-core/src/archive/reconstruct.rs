@@ -23,8 +23,8 @@ use super::format::{self, MessageDoc};
 use super::maintenance::{ArchivePath, classify_path};
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
+use crate::records::{NewMessage, RecipientKind};
 use crate::store::Db;
-use crate::store::db::messages::NewMessage;
 use crate::store::db::reconstruct::{RestoredAgent, RestoredProject, RestoredReservation};
 
 /// Program and model of an agent known only because messages name it.
@@ -360,7 +360,11 @@ pub(super) fn write_database(db: &Db<'_>, recovered: Recovered) -> Result<Recons
         // An agent listed in both `to` and `cc` keeps its first kind. Read and ack state are
         // not archived.
         let mut delivered = HashSet::new();
-        let kinds = [("to", &doc.to), ("cc", &doc.cc), ("bcc", &doc.bcc)];
+        let kinds = [
+            (RecipientKind::To, &doc.to),
+            (RecipientKind::Cc, &doc.cc),
+            (RecipientKind::Bcc, &doc.bcc),
+        ];
         for (kind, names) in kinds {
             for name in names {
                 let agent_id = id_of(&agent_ids, &(slug.clone(), name.to_lowercase()))?;

@@ -2,15 +2,16 @@
 //! messages, messages waiting for an acknowledgement, stale and overdue acknowledgements.
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::Mailroom;
 use super::mailbox::{DEFAULT_LIMIT, clamp_limit, project_agent};
+use super::output::MessageOut;
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::records::ListedMessage;
 use crate::store::Db;
 use crate::store::db::mailbox::RecipientQuery;
-use crate::store::db::messages::{ListedMessage, ReceiptState};
+use crate::store::db::messages::ReceiptState;
 
 /// Which acknowledgement view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,23 +28,12 @@ pub enum AckView {
     AckOverdue { ttl_minutes: i64 },
 }
 
-/// A row of an acknowledgement view (MessageOut without body).
+/// A row of an acknowledgement view: the message without body or sender project, naming its
+/// sender only in urgent-unread; acks-stale adds the read time and the age.
 #[derive(Debug, Serialize)]
 pub struct AckViewItem {
-    pub id: i64,
-    pub project_id: i64,
-    pub sender_id: i64,
-    pub thread_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub topic: Option<String>,
-    pub subject: String,
-    pub importance: String,
-    pub ack_required: bool,
-    pub created_ts: Timestamp,
-    pub attachments: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub from: Option<String>,
-    pub kind: Option<String>,
+    #[serde(flatten)]
+    pub message: MessageOut,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_at: Option<Option<Timestamp>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -143,30 +133,14 @@ fn ack_view_item(
 ) -> AckViewItem {
     let stale = matches!(view, AckView::AcksStale { .. });
     let age = (now.as_micros() - row.message.created_ts.as_micros()) / 1_000_000;
+    let mut message = MessageOut::from_listing(row, false);
+    message.foreign_sender = None;
+    if view != AckView::UrgentUnread {
+        message.from = None;
+    }
     AckViewItem {
+        message,
         read_at: stale.then_some(receipt.read_ts),
         age_seconds: stale.then_some(age),
-        from: (view == AckView::UrgentUnread).then(|| row.sender_name.clone()),
-        ..ack_item(row)
-    }
-}
-
-fn ack_item(row: &ListedMessage) -> AckViewItem {
-    let m = &row.message;
-    AckViewItem {
-        id: m.id,
-        project_id: m.project_id,
-        sender_id: m.sender_id,
-        thread_id: m.thread_id.clone(),
-        topic: m.topic.clone(),
-        subject: m.subject.clone(),
-        importance: m.importance.clone(),
-        ack_required: m.ack_required,
-        created_ts: m.created_ts,
-        attachments: serde_json::from_str(&m.attachments).unwrap_or(Value::Array(Vec::new())),
-        from: None,
-        kind: row.kind.clone(),
-        read_at: None,
-        age_seconds: None,
     }
 }

@@ -8,7 +8,7 @@ use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
 use crate::model::names::is_valid_adjective_noun;
 use crate::model::time::Timestamp;
-use crate::records::{Agent, Project};
+use crate::records::{Agent, Project, RecipientKind};
 use crate::store::Db;
 use crate::store::db::agents::NewAgent;
 use crate::store::db::archive_queue::ArchiveKind;
@@ -277,19 +277,12 @@ pub(crate) fn file_request(
         } else {
             reason.to_string()
         };
-        let intro = Delivery {
-            project: to_project,
-            sender: from,
-            subject: format!("Contact request from {}", from.name),
-            body_md: body,
-            importance: "normal".to_string(),
-            ack_required: true,
-            thread_id: None,
-            topic: None,
-            recipients: vec![(to.clone(), "to")],
-            attachments: "[]".to_string(),
-        };
-        deliver(db, &intro, now)?;
+        let subject = format!("Contact request from {}", from.name);
+        let mut intro = Delivery::new(to_project, from, subject, body);
+        intro.message.ack_required = true;
+        intro.message.created_ts = now;
+        intro.recipients = vec![(to.clone(), RecipientKind::To)];
+        deliver(db, &intro)?;
     }
     Ok(ContactRequested {
         from: from.name.clone(),

@@ -16,7 +16,7 @@ use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
 use crate::model::summary::ThreadSummary;
 use crate::model::time::Timestamp;
-use crate::store::db::messages::ListedMessage;
+use crate::records::ListedMessage;
 use crate::store::db::windows::{NewSummary, StoredSummary};
 
 /// Arguments of fetch_topic.

@@ -5,16 +5,19 @@
 use serde::Serialize;
 
 use super::Mailroom;
-use super::output::{AgentBase, DEFAULT_CAPABILITIES, MessageOut, ProjectOut};
+use super::output::{
+    AddressedMessage, AgentBase, DEFAULT_CAPABILITIES, ListingKind, MessageOut, ProjectOut,
+};
 use super::resolve;
 use crate::archive::format::canonical_message_path;
 use crate::archive::history::{FileCommit, last_commits};
 use crate::error::{Error, Result};
 use crate::model::fnmatch::fnmatch;
 use crate::model::time::Timestamp;
+use crate::records::ListedMessage;
 use crate::records::{Agent, Project};
 use crate::store::Db;
-use crate::store::db::messages::{InboxQuery, ListedMessage};
+use crate::store::db::messages::InboxQuery;
 
 /// Most messages a thread view returns (the reference's fixed cap).
 const THREAD_LIMIT: i64 = 10_000;
@@ -28,16 +31,6 @@ pub struct ProjectDetail {
     #[serde(flatten)]
     pub project: ProjectOut,
     pub agents: Vec<AgentBase>,
-}
-
-/// A message with its recipients by kind (what a sender may see, bcc included).
-#[derive(Debug, Serialize)]
-pub struct AddressedMessage {
-    #[serde(flatten)]
-    pub message: MessageOut,
-    pub to: Vec<String>,
-    pub cc: Vec<String>,
-    pub bcc: Vec<String>,
 }
 
 /// A thread: its messages oldest first.
@@ -415,7 +408,7 @@ fn combined(
             }
             let to = recipients(db, row.message.id)?.to;
             let mut message = MessageOut::from_listing(row, false);
-            message.kind = Some("outbox".to_string());
+            message.kind = Some(ListingKind::Outbox);
             let commit = commit_note("sent", &row.sender_name, &to, &row.message.subject, details);
             Ok(MailboxItem { message, recipients: None, commit })
         })

@@ -20,7 +20,7 @@ pub use self::returned::{DeliveryError, ReturnedError, total_failure};
 use self::send::send_in_tx;
 use super::Mailroom;
 use super::conventions::Conventions;
-use super::output::{JsonText, MessageListWriter, MessageOut};
+use super::output::{AddressedMessage, JsonText, MessageListWriter, MessageOut};
 use super::policy::{self, Enforcement};
 use super::routing::RECIPIENT_NOT_FOUND;
 use crate::error::Result;
@@ -54,21 +54,11 @@ pub struct SendMessage {
     pub conventions: Conventions,
 }
 
-/// The sender's view of a delivered message: MessageOut with body and recipient lists.
-#[derive(Debug, Clone, Serialize)]
-pub struct SentPayload {
-    #[serde(flatten)]
-    pub message: MessageOut,
-    pub to: Vec<String>,
-    pub cc: Vec<String>,
-    pub bcc: Vec<String>,
-}
-
 /// One delivery (one per target project).
 #[derive(Debug, Clone, Serialize)]
 pub struct DeliveryOut {
     pub project: String,
-    pub payload: SentPayload,
+    pub payload: AddressedMessage,
 }
 
 /// Result of send_message. When no delivery went through but some failed (say, blocked by
@@ -138,7 +128,7 @@ pub struct ReplyMessage {
 #[derive(Debug, Clone, Serialize)]
 pub struct ReplyOutcome {
     #[serde(flatten)]
-    pub payload: Option<SentPayload>,
+    pub payload: Option<AddressedMessage>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
     pub reply_to: i64,

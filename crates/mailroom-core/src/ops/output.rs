@@ -7,8 +7,7 @@ use serde_json::Value;
 pub use crate::archive::format::AgentBase;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::records::{Agent, Project};
-use crate::store::db::messages::{ListedMessage, ListedRef};
+use crate::records::{Agent, ListedMessage, Project, RecipientKind};
 
 /// Capabilities every agent advertises (the conformance fixture's agent shape).
 pub const DEFAULT_CAPABILITIES: [&str; 4] =
@@ -84,11 +83,40 @@ pub struct MessageOut {
     pub attachments: Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub body_md: Option<String>,
-    pub from: String,
+    /// The sender's name; every view but the acknowledgement views (which name the sender
+    /// only in urgent-unread) has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub foreign_sender: Option<ForeignSender>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
+    pub kind: Option<ListingKind>,
+}
+
+/// Which side of a mailbox a listed message is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum ListingKind {
+    /// Received: the viewer's recipient kind.
+    Received(RecipientKind),
+    /// Sent by the viewer (the combined mailbox lists both sides).
+    #[serde(serialize_with = "outbox")]
+    Outbox,
+}
+
+fn outbox<S: serde::Serializer>(serializer: S) -> std::result::Result<S::Ok, S::Error> {
+    serializer.serialize_str("outbox")
+}
+
+/// A message with its recipients by kind: what its sender sees (bcc included), in a thread,
+/// a single-message view or a send's delivery.
+#[derive(Debug, Clone, Serialize)]
+pub struct AddressedMessage {
+    #[serde(flatten)]
+    pub message: MessageOut,
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+    pub bcc: Vec<String>,
 }
 
 /// Where a sender from another project comes from.
@@ -102,7 +130,7 @@ pub struct ForeignSender {
 impl ForeignSender {
     /// `Some` when the sender's project differs from the message's.
     pub fn for_listing(row: &ListedMessage) -> Option<Self> {
-        (row.sender_project_id != row.message.project_id).then(|| Self {
+        row.sender_is_foreign().then(|| Self {
             from_project: row.sender_project_human_key.clone(),
             from_project_slug: row.sender_project_slug.clone(),
             from_address: foreign_address(&row.sender_project_slug, &row.sender_name),
@@ -128,7 +156,7 @@ impl MessageListWriter {
         Self { out: Vec::with_capacity(4096), include_body, rows: 0 }
     }
 
-    pub(crate) fn push(&mut self, row: &ListedRef<'_>) -> Result<()> {
+    pub(crate) fn push<S: AsRef<str>>(&mut self, row: &ListedMessage<S>) -> Result<()> {
         self.out.push(if self.rows == 0 { b'[' } else { b',' });
         self.rows += 1;
         MessageOut::write_json(row, self.include_body, &mut self.out)
@@ -147,10 +175,15 @@ impl MessageListWriter {
 
 impl MessageOut {
     /// Appends what `serde_json::to_string(&MessageOut::from_listing(..))` writes for this
-    /// row, without building the owned listing or the `MessageOut` (a `String` per column
-    /// and row, then a copy of each): under an inbox load those copies and their frees
-    /// were a fifth of the server's time. A test holds the two to the same bytes.
-    pub fn write_json(row: &ListedRef<'_>, include_body: bool, out: &mut Vec<u8>) -> Result<()> {
+    /// row, which may borrow its text from the result set, without building an owned listing
+    /// or a `MessageOut` (a `String` per column and row, then a copy of each): under an inbox
+    /// load those copies and their frees were a fifth of the server's time (BENCHMARKS.md).
+    /// A property test holds the two to the same bytes.
+    pub fn write_json<S: AsRef<str>>(
+        row: &ListedMessage<S>,
+        include_body: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         fn key(out: &mut Vec<u8>, first: bool, name: &str) {
             out.extend_from_slice(if first { b"{\"" } else { b",\"" });
             out.extend_from_slice(name.as_bytes());
@@ -160,49 +193,53 @@ impl MessageOut {
             serde_json::to_writer(out, v)
                 .map_err(|e| Error::internal(format!("cannot encode a message: {e}")))
         }
+        let m = &row.message;
         key(out, true, "id");
-        value(out, &row.id)?;
+        value(out, &m.id)?;
         key(out, false, "project_id");
-        value(out, &row.project_id)?;
+        value(out, &m.project_id)?;
         key(out, false, "sender_id");
-        value(out, &row.sender_id)?;
+        value(out, &m.sender_id)?;
         key(out, false, "thread_id");
-        value(out, &row.thread_id)?;
-        if let Some(topic) = row.topic {
+        value(out, &m.thread_id.as_ref().map(AsRef::as_ref))?;
+        if let Some(topic) = &m.topic {
             key(out, false, "topic");
-            value(out, topic)?;
+            value(out, topic.as_ref())?;
         }
         key(out, false, "subject");
-        value(out, row.subject)?;
+        value(out, m.subject.as_ref())?;
         key(out, false, "importance");
-        value(out, row.importance)?;
+        value(out, m.importance.as_ref())?;
         key(out, false, "ack_required");
-        value(out, &row.ack_required)?;
+        value(out, &m.ack_required)?;
         key(out, false, "created_ts");
-        value(out, &row.created_ts)?;
+        value(out, &m.created_ts)?;
         key(out, false, "attachments");
-        if row.attachments == "[]" {
+        let attachments = m.attachments.as_ref();
+        if attachments == "[]" {
             out.extend_from_slice(b"[]");
         } else {
-            value(out, &attachments_value(row.attachments))?;
+            value(out, &attachments_value(attachments))?;
         }
         if include_body {
             key(out, false, "body_md");
-            value(out, row.body_md)?;
+            value(out, m.body_md.as_ref())?;
         }
+        let sender = row.sender_name.as_ref();
         key(out, false, "from");
-        value(out, row.sender_name)?;
-        if row.sender_project_id != row.project_id {
+        value(out, sender)?;
+        if row.sender_is_foreign() {
+            let slug = row.sender_project_slug.as_ref();
             key(out, false, "from_project");
-            value(out, row.sender_project_human_key)?;
+            value(out, row.sender_project_human_key.as_ref())?;
             key(out, false, "from_project_slug");
-            value(out, row.sender_project_slug)?;
+            value(out, slug)?;
             key(out, false, "from_address");
-            value(out, &foreign_address(row.sender_project_slug, row.sender_name))?;
+            value(out, &foreign_address(slug, sender))?;
         }
         if let Some(kind) = row.kind {
             key(out, false, "kind");
-            value(out, kind)?;
+            value(out, &kind)?;
         }
         out.push(b'}');
         Ok(())
@@ -223,9 +260,9 @@ impl MessageOut {
             created_ts: m.created_ts,
             attachments: attachments_value(&m.attachments),
             body_md: include_body.then(|| m.body_md.clone()),
-            from: row.sender_name.clone(),
+            from: Some(row.sender_name.clone()),
             foreign_sender: ForeignSender::for_listing(row),
-            kind: row.kind.clone(),
+            kind: row.kind.map(ListingKind::Received),
         }
     }
 }
@@ -247,30 +284,13 @@ mod tests {
     use super::*;
     use crate::records::Message;
 
-    fn borrowed(m: &ListedMessage) -> ListedRef<'_> {
-        ListedRef {
-            id: m.message.id,
-            project_id: m.message.project_id,
-            sender_id: m.message.sender_id,
-            thread_id: m.message.thread_id.as_deref(),
-            topic: m.message.topic.as_deref(),
-            subject: &m.message.subject,
-            body_md: &m.message.body_md,
-            importance: &m.message.importance,
-            ack_required: m.message.ack_required,
-            created_ts: m.message.created_ts,
-            attachments: &m.message.attachments,
-            sender_name: &m.sender_name,
-            sender_project_id: m.sender_project_id,
-            sender_project_slug: &m.sender_project_slug,
-            sender_project_human_key: &m.sender_project_human_key,
-            kind: m.kind.as_deref(),
-        }
-    }
-
     /// Text with quotes, backslashes, control characters and non-ASCII letters.
     fn text() -> impl Strategy<Value = String> {
         "[a-z \"\\\\\n\t\u{1}\u{7f}é🚀]{0,12}"
+    }
+
+    fn kind() -> impl Strategy<Value = RecipientKind> {
+        prop::sample::select(RecipientKind::ALL.to_vec())
     }
 
     fn listed() -> impl Strategy<Value = ListedMessage> {
@@ -289,7 +309,7 @@ mod tests {
                 prop::option::of(text()),
             ),
             (text(), text(), text(), any::<bool>(), -10i64.pow(12)..10i64.pow(17)),
-            (attachments, text(), 1..4i64, text(), text(), prop::option::of(text())),
+            (attachments, text(), 1..4i64, text(), text(), prop::option::of(kind())),
         )
             .prop_map(|(head, middle, tail)| {
                 let (id, project_id, sender_id, thread_id, topic) = head;
@@ -319,18 +339,21 @@ mod tests {
     }
 
     proptest! {
-        /// The message list written from borrowed rows is, byte for byte, the JSON of the
-        /// owned `MessageOut`s.
+        /// The message list written by hand is, byte for byte, the JSON serde writes for the
+        /// `MessageOut`s, whether the rows own their text or borrow it.
         #[test]
         fn written_rows_match_the_serialised_messages(
             rows in prop::collection::vec(listed(), 0..4),
             include_body in any::<bool>(),
         ) {
-            let mut list = MessageListWriter::new(include_body);
+            let mut owned = MessageListWriter::new(include_body);
+            let mut borrowed = MessageListWriter::new(include_body);
             for row in &rows {
-                list.push(&borrowed(row)).expect("written");
+                owned.push(row).expect("written");
+                borrowed.push(&row.borrowed()).expect("written");
             }
-            let written = list.finish().expect("finished").0;
+            let written = owned.finish().expect("finished").0;
+            prop_assert_eq!(&written, &borrowed.finish().expect("finished").0);
             let outs: Vec<MessageOut> =
                 rows.iter().map(|r| MessageOut::from_listing(r, include_body)).collect();
             prop_assert_eq!(written, serde_json::to_string(&outs).expect("serialised"));

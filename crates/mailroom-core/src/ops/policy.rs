@@ -6,7 +6,7 @@ use super::contacts::{REQUEST_TTL_SECONDS, file_request};
 use crate::config::CoreConfig;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::records::{Agent, Project};
+use crate::records::{Agent, Project, RecipientKind};
 use crate::store::Db;
 
 /// Error type of a send blocked by contact policy.
@@ -135,7 +135,7 @@ pub fn enforce_reply(
     project: &Project,
     sender: &Agent,
     thread_id: &str,
-    recipients: &[(Agent, &'static str)],
+    recipients: &[(Agent, RecipientKind)],
     enforcement: Enforcement,
 ) -> Result<()> {
     if !enforcement.enabled {

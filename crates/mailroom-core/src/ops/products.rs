@@ -21,9 +21,10 @@ use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
 use crate::model::summary::ThreadSummary;
 use crate::model::time::Timestamp;
+use crate::records::ListedMessage;
 use crate::records::{Agent, Product, Project};
 use crate::store::Db;
-use crate::store::db::messages::{InboxQuery, ListedMessage};
+use crate::store::db::messages::InboxQuery;
 use crate::store::db::search::SearchScope;
 
 /// Longest product display name (the column's size).

@@ -9,7 +9,7 @@ use super::resolve;
 use crate::Category;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::records::{Agent, Project};
+use crate::records::{Agent, Project, RecipientKind};
 use crate::store::Db;
 
 /// Error type of a send with recipients that could not be routed.
@@ -45,7 +45,7 @@ pub(crate) fn parse_address(raw: &str) -> Address<'_> {
 
 /// Raw to/cc/bcc names, de-duplicated within and across kinds (first occurrence wins).
 pub(crate) struct RecipientNames {
-    entries: Vec<(String, &'static str)>,
+    entries: Vec<(String, RecipientKind)>,
 }
 
 /// Who is sending, from where, in which thread: what routing needs to decide reachability.
@@ -71,8 +71,10 @@ struct Unrouted {
 
 impl RecipientNames {
     pub(crate) fn new(to: &[String], cc: &[String], bcc: &[String]) -> Self {
-        let mut entries: Vec<(String, &'static str)> = Vec::new();
-        for (names, kind) in [(to, "to"), (cc, "cc"), (bcc, "bcc")] {
+        let mut entries: Vec<(String, RecipientKind)> = Vec::new();
+        for (names, kind) in
+            [(to, RecipientKind::To), (cc, RecipientKind::Cc), (bcc, RecipientKind::Bcc)]
+        {
             for name in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
                 if !entries.iter().any(|(seen, _)| seen.eq_ignore_ascii_case(name)) {
                     entries.push((name.to_string(), kind));
@@ -93,9 +95,9 @@ impl RecipientNames {
         &self,
         db: &Db<'_>,
         route: &Route<'_>,
-    ) -> Result<Vec<(Agent, &'static str)>> {
+    ) -> Result<Vec<(Agent, RecipientKind)>> {
         let now = Timestamp::now();
-        let mut found: Vec<(Agent, &'static str)> = Vec::with_capacity(self.entries.len());
+        let mut found: Vec<(Agent, RecipientKind)> = Vec::with_capacity(self.entries.len());
         let mut unrouted = Unrouted::default();
         for (name, kind) in &self.entries {
             let Some(agent) = route_one(db, route, name, now, &mut unrouted)? else { continue };

@@ -15,9 +15,9 @@ use crate::model::summary_refine::{
     refine_digest_thread, refine_single, single_thread_prompt,
 };
 use crate::model::time::Timestamp;
+use crate::records::ListedMessage;
 use crate::records::Project;
 use crate::store::Db;
-use crate::store::db::messages::ListedMessage;
 use crate::store::db::search::{SearchHit, SearchScope};
 
 /// The fields every search result shares (`ack_required` is an integer, as in the reference).

@@ -10,7 +10,9 @@ use super::*;
 use crate::Mailroom;
 use crate::ops::identity::Registration;
 use crate::ops::messaging::{FetchInbox, ReplyMessage, SendMessage};
+use crate::ops::output::ListingKind;
 use crate::ops::reservations::{ReservationStatus, ReservePaths, Selection};
+use crate::records::RecipientKind;
 use crate::store::Db;
 use crate::store::db::archive_queue::ArchiveKind;
 
@@ -211,7 +213,7 @@ fn reconstruct_brings_back_ids_recipients_and_search() {
         let inbox = core.fetch_inbox(fetch("RedStone")).await.expect("inbox");
         let got: Vec<_> = inbox.iter().map(|m| (m.id, m.subject.as_str())).collect();
         check("RedStone", got, vec![(1, "Build plan")]);
-        check("kind", inbox[0].kind.as_deref(), Some("cc"));
+        check("kind", inbox[0].kind, Some(ListingKind::Received(RecipientKind::Cc)));
         let inbox = core.fetch_inbox(fetch("BlueLake")).await.expect("inbox");
         check("reply", (inbox[0].id, inbox[0].thread_id.as_deref()), (2, Some("T-1")));
         let hits =

@@ -1,30 +1,45 @@
 //! Storing a message: once per project its recipients belong to, each delivery checked
 //! against the reservations on its archive surfaces first when enforcement is on.
 
-use super::{DeliveryError, DeliveryOut, ReturnedError, SentPayload};
+use super::{DeliveryError, DeliveryOut, ReturnedError};
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::ops::output::MessageOut;
+use crate::ops::output::{AddressedMessage, MessageOut};
 use crate::ops::reservations::mail_surfaces::{self, MailSurfaces};
 use crate::records::{Agent, Project};
+use crate::records::{NewMessage, RecipientKind};
 use crate::store::Db;
 use crate::store::db::archive_queue::ArchiveKind;
-use crate::store::db::messages::NewMessage;
+use crate::store::db::messages::RecipientLists;
 
-/// A message ready to be stored in one project.
+/// A message ready to be stored in one project: the row to insert (its project and sender
+/// ids are `project`'s and `sender`'s) and the recipients there.
 pub(crate) struct Delivery<'a> {
     pub project: &'a Project,
     pub sender: &'a Agent,
-    pub subject: String,
-    pub body_md: String,
-    pub importance: String,
-    pub ack_required: bool,
-    pub thread_id: Option<String>,
-    pub topic: Option<String>,
-    /// Resolved recipients with their kind (`to`/`cc`/`bcc`), de-duplicated.
-    pub recipients: Vec<(Agent, &'static str)>,
-    /// The attachments metadata list as stored (JSON array text).
-    pub attachments: String,
+    pub message: NewMessage,
+    /// Resolved recipients with their kind, de-duplicated.
+    pub recipients: Vec<(Agent, RecipientKind)>,
+}
+
+impl<'a> Delivery<'a> {
+    /// A delivery of a message written now by `sender` in `project`, to no one yet.
+    pub fn new(project: &'a Project, sender: &'a Agent, subject: String, body_md: String) -> Self {
+        let message = NewMessage {
+            id: None,
+            project_id: project.id,
+            sender_id: sender.id,
+            thread_id: None,
+            topic: None,
+            subject,
+            body_md,
+            importance: "normal".to_string(),
+            ack_required: false,
+            created_ts: Timestamp::now(),
+            attachments: "[]".to_string(),
+        };
+        Self { project, sender, message, recipients: Vec::new() }
+    }
 }
 
 /// Stores `message` once per project its recipients belong to, the sender's own project first: a
@@ -34,8 +49,7 @@ pub(crate) struct Delivery<'a> {
 pub(super) fn deliver_per_project(
     db: &Db<'_>,
     message: Delivery<'_>,
-    recipients: Vec<(Agent, &'static str)>,
-    now: Timestamp,
+    recipients: Vec<(Agent, RecipientKind)>,
     guard: bool,
 ) -> Result<(Vec<DeliveryOut>, Vec<DeliveryError>)> {
     let mut project_ids = vec![message.project.id];
@@ -47,7 +61,7 @@ pub(super) fn deliver_per_project(
     let mut deliveries = Vec::with_capacity(project_ids.len());
     let mut failures = Vec::new();
     for project_id in project_ids {
-        let group: Vec<(Agent, &'static str)> =
+        let group: Vec<(Agent, RecipientKind)> =
             recipients.iter().filter(|(a, _)| a.project_id == project_id).cloned().collect();
         if group.is_empty() {
             continue;
@@ -58,31 +72,21 @@ pub(super) fn deliver_per_project(
             db.project_by_id(project_id)?
                 .ok_or_else(|| Error::internal("recipient project vanished"))?
         };
-        let (body_md, attachments) = if target.id == message.project.id {
-            (message.body_md.clone(), message.attachments.clone())
-        } else {
-            attachments_moved_to(&message, &target)
-        };
-        let delivery = Delivery {
-            project: &target,
-            recipients: group,
-            subject: message.subject.clone(),
-            body_md,
-            importance: message.importance.clone(),
-            thread_id: message.thread_id.clone(),
-            topic: message.topic.clone(),
-            attachments,
-            ..message
-        };
+        let mut copy = message.message.clone();
+        if target.id != message.project.id {
+            (copy.body_md, copy.attachments) = attachments_moved_to(&message, &target);
+            copy.project_id = target.id;
+        }
+        let delivery = Delivery { project: &target, message: copy, recipients: group, ..message };
         if guard {
-            let conflicts = reserved_surfaces(db, &delivery, now)?;
+            let conflicts = reserved_surfaces(db, &delivery)?;
             if !conflicts.is_empty() {
                 let error = ReturnedError::reservation_conflict(conflicts);
                 failures.push(DeliveryError { project: target.human_key.clone(), error });
                 continue;
             }
         }
-        let payload = deliver(db, &delivery, now)?;
+        let payload = deliver(db, &delivery)?;
         deliveries.push(DeliveryOut { project: target.human_key, payload });
     }
     Ok((deliveries, failures))
@@ -92,13 +96,14 @@ pub(super) fn deliver_per_project(
 /// each project keeps its own copy of a message's images (docs/compat/archive.md §7), so the
 /// paths of the images stored under the sending project point into the target's directory,
 /// where the archive writer copies the files (content-addressed: the same names).
-fn attachments_moved_to(message: &Delivery<'_>, target: &Project) -> (String, String) {
+fn attachments_moved_to(delivery: &Delivery<'_>, target: &Project) -> (String, String) {
+    let message = &delivery.message;
     if message.attachments.trim() == "[]" {
         return (message.body_md.clone(), message.attachments.clone());
     }
     // Slugs are lowercase letters, digits and dashes: the prefix reads the same in Markdown
     // and in JSON text.
-    let from = format!("projects/{}/attachments/", message.project.slug);
+    let from = format!("projects/{}/attachments/", delivery.project.slug);
     let to = format!("projects/{}/attachments/", target.slug);
     (message.body_md.replace(&from, &to), message.attachments.replace(&from, &to))
 }
@@ -106,53 +111,33 @@ fn attachments_moved_to(message: &Delivery<'_>, target: &Project) -> (String, St
 /// The sweep and check of docs/compat/tools.md §4.3 step 1 (and §6.7) for one delivery: expired
 /// reservations are released, then other agents' reservations covering the archive paths the
 /// delivery would write are returned.
-fn reserved_surfaces(
-    db: &Db<'_>,
-    d: &Delivery<'_>,
-    now: Timestamp,
-) -> Result<Vec<mail_surfaces::SurfaceConflict>> {
+fn reserved_surfaces(db: &Db<'_>, d: &Delivery<'_>) -> Result<Vec<mail_surfaces::SurfaceConflict>> {
+    let now = d.message.created_ts;
     // The reference sweeps before every delivery while enforcement is on (one UPDATE on the
     // expiry index, artifacts queued).
     crate::ops::reservations::sweep_in_tx(db, d.project.id, &[], now)?;
     let surfaces = MailSurfaces {
         local_sender: (d.sender.project_id == d.project.id).then_some(d.sender.name.as_str()),
         recipients: d.recipients.iter().map(|(a, _)| a.name.as_str()).collect(),
-        thread_id: d.thread_id.as_deref(),
+        thread_id: d.message.thread_id.as_deref(),
         // The metadata list is stored as JSON text; anything but an empty list means files.
-        attachments: d.attachments.trim() != "[]",
+        attachments: d.message.attachments.trim() != "[]",
     };
     mail_surfaces::surface_conflicts(db, d.project.id, d.sender.id, &surfaces, now)
 }
 
 /// Stores one message with its recipients and bumps the sender's activity.
-pub(crate) fn deliver(db: &Db<'_>, d: &Delivery<'_>, now: Timestamp) -> Result<SentPayload> {
-    let id = db.insert_message(&NewMessage {
-        id: None,
-        project_id: d.project.id,
-        sender_id: d.sender.id,
-        thread_id: d.thread_id.as_deref(),
-        topic: d.topic.as_deref(),
-        subject: &d.subject,
-        body_md: &d.body_md,
-        attachments: &d.attachments,
-        importance: &d.importance,
-        ack_required: d.ack_required,
-        created_ts: now,
-    })?;
-    let mut lists: [Vec<String>; 3] = Default::default();
+pub(crate) fn deliver(db: &Db<'_>, d: &Delivery<'_>) -> Result<AddressedMessage> {
+    let id = db.insert_message(&d.message)?;
+    let mut lists = RecipientLists::default();
     for (agent, kind) in &d.recipients {
-        db.insert_recipient(id, agent.id, kind)?;
-        let slot = match *kind {
-            "to" => 0,
-            "cc" => 1,
-            _ => 2,
-        };
-        lists[slot].push(agent.name.clone());
+        db.insert_recipient(id, agent.id, *kind)?;
+        lists.of_kind(*kind).push(agent.name.clone());
     }
-    db.touch_agent(d.sender.id, now)?;
+    db.touch_agent(d.sender.id, d.message.created_ts)?;
     db.enqueue_archive(ArchiveKind::Message, id)?;
     let row =
         db.listed_message(id)?.ok_or_else(|| Error::internal("message vanished after insert"))?;
-    let [to, cc, bcc] = lists;
-    Ok(SentPayload { message: MessageOut::from_listing(&row, true), to, cc, bcc })
+    let RecipientLists { to, cc, bcc } = lists;
+    Ok(AddressedMessage { message: MessageOut::from_listing(&row, true), to, cc, bcc })
 }

@@ -5,11 +5,10 @@ use super::delivery::{Delivery, deliver_per_project};
 use super::inbox::not_visible;
 use super::{ReplyMessage, ReplyOutcome, total_failure};
 use crate::error::Result;
-use crate::model::time::Timestamp;
 use crate::ops::policy::{self, Enforcement};
 use crate::ops::resolve;
 use crate::ops::routing::{RecipientNames, Route};
-use crate::records::Agent;
+use crate::records::{Agent, RecipientKind};
 use crate::store::Db;
 
 pub(super) fn reply_in_tx(
@@ -36,7 +35,7 @@ pub(super) fn reply_in_tx(
         None if original.message.sender_id == sender.id => db
             .recipients_of(original.message.id)?
             .into_iter()
-            .filter(|(kind, _, _)| kind == "to")
+            .filter(|(kind, _, _)| *kind == RecipientKind::To)
             .map(|(_, name, _)| name)
             .collect(),
         // A sender from another project is answered at its address there.
@@ -54,7 +53,7 @@ pub(super) fn reply_in_tx(
         auto_contact: false,
     };
     let recipients = names.resolve(db, &route)?;
-    let local: Vec<(Agent, &'static str)> =
+    let local: Vec<(Agent, RecipientKind)> =
         recipients.iter().filter(|(a, _)| a.project_id == project.id).cloned().collect();
     policy::enforce_reply(db, &project, &sender, &thread_key, &local, enforcement)?;
     let subject =
@@ -71,20 +70,12 @@ pub(super) fn reply_in_tx(
             error: None,
         });
     }
-    let message = Delivery {
-        project: &project,
-        sender: &sender,
-        subject,
-        body_md: req.body_md,
-        importance: original.message.importance.clone(),
-        ack_required: original.message.ack_required,
-        thread_id: Some(thread_key.clone()),
-        topic: original.message.topic.clone(),
-        recipients: Vec::new(),
-        attachments: "[]".to_string(),
-    };
-    let (deliveries, delivery_errors) =
-        deliver_per_project(db, message, recipients, Timestamp::now(), guard)?;
+    let mut reply = Delivery::new(&project, &sender, subject, req.body_md);
+    reply.message.importance = original.message.importance.clone();
+    reply.message.ack_required = original.message.ack_required;
+    reply.message.thread_id = Some(thread_key.clone());
+    reply.message.topic = original.message.topic.clone();
+    let (deliveries, delivery_errors) = deliver_per_project(db, reply, recipients, guard)?;
     // With no delivery there is no payload to flatten: the thread and the error say why.
     let error = if deliveries.is_empty() { total_failure(&delivery_errors) } else { None };
     Ok(ReplyOutcome {

@@ -141,24 +141,16 @@ pub(super) fn send_in_tx(
         Some(p) => (p.body_md, p.attachments),
         None => (req.body_md, Vec::new()),
     };
-    let message = Delivery {
-        project: &project,
-        sender: &sender,
-        subject: truncate_subject(&req.subject),
-        body_md,
-        attachments: serde_json::to_string(&attachments)
-            .map_err(|e| Error::internal(format!("attachments metadata: {e}")))?,
-        importance: req
-            .importance
-            .filter(|i| !i.trim().is_empty())
-            .unwrap_or_else(|| "normal".to_string()),
-        ack_required: req.ack_required,
-        thread_id,
-        topic,
-        recipients: Vec::new(),
-    };
-    let (deliveries, delivery_errors) =
-        deliver_per_project(db, message, recipients, Timestamp::now(), guard)?;
+    let mut message = Delivery::new(&project, &sender, truncate_subject(&req.subject), body_md);
+    message.message.attachments = serde_json::to_string(&attachments)
+        .map_err(|e| Error::internal(format!("attachments metadata: {e}")))?;
+    if let Some(importance) = req.importance.filter(|i| !i.trim().is_empty()) {
+        message.message.importance = importance;
+    }
+    message.message.ack_required = req.ack_required;
+    message.message.thread_id = thread_id;
+    message.message.topic = topic;
+    let (deliveries, delivery_errors) = deliver_per_project(db, message, recipients, guard)?;
     Ok(SendOutcome {
         count: deliveries.len(),
         attachments: (deliveries.len() == 1).then_some(attachments),

@@ -3,10 +3,11 @@
 
 use rusqlite::params;
 
-use super::messages::{COLUMNS, LISTED_COLUMNS, LISTED_JOINS, ListedMessage, ReceiptState, listed};
+use super::messages::{COLUMNS, LISTED_COLUMNS, LISTED_JOINS, ReceiptState, listed};
 use super::{Db, db_ts, map_err, opt_ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::records::ListedMessage;
 
 /// Filters of a recipient-row listing.
 pub struct RecipientQuery {

@@ -2,59 +2,50 @@
 
 use std::sync::LazyLock;
 
-use rusqlite::{OptionalExtension, Row, params};
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
+use rusqlite::{OptionalExtension, Row, ToSql, params};
 
 use super::{Db, db_ts, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::Message;
+use crate::records::{ListedMessage, Message, NewMessage, RecipientKind};
 
 pub(super) const COLUMNS: &str = "m.id, m.project_id, m.sender_id, m.thread_id, m.topic, m.subject, \
      m.body_md, m.importance, m.ack_required, m.created_ts, m.attachments";
 
+impl ToSql for RecipientKind {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.as_str()))
+    }
+}
+
+impl FromSql for RecipientKind {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let text = value.as_str()?;
+        Self::parse(text)
+            .ok_or_else(|| FromSqlError::Other(format!("recipient kind {text:?}").into()))
+    }
+}
+
 fn message(row: &Row<'_>) -> rusqlite::Result<Message> {
+    message_ref(row).map(|m| m.to_owned_text())
+}
+
+/// Reads `COLUMNS` borrowing the text from the row.
+fn message_ref<'r>(row: &'r Row<'_>) -> rusqlite::Result<Message<&'r str>> {
     Ok(Message {
         id: row.get(0)?,
         project_id: row.get(1)?,
         sender_id: row.get(2)?,
-        thread_id: row.get(3)?,
-        topic: row.get(4)?,
-        subject: row.get(5)?,
-        body_md: row.get(6)?,
-        importance: row.get(7)?,
+        thread_id: optional_text(row, 3)?,
+        topic: optional_text(row, 4)?,
+        subject: text(row, 5)?,
+        body_md: text(row, 6)?,
+        importance: text(row, 7)?,
         ack_required: row.get(8)?,
         created_ts: ts(row, 9)?,
-        attachments: row.get(10)?,
+        attachments: text(row, 10)?,
     })
-}
-
-/// Fields of a new message row.
-pub struct NewMessage<'a> {
-    /// The id to keep (a message restored from the archive); `None` lets SQLite assign one.
-    pub id: Option<i64>,
-    pub project_id: i64,
-    pub sender_id: i64,
-    pub thread_id: Option<&'a str>,
-    pub topic: Option<&'a str>,
-    pub subject: &'a str,
-    pub body_md: &'a str,
-    /// The attachments metadata JSON array.
-    pub attachments: &'a str,
-    pub importance: &'a str,
-    pub ack_required: bool,
-    pub created_ts: Timestamp,
-}
-
-/// A message as seen in a listing: the row, its sender and the sender's project.
-#[derive(Debug, Clone)]
-pub struct ListedMessage {
-    pub message: Message,
-    pub sender_name: String,
-    pub sender_project_id: i64,
-    pub sender_project_slug: String,
-    pub sender_project_human_key: String,
-    /// The viewer's recipient kind (`to`/`cc`/`bcc`) in inbox listings.
-    pub kind: Option<String>,
 }
 
 /// A message's recipient names by kind.
@@ -63,6 +54,17 @@ pub struct RecipientLists {
     pub to: Vec<String>,
     pub cc: Vec<String>,
     pub bcc: Vec<String>,
+}
+
+impl RecipientLists {
+    /// The list of one kind.
+    pub fn of_kind(&mut self, kind: RecipientKind) -> &mut Vec<String> {
+        match kind {
+            RecipientKind::To => &mut self.to,
+            RecipientKind::Cc => &mut self.cc,
+            RecipientKind::Bcc => &mut self.bcc,
+        }
+    }
 }
 
 /// Filters of an inbox listing.
@@ -101,81 +103,29 @@ pub(super) static INBOX_SQL: LazyLock<String> = LazyLock::new(|| {
 });
 
 pub(super) fn listed(row: &Row<'_>, kind: bool) -> rusqlite::Result<ListedMessage> {
-    listed_ref(row, kind).map(|r| r.to_listed())
+    listed_ref(row, kind).map(|r| r.to_owned_text())
 }
 
-/// A listed message borrowed from its result row, no text copied: answers written straight
-/// from the statement (the inbox) skip a `String` per column and row.
-#[derive(Debug, Clone, Copy)]
-pub struct ListedRef<'r> {
-    pub id: i64,
-    pub project_id: i64,
-    pub sender_id: i64,
-    pub thread_id: Option<&'r str>,
-    pub topic: Option<&'r str>,
-    pub subject: &'r str,
-    pub body_md: &'r str,
-    pub importance: &'r str,
-    pub ack_required: bool,
-    pub created_ts: Timestamp,
-    /// The attachments JSON array as stored.
-    pub attachments: &'r str,
-    pub sender_name: &'r str,
-    pub sender_project_id: i64,
-    pub sender_project_slug: &'r str,
-    pub sender_project_human_key: &'r str,
-    pub kind: Option<&'r str>,
-}
-
-impl ListedRef<'_> {
-    /// The owned listing.
-    pub fn to_listed(self) -> ListedMessage {
-        ListedMessage {
-            message: Message {
-                id: self.id,
-                project_id: self.project_id,
-                sender_id: self.sender_id,
-                thread_id: self.thread_id.map(str::to_string),
-                topic: self.topic.map(str::to_string),
-                subject: self.subject.to_string(),
-                body_md: self.body_md.to_string(),
-                importance: self.importance.to_string(),
-                ack_required: self.ack_required,
-                created_ts: self.created_ts,
-                attachments: self.attachments.to_string(),
-            },
-            sender_name: self.sender_name.to_string(),
-            sender_project_id: self.sender_project_id,
-            sender_project_slug: self.sender_project_slug.to_string(),
-            sender_project_human_key: self.sender_project_human_key.to_string(),
-            kind: self.kind.map(str::to_string),
-        }
-    }
-}
-
-/// Reads `COLUMNS, LISTED_COLUMNS` (and the recipient kind after them when `kind`).
-fn listed_ref<'r>(row: &'r Row<'_>, kind: bool) -> rusqlite::Result<ListedRef<'r>> {
-    let text = |index: usize| row.get_ref(index)?.as_str().map_err(|e| from_sql(index, e));
-    let optional_text =
-        |index: usize| row.get_ref(index)?.as_str_or_null().map_err(|e| from_sql(index, e));
-    Ok(ListedRef {
-        id: row.get(0)?,
-        project_id: row.get(1)?,
-        sender_id: row.get(2)?,
-        thread_id: optional_text(3)?,
-        topic: optional_text(4)?,
-        subject: text(5)?,
-        body_md: text(6)?,
-        importance: text(7)?,
-        ack_required: row.get(8)?,
-        created_ts: ts(row, 9)?,
-        attachments: text(10)?,
-        sender_name: text(11)?,
+/// Reads `COLUMNS, LISTED_COLUMNS` (and the recipient kind after them when `kind`), borrowing
+/// the text from the row: answers written straight from the statement (the inbox) skip a
+/// `String` per column and row.
+fn listed_ref<'r>(row: &'r Row<'_>, kind: bool) -> rusqlite::Result<ListedMessage<&'r str>> {
+    Ok(ListedMessage {
+        message: message_ref(row)?,
+        sender_name: text(row, 11)?,
         sender_project_id: row.get(12)?,
-        sender_project_slug: text(13)?,
-        sender_project_human_key: text(14)?,
-        kind: if kind { optional_text(15)? } else { None },
+        sender_project_slug: text(row, 13)?,
+        sender_project_human_key: text(row, 14)?,
+        kind: if kind { Some(row.get(15)?) } else { None },
     })
+}
+
+fn text<'r>(row: &'r Row<'_>, index: usize) -> rusqlite::Result<&'r str> {
+    row.get_ref(index)?.as_str().map_err(|e| from_sql(index, e))
+}
+
+fn optional_text<'r>(row: &'r Row<'_>, index: usize) -> rusqlite::Result<Option<&'r str>> {
+    row.get_ref(index)?.as_str_or_null().map_err(|e| from_sql(index, e))
 }
 
 fn from_sql(index: usize, e: rusqlite::types::FromSqlError) -> rusqlite::Error {
@@ -185,7 +135,8 @@ fn from_sql(index: usize, e: rusqlite::types::FromSqlError) -> rusqlite::Error {
 impl Db<'_> {
     /// Inserts a message row and returns its id. Recipients are added by the caller in the
     /// same transaction.
-    pub fn insert_message(&self, new: &NewMessage<'_>) -> Result<i64> {
+    pub fn insert_message<S: AsRef<str>>(&self, new: &NewMessage<S>) -> Result<i64> {
+        let new = new.borrowed();
         self.conn
             .prepare_cached(
                 "INSERT INTO messages (id, project_id, sender_id, thread_id, topic, subject,
@@ -212,7 +163,12 @@ impl Db<'_> {
     }
 
     /// Adds one recipient row.
-    pub fn insert_recipient(&self, message_id: i64, agent_id: i64, kind: &str) -> Result<()> {
+    pub fn insert_recipient(
+        &self,
+        message_id: i64,
+        agent_id: i64,
+        kind: RecipientKind,
+    ) -> Result<()> {
         self.conn
             .prepare_cached(
                 "INSERT INTO message_recipients (message_id, agent_id, kind) VALUES (?1, ?2, ?3)",
@@ -245,7 +201,7 @@ impl Db<'_> {
     }
 
     /// Recipient `(kind, name, agent_id)` triples of a message in insertion order.
-    pub fn recipients_of(&self, message_id: i64) -> Result<Vec<(String, String, i64)>> {
+    pub fn recipients_of(&self, message_id: i64) -> Result<Vec<(RecipientKind, String, i64)>> {
         let mut stmt = self
             .conn
             .prepare_cached(
@@ -263,11 +219,7 @@ impl Db<'_> {
     pub fn recipient_lists(&self, message_id: i64) -> Result<RecipientLists> {
         let mut lists = RecipientLists::default();
         for (kind, name, _) in self.recipients_of(message_id)? {
-            match kind.as_str() {
-                "cc" => lists.cc.push(name),
-                "bcc" => lists.bcc.push(name),
-                _ => lists.to.push(name),
-            }
+            lists.of_kind(kind).push(name);
         }
         Ok(lists)
     }
@@ -280,7 +232,7 @@ impl Db<'_> {
     pub fn inbox(&self, query: &InboxQuery<'_>) -> Result<Vec<ListedMessage>> {
         let mut rows = Vec::new();
         self.inbox_each(query, |row| {
-            rows.push(row.to_listed());
+            rows.push(row.to_owned_text());
             Ok(())
         })?;
         Ok(rows)
@@ -290,7 +242,7 @@ impl Db<'_> {
     pub fn inbox_each(
         &self,
         query: &InboxQuery<'_>,
-        mut visit: impl FnMut(&ListedRef<'_>) -> Result<()>,
+        mut visit: impl FnMut(&ListedMessage<&str>) -> Result<()>,
     ) -> Result<()> {
         let mut stmt = self.conn.prepare_cached(&INBOX_SQL).map_err(map_err)?;
         let mut rows = stmt

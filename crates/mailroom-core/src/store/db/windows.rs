@@ -3,10 +3,10 @@
 
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::messages::ListedMessage;
 use super::{Db, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::records::ListedMessage;
 
 /// A window identity: a terminal window's stable display name in a project.
 #[derive(Debug, Clone, PartialEq)]
