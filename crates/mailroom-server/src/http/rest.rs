@@ -5,6 +5,8 @@
 //! With `MAILROOM_TOOL_AUTH` on, a route authenticates like its tool (no session: the token
 //! travels in every body).
 
+use std::future::Future;
+
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -17,31 +19,46 @@ use mailroom_core::ops::messaging::{FetchInbox, SendMessage};
 use mailroom_core::ops::output::JsonText;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::json;
 
 use super::error::ApiError;
+use crate::mcp::auth::{Claim, authorize};
+use crate::mcp::catalog;
+use crate::mcp::error::ToolError;
 use crate::state::AppState;
 
-fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError(Error::invalid(format!("Invalid request body: {e}"))))
+/// A route's body: which tool it mirrors and who it says is acting.
+trait RouteBody: DeserializeOwned {
+    const TOOL: &'static str;
+    fn claim(&self) -> Claim<'_>;
 }
 
-/// Authenticates a route as its tool would be, from the tool's arguments (`args`).
-async fn authorize(
-    state: &AppState,
-    tool: &str,
-    mut args: serde_json::Value,
-) -> Result<(), ApiError> {
-    if !state.config.tool_auth {
-        return Ok(());
-    }
-    let Some(info) = crate::mcp::catalog::lookup(tool) else { return Ok(()) };
-    crate::mcp::auth::authorize(state, tool, &info.auth, &mut args, None).await.map_err(|e| match e
+/// The steps every route takes: parse the body, authenticate it as its tool would be, run.
+async fn route<B, Fut>(
+    state: AppState,
+    body: Bytes,
+    run: impl FnOnce(AppState, B) -> Fut,
+) -> Response
+where
+    B: RouteBody,
+    Fut: Future<Output = Response>,
+{
+    let body = match serde_json::from_slice::<B>(&body) {
+        Ok(body) => body,
+        Err(e) => {
+            return ApiError(Error::invalid(format!("Invalid request body: {e}"))).into_response();
+        }
+    };
+    if state.config.tool_auth
+        && let Some(info) = catalog::lookup(B::TOOL)
+        && let Err(e) = authorize(&state, B::TOOL, &info.auth, body.claim(), None).await
     {
-        crate::mcp::error::ToolError::Domain(e) => ApiError(e),
-        crate::mcp::error::ToolError::InvalidArguments(text) => ApiError(Error::invalid(text)),
-    })
+        return match e {
+            ToolError::Domain(e) => ApiError(e),
+            ToolError::InvalidArguments(text) => ApiError(Error::invalid(text)),
+        }
+        .into_response();
+    }
+    run(state, body).await
 }
 
 fn reply<T: serde::Serialize>(outcome: mailroom_core::Result<T>) -> Response {
@@ -65,12 +82,19 @@ struct EnsureProjectBody {
     human_key: String,
 }
 
+impl RouteBody for EnsureProjectBody {
+    const TOOL: &'static str = "ensure_project";
+    fn claim(&self) -> Claim<'_> {
+        Claim::default()
+    }
+}
+
 /// `POST /api/project/ensure {human_key}`.
 pub async fn ensure_project(State(state): State<AppState>, body: Bytes) -> Response {
-    match parse::<EnsureProjectBody>(&body) {
-        Ok(b) => reply(state.core.ensure_project_with(&b.human_key, Conventions::Script).await),
-        Err(e) => e.into_response(),
-    }
+    route(state, body, |state, b: EnsureProjectBody| async move {
+        reply(state.core.ensure_project_with(&b.human_key, Conventions::Script).await)
+    })
+    .await
 }
 
 #[derive(Deserialize)]
@@ -85,33 +109,29 @@ struct RegisterBody {
     registration_token: Option<String>,
 }
 
+impl RouteBody for RegisterBody {
+    const TOOL: &'static str = "register_agent";
+    fn claim(&self) -> Claim<'_> {
+        let token = self.registration_token.as_deref();
+        Claim::new(&self.project_slug, "name", self.name.as_deref(), token)
+    }
+}
+
 /// `POST /api/agent/register {project_slug, name, program, model, task_description?}`.
 pub async fn register_agent(State(state): State<AppState>, body: Bytes) -> Response {
-    let parsed = parse::<RegisterBody>(&body);
-    if let Ok(b) = &parsed {
-        let args = json!({"project_key": b.project_slug, "name": b.name,
-            "registration_token": b.registration_token});
-        if let Err(e) = authorize(&state, "register_agent", args).await {
-            return e.into_response();
-        }
-    }
-    match parsed {
-        Ok(b) => reply(
-            state
-                .core
-                .register_agent(Registration {
-                    project_key: b.project_slug,
-                    program: b.program,
-                    model: b.model,
-                    name: b.name,
-                    task_description: b.task_description,
-                    attachments_policy: None,
-                    conventions: Conventions::Script,
-                })
-                .await,
-        ),
-        Err(e) => e.into_response(),
-    }
+    route(state, body, |state, b: RegisterBody| async move {
+        let registration = Registration {
+            project_key: b.project_slug,
+            program: b.program,
+            model: b.model,
+            name: b.name,
+            task_description: b.task_description,
+            attachments_policy: None,
+            conventions: Conventions::Script,
+        };
+        reply(state.core.register_agent(registration).await)
+    })
+    .await
 }
 
 #[derive(Deserialize)]
@@ -133,38 +153,34 @@ struct SendBody {
     sender_token: Option<String>,
 }
 
+impl RouteBody for SendBody {
+    const TOOL: &'static str = "send_message";
+    fn claim(&self) -> Claim<'_> {
+        let token = self.sender_token.as_deref();
+        Claim::new(&self.project_slug, "sender_name", Some(&self.sender_name), token)
+    }
+}
+
 /// `POST /api/message/send` → the send_message result.
 pub async fn send_message(State(state): State<AppState>, body: Bytes) -> Response {
-    let parsed = parse::<SendBody>(&body);
-    if let Ok(b) = &parsed {
-        let args = json!({"project_key": b.project_slug, "sender_name": b.sender_name,
-            "sender_token": b.sender_token});
-        if let Err(e) = authorize(&state, "send_message", args).await {
-            return e.into_response();
-        }
-    }
-    match parsed {
-        Ok(b) => reply(
-            state
-                .core
-                .send_message(SendMessage {
-                    project_key: b.project_slug,
-                    sender_name: b.sender_name,
-                    to: b.recipient_names,
-                    cc: b.cc_names,
-                    bcc: b.bcc_names,
-                    subject: b.subject,
-                    body_md: b.body_md,
-                    importance: b.importance,
-                    ack_required: b.ack_required,
-                    thread_id: b.thread_id,
-                    conventions: Conventions::Script,
-                    ..SendMessage::default()
-                })
-                .await,
-        ),
-        Err(e) => e.into_response(),
-    }
+    route(state, body, |state, b: SendBody| async move {
+        let message = SendMessage {
+            project_key: b.project_slug,
+            sender_name: b.sender_name,
+            to: b.recipient_names,
+            cc: b.cc_names,
+            bcc: b.bcc_names,
+            subject: b.subject,
+            body_md: b.body_md,
+            importance: b.importance,
+            ack_required: b.ack_required,
+            thread_id: b.thread_id,
+            conventions: Conventions::Script,
+            ..SendMessage::default()
+        };
+        reply(state.core.send_message(message).await)
+    })
+    .await
 }
 
 #[derive(Deserialize)]
@@ -179,32 +195,28 @@ struct InboxBody {
     registration_token: Option<String>,
 }
 
+impl RouteBody for InboxBody {
+    const TOOL: &'static str = "fetch_inbox";
+    fn claim(&self) -> Claim<'_> {
+        let token = self.registration_token.as_deref();
+        Claim::new(&self.project_slug, "agent_name", Some(&self.agent_name), token)
+    }
+}
+
 /// `POST /api/inbox` → the fetch_inbox result.
 pub async fn inbox(State(state): State<AppState>, body: Bytes) -> Response {
-    let parsed = parse::<InboxBody>(&body);
-    if let Ok(b) = &parsed {
-        let args = json!({"project_key": b.project_slug, "agent_name": b.agent_name,
-            "registration_token": b.registration_token});
-        if let Err(e) = authorize(&state, "fetch_inbox", args).await {
-            return e.into_response();
-        }
-    }
-    match parsed {
-        Ok(b) => reply_text(
-            state
-                .core
-                .fetch_inbox_json(FetchInbox {
-                    project_key: b.project_slug,
-                    agent_name: b.agent_name,
-                    limit: b.limit,
-                    include_bodies: b.include_bodies,
-                    since_ts: b.since_ts,
-                    ..FetchInbox::default()
-                })
-                .await,
-        ),
-        Err(e) => e.into_response(),
-    }
+    route(state, body, |state, b: InboxBody| async move {
+        let request = FetchInbox {
+            project_key: b.project_slug,
+            agent_name: b.agent_name,
+            limit: b.limit,
+            include_bodies: b.include_bodies,
+            since_ts: b.since_ts,
+            ..FetchInbox::default()
+        };
+        reply_text(state.core.fetch_inbox_json(request).await)
+    })
+    .await
 }
 
 #[derive(Deserialize)]
@@ -217,23 +229,21 @@ struct SearchBody {
     registration_token: Option<String>,
 }
 
+impl RouteBody for SearchBody {
+    const TOOL: &'static str = "search_messages";
+    fn claim(&self) -> Claim<'_> {
+        let token = self.registration_token.as_deref();
+        Claim::new(&self.project_slug, "agent_name", self.agent_name.as_deref(), token)
+    }
+}
+
 /// `POST /api/messages/search` → the search_messages result.
 pub async fn search_messages(State(state): State<AppState>, body: Bytes) -> Response {
-    let parsed = parse::<SearchBody>(&body);
-    if let Ok(b) = &parsed {
-        let args = json!({"project_key": b.project_slug, "agent_name": b.agent_name,
-            "registration_token": b.registration_token});
-        if let Err(e) = authorize(&state, "search_messages", args).await {
-            return e.into_response();
-        }
-    }
-    match parsed {
-        Ok(b) => {
-            // Authenticated above: with authentication on, the results are the viewer's.
-            let viewer = state.authenticated_viewer(b.agent_name);
-            let limit = b.limit.unwrap_or(20);
-            reply(state.core.search_messages(b.project_slug, b.query, limit, viewer).await)
-        }
-        Err(e) => e.into_response(),
-    }
+    route(state, body, |state, b: SearchBody| async move {
+        // Authenticated: with authentication on, the results are the viewer's.
+        let viewer = state.authenticated_viewer(b.agent_name);
+        let limit = b.limit.unwrap_or(20);
+        reply(state.core.search_messages(b.project_slug, b.query, limit, viewer).await)
+    })
+    .await
 }

@@ -154,28 +154,67 @@ pub fn decide(e: Evidence<'_>) -> Decision {
     }
 }
 
+/// Who a call says is acting, read from its arguments by the names its rule gives: the
+/// project, the agent named (with the argument that named it) and the token. Blank values
+/// count as absent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Claim<'a> {
+    pub project_key: Option<&'a str>,
+    pub agent: Option<(&'static str, &'a str)>,
+    pub token: Option<&'a str>,
+}
+
+impl<'a> Claim<'a> {
+    /// A claim from typed fields (a REST body), `agent_field` naming the agent's argument.
+    pub fn new(
+        project_key: &'a str,
+        agent_field: &'static str,
+        agent_name: Option<&'a str>,
+        token: Option<&'a str>,
+    ) -> Self {
+        Self {
+            project_key: non_blank(Some(project_key)),
+            agent: non_blank(agent_name).map(|name| (agent_field, name)),
+            token: non_blank(token),
+        }
+    }
+
+    /// The claim of a tool call's JSON arguments.
+    pub fn from_arguments(spec: &AuthSpec, args: &'a Value) -> Self {
+        let text = |field: &str| non_blank(args.get(field).and_then(Value::as_str));
+        Self {
+            project_key: text(spec.project),
+            agent: spec.agent.iter().find_map(|field| text(field).map(|name| (*field, name))),
+            token: text(spec.token),
+        }
+    }
+}
+
+fn non_blank(text: Option<&str>) -> Option<&str> {
+    text.filter(|s| !s.trim().is_empty())
+}
+
 /// Checks a tool call against the tool's rule; `Ok` lets the tool run. A viewer-scoped call
-/// that names no agent gets the session's agent filled in as its viewer (the reference's
-/// `resolve_viewer`), so the tool scopes its results to it.
+/// that names no agent is answered with the session's agent (the reference's
+/// `resolve_viewer`), which the caller fills in as the viewer so the tool scopes its results
+/// to it.
 pub async fn authorize(
     state: &AppState,
     tool: &str,
     spec: &AuthSpec,
-    args: &mut Value,
+    claim: Claim<'_>,
     session: Option<&str>,
-) -> Result<(), ToolError> {
+) -> Result<Option<String>, ToolError> {
     if spec.rule == Rule::Open {
-        return Ok(());
+        return Ok(None);
     }
     // A missing project argument fails the tool's own decoding with the usual message.
-    let Some(project_key) = text(args, spec.project).map(str::to_string) else { return Ok(()) };
-    let project_key = project_key.as_str();
-    let named = spec.agent.iter().find_map(|field| text(args, field).map(|n| (*field, n)));
-    let token = text(args, spec.token);
+    let Some(project_key) = claim.project_key else { return Ok(None) };
+    let token = claim.token;
     let core = &state.core;
-    match (spec.rule, named) {
+    match (spec.rule, claim.agent) {
         (Rule::ProjectAdmin, _) => {
-            project_admin(state, tool, spec, project_key, token, session).await
+            project_admin(state, tool, spec, project_key, token, session).await.map(|()| None)
         }
         (Rule::Viewer, None) => {
             let (project_id, agents) = core.project_credentials(project_key.to_string()).await?;
@@ -183,20 +222,16 @@ pub async fn authorize(
                 .bindings
                 .session_agent(session, project_id)
                 .and_then(|id| agents.into_iter().find(|a| a.agent_id == id));
-            match (viewer, spec.agent.first(), args.as_object_mut()) {
-                (Some(viewer), Some(field), Some(object)) => {
-                    object.insert((*field).to_string(), Value::from(viewer.agent_name));
-                    Ok(())
-                }
-                (Some(_), _, _) => Ok(()),
-                (None, _, _) => Err(denied(format!(
+            match viewer {
+                Some(viewer) => Ok(Some(viewer.agent_name)),
+                None => Err(denied(format!(
                     "{tool} requires agent_name and {} (or an MCP session already \
                      authenticated as an agent of this project).",
                     spec.token
                 ))),
             }
         }
-        (Rule::ExistingAgent, None) => Ok(()),
+        (Rule::ExistingAgent, None) => Ok(None),
         (_, None) => Err(denied(format!(
             "{tool} requires {} and {} when tool authentication is on.",
             spec.agent.first().copied().unwrap_or("agent_name"),
@@ -208,7 +243,7 @@ pub async fn authorize(
                 Ok(credential) => credential,
                 // Registering a new name needs no proof; the tool reports other problems.
                 Err(e) if rule == Rule::ExistingAgent && e.category == Category::NotFound => {
-                    return Ok(());
+                    return Ok(None);
                 }
                 Err(e) => return Err(e.into()),
             };
@@ -217,7 +252,7 @@ pub async fn authorize(
             } else {
                 tool.to_string()
             };
-            check_agent(state, &action, spec, &credential, token, session, rule)
+            check_agent(state, &action, spec, &credential, token, session, rule).map(|()| None)
         }
     }
 }
@@ -311,21 +346,6 @@ async fn project_admin(
             spec.token
         ))),
     }
-}
-
-/// After a registration tool succeeded: binds the session to the agent its result names.
-pub fn bind_result(state: &AppState, spec: &AuthSpec, result: &Value, session: Option<&str>) {
-    let Some(agent) = spec.binds.and_then(|pointer| result.pointer(pointer)) else { return };
-    if let (Some(agent_id), Some(project_id)) =
-        (agent.get("id").and_then(Value::as_i64), agent.get("project_id").and_then(Value::as_i64))
-    {
-        state.bindings.bind(session, project_id, agent_id);
-    }
-}
-
-/// A non-blank string argument.
-fn text<'a>(args: &'a Value, field: &str) -> Option<&'a str> {
-    args.get(field).and_then(Value::as_str).filter(|s| !s.trim().is_empty())
 }
 
 fn denied(message: String) -> ToolError {

@@ -33,9 +33,6 @@ pub struct AuthSpec {
     pub agent: &'static [&'static str],
     /// The argument carrying the token.
     pub token: &'static str,
-    /// Where a successful result names the agent the session is now bound to
-    /// (a JSON pointer: "" for the result itself), for registration tools.
-    pub binds: Option<&'static str>,
 }
 
 /// One row of the catalog.
@@ -49,12 +46,11 @@ pub struct ToolInfo {
     pub auth: AuthSpec,
 }
 
-const OPEN: AuthSpec =
-    AuthSpec { rule: Rule::Open, project: "", agent: &[], token: "", binds: None };
+const OPEN: AuthSpec = AuthSpec { rule: Rule::Open, project: "", agent: &[], token: "" };
 const TOKEN: &str = "registration_token";
 
 const fn agent(name: &'static [&'static str]) -> AuthSpec {
-    AuthSpec { rule: Rule::Agent, project: "project_key", agent: name, token: TOKEN, binds: None }
+    AuthSpec { rule: Rule::Agent, project: "project_key", agent: name, token: TOKEN }
 }
 const fn adjacent() -> AuthSpec {
     AuthSpec { rule: Rule::AgentOrAdjacent, ..agent(&["agent_name"]) }
@@ -68,12 +64,9 @@ const fn admin() -> AuthSpec {
 const fn sender() -> AuthSpec {
     AuthSpec { token: "sender_token", ..agent(&["sender_name"]) }
 }
-const fn registration(
-    project: &'static str,
-    name: &'static [&'static str],
-    binds: &'static str,
-) -> AuthSpec {
-    AuthSpec { rule: Rule::ExistingAgent, project, binds: Some(binds), ..agent(name) }
+/// Registration tools (declared with `Tool::registration`) also bind the session.
+const fn registration(project: &'static str, name: &'static [&'static str]) -> AuthSpec {
+    AuthSpec { rule: Rule::ExistingAgent, project, ..agent(name) }
 }
 
 const fn info(
@@ -98,7 +91,7 @@ pub const CATALOG: &[ToolInfo] = &[
     info("acknowledge_message", "messaging", &["ack", "messaging"], agent(AGENT_NAME)),
     info("acquire_build_slot", "build_slots", &["build"], agent(AGENT_NAME)),
     info("archive_project", "infrastructure", &["infrastructure"], admin()),
-    info("create_agent_identity", "identity", &["identity"], AuthSpec { binds: Some(""), ..OPEN }),
+    info("create_agent_identity", "identity", &["identity"], OPEN),
     info("deregister_agent", "identity", &["identity"], agent(AGENT_NAME)),
     info("ensure_product", "product_bus", &["product"], OPEN),
     low(info("ensure_project", "infrastructure", &["infrastructure", "storage"], OPEN)),
@@ -145,18 +138,18 @@ pub const CATALOG: &[ToolInfo] = &[
         "macro_prepare_thread",
         "workflow_macros",
         &["messaging", "summarization", "workflow"],
-        registration("project_key", AGENT_NAME, "/agent"),
+        registration("project_key", AGENT_NAME),
     ),
     info(
         "macro_start_session",
         "workflow_macros",
         &["file_reservations", "identity", "messaging", "workflow"],
-        registration("human_key", AGENT_NAME, "/agent"),
+        registration("human_key", AGENT_NAME),
     ),
     info("mark_message_read", "messaging", &["messaging", "read"], agent(AGENT_NAME)),
     info("products_link", "product_bus", &["product"], OPEN),
     info("purge_old_messages", "messaging", &["messaging", "write"], OPEN),
-    info("register_agent", "identity", &["identity"], registration("project_key", &["name"], "")),
+    info("register_agent", "identity", &["identity"], registration("project_key", &["name"])),
     info("release_build_slot", "build_slots", &["build"], agent(AGENT_NAME)),
     info(
         "release_file_reservations",

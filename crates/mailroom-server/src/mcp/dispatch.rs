@@ -4,13 +4,13 @@
 use axum::body::Bytes;
 use serde_json::{Value, json};
 
-use super::auth::{authorize, bind_result};
-use super::catalog::Rule;
+use super::auth::{Claim, authorize};
+use super::catalog::{AuthSpec, Rule};
 use super::chunks::Chunks;
 use super::error::code;
 use super::format;
 use super::resources::ReadError;
-use super::tools::{Caller, Encoding, Output, error_result, write_success_result};
+use super::tools::{Caller, Encoding, Output, Success, error_result, write_success_result};
 use super::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::state::AppState;
 
@@ -173,7 +173,12 @@ async fn call_tool(state: &AppState, mut params: Value, session: Option<&str>) -
     // Open tools need no check, so their arguments are decoded once, by the call itself.
     if let Some(spec) = auth.filter(|spec| spec.rule != Rule::Open) {
         let checked = match tool.validate(&arguments) {
-            Ok(()) => authorize(state, name, spec, &mut arguments, session).await,
+            Ok(()) => {
+                let claim = Claim::from_arguments(spec, &arguments);
+                authorize(state, name, spec, claim, session).await.map(|viewer| {
+                    fill_in_viewer(&mut arguments, spec, viewer);
+                })
+            }
             Err(e) => Err(e),
         };
         if let Err(e) = checked {
@@ -186,18 +191,10 @@ async fn call_tool(state: &AppState, mut params: Value, session: Option<&str>) -
     let encoding =
         if chosen == format::OutputFormat::Json { Encoding::Json } else { Encoding::Value };
     match tool.call(state.clone(), arguments, caller, encoding).await {
-        Ok(output) => {
-            // Bind before formatting: the binding reads the agent from the JSON result.
-            // Only a session can be bound: without one the result is not read back.
-            if let Some(spec) = auth.filter(|spec| spec.binds.is_some() && session.is_some()) {
-                match &output {
-                    Output::Value(value) => bind_result(state, spec, value, session),
-                    Output::Json(json) => {
-                        if let Ok(value) = serde_json::from_str::<Value>(json) {
-                            bind_result(state, spec, &value, session);
-                        }
-                    }
-                }
+        Ok(Success { output, agent }) => {
+            // A registration binds the session (with authentication on) to the agent it names.
+            if let (Some(_), Some(agent)) = (auth, agent) {
+                state.bindings.bind(session, agent.project_id, agent.agent_id);
             }
             match output {
                 Output::Json(json) => Answer::Success(json),
@@ -210,6 +207,15 @@ async fn call_tool(state: &AppState, mut params: Value, session: Option<&str>) -
             state.instruments.record_error(name);
             Answer::Failure(error_result(e.result_text(name)))
         }
+    }
+}
+
+/// Names the session's agent as the viewer of a call that named none (see [`authorize`]).
+fn fill_in_viewer(arguments: &mut Value, spec: &AuthSpec, viewer: Option<String>) {
+    if let (Some(viewer), Some(field), Some(object)) =
+        (viewer, spec.agent.first(), arguments.as_object_mut())
+    {
+        object.insert((*field).to_string(), Value::from(viewer));
     }
 }
 

@@ -36,18 +36,22 @@ struct Args {
 }
 
 pub fn tool() -> Tool {
-    Tool::new("create_agent_identity", DESCRIPTION, |state: AppState, args: Args| async move {
-        state
-            .core
-            .create_agent_identity(Registration {
-                project_key: args.project_key,
-                program: args.program,
-                model: args.model,
-                name: args.name_hint,
-                task_description: args.task_description,
-                attachments_policy: args.attachments_policy,
-                ..Registration::default()
-            })
-            .await
-    })
+    Tool::registration(
+        "create_agent_identity",
+        DESCRIPTION,
+        |state: AppState, args: Args| async move {
+            state
+                .core
+                .create_agent_identity(Registration {
+                    project_key: args.project_key,
+                    program: args.program,
+                    model: args.model,
+                    name: args.name_hint,
+                    task_description: args.task_description,
+                    attachments_policy: args.attachments_policy,
+                    ..Registration::default()
+                })
+                .await
+        },
+    )
 }

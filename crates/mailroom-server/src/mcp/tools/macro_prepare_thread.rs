@@ -57,23 +57,27 @@ struct Args {
 }
 
 pub fn tool() -> Tool {
-    Tool::new("macro_prepare_thread", DESCRIPTION, |state: AppState, args: Args| async move {
-        state
-            .core
-            .macro_prepare_thread(PrepareThread {
-                project_key: args.project_key,
-                thread_id: args.thread_id,
-                program: args.program,
-                model: args.model,
-                agent_name: args.agent_name,
-                task_description: args.task_description,
-                register_if_missing: args.register_if_missing.unwrap_or(true),
-                include_examples: args.include_examples.unwrap_or(true),
-                inbox_limit: args.inbox_limit.unwrap_or(10),
-                include_inbox_bodies: args.include_inbox_bodies.unwrap_or(false),
-                llm_mode: args.llm_mode.unwrap_or(true),
-                llm_model: args.llm_model,
-            })
-            .await
-    })
+    Tool::registration(
+        "macro_prepare_thread",
+        DESCRIPTION,
+        |state: AppState, args: Args| async move {
+            state
+                .core
+                .macro_prepare_thread(PrepareThread {
+                    project_key: args.project_key,
+                    thread_id: args.thread_id,
+                    program: args.program,
+                    model: args.model,
+                    agent_name: args.agent_name,
+                    task_description: args.task_description,
+                    register_if_missing: args.register_if_missing.unwrap_or(true),
+                    include_examples: args.include_examples.unwrap_or(true),
+                    inbox_limit: args.inbox_limit.unwrap_or(10),
+                    include_inbox_bodies: args.include_inbox_bodies.unwrap_or(false),
+                    llm_mode: args.llm_mode.unwrap_or(true),
+                    llm_model: args.llm_model,
+                })
+                .await
+        },
+    )
 }

@@ -50,21 +50,25 @@ struct Args {
 }
 
 pub fn tool() -> Tool {
-    Tool::new("macro_start_session", DESCRIPTION, |state: AppState, args: Args| async move {
-        let steps = state.instruments.nested_calls(&args.human_key, args.agent_name.as_deref());
-        let request = StartSession {
-            human_key: args.human_key,
-            program: args.program,
-            model: args.model,
-            task_description: args.task_description,
-            agent_name: args.agent_name,
-            file_reservation_paths: args.file_reservation_paths,
-            file_reservation_reason: args
-                .file_reservation_reason
-                .unwrap_or_else(|| "macro-session".to_string()),
-            file_reservation_ttl_seconds: args.file_reservation_ttl_seconds.unwrap_or(3600),
-            inbox_limit: args.inbox_limit.unwrap_or(10),
-        };
-        state.core.macro_start_session(request, &steps).await
-    })
+    Tool::registration(
+        "macro_start_session",
+        DESCRIPTION,
+        |state: AppState, args: Args| async move {
+            let steps = state.instruments.nested_calls(&args.human_key, args.agent_name.as_deref());
+            let request = StartSession {
+                human_key: args.human_key,
+                program: args.program,
+                model: args.model,
+                task_description: args.task_description,
+                agent_name: args.agent_name,
+                file_reservation_paths: args.file_reservation_paths,
+                file_reservation_reason: args
+                    .file_reservation_reason
+                    .unwrap_or_else(|| "macro-session".to_string()),
+                file_reservation_ttl_seconds: args.file_reservation_ttl_seconds.unwrap_or(3600),
+                inbox_limit: args.inbox_limit.unwrap_or(10),
+            };
+            state.core.macro_start_session(request, &steps).await
+        },
+    )
 }

@@ -59,7 +59,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use axum::body::Bytes;
-use mailroom_core::ops::output::JsonText;
+use mailroom_core::ops::macros::{PreparedThread, SessionStarted};
+use mailroom_core::ops::output::{AgentOut, JsonText};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -128,7 +129,7 @@ fn all_tools() -> Vec<Tool> {
 }
 
 /// What a tool call resolves to.
-pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Output, ToolError>> + Send>>;
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Success, ToolError>> + Send>>;
 type Handler = Box<dyn Fn(AppState, Value, Caller, Encoding) -> ToolFuture + Send + Sync>;
 type Validator = Box<dyn Fn(&Value) -> Result<(), ToolError> + Send + Sync>;
 
@@ -147,6 +148,44 @@ pub enum Encoding {
 pub enum Output {
     Json(String),
     Value(Value),
+}
+
+/// A successful call: its result and, for a registration tool, the agent the result names
+/// (the caller's session has proved itself as that agent).
+#[derive(Debug)]
+pub struct Success {
+    pub output: Output,
+    pub agent: Option<AgentRef>,
+}
+
+/// An agent by id, as a session binding holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentRef {
+    pub project_id: i64,
+    pub agent_id: i64,
+}
+
+/// The result of a registration tool: it names the agent registered or refreshed.
+pub trait NamesAgent {
+    fn agent(&self) -> AgentRef;
+}
+
+impl NamesAgent for AgentOut {
+    fn agent(&self) -> AgentRef {
+        AgentRef { project_id: self.base.project_id, agent_id: self.base.id }
+    }
+}
+
+impl NamesAgent for SessionStarted {
+    fn agent(&self) -> AgentRef {
+        self.agent.agent()
+    }
+}
+
+impl NamesAgent for PreparedThread {
+    fn agent(&self) -> AgentRef {
+        self.agent.agent()
+    }
 }
 
 /// Who is calling, for the few tools whose behaviour depends on it (authentication).
@@ -187,7 +226,25 @@ impl Tool {
         F: Fn(AppState, A, Caller) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = mailroom_core::Result<O>> + Send + 'static,
     {
-        Self::build(name, description, run, |output: O, encoding| encode(&output, encoding))
+        Self::build(name, description, run, |output: O, encoding| {
+            encode(&output, encoding).map(|output| Success { output, agent: None })
+        })
+    }
+
+    /// Declares a registration tool: a session calling it is bound to the agent its result
+    /// names (when tool authentication is on).
+    pub fn registration<A, O, F, Fut>(name: &'static str, description: &'static str, run: F) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + NamesAgent + 'static,
+        F: Fn(AppState, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = mailroom_core::Result<O>> + Send + 'static,
+    {
+        let run = move |state, args, _caller| run(state, args);
+        Self::build(name, description, run, |output: O, encoding| {
+            let agent = Some(output.agent());
+            encode(&output, encoding).map(|output| Success { output, agent })
+        })
     }
 
     /// Declares a tool whose op writes its result's JSON text itself (a long list read
@@ -198,14 +255,17 @@ impl Tool {
         F: Fn(AppState, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = mailroom_core::Result<JsonText>> + Send + 'static,
     {
-        Self::build(name, description, move |state, args, _caller| run(state, args), encode_text)
+        let run = move |state, args, _caller| run(state, args);
+        Self::build(name, description, run, |text, encoding| {
+            encode_text(text, encoding).map(|output| Success { output, agent: None })
+        })
     }
 
     fn build<A, O, F, Fut>(
         name: &'static str,
         description: &'static str,
         run: F,
-        encode: fn(O, Encoding) -> Result<Output, ToolError>,
+        encode: fn(O, Encoding) -> Result<Success, ToolError>,
     ) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,

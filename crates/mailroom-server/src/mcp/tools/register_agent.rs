@@ -39,7 +39,7 @@ struct Args {
 }
 
 pub fn tool() -> Tool {
-    Tool::new("register_agent", DESCRIPTION, |state: AppState, args: Args| async move {
+    Tool::registration("register_agent", DESCRIPTION, |state: AppState, args: Args| async move {
         state
             .core
             .register_agent(Registration {
