@@ -26,7 +26,7 @@ pub struct Agent {
     pub inception_ts: Timestamp,
     pub last_active_ts: Timestamp,
     pub attachments_policy: String,
-    pub contact_policy: String,
+    pub contact_policy: ContactPolicy,
     pub registration_token: Option<String>,
     pub retired_at: Option<Timestamp>,
 }
@@ -128,31 +128,70 @@ impl<S: AsRef<str>> ListedMessage<S> {
     }
 }
 
-/// How a recipient is addressed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RecipientKind {
-    To,
-    Cc,
-    Bcc,
+/// A closed set stored and sent as lower-case text: `as_str` and `parse` between the two,
+/// `ALL` in declaration order, serialised as its text.
+macro_rules! text_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The stored and wire spelling.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text),+
+                }
+            }
+
+            /// Reads a stored spelling.
+            pub fn parse(text: &str) -> Option<Self> {
+                Self::ALL.iter().copied().find(|value| value.as_str() == text)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+    };
 }
 
-impl RecipientKind {
-    /// Every kind, in the order recipient lists are written.
-    pub const ALL: [Self; 3] = [Self::To, Self::Cc, Self::Bcc];
+text_enum! {
+    /// How a recipient is addressed.
+    RecipientKind { To = "to", Cc = "cc", Bcc = "bcc" }
+}
 
-    /// The stored and wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::To => "to",
-            Self::Cc => "cc",
-            Self::Bcc => "bcc",
-        }
+text_enum! {
+    /// The state of a contact link.
+    LinkStatus { Pending = "pending", Approved = "approved", Blocked = "blocked" }
+}
+
+text_enum! {
+    /// How an agent accepts messages from agents it has no approved link with
+    /// (docs/compat/tools.md §5.2).
+    ContactPolicy {
+        /// Anyone may write.
+        Open = "open",
+        /// Anyone who exchanged mail with the agent recently, or holds an approved link.
+        Auto = "auto",
+        /// Only holders of an approved link.
+        ContactsOnly = "contacts_only",
+        /// No one (besides the agent itself).
+        BlockAll = "block_all",
     }
+}
 
-    /// Reads a stored spelling.
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
+impl ContactPolicy {
+    /// The reference lower-cases the policy and silently turns unknown values into `auto`.
+    pub fn normalize(raw: &str) -> Self {
+        Self::parse(&raw.trim().to_ascii_lowercase()).unwrap_or(Self::Auto)
     }
 }
 
@@ -164,7 +203,7 @@ pub struct ContactLink {
     pub a_agent_id: i64,
     pub b_project_id: i64,
     pub b_agent_id: i64,
-    pub status: String,
+    pub status: LinkStatus,
     pub reason: String,
     pub created_ts: Timestamp,
     pub updated_ts: Timestamp,
@@ -174,12 +213,12 @@ pub struct ContactLink {
 impl ContactLink {
     /// Whether the link is approved and not expired at `now`.
     pub fn is_active_approved(&self, now: Timestamp) -> bool {
-        self.status == "approved" && self.expires_ts.is_none_or(|e| e > now)
+        self.status == LinkStatus::Approved && self.expires_ts.is_none_or(|e| e > now)
     }
 
     /// Whether the link is pending and not expired at `now`.
     pub fn is_active_pending(&self, now: Timestamp) -> bool {
-        self.status == "pending" && self.expires_ts.is_none_or(|e| e > now)
+        self.status == LinkStatus::Pending && self.expires_ts.is_none_or(|e| e > now)
     }
 }
 
@@ -213,5 +252,28 @@ impl Reservation {
     /// Whether the reservation is in force at `now`: not released and not expired.
     pub fn is_active(&self, now: Timestamp) -> bool {
         self.released_ts.is_none() && self.expires_ts > now
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_sets_read_back_what_they_write() {
+        let texts = |all: &[&'static str]| all.to_vec();
+        let kinds: Vec<_> = RecipientKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(kinds, texts(&["to", "cc", "bcc"]));
+        for kind in RecipientKind::ALL {
+            assert_eq!(RecipientKind::parse(kind.as_str()), Some(*kind));
+            let json = serde_json::to_string(kind).expect("json");
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+        }
+        for status in LinkStatus::ALL {
+            assert_eq!(LinkStatus::parse(status.as_str()), Some(*status));
+        }
+        assert_eq!(RecipientKind::parse("TO"), None, "stored spellings are exact");
+        assert_eq!(ContactPolicy::normalize(" Block_All "), ContactPolicy::BlockAll);
+        assert_eq!(ContactPolicy::normalize("everyone"), ContactPolicy::Auto);
     }
 }

@@ -8,7 +8,7 @@ use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
 use crate::model::names::is_valid_adjective_noun;
 use crate::model::time::Timestamp;
-use crate::records::{Agent, Project, RecipientKind};
+use crate::records::{Agent, ContactLink, ContactPolicy, LinkStatus, Project, RecipientKind};
 use crate::store::Db;
 use crate::store::db::agents::NewAgent;
 use crate::store::db::archive_queue::ArchiveKind;
@@ -40,7 +40,7 @@ pub struct ContactRequested {
     pub from_project: String,
     pub to: String,
     pub to_project: String,
-    pub status: String,
+    pub status: LinkStatus,
     pub expires_ts: Option<Timestamp>,
 }
 
@@ -69,7 +69,7 @@ pub struct ContactResponded {
 #[derive(Debug, Clone, Serialize)]
 pub struct ContactEntry {
     pub to: String,
-    pub status: String,
+    pub status: LinkStatus,
     pub reason: String,
     pub updated_ts: Timestamp,
     pub expires_ts: Option<Timestamp>,
@@ -79,7 +79,7 @@ pub struct ContactEntry {
 #[derive(Debug, Clone, Serialize)]
 pub struct PolicySet {
     pub agent: String,
-    pub policy: String,
+    pub policy: ContactPolicy,
 }
 
 impl Mailroom {
@@ -142,7 +142,7 @@ impl Mailroom {
                     .collect();
                 for incoming in db.incoming_links(agent.id)? {
                     let known = entries.iter().any(|e| e.to == incoming.peer_name);
-                    if incoming.link.status == "approved" && !known {
+                    if incoming.link.status == LinkStatus::Approved && !known {
                         entries.push(contact_entry(incoming.peer_name, &incoming.link));
                     }
                 }
@@ -162,28 +162,18 @@ impl Mailroom {
             .write(move |db| {
                 let project = resolve::project(db, &project_key)?;
                 let agent = resolve::agent(db, &project, &agent_name, "agent_name")?;
-                let policy = normalize_policy(&policy);
+                let policy = ContactPolicy::normalize(&policy);
                 db.set_contact_policy(agent.id, policy)?;
-                Ok(PolicySet { agent: agent.name, policy: policy.to_string() })
+                Ok(PolicySet { agent: agent.name, policy })
             })
             .await
     }
 }
 
-/// The reference lower-cases the policy and silently turns unknown values into `auto`.
-pub fn normalize_policy(raw: &str) -> &'static str {
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "open" => "open",
-        "contacts_only" => "contacts_only",
-        "block_all" => "block_all",
-        _ => "auto",
-    }
-}
-
-fn contact_entry(peer: String, link: &crate::records::ContactLink) -> ContactEntry {
+fn contact_entry(peer: String, link: &ContactLink) -> ContactEntry {
     ContactEntry {
         to: peer,
-        status: link.status.clone(),
+        status: link.status,
         reason: link.reason.clone(),
         updated_ts: link.updated_ts,
         expires_ts: link.expires_ts,
@@ -259,9 +249,9 @@ pub(crate) fn file_request(
     // HEAD would keep it approved; the fixture wins.)
     let (status, expires, notify) = match &existing {
         Some(link) if link.is_active_pending(now) => {
-            ("pending", link.expires_ts.map(|e| e.max(fresh_expiry)), false)
+            (LinkStatus::Pending, link.expires_ts.map(|e| e.max(fresh_expiry)), false)
         }
-        _ => ("pending", Some(fresh_expiry), true),
+        _ => (LinkStatus::Pending, Some(fresh_expiry), true),
     };
     db.upsert_link(
         (from_project.id, from.id),
@@ -289,7 +279,7 @@ pub(crate) fn file_request(
         from_project: from_project.human_key.clone(),
         to: to.name.clone(),
         to_project: to_project.human_key.clone(),
-        status: status.to_string(),
+        status,
         expires_ts: expires,
     })
 }
@@ -312,7 +302,7 @@ fn respond(
     if !req.accept {
         return match existing {
             Some(link) => {
-                db.update_link_status(link.id, "blocked", None, now)?;
+                db.update_link_status(link.id, LinkStatus::Blocked, None, now)?;
                 Ok(outcome(None, 1))
             }
             None => Ok(outcome(None, 0)),
@@ -324,11 +314,11 @@ fn respond(
         _ => Some(fresh_expiry),
     };
     match existing {
-        Some(link) => db.update_link_status(link.id, "approved", expires, now)?,
+        Some(link) => db.update_link_status(link.id, LinkStatus::Approved, expires, now)?,
         None => db.upsert_link(
             (a_project.id, requester.id),
             (b_project.id, responder.id),
-            "approved",
+            LinkStatus::Approved,
             "",
             expires,
             now,
@@ -339,10 +329,10 @@ fn respond(
 
 #[cfg(test)]
 mod tests {
-    use super::normalize_policy;
+    use crate::records::ContactPolicy;
 
     fn check(raw: &str, expected: &str) {
-        assert_eq!(normalize_policy(raw), expected, "{raw:?}");
+        assert_eq!(ContactPolicy::normalize(raw).as_str(), expected, "{raw:?}");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::{Mailroom, resolve};
 use crate::error::{Category, Error, Result};
 use crate::model::slug::{normalize_absolute_path, slugify};
 use crate::model::time::Timestamp;
-use crate::records::Project;
+use crate::records::{LinkStatus, Project};
 
 /// Arguments of macro_start_session.
 #[derive(Debug, Clone, Default)]
@@ -271,7 +271,7 @@ impl Mailroom {
             .await?;
         let mut response_error = None;
         let proven = match (&req.target_proof, req.auto_accept) {
-            (Some(proof), true) if request.status != "approved" => {
+            (Some(proof), true) if request.status != LinkStatus::Approved => {
                 let project = target_project.clone().unwrap_or_else(|| req.project_key.clone());
                 self.proves_target(project, target_name.clone(), proof).await?
             }

@@ -6,7 +6,7 @@ use super::contacts::{REQUEST_TTL_SECONDS, file_request};
 use crate::config::CoreConfig;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::records::{Agent, Project, RecipientKind};
+use crate::records::{Agent, ContactPolicy, LinkStatus, Project, RecipientKind};
 use crate::store::Db;
 
 /// Error type of a send blocked by contact policy.
@@ -60,7 +60,7 @@ pub fn enforce_send(
     for name in names {
         let Some(recipient) = db.agent_by_name(project.id, name)? else { continue };
         let plainly_open = recipient.retired_at.is_none()
-            && (recipient.id == sender.id || recipient.contact_policy == "open");
+            && (recipient.id == sender.id || recipient.contact_policy == ContactPolicy::Open);
         if plainly_open {
             continue;
         }
@@ -92,7 +92,7 @@ pub fn enforce_send(
                 // The caller is also the recipient: the handshake's fast path.
                 let expires = now.plus_seconds(enforcement.auto_ttl_seconds);
                 let (a, b) = ((project.id, sender.id), (project.id, recipient.id));
-                db.upsert_link(a, b, "approved", "", Some(expires), now)?;
+                db.upsert_link(a, b, LinkStatus::Approved, "", Some(expires), now)?;
                 approved += 1;
                 continue;
             }
@@ -114,7 +114,7 @@ pub fn enforce_send(
         for name in names {
             let Some(recipient) = db.agent_by_name(project.id, name)? else { continue };
             let passes = recipient.id == sender.id
-                || recipient.contact_policy == "open"
+                || recipient.contact_policy == ContactPolicy::Open
                 || db
                     .link_between(sender.id, recipient.id)?
                     .is_some_and(|l| l.is_active_approved(now));

@@ -9,7 +9,7 @@ use super::resolve;
 use crate::Category;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::records::{Agent, Project, RecipientKind};
+use crate::records::{Agent, ContactPolicy, Project, RecipientKind};
 use crate::store::Db;
 
 /// Error type of a send with recipients that could not be routed.
@@ -101,7 +101,9 @@ impl RecipientNames {
         let mut unrouted = Unrouted::default();
         for (name, kind) in &self.entries {
             let Some(agent) = route_one(db, route, name, now, &mut unrouted)? else { continue };
-            if agent.project_id != route.project.id && agent.contact_policy == "block_all" {
+            if agent.project_id != route.project.id
+                && agent.contact_policy == ContactPolicy::BlockAll
+            {
                 return Err(Error::denied(
                     "CONTACT_BLOCKED",
                     "Recipient is not accepting messages.",

@@ -12,7 +12,7 @@ use crate::ops::conventions::Conventions;
 use crate::ops::policy::{self, Enforcement};
 use crate::ops::routing::{RecipientNames, Route};
 use crate::ops::{Mailroom, resolve};
-use crate::records::Project;
+use crate::records::{ContactPolicy, Project};
 use crate::store::Db;
 
 /// Subjects longer than this are cut (the reference's limit).
@@ -203,7 +203,7 @@ fn broadcast_targets(db: &Db<'_>, project: &Project, sender: &str) -> Result<Vec
         .agents_of_project(project.id)?
         .into_iter()
         .filter(|a| !a.name.eq_ignore_ascii_case(sender.trim()))
-        .filter(|a| a.contact_policy != "block_all" && a.retired_at.is_none())
+        .filter(|a| a.contact_policy != ContactPolicy::BlockAll && a.retired_at.is_none())
         .filter(|a| a.last_active_ts >= cutoff)
         .map(|a| a.name)
         .collect())

@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::Agent;
+use crate::records::{Agent, ContactPolicy};
 
 const COLUMNS: &str = "id, project_id, name, program, model, task_description, inception_ts, \
      last_active_ts, attachments_policy, contact_policy, registration_token, retired_at";
@@ -170,7 +170,7 @@ impl Db<'_> {
     }
 
     /// Sets the agent's contact policy.
-    pub fn set_contact_policy(&self, id: i64, policy: &str) -> Result<()> {
+    pub fn set_contact_policy(&self, id: i64, policy: ContactPolicy) -> Result<()> {
         self.conn
             .prepare_cached("UPDATE agents SET contact_policy = ?2 WHERE id = ?1")
             .and_then(|mut stmt| stmt.execute(params![id, policy]))

@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, db_ts, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::ContactLink;
+use crate::records::{ContactLink, LinkStatus};
 
 const COLUMNS: &str = "l.id, l.a_project_id, l.a_agent_id, l.b_project_id, l.b_agent_id, \
      l.status, l.reason, l.created_ts, l.updated_ts, l.expires_ts";
@@ -51,7 +51,7 @@ impl Db<'_> {
         &self,
         a: (i64, i64),
         b: (i64, i64),
-        status: &str,
+        status: LinkStatus,
         reason: &str,
         expires_ts: Option<Timestamp>,
         now: Timestamp,
@@ -85,7 +85,7 @@ impl Db<'_> {
     pub fn update_link_status(
         &self,
         id: i64,
-        status: &str,
+        status: LinkStatus,
         expires_ts: Option<Timestamp>,
         now: Timestamp,
     ) -> Result<()> {

@@ -2,8 +2,7 @@
 
 use std::sync::LazyLock;
 
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
-use rusqlite::{OptionalExtension, Row, ToSql, params};
+use rusqlite::{OptionalExtension, Row, params};
 
 use super::{Db, db_ts, map_err, opt_ts, ts};
 use crate::error::Result;
@@ -12,20 +11,6 @@ use crate::records::{ListedMessage, Message, NewMessage, RecipientKind};
 
 pub(super) const COLUMNS: &str = "m.id, m.project_id, m.sender_id, m.thread_id, m.topic, m.subject, \
      m.body_md, m.importance, m.ack_required, m.created_ts, m.attachments";
-
-impl ToSql for RecipientKind {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::from(self.as_str()))
-    }
-}
-
-impl FromSql for RecipientKind {
-    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-        let text = value.as_str()?;
-        Self::parse(text)
-            .ok_or_else(|| FromSqlError::Other(format!("recipient kind {text:?}").into()))
-    }
-}
 
 fn message(row: &Row<'_>) -> rusqlite::Result<Message> {
     message_ref(row).map(|m| m.to_owned_text())

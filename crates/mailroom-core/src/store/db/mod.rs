@@ -100,3 +100,33 @@ fn parse_ts(index: usize, text: &str) -> rusqlite::Result<Timestamp> {
 pub(crate) fn db_ts(value: Option<Timestamp>) -> Option<String> {
     value.map(Timestamp::to_db)
 }
+
+/// Text-backed enums (`records`) stored as their text; an unknown stored text is an error
+/// naming the value.
+macro_rules! text_column {
+    ($($name:ty),+) => {$(
+        impl rusqlite::ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                Ok(rusqlite::types::ToSqlOutput::from(self.as_str()))
+            }
+        }
+
+        impl rusqlite::types::FromSql for $name {
+            fn column_result(
+                value: rusqlite::types::ValueRef<'_>,
+            ) -> rusqlite::types::FromSqlResult<Self> {
+                let text = value.as_str()?;
+                Self::parse(text).ok_or_else(|| {
+                    let what = concat!("unknown ", stringify!($name));
+                    rusqlite::types::FromSqlError::Other(format!("{what} {text:?}").into())
+                })
+            }
+        }
+    )+};
+}
+
+text_column!(
+    crate::records::RecipientKind,
+    crate::records::LinkStatus,
+    crate::records::ContactPolicy
+);
