@@ -1,13 +1,58 @@
 //! Rows the use-cases work with, as read from the store.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::time::Timestamp;
+
+/// A row id of one table, kept apart from the others' by type.
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(
+            Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+        )]
+        #[serde(transparent)]
+        pub struct $name(pub i64);
+
+        impl std::str::FromStr for $name {
+            type Err = std::num::ParseIntError;
+
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                text.parse().map(Self)
+            }
+        }
+
+        impl From<$name> for i64 {
+            fn from(id: $name) -> i64 {
+                id.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A project's id.
+    ProjectId
+);
+id_type!(
+    /// An agent's id.
+    AgentId
+);
+id_type!(
+    /// A message's id.
+    MessageId
+);
 
 /// A project: one row per slug.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Project {
-    pub id: i64,
+    pub id: ProjectId,
     pub slug: String,
     pub human_key: String,
     pub created_at: Timestamp,
@@ -17,8 +62,8 @@ pub struct Project {
 /// An agent registered in a project.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Agent {
-    pub id: i64,
-    pub project_id: i64,
+    pub id: AgentId,
+    pub project_id: ProjectId,
     pub name: String,
     pub program: String,
     pub model: String,
@@ -35,12 +80,13 @@ pub struct Agent {
 ///
 /// `S` holds its text: `String` in a row the caller keeps, `&str` in a row borrowed from a
 /// result set (the inbox writes its answer from those without copying a column) or about to
-/// be inserted. `Id` is the row id, `i64` once stored; a [`NewMessage`] has `Option<i64>`.
+/// be inserted. `Id` is the row id, a [`MessageId`] once stored; a [`NewMessage`] has an
+/// `Option<MessageId>`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Message<S = String, Id = i64> {
+pub struct Message<S = String, Id = MessageId> {
     pub id: Id,
-    pub project_id: i64,
-    pub sender_id: i64,
+    pub project_id: ProjectId,
+    pub sender_id: AgentId,
     pub thread_id: Option<S>,
     pub topic: Option<S>,
     pub subject: S,
@@ -54,7 +100,7 @@ pub struct Message<S = String, Id = i64> {
 
 /// A message about to be stored: `id` is `Some` to keep an archived id, `None` to let the
 /// database assign one.
-pub type NewMessage<S = String> = Message<S, Option<i64>>;
+pub type NewMessage<S = String> = Message<S, Option<MessageId>>;
 
 impl<S: AsRef<str>, Id: Copy> Message<S, Id> {
     /// The same message with its text borrowed.
@@ -90,7 +136,7 @@ impl<S: AsRef<str>, Id: Copy> Message<S, Id> {
 pub struct ListedMessage<S = String> {
     pub message: Message<S>,
     pub sender_name: S,
-    pub sender_project_id: i64,
+    pub sender_project_id: ProjectId,
     pub sender_project_slug: S,
     pub sender_project_human_key: S,
     /// The viewer's recipient kind in inbox listings.
@@ -199,10 +245,10 @@ impl ContactPolicy {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContactLink {
     pub id: i64,
-    pub a_project_id: i64,
-    pub a_agent_id: i64,
-    pub b_project_id: i64,
-    pub b_agent_id: i64,
+    pub a_project_id: ProjectId,
+    pub a_agent_id: AgentId,
+    pub b_project_id: ProjectId,
+    pub b_agent_id: AgentId,
     pub status: LinkStatus,
     pub reason: String,
     pub created_ts: Timestamp,
@@ -235,8 +281,8 @@ pub struct Product {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reservation {
     pub id: i64,
-    pub project_id: i64,
-    pub agent_id: i64,
+    pub project_id: ProjectId,
+    pub agent_id: AgentId,
     /// The holder's name (joined from `agents`).
     pub agent_name: String,
     /// The pattern as requested (kept verbatim; normalised only for matching).

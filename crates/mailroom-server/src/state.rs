@@ -1,5 +1,6 @@
 //! Shared state of every request: the core, the settings, the tool registry, MCP sessions.
 
+use mailroom_core::records::AgentId;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -69,7 +70,7 @@ impl AppState {
     }
 
     /// The agents this MCP session has authenticated as; none without tool authentication.
-    pub fn session_agents(&self, session: Option<&str>) -> Vec<i64> {
+    pub fn session_agents(&self, session: Option<&str>) -> Vec<AgentId> {
         if self.config.tool_auth { self.bindings.session_agents(session) } else { Vec::new() }
     }
 }

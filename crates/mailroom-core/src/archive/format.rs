@@ -15,7 +15,7 @@ pub use super::python_json::python_json;
 use crate::model::digest::sha1_hex;
 use crate::model::thread_id::is_valid_thread_id;
 use crate::model::time::Timestamp;
-use crate::records::Agent;
+use crate::records::{Agent, AgentId, MessageId, ProjectId};
 
 /// The subject slug in a message file name is cut to this many characters, as in the reference.
 const SUBJECT_SLUG_MAX_CHARS: usize = 80;
@@ -62,7 +62,7 @@ fn python_rstrip(text: &str) -> &str {
 #[derive(Clone, Debug, PartialEq)]
 pub struct MessageDoc {
     /// The message id, also the last part of the file name.
-    pub id: i64,
+    pub id: MessageId,
     /// The thread the message belongs to; written as `null` when it has none.
     pub thread_id: Option<String>,
     /// The target project's human key (its absolute path).
@@ -146,7 +146,7 @@ pub fn render_message(doc: &MessageDoc) -> String {
 fn front_matter(doc: &MessageDoc) -> Value {
     let mut map = Map::new();
     let mut put = |key: &str, value: Value| map.insert(key.to_owned(), value);
-    put("id", doc.id.into());
+    put("id", doc.id.0.into());
     put("thread_id", doc.thread_id.clone().into());
     put("project", doc.project.clone().into());
     put("project_slug", doc.project_slug.clone().into());
@@ -183,7 +183,7 @@ pub fn parse_message(text: &str) -> Result<MessageDoc, FormatError> {
     };
     let keys = FrontMatter(&map);
     Ok(MessageDoc {
-        id: keys.integer("id")?,
+        id: MessageId(keys.integer("id")?),
         thread_id: keys.optional_string("thread_id")?,
         project: keys.string("project")?,
         project_slug: keys.string("project_slug")?,
@@ -323,7 +323,7 @@ pub fn subject_slug(subject: &str) -> String {
 
 /// The file name shared by all copies of a message: `<YYYY-MM-DDTHH-MM-SSZ>__<slug>__<id>.md`,
 /// which sorts chronologically and is valid on every filesystem.
-pub fn message_file_name(created: Timestamp, subject: &str, id: i64) -> String {
+pub fn message_file_name(created: Timestamp, subject: &str, id: MessageId) -> String {
     format!("{}__{}__{id}.md", created.archive_stamp(), subject_slug(subject))
 }
 
@@ -333,7 +333,7 @@ pub fn message_file_name(created: Timestamp, subject: &str, id: i64) -> String {
 /// Accepts a bare name or a path (only the last component is read). Thread digests
 /// (`messages/threads/<thread_id>.md`) can look like legacy names, so apply this only to files
 /// under `messages/YYYY/MM/` or a mailbox.
-pub fn parse_message_file_name(name: &str) -> Option<i64> {
+pub fn parse_message_file_name(name: &str) -> Option<MessageId> {
     let file_name = name.rsplit('/').next().unwrap_or(name);
     let stem = file_name.strip_suffix(".md")?;
     let id = match stem.rsplit_once("__") {
@@ -344,7 +344,7 @@ pub fn parse_message_file_name(name: &str) -> Option<i64> {
     if id.is_empty() || !id.bytes().all(|byte| byte.is_ascii_digit()) {
         return None;
     }
-    id.parse().ok()
+    id.parse().ok().map(MessageId)
 }
 
 /// Where one message is written, as repo-relative paths with `/` separators.
@@ -393,7 +393,7 @@ pub fn canonical_message_path(
     project_slug: &str,
     created: Timestamp,
     subject: &str,
-    id: i64,
+    id: MessageId,
 ) -> String {
     let file_name = message_file_name(created, subject, id);
     format!("{}/messages/{}/{file_name}", project_directory(project_slug), month_directory(created))
@@ -513,14 +513,14 @@ fn digest_preview(body_md: &str) -> String {
 /// of every agent a tool result shows (`ops::output` builds on it).
 #[derive(Debug, Clone, Serialize)]
 pub struct AgentBase {
-    pub id: i64,
+    pub id: AgentId,
     pub name: String,
     pub program: String,
     pub model: String,
     pub task_description: String,
     pub inception_ts: Timestamp,
     pub last_active_ts: Timestamp,
-    pub project_id: i64,
+    pub project_id: ProjectId,
     pub attachments_policy: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retired_at: Option<Timestamp>,

@@ -17,6 +17,7 @@ use super::{ArchiveSettings, LAYOUT, locks, rebuild, reconstruct, verify};
 use crate::config::CoreConfig;
 use crate::error::{Category, Error, Result};
 use crate::model::time::Timestamp;
+use crate::records::MessageId;
 use crate::store::{self, Reader};
 
 pub use super::rebuild::RebuildReport;
@@ -173,9 +174,9 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ArchivePath<'a> {
     /// `projects/<slug>/messages/YYYY/MM/<message file>`
-    Canonical { slug: &'a str, message_id: i64 },
+    Canonical { slug: &'a str, message_id: MessageId },
     /// `projects/<slug>/agents/<Name>/{inbox,outbox}/YYYY/MM/<message file>`
-    Mailbox { slug: &'a str, message_id: i64 },
+    Mailbox { slug: &'a str, message_id: MessageId },
     /// `projects/<slug>/agents/<Name>/profile.json`
     Profile { slug: &'a str, agent: &'a str },
     /// `projects/<slug>/file_reservations/id-<id>.json` (not the legacy SHA-1-named copy)

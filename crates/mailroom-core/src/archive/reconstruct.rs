@@ -23,7 +23,7 @@ use super::format::{self, MessageDoc};
 use super::maintenance::{ArchivePath, classify_path};
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::records::{NewMessage, RecipientKind};
+use crate::records::{AgentId, MessageId, NewMessage, ProjectId, RecipientKind};
 use crate::store::Db;
 use crate::store::db::reconstruct::{RestoredAgent, RestoredProject, RestoredReservation};
 
@@ -62,7 +62,7 @@ pub(super) struct Recovered {
     /// case.
     agents: BTreeMap<(String, String), AgentSketch>,
     /// In id order; each with the slug of the project directory it was found in.
-    messages: BTreeMap<i64, (String, MessageDoc)>,
+    messages: BTreeMap<MessageId, (String, MessageDoc)>,
     /// By id; each with the slug of the project directory it was found in.
     reservations: BTreeMap<i64, (String, ReservationSketch)>,
     from_mailbox_copies: usize,
@@ -133,7 +133,7 @@ pub(super) fn read_archive(files: &CommittedFiles) -> Result<Recovered> {
         warnings: Vec::new(),
     };
     // Message files by the id in their name; canonical copies first, then mailbox copies.
-    let mut copies: BTreeMap<i64, Vec<(bool, &str, &str)>> = BTreeMap::new();
+    let mut copies: BTreeMap<MessageId, Vec<(bool, &str, &str)>> = BTreeMap::new();
     let mut profiles = Vec::new();
     let mut reservations = Vec::new();
     for path in paths {
@@ -181,7 +181,7 @@ impl Recovered {
     fn read_message(
         &mut self,
         files: &CommittedFiles,
-        id: i64,
+        id: MessageId,
         candidates: &[(bool, &str, &str)],
     ) -> Result<()> {
         for (is_mailbox, slug, path) in candidates {
@@ -398,7 +398,7 @@ fn write_projects(
     db: &Db<'_>,
     projects: &BTreeMap<String, ProjectSketch>,
     report: &mut ReconstructReport,
-) -> Result<HashMap<String, i64>> {
+) -> Result<HashMap<String, ProjectId>> {
     let mut taken = HashSet::new();
     let wanted: Vec<(&String, Option<i64>)> = projects
         .iter()
@@ -433,9 +433,9 @@ fn write_projects(
 fn write_agents(
     db: &Db<'_>,
     agents: &BTreeMap<(String, String), AgentSketch>,
-    project_ids: &HashMap<String, i64>,
+    project_ids: &HashMap<String, ProjectId>,
     report: &mut ReconstructReport,
-) -> Result<HashMap<(String, String), i64>> {
+) -> Result<HashMap<(String, String), AgentId>> {
     let mut taken = HashSet::new();
     let mut ordered: Vec<(&(String, String), &AgentSketch, Option<i64>)> = agents
         .iter()
@@ -474,6 +474,6 @@ fn sender_slug<'a>(slug: &'a str, doc: &'a MessageDoc) -> &'a str {
 }
 
 /// The id written for `key`; every name the messages use was given a row before them.
-fn id_of<K: Eq + Hash + std::fmt::Debug>(ids: &HashMap<K, i64>, key: &K) -> Result<i64> {
+fn id_of<K: Eq + Hash + std::fmt::Debug, Id: Copy>(ids: &HashMap<K, Id>, key: &K) -> Result<Id> {
     ids.get(key).copied().ok_or_else(|| Error::internal(format!("no row was written for {key:?}")))
 }

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::format::{self, AgentBase, MessageDoc, SenderProject};
 use crate::error::{Error, Result};
+use crate::records::{AgentId, MessageId};
 use crate::store::Db;
 use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
 use crate::store::db::messages::RecipientLists;
@@ -64,7 +65,7 @@ pub(super) fn render(
     for item in work {
         let entry = match item.kind {
             ArchiveKind::Message => render_message(db, item, &mut sources, &mut files)?,
-            ArchiveKind::Profile => render_profile(db, item.ref_id, &mut files)?,
+            ArchiveKind::Profile => render_profile(db, AgentId(item.ref_id), &mut files)?,
             ArchiveKind::Reservation => render_reservation(db, item.ref_id, false, &mut files)?,
             ArchiveKind::ReservationGrant => render_reservation(db, item.ref_id, true, &mut files)?,
             ArchiveKind::Unknown => None,
@@ -76,7 +77,7 @@ pub(super) fn render(
 
 /// Loads a message as its archive document; `None` when it no longer exists. The flag says
 /// whether the sender belongs to the message's project (only then is there an outbox copy).
-pub(super) fn message_doc(db: &Db<'_>, id: i64) -> Result<Option<(MessageDoc, bool)>> {
+pub(super) fn message_doc(db: &Db<'_>, id: MessageId) -> Result<Option<(MessageDoc, bool)>> {
     let Some(listed) = db.listed_message(id)? else { return Ok(None) };
     let message = &listed.message;
     let sender_is_local = listed.sender_project_id == message.project_id;
@@ -121,7 +122,9 @@ fn render_message(
     sources: &mut Sources<'_>,
     files: &mut BTreeMap<String, Vec<u8>>,
 ) -> Result<Option<Entry>> {
-    let Some((doc, sender_is_local)) = message_doc(db, item.ref_id)? else { return Ok(None) };
+    let Some((doc, sender_is_local)) = message_doc(db, MessageId(item.ref_id))? else {
+        return Ok(None);
+    };
     let content = format::render_message(&doc).into_bytes();
     let paths = format::message_paths(&doc, sender_is_local);
     for path in paths.all() {
@@ -241,7 +244,7 @@ fn mail_body(doc: &MessageDoc) -> String {
 
 fn render_profile(
     db: &Db<'_>,
-    agent_id: i64,
+    agent_id: AgentId,
     files: &mut BTreeMap<String, Vec<u8>>,
 ) -> Result<Option<Entry>> {
     let Some((path, content, name)) = profile_file(db, agent_id)? else { return Ok(None) };
@@ -256,7 +259,7 @@ fn render_profile(
 /// An agent's `profile.json`: path, bytes and the agent's name; `None` when it is gone.
 pub(super) fn profile_file(
     db: &Db<'_>,
-    agent_id: i64,
+    agent_id: AgentId,
 ) -> Result<Option<(String, Vec<u8>, String)>> {
     let Some(agent) = db.agent_by_id(agent_id)? else { return Ok(None) };
     let project = db
@@ -394,7 +397,7 @@ mod tests {
 
     fn doc(project_slug: &str, from_project: Option<&str>) -> MessageDoc {
         MessageDoc {
-            id: 7,
+            id: MessageId(7),
             thread_id: None,
             project: format!("/work/{project_slug}"),
             project_slug: project_slug.into(),

@@ -21,6 +21,7 @@ use super::maintenance::{ArchivePath, classify_path};
 use super::render;
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::records::MessageId;
 use crate::store::Db;
 use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
 
@@ -91,13 +92,13 @@ impl fmt::Display for CopyRole {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Difference {
     /// A copy of a message is not committed.
-    MissingCopy { path: String, role: CopyRole, message_id: i64 },
+    MissingCopy { path: String, role: CopyRole, message_id: MessageId },
     /// A copy is committed with other bytes than the database renders now.
-    ChangedCopy { path: String, role: CopyRole, message_id: i64 },
+    ChangedCopy { path: String, role: CopyRole, message_id: MessageId },
     /// A thread has messages but no digest.
     MissingDigest { path: String, thread_id: String },
     /// A digest does not link to one of its thread's messages.
-    MissingDigestEntry { path: String, message_id: i64 },
+    MissingDigestEntry { path: String, message_id: MessageId },
     /// An agent has no `profile.json`.
     MissingProfile { path: String, agent: String },
     /// A profile's identity fields differ from the agent's row.
@@ -105,11 +106,11 @@ pub enum Difference {
     /// A profile is not a JSON object.
     UnreadableProfile { path: String, agent: String },
     /// A file of a message's stored image is not committed.
-    MissingAttachment { path: String, message_id: i64 },
+    MissingAttachment { path: String, message_id: MessageId },
     /// A canonical message file names an id the database does not have.
-    UnknownMessage { path: String, message_id: i64 },
+    UnknownMessage { path: String, message_id: MessageId },
     /// A canonical message file sits in another project than its message.
-    MisplacedMessage { path: String, message_id: i64, project: String },
+    MisplacedMessage { path: String, message_id: MessageId, project: String },
 }
 
 impl fmt::Display for Difference {
@@ -164,7 +165,7 @@ pub(super) fn check(
     let mut checker = Checker { files, report: VerifyReport::default(), digests: HashMap::new() };
     let messages = db.message_ids_with_project_slug()?;
     for (id, _) in &messages {
-        if queued_messages.contains(id) {
+        if queued_messages.contains(&id.0) {
             checker.report.queued_messages += 1;
         } else if let Some((doc, sender_is_local)) = render::message_doc(db, *id)? {
             checker.message(&doc, sender_is_local);
@@ -172,14 +173,14 @@ pub(super) fn check(
         }
     }
     for agent_id in db.agent_ids()? {
-        if queued_profiles.contains(&agent_id) {
+        if queued_profiles.contains(&agent_id.0) {
             checker.report.queued_profiles += 1;
         } else if let Some((path, bytes, name)) = render::profile_file(db, agent_id)? {
             checker.profile(path, &bytes, name);
             checker.report.agents_checked += 1;
         }
     }
-    let projects: HashMap<i64, &str> =
+    let projects: HashMap<MessageId, &str> =
         messages.iter().map(|(id, slug)| (*id, slug.as_str())).collect();
     checker.stray_messages(&projects);
     let mut report = checker.report;
@@ -248,7 +249,7 @@ impl Checker<'_> {
         }
     }
 
-    fn copy(&mut self, path: &str, role: CopyRole, message_id: i64, bytes: &[u8]) {
+    fn copy(&mut self, path: &str, role: CopyRole, message_id: MessageId, bytes: &[u8]) {
         let path = path.to_owned();
         if !self.files.contains(&path) {
             self.differ(Difference::MissingCopy { path, role, message_id });
@@ -297,7 +298,7 @@ impl Checker<'_> {
     }
 
     /// Canonical message files whose id the database lacks, or holds in another project.
-    fn stray_messages(&mut self, projects: &HashMap<i64, &str>) {
+    fn stray_messages(&mut self, projects: &HashMap<MessageId, &str>) {
         let mut paths: Vec<&str> = self.files.paths().collect();
         paths.sort_unstable();
         for path in paths {

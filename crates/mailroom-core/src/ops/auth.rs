@@ -7,12 +7,13 @@ use super::windows::canonical_uuid;
 use super::{Mailroom, resolve};
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::records::{AgentId, ProjectId};
 
 /// An agent as authentication sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Credential {
-    pub project_id: i64,
-    pub agent_id: i64,
+    pub project_id: ProjectId,
+    pub agent_id: AgentId,
     pub agent_name: String,
     /// The stored registration token; `None` for agents created before tokens existed.
     pub token: Option<String>,
@@ -52,7 +53,10 @@ impl Mailroom {
     }
 
     /// The project's id and the credentials of its agents (for project-level admin tools).
-    pub async fn project_credentials(&self, project_key: String) -> Result<(i64, Vec<Credential>)> {
+    pub async fn project_credentials(
+        &self,
+        project_key: String,
+    ) -> Result<(ProjectId, Vec<Credential>)> {
         self.store
             .read(move |db| {
                 let project = resolve::project(db, &project_key)?;

@@ -14,7 +14,7 @@ use crate::model::names::{
     sanitize_agent_name,
 };
 use crate::model::time::Timestamp;
-use crate::records::{Agent, Project};
+use crate::records::{Agent, AgentId, Project};
 use crate::store::Db;
 use crate::store::db::agents::NewAgent;
 use crate::store::db::archive_queue::ArchiveKind;
@@ -218,7 +218,7 @@ impl Mailroom {
         self.store
             .read(move |db| {
                 let project = resolve::project(db, &project_key)?;
-                let unread: std::collections::HashMap<i64, i64> =
+                let unread: std::collections::HashMap<AgentId, i64> =
                     db.unread_counts(project.id)?.into_iter().collect();
                 let agents = db
                     .agents_of_project(project.id)?

@@ -17,7 +17,7 @@ use super::{Mailroom, resolve};
 use crate::error::{Category, Error, Result};
 use crate::model::slug::{normalize_absolute_path, slugify};
 use crate::model::time::Timestamp;
-use crate::records::{LinkStatus, Project};
+use crate::records::{AgentId, LinkStatus, Project};
 
 /// Arguments of macro_start_session.
 #[derive(Debug, Clone, Default)]
@@ -131,7 +131,7 @@ pub struct ContactHandshake {
 pub struct TargetProof {
     pub token: Option<String>,
     /// Agents the caller's MCP session is bound to.
-    pub session_agents: Vec<i64>,
+    pub session_agents: Vec<AgentId>,
 }
 
 /// A step's failure reported inside a result instead of failing the whole macro.

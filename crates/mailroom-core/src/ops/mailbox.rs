@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::model::fnmatch::fnmatch;
 use crate::model::time::Timestamp;
 use crate::records::ListedMessage;
-use crate::records::{Agent, Project};
+use crate::records::{Agent, MessageId, Project};
 use crate::store::Db;
 use crate::store::db::messages::InboxQuery;
 
@@ -176,7 +176,7 @@ impl Mailroom {
     pub async fn message_detail(
         &self,
         project_key: String,
-        message_id: i64,
+        message_id: MessageId,
         viewer: Option<String>,
     ) -> Result<AddressedMessage> {
         self.store
@@ -335,7 +335,7 @@ fn visible_to(db: &Db<'_>, row: &ListedMessage, viewer: Option<&Agent>) -> Resul
     Ok(row.message.sender_id == viewer.id || db.receipt(row.message.id, viewer.id)?.is_some())
 }
 
-fn recipients(db: &Db<'_>, message_id: i64) -> Result<Recipients> {
+fn recipients(db: &Db<'_>, message_id: MessageId) -> Result<Recipients> {
     let lists = db.recipient_lists(message_id)?;
     Ok(Recipients { to: lists.to, cc: lists.cc, bcc: lists.bcc })
 }

@@ -25,6 +25,7 @@ use super::policy::{self, Enforcement};
 use super::routing::RECIPIENT_NOT_FOUND;
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::records::{AgentId, MessageId};
 
 /// Arguments of send_message.
 #[derive(Debug, Clone, Default)]
@@ -48,7 +49,7 @@ pub struct SendMessage {
     pub convert_images: Option<bool>,
     /// Agents the caller's MCP session has authenticated as (tool authentication on): a
     /// blocked recipient among them is approved on the spot (docs/compat/tools.md §5.2).
-    pub session_agents: Vec<i64>,
+    pub session_agents: Vec<AgentId>,
     /// Whose rules apply: REST skips the recipient-name screen, and its first message under
     /// the `auto` contact policy needs no handshake.
     pub conventions: Conventions,
@@ -115,7 +116,7 @@ impl Serialize for SendOutcome {
 #[derive(Debug, Clone, Default)]
 pub struct ReplyMessage {
     pub project_key: String,
-    pub message_id: i64,
+    pub message_id: MessageId,
     pub sender_name: String,
     pub body_md: String,
     pub to: Option<Vec<String>>,
@@ -131,7 +132,7 @@ pub struct ReplyOutcome {
     pub payload: Option<AddressedMessage>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<String>,
-    pub reply_to: i64,
+    pub reply_to: MessageId,
     pub deliveries: Vec<DeliveryOut>,
     pub count: usize,
     pub verified_sender: bool,
@@ -157,7 +158,7 @@ pub struct FetchInbox {
 /// Result of mark_message_read.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReadReceipt {
-    pub message_id: i64,
+    pub message_id: MessageId,
     pub read: bool,
     pub read_at: Option<Timestamp>,
 }
@@ -165,7 +166,7 @@ pub struct ReadReceipt {
 /// Result of acknowledge_message.
 #[derive(Debug, Clone, Serialize)]
 pub struct AckReceipt {
-    pub message_id: i64,
+    pub message_id: MessageId,
     pub acknowledged: bool,
     pub acknowledged_at: Option<Timestamp>,
     pub read_at: Option<Timestamp>,
@@ -226,7 +227,7 @@ impl Mailroom {
         &self,
         project_key: String,
         agent_name: String,
-        message_id: i64,
+        message_id: MessageId,
     ) -> Result<ReadReceipt> {
         self.store
             .write(move |db| {
@@ -248,7 +249,7 @@ impl Mailroom {
         &self,
         project_key: String,
         agent_name: String,
-        message_id: i64,
+        message_id: MessageId,
     ) -> Result<AckReceipt> {
         self.store
             .write(move |db| {

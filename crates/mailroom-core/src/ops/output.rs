@@ -7,7 +7,7 @@ use serde_json::Value;
 pub use crate::archive::format::AgentBase;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::records::{Agent, ListedMessage, Project, RecipientKind};
+use crate::records::{Agent, AgentId, ListedMessage, MessageId, Project, ProjectId, RecipientKind};
 
 /// Capabilities every agent advertises (the conformance fixture's agent shape).
 pub const DEFAULT_CAPABILITIES: [&str; 4] =
@@ -16,7 +16,7 @@ pub const DEFAULT_CAPABILITIES: [&str; 4] =
 /// ProjectOut.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProjectOut {
-    pub id: i64,
+    pub id: ProjectId,
     pub slug: String,
     pub human_key: String,
     pub created_at: Timestamp,
@@ -70,9 +70,9 @@ impl AgentOut {
 /// MessageOut plus the listing fields (`from`, cross-project sender fields, `kind`).
 #[derive(Debug, Clone, Serialize)]
 pub struct MessageOut {
-    pub id: i64,
-    pub project_id: i64,
-    pub sender_id: i64,
+    pub id: MessageId,
+    pub project_id: ProjectId,
+    pub sender_id: AgentId,
     pub thread_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topic: Option<String>,
@@ -317,9 +317,9 @@ mod tests {
                 let (attachments, sender_name, sender_project_id, slug, human_key, kind) = tail;
                 ListedMessage {
                     message: Message {
-                        id,
-                        project_id,
-                        sender_id,
+                        id: MessageId(id),
+                        project_id: ProjectId(project_id),
+                        sender_id: AgentId(sender_id),
                         thread_id,
                         topic,
                         subject,
@@ -330,7 +330,7 @@ mod tests {
                         attachments,
                     },
                     sender_name,
-                    sender_project_id,
+                    sender_project_id: ProjectId(sender_project_id),
                     sender_project_slug: slug,
                     sender_project_human_key: human_key,
                     kind,

@@ -6,7 +6,9 @@ use super::contacts::{REQUEST_TTL_SECONDS, file_request};
 use crate::config::CoreConfig;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::records::{Agent, ContactPolicy, LinkStatus, Project, RecipientKind};
+use crate::records::{
+    Agent, AgentId, ContactPolicy, LinkStatus, MessageId, Project, RecipientKind,
+};
 use crate::store::Db;
 
 /// Error type of a send blocked by contact policy.
@@ -46,7 +48,7 @@ pub fn enforce_send(
     names: &[String],
     enforcement: Enforcement,
     auto_contact: bool,
-    session_agents: &[i64],
+    session_agents: &[AgentId],
 ) -> Result<()> {
     if !enforcement.enabled {
         return Ok(());
@@ -146,7 +148,7 @@ pub fn enforce_reply(
     let root_sender = thread_id
         .parse::<i64>()
         .ok()
-        .and_then(|id| db.listed_message(id).ok().flatten())
+        .and_then(|id| db.listed_message(MessageId(id)).ok().flatten())
         .map(|m| m.sender_name);
     let now = Timestamp::now();
     let mut blocked = Vec::new();

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::model::summary::ThreadSummary;
 use crate::model::time::Timestamp;
 use crate::records::ListedMessage;
-use crate::records::{Agent, Product, Project};
+use crate::records::{Agent, AgentId, Product, Project, ProjectId};
 use crate::store::Db;
 use crate::store::db::messages::InboxQuery;
 use crate::store::db::search::SearchScope;
@@ -70,7 +70,7 @@ pub struct ProductRef {
 /// A project as products_link names it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProjectRef {
-    pub id: i64,
+    pub id: ProjectId,
     pub slug: String,
     pub human_key: String,
 }
@@ -80,7 +80,7 @@ pub struct ProjectRef {
 pub struct ProductSearchResult {
     #[serde(flatten)]
     pub item: SearchItem,
-    pub project_id: i64,
+    pub project_id: ProjectId,
 }
 
 /// Result of search_messages_product: `{"result": [...]}`.
@@ -390,7 +390,7 @@ fn readable_projects(
 }
 
 fn scope_of(readable: &[Readable]) -> SearchScope {
-    let viewer_ids: Vec<i64> =
+    let viewer_ids: Vec<AgentId> =
         readable.iter().filter_map(|r| r.agent.as_ref().map(|a| a.id)).collect();
     SearchScope {
         project_ids: readable.iter().map(|r| r.project.id).collect(),

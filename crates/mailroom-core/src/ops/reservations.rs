@@ -30,7 +30,7 @@ use crate::model::path_pattern::{
     Held, ReservationPattern, conflicts, pattern_warnings, union_matches,
 };
 use crate::model::time::Timestamp;
-use crate::records::{Project, Reservation};
+use crate::records::{AgentId, Project, ProjectId, Reservation};
 use crate::store::Db;
 use crate::store::db::archive_queue::ArchiveKind;
 use crate::store::db::reservations::NewReservation;
@@ -386,9 +386,9 @@ type Activity = (Option<Timestamp>, Option<Timestamp>);
 /// Each holder's [`Activity`], by agent id.
 fn holder_activity(
     db: &Db<'_>,
-    project_id: i64,
+    project_id: ProjectId,
     rows: &[Reservation],
-) -> Result<HashMap<i64, Activity>> {
+) -> Result<HashMap<AgentId, Activity>> {
     let mut activity = HashMap::new();
     for row in rows {
         if activity.contains_key(&row.agent_id) {
@@ -407,7 +407,7 @@ fn holder_activity(
 /// have no place on the writer thread.
 pub(crate) fn sweep_in_tx(
     db: &Db<'_>,
-    project_id: i64,
+    project_id: ProjectId,
     stale: &[i64],
     now: Timestamp,
 ) -> Result<Vec<i64>> {
@@ -465,7 +465,7 @@ fn reserve_job(
 fn reserve_in_tx(
     db: &Db<'_>,
     project: &Project,
-    agent_id: i64,
+    agent_id: AgentId,
     req: &ReservePaths,
     now: Timestamp,
     view: &mut View,
@@ -552,7 +552,7 @@ fn holders_of<'a>(
     db: &Db<'_>,
     in_force: impl Iterator<Item = &'a Entry>,
     candidate: &ReservationPattern,
-    agent_id: i64,
+    agent_id: AgentId,
     exclusive: bool,
 ) -> Result<Vec<Holder>> {
     let mut holders = Vec::new();
@@ -599,7 +599,7 @@ fn refresh(
 fn insert(
     db: &Db<'_>,
     project: &Project,
-    agent_id: i64,
+    agent_id: AgentId,
     path: &str,
     req: &ReservePaths,
     now: Timestamp,

@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::model::names::detect_name_mistake;
 use crate::model::similarity::close_matches;
 use crate::model::slug::{looks_like_path, normalize_absolute_path, slugify};
-use crate::records::{Agent, Project};
+use crate::records::{Agent, AgentId, Project, ProjectId};
 use crate::store::Db;
 
 const PROJECT_PLACEHOLDERS: [&str; 7] = [
@@ -57,7 +57,7 @@ pub fn project_and_agent_ids_directly(
     db: &Db<'_>,
     project_key: &str,
     agent_name: &str,
-) -> Result<Option<(i64, i64)>> {
+) -> Result<Option<(ProjectId, AgentId)>> {
     let key = project_key.trim();
     let name = agent_name.trim();
     // Whatever [`project`] or [`agent`] would refuse before looking goes their way.

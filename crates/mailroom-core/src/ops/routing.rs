@@ -9,7 +9,7 @@ use super::resolve;
 use crate::Category;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::records::{Agent, ContactPolicy, Project, RecipientKind};
+use crate::records::{Agent, AgentId, ContactPolicy, Project, RecipientKind};
 use crate::store::Db;
 
 /// Error type of a send with recipients that could not be routed.
@@ -201,7 +201,7 @@ fn local(
     Ok(None)
 }
 
-fn linked(db: &Db<'_>, sender: &Agent, target_id: i64, now: Timestamp) -> Result<bool> {
+fn linked(db: &Db<'_>, sender: &Agent, target_id: AgentId, now: Timestamp) -> Result<bool> {
     Ok(db.link_between(sender.id, target_id)?.is_some_and(|l| l.is_active_approved(now)))
 }
 

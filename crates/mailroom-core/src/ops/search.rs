@@ -15,15 +15,15 @@ use crate::model::summary_refine::{
     refine_digest_thread, refine_single, single_thread_prompt,
 };
 use crate::model::time::Timestamp;
-use crate::records::ListedMessage;
 use crate::records::Project;
+use crate::records::{AgentId, ListedMessage, MessageId, ProjectId};
 use crate::store::Db;
 use crate::store::db::search::{SearchHit, SearchScope};
 
 /// The fields every search result shares (`ack_required` is an integer, as in the reference).
 #[derive(Debug, Clone, Serialize)]
 pub struct SearchItem {
-    pub id: i64,
+    pub id: MessageId,
     pub subject: String,
     pub importance: String,
     pub ack_required: u8,
@@ -72,7 +72,7 @@ pub struct SearchResults {
 /// An example message in a single-thread summary.
 #[derive(Debug, Clone, Serialize)]
 pub struct ThreadExample {
-    pub id: i64,
+    pub id: MessageId,
     pub subject: String,
     pub from: String,
     pub created_ts: Timestamp,
@@ -218,7 +218,7 @@ impl Mailroom {
     /// it with the number of messages it covers.
     pub(crate) async fn summarize_single_thread(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         thread_id: String,
         include_examples: bool,
         llm_mode: bool,
@@ -292,7 +292,7 @@ impl Mailroom {
 }
 
 /// The agent id of a viewer name in the project (`None` without a viewer).
-fn viewer_id(db: &Db<'_>, project: &Project, viewer: Option<&str>) -> Result<Option<i64>> {
+fn viewer_id(db: &Db<'_>, project: &Project, viewer: Option<&str>) -> Result<Option<AgentId>> {
     match viewer.map(str::trim).filter(|n| !n.is_empty()) {
         Some(name) => Ok(Some(resolve::agent(db, project, name, "agent_name")?.id)),
         None => Ok(None),
@@ -303,9 +303,9 @@ fn viewer_id(db: &Db<'_>, project: &Project, viewer: Option<&str>) -> Result<Opt
 /// excerpts for the LLM and its message count.
 fn single_thread(
     db: &Db<'_>,
-    project_id: i64,
+    project_id: ProjectId,
     thread_id: &str,
-    viewer: Option<i64>,
+    viewer: Option<AgentId>,
     include_examples: bool,
 ) -> Result<(SingleThreadSummary, Vec<ThreadExcerpt>, usize)> {
     let rows = db.thread_messages_seen_by(project_id, thread_id, viewer, SINGLE_THREAD_LIMIT)?;

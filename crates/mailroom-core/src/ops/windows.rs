@@ -8,6 +8,7 @@ use super::{Mailroom, resolve};
 use crate::error::{Category, Error, Result};
 use crate::model::names::{canonical_adjective_noun, sanitize_agent_name};
 use crate::model::time::Timestamp;
+use crate::records::ProjectId;
 use crate::store::db::windows::WindowIdentity;
 
 /// One live window identity.
@@ -129,7 +130,7 @@ impl Mailroom {
 
 fn live_window(
     db: &crate::store::Db<'_>,
-    project_id: i64,
+    project_id: ProjectId,
     uuid: &str,
     now: Timestamp,
 ) -> Result<WindowIdentity> {

@@ -524,7 +524,10 @@ mod tests {
         let store = Store::open(&path, 1, None).expect("reopen");
         let (hits, notes) = store
             .read(|db| {
-                let scope = db::search::SearchScope { project_ids: vec![1], viewer_ids: None };
+                let scope = db::search::SearchScope {
+                    project_ids: vec![crate::records::ProjectId(1)],
+                    viewer_ids: None,
+                };
                 let hits = db.search_fts(&scope, "deploy", 10)?.unwrap_or_default();
                 Ok((hits.iter().map(|h| h.id).collect::<Vec<_>>(), db.pending_index_notes()?))
             })

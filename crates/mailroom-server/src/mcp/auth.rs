@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use mailroom_core::ops::auth::{Credential, constant_time_eq};
+use mailroom_core::records::{AgentId, ProjectId};
 use mailroom_core::{Category, Error};
 use serde_json::Value;
 
@@ -27,8 +28,8 @@ const SWEEP_ABOVE: usize = 4096;
 /// One agent a session has proved itself as.
 #[derive(Debug, Clone, Copy)]
 struct Bound {
-    project_id: i64,
-    agent_id: i64,
+    project_id: ProjectId,
+    agent_id: AgentId,
     last_used: Instant,
 }
 
@@ -45,7 +46,7 @@ impl Bindings {
     }
 
     /// Whether `session` is bound to the agent (refreshing the binding when it is).
-    pub fn is_bound(&self, session: Option<&str>, agent_id: i64) -> bool {
+    pub fn is_bound(&self, session: Option<&str>, agent_id: AgentId) -> bool {
         self.with_session(session, |agents| {
             let found = agents.iter_mut().find(|b| b.agent_id == agent_id);
             found.map(|b| b.last_used = Instant::now()).is_some()
@@ -53,12 +54,12 @@ impl Bindings {
     }
 
     /// Every agent this session is bound to.
-    pub fn session_agents(&self, session: Option<&str>) -> Vec<i64> {
+    pub fn session_agents(&self, session: Option<&str>) -> Vec<AgentId> {
         self.with_session(session, |agents| agents.iter().map(|b| b.agent_id).collect())
     }
 
     /// The agent of `project_id` this session used last, if any.
-    pub fn session_agent(&self, session: Option<&str>, project_id: i64) -> Option<i64> {
+    pub fn session_agent(&self, session: Option<&str>, project_id: ProjectId) -> Option<AgentId> {
         self.with_session(session, |agents| {
             agents
                 .iter()
@@ -69,7 +70,7 @@ impl Bindings {
     }
 
     /// Binds `session` to an agent; a request without a session binds nothing.
-    pub fn bind(&self, session: Option<&str>, project_id: i64, agent_id: i64) {
+    pub fn bind(&self, session: Option<&str>, project_id: ProjectId, agent_id: AgentId) {
         let Some(session) = session else { return };
         let now = Instant::now();
         let mut table = self.lock();
@@ -379,17 +380,17 @@ mod tests {
     #[test]
     fn bindings_are_per_session_and_lapse() {
         let bindings = Bindings::new(Duration::from_secs(60));
-        bindings.bind(Some("s1"), 1, 10);
-        bindings.bind(None, 1, 11);
-        assert!(bindings.is_bound(Some("s1"), 10));
-        assert!(!bindings.is_bound(Some("s2"), 10));
-        assert!(!bindings.is_bound(None, 11), "a request without a session keeps nothing");
-        assert_eq!(bindings.session_agent(Some("s1"), 1), Some(10));
-        assert_eq!(bindings.session_agent(Some("s1"), 2), None);
+        bindings.bind(Some("s1"), ProjectId(1), AgentId(10));
+        bindings.bind(None, ProjectId(1), AgentId(11));
+        assert!(bindings.is_bound(Some("s1"), AgentId(10)));
+        assert!(!bindings.is_bound(Some("s2"), AgentId(10)));
+        assert!(!bindings.is_bound(None, AgentId(11)), "a request without a session keeps nothing");
+        assert_eq!(bindings.session_agent(Some("s1"), ProjectId(1)), Some(AgentId(10)));
+        assert_eq!(bindings.session_agent(Some("s1"), ProjectId(2)), None);
         bindings.forget("s1");
-        assert!(!bindings.is_bound(Some("s1"), 10));
+        assert!(!bindings.is_bound(Some("s1"), AgentId(10)));
         let lapsing = Bindings::new(Duration::ZERO);
-        lapsing.bind(Some("s"), 1, 10);
-        assert!(!lapsing.is_bound(Some("s"), 10), "a binding past its TTL is gone");
+        lapsing.bind(Some("s"), ProjectId(1), AgentId(10));
+        assert!(!lapsing.is_bound(Some("s"), AgentId(10)), "a binding past its TTL is gone");
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::records::MessageId;
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -18,7 +19,7 @@ fn names(list: &[&str]) -> Vec<String> {
 /// A message like the conformance fixture's first delivery.
 fn sample() -> MessageDoc {
     MessageDoc {
-        id: 42,
+        id: MessageId(42),
         thread_id: Some("TKT-1".into()),
         project: "/home/u/backend".into(),
         project_slug: "home-u-backend".into(),
@@ -232,10 +233,14 @@ fn message_file_names() {
         ("", 1, "2025-01-01T12-00-00Z__message__1.md"),
     ];
     for (subject, id, expected) in cases {
-        check(subject, message_file_name(created, subject, id).as_str(), expected);
+        check(subject, message_file_name(created, subject, MessageId(id)).as_str(), expected);
     }
     let late = at("2024-12-31T23:59:59.999999-05:00");
-    check("offset", message_file_name(late, "x", 3).as_str(), "2025-01-01T04-59-59Z__x__3.md");
+    check(
+        "offset",
+        message_file_name(late, "x", MessageId(3)).as_str(),
+        "2025-01-01T04-59-59Z__x__3.md",
+    );
 }
 
 #[test]
@@ -256,7 +261,7 @@ fn parses_message_file_names() {
         (".md", None),
     ];
     for (name, expected) in cases {
-        check(name, parse_message_file_name(name), expected);
+        check(name, parse_message_file_name(name), expected.map(MessageId));
     }
 }
 
@@ -418,7 +423,7 @@ fn message_doc() -> impl Strategy<Value = MessageDoc> {
             (subject, importance, ack_required, created),
             (attachments, body_md),
         )| MessageDoc {
-            id,
+            id: MessageId(id),
             thread_id,
             project,
             project_slug,
@@ -457,8 +462,8 @@ proptest! {
 
     #[test]
     fn file_names_round_trip(created in timestamp(), subject in nasty_text(), id in 0..=i64::MAX) {
-        let name = message_file_name(created, &subject, id);
-        prop_assert_eq!(parse_message_file_name(&name), Some(id));
+        let name = message_file_name(created, &subject, MessageId(id));
+        prop_assert_eq!(parse_message_file_name(&name), Some(MessageId(id)));
         let slug = subject_slug(&subject);
         prop_assert!(slug.len() <= 80 && !slug.is_empty());
         prop_assert!(!slug.starts_with(['-', '_']));

@@ -12,7 +12,7 @@ use crate::ops::identity::Registration;
 use crate::ops::messaging::{FetchInbox, ReplyMessage, SendMessage};
 use crate::ops::output::ListingKind;
 use crate::ops::reservations::{ReservationStatus, ReservePaths, Selection};
-use crate::records::RecipientKind;
+use crate::records::{MessageId, RecipientKind};
 use crate::store::Db;
 use crate::store::db::archive_queue::ArchiveKind;
 
@@ -61,7 +61,7 @@ fn seed(config: &CoreConfig) {
         core.send_message(send).await.expect("send");
         let reply = ReplyMessage {
             project_key: SLUG.into(),
-            message_id: 1,
+            message_id: MessageId(1),
             sender_name: "GreenCastle".into(),
             body_md: "Agreed.".into(),
             ..ReplyMessage::default()
@@ -212,13 +212,17 @@ fn reconstruct_brings_back_ids_recipients_and_search() {
         };
         let inbox = core.fetch_inbox(fetch("RedStone")).await.expect("inbox");
         let got: Vec<_> = inbox.iter().map(|m| (m.id, m.subject.as_str())).collect();
-        check("RedStone", got, vec![(1, "Build plan")]);
+        check("RedStone", got, vec![(MessageId(1), "Build plan")]);
         check("kind", inbox[0].kind, Some(ListingKind::Received(RecipientKind::Cc)));
         let inbox = core.fetch_inbox(fetch("BlueLake")).await.expect("inbox");
-        check("reply", (inbox[0].id, inbox[0].thread_id.as_deref()), (2, Some("T-1")));
+        check("reply", (inbox[0].id, inbox[0].thread_id.as_deref()), (MessageId(2), Some("T-1")));
         let hits =
             core.search_messages(SLUG.into(), "migrate".into(), 10, None).await.expect("search");
-        check("search", hits.result.iter().map(|h| h.item.id).collect::<Vec<_>>(), vec![1]);
+        check(
+            "search",
+            hits.result.iter().map(|h| h.item.id).collect::<Vec<_>>(),
+            vec![MessageId(1)],
+        );
     });
     core.close();
 }
@@ -229,19 +233,19 @@ fn paths_are_classified_by_their_place_in_the_layout() {
     let cases = [
         (
             format!("projects/p/messages/2025/01/{file}"),
-            Some(ArchivePath::Canonical { slug: "p", message_id: 42 }),
+            Some(ArchivePath::Canonical { slug: "p", message_id: MessageId(42) }),
         ),
         (
             "projects/p/messages/2025/01/42.md".to_owned(),
-            Some(ArchivePath::Canonical { slug: "p", message_id: 42 }),
+            Some(ArchivePath::Canonical { slug: "p", message_id: MessageId(42) }),
         ),
         (
             format!("projects/p/agents/A/inbox/2025/01/{file}"),
-            Some(ArchivePath::Mailbox { slug: "p", message_id: 42 }),
+            Some(ArchivePath::Mailbox { slug: "p", message_id: MessageId(42) }),
         ),
         (
             format!("projects/p/agents/A/outbox/2025/01/{file}"),
-            Some(ArchivePath::Mailbox { slug: "p", message_id: 42 }),
+            Some(ArchivePath::Mailbox { slug: "p", message_id: MessageId(42) }),
         ),
         (
             "projects/p/agents/A/profile.json".to_owned(),

@@ -6,6 +6,7 @@ use super::FetchInbox;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 use crate::ops::{Mailroom, resolve};
+use crate::records::{AgentId, MessageId, ProjectId};
 use crate::store::Db;
 use crate::store::db::messages::InboxQuery;
 
@@ -31,7 +32,7 @@ impl Mailroom {
         let short =
             limit <= SHORT_INBOX_LIMIT && !req.urgent_only && since.is_none() && topic.is_none();
         let urgent_only = req.urgent_only;
-        let page = move |db: &Db<'_>, project_id: i64, agent_id: i64| {
+        let page = move |db: &Db<'_>, project_id: ProjectId, agent_id: AgentId| {
             let query = InboxQuery {
                 project_id,
                 agent_id,
@@ -95,7 +96,7 @@ pub(super) fn receipt_after(
     db: &Db<'_>,
     project_key: &str,
     agent_name: &str,
-    message_id: i64,
+    message_id: MessageId,
     acknowledge: bool,
 ) -> Result<Option<crate::store::db::messages::ReceiptState>> {
     let project = resolve::project(db, project_key)?;
@@ -114,6 +115,6 @@ pub(super) fn receipt_after(
     db.receipt(message_id, agent.id)
 }
 
-pub(super) fn not_visible(message_id: i64, agent: &str) -> Error {
+pub(super) fn not_visible(message_id: MessageId, agent: &str) -> Error {
     Error::not_found(format!("Message '{message_id}' not found or not visible to agent '{agent}'."))
 }

@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::error::Result;
 use crate::model::path_pattern::ReservationPattern;
 use crate::model::time::Timestamp;
+use crate::records::{AgentId, ProjectId};
 use crate::store::Db;
 use crate::store::db::reservations::ReservationStamp;
 
@@ -36,7 +37,7 @@ use crate::store::db::reservations::ReservationStamp;
 pub(crate) struct ActiveReservations {
     /// Off: every job loads from the database (the SQL-only reference in tests).
     enabled: bool,
-    projects: Mutex<HashMap<i64, Arc<ActiveSet>>>,
+    projects: Mutex<HashMap<ProjectId, Arc<ActiveSet>>>,
     /// Sets loaded from the database (for tests: how often the cache missed).
     #[cfg(test)]
     loads: std::sync::atomic::AtomicUsize,
@@ -53,7 +54,7 @@ pub(crate) struct ActiveSet {
 #[derive(Clone)]
 pub(crate) struct Entry {
     pub id: i64,
-    pub agent_id: i64,
+    pub agent_id: AgentId,
     pub exclusive: bool,
     pub expires_ts: Timestamp,
     pub pattern: Arc<ReservationPattern>,
@@ -79,7 +80,7 @@ pub(crate) enum Change {
 /// A write job's view of one project's reservations: where they stood when it began, the set
 /// (when it asked for it) and the changes it records.
 pub(crate) struct View {
-    project_id: i64,
+    project_id: ProjectId,
     base: ReservationStamp,
     set: Option<Arc<ActiveSet>>,
     /// Whether `set` was loaded by this job (and may be kept when it ends).
@@ -104,13 +105,13 @@ impl ActiveReservations {
     }
 
     /// The map; a poisoned lock is taken over (it only ever holds finished sets).
-    fn projects(&self) -> MutexGuard<'_, HashMap<i64, Arc<ActiveSet>>> {
+    fn projects(&self) -> MutexGuard<'_, HashMap<ProjectId, Arc<ActiveSet>>> {
         self.projects.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Begins a job's view of the project: reads its stamp. Call before the job changes any
     /// of the project's reservations.
-    pub(crate) fn view(&self, db: &Db<'_>, project_id: i64) -> Result<View> {
+    pub(crate) fn view(&self, db: &Db<'_>, project_id: ProjectId) -> Result<View> {
         Ok(View {
             project_id,
             base: db.reservation_stamp(project_id)?,
@@ -203,7 +204,7 @@ impl ActiveReservations {
 
     /// The cached set of a project, if any, with its stamp (for tests).
     #[cfg(test)]
-    pub(crate) fn cached(&self, project_id: i64) -> Option<Arc<ActiveSet>> {
+    pub(crate) fn cached(&self, project_id: ProjectId) -> Option<Arc<ActiveSet>> {
         self.projects().get(&project_id).map(Arc::clone)
     }
 }
@@ -261,7 +262,7 @@ impl ActiveSet {
 
 impl View {
     /// The project it views.
-    pub(crate) fn project_id(&self) -> i64 {
+    pub(crate) fn project_id(&self) -> ProjectId {
         self.project_id
     }
 

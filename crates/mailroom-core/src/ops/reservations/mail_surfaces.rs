@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::model::path_pattern::{Held, ReservationPattern, conflicts, union_matches};
 use crate::model::time::Timestamp;
+use crate::records::{AgentId, ProjectId};
 use crate::store::Db;
 
 /// The `type` of the error a blocked delivery returns.
@@ -72,8 +73,8 @@ impl MailSurfaces<'_> {
 /// pre-filter.
 pub(crate) fn surface_conflicts(
     db: &Db<'_>,
-    project_id: i64,
-    sender_id: i64,
+    project_id: ProjectId,
+    sender_id: AgentId,
     surfaces: &MailSurfaces<'_>,
     now: Timestamp,
 ) -> Result<Vec<SurfaceConflict>> {

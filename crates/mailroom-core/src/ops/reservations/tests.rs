@@ -13,6 +13,7 @@ use super::*;
 use crate::config::CoreConfig;
 use crate::ops::identity::Registration;
 use crate::ops::lifecycle::HARD_DELETE_CONFIRMATION;
+use crate::records::ProjectId;
 
 const PROJECT: &str = "/work/cache";
 const AGENTS: [&str; 3] = ["BlueLake", "GreenCastle", "RedStone"];
@@ -120,7 +121,7 @@ async fn register(core: &Mailroom, name: &str) {
     .expect("register");
 }
 
-async fn project_id(core: &Mailroom) -> i64 {
+async fn project_id(core: &Mailroom) -> ProjectId {
     core.store.read(|db| Ok(resolve::project(db, PROJECT)?.id)).await.expect("project id")
 }
 

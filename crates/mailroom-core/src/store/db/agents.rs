@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::{Agent, ContactPolicy};
+use crate::records::{Agent, AgentId, ContactPolicy, ProjectId};
 
 const COLUMNS: &str = "id, project_id, name, program, model, task_description, inception_ts, \
      last_active_ts, attachments_policy, contact_policy, registration_token, retired_at";
@@ -29,7 +29,7 @@ fn agent(row: &Row<'_>) -> rusqlite::Result<Agent> {
 
 /// Fields of a new agent row.
 pub struct NewAgent<'a> {
-    pub project_id: i64,
+    pub project_id: ProjectId,
     pub name: &'a str,
     pub program: &'a str,
     pub model: &'a str,
@@ -41,12 +41,12 @@ pub struct NewAgent<'a> {
 
 impl Db<'_> {
     /// The agent of this project with this name, compared case-insensitively.
-    pub fn agent_by_name(&self, project_id: i64, name: &str) -> Result<Option<Agent>> {
+    pub fn agent_by_name(&self, project_id: ProjectId, name: &str) -> Result<Option<Agent>> {
         self.agent_named(COLUMNS, agent, project_id, name)
     }
 
     /// The id of [`Self::agent_by_name`]'s agent, without reading the rest of its row.
-    pub fn agent_id_by_name(&self, project_id: i64, name: &str) -> Result<Option<i64>> {
+    pub fn agent_id_by_name(&self, project_id: ProjectId, name: &str) -> Result<Option<AgentId>> {
         self.agent_named("id", |row| row.get(0), project_id, name)
     }
 
@@ -54,7 +54,7 @@ impl Db<'_> {
         &self,
         columns: &str,
         read: fn(&Row<'_>) -> rusqlite::Result<T>,
-        project_id: i64,
+        project_id: ProjectId,
         name: &str,
     ) -> Result<Option<T>> {
         let sql = format!(
@@ -67,7 +67,7 @@ impl Db<'_> {
     }
 
     /// The agent with this id.
-    pub fn agent_by_id(&self, id: i64) -> Result<Option<Agent>> {
+    pub fn agent_by_id(&self, id: AgentId) -> Result<Option<Agent>> {
         let sql = format!("SELECT {COLUMNS} FROM agents WHERE id = ?1");
         self.conn
             .prepare_cached(&sql)
@@ -76,7 +76,7 @@ impl Db<'_> {
     }
 
     /// All agents of a project in id order.
-    pub fn agents_of_project(&self, project_id: i64) -> Result<Vec<Agent>> {
+    pub fn agents_of_project(&self, project_id: ProjectId) -> Result<Vec<Agent>> {
         let sql = format!("SELECT {COLUMNS} FROM agents WHERE project_id = ?1 ORDER BY id");
         let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
         let rows = stmt.query_map([project_id], agent).map_err(map_err)?;
@@ -84,7 +84,7 @@ impl Db<'_> {
     }
 
     /// Every agent id in id order (archive maintenance walks them all).
-    pub fn agent_ids(&self) -> Result<Vec<i64>> {
+    pub fn agent_ids(&self) -> Result<Vec<AgentId>> {
         let mut stmt =
             self.conn.prepare_cached("SELECT id FROM agents ORDER BY id").map_err(map_err)?;
         let rows = stmt.query_map([], |r| r.get(0)).map_err(map_err)?;
@@ -92,7 +92,7 @@ impl Db<'_> {
     }
 
     /// Unread recipient rows per agent of a project (across all projects, as the reference).
-    pub fn unread_counts(&self, project_id: i64) -> Result<Vec<(i64, i64)>> {
+    pub fn unread_counts(&self, project_id: ProjectId) -> Result<Vec<(AgentId, i64)>> {
         let mut stmt = self
             .conn
             .prepare_cached(
@@ -132,12 +132,12 @@ impl Db<'_> {
         if inserted == 0 {
             return Ok(None);
         }
-        self.agent_by_id(self.conn.last_insert_rowid())
+        self.agent_by_id(AgentId(self.conn.last_insert_rowid()))
     }
 
     /// Re-registration: refreshes program, model, task and activity, and gives a token to an
     /// agent created before tokens existed; returns the new row.
-    pub fn update_agent_registration(&self, id: i64, update: &NewAgent<'_>) -> Result<Agent> {
+    pub fn update_agent_registration(&self, id: AgentId, update: &NewAgent<'_>) -> Result<Agent> {
         self.conn
             .prepare_cached(
                 "UPDATE agents SET program = ?2, model = ?3, task_description = ?4,
@@ -161,7 +161,7 @@ impl Db<'_> {
     }
 
     /// Marks the agent active now (it sent a message).
-    pub fn touch_agent(&self, id: i64, now: Timestamp) -> Result<()> {
+    pub fn touch_agent(&self, id: AgentId, now: Timestamp) -> Result<()> {
         self.conn
             .prepare_cached("UPDATE agents SET last_active_ts = ?2 WHERE id = ?1")
             .and_then(|mut stmt| stmt.execute(params![id, now.to_db()]))
@@ -170,7 +170,7 @@ impl Db<'_> {
     }
 
     /// Sets the agent's contact policy.
-    pub fn set_contact_policy(&self, id: i64, policy: ContactPolicy) -> Result<()> {
+    pub fn set_contact_policy(&self, id: AgentId, policy: ContactPolicy) -> Result<()> {
         self.conn
             .prepare_cached("UPDATE agents SET contact_policy = ?2 WHERE id = ?1")
             .and_then(|mut stmt| stmt.execute(params![id, policy]))

@@ -51,7 +51,8 @@ pub struct QueuedWork {
 
 impl Db<'_> {
     /// Records archive work in the current transaction; a no-op when the archive is off.
-    pub fn enqueue_archive(&self, kind: ArchiveKind, ref_id: i64) -> Result<()> {
+    pub fn enqueue_archive(&self, kind: ArchiveKind, ref_id: impl Into<i64>) -> Result<()> {
+        let ref_id: i64 = ref_id.into();
         if !self.archive_enabled {
             return Ok(());
         }

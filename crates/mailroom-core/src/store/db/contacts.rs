@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, db_ts, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::{ContactLink, LinkStatus};
+use crate::records::{AgentId, ContactLink, LinkStatus, ProjectId};
 
 const COLUMNS: &str = "l.id, l.a_project_id, l.a_agent_id, l.b_project_id, l.b_agent_id, \
      l.status, l.reason, l.created_ts, l.updated_ts, l.expires_ts";
@@ -35,7 +35,11 @@ pub struct LinkWithPeer {
 
 impl Db<'_> {
     /// The link from agent `a` to agent `b`, if any.
-    pub fn link_between(&self, a_agent_id: i64, b_agent_id: i64) -> Result<Option<ContactLink>> {
+    pub fn link_between(
+        &self,
+        a_agent_id: AgentId,
+        b_agent_id: AgentId,
+    ) -> Result<Option<ContactLink>> {
         let sql = format!(
             "SELECT {COLUMNS} FROM agent_links l WHERE l.a_agent_id = ?1 AND l.b_agent_id = ?2"
         );
@@ -49,8 +53,8 @@ impl Db<'_> {
     #[allow(clippy::too_many_arguments)]
     pub fn upsert_link(
         &self,
-        a: (i64, i64),
-        b: (i64, i64),
+        a: (ProjectId, AgentId),
+        b: (ProjectId, AgentId),
         status: LinkStatus,
         reason: &str,
         expires_ts: Option<Timestamp>,
@@ -99,16 +103,21 @@ impl Db<'_> {
     }
 
     /// Links the agent started (outgoing), newest update first.
-    pub fn outgoing_links(&self, agent_id: i64) -> Result<Vec<LinkWithPeer>> {
+    pub fn outgoing_links(&self, agent_id: AgentId) -> Result<Vec<LinkWithPeer>> {
         self.links_where("l.a_agent_id = ?1", "l.b_agent_id", agent_id)
     }
 
     /// Links pointing at the agent (incoming), newest update first.
-    pub fn incoming_links(&self, agent_id: i64) -> Result<Vec<LinkWithPeer>> {
+    pub fn incoming_links(&self, agent_id: AgentId) -> Result<Vec<LinkWithPeer>> {
         self.links_where("l.b_agent_id = ?1", "l.a_agent_id", agent_id)
     }
 
-    fn links_where(&self, filter: &str, peer: &str, agent_id: i64) -> Result<Vec<LinkWithPeer>> {
+    fn links_where(
+        &self,
+        filter: &str,
+        peer: &str,
+        agent_id: AgentId,
+    ) -> Result<Vec<LinkWithPeer>> {
         let sql = format!(
             "SELECT {COLUMNS}, p.name, pp.human_key FROM agent_links l
              JOIN agents p ON p.id = {peer} JOIN projects pp ON pp.id = p.project_id

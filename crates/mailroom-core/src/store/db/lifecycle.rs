@@ -5,6 +5,7 @@ use rusqlite::{Params, params};
 use super::{Db, db_ts, map_err};
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::records::{AgentId, ProjectId};
 
 /// Rows removed by a project hard delete, per table (hard_delete_project,
 /// docs/compat/tools.md §2.6).
@@ -48,7 +49,7 @@ impl Db<'_> {
     }
 
     /// Sets (`Some`) or clears (`None`) a project's `archived_at`.
-    pub fn set_project_archived(&self, project_id: i64, at: Option<Timestamp>) -> Result<()> {
+    pub fn set_project_archived(&self, project_id: ProjectId, at: Option<Timestamp>) -> Result<()> {
         self.run_statement(
             "UPDATE projects SET archived_at = ?2 WHERE id = ?1",
             params![project_id, db_ts(at)],
@@ -57,7 +58,7 @@ impl Db<'_> {
     }
 
     /// Sets (`Some`) or clears (`None`) an agent's `retired_at`.
-    pub fn set_agent_retired(&self, agent_id: i64, at: Option<Timestamp>) -> Result<()> {
+    pub fn set_agent_retired(&self, agent_id: AgentId, at: Option<Timestamp>) -> Result<()> {
         self.run_statement(
             "UPDATE agents SET retired_at = ?2 WHERE id = ?1",
             params![agent_id, db_ts(at)],
@@ -66,7 +67,7 @@ impl Db<'_> {
     }
 
     /// Deregistration: blocks all incoming mail and rewrites the task description.
-    pub fn deregister_agent(&self, agent_id: i64, task_description: &str) -> Result<()> {
+    pub fn deregister_agent(&self, agent_id: AgentId, task_description: &str) -> Result<()> {
         self.run_statement(
             "UPDATE agents SET contact_policy = 'block_all', task_description = ?2 WHERE id = ?1",
             params![agent_id, task_description],
@@ -75,7 +76,7 @@ impl Db<'_> {
     }
 
     /// Deletes every row of a project, dependants first, in the caller's transaction.
-    pub fn hard_delete_project(&self, project_id: i64) -> Result<ProjectDeletion> {
+    pub fn hard_delete_project(&self, project_id: ProjectId) -> Result<ProjectDeletion> {
         let id = [project_id];
         let message_recipients = self.run_statement(
             &format!("DELETE FROM message_recipients WHERE message_id IN ({PROJECT_MESSAGES})"),
@@ -122,8 +123,8 @@ impl Db<'_> {
     /// the window identities showing its name, in the caller's transaction.
     pub fn hard_delete_agent(
         &self,
-        project_id: i64,
-        agent_id: i64,
+        project_id: ProjectId,
+        agent_id: AgentId,
         name: &str,
     ) -> Result<AgentDeletion> {
         let id = [agent_id];
@@ -158,7 +159,7 @@ impl Db<'_> {
     }
 
     /// Number of messages of a project created before `cutoff`.
-    pub fn count_messages_before(&self, project_id: i64, cutoff: Timestamp) -> Result<usize> {
+    pub fn count_messages_before(&self, project_id: ProjectId, cutoff: Timestamp) -> Result<usize> {
         self.conn
             .prepare_cached(
                 "SELECT count(*) FROM messages WHERE project_id = ?1 AND created_ts < ?2",
@@ -172,7 +173,7 @@ impl Db<'_> {
 
     /// Deletes the messages of a project created before `cutoff` and their recipient rows;
     /// returns the number of messages deleted.
-    pub fn purge_messages_before(&self, project_id: i64, cutoff: Timestamp) -> Result<usize> {
+    pub fn purge_messages_before(&self, project_id: ProjectId, cutoff: Timestamp) -> Result<usize> {
         let cutoff = cutoff.to_db();
         let values = params![project_id, cutoff];
         self.run_statement(

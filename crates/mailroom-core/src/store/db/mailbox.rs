@@ -7,12 +7,12 @@ use super::messages::{COLUMNS, LISTED_COLUMNS, LISTED_JOINS, ReceiptState, liste
 use super::{Db, db_ts, map_err, opt_ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::ListedMessage;
+use crate::records::{AgentId, ListedMessage, ProjectId};
 
 /// Filters of a recipient-row listing.
 pub struct RecipientQuery {
-    pub project_id: i64,
-    pub agent_id: i64,
+    pub project_id: ProjectId,
+    pub agent_id: AgentId,
     /// Only importance `high` or `urgent`.
     pub urgent_only: bool,
     /// Only rows that still wait for an acknowledgement.
@@ -28,8 +28,8 @@ impl Db<'_> {
     /// Messages an agent sent in a project, newest first (by id, the creation order).
     pub fn outbox(
         &self,
-        project_id: i64,
-        sender_id: i64,
+        project_id: ProjectId,
+        sender_id: AgentId,
         since: Option<Timestamp>,
         limit: i64,
     ) -> Result<Vec<ListedMessage>> {

@@ -7,7 +7,9 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, db_ts, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::{ListedMessage, Message, NewMessage, RecipientKind};
+use crate::records::{
+    AgentId, ListedMessage, Message, MessageId, NewMessage, ProjectId, RecipientKind,
+};
 
 pub(super) const COLUMNS: &str = "m.id, m.project_id, m.sender_id, m.thread_id, m.topic, m.subject, \
      m.body_md, m.importance, m.ack_required, m.created_ts, m.attachments";
@@ -54,8 +56,8 @@ impl RecipientLists {
 
 /// Filters of an inbox listing.
 pub struct InboxQuery<'a> {
-    pub project_id: i64,
-    pub agent_id: i64,
+    pub project_id: ProjectId,
+    pub agent_id: AgentId,
     pub limit: i64,
     pub urgent_only: bool,
     pub since: Option<Timestamp>,
@@ -120,7 +122,7 @@ fn from_sql(index: usize, e: rusqlite::types::FromSqlError) -> rusqlite::Error {
 impl Db<'_> {
     /// Inserts a message row and returns its id. Recipients are added by the caller in the
     /// same transaction.
-    pub fn insert_message<S: AsRef<str>>(&self, new: &NewMessage<S>) -> Result<i64> {
+    pub fn insert_message<S: AsRef<str>>(&self, new: &NewMessage<S>) -> Result<MessageId> {
         let new = new.borrowed();
         self.conn
             .prepare_cached(
@@ -144,14 +146,14 @@ impl Db<'_> {
                 ])
             })
             .map_err(map_err)?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(MessageId(self.conn.last_insert_rowid()))
     }
 
     /// Adds one recipient row.
     pub fn insert_recipient(
         &self,
-        message_id: i64,
-        agent_id: i64,
+        message_id: MessageId,
+        agent_id: AgentId,
         kind: RecipientKind,
     ) -> Result<()> {
         self.conn
@@ -164,7 +166,7 @@ impl Db<'_> {
     }
 
     /// The message with this id.
-    pub fn message_by_id(&self, id: i64) -> Result<Option<Message>> {
+    pub fn message_by_id(&self, id: MessageId) -> Result<Option<Message>> {
         let sql = format!("SELECT {COLUMNS} FROM messages m WHERE m.id = ?1");
         self.conn
             .prepare_cached(&sql)
@@ -173,7 +175,7 @@ impl Db<'_> {
     }
 
     /// Every message id with its project's slug, in id order (archive maintenance).
-    pub fn message_ids_with_project_slug(&self) -> Result<Vec<(i64, String)>> {
+    pub fn message_ids_with_project_slug(&self) -> Result<Vec<(MessageId, String)>> {
         let mut stmt = self
             .conn
             .prepare_cached(
@@ -186,7 +188,10 @@ impl Db<'_> {
     }
 
     /// Recipient `(kind, name, agent_id)` triples of a message in insertion order.
-    pub fn recipients_of(&self, message_id: i64) -> Result<Vec<(RecipientKind, String, i64)>> {
+    pub fn recipients_of(
+        &self,
+        message_id: MessageId,
+    ) -> Result<Vec<(RecipientKind, String, AgentId)>> {
         let mut stmt = self
             .conn
             .prepare_cached(
@@ -201,7 +206,7 @@ impl Db<'_> {
     }
 
     /// A message's recipient names by kind (`to`, `cc`, `bcc`), each in insertion order.
-    pub fn recipient_lists(&self, message_id: i64) -> Result<RecipientLists> {
+    pub fn recipient_lists(&self, message_id: MessageId) -> Result<RecipientLists> {
         let mut lists = RecipientLists::default();
         for (kind, name, _) in self.recipients_of(message_id)? {
             lists.of_kind(kind).push(name);
@@ -250,7 +255,7 @@ impl Db<'_> {
     /// root whose numeric id equals it.
     pub fn thread_messages(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         thread_id: &str,
         limit: i64,
     ) -> Result<Vec<ListedMessage>> {
@@ -261,9 +266,9 @@ impl Db<'_> {
     /// viewer is given (viewer-scoped summaries under tool authentication).
     pub fn thread_messages_seen_by(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         thread_id: &str,
-        viewer_id: Option<i64>,
+        viewer_id: Option<AgentId>,
         limit: i64,
     ) -> Result<Vec<ListedMessage>> {
         let root_id: Option<i64> = thread_id.parse().ok();
@@ -284,7 +289,7 @@ impl Db<'_> {
     }
 
     /// One message as a listing row (sender and sender project resolved).
-    pub fn listed_message(&self, id: i64) -> Result<Option<ListedMessage>> {
+    pub fn listed_message(&self, id: MessageId) -> Result<Option<ListedMessage>> {
         let sql = format!(
             "SELECT {COLUMNS}, {LISTED_COLUMNS} FROM messages m {LISTED_JOINS} WHERE m.id = ?1"
         );
@@ -295,7 +300,11 @@ impl Db<'_> {
     }
 
     /// The recipient row of `agent_id` on a message, if any.
-    pub fn receipt(&self, message_id: i64, agent_id: i64) -> Result<Option<ReceiptState>> {
+    pub fn receipt(
+        &self,
+        message_id: MessageId,
+        agent_id: AgentId,
+    ) -> Result<Option<ReceiptState>> {
         self.conn
             .prepare_cached(
                 "SELECT read_ts, ack_ts FROM message_recipients
@@ -313,8 +322,8 @@ impl Db<'_> {
     /// Sets `read_ts` (and `ack_ts` when `acknowledge`) where still unset: first write wins.
     pub fn record_receipt(
         &self,
-        message_id: i64,
-        agent_id: i64,
+        message_id: MessageId,
+        agent_id: AgentId,
         now: Timestamp,
         acknowledge: bool,
     ) -> Result<()> {
@@ -334,9 +343,9 @@ impl Db<'_> {
     /// Whether the two agents exchanged any message in the project since `since`.
     pub fn exchanged_since(
         &self,
-        project_id: i64,
-        a: i64,
-        b: i64,
+        project_id: ProjectId,
+        a: AgentId,
+        b: AgentId,
         since: Timestamp,
     ) -> Result<bool> {
         self.conn
@@ -356,9 +365,9 @@ impl Db<'_> {
     /// Names of senders and recipients of the (at most 500) thread messages `viewer` can see.
     pub fn thread_participant_names(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         thread_id: &str,
-        viewer_id: i64,
+        viewer_id: AgentId,
     ) -> Result<Vec<String>> {
         let mut stmt = self
             .conn
@@ -386,8 +395,8 @@ impl Db<'_> {
     pub fn wrote_in_thread_to(
         &self,
         thread_id: &str,
-        author_id: i64,
-        viewer_id: i64,
+        author_id: AgentId,
+        viewer_id: AgentId,
     ) -> Result<bool> {
         let root_id: Option<i64> = thread_id.parse().ok();
         self.conn

@@ -130,3 +130,24 @@ text_column!(
     crate::records::LinkStatus,
     crate::records::ContactPolicy
 );
+
+/// Id newtypes (`records`) stored as their integer.
+macro_rules! id_column {
+    ($($name:ty),+) => {$(
+        impl rusqlite::ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                self.0.to_sql()
+            }
+        }
+
+        impl rusqlite::types::FromSql for $name {
+            fn column_result(
+                value: rusqlite::types::ValueRef<'_>,
+            ) -> rusqlite::types::FromSqlResult<Self> {
+                i64::column_result(value).map(Self)
+            }
+        }
+    )+};
+}
+
+id_column!(crate::records::ProjectId, crate::records::AgentId, crate::records::MessageId);

@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::{Product, Project};
+use crate::records::{Product, Project, ProjectId};
 
 fn product(row: &Row<'_>) -> rusqlite::Result<Product> {
     Ok(Product {
@@ -43,7 +43,7 @@ impl Db<'_> {
     pub fn link_product_project(
         &self,
         product_id: i64,
-        project_id: i64,
+        project_id: ProjectId,
         now: Timestamp,
     ) -> Result<()> {
         self.conn

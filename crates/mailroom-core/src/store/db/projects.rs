@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::Project;
+use crate::records::{Project, ProjectId};
 
 const COLUMNS: &str = "id, slug, human_key, created_at, archived_at";
 
@@ -28,7 +28,7 @@ impl Db<'_> {
 
     /// The id of [`Self::project_matching`]'s project, without reading the rest of its row
     /// (an inbox read needs only the id).
-    pub fn project_id_matching(&self, slug: &str, keys: &[&str]) -> Result<Option<i64>> {
+    pub fn project_id_matching(&self, slug: &str, keys: &[&str]) -> Result<Option<ProjectId>> {
         self.matching_project("id", |row| row.get(0), slug, keys)
     }
 
@@ -64,7 +64,7 @@ impl Db<'_> {
     }
 
     /// The project with this id.
-    pub fn project_by_id(&self, id: i64) -> Result<Option<Project>> {
+    pub fn project_by_id(&self, id: ProjectId) -> Result<Option<Project>> {
         let sql = format!("SELECT {COLUMNS} FROM projects WHERE id = ?1");
         self.conn
             .prepare_cached(&sql)

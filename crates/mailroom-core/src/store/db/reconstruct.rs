@@ -10,6 +10,7 @@ use rusqlite::params;
 use super::{Db, db_ts, map_err};
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::records::{AgentId, ProjectId};
 
 /// A project as recovered from the archive.
 pub struct RestoredProject<'a> {
@@ -24,7 +25,7 @@ pub struct RestoredProject<'a> {
 pub struct RestoredAgent<'a> {
     /// The id to keep; `None` lets the database pick one.
     pub id: Option<i64>,
-    pub project_id: i64,
+    pub project_id: ProjectId,
     pub name: &'a str,
     pub program: &'a str,
     pub model: &'a str,
@@ -39,8 +40,8 @@ pub struct RestoredAgent<'a> {
 pub struct RestoredReservation<'a> {
     /// The id to keep (the artifact's name and record carry it).
     pub id: i64,
-    pub project_id: i64,
-    pub agent_id: i64,
+    pub project_id: ProjectId,
+    pub agent_id: AgentId,
     pub path_pattern: &'a str,
     pub exclusive: bool,
     pub reason: &'a str,
@@ -51,7 +52,7 @@ pub struct RestoredReservation<'a> {
 
 impl Db<'_> {
     /// Inserts a project with the given (or a fresh) id; returns the id.
-    pub fn insert_restored_project(&self, project: &RestoredProject<'_>) -> Result<i64> {
+    pub fn insert_restored_project(&self, project: &RestoredProject<'_>) -> Result<ProjectId> {
         self.conn
             .prepare_cached(
                 "INSERT INTO projects (id, slug, human_key, created_at) VALUES (?1, ?2, ?3, ?4)",
@@ -65,14 +66,14 @@ impl Db<'_> {
                 ])
             })
             .map_err(map_err)?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(ProjectId(self.conn.last_insert_rowid()))
     }
 
     /// Inserts an agent with the given (or a fresh) id; returns the id. The caller ensures
     /// neither the id nor the name (case-insensitively, per project) is taken. Contact policy
     /// and registration token are not archived: the policy starts at `auto`, and the token is
     /// issued at the next registration.
-    pub fn insert_restored_agent(&self, agent: &RestoredAgent<'_>) -> Result<i64> {
+    pub fn insert_restored_agent(&self, agent: &RestoredAgent<'_>) -> Result<AgentId> {
         self.conn
             .prepare_cached(
                 "INSERT INTO agents (id, project_id, name, program, model, task_description,
@@ -94,7 +95,7 @@ impl Db<'_> {
                 ])
             })
             .map_err(map_err)?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(AgentId(self.conn.last_insert_rowid()))
     }
 
     /// Inserts a reservation with its archived id.

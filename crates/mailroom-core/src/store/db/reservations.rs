@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::Reservation;
+use crate::records::{AgentId, ProjectId, Reservation};
 
 /// Registers `mailroom_reservation_tick()`, the process-wide counter the change counters'
 /// triggers draw from (see `Db::reservation_stamp`). Done once, when the connection opens:
@@ -43,7 +43,7 @@ fn reservation(row: &Row<'_>) -> rusqlite::Result<Reservation> {
 /// A reservation in force, as [`Db::scan_active_reservations`] visits it.
 pub struct ActiveRow<'a> {
     pub id: i64,
-    pub agent_id: i64,
+    pub agent_id: AgentId,
     pub pattern: &'a str,
     pub exclusive: bool,
     /// The stored text (compared as text by SQL).
@@ -78,8 +78,8 @@ impl ReservationStamp {
 
 /// Fields of a new reservation row.
 pub struct NewReservation<'a> {
-    pub project_id: i64,
-    pub agent_id: i64,
+    pub project_id: ProjectId,
+    pub agent_id: AgentId,
     pub path_pattern: &'a str,
     pub exclusive: bool,
     pub reason: &'a str,
@@ -105,7 +105,7 @@ impl Db<'_> {
     /// its expiry as stored (borrowed text). The covering index answers it alone.
     pub fn scan_active_reservations(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         now: Timestamp,
         mut visit: impl FnMut(ActiveRow<'_>),
     ) -> Result<()> {
@@ -133,7 +133,7 @@ impl Db<'_> {
     /// The state of a project's reservations as this connection sees it, inside its current
     /// transaction: equal stamps mean no reservation row of the project changed in between
     /// (see [`ReservationStamp`]). Installs the change counters on first use.
-    pub fn reservation_stamp(&self, project_id: i64) -> Result<ReservationStamp> {
+    pub fn reservation_stamp(&self, project_id: ProjectId) -> Result<ReservationStamp> {
         const SQL: &str = "SELECT t.token, coalesce(c.changes, 0), coalesce(c.tick, 0), \
              (SELECT data_version FROM pragma_data_version()) \
              FROM temp.mailroom_reservation_token t \
@@ -207,8 +207,8 @@ impl Db<'_> {
     /// cheap (docs/compat/tools.md §6.7).
     pub fn archive_surface_reservations(
         &self,
-        project_id: i64,
-        except_agent_id: i64,
+        project_id: ProjectId,
+        except_agent_id: AgentId,
         now: Timestamp,
     ) -> Result<Vec<Reservation>> {
         // The first segment (up to and including the first `/`) of the normalised pattern is
@@ -227,7 +227,7 @@ impl Db<'_> {
     /// the commit guard blocks on.
     pub fn project_reservations_in_force(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         now: Timestamp,
     ) -> Result<Vec<Reservation>> {
         self.reservations_where(
@@ -237,15 +237,15 @@ impl Db<'_> {
     }
 
     /// Every reservation of a project (released and expired included), by id.
-    pub fn project_reservations(&self, project_id: i64) -> Result<Vec<Reservation>> {
+    pub fn project_reservations(&self, project_id: ProjectId) -> Result<Vec<Reservation>> {
         self.reservations_where("r.project_id = ?1 ORDER BY r.id", [project_id])
     }
 
     /// An agent's reservations in force at `now`, soonest expiry first.
     pub fn agent_active_reservations(
         &self,
-        project_id: i64,
-        agent_id: i64,
+        project_id: ProjectId,
+        agent_id: AgentId,
         now: Timestamp,
     ) -> Result<Vec<Reservation>> {
         self.reservations_where(
@@ -259,7 +259,7 @@ impl Db<'_> {
     /// `cutoff`: the only ones the staleness heuristic can find stale.
     pub fn reservations_of_inactive_holders(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         cutoff: Timestamp,
     ) -> Result<Vec<Reservation>> {
         // Driven by the (few) inactive agents, each through the (project, agent, released)
@@ -365,7 +365,7 @@ impl Db<'_> {
     /// `now`; returns their ids.
     pub fn release_expired_reservations(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         now: Timestamp,
     ) -> Result<Vec<i64>> {
         // Every delivery sweeps, and there is seldom anything to release: a read of the
@@ -396,7 +396,11 @@ impl Db<'_> {
 
     /// The agent's latest mail activity in the project: the newest of the messages it sent
     /// there and of its read and acknowledgement times on the project's messages.
-    pub fn last_mail_activity(&self, project_id: i64, agent_id: i64) -> Result<Option<Timestamp>> {
+    pub fn last_mail_activity(
+        &self,
+        project_id: ProjectId,
+        agent_id: AgentId,
+    ) -> Result<Option<Timestamp>> {
         let mut stmt = self
             .conn
             .prepare_cached(

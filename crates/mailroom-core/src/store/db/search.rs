@@ -6,19 +6,20 @@ use super::{Db, map_err, ts};
 use crate::error::Result;
 use crate::model::search_query::escape_like;
 use crate::model::time::Timestamp;
+use crate::records::{AgentId, MessageId, ProjectId};
 
 /// One search hit.
 #[derive(Debug, Clone)]
 pub struct SearchHit {
-    pub id: i64,
-    pub project_id: i64,
+    pub id: MessageId,
+    pub project_id: ProjectId,
     pub subject: String,
     pub importance: String,
     pub ack_required: bool,
     pub created_ts: Timestamp,
     pub thread_id: Option<String>,
     pub sender_name: String,
-    pub sender_project_id: i64,
+    pub sender_project_id: ProjectId,
     pub sender_project_slug: String,
     pub sender_project_human_key: String,
 }
@@ -46,23 +47,23 @@ fn hit(row: &rusqlite::Row<'_>) -> rusqlite::Result<SearchHit> {
 /// received (the product bus searches several projects as the agents the caller is there).
 #[derive(Debug, Clone)]
 pub struct SearchScope {
-    pub project_ids: Vec<i64>,
+    pub project_ids: Vec<ProjectId>,
     /// `None`: every message of the projects.
-    pub viewer_ids: Option<Vec<i64>>,
+    pub viewer_ids: Option<Vec<AgentId>>,
 }
 
 impl SearchScope {
     /// Every message of one project.
-    pub fn project(project_id: i64) -> Self {
+    pub fn project(project_id: ProjectId) -> Self {
         Self { project_ids: vec![project_id], viewer_ids: None }
     }
 
     /// The id lists as JSON arrays, bound once so each query keeps one statement text whatever
     /// the number of projects (`json_each` expands them).
     fn bound(&self) -> (String, Option<String>) {
-        let json = |ids: &[i64]| {
-            format!("[{}]", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
-        };
+        fn json<Id: ToString>(ids: &[Id]) -> String {
+            format!("[{}]", ids.iter().map(Id::to_string).collect::<Vec<_>>().join(","))
+        }
         (json(&self.project_ids), self.viewer_ids.as_deref().map(json))
     }
 }
@@ -248,7 +249,8 @@ mod tests {
             .expect("insert");
         }
         let found = |projects: Vec<i64>, query: &str| -> Vec<i64> {
-            let scope = SearchScope { project_ids: projects, viewer_ids: None };
+            let project_ids = projects.into_iter().map(ProjectId).collect();
+            let scope = SearchScope { project_ids, viewer_ids: None };
             let mut stmt = conn
                 .prepare(
                     "SELECT rowid FROM fts_messages WHERE fts_messages MATCH ?1 ORDER BY rowid",

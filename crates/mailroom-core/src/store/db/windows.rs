@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::ListedMessage;
+use crate::records::{AgentId, ListedMessage, ProjectId};
 
 /// A window identity: a terminal window's stable display name in a project.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,7 +67,7 @@ const SUMMARY_COLUMNS: &str = "id, summary_text, start_ts, end_ts, source_messag
 
 /// A summary about to be stored.
 pub struct NewSummary<'a> {
-    pub project_id: i64,
+    pub project_id: ProjectId,
     pub summary_text: &'a str,
     pub start_ts: Timestamp,
     pub end_ts: Timestamp,
@@ -80,7 +80,11 @@ pub struct NewSummary<'a> {
 
 impl Db<'_> {
     /// Window identities of a project not expired at `now`, oldest first.
-    pub fn live_windows(&self, project_id: i64, now: Timestamp) -> Result<Vec<WindowIdentity>> {
+    pub fn live_windows(
+        &self,
+        project_id: ProjectId,
+        now: Timestamp,
+    ) -> Result<Vec<WindowIdentity>> {
         let sql = format!(
             "SELECT {WINDOW_COLUMNS} FROM window_identities
              WHERE project_id = ?1 AND (expires_ts IS NULL OR expires_ts > ?2) ORDER BY id"
@@ -93,7 +97,7 @@ impl Db<'_> {
     /// The live window identity of this uuid in a project.
     pub fn live_window(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         window_uuid: &str,
         now: Timestamp,
     ) -> Result<Option<WindowIdentity>> {
@@ -145,7 +149,7 @@ impl Db<'_> {
     /// an expired one of the same window.
     pub fn insert_window(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         window_uuid: &str,
         display_name: &str,
         now: Timestamp,
@@ -176,9 +180,9 @@ impl Db<'_> {
     /// received (every one when `viewer` is `None`), newest first.
     pub fn topic_messages(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         topic: &str,
-        viewer: Option<i64>,
+        viewer: Option<AgentId>,
         since: Option<Timestamp>,
         limit: i64,
     ) -> Result<Vec<ListedMessage>> {
@@ -206,7 +210,7 @@ impl Db<'_> {
     /// Messages of a project created at or after `since`, oldest first.
     pub fn messages_since(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         since: Timestamp,
         limit: i64,
     ) -> Result<Vec<ListedMessage>> {
@@ -256,7 +260,7 @@ impl Db<'_> {
     /// given bounds (the summarize_recent cache), newest first.
     pub fn cached_summary(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         start: Timestamp,
         end: Timestamp,
         tolerance_seconds: i64,
@@ -287,7 +291,7 @@ impl Db<'_> {
     /// Stored summaries of a project ending at or after `since`, newest first.
     pub fn summaries_since(
         &self,
-        project_id: i64,
+        project_id: ProjectId,
         since: Timestamp,
         limit: i64,
     ) -> Result<Vec<StoredSummary>> {

@@ -1,5 +1,6 @@
 //! acknowledge_message: Acknowledge a message (also marks it read). Use it when the sender set ack_required.
 
+use mailroom_core::records::MessageId;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -29,6 +30,9 @@ struct Args {
 
 pub fn tool() -> Tool {
     Tool::new("acknowledge_message", DESCRIPTION, |state: AppState, args: Args| async move {
-        state.core.acknowledge_message(args.project_key, args.agent_name, args.message_id).await
+        state
+            .core
+            .acknowledge_message(args.project_key, args.agent_name, MessageId(args.message_id))
+            .await
     })
 }

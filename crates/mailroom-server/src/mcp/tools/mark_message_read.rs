@@ -1,5 +1,6 @@
 //! mark_message_read: Mark a message read for the agent (first read wins; idempotent).
 
+use mailroom_core::records::MessageId;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -28,6 +29,9 @@ struct Args {
 
 pub fn tool() -> Tool {
     Tool::new("mark_message_read", DESCRIPTION, |state: AppState, args: Args| async move {
-        state.core.mark_message_read(args.project_key, args.agent_name, args.message_id).await
+        state
+            .core
+            .mark_message_read(args.project_key, args.agent_name, MessageId(args.message_id))
+            .await
     })
 }

@@ -61,6 +61,7 @@ use std::pin::Pin;
 use axum::body::Bytes;
 use mailroom_core::ops::macros::{PreparedThread, SessionStarted};
 use mailroom_core::ops::output::{AgentOut, JsonText};
+use mailroom_core::records::{AgentId, ProjectId};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -161,8 +162,8 @@ pub struct Success {
 /// An agent by id, as a session binding holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AgentRef {
-    pub project_id: i64,
-    pub agent_id: i64,
+    pub project_id: ProjectId,
+    pub agent_id: AgentId,
 }
 
 /// The result of a registration tool: it names the agent registered or refreshed.

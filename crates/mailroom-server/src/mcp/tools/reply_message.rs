@@ -1,6 +1,7 @@
 //! reply_message: answer a message in its thread; by default to its sender, with "Re:".
 
 use mailroom_core::ops::messaging::ReplyMessage;
+use mailroom_core::records::MessageId;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -48,7 +49,7 @@ pub fn tool() -> Tool {
             .core
             .reply_message(ReplyMessage {
                 project_key: args.project_key,
-                message_id: args.message_id,
+                message_id: MessageId(args.message_id),
                 sender_name: args.sender_name,
                 body_md: args.body_md,
                 to: args.to,
