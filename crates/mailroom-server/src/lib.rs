@@ -5,6 +5,7 @@ pub mod config;
 pub mod http;
 pub mod mcp;
 pub mod state;
+pub mod web;
 
 use std::future::Future;
 

@@ -319,7 +319,7 @@ pub(super) fn clamp_limit(limit: Option<i64>, default: i64) -> i64 {
     limit.filter(|l| *l >= 1).unwrap_or(default).min(MAX_LIMIT)
 }
 
-pub(super) fn project_agent(
+pub(crate) fn project_agent(
     db: &Db<'_>,
     project_key: &str,
     agent_name: &str,

@@ -19,20 +19,27 @@ impl From<Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let e = self.0;
-        let status = match e.category {
-            Category::InvalidArgument => StatusCode::BAD_REQUEST,
-            Category::NotFound => StatusCode::NOT_FOUND,
-            Category::Conflict => StatusCode::CONFLICT,
-            Category::PermissionDenied => StatusCode::FORBIDDEN,
-            Category::Retryable => StatusCode::SERVICE_UNAVAILABLE,
-            Category::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        let message = if e.category == Category::Internal {
-            tracing::error!(kind = e.kind, error = %e.message, "request failed");
-            "Internal error; the server logged the details.".to_string()
-        } else {
-            e.message
-        };
+        let (status, message) = status_and_message(&e);
         (status, Json(json!({ "error": { "type": e.kind, "message": message } }))).into_response()
     }
+}
+
+/// The status a core error answers with, and the message a caller may see (an internal
+/// error's details are logged instead).
+pub fn status_and_message(e: &Error) -> (StatusCode, String) {
+    let status = match e.category {
+        Category::InvalidArgument => StatusCode::BAD_REQUEST,
+        Category::NotFound => StatusCode::NOT_FOUND,
+        Category::Conflict => StatusCode::CONFLICT,
+        Category::PermissionDenied => StatusCode::FORBIDDEN,
+        Category::Retryable => StatusCode::SERVICE_UNAVAILABLE,
+        Category::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    let message = if e.category == Category::Internal {
+        tracing::error!(kind = e.kind, error = %e.message, "request failed");
+        "Internal error; the server logged the details.".to_string()
+    } else {
+        e.message.clone()
+    };
+    (status, message)
 }

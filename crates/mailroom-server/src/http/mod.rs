@@ -32,6 +32,7 @@ pub fn router(state: AppState) -> Router {
     for path in oauth_discovery_paths(&state.config.mcp_path) {
         router = router.route(&path, get(oauth_disabled));
     }
+    let router = router.merge(crate::web::router(state.clone()));
     let body_limit = DefaultBodyLimit::max(state.config.max_body_bytes);
     router.layer(body_limit).with_state(state)
 }

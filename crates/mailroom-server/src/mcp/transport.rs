@@ -211,7 +211,10 @@ fn delete(state: &AppState, headers: &HeaderMap) -> Response {
 
 /// DNS-rebinding protection: browsers on other origins get 403; a Host that is not ours
 /// (a rebound name) gets 421.
-fn check_origin_and_host(state: &AppState, headers: &HeaderMap) -> Result<(), Box<Response>> {
+pub(crate) fn check_origin_and_host(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<(), Box<Response>> {
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
         let allowed = origin_host(origin).is_some_and(is_loopback_name)

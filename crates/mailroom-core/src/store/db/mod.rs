@@ -9,6 +9,7 @@ pub mod lifecycle;
 pub mod mailbox;
 pub mod messages;
 pub mod migrations;
+pub mod oversight;
 pub mod products;
 pub mod projects;
 pub mod reconstruct;

@@ -1,0 +1,247 @@
+//! What the web UI shows the people who oversee the fleet: every project's newest mail, a
+//! project at a glance, an agent's inbox a page at a time.
+
+use serde::Serialize;
+
+use super::Mailroom;
+use super::mailbox::project_agent;
+use super::output::{AgentBase, MessageOut, ProjectOut};
+use super::resolve;
+use crate::archive::format::canonical_message_path;
+use crate::archive::history::last_commits;
+use crate::error::Result;
+use crate::model::time::Timestamp;
+use crate::records::MessageId;
+use crate::store::db::oversight::FleetRow;
+
+/// Longest excerpt of a body in a listing, in characters.
+pub const EXCERPT_CHARS: usize = 150;
+/// Most messages a fleet listing returns.
+pub const MAX_FLEET_MESSAGES: i64 = 1000;
+/// Messages a project overview shows.
+const OVERVIEW_MESSAGES: i64 = 50;
+/// Largest page of an agent's inbox.
+pub const MAX_PAGE_SIZE: i64 = 500;
+
+/// One message of the fleet-wide listing.
+#[derive(Debug, Clone, Serialize)]
+pub struct FleetMessage {
+    pub id: MessageId,
+    pub project_slug: String,
+    pub project_human_key: String,
+    pub sender: String,
+    /// Recipient names of every kind, sorted.
+    pub recipients: Vec<String>,
+    pub subject: String,
+    pub excerpt: String,
+    pub importance: String,
+    pub ack_required: bool,
+    pub thread_id: Option<String>,
+    pub created_ts: Timestamp,
+}
+
+impl From<FleetRow> for FleetMessage {
+    fn from(row: FleetRow) -> Self {
+        Self {
+            id: row.id,
+            project_slug: row.project_slug,
+            project_human_key: row.project_human_key,
+            sender: row.sender,
+            recipients: row.recipients,
+            subject: row.subject,
+            excerpt: excerpt(&row.opening),
+            importance: row.importance,
+            ack_required: row.ack_required,
+            thread_id: row.thread_id,
+            created_ts: row.created_ts,
+        }
+    }
+}
+
+/// An agent of a project overview, with its unread count.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentSummary {
+    #[serde(flatten)]
+    pub agent: AgentBase,
+    pub unread: i64,
+}
+
+/// A project at a glance: its agents and newest messages.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProjectOverview {
+    pub project: ProjectOut,
+    pub agents: Vec<AgentSummary>,
+    pub messages: Vec<MessageOut>,
+}
+
+/// A message of an agent's inbox page.
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxEntry {
+    #[serde(flatten)]
+    pub message: MessageOut,
+    pub read: bool,
+}
+
+/// A page of an agent's inbox, newest first.
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxPage {
+    pub project: ProjectOut,
+    pub agent: AgentBase,
+    /// 1-based.
+    pub page: i64,
+    pub page_size: i64,
+    /// Messages in the whole inbox.
+    pub total: i64,
+    pub messages: Vec<InboxEntry>,
+}
+
+impl InboxPage {
+    /// The number of pages the inbox fills (at least one).
+    pub fn pages(&self) -> i64 {
+        ((self.total + self.page_size - 1) / self.page_size).max(1)
+    }
+}
+
+impl Mailroom {
+    /// A project by slug or human key.
+    pub async fn project_by_key(&self, project_key: String) -> Result<ProjectOut> {
+        self.store.read(move |db| Ok(ProjectOut::from(&resolve::project(db, &project_key)?))).await
+    }
+
+    /// The newest messages of every project, `limit` clamped to 1..=[`MAX_FLEET_MESSAGES`].
+    pub async fn fleet_messages(&self, limit: i64) -> Result<Vec<FleetMessage>> {
+        let limit = limit.clamp(1, MAX_FLEET_MESSAGES);
+        let rows = self.store.read(move |db| db.fleet_messages(limit)).await?;
+        Ok(rows.into_iter().map(FleetMessage::from).collect())
+    }
+
+    /// A project (by slug or human key) with its agents and newest messages.
+    pub async fn project_overview(&self, project_key: String) -> Result<ProjectOverview> {
+        self.store
+            .read(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                let unread: std::collections::HashMap<_, _> =
+                    db.unread_counts(project.id)?.into_iter().collect();
+                let agents = db
+                    .agents_of_project(project.id)?
+                    .iter()
+                    .map(|a| AgentSummary {
+                        agent: AgentBase::from(a),
+                        unread: unread.get(&a.id).copied().unwrap_or(0),
+                    })
+                    .collect();
+                let messages = db
+                    .project_messages(project.id, OVERVIEW_MESSAGES)?
+                    .iter()
+                    .map(|row| MessageOut::from_listing(row, false))
+                    .collect();
+                Ok(ProjectOverview { project: ProjectOut::from(&project), agents, messages })
+            })
+            .await
+    }
+
+    /// Page `page` (1-based) of an agent's inbox, `page_size` clamped to 1..=[`MAX_PAGE_SIZE`].
+    pub async fn agent_inbox_page(
+        &self,
+        project_key: String,
+        agent_name: String,
+        page: i64,
+        page_size: i64,
+    ) -> Result<InboxPage> {
+        let page = page.max(1);
+        let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
+        self.store
+            .read(move |db| {
+                let (project, agent) = project_agent(db, &project_key, &agent_name)?;
+                let offset = (page - 1).saturating_mul(page_size);
+                let (rows, total) = db.inbox_page(project.id, agent.id, page_size, offset)?;
+                let messages = rows
+                    .iter()
+                    .map(|row| InboxEntry {
+                        message: MessageOut::from_listing(&row.message, false),
+                        read: row.read_ts.is_some(),
+                    })
+                    .collect();
+                Ok(InboxPage {
+                    project: ProjectOut::from(&project),
+                    agent: AgentBase::from(&agent),
+                    page,
+                    page_size,
+                    total,
+                    messages,
+                })
+            })
+            .await
+    }
+}
+
+impl Mailroom {
+    /// The archive commit that last wrote a message's canonical file, when the archive is on
+    /// and has committed it (best-effort: a failing lookup is logged and answers `None`).
+    pub async fn message_commit(&self, project_slug: &str, message: &MessageOut) -> Option<String> {
+        let archive = self.archive.as_ref()?;
+        let path =
+            canonical_message_path(project_slug, message.created_ts, &message.subject, message.id);
+        let root = archive.root().to_path_buf();
+        let paths = vec![path.clone()];
+        match tokio::task::spawn_blocking(move || last_commits(&root, &paths)).await {
+            Ok(Ok(mut found)) => found.remove(&path).map(|commit| commit.hexsha),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e.message, "message commit lookup failed");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "message commit lookup failed");
+                None
+            }
+        }
+    }
+}
+
+/// A body's first [`EXCERPT_CHARS`] characters with whitespace runs folded to one space, and
+/// an ellipsis when it was cut.
+pub fn excerpt(body: &str) -> String {
+    let mut words = body.split_whitespace();
+    let mut out = String::new();
+    let mut chars = 0;
+    let mut cut = false;
+    for word in words.by_ref() {
+        let gap = usize::from(!out.is_empty());
+        let length = word.chars().count();
+        if chars + gap + length > EXCERPT_CHARS {
+            let room = EXCERPT_CHARS.saturating_sub(chars + gap);
+            if gap == 1 && room > 0 {
+                out.push(' ');
+            }
+            out.extend(word.chars().take(room));
+            cut = true;
+            break;
+        }
+        if gap == 1 {
+            out.push(' ');
+        }
+        out.push_str(word);
+        chars += gap + length;
+    }
+    if cut || words.next().is_some() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_fold_whitespace_and_stop_at_the_limit() {
+        assert_eq!(excerpt("  a\n\n b\tc "), "a b c");
+        assert_eq!(excerpt(""), "");
+        let long = "word ".repeat(100);
+        let cut = excerpt(&long);
+        assert!(cut.ends_with('…'), "{cut}");
+        assert_eq!(cut.chars().count(), EXCERPT_CHARS + 1);
+        let wide = "é".repeat(400);
+        assert_eq!(excerpt(&wide).chars().count(), EXCERPT_CHARS + 1);
+    }
+}

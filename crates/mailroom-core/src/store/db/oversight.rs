@@ -1,0 +1,154 @@
+//! Queries behind the web UI's fleet-wide views: the newest messages of every project, and an
+//! agent's inbox a page at a time with its read state.
+
+use std::collections::HashMap;
+
+use rusqlite::{Row, params};
+
+use super::messages::{COLUMNS, LISTED_COLUMNS, LISTED_JOINS, listed};
+use super::{Db, map_err, opt_ts, ts};
+use crate::error::Result;
+use crate::model::time::Timestamp;
+use crate::records::{AgentId, ListedMessage, MessageId, ProjectId};
+
+/// A message as the fleet view lists it: its project, sender, opening text and recipients.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetRow {
+    pub id: MessageId,
+    pub project_slug: String,
+    pub project_human_key: String,
+    pub sender: String,
+    pub subject: String,
+    /// The body's first characters (at most [`OPENING_CHARS`]).
+    pub opening: String,
+    pub importance: String,
+    pub ack_required: bool,
+    pub thread_id: Option<String>,
+    pub created_ts: Timestamp,
+    /// Recipient names, every kind, sorted.
+    pub recipients: Vec<String>,
+}
+
+/// How much of a body the fleet view reads (an excerpt is cut from it).
+pub const OPENING_CHARS: i64 = 400;
+
+fn fleet_row(row: &Row<'_>) -> rusqlite::Result<FleetRow> {
+    Ok(FleetRow {
+        id: row.get(0)?,
+        project_slug: row.get(1)?,
+        project_human_key: row.get(2)?,
+        sender: row.get(3)?,
+        subject: row.get(4)?,
+        opening: row.get(5)?,
+        importance: row.get(6)?,
+        ack_required: row.get(7)?,
+        thread_id: row.get(8)?,
+        created_ts: ts(row, 9)?,
+        recipients: Vec::new(),
+    })
+}
+
+/// One row of an agent's inbox page: the message, the agent's kind on it and its read time.
+#[derive(Debug, Clone)]
+pub struct InboxRow {
+    pub message: ListedMessage,
+    pub read_ts: Option<Timestamp>,
+}
+
+impl Db<'_> {
+    /// The newest `limit` messages of every project (ids follow creation order), each with its
+    /// recipients.
+    pub fn fleet_messages(&self, limit: i64) -> Result<Vec<FleetRow>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT m.id, p.slug, p.human_key, s.name, m.subject, substr(m.body_md, 1, ?2),
+                        m.importance, m.ack_required, m.thread_id, m.created_ts
+                 FROM messages m JOIN projects p ON p.id = m.project_id
+                 JOIN agents s ON s.id = m.sender_id
+                 ORDER BY m.id DESC LIMIT ?1",
+            )
+            .map_err(map_err)?;
+        let rows = stmt.query_map(params![limit, OPENING_CHARS], fleet_row).map_err(map_err)?;
+        let mut messages = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)?;
+        let (Some(newest), Some(oldest)) = (messages.first(), messages.last()) else {
+            return Ok(messages);
+        };
+        // The page is the id range [oldest, newest] whole, so one range scan finds every
+        // recipient.
+        let (low, high) = (oldest.id, newest.id);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT r.message_id, a.name FROM message_recipients r
+                 JOIN agents a ON a.id = r.agent_id
+                 WHERE r.message_id BETWEEN ?1 AND ?2",
+            )
+            .map_err(map_err)?;
+        let pairs = stmt
+            .query_map(params![low, high], |row| Ok((row.get::<_, MessageId>(0)?, row.get(1)?)))
+            .map_err(map_err)?;
+        let index: HashMap<MessageId, usize> =
+            messages.iter().enumerate().map(|(i, row)| (row.id, i)).collect();
+        for pair in pairs {
+            let (id, name): (MessageId, String) = pair.map_err(map_err)?;
+            if let Some(&i) = index.get(&id) {
+                messages[i].recipients.push(name);
+            }
+        }
+        for row in &mut messages {
+            row.recipients.sort();
+        }
+        Ok(messages)
+    }
+
+    /// A page of an agent's inbox in a project, newest first, and how many messages the inbox
+    /// holds in all.
+    pub fn inbox_page(
+        &self,
+        project_id: ProjectId,
+        agent_id: AgentId,
+        limit: i64,
+        offset: i64,
+    ) -> Result<(Vec<InboxRow>, i64)> {
+        let sql = format!(
+            "SELECT {COLUMNS}, {LISTED_COLUMNS}, r.kind, r.read_ts FROM message_recipients r
+             JOIN messages m ON m.id = r.message_id {LISTED_JOINS}
+             WHERE r.agent_id = ?1 AND m.project_id = ?2
+             ORDER BY r.message_id DESC LIMIT ?3 OFFSET ?4"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let rows = stmt
+            .query_map(params![agent_id, project_id, limit, offset], |row| {
+                Ok(InboxRow { message: listed(row, true)?, read_ts: opt_ts(row, 16)? })
+            })
+            .map_err(map_err)?;
+        let rows = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)?;
+        let total = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM message_recipients r JOIN messages m ON m.id = r.message_id
+                 WHERE r.agent_id = ?1 AND m.project_id = ?2",
+            )
+            .and_then(|mut stmt| stmt.query_row(params![agent_id, project_id], |r| r.get(0)))
+            .map_err(map_err)?;
+        Ok((rows, total))
+    }
+
+    /// The newest messages of a project.
+    pub fn project_messages(
+        &self,
+        project_id: ProjectId,
+        limit: i64,
+    ) -> Result<Vec<ListedMessage>> {
+        let sql = format!(
+            "SELECT {COLUMNS}, {LISTED_COLUMNS} FROM messages m {LISTED_JOINS}
+             WHERE m.project_id = ?1 ORDER BY m.id DESC LIMIT ?2"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
+        let rows = stmt
+            .query_map(params![project_id, limit], |row| listed(row, false))
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+}

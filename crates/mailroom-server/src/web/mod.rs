@@ -1,0 +1,306 @@
+//! The web UI at `/mail` (docs/compat/http.md §7): server-rendered pages for the people who
+//! oversee the fleet. Pages are askama templates (`pages.rs`), bodies Markdown sanitised by
+//! ammonia (`markdown.rs`); the stylesheet and script are compiled in (`/mail/static/…`), so
+//! the UI works air-gapped. Every response carries a strict Content-Security-Policy, and
+//! every request passes the same Origin and Host checks as MCP.
+
+mod markdown;
+mod pages;
+mod paths;
+
+use askama::Template;
+use axum::Router;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use mailroom_core::Error;
+use mailroom_core::model::time::Timestamp;
+use mailroom_core::ops::oversight::MAX_FLEET_MESSAGES;
+use mailroom_core::records::MessageId;
+use serde::Deserialize;
+use serde_json::json;
+
+use self::pages::{
+    AgentLink, Card, ErrorPage, FleetPage, InboxPage, MessagePage, ProjectLink, ProjectPage,
+    ProjectsPage, Row, ThreadPage,
+};
+use crate::http::error::status_and_message;
+use crate::mcp::transport::check_origin_and_host;
+use crate::state::AppState;
+
+/// Messages the unified inbox shows by default.
+const FLEET_DEFAULT: i64 = 500;
+/// Messages an agent's inbox page shows by default.
+const INBOX_PAGE_DEFAULT: i64 = 50;
+/// Search results a project page shows.
+const SEARCH_LIMIT: i64 = 200;
+
+/// No inline script or style, nothing from another origin, no framing.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' \
+     data: https:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+     base-uri 'none'";
+
+/// The `/mail` routes.
+pub fn router(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/mail", get(fleet))
+        .route("/mail/", get(fleet))
+        .route("/mail/unified-inbox", get(fleet))
+        .route("/mail/api/unified-inbox", get(fleet_json))
+        .route("/mail/projects", get(projects))
+        .route("/mail/static/{file}", get(asset))
+        .route("/mail/{project}", get(project))
+        .route("/mail/{project}/search", get(project))
+        .route("/mail/{project}/inbox/{agent}", get(inbox))
+        .route("/mail/{project}/message/{id}", get(message))
+        .route("/mail/{project}/thread/{thread_id}", get(thread))
+        .route_layer(middleware::from_fn_with_state(state, guard))
+}
+
+/// Origin and Host checks first; then the security headers on whatever the route answers.
+async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if let Err(refused) = check_origin_and_host(&state, request.headers()) {
+        return *refused;
+    }
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A failed page: its status and a message a person can read.
+struct PageError(StatusCode, String);
+
+impl From<Error> for PageError {
+    fn from(e: Error) -> Self {
+        let (status, message) = status_and_message(&e);
+        Self(status, message)
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let PageError(status, message) = self;
+        let page = ErrorPage { status: status.to_string(), message };
+        (status, render(&page)).into_response()
+    }
+}
+
+fn bad_request(message: String) -> PageError {
+    PageError(StatusCode::BAD_REQUEST, message)
+}
+
+fn render(page: &impl Template) -> Response {
+    match page.render() {
+        Ok(html) => Html(html).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "a page failed to render");
+            (StatusCode::INTERNAL_SERVER_ERROR, "The page failed to render.").into_response()
+        }
+    }
+}
+
+/// An optional whole-number query parameter; anything else is an error naming it.
+fn number(field: &str, raw: Option<&str>) -> Result<Option<i64>, PageError> {
+    match raw.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(text) => text
+            .parse()
+            .map(Some)
+            .map_err(|_| bad_request(format!("{field} must be a whole number, not {text:?}."))),
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct FleetQuery {
+    limit: Option<String>,
+    filter_importance: Option<String>,
+    include_projects: Option<String>,
+}
+
+async fn fleet(State(state): State<AppState>, Query(q): Query<FleetQuery>) -> Response {
+    page(fleet_page(state, q).await)
+}
+
+async fn fleet_page(state: AppState, q: FleetQuery) -> Result<Response, PageError> {
+    let limit = number("limit", q.limit.as_deref())?.unwrap_or(FLEET_DEFAULT);
+    let filter = q.filter_importance.unwrap_or_default().trim().to_ascii_lowercase();
+    let mut messages = state.core.fleet_messages(limit.min(MAX_FLEET_MESSAGES)).await?;
+    if !filter.is_empty() {
+        messages.retain(|m| m.importance.eq_ignore_ascii_case(&filter));
+    }
+    let now = Timestamp::now();
+    let projects = state.core.list_projects().await?;
+    Ok(render(&FleetPage {
+        rows: messages.iter().map(|m| Row::from_fleet(m, now)).collect(),
+        projects: projects.iter().map(|p| ProjectLink::new(p, now)).collect(),
+        filter,
+    }))
+}
+
+/// `GET /mail/api/unified-inbox`: `{messages, projects}` for scripts and polling.
+async fn fleet_json(State(state): State<AppState>, Query(q): Query<FleetQuery>) -> Response {
+    let answer = async {
+        let limit = number("limit", q.limit.as_deref())?.unwrap_or(FLEET_DEFAULT);
+        let messages = state.core.fleet_messages(limit).await?;
+        let with_projects = !matches!(
+            q.include_projects.as_deref().map(str::trim),
+            Some("false" | "0" | "no" | "off")
+        );
+        let projects = if with_projects { state.core.list_projects().await? } else { Vec::new() };
+        Ok::<_, PageError>(axum::Json(json!({ "messages": messages, "projects": projects })))
+    };
+    match answer.await {
+        Ok(json) => json.into_response(),
+        Err(PageError(status, message)) => {
+            (status, axum::Json(json!({ "error": message }))).into_response()
+        }
+    }
+}
+
+async fn projects(State(state): State<AppState>) -> Response {
+    let answer = async {
+        let now = Timestamp::now();
+        let projects = state.core.list_projects().await?;
+        let projects = projects.iter().map(|p| ProjectLink::new(p, now)).collect();
+        Ok(render(&ProjectsPage { projects }))
+    };
+    page(answer.await)
+}
+
+#[derive(Deserialize, Default)]
+struct SearchQuery {
+    q: Option<String>,
+}
+
+async fn project(
+    State(state): State<AppState>,
+    Path(project): Path<String>,
+    Query(q): Query<SearchQuery>,
+) -> Response {
+    let answer = async {
+        let overview = state.core.project_overview(project).await?;
+        let slug = overview.project.slug.clone();
+        let query = q.q.unwrap_or_default().trim().to_string();
+        let now = Timestamp::now();
+        let rows = if query.is_empty() {
+            overview.messages.iter().map(|m| Row::from_message(&slug, m, false, now)).collect()
+        } else {
+            let found = state.core.search_messages(slug.clone(), query.clone(), SEARCH_LIMIT, None);
+            found.await?.result.iter().map(|r| Row::from_search(&slug, r, now)).collect()
+        };
+        Ok(render(&ProjectPage {
+            href: paths::project(&slug),
+            human_key: overview.project.human_key.clone(),
+            searched: !query.is_empty(),
+            query,
+            rows,
+            agents: overview.agents.iter().map(|a| AgentLink::new(&slug, a)).collect(),
+            slug,
+        }))
+    };
+    page(answer.await)
+}
+
+#[derive(Deserialize, Default)]
+struct InboxQuery {
+    page: Option<String>,
+    limit: Option<String>,
+}
+
+async fn inbox(
+    State(state): State<AppState>,
+    Path((project, agent)): Path<(String, String)>,
+    Query(q): Query<InboxQuery>,
+) -> Response {
+    let answer = async {
+        let page = number("page", q.page.as_deref())?.unwrap_or(1);
+        let size = number("limit", q.limit.as_deref())?.unwrap_or(INBOX_PAGE_DEFAULT);
+        if page < 1 || size < 1 {
+            return Err(bad_request("page and limit must be at least 1.".into()));
+        }
+        let view = state.core.agent_inbox_page(project, agent, page, size).await?;
+        let slug = view.project.slug.clone();
+        let name = view.agent.name.clone();
+        let now = Timestamp::now();
+        let pages = view.pages();
+        let link = |n: i64| paths::inbox_page(&slug, &name, n);
+        Ok(render(&InboxPage {
+            project_href: paths::project(&slug),
+            agent: name.clone(),
+            total: view.total,
+            page: view.page,
+            pages,
+            rows: view
+                .messages
+                .iter()
+                .map(|e| Row::from_message(&slug, &e.message, !e.read, now))
+                .collect(),
+            prev_href: (view.page > 1).then(|| link(view.page - 1)),
+            next_href: (view.page < pages).then(|| link(view.page + 1)),
+            slug: slug.clone(),
+        }))
+    };
+    page(answer.await)
+}
+
+async fn message(
+    State(state): State<AppState>,
+    Path((project, id)): Path<(String, String)>,
+) -> Response {
+    let answer = async {
+        let id: i64 = id
+            .trim()
+            .parse()
+            .map_err(|_| bad_request(format!("A message id is a whole number, not {id:?}.")))?;
+        let detail = state.core.project_by_key(project.clone()).await?;
+        let m = state.core.message_detail(project, MessageId(id), None).await?;
+        let commit = state.core.message_commit(&detail.slug, &m.message).await;
+        let thread_href = m.message.thread_id.as_deref().map(|t| paths::thread(&detail.slug, t));
+        Ok(render(&MessagePage {
+            project_href: paths::project(&detail.slug),
+            thread_href,
+            m: Card::new(&m, commit, Timestamp::now()),
+            slug: detail.slug,
+        }))
+    };
+    page(answer.await)
+}
+
+async fn thread(
+    State(state): State<AppState>,
+    Path((project, thread_id)): Path<(String, String)>,
+) -> Response {
+    let answer = async {
+        let detail = state.core.project_by_key(project.clone()).await?;
+        let view = state.core.thread_view(project, thread_id.clone(), true, None).await?;
+        let now = Timestamp::now();
+        Ok(render(&ThreadPage {
+            project_href: paths::project(&detail.slug),
+            thread_id,
+            messages: view.messages.iter().map(|m| Card::new(m, None, now)).collect(),
+            slug: detail.slug,
+        }))
+    };
+    page(answer.await)
+}
+
+/// The stylesheet and script, compiled into the binary.
+async fn asset(Path(file): Path<String>) -> Response {
+    let (body, kind) = match file.as_str() {
+        "app.css" => (include_str!("../../static/app.css"), "text/css; charset=utf-8"),
+        "app.js" => (include_str!("../../static/app.js"), "text/javascript; charset=utf-8"),
+        _ => return PageError(StatusCode::NOT_FOUND, "No such file.".into()).into_response(),
+    };
+    ([(header::CONTENT_TYPE, kind)], body).into_response()
+}
+
+fn page(answer: Result<Response, PageError>) -> Response {
+    answer.unwrap_or_else(IntoResponse::into_response)
+}

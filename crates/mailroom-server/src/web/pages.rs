@@ -1,0 +1,268 @@
+//! The pages: askama templates (checked at build time, `templates/`) and the view models they
+//! read. Every value a template prints is escaped by askama except a body's HTML, which
+//! `markdown::render` has sanitised.
+
+use askama::Template;
+use mailroom_core::model::time::Timestamp;
+use mailroom_core::ops::output::{AddressedMessage, MessageOut, ProjectOut};
+use mailroom_core::ops::oversight::{AgentSummary, FleetMessage, excerpt};
+use mailroom_core::ops::search::SearchResult;
+
+use super::markdown;
+use super::paths;
+
+/// A message in a list.
+pub struct Row {
+    pub href: String,
+    pub subject: String,
+    pub sender: String,
+    /// Recipients joined with commas.
+    pub recipients: String,
+    /// The project's slug, in fleet-wide lists only.
+    pub project: String,
+    pub excerpt: String,
+    pub importance: String,
+    pub important: bool,
+    pub unread: bool,
+    pub created_iso: String,
+    pub created_relative: String,
+}
+
+fn is_important(importance: &str) -> bool {
+    matches!(importance, "high" | "urgent")
+}
+
+impl Row {
+    pub fn from_fleet(m: &FleetMessage, now: Timestamp) -> Self {
+        Self {
+            href: paths::message(&m.project_slug, m.id.0),
+            subject: m.subject.clone(),
+            sender: m.sender.clone(),
+            recipients: m.recipients.join(", "),
+            project: m.project_slug.clone(),
+            excerpt: m.excerpt.clone(),
+            important: is_important(&m.importance),
+            importance: m.importance.clone(),
+            unread: false,
+            created_iso: m.created_ts.to_iso(),
+            created_relative: relative(m.created_ts, now),
+        }
+    }
+
+    pub fn from_message(slug: &str, m: &MessageOut, unread: bool, now: Timestamp) -> Self {
+        Self {
+            href: paths::message(slug, m.id.0),
+            subject: m.subject.clone(),
+            sender: m.from.clone().unwrap_or_default(),
+            recipients: String::new(),
+            project: String::new(),
+            excerpt: m.body_md.as_deref().map(excerpt).unwrap_or_default(),
+            important: is_important(&m.importance),
+            importance: m.importance.clone(),
+            unread,
+            created_iso: m.created_ts.to_iso(),
+            created_relative: relative(m.created_ts, now),
+        }
+    }
+
+    pub fn from_search(slug: &str, r: &SearchResult, now: Timestamp) -> Self {
+        let item = &r.item;
+        Self {
+            href: paths::message(slug, item.id.0),
+            subject: item.subject.clone(),
+            sender: item.from.clone(),
+            recipients: r.to.iter().chain(&r.cc).cloned().collect::<Vec<_>>().join(", "),
+            project: String::new(),
+            excerpt: String::new(),
+            important: is_important(&item.importance),
+            importance: item.importance.clone(),
+            unread: false,
+            created_iso: item.created_ts.to_iso(),
+            created_relative: relative(item.created_ts, now),
+        }
+    }
+}
+
+/// A project in a list.
+pub struct ProjectLink {
+    pub href: String,
+    pub slug: String,
+    pub human_key: String,
+    pub archived: bool,
+    pub created_iso: String,
+    pub created_relative: String,
+}
+
+impl ProjectLink {
+    pub fn new(p: &ProjectOut, now: Timestamp) -> Self {
+        Self {
+            href: paths::project(&p.slug),
+            slug: p.slug.clone(),
+            human_key: p.human_key.clone(),
+            archived: p.archived_at.is_some(),
+            created_iso: p.created_at.to_iso(),
+            created_relative: relative(p.created_at, now),
+        }
+    }
+}
+
+/// An agent in a project's panel.
+pub struct AgentLink {
+    pub href: String,
+    pub name: String,
+    pub program: String,
+    pub model: String,
+    pub unread: i64,
+    pub retired: bool,
+}
+
+impl AgentLink {
+    pub fn new(slug: &str, a: &AgentSummary) -> Self {
+        Self {
+            href: paths::inbox(slug, &a.agent.name),
+            name: a.agent.name.clone(),
+            program: a.agent.program.clone(),
+            model: a.agent.model.clone(),
+            unread: a.unread,
+            retired: a.agent.retired_at.is_some(),
+        }
+    }
+}
+
+/// A message shown whole.
+pub struct Card {
+    pub id: i64,
+    pub subject: String,
+    pub sender: String,
+    pub to: String,
+    pub cc: String,
+    pub bcc: String,
+    pub thread_id: Option<String>,
+    pub commit: Option<String>,
+    pub importance: String,
+    pub important: bool,
+    pub ack_required: bool,
+    pub created_iso: String,
+    pub created_relative: String,
+    /// Sanitised HTML.
+    pub body_html: String,
+}
+
+impl Card {
+    pub fn new(m: &AddressedMessage, commit: Option<String>, now: Timestamp) -> Self {
+        let message = &m.message;
+        Self {
+            id: message.id.0,
+            subject: message.subject.clone(),
+            sender: message.from.clone().unwrap_or_default(),
+            to: m.to.join(", "),
+            cc: m.cc.join(", "),
+            bcc: m.bcc.join(", "),
+            thread_id: message.thread_id.clone(),
+            commit,
+            important: is_important(&message.importance),
+            importance: message.importance.clone(),
+            ack_required: message.ack_required,
+            created_iso: message.created_ts.to_iso(),
+            created_relative: relative(message.created_ts, now),
+            body_html: markdown::render(message.body_md.as_deref().unwrap_or_default()),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "fleet.html")]
+pub struct FleetPage {
+    pub rows: Vec<Row>,
+    pub projects: Vec<ProjectLink>,
+    /// The importance filter, empty for none.
+    pub filter: String,
+}
+
+#[derive(Template)]
+#[template(path = "projects.html")]
+pub struct ProjectsPage {
+    pub projects: Vec<ProjectLink>,
+}
+
+#[derive(Template)]
+#[template(path = "project.html")]
+pub struct ProjectPage {
+    pub slug: String,
+    pub human_key: String,
+    pub href: String,
+    pub query: String,
+    pub searched: bool,
+    pub rows: Vec<Row>,
+    pub agents: Vec<AgentLink>,
+}
+
+#[derive(Template)]
+#[template(path = "inbox.html")]
+pub struct InboxPage {
+    pub slug: String,
+    pub project_href: String,
+    pub agent: String,
+    pub total: i64,
+    pub page: i64,
+    pub pages: i64,
+    pub rows: Vec<Row>,
+    pub prev_href: Option<String>,
+    pub next_href: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "message.html")]
+pub struct MessagePage {
+    pub slug: String,
+    pub project_href: String,
+    pub thread_href: Option<String>,
+    pub m: Card,
+}
+
+#[derive(Template)]
+#[template(path = "thread.html")]
+pub struct ThreadPage {
+    pub slug: String,
+    pub project_href: String,
+    pub thread_id: String,
+    pub messages: Vec<Card>,
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+pub struct ErrorPage {
+    pub status: String,
+    pub message: String,
+}
+
+/// "just now", "5 min ago", "3 h ago", "2 d ago", then the date.
+pub fn relative(then: Timestamp, now: Timestamp) -> String {
+    let seconds = (now.as_micros() - then.as_micros()) / 1_000_000;
+    match seconds {
+        ..45 => "just now".to_string(),
+        45..3_600 => format!("{} min ago", (seconds + 30) / 60),
+        3_600..86_400 => format!("{} h ago", seconds / 3_600),
+        86_400..2_592_000 => format!("{} d ago", seconds / 86_400),
+        _ => then.to_iso().chars().take(10).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_times_read_as_a_person_says_them() {
+        let now = Timestamp::from_micros(10_000_000_000_000);
+        let ago = |seconds: i64| {
+            relative(Timestamp::from_micros(now.as_micros() - seconds * 1_000_000), now)
+        };
+        assert_eq!(ago(5), "just now");
+        assert_eq!(ago(-30), "just now", "a clock slightly ahead");
+        assert_eq!(ago(300), "5 min ago");
+        assert_eq!(ago(7_300), "2 h ago");
+        assert_eq!(ago(3 * 86_400), "3 d ago");
+        assert_eq!(ago(90 * 86_400).len(), 10, "a date");
+    }
+}

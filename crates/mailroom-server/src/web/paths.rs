@@ -1,0 +1,42 @@
+//! The UI's URLs, each path segment percent-encoded (names and thread ids are user text).
+
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+/// Everything but unreserved characters is encoded in a segment.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
+fn segment(text: &str) -> String {
+    utf8_percent_encode(text, SEGMENT).to_string()
+}
+
+pub fn project(slug: &str) -> String {
+    format!("/mail/{}", segment(slug))
+}
+
+pub fn inbox(slug: &str, agent: &str) -> String {
+    format!("/mail/{}/inbox/{}", segment(slug), segment(agent))
+}
+
+pub fn inbox_page(slug: &str, agent: &str, page: i64) -> String {
+    format!("{}?page={page}", inbox(slug, agent))
+}
+
+pub fn message(slug: &str, id: i64) -> String {
+    format!("/mail/{}/message/{id}", segment(slug))
+}
+
+pub fn thread(slug: &str, thread_id: &str) -> String {
+    format!("/mail/{}/thread/{}", segment(slug), segment(thread_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_cannot_leave_their_place() {
+        assert_eq!(thread("p", "../../x?y#z"), "/mail/p/thread/..%2F..%2Fx%3Fy%23z");
+        assert_eq!(inbox("p", "Blue Lake"), "/mail/p/inbox/Blue%20Lake");
+        assert_eq!(project("my-proj_1"), "/mail/my-proj_1");
+    }
+}
