@@ -14,3 +14,4 @@ mod resources;
 mod rest;
 mod tool_schemas;
 mod transport;
+mod web;

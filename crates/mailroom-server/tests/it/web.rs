@@ -1,0 +1,345 @@
+//! The web UI at `/mail`: every page answers, bad requests get clear errors, foreign hosts are
+//! refused, and hostile content is neutralised on every page.
+
+use mailroom_testkit::TestApp;
+use serde_json::{Value, json};
+
+/// GETs a page; returns status, the headers we check, and the body.
+async fn page(app: &TestApp, path: &str) -> (u16, reqwest::header::HeaderMap, String) {
+    let response =
+        app.client.get(format!("{}{path}", app.base_url)).send().await.expect("get page");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (status, headers, response.text().await.expect("body"))
+}
+
+async fn send(app: &TestApp, slug: &str, subject: &str, body: &str, thread: &str) -> Value {
+    app.tool_ok(
+        "send_message",
+        json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
+               "subject": subject, "body_md": body, "thread_id": thread, "importance": "high"}),
+    )
+    .await
+}
+
+fn message_id(sent: &Value) -> i64 {
+    sent["deliveries"][0]["payload"]["id"].as_i64().expect("message id")
+}
+
+#[tokio::test]
+async fn every_page_answers_with_the_security_headers() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/web", "BlueLake", "GreenCastle").await;
+    let first = send(&app, &slug, "Plan for the migration", "**Step one**: back up.", "T-9").await;
+    send(&app, &slug, "Re: Plan for the migration", "Done; see `db.sql`.", "T-9").await;
+    app.archive_flushed().await;
+    let id = message_id(&first);
+    let pages = [
+        ("/mail", "Plan for the migration"),
+        ("/mail/", "Plan for the migration"),
+        ("/mail/unified-inbox?filter_importance=high", "Plan for the migration"),
+        ("/mail/projects", "/work/web"),
+        (&format!("/mail/{slug}"), "GreenCastle"),
+        (&format!("/mail/{slug}?q=migration"), "2 results"),
+        (&format!("/mail/{slug}/search?q=%22back%20up%22"), "1 result"),
+        (&format!("/mail/{slug}/inbox/GreenCastle"), "page 1 of 1"),
+        (&format!("/mail/{slug}/message/{id}"), "<strong>Step one</strong>"),
+        (&format!("/mail/{slug}/thread/T-9"), "<code>db.sql</code>"),
+    ];
+    for (path, expected) in pages {
+        let (status, headers, body) = page(&app, path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        assert!(body.contains(expected), "{path} lacks {expected:?}: {body}");
+        let csp = headers.get("content-security-policy").expect("CSP").to_str().expect("text");
+        assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"));
+        assert_eq!(headers.get("x-content-type-options").expect("nosniff"), "nosniff");
+        assert!(headers["content-type"].to_str().expect("type").starts_with("text/html"));
+    }
+    let (_, _, detail) = page(&app, &format!("/mail/{slug}/message/{id}")).await;
+    assert!(detail.contains("Archived in commit <code>"), "the commit is shown: {detail}");
+    let (status, headers, css) = page(&app, "/mail/static/app.css").await;
+    assert_eq!(
+        (status, headers["content-type"].to_str().expect("type")),
+        (200, "text/css; charset=utf-8")
+    );
+    assert!(css.contains("prefers-color-scheme: dark"));
+    let (status, _, js) = page(&app, "/mail/static/app.js").await;
+    assert!(status == 200 && js.contains("keydown"));
+
+    let (status, _, json) = page(&app, "/mail/api/unified-inbox?limit=1").await;
+    assert_eq!(status, 200);
+    let json: Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(json["messages"].as_array().map(Vec::len), Some(1), "{json}");
+    assert_eq!(json["messages"][0]["recipients"], json!(["GreenCastle"]));
+    assert_eq!(json["projects"][0]["slug"], slug);
+    let (_, _, json) = page(&app, "/mail/api/unified-inbox?include_projects=false").await;
+    let json: Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(json["projects"], json!([]));
+    assert_eq!(json["messages"].as_array().map(Vec::len), Some(2));
+}
+
+#[tokio::test]
+async fn an_agent_inbox_is_paged_and_shows_unread_mail() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/pages", "BlueLake", "GreenCastle").await;
+    for i in 0..5 {
+        send(&app, &slug, &format!("Message number {i}"), "body", "T-1").await;
+    }
+    app.tool_ok(
+        "mark_message_read",
+        json!({"project_key": slug, "agent_name": "GreenCastle", "message_id": 5}),
+    )
+    .await;
+    let path = format!("/mail/{slug}/inbox/GreenCastle?limit=2");
+    let (_, _, first) = page(&app, &path).await;
+    assert!(first.contains("page 1 of 3") && first.contains("Message number 4"), "{first}");
+    assert!(first.contains("?page=2") && !first.contains("Newer"), "{first}");
+    assert_eq!(first.matches("class=\"unread\"").count(), 1, "message 5 was read: {first}");
+    let (_, _, last) = page(&app, &format!("{path}&page=3")).await;
+    assert!(last.contains("Message number 0") && last.contains("Newer"), "{last}");
+    assert!(!last.contains("Message number 4"));
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_errors() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/errors", "BlueLake", "GreenCastle").await;
+    let long = "x".repeat(8000);
+    let cases = [
+        ("/mail/no-such-project", 404, "not found"),
+        ("/mail/no-such-project/inbox/BlueLake", 404, "not found"),
+        (&format!("/mail/{long}"), 404, "not found"),
+        (&format!("/mail/{slug}/inbox/NoSuchAgent"), 404, "NoSuchAgent"),
+        (&format!("/mail/{slug}/message/abc"), 400, "whole number"),
+        (&format!("/mail/{slug}/message/99999"), 404, "Message not found"),
+        (&format!("/mail/{slug}/message/-1"), 404, "Message not found"),
+        (&format!("/mail/{slug}/inbox/GreenCastle?page=x"), 400, "page must be a whole number"),
+        (&format!("/mail/{slug}/inbox/GreenCastle?page=0"), 400, "at least 1"),
+        ("/mail?limit=lots", 400, "limit must be a whole number"),
+        ("/mail/static/../../etc/passwd", 404, ""),
+        ("/mail/static/secret.txt", 404, "No such file"),
+    ];
+    for (path, status, text) in cases {
+        let (got, headers, body) = page(&app, path).await;
+        assert_eq!(got, status, "{path}: {body}");
+        assert!(body.contains(text), "{path}: {body}");
+        if got != 404 || !text.is_empty() {
+            assert!(headers.contains_key("content-security-policy"), "{path}");
+        }
+    }
+    let (status, _, body) = page(&app, "/mail/api/unified-inbox?limit=x").await;
+    assert_eq!(status, 400);
+    assert!(body.contains("limit must be a whole number"), "{body}");
+    // An oversized limit is clamped, not refused.
+    assert_eq!(page(&app, "/mail?limit=999999999").await.0, 200);
+    assert_eq!(page(&app, &format!("/mail/{slug}/inbox/GreenCastle?limit=999999")).await.0, 200);
+}
+
+#[tokio::test]
+async fn foreign_hosts_and_origins_are_refused() {
+    let app = TestApp::start().await;
+    let url = format!("{}/mail", app.base_url);
+    let rebound = app.client.get(&url).header("host", "evil.example").send().await.expect("get");
+    assert_eq!(rebound.status().as_u16(), 421);
+    let foreign =
+        app.client.get(&url).header("origin", "https://evil.example").send().await.expect("get");
+    assert_eq!(foreign.status().as_u16(), 403);
+    let local =
+        app.client.get(&url).header("origin", "http://localhost:8765").send().await.expect("get");
+    assert_eq!(local.status().as_u16(), 200);
+}
+
+/// Markup an attacker might put in a subject, body, project key, program or model string.
+const CORPUS: &[&str] = &[
+    "<script>alert('s')</script>",
+    "<img src=x onerror=alert('i')>",
+    "<svg onload=alert('v')><circle r=1></svg>",
+    "<math><mtext><table><mglyph><style><img src=x onerror=alert('m')></style></mglyph></table></mtext></math>",
+    "<a href=\"javascript:alert('j')\">click</a>",
+    "[link](javascript:alert('l'))",
+    "[data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+    "![svg](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+)",
+    "<p style=\"background:url(javascript:alert('c'))\">styled</p>",
+    "<iframe src=\"https://evil.example\"></iframe>",
+    "<object data=\"x\"></object><embed src=\"x\">",
+    "<form action=\"https://evil.example\"><button>go</button></form>",
+    "\"><script>alert('q')</script>",
+    "'><img src=x onerror=alert('a')>",
+    "<base href=\"https://evil.example/\">",
+    "<meta http-equiv=\"refresh\" content=\"0;url=https://evil.example\">",
+    "<link rel=stylesheet href=\"https://evil.example/x.css\">",
+    "<<script>script>alert('n')<</script>/script>",
+    "\u{202e}txt.exe \u{2067}right-to-left\u{2069}",
+];
+
+/// The tags the UI's own templates and the Markdown allow-list may produce.
+const ALLOWED_TAGS: &[&str] = &[
+    "!doctype",
+    "html",
+    "head",
+    "meta",
+    "title",
+    "link",
+    "script",
+    "body",
+    "header",
+    "nav",
+    "main",
+    "footer",
+    "kbd",
+    "a",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "p",
+    "div",
+    "span",
+    "section",
+    "aside",
+    "ul",
+    "ol",
+    "li",
+    "time",
+    "strong",
+    "em",
+    "b",
+    "i",
+    "code",
+    "pre",
+    "blockquote",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "hr",
+    "br",
+    "img",
+    "article",
+    "form",
+    "input",
+    "button",
+    "abbr",
+    "acronym",
+    "del",
+];
+
+/// Every literal tag of a page (askama escapes `<` in text, so each one is real markup):
+/// its name and attribute text, quotes respected.
+fn tags(html: &str) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut rest = html;
+    while let Some(start) = rest.find('<') {
+        let after = &rest[start + 1..];
+        let mut quote = None;
+        let mut end = after.len();
+        for (i, c) in after.char_indices() {
+            match (quote, c) {
+                (None, '"' | '\'') => quote = Some(c),
+                (Some(q), c) if c == q => quote = None,
+                (None, '>') => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let inner = &after[..end];
+        let name: String = inner
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| !c.is_whitespace() && *c != '/')
+            .collect();
+        found.push((name.to_ascii_lowercase(), inner.to_string()));
+        rest = &after[end.min(after.len())..];
+    }
+    found
+}
+
+fn assert_neutral(path: &str, html: &str) {
+    let lower = html.to_ascii_lowercase();
+    for (name, inner) in tags(html) {
+        assert!(ALLOWED_TAGS.contains(&name.as_str()), "{path}: tag <{inner}>");
+        if inner.starts_with('/') {
+            continue;
+        }
+        let attributes = inner.to_ascii_lowercase();
+        for word in attributes.split(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
+            assert!(
+                !(word.starts_with("on") && word.contains('=')),
+                "{path}: handler in <{inner}>"
+            );
+        }
+        assert!(!attributes.contains("javascript:"), "{path}: <{inner}>");
+        assert!(!attributes.contains(" style="), "{path}: <{inner}>");
+        if attributes.contains("data:") {
+            assert!(name == "img" && attributes.contains("data:image/"), "{path}: <{inner}>");
+            assert!(!attributes.contains("svg"), "{path}: <{inner}>");
+        }
+        if name == "script" {
+            assert_eq!(inner, "script src=\"/mail/static/app.js\" defer", "{path}");
+        }
+        if name == "link" {
+            assert_eq!(inner, "link rel=\"stylesheet\" href=\"/mail/static/app.css\"", "{path}");
+        }
+        if name == "form" {
+            assert!(inner.contains("action=\"/mail/"), "{path}: <{inner}>");
+        }
+    }
+    assert_eq!(lower.matches("<script").count(), 1, "{path}: one script, ours");
+}
+
+#[tokio::test]
+async fn hostile_content_is_neutralised_on_every_page() {
+    let app = TestApp::start().await;
+    let human_key = "/work/<script>alert('p')</script>\"><img src=x onerror=alert(1)>";
+    let slug = app.tool_ok("ensure_project", json!({"human_key": human_key})).await["slug"]
+        .as_str()
+        .expect("slug")
+        .to_string();
+    for (name, program) in [("BlueLake", CORPUS[0]), ("GreenCastle", CORPUS[1])] {
+        app.tool_ok(
+            "register_agent",
+            json!({"project_key": slug, "program": program, "model": CORPUS[2], "name": name,
+                   "task_description": CORPUS[3]}),
+        )
+        .await;
+    }
+    app.tool_ok(
+        "set_contact_policy",
+        json!({"project_key": slug, "agent_name": "GreenCastle", "policy": "open"}),
+    )
+    .await;
+    let body = CORPUS.join("\n\n");
+    let mut ids = Vec::new();
+    for (i, subject) in CORPUS.iter().enumerate() {
+        let sent = send(&app, &slug, subject, &format!("{body}\n\n{subject}"), "T-x").await;
+        ids.push(message_id(&sent));
+        if i == 0 {
+            let long = "\u{5d0}".repeat(5000);
+            send(&app, &slug, &long, &long, "T-x").await;
+        }
+    }
+    let mut paths = vec![
+        "/mail".to_string(),
+        "/mail/projects".to_string(),
+        format!("/mail/{slug}"),
+        format!("/mail/{slug}?q=script"),
+        format!("/mail/{slug}/search?q=%3Cimg"),
+        format!("/mail/{slug}/inbox/GreenCastle"),
+        format!("/mail/{slug}/thread/T-x"),
+        format!("/mail/{slug}?q=%3Cscript%3Ealert(1)%3C/script%3E"),
+        format!("/mail/{slug}/message/%3Cscript%3E"),
+        format!("/mail/%3Cscript%3Ealert(1)%3C%2Fscript%3E"),
+    ];
+    paths.extend(ids.iter().map(|id| format!("/mail/{slug}/message/{id}")));
+    for path in paths {
+        let (status, _, html) = page(&app, &path).await;
+        assert!(matches!(status, 200 | 400 | 404), "{path}: {status}");
+        assert_neutral(&path, &html);
+    }
+}
