@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-use pulldown_cmark::{Options, Parser, html};
+use pulldown_cmark::{Event, Options, Parser, TagEnd, html};
 
 const TAGS: &[&str] = &[
     "a",
@@ -89,9 +89,50 @@ pub fn render(markdown: &str) -> String {
     SANITIZER.clean(&unsafe_html).to_string()
 }
 
+/// Whether a tag ends a block, after which an excerpt needs a space.
+fn ends_block(end: &TagEnd) -> bool {
+    matches!(
+        end,
+        TagEnd::Paragraph
+            | TagEnd::Heading(_)
+            | TagEnd::BlockQuote(_)
+            | TagEnd::CodeBlock
+            | TagEnd::Item
+            | TagEnd::TableCell
+            | TagEnd::HtmlBlock
+    )
+}
+
+/// The text a reader sees in a Markdown snippet (an excerpt), its markup dropped: emphasis,
+/// code ticks, link targets, HTML tags.
+pub fn plain_text(markdown: &str) -> String {
+    let mut text = String::with_capacity(markdown.len());
+    for event in Parser::new_ext(markdown, Options::ENABLE_STRIKETHROUGH) {
+        match event {
+            Event::Text(t) | Event::Code(t) => text.push_str(&t),
+            Event::SoftBreak | Event::HardBreak if !text.ends_with(' ') => text.push(' '),
+            Event::End(end) if ends_block(&end) && !text.ends_with(' ') => {
+                text.push(' ');
+            }
+            _ => {}
+        }
+    }
+    text.trim_end().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excerpts_read_as_text() {
+        assert_eq!(
+            plain_text("We split **checkout** into `three` steps."),
+            "We split checkout into three steps."
+        );
+        assert_eq!(plain_text("[a link](https://x.example) and <b>bold</b>"), "a link and bold");
+        assert_eq!(plain_text("<script>alert(1)</script>"), "");
+    }
 
     fn check(markdown: &str, absent: &[&str], present: &[&str]) {
         let html = render(markdown);

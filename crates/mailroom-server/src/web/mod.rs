@@ -291,11 +291,12 @@ async fn thread(
     page(answer.await)
 }
 
-/// The stylesheet and script, compiled into the binary.
+/// The stylesheet, script and icon, compiled into the binary.
 async fn asset(Path(file): Path<String>) -> Response {
     let (body, kind) = match file.as_str() {
         "app.css" => (include_str!("../../static/app.css"), "text/css; charset=utf-8"),
         "app.js" => (include_str!("../../static/app.js"), "text/javascript; charset=utf-8"),
+        "icon.svg" => (include_str!("../../static/icon.svg"), "image/svg+xml"),
         _ => return PageError(StatusCode::NOT_FOUND, "No such file.".into()).into_response(),
     };
     ([(header::CONTENT_TYPE, kind)], body).into_response()

@@ -40,7 +40,7 @@ impl Row {
             sender: m.sender.clone(),
             recipients: m.recipients.join(", "),
             project: m.project_slug.clone(),
-            excerpt: m.excerpt.clone(),
+            excerpt: markdown::plain_text(&m.excerpt),
             important: is_important(&m.importance),
             importance: m.importance.clone(),
             unread: false,
@@ -56,7 +56,11 @@ impl Row {
             sender: m.from.clone().unwrap_or_default(),
             recipients: String::new(),
             project: String::new(),
-            excerpt: m.body_md.as_deref().map(excerpt).unwrap_or_default(),
+            excerpt: m
+                .body_md
+                .as_deref()
+                .map(|b| markdown::plain_text(&excerpt(b)))
+                .unwrap_or_default(),
             important: is_important(&m.importance),
             importance: m.importance.clone(),
             unread,

@@ -284,7 +284,7 @@ fn assert_neutral(path: &str, html: &str) {
             assert_eq!(inner, "script src=\"/mail/static/app.js\" defer", "{path}");
         }
         if name == "link" {
-            assert_eq!(inner, "link rel=\"stylesheet\" href=\"/mail/static/app.css\"", "{path}");
+            assert!(inner.contains(" href=\"/mail/static/"), "{path}: <{inner}>");
         }
         if name == "form" {
             assert!(inner.contains("action=\"/mail/"), "{path}: <{inner}>");

@@ -1,0 +1,160 @@
+"""The web UI driven as a person would, in Debian's Chromium through Selenium.
+
+Usage: ui_test.py BASE_URL SCREENSHOT_DIR
+
+Seeds a project over the REST routes, then opens the unified inbox, follows a message to its
+thread, searches a project, opens an agent's inbox, moves with the keyboard, and looks at the
+inbox on a phone-sized screen and in dark mode. Every page is saved as a PNG in SCREENSHOT_DIR.
+Any JavaScript dialog (a hostile subject that ran) fails the run, as does a console error
+(a Content-Security-Policy violation is one).
+"""
+
+import json
+import sys
+import urllib.request
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+BASE = sys.argv[1].rstrip("/")
+SHOTS = Path(sys.argv[2])
+SHOTS.mkdir(parents=True, exist_ok=True)
+HOSTILE = "<img src=x onerror=alert(1)> Deploy plan <script>alert(2)</script>"
+
+
+def post(path, body):
+    request = urllib.request.Request(
+        BASE + path, data=json.dumps(body).encode(), headers={"content-type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def seed():
+    post("/api/project/ensure", {"human_key": "/work/webshop"})
+    for name, program in [("BlueLake", "claude-code"), ("GreenCastle", "codex-cli"), ("RedFox", "gemini-cli")]:
+        post(
+            "/api/agent/register",
+            {"project_slug": "/work/webshop", "name": name, "program": program, "model": "frontier"},
+        )
+    messages = [
+        ("BlueLake", ["GreenCastle"], "Checkout refactor: plan", "We split **checkout** into three steps.\n\n- cart\n- payment\n- receipt", "T-42"),
+        ("GreenCastle", ["BlueLake"], "Re: Checkout refactor: plan", "Agreed. I reserved `src/payment/**` for the next hour.", "T-42"),
+        ("RedFox", ["BlueLake", "GreenCastle"], "Flaky test in CI", "`test_receipt_totals` fails one run in ten; looking into it.", "T-7"),
+        ("BlueLake", ["RedFox"], HOSTILE, "Body with <script>alert(3)</script> and [a link](javascript:alert(4)).", "T-7"),
+    ]
+    for sender, to, subject, body, thread in messages:
+        post(
+            "/api/message/send",
+            {"project_slug": "/work/webshop", "sender_name": sender, "recipient_names": to,
+             "subject": subject, "body_md": body, "thread_id": thread},
+        )
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ["--headless", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def shot(driver, name):
+    path = SHOTS / f"{name}.png"
+    driver.save_screenshot(str(path))
+    print(f"[browser] saved {path}")
+
+
+def no_console_errors(driver, where):
+    errors = [e for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    assert not errors, f"{where}: console errors {errors}"
+
+
+def main():
+    seed()
+    driver = browser()
+    wait = WebDriverWait(driver, 10)
+    try:
+        driver.get(BASE + "/mail")
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "ul.rows > li")))
+        rows = driver.find_elements(By.CSS_SELECTOR, "#messages > li")
+        assert len(rows) == 4, f"unified inbox shows {len(rows)} messages"
+        subjects = [r.find_element(By.CSS_SELECTOR, ".subject").text for r in rows]
+        assert HOSTILE in subjects, f"the hostile subject is shown as text: {subjects}"
+        shot(driver, "unified-inbox")
+        no_console_errors(driver, "/mail")
+
+        # Follow a message to its page, then to its thread.
+        link = next(r for r in rows if r.find_element(By.CSS_SELECTOR, ".subject").text == "Checkout refactor: plan")
+        link.find_element(By.CSS_SELECTOR, "a.row").click()
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "article.message")))
+        assert driver.find_element(By.CSS_SELECTOR, ".body strong").text == "checkout"
+        assert "GreenCastle" in driver.find_element(By.CSS_SELECTOR, ".meta").text
+        shot(driver, "message")
+        driver.find_element(By.LINK_TEXT, "whole thread").click()
+        wait.until(ec.url_contains("/thread/T-42"))
+        cards = driver.find_elements(By.CSS_SELECTOR, "article.message")
+        assert len(cards) == 2, f"thread T-42 has {len(cards)} messages"
+        shot(driver, "thread")
+
+        # The project page, and a search typed into its box.
+        driver.find_element(By.LINK_TEXT, "work-webshop").click()
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "aside.panel")))
+        box = driver.find_element(By.CSS_SELECTOR, "input[type=search]")
+        box.send_keys("payment", Keys.ENTER)
+        wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h2"), "for “payment”"))
+        found = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#messages .subject")]
+        assert found and all("Checkout" in s for s in found), f"search found {found}"
+        shot(driver, "project-search")
+
+        # An agent's inbox from the project's agents panel.
+        driver.find_element(By.CSS_SELECTOR, "aside.panel").find_element(By.LINK_TEXT, "BlueLake").click()
+        wait.until(ec.url_contains("/inbox/BlueLake"))
+        unread = driver.find_elements(By.CSS_SELECTOR, "#messages > li.unread")
+        assert len(unread) == 2, f"BlueLake has {len(unread)} unread messages"
+        shot(driver, "agent-inbox")
+
+        # The keyboard: j selects the first row, o opens it.
+        driver.get(BASE + "/mail")
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#messages > li")))
+        body = driver.find_element(By.TAG_NAME, "body")
+        body.send_keys("j")
+        body.send_keys("j")
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#messages > li.selected")))
+        second = driver.find_elements(By.CSS_SELECTOR, "#messages > li")[1]
+        assert "selected" in second.get_attribute("class")
+        driver.switch_to.active_element.send_keys("o")
+        wait.until(ec.url_contains("/message/"))
+        shot(driver, "keyboard-opened")
+
+        # A phone-sized screen, then dark mode.
+        driver.set_window_size(390, 844)
+        driver.get(BASE + "/mail")
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#messages > li")))
+        width = driver.execute_script("return document.documentElement.scrollWidth")
+        assert width <= 390, f"the page scrolls sideways on a phone ({width}px)"
+        shot(driver, "unified-inbox-phone")
+        driver.set_window_size(1280, 900)
+        driver.execute_cdp_cmd(
+            "Emulation.setEmulatedMedia",
+            {"features": [{"name": "prefers-color-scheme", "value": "dark"}]},
+        )
+        driver.get(BASE + "/mail")
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#messages > li")))
+        background = driver.execute_script("return getComputedStyle(document.body).backgroundColor")
+        assert background == "rgb(21, 22, 20)", f"dark mode background is {background}"
+        shot(driver, "unified-inbox-dark")
+        no_console_errors(driver, "the run")
+    finally:
+        driver.quit()
+    print("[browser] all checks passed")
+
+
+if __name__ == "__main__":
+    main()
