@@ -56,6 +56,22 @@ def seed():
         )
 
 
+def fetch_inbox_over_mcp(agent):
+    """The agent's inbox as its MCP client sees it (a stateless JSON-RPC tools/call)."""
+    call = {
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "fetch_inbox", "arguments": {
+            "project_key": "/work/webshop", "agent_name": agent, "include_bodies": True}},
+    }
+    request = urllib.request.Request(
+        BASE + "/mcp", data=json.dumps(call).encode(),
+        headers={"content-type": "application/json", "accept": "application/json, text/event-stream"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        answer = json.load(response)
+    return json.loads(answer["result"]["content"][0]["text"])
+
+
 def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
@@ -119,6 +135,32 @@ def main():
         unread = driver.find_elements(By.CSS_SELECTOR, "#messages > li.unread")
         assert len(unread) == 2, f"BlueLake has {len(unread)} unread messages"
         shot(driver, "agent-inbox")
+
+        # Write to two agents as the Human Overseer, from the project's composer.
+        driver.find_element(By.LINK_TEXT, "work-webshop").click()
+        driver.find_element(By.LINK_TEXT, "Write to the agents").click()
+        form = wait.until(ec.presence_of_element_located((By.ID, "composer")))
+        for name in ["GreenCastle", "RedFox"]:
+            form.find_element(By.CSS_SELECTOR, f"input[name=recipients][value={name}]").click()
+        form.find_element(By.NAME, "subject").send_keys("Freeze merges until the release")
+        form.find_element(By.NAME, "body_md").send_keys("Finish what you hold, then **wait** for the tag.")
+        shot(driver, "overseer-compose")
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait.until(ec.url_contains("/message/"))
+        assert "MESSAGE FROM THE HUMAN OVERSEER" in driver.find_element(By.CSS_SELECTOR, ".body").text
+        shot(driver, "overseer-sent")
+        driver.get(BASE + "/mail/work-webshop/inbox/RedFox")
+        first = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#messages > li")))
+        assert "Freeze merges until the release" in first.text, first.text
+        assert "unread" in first.get_attribute("class")
+        mcp_inbox = fetch_inbox_over_mcp("RedFox")
+        assert mcp_inbox[0]["subject"] == "Freeze merges until the release", mcp_inbox[0]
+        assert mcp_inbox[0]["from"] == "HumanOverseer" and mcp_inbox[0]["importance"] == "high"
+
+        # Mark all read from the inbox page.
+        driver.find_element(By.XPATH, "//button[text()='Mark all read']").click()
+        wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#messages > li.unread"))
+        shot(driver, "agent-inbox-read")
 
         # The keyboard: j selects the first row, o opens it.
         driver.get(BASE + "/mail")

@@ -1,8 +1,70 @@
-// mailroom's web UI: keyboard navigation. j/k (or the arrow keys) move between the rows of a
-// list, Enter or o opens the selected one, / focuses the search box, g then i goes to the
-// unified inbox and g then p to the projects list.
+// mailroom's web UI script. Keyboard navigation: j/k (or the arrow keys) move between the
+// rows of a list, Enter or o opens the selected one, / focuses the search box, g then i goes
+// to the unified inbox and g then p to the projects list. Forms that change state are sent as
+// JSON with the CSRF token (the mailroom_csrf cookie repeated in the X-CSRF-Token header).
 (function () {
   "use strict";
+
+  function csrfToken() {
+    const found = document.cookie.split(";").map((c) => c.trim())
+      .find((c) => c.startsWith("mailroom_csrf="));
+    return found ? found.slice("mailroom_csrf=".length) : "";
+  }
+
+  async function postJson(url, body) {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-csrf-token": csrfToken() },
+      body: JSON.stringify(body),
+      credentials: "same-origin",
+    });
+    let answer = {};
+    try { answer = await response.json(); } catch (e) { answer = {}; }
+    if (!response.ok) throw new Error(answer.error || `${response.status} ${response.statusText}`);
+    return answer;
+  }
+
+  function wireComposer(form) {
+    const status = document.getElementById("composer-status");
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const data = new FormData(form);
+      const body = {
+        recipients: data.getAll("recipients"),
+        subject: String(data.get("subject") || ""),
+        body_md: String(data.get("body_md") || ""),
+      };
+      const thread = String(data.get("thread_id") || "").trim();
+      if (thread) body.thread_id = thread;
+      status.textContent = "Sending…";
+      try {
+        const sent = await postJson(form.action, body);
+        status.textContent = `Sent to ${sent.recipients.join(", ")}.`;
+        const project = form.action.replace(/\/overseer\/send$/, "");
+        window.location.href = `${project}/message/${sent.message_id}`;
+      } catch (error) {
+        status.textContent = `Not sent: ${error.message}`;
+      }
+    });
+  }
+
+  function wireJsonPost(form) {
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      try {
+        await postJson(form.action, {});
+        window.location.reload();
+      } catch (error) {
+        window.alert(`Failed: ${error.message}`);
+      }
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const composer = document.getElementById("composer");
+    if (composer) wireComposer(composer);
+    document.querySelectorAll("form[data-json-post]").forEach(wireJsonPost);
+  });
   let selected = -1;
   let pendingG = false;
 

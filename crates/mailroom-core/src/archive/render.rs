@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::format::{self, AgentBase, MessageDoc, SenderProject};
 use crate::error::{Error, Result};
+use crate::model::names::OVERSEER_NAME;
 use crate::records::{AgentId, MessageId};
 use crate::store::Db;
 use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
@@ -223,6 +224,9 @@ pub(super) fn attachment_files(doc: &MessageDoc) -> Vec<String> {
 
 /// `mail: A -> B, C | subject`, the reference's plain commit line.
 fn mail_line(doc: &MessageDoc) -> String {
+    if doc.from == OVERSEER_NAME && doc.from_project.is_none() {
+        return format!("Human Overseer message: {}", doc.subject);
+    }
     let sender = match &doc.from_project {
         Some(p) => format!("{}@{}", doc.from, p.slug),
         None => doc.from.clone(),

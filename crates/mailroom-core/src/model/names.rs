@@ -8,6 +8,10 @@
 //! Python folds to `k`). We deliberately do not accept it: a name containing it could never
 //! survive [`sanitize_agent_name`] anyway.
 
+/// The agent a person writing from the web UI sends as (docs/compat/http.md §7), in every
+/// project it writes to.
+pub const OVERSEER_NAME: &str = "HumanOverseer";
+
 /// The adjectives of the agent-name vocabulary, in the reference order.
 ///
 /// The order matters only for reproducibility of docs and tests; generation draws uniformly.

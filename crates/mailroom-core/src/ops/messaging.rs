@@ -7,7 +7,7 @@ mod delivery;
 mod inbox;
 mod reply;
 mod returned;
-mod send;
+pub(crate) mod send;
 
 use serde::{Serialize, Serializer};
 

@@ -17,6 +17,7 @@ pub mod macros;
 pub mod mailbox;
 pub mod messaging;
 pub mod output;
+pub mod overseer;
 pub mod oversight;
 pub mod policy;
 pub mod products;

@@ -175,7 +175,57 @@ impl Mailroom {
     }
 }
 
+/// The answer to mark-read and mark-all-read.
+#[derive(Debug, Clone, Serialize)]
+pub struct MarkedRead {
+    pub success: bool,
+    pub marked_count: usize,
+    /// How many ids were given (mark-read only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_count: Option<usize>,
+    pub agent: String,
+    pub project: String,
+}
+
+/// Most ids one mark-read or delete names.
+pub const MAX_IDS: usize = 500;
+
 impl Mailroom {
+    /// Marks read, for an agent, those of `ids` it received in the project (`None`: all of
+    /// them). Read times already set stay.
+    pub async fn mark_read_from_ui(
+        &self,
+        project_key: String,
+        agent_name: String,
+        ids: Option<Vec<MessageId>>,
+    ) -> Result<MarkedRead> {
+        if let Some(ids) = &ids
+            && (ids.is_empty() || ids.len() > MAX_IDS)
+        {
+            return Err(crate::error::Error::invalid(format!(
+                "message_ids: name between 1 and {MAX_IDS} messages (got {}).",
+                ids.len()
+            )));
+        }
+        self.store
+            .write(move |db| {
+                let (project, agent) = project_agent(db, &project_key, &agent_name)?;
+                let now = Timestamp::now();
+                let marked_count = match &ids {
+                    Some(ids) => db.mark_read(project.id, agent.id, ids, now)?,
+                    None => db.mark_all_read(project.id, agent.id, now)?,
+                };
+                Ok(MarkedRead {
+                    success: true,
+                    marked_count,
+                    requested_count: ids.as_ref().map(Vec::len),
+                    agent: agent.name,
+                    project: project.slug,
+                })
+            })
+            .await
+    }
+
     /// The archive commit that last wrote a message's canonical file, when the archive is on
     /// and has committed it (best-effort: a failing lookup is logged and answers `None`).
     pub async fn message_commit(&self, project_slug: &str, message: &MessageOut) -> Option<String> {

@@ -4,27 +4,30 @@
 //! the UI works air-gapped. Every response carries a strict Content-Security-Policy, and
 //! every request passes the same Origin and Host checks as MCP.
 
+mod csrf;
 mod markdown;
 mod pages;
 mod paths;
 
 use askama::Template;
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use mailroom_core::Error;
 use mailroom_core::model::time::Timestamp;
+use mailroom_core::ops::overseer::{OVERSEER_NAME, OverseerMessage};
 use mailroom_core::ops::oversight::MAX_FLEET_MESSAGES;
 use mailroom_core::records::MessageId;
 use serde::Deserialize;
 use serde_json::json;
 
 use self::pages::{
-    AgentLink, Card, ErrorPage, FleetPage, InboxPage, MessagePage, ProjectLink, ProjectPage,
-    ProjectsPage, Row, ThreadPage,
+    AgentLink, Card, ComposePage, ErrorPage, FleetPage, InboxPage, MessagePage, ProjectLink,
+    ProjectPage, ProjectsPage, Row, ThreadPage,
 };
 use crate::http::error::status_and_message;
 use crate::mcp::transport::check_origin_and_host;
@@ -56,15 +59,31 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/mail/{project}/inbox/{agent}", get(inbox))
         .route("/mail/{project}/message/{id}", get(message))
         .route("/mail/{project}/thread/{thread_id}", get(thread))
+        .route("/mail/{project}/overseer/compose", get(compose))
+        .route("/mail/{project}/overseer/send", post(overseer_send))
+        .route("/mail/{project}/inbox/{agent}/mark-read", post(mark_read))
+        .route("/mail/{project}/inbox/{agent}/mark-all-read", post(mark_all_read))
         .route_layer(middleware::from_fn_with_state(state, guard))
 }
 
-/// Origin and Host checks first; then the security headers on whatever the route answers.
+/// Origin and Host checks first, then the CSRF token of a state-changing request; the
+/// security headers (and a CSRF cookie where the browser has none) on whatever the route
+/// answers.
 async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     if let Err(refused) = check_origin_and_host(&state, request.headers()) {
         return *refused;
     }
+    let safe = request.method().is_safe();
+    if !safe && !csrf::verified(request.headers()) {
+        let message = "CSRF token missing or wrong: send the mailroom_csrf cookie's value in \
+                       the X-CSRF-Token header.";
+        return json_error(StatusCode::FORBIDDEN, message.to_string());
+    }
+    let needs_cookie = safe && csrf::cookie_token(request.headers()).is_none();
     let mut response = next.run(request).await;
+    if let Some(cookie) = needs_cookie.then(csrf::fresh_cookie).flatten() {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
@@ -197,6 +216,7 @@ async fn project(
         };
         Ok(render(&ProjectPage {
             href: paths::project(&slug),
+            compose_href: paths::compose(&slug),
             human_key: overview.project.human_key.clone(),
             searched: !query.is_empty(),
             query,
@@ -233,6 +253,7 @@ async fn inbox(
         let link = |n: i64| paths::inbox_page(&slug, &name, n);
         Ok(render(&InboxPage {
             project_href: paths::project(&slug),
+            mark_all_read_href: paths::mark_all_read(&slug, &name),
             agent: name.clone(),
             total: view.total,
             page: view.page,
@@ -304,4 +325,99 @@ async fn asset(Path(file): Path<String>) -> Response {
 
 fn page(answer: Result<Response, PageError>) -> Response {
     answer.unwrap_or_else(IntoResponse::into_response)
+}
+
+fn json_error(status: StatusCode, message: String) -> Response {
+    (status, axum::Json(json!({ "success": false, "error": message }))).into_response()
+}
+
+/// A JSON answer, or the error as `{success: false, error}` with its status.
+fn json_answer<T: serde::Serialize>(answer: Result<T, PageError>) -> Response {
+    match answer {
+        Ok(value) => axum::Json(value).into_response(),
+        Err(PageError(status, message)) => json_error(status, message),
+    }
+}
+
+/// A strict JSON body: unknown fields refused, errors naming the field.
+fn body<T: serde::de::DeserializeOwned>(bytes: &Bytes) -> Result<T, PageError> {
+    serde_json::from_slice(bytes).map_err(|e| bad_request(format!("Invalid request body: {e}")))
+}
+
+async fn compose(State(state): State<AppState>, Path(project): Path<String>) -> Response {
+    let answer = async {
+        let overview = state.core.project_overview(project).await?;
+        let slug = overview.project.slug.clone();
+        let agents = overview
+            .agents
+            .iter()
+            .filter(|a| a.agent.name != OVERSEER_NAME && a.agent.retired_at.is_none())
+            .map(|a| a.agent.name.clone())
+            .collect();
+        Ok(render(&ComposePage {
+            project_href: paths::project(&slug),
+            action: paths::overseer_send(&slug),
+            agents,
+            slug,
+        }))
+    };
+    page(answer.await)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OverseerBody {
+    recipients: Vec<String>,
+    subject: String,
+    body_md: String,
+    #[serde(default)]
+    thread_id: Option<String>,
+}
+
+/// `POST /mail/{project}/overseer/send` → `{success, message_id, recipients, sent_at}`.
+async fn overseer_send(
+    State(state): State<AppState>,
+    Path(project): Path<String>,
+    bytes: Bytes,
+) -> Response {
+    let answer = async {
+        let b: OverseerBody = body(&bytes)?;
+        let message = OverseerMessage {
+            project_key: project,
+            recipients: b.recipients,
+            subject: b.subject,
+            body_md: b.body_md,
+            thread_id: b.thread_id,
+        };
+        Ok(state.core.overseer_send(message).await?)
+    };
+    json_answer(answer.await)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MarkReadBody {
+    message_ids: Vec<i64>,
+}
+
+/// `POST /mail/{project}/inbox/{agent}/mark-read {message_ids}`.
+async fn mark_read(
+    State(state): State<AppState>,
+    Path((project, agent)): Path<(String, String)>,
+    bytes: Bytes,
+) -> Response {
+    let answer = async {
+        let b: MarkReadBody = body(&bytes)?;
+        let ids = b.message_ids.into_iter().map(MessageId).collect();
+        Ok(state.core.mark_read_from_ui(project, agent, Some(ids)).await?)
+    };
+    json_answer(answer.await)
+}
+
+/// `POST /mail/{project}/inbox/{agent}/mark-all-read`.
+async fn mark_all_read(
+    State(state): State<AppState>,
+    Path((project, agent)): Path<(String, String)>,
+) -> Response {
+    json_answer(state.core.mark_read_from_ui(project, agent, None).await.map_err(PageError::from))
 }

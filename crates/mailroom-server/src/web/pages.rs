@@ -193,6 +193,7 @@ pub struct ProjectsPage {
 #[template(path = "project.html")]
 pub struct ProjectPage {
     pub slug: String,
+    pub compose_href: String,
     pub human_key: String,
     pub href: String,
     pub query: String,
@@ -205,6 +206,7 @@ pub struct ProjectPage {
 #[template(path = "inbox.html")]
 pub struct InboxPage {
     pub slug: String,
+    pub mark_all_read_href: String,
     pub project_href: String,
     pub agent: String,
     pub total: i64,
@@ -231,6 +233,16 @@ pub struct ThreadPage {
     pub project_href: String,
     pub thread_id: String,
     pub messages: Vec<Card>,
+}
+
+#[derive(Template)]
+#[template(path = "compose.html")]
+pub struct ComposePage {
+    pub slug: String,
+    pub project_href: String,
+    pub action: String,
+    /// Agents that can be written to, by name.
+    pub agents: Vec<String>,
 }
 
 #[derive(Template)]

@@ -226,6 +226,10 @@ const ALLOWED_TAGS: &[&str] = &[
     "abbr",
     "acronym",
     "del",
+    "fieldset",
+    "legend",
+    "label",
+    "textarea",
 ];
 
 /// Every literal tag of a page (askama escapes `<` in text, so each one is real markup):
@@ -334,6 +338,7 @@ async fn hostile_content_is_neutralised_on_every_page() {
         format!("/mail/{slug}/thread/T-x"),
         format!("/mail/{slug}?q=%3Cscript%3Ealert(1)%3C/script%3E"),
         format!("/mail/{slug}/message/%3Cscript%3E"),
+        format!("/mail/{slug}/overseer/compose"),
         format!("/mail/%3Cscript%3Ealert(1)%3C%2Fscript%3E"),
     ];
     paths.extend(ids.iter().map(|id| format!("/mail/{slug}/message/{id}")));
@@ -342,4 +347,168 @@ async fn hostile_content_is_neutralised_on_every_page() {
         assert!(matches!(status, 200 | 400 | 404), "{path}: {status}");
         assert_neutral(&path, &html);
     }
+}
+
+/// A page's CSRF cookie value (every page answer sets one for a browser that has none).
+async fn csrf_token(app: &TestApp) -> String {
+    let response = app.client.get(format!("{}/mail", app.base_url)).send().await.expect("get");
+    let cookie = response.headers()["set-cookie"].to_str().expect("cookie").to_string();
+    assert!(cookie.contains("SameSite=Strict") && cookie.contains("Path=/mail"), "{cookie}");
+    let pair = cookie.split(';').next().expect("pair");
+    pair.strip_prefix("mailroom_csrf=").expect("token").to_string()
+}
+
+/// POSTs JSON to a UI route with (or without) the CSRF token.
+async fn ui_post(app: &TestApp, path: &str, body: Value, token: Option<&str>) -> (u16, Value) {
+    let mut request = app.client.post(format!("{}{path}", app.base_url)).json(&body);
+    if let Some(token) = token {
+        request = request
+            .header("cookie", format!("mailroom_csrf={token}"))
+            .header("x-csrf-token", token);
+    }
+    let response = request.send().await.expect("post");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn state_changes_need_the_csrf_token() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/csrf", "BlueLake", "GreenCastle").await;
+    let path = format!("/mail/{slug}/inbox/GreenCastle/mark-all-read");
+    let (status, body) = ui_post(&app, &path, json!({}), None).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body["error"].as_str().expect("error").contains("CSRF"), "{body}");
+    let token = csrf_token(&app).await;
+    let forged = app
+        .client
+        .post(format!("{}{path}", app.base_url))
+        .header("cookie", format!("mailroom_csrf={token}"))
+        .header("x-csrf-token", "f".repeat(64))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(forged.status().as_u16(), 403, "a header that is not the cookie's token");
+    let (status, body) = ui_post(&app, &path, json!({}), Some(&token)).await;
+    assert_eq!((status, body["success"].clone()), (200, json!(true)), "{body}");
+    let foreign = app
+        .client
+        .post(format!("{}{path}", app.base_url))
+        .header("origin", "https://evil.example")
+        .header("cookie", format!("mailroom_csrf={token}"))
+        .header("x-csrf-token", &token)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(foreign.status().as_u16(), 403, "another origin is refused before the token");
+}
+
+#[tokio::test]
+async fn the_overseer_writes_past_contact_policies_with_its_banner() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/oversee", "BlueLake", "GreenCastle").await;
+    app.tool_ok(
+        "set_contact_policy",
+        json!({"project_key": slug, "agent_name": "BlueLake", "policy": "block_all"}),
+    )
+    .await;
+    let token = csrf_token(&app).await;
+    let path = format!("/mail/{slug}/overseer/send");
+    let send = |recipients: Value, subject: &str, body: &str| json!({"recipients": recipients, "subject": subject, "body_md": body, "thread_id": "OPS-1"});
+    let refusals = [
+        (send(json!([]), "s", "b"), "recipients"),
+        (send(json!(["NoSuchAgent"]), "s", "b"), "recipients: none of NoSuchAgent"),
+        (send(json!(["BlueLake"]), "", "b"), "subject"),
+        (send(json!(["BlueLake"]), &"s".repeat(201), "b"), "subject"),
+        (send(json!(["BlueLake"]), "s", ""), "body_md"),
+        (json!({"recipients": ["BlueLake"], "subject": "s", "body": "b"}), "unknown field `body`"),
+    ];
+    for (body, expected) in refusals {
+        let (status, answer) = ui_post(&app, &path, body, Some(&token)).await;
+        assert_eq!(status, 400, "{answer}");
+        assert!(answer["error"].as_str().expect("error").contains(expected), "{answer}");
+    }
+    let body = send(
+        json!(["BlueLake", "GreenCastle", "BlueLake", "Ghost"]),
+        "Stop the deploy",
+        "Roll back **now**.",
+    );
+    let (status, sent) = ui_post(&app, &path, body, Some(&token)).await;
+    assert_eq!(status, 200, "{sent}");
+    assert_eq!(sent["success"], true);
+    assert_eq!(sent["recipients"], json!(["BlueLake", "GreenCastle"]), "existing, de-duplicated");
+    assert!(sent["sent_at"].is_string() && sent["message_id"].is_i64(), "{sent}");
+
+    // The agent blocking everyone still has it, as high importance with the banner.
+    let inbox = app
+        .tool_ok(
+            "fetch_inbox",
+            json!({"project_key": slug, "agent_name": "BlueLake", "include_bodies": true}),
+        )
+        .await;
+    let message = &inbox[0];
+    assert_eq!(
+        (message["from"].as_str(), message["importance"].as_str()),
+        (Some("HumanOverseer"), Some("high"))
+    );
+    assert_eq!(message["thread_id"], "OPS-1");
+    let body = message["body_md"].as_str().expect("body");
+    assert!(
+        body.contains("MESSAGE FROM THE HUMAN OVERSEER") && body.ends_with("Roll back **now**.")
+    );
+    let agents = app.tool_ok("list_agents", json!({"project_key": slug})).await;
+    let overseer = agents
+        .as_array()
+        .and_then(|list| list.iter().find(|a| a["name"] == "HumanOverseer"))
+        .or_else(|| {
+            agents["agents"]
+                .as_array()
+                .and_then(|l| l.iter().find(|a| a["name"] == "HumanOverseer"))
+        })
+        .cloned()
+        .expect("the overseer is an agent of the project");
+    assert_eq!(
+        (overseer["program"].as_str(), overseer["model"].as_str()),
+        (Some("WebUI"), Some("Human"))
+    );
+
+    app.archive_flushed().await;
+    let log = std::process::Command::new("git")
+        .args(["log", "--format=%B"])
+        .current_dir(app.archive_root())
+        .output()
+        .expect("git log");
+    let log = String::from_utf8_lossy(&log.stdout);
+    // Its own commit's subject, or (batched with the overseer's new profile) a line of the
+    // batch commit.
+    let line = "Human Overseer message: Stop the deploy";
+    assert!(log.lines().any(|l| l == line || l == format!("- {line}")), "{log}");
+
+    // Mark read: the ids given, then all.
+    let id = sent["message_id"].as_i64().expect("id");
+    let mark = format!("/mail/{slug}/inbox/GreenCastle/mark-read");
+    let (status, marked) =
+        ui_post(&app, &mark, json!({"message_ids": [id, 424242]}), Some(&token)).await;
+    assert_eq!(status, 200, "{marked}");
+    assert_eq!(
+        (marked["marked_count"].clone(), marked["requested_count"].clone()),
+        (json!(1), json!(2))
+    );
+    let (status, marked) = ui_post(&app, &mark, json!({"message_ids": []}), Some(&token)).await;
+    assert_eq!(status, 400, "{marked}");
+    let (_, marked) = ui_post(&app, &mark, json!({"message_ids": [id]}), Some(&token)).await;
+    assert_eq!(marked["marked_count"], 0, "already read");
+    let all = format!("/mail/{slug}/inbox/BlueLake/mark-all-read");
+    let (_, marked) = ui_post(&app, &all, json!({}), Some(&token)).await;
+    assert_eq!(
+        (marked["marked_count"].clone(), marked["agent"].clone()),
+        (json!(1), json!("BlueLake"))
+    );
+    let (_, _, inbox_page) = page(&app, &format!("/mail/{slug}/inbox/BlueLake")).await;
+    assert!(!inbox_page.contains("class=\"unread\""), "{inbox_page}");
+    let (status, _, compose) = page(&app, &format!("/mail/{slug}/overseer/compose")).await;
+    assert_eq!(status, 200);
+    assert!(
+        compose.contains("value=\"GreenCastle\"") && !compose.contains("value=\"HumanOverseer\"")
+    );
 }

@@ -172,7 +172,7 @@ fn screen_recipient_names(to: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn validated_thread_id(raw: Option<&str>) -> Result<Option<String>> {
+pub(crate) fn validated_thread_id(raw: Option<&str>) -> Result<Option<String>> {
     match raw.map(str::trim).filter(|t| !t.is_empty()) {
         None => Ok(None),
         Some(t) if is_valid_thread_id(t) => Ok(Some(t.to_string())),

@@ -151,4 +151,43 @@ impl Db<'_> {
             .map_err(map_err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
+
+    /// Marks read, for `agent_id`, those of `ids` it received in the project and had not read;
+    /// returns how many it marked.
+    pub fn mark_read(
+        &self,
+        project_id: ProjectId,
+        agent_id: AgentId,
+        ids: &[MessageId],
+        now: Timestamp,
+    ) -> Result<usize> {
+        let ids =
+            format!("[{}]", ids.iter().map(|id| id.0.to_string()).collect::<Vec<_>>().join(","));
+        self.conn
+            .prepare_cached(
+                "UPDATE message_recipients SET read_ts = ?4
+                 WHERE agent_id = ?2 AND read_ts IS NULL
+                   AND message_id IN (SELECT value FROM json_each(?3))
+                   AND message_id IN (SELECT id FROM messages WHERE project_id = ?1)",
+            )
+            .and_then(|mut stmt| stmt.execute(params![project_id, agent_id, ids, now.to_db()]))
+            .map_err(map_err)
+    }
+
+    /// Marks read every message `agent_id` received in the project; returns how many.
+    pub fn mark_all_read(
+        &self,
+        project_id: ProjectId,
+        agent_id: AgentId,
+        now: Timestamp,
+    ) -> Result<usize> {
+        self.conn
+            .prepare_cached(
+                "UPDATE message_recipients SET read_ts = ?3
+                 WHERE agent_id = ?2 AND read_ts IS NULL
+                   AND message_id IN (SELECT id FROM messages WHERE project_id = ?1)",
+            )
+            .and_then(|mut stmt| stmt.execute(params![project_id, agent_id, now.to_db()]))
+            .map_err(map_err)
+    }
 }
