@@ -157,6 +157,19 @@ def main():
         assert mcp_inbox[0]["subject"] == "Freeze merges until the release", mcp_inbox[0]
         assert mcp_inbox[0]["from"] == "HumanOverseer" and mcp_inbox[0]["importance"] == "high"
 
+        # Live: mail sent while the page is open appears without a reload (server push).
+        driver.execute_script("window.__sameDocument = 42;")
+        post(
+            "/api/message/send",
+            {"project_slug": "/work/webshop", "sender_name": "BlueLake", "recipient_names": ["RedFox"],
+             "subject": "Pushed while you watched", "body_md": "Arrives live.", "thread_id": "T-7"},
+        )
+        WebDriverWait(driver, 10).until(
+            lambda d: "Pushed while you watched" in d.find_element(By.ID, "messages").text
+        )
+        assert driver.execute_script("return window.__sameDocument") == 42, "the page reloaded"
+        shot(driver, "agent-inbox-live")
+
         # Mark all read from the inbox page.
         driver.find_element(By.XPATH, "//button[text()='Mark all read']").click()
         wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#messages > li.unread"))

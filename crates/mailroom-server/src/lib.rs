@@ -29,6 +29,11 @@ pub async fn serve(
         }
     });
     let core = state.core.clone();
+    let stopping = state.stopping.clone();
+    let shutdown = async move {
+        shutdown.await;
+        stopping.send_replace(true);
+    };
     let app = http::router(state);
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     tokio::task::spawn_blocking(move || core.close()).await.map_err(std::io::Error::other)?;

@@ -30,6 +30,9 @@ pub struct Shared {
     /// Agents each MCP session has authenticated as (tool authentication).
     pub bindings: Arc<Bindings>,
     pub started: Instant,
+    /// Turns true when the server starts shutting down: open event streams end, so the
+    /// graceful shutdown does not wait on them.
+    pub stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl std::ops::Deref for AppState {
@@ -59,6 +62,7 @@ impl AppState {
             sessions,
             bindings,
             started: Instant::now(),
+            stopping: tokio::sync::watch::Sender::new(false),
         }))
     }
 
@@ -72,5 +76,15 @@ impl AppState {
     /// The agents this MCP session has authenticated as; none without tool authentication.
     pub fn session_agents(&self, session: Option<&str>) -> Vec<AgentId> {
         if self.config.tool_auth { self.bindings.session_agents(session) } else { Vec::new() }
+    }
+}
+
+/// Resolves once the server starts shutting down (`stopping` turns true, or is dropped).
+pub async fn until_stopping(mut stopping: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        let stopping_now = *stopping.borrow_and_update();
+        if stopping_now || stopping.changed().await.is_err() {
+            return;
+        }
     }
 }

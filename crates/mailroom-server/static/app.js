@@ -2,6 +2,7 @@
 // rows of a list, Enter or o opens the selected one, / focuses the search box, g then i goes
 // to the unified inbox and g then p to the projects list. Forms that change state are sent as
 // JSON with the CSRF token (the mailroom_csrf cookie repeated in the X-CSRF-Token header).
+// Live pages reload their content when the server pushes a change.
 (function () {
   "use strict";
 
@@ -60,7 +61,36 @@
     });
   }
 
+  // Live pages: the server pushes a `change` event when data changes; the page fetches its
+  // own URL again and swaps its content in place (not while the reader is typing).
+  function liveUpdates() {
+    if (!document.body.hasAttribute("data-live") || !window.EventSource) return;
+    const source = new EventSource("/mail/api/events");
+    let busy = false;
+    source.addEventListener("change", async () => {
+      const typing = document.activeElement &&
+        ["INPUT", "TEXTAREA"].includes(document.activeElement.tagName);
+      if (busy || typing) return;
+      busy = true;
+      try {
+        const response = await fetch(window.location.href, { credentials: "same-origin" });
+        if (!response.ok) return;
+        const page = new DOMParser().parseFromString(await response.text(), "text/html");
+        const fresh = page.querySelector("main");
+        const main = document.querySelector("main");
+        if (fresh && main && fresh.innerHTML !== main.innerHTML) {
+          main.replaceWith(document.adoptNode(fresh));
+          selected = -1;
+          document.querySelectorAll("form[data-json-post]").forEach(wireJsonPost);
+        }
+      } finally {
+        busy = false;
+      }
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
+    liveUpdates();
     const composer = document.getElementById("composer");
     if (composer) wireComposer(composer);
     document.querySelectorAll("form[data-json-post]").forEach(wireJsonPost);

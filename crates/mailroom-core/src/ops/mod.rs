@@ -101,4 +101,9 @@ impl Mailroom {
     pub fn config(&self) -> &CoreConfig {
         &self.config
     }
+
+    /// Told of every committed write (its value counts them): what live views wait on.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.store.changes()
+    }
 }

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use crate::error::{Error, Result};
 use checkpointer::Checkpointer;
@@ -60,6 +60,8 @@ pub struct Store {
 struct Inner {
     path: PathBuf,
     writer: mpsc::Sender<WriteJob>,
+    /// Counts committed write batches: a reader that watches it learns that data changed.
+    changes: watch::Receiver<u64>,
     readers: Mutex<Vec<Connection>>,
     reader_permits: Semaphore,
 }
@@ -107,15 +109,17 @@ impl Store {
             .map(|_| open_connection(path, true))
             .collect::<Result<Vec<_>>>()?;
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE_CAPACITY);
+        let (changed, changes) = watch::channel(0);
         std::thread::Builder::new()
             .name("mailroom-db-writer".to_string())
-            .spawn(move || run_writer(writer_conn, receiver, archive_hook, checkpointer))
+            .spawn(move || run_writer(writer_conn, receiver, archive_hook, checkpointer, changed))
             .map_err(|e| Error::internal(format!("cannot start database writer: {e}")))?;
         let permits = readers.len();
         Ok(Self {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
                 writer: sender,
+                changes,
                 readers: Mutex::new(readers),
                 reader_permits: Semaphore::new(permits),
             }),
@@ -135,6 +139,12 @@ impl Store {
             .await
             .map_err(|_| Error::internal("database writer has stopped"))?;
         answer.await.map_err(|_| Error::internal("database writer dropped a job"))?
+    }
+
+    /// A receiver told of every committed write batch (its value counts them), for views that
+    /// update when data changes.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changes.clone()
     }
 
     /// `write` for plain threads (the archive writer); must not be called on an async worker.
@@ -357,6 +367,7 @@ fn run_writer(
     mut jobs: mpsc::Receiver<WriteJob>,
     archive_hook: Option<ArchiveHook>,
     checkpointer: Checkpointer,
+    changed: watch::Sender<u64>,
 ) {
     while let Some(first) = jobs.blocking_recv() {
         let mut batch = vec![first];
@@ -373,6 +384,9 @@ fn run_writer(
             hook(result.archive_enqueued);
         }
         checkpointer.nudge();
+        if result.committed.is_ok() {
+            changed.send_modify(|count| *count = count.wrapping_add(1));
+        }
         // Jobs never reached (the batch failed early) were dropped, so their callers see
         // "writer dropped a job"; jobs that ran get the commit's verdict.
         for finish in result.finishers {

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::dispatch::{self, Request};
 use super::error::code;
 use super::{SUPPORTED_PROTOCOL_VERSIONS, session};
-use crate::state::AppState;
+use crate::state::{AppState, until_stopping};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -168,7 +168,7 @@ fn session_of(
 }
 
 /// GET opens the server-to-client event stream of a session. Nothing is pushed yet beyond
-/// keep-alive comments; the stream ends when the client disconnects.
+/// keep-alive comments; the stream ends when the client disconnects or the server shuts down.
 fn get(state: &AppState, headers: &HeaderMap) -> Response {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !accept.contains("text/event-stream") {
@@ -180,9 +180,17 @@ fn get(state: &AppState, headers: &HeaderMap) -> Response {
             plain(StatusCode::METHOD_NOT_ALLOWED, "GET needs an Mcp-Session-Id from initialize.")
         }
         Ok(Some(_)) => {
-            let ticks = stream::unfold((), |()| async {
-                tokio::time::sleep(KEEPALIVE_EVERY).await;
-                Some((Ok::<_, Infallible>(Bytes::from_static(b": keep-alive\n\n")), ()))
+            // The stream ends when the server shuts down, so the graceful shutdown does not
+            // wait on it.
+            let stopping = Box::pin(until_stopping(state.stopping.subscribe()));
+            let ticks = stream::unfold(stopping, |mut stopping| async move {
+                tokio::select! {
+                    () = tokio::time::sleep(KEEPALIVE_EVERY) => {
+                        let tick = Bytes::from_static(b": keep-alive\n\n");
+                        Some((Ok::<_, Infallible>(tick), stopping))
+                    }
+                    () = stopping.as_mut() => None,
+                }
             });
             let first = stream::once(async {
                 Ok::<_, Infallible>(Bytes::from_static(b": stream open\n\n"))

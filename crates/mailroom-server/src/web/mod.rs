@@ -5,6 +5,7 @@
 //! every request passes the same Origin and Host checks as MCP.
 
 mod csrf;
+mod events;
 mod markdown;
 mod pages;
 mod paths;
@@ -52,6 +53,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/mail/", get(fleet))
         .route("/mail/unified-inbox", get(fleet))
         .route("/mail/api/unified-inbox", get(fleet_json))
+        .route("/mail/api/events", get(events::events))
         .route("/mail/projects", get(projects))
         .route("/mail/static/{file}", get(asset))
         .route("/mail/{project}", get(project))

@@ -512,3 +512,32 @@ async fn the_overseer_writes_past_contact_policies_with_its_banner() {
         compose.contains("value=\"GreenCastle\"") && !compose.contains("value=\"HumanOverseer\"")
     );
 }
+
+#[tokio::test]
+async fn pages_hear_of_changes_and_streams_end_at_shutdown() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/live", "BlueLake", "GreenCastle").await;
+    let mut events =
+        app.client.get(format!("{}/mail/api/events", app.base_url)).send().await.expect("events");
+    assert_eq!(events.status().as_u16(), 200);
+    assert_eq!(events.headers()["content-type"], "text/event-stream");
+    let opened = events.chunk().await.expect("chunk").expect("opened");
+    assert!(String::from_utf8_lossy(&opened).starts_with("retry:"));
+    send(&app, &slug, "Live news", "body", "T-live").await;
+    let mut seen = String::new();
+    while !seen.contains("event: change") {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), events.chunk())
+            .await
+            .expect("a change within 10 s")
+            .expect("chunk")
+            .expect("open stream");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(seen.contains("\ndata: "), "{seen}");
+    // A stream still open does not hold the graceful shutdown.
+    tokio::time::timeout(std::time::Duration::from_secs(20), app.stop())
+        .await
+        .expect("the server stops with an event stream open");
+    let rest = tokio::time::timeout(std::time::Duration::from_secs(5), events.chunk()).await;
+    assert!(matches!(rest, Ok(Ok(None)) | Ok(Err(_))), "the stream ended: {rest:?}");
+}
