@@ -38,11 +38,17 @@ pub enum Scenario {
     /// Writers, readers and a hot "celebrity" inbox at once, each group with its own
     /// concurrency, as an earlier Python-against-Rust comparison ran them (README's "Load lab").
     Mixed,
+    /// `GET /mail`: the web UI's unified inbox (the newest 500 messages of every project)
+    /// over the seeded messages.
+    UiInbox,
+    /// `GET /mail/{project}/inbox/{agent}`: the web UI's first inbox page of the agent that
+    /// received the seeded messages.
+    UiAgentInbox,
 }
 
 impl Scenario {
     /// Every scenario, in the order reports list them.
-    pub const ALL: [Scenario; 9] = [
+    pub const ALL: [Scenario; 11] = [
         Scenario::Health,
         Scenario::Ready,
         Scenario::ToolsList,
@@ -52,6 +58,8 @@ impl Scenario {
         Scenario::Reserve,
         Scenario::Sequential,
         Scenario::Mixed,
+        Scenario::UiInbox,
+        Scenario::UiAgentInbox,
     ];
 
     /// The name used on the command line and in reports.
@@ -66,6 +74,8 @@ impl Scenario {
             Scenario::Reserve => "reserve",
             Scenario::Sequential => "sequential",
             Scenario::Mixed => "mixed",
+            Scenario::UiInbox => "ui-inbox",
+            Scenario::UiAgentInbox => "ui-agent-inbox",
         }
     }
 }
@@ -264,20 +274,26 @@ async fn prepare_messages(
     }
     let fixture = setup.fixture(1).await?;
     let receiver = fixture.receivers[0].as_str();
-    let seeded =
-        if matches!(scenario, Scenario::Inbox | Scenario::Search) { seed_messages } else { 0 };
+    let reads = [Scenario::Inbox, Scenario::Search, Scenario::UiInbox, Scenario::UiAgentInbox];
+    let seeded = if reads.contains(&scenario) { seed_messages } else { 0 };
     for n in 0..seeded {
         setup.send(&fixture, receiver, n).await?;
     }
     let (project, sender) = (fixture.project.as_str(), fixture.sender.as_str());
-    let call = match scenario {
-        Scenario::Inbox => requests.inbox(project, receiver),
-        Scenario::Search => requests.search(project),
-        _ => requests.send(project, sender, receiver),
+    let target = requests.target;
+    let (call, expect) = match scenario {
+        Scenario::Inbox => (requests.inbox(project, receiver), requests.expect()),
+        Scenario::Search => (requests.search(project), requests.expect()),
+        Scenario::UiInbox => (Call::get(&target.authority, target.path("/mail")), Expect::Status),
+        Scenario::UiAgentInbox => {
+            let path = target.path(&format!("/mail/{project}/inbox/{receiver}"));
+            (Call::get(&target.authority, path), Expect::Status)
+        }
+        _ => (requests.send(project, sender, receiver), requests.expect()),
     };
     let setup = json!({"project": project, "sender": sender, "receiver": receiver,
                        "seeded_messages": seeded});
-    Ok(Prepared { plan: Plan::one(call, requests.expect()), setup: Some(setup) })
+    Ok(Prepared { plan: Plan::one(call, expect), setup: Some(setup) })
 }
 
 /// Paths the reserve scenario spreads its holds over.

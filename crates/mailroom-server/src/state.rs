@@ -33,6 +33,8 @@ pub struct Shared {
     /// Turns true when the server starts shutting down: open event streams end, so the
     /// graceful shutdown does not wait on them.
     pub stopping: tokio::sync::watch::Sender<bool>,
+    /// The web UI's rendered pages, kept between writes.
+    pub pages: crate::web::PageCache,
 }
 
 impl std::ops::Deref for AppState {
@@ -63,6 +65,7 @@ impl AppState {
             bindings,
             started: Instant::now(),
             stopping: tokio::sync::watch::Sender::new(false),
+            pages: crate::web::PageCache::default(),
         }))
     }
 

@@ -4,17 +4,20 @@
 //! the UI works air-gapped. Every response carries a strict Content-Security-Policy, and
 //! every request passes the same Origin and Host checks as MCP.
 
+mod cache;
 mod csrf;
 mod events;
 mod markdown;
 mod pages;
 mod paths;
 
+use std::future::Future;
+
 use askama::Template;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
@@ -26,6 +29,8 @@ use mailroom_core::records::MessageId;
 use serde::Deserialize;
 use serde_json::json;
 
+pub use self::cache::PageCache;
+use self::cache::Stamp;
 use self::pages::{
     AgentLink, Card, ComposePage, ErrorPage, FleetPage, InboxPage, MessagePage, ProjectLink,
     ProjectPage, ProjectsPage, Row, ThreadPage,
@@ -145,8 +150,8 @@ struct FleetQuery {
     include_projects: Option<String>,
 }
 
-async fn fleet(State(state): State<AppState>, Query(q): Query<FleetQuery>) -> Response {
-    page(fleet_page(state, q).await)
+async fn fleet(State(state): State<AppState>, uri: Uri, Query(q): Query<FleetQuery>) -> Response {
+    cached(&state.clone(), &uri, fleet_page(state, q)).await
 }
 
 async fn fleet_page(state: AppState, q: FleetQuery) -> Result<Response, PageError> {
@@ -185,14 +190,14 @@ async fn fleet_json(State(state): State<AppState>, Query(q): Query<FleetQuery>) 
     }
 }
 
-async fn projects(State(state): State<AppState>) -> Response {
+async fn projects(State(state): State<AppState>, uri: Uri) -> Response {
     let answer = async {
         let now = Timestamp::now();
         let projects = state.core.list_projects().await?;
         let projects = projects.iter().map(|p| ProjectLink::new(p, now)).collect();
         Ok(render(&ProjectsPage { projects }))
     };
-    page(answer.await)
+    cached(&state, &uri, answer).await
 }
 
 #[derive(Deserialize, Default)]
@@ -202,6 +207,7 @@ struct SearchQuery {
 
 async fn project(
     State(state): State<AppState>,
+    uri: Uri,
     Path(project): Path<String>,
     Query(q): Query<SearchQuery>,
 ) -> Response {
@@ -227,7 +233,7 @@ async fn project(
             slug,
         }))
     };
-    page(answer.await)
+    cached(&state, &uri, answer).await
 }
 
 #[derive(Deserialize, Default)]
@@ -238,6 +244,7 @@ struct InboxQuery {
 
 async fn inbox(
     State(state): State<AppState>,
+    uri: Uri,
     Path((project, agent)): Path<(String, String)>,
     Query(q): Query<InboxQuery>,
 ) -> Response {
@@ -270,7 +277,7 @@ async fn inbox(
             slug: slug.clone(),
         }))
     };
-    page(answer.await)
+    cached(&state, &uri, answer).await
 }
 
 async fn message(
@@ -298,6 +305,7 @@ async fn message(
 
 async fn thread(
     State(state): State<AppState>,
+    uri: Uri,
     Path((project, thread_id)): Path<(String, String)>,
 ) -> Response {
     let answer = async {
@@ -311,7 +319,7 @@ async fn thread(
             slug: detail.slug,
         }))
     };
-    page(answer.await)
+    cached(&state, &uri, answer).await
 }
 
 /// The stylesheet, script and icon, compiled into the binary.
@@ -327,6 +335,32 @@ async fn asset(Path(file): Path<String>) -> Response {
 
 fn page(answer: Result<Response, PageError>) -> Response {
     answer.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// A page from the cache when nothing was written since it was rendered (`cache.rs`), else
+/// rendered now and kept. Only pages that answered 200 are kept.
+async fn cached(
+    state: &AppState,
+    uri: &Uri,
+    make: impl Future<Output = Result<Response, PageError>>,
+) -> Response {
+    let stamp = Stamp::now(*state.core.changes().borrow());
+    let key = uri.to_string();
+    if let Some(html) = state.pages.get(&key, stamp) {
+        return Html(html).into_response();
+    }
+    let response = page(make.await);
+    if response.status() != StatusCode::OK {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(html) => {
+            state.pages.put(&key, stamp, html.clone());
+            Response::from_parts(parts, axum::body::Body::from(html))
+        }
+        Err(e) => PageError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
 }
 
 fn json_error(status: StatusCode, message: String) -> Response {

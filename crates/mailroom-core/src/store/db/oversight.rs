@@ -124,13 +124,13 @@ impl Db<'_> {
             })
             .map_err(map_err)?;
         let rows = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)?;
+        // Every recipient row of an agent belongs to a message of the agent's project (a
+        // message is stored once per project its recipients are in), so the count reads the
+        // inbox index alone.
         let total = self
             .conn
-            .prepare_cached(
-                "SELECT count(*) FROM message_recipients r JOIN messages m ON m.id = r.message_id
-                 WHERE r.agent_id = ?1 AND m.project_id = ?2",
-            )
-            .and_then(|mut stmt| stmt.query_row(params![agent_id, project_id], |r| r.get(0)))
+            .prepare_cached("SELECT count(*) FROM message_recipients WHERE agent_id = ?1")
+            .and_then(|mut stmt| stmt.query_row(params![agent_id], |r| r.get(0)))
             .map_err(map_err)?;
         Ok((rows, total))
     }

@@ -1,0 +1,74 @@
+//! Rendered pages kept between writes. A page of the UI is a function of the database and of
+//! the clock (its relative times), so a copy stays exact until the next committed write
+//! (the store's change count moves) and is at most [`CLOCK_STEP`] old in its relative times.
+//! Reads far outnumber writes when people watch a fleet: most page views are served from
+//! here instead of rendering hundreds of rows again.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::Bytes;
+
+/// How stale a cached page's relative times ("5 min ago") may be, in seconds.
+const CLOCK_STEP: u64 = 15;
+/// Pages kept at most; the cache is emptied when it would hold more.
+const MAX_PAGES: usize = 256;
+
+/// What a cached page was rendered against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    changes: u64,
+    clock: u64,
+}
+
+impl Stamp {
+    /// The database's change count now and the clock's current step.
+    pub fn now(changes: u64) -> Self {
+        let seconds = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        Self { changes, clock: seconds / CLOCK_STEP }
+    }
+}
+
+/// Rendered pages by request URI.
+#[derive(Default)]
+pub struct PageCache {
+    pages: Mutex<HashMap<String, (Stamp, Bytes)>>,
+}
+
+impl PageCache {
+    /// The page rendered for `uri` against `stamp`, if it is still there.
+    pub fn get(&self, uri: &str, stamp: Stamp) -> Option<Bytes> {
+        let pages = self.pages.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        pages.get(uri).filter(|(kept, _)| *kept == stamp).map(|(_, page)| page.clone())
+    }
+
+    /// Keeps a page rendered for `uri` against `stamp`.
+    pub fn put(&self, uri: &str, stamp: Stamp, page: Bytes) {
+        let mut pages = self.pages.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if pages.len() >= MAX_PAGES && !pages.contains_key(uri) {
+            pages.clear();
+        }
+        pages.insert(uri.to_string(), (stamp, page));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_lasts_until_the_next_write() {
+        let cache = PageCache::default();
+        let before = Stamp { changes: 7, clock: 1 };
+        cache.put("/mail", before, Bytes::from_static(b"page"));
+        assert_eq!(cache.get("/mail", before), Some(Bytes::from_static(b"page")));
+        assert_eq!(cache.get("/mail", Stamp { changes: 8, clock: 1 }), None, "a write");
+        assert_eq!(cache.get("/mail", Stamp { changes: 7, clock: 2 }), None, "the clock");
+        assert_eq!(cache.get("/mail?limit=5", before), None, "another page");
+        for n in 0..MAX_PAGES + 1 {
+            cache.put(&format!("/mail/p{n}"), before, Bytes::new());
+        }
+        assert!(cache.pages.lock().expect("lock").len() <= MAX_PAGES);
+    }
+}
