@@ -12,7 +12,7 @@ use crate::archive::history::last_commits;
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::MessageId;
-use crate::store::db::oversight::FleetRow;
+use crate::store::db::oversight::{COUNT_CAP, FleetRow};
 
 /// Longest excerpt of a body in a listing, in characters.
 pub const EXCERPT_CHARS: usize = 150;
@@ -90,15 +90,22 @@ pub struct InboxPage {
     /// 1-based.
     pub page: i64,
     pub page_size: i64,
-    /// Messages in the whole inbox.
+    /// Messages in the whole inbox, counted up to `COUNT_CAP` (more is `COUNT_CAP + 1`).
     pub total: i64,
     pub messages: Vec<InboxEntry>,
 }
 
 impl InboxPage {
-    /// The number of pages the inbox fills (at least one).
+    /// The number of pages the inbox fills (at least one); with more messages than were
+    /// counted, at least one page past this one.
     pub fn pages(&self) -> i64 {
-        ((self.total + self.page_size - 1) / self.page_size).max(1)
+        let counted = ((self.total + self.page_size - 1) / self.page_size).max(1);
+        if self.total_is_capped() { counted.max(self.page + 1) } else { counted }
+    }
+
+    /// Whether the inbox holds more messages than were counted.
+    pub fn total_is_capped(&self) -> bool {
+        self.total > COUNT_CAP
     }
 }
 

@@ -264,7 +264,12 @@ async fn inbox(
             project_href: paths::project(&slug),
             mark_all_read_href: paths::mark_all_read(&slug, &name),
             agent: name.clone(),
-            total: view.total,
+            total: if view.total_is_capped() {
+                format!("more than {}", view.total - 1)
+            } else {
+                view.total.to_string()
+            },
+            capped: view.total_is_capped(),
             page: view.page,
             pages,
             rows: view
@@ -273,7 +278,12 @@ async fn inbox(
                 .map(|e| Row::from_message(&slug, &e.message, !e.read, now))
                 .collect(),
             prev_href: (view.page > 1).then(|| link(view.page - 1)),
-            next_href: (view.page < pages).then(|| link(view.page + 1)),
+            // Past the count's cap, a full page is the sign of another.
+            next_href: if view.total_is_capped() {
+                (view.messages.len() as i64 == view.page_size).then(|| link(view.page + 1))
+            } else {
+                (view.page < pages).then(|| link(view.page + 1))
+            },
             slug: slug.clone(),
         }))
     };

@@ -209,7 +209,10 @@ pub struct InboxPage {
     pub mark_all_read_href: String,
     pub project_href: String,
     pub agent: String,
-    pub total: i64,
+    /// "42", or "more than 10000".
+    pub total: String,
+    /// Whether `pages` is a lower bound.
+    pub capped: bool,
     pub page: i64,
     pub pages: i64,
     pub rows: Vec<Row>,

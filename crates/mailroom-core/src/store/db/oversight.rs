@@ -29,6 +29,9 @@ pub struct FleetRow {
     pub recipients: Vec<String>,
 }
 
+/// Inboxes are counted up to this many messages.
+pub const COUNT_CAP: i64 = 10_000;
+
 /// How much of a body the fleet view reads (an excerpt is cut from it).
 pub const OPENING_CHARS: i64 = 400;
 
@@ -103,7 +106,7 @@ impl Db<'_> {
     }
 
     /// A page of an agent's inbox in a project, newest first, and how many messages the inbox
-    /// holds in all.
+    /// holds in all, counted up to [`COUNT_CAP`] (`COUNT_CAP + 1` means more).
     pub fn inbox_page(
         &self,
         project_id: ProjectId,
@@ -127,10 +130,14 @@ impl Db<'_> {
         // Every recipient row of an agent belongs to a message of the agent's project (a
         // message is stored once per project its recipients are in), so the count reads the
         // inbox index alone.
+        // Counted up to a cap: an inbox of 100,000 costs a page view 8 ms to count in full.
         let total = self
             .conn
-            .prepare_cached("SELECT count(*) FROM message_recipients WHERE agent_id = ?1")
-            .and_then(|mut stmt| stmt.query_row(params![agent_id], |r| r.get(0)))
+            .prepare_cached(
+                "SELECT count(*) FROM
+                   (SELECT 1 FROM message_recipients WHERE agent_id = ?1 LIMIT ?2)",
+            )
+            .and_then(|mut stmt| stmt.query_row(params![agent_id, COUNT_CAP + 1], |r| r.get(0)))
             .map_err(map_err)?;
         Ok((rows, total))
     }
