@@ -60,7 +60,8 @@ pub struct Store {
 struct Inner {
     path: PathBuf,
     writer: mpsc::Sender<WriteJob>,
-    /// Counts committed write batches: a reader that watches it learns that data changed.
+    /// Counts committed write batches that changed rows: a reader that watches it learns
+    /// that data changed.
     changes: watch::Receiver<u64>,
     readers: Mutex<Vec<Connection>>,
     reader_permits: Semaphore,
@@ -377,6 +378,7 @@ fn run_writer(
                 Err(_) => break,
             }
         }
+        let changes_before = conn.total_changes();
         let result = run_batch(&mut conn, batch, archive_hook.is_some());
         // The archive hears of the rows before anyone hears "done", so a caller that waits
         // for the archive after its answer waits for its own rows too.
@@ -384,7 +386,8 @@ fn run_writer(
             hook(result.archive_enqueued);
         }
         checkpointer.nudge();
-        if result.committed.is_ok() {
+        // A batch that changed no row (a sweep with nothing to release) wakes no view.
+        if result.committed.is_ok() && conn.total_changes() != changes_before {
             changed.send_modify(|count| *count = count.wrapping_add(1));
         }
         // Jobs never reached (the batch failed early) were dropped, so their callers see

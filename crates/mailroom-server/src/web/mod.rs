@@ -33,7 +33,7 @@ pub use self::cache::PageCache;
 use self::cache::Stamp;
 use self::pages::{
     AgentLink, Card, ComposePage, ErrorPage, FleetPage, InboxPage, MessagePage, ProjectLink,
-    ProjectPage, ProjectsPage, Row, ThreadPage,
+    ProjectPage, ProjectsPage, ReservationRow, ReservationsPage, Row, ThreadPage,
 };
 use crate::http::error::status_and_message;
 use crate::mcp::transport::check_origin_and_host;
@@ -66,6 +66,8 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/mail/{project}/inbox/{agent}", get(inbox))
         .route("/mail/{project}/message/{id}", get(message))
         .route("/mail/{project}/thread/{thread_id}", get(thread))
+        .route("/mail/{project}/file_reservations", get(reservations))
+        .route("/mail/api/locks", get(locks))
         .route("/mail/{project}/overseer/compose", get(compose))
         .route("/mail/{project}/overseer/send", post(overseer_send))
         .route("/mail/{project}/inbox/{agent}/mark-read", post(mark_read))
@@ -225,6 +227,7 @@ async fn project(
         Ok(render(&ProjectPage {
             href: paths::project(&slug),
             compose_href: paths::compose(&slug),
+            reservations_href: paths::reservations(&slug),
             human_key: overview.project.human_key.clone(),
             searched: !query.is_empty(),
             query,
@@ -388,6 +391,32 @@ fn json_answer<T: serde::Serialize>(answer: Result<T, PageError>) -> Response {
 /// A strict JSON body: unknown fields refused, errors naming the field.
 fn body<T: serde::de::DeserializeOwned>(bytes: &Bytes) -> Result<T, PageError> {
     serde_json::from_slice(bytes).map_err(|e| bad_request(format!("Invalid request body: {e}")))
+}
+
+async fn reservations(
+    State(state): State<AppState>,
+    uri: Uri,
+    Path(project): Path<String>,
+) -> Response {
+    let answer = async {
+        let slug = state.core.project_by_key(project).await?.slug;
+        let all = state.core.list_file_reservations(slug.clone(), false).await?;
+        let now = Timestamp::now();
+        let (active, past): (Vec<_>, Vec<_>) =
+            all.iter().partition(|r| r.released_ts.is_none() && r.expires_ts > now);
+        Ok(render(&ReservationsPage {
+            project_href: paths::project(&slug),
+            active: active.into_iter().map(ReservationRow::new).collect(),
+            past: past.into_iter().map(ReservationRow::new).collect(),
+            slug,
+        }))
+    };
+    cached(&state, &uri, answer).await
+}
+
+/// `GET /mail/api/locks`: the archive's lock files, as `resource://tooling/locks` shows them.
+async fn locks(State(state): State<AppState>) -> Response {
+    json_answer(state.core.archive_locks().await.map_err(PageError::from))
 }
 
 async fn compose(State(state): State<AppState>, Path(project): Path<String>) -> Response {

@@ -6,6 +6,7 @@ use askama::Template;
 use mailroom_core::model::time::Timestamp;
 use mailroom_core::ops::output::{AddressedMessage, MessageOut, ProjectOut};
 use mailroom_core::ops::oversight::{AgentSummary, FleetMessage, excerpt};
+use mailroom_core::ops::reservations::ReservationStatus;
 use mailroom_core::ops::search::SearchResult;
 
 use super::markdown;
@@ -194,6 +195,7 @@ pub struct ProjectsPage {
 pub struct ProjectPage {
     pub slug: String,
     pub compose_href: String,
+    pub reservations_href: String,
     pub human_key: String,
     pub href: String,
     pub query: String,
@@ -246,6 +248,43 @@ pub struct ComposePage {
     pub action: String,
     /// Agents that can be written to, by name.
     pub agents: Vec<String>,
+}
+
+/// A file reservation in a table.
+pub struct ReservationRow {
+    pub pattern: String,
+    pub agent: String,
+    /// "exclusive" or "shared".
+    pub kind: &'static str,
+    pub reason: String,
+    pub expires_iso: String,
+    /// When it was released, or expired.
+    pub ended_iso: String,
+    pub stale: bool,
+}
+
+impl ReservationRow {
+    pub fn new(r: &ReservationStatus) -> Self {
+        let ended = r.released_ts.unwrap_or(r.expires_ts);
+        Self {
+            pattern: r.path_pattern.clone(),
+            agent: r.agent.clone(),
+            kind: if r.exclusive { "exclusive" } else { "shared" },
+            reason: r.reason.clone(),
+            expires_iso: r.expires_ts.to_iso(),
+            ended_iso: ended.to_iso(),
+            stale: r.staleness.stale,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "reservations.html")]
+pub struct ReservationsPage {
+    pub slug: String,
+    pub project_href: String,
+    pub active: Vec<ReservationRow>,
+    pub past: Vec<ReservationRow>,
 }
 
 #[derive(Template)]

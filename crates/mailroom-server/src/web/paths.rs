@@ -25,6 +25,10 @@ pub fn message(slug: &str, id: i64) -> String {
     format!("/mail/{}/message/{id}", segment(slug))
 }
 
+pub fn reservations(slug: &str) -> String {
+    format!("/mail/{}/file_reservations", segment(slug))
+}
+
 pub fn compose(slug: &str) -> String {
     format!("/mail/{}/overseer/compose", segment(slug))
 }

@@ -34,6 +34,23 @@ async fn every_page_answers_with_the_security_headers() {
     send(&app, &slug, "Re: Plan for the migration", "Done; see `db.sql`.", "T-9").await;
     app.archive_flushed().await;
     let id = message_id(&first);
+    app.tool_ok(
+        "file_reservation_paths",
+        json!({"project_key": slug, "agent_name": "BlueLake", "paths": ["src/db/**"],
+               "ttl_seconds": 3600, "exclusive": true, "reason": "the migration"}),
+    )
+    .await;
+    app.tool_ok(
+        "file_reservation_paths",
+        json!({"project_key": slug, "agent_name": "GreenCastle", "paths": ["docs/a.md"],
+               "ttl_seconds": 3600, "exclusive": false, "reason": "notes"}),
+    )
+    .await;
+    app.tool_ok(
+        "release_file_reservations",
+        json!({"project_key": slug, "agent_name": "GreenCastle", "paths": ["docs/a.md"]}),
+    )
+    .await;
     let pages = [
         ("/mail", "Plan for the migration"),
         ("/mail/", "Plan for the migration"),
@@ -45,6 +62,7 @@ async fn every_page_answers_with_the_security_headers() {
         (&format!("/mail/{slug}/inbox/GreenCastle"), "page 1 of 1"),
         (&format!("/mail/{slug}/message/{id}"), "<strong>Step one</strong>"),
         (&format!("/mail/{slug}/thread/T-9"), "<code>db.sql</code>"),
+        (&format!("/mail/{slug}/file_reservations"), "<code>src/db/**</code>"),
     ];
     for (path, expected) in pages {
         let (status, headers, body) = page(&app, path).await;
@@ -57,6 +75,14 @@ async fn every_page_answers_with_the_security_headers() {
     }
     let (_, _, detail) = page(&app, &format!("/mail/{slug}/message/{id}")).await;
     assert!(detail.contains("Archived in commit <code>"), "the commit is shown: {detail}");
+    let (_, _, reservations) = page(&app, &format!("/mail/{slug}/file_reservations")).await;
+    let (active, past) = reservations.split_once("id=\"past\"").expect("both tables");
+    assert!(active.contains("In force (1)") && active.contains("the migration"), "{active}");
+    assert!(past.contains("docs/a.md") && past.contains("shared"), "{past}");
+    let (status, _, locks) = page(&app, "/mail/api/locks").await;
+    assert_eq!(status, 200);
+    let locks: Value = serde_json::from_str(&locks).expect("locks JSON");
+    assert!(locks.is_object(), "{locks}");
     let (status, headers, css) = page(&app, "/mail/static/app.css").await;
     assert_eq!(
         (status, headers["content-type"].to_str().expect("type")),
@@ -318,6 +344,12 @@ async fn hostile_content_is_neutralised_on_every_page() {
         json!({"project_key": slug, "agent_name": "GreenCastle", "policy": "open"}),
     )
     .await;
+    app.tool_ok(
+        "file_reservation_paths",
+        json!({"project_key": slug, "agent_name": "BlueLake", "paths": ["src/<b>x</b>.rs"],
+               "ttl_seconds": 3600, "exclusive": true, "reason": CORPUS[1]}),
+    )
+    .await;
     let body = CORPUS.join("\n\n");
     let mut ids = Vec::new();
     for (i, subject) in CORPUS.iter().enumerate() {
@@ -339,6 +371,7 @@ async fn hostile_content_is_neutralised_on_every_page() {
         format!("/mail/{slug}?q=%3Cscript%3Ealert(1)%3C/script%3E"),
         format!("/mail/{slug}/message/%3Cscript%3E"),
         format!("/mail/{slug}/overseer/compose"),
+        format!("/mail/{slug}/file_reservations"),
         format!("/mail/%3Cscript%3Ealert(1)%3C%2Fscript%3E"),
     ];
     paths.extend(ids.iter().map(|id| format!("/mail/{slug}/message/{id}")));
