@@ -13,6 +13,9 @@ pub mod resources;
 pub mod session;
 pub mod tools;
 pub mod transport;
+/// The debug-build check of a tool result's JSON text (`tools::encode`).
+#[cfg(debug_assertions)]
+mod unique_keys;
 
 /// Protocol versions we speak, newest first; the first is offered when a client asks for
 /// one we do not know.

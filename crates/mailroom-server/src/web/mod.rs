@@ -98,7 +98,9 @@ async fn guard(State(state): State<AppState>, request: Request, next: Next) -> R
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
     response
 }
 
@@ -343,7 +345,8 @@ async fn asset(Path(file): Path<String>) -> Response {
         "icon.svg" => (include_str!("../../static/icon.svg"), "image/svg+xml"),
         _ => return PageError(StatusCode::NOT_FOUND, "No such file.".into()).into_response(),
     };
-    ([(header::CONTENT_TYPE, kind)], body).into_response()
+    // Compiled in, so they change only with the binary: an hour in the browser's cache.
+    ([(header::CONTENT_TYPE, kind), (header::CACHE_CONTROL, "max-age=3600")], body).into_response()
 }
 
 fn page(answer: Result<Response, PageError>) -> Response {
