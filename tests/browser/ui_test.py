@@ -129,6 +129,16 @@ def main():
         assert found and all("Checkout" in s for s in found), f"search found {found}"
         shot(driver, "project-search")
 
+        # Retire an agent from the agents panel, then bring it back.
+        def red_fox_item():
+            panel = driver.find_element(By.CSS_SELECTOR, "aside.panel")
+            return next(li for li in panel.find_elements(By.TAG_NAME, "li") if "RedFox" in li.text)
+        red_fox_item().find_element(By.XPATH, ".//button[text()='Retire']").click()
+        wait.until(lambda d: "(retired)" in red_fox_item().text)
+        shot(driver, "agent-retired")
+        red_fox_item().find_element(By.XPATH, ".//button[text()='Unretire']").click()
+        wait.until(lambda d: "(retired)" not in red_fox_item().text)
+
         # An agent's inbox from the project's agents panel.
         driver.find_element(By.CSS_SELECTOR, "aside.panel").find_element(By.LINK_TEXT, "BlueLake").click()
         wait.until(ec.url_contains("/inbox/BlueLake"))

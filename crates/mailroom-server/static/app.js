@@ -53,7 +53,7 @@
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       try {
-        await postJson(form.action, {});
+        await postJson(form.action, JSON.parse(form.dataset.body || "{}"));
         window.location.reload();
       } catch (error) {
         window.alert(`Failed: ${error.message}`);

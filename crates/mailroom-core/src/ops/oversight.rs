@@ -4,14 +4,15 @@
 use serde::Serialize;
 
 use super::Mailroom;
+use super::lifecycle::{AgentChange, AgentStatus, ProjectStatus};
 use super::mailbox::project_agent;
 use super::output::{AgentBase, MessageOut, ProjectOut};
 use super::resolve;
 use crate::archive::format::canonical_message_path;
 use crate::archive::history::last_commits;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::records::MessageId;
+use crate::records::{AgentId, MessageId, ProjectId};
 use crate::store::db::oversight::{COUNT_CAP, FleetRow};
 
 /// Longest excerpt of a body in a listing, in characters.
@@ -198,6 +199,44 @@ pub struct MarkedRead {
 pub const MAX_IDS: usize = 500;
 
 impl Mailroom {
+    /// Retires or unretires an agent named by id (the web UI's buttons).
+    pub async fn change_agent_by_id(
+        &self,
+        agent_id: AgentId,
+        change: AgentChange,
+    ) -> Result<AgentStatus> {
+        let (slug, name) = self
+            .store
+            .read(move |db| {
+                let agent = db
+                    .agent_by_id(agent_id)?
+                    .ok_or_else(|| Error::not_found(format!("agent_id: no agent {agent_id}.")))?;
+                let project = db
+                    .project_by_id(agent.project_id)?
+                    .ok_or_else(|| Error::internal(format!("agent {agent_id} has no project")))?;
+                Ok((project.slug, agent.name))
+            })
+            .await?;
+        self.change_agent(slug, name, change).await
+    }
+
+    /// Archives a project named by id, or makes it active again.
+    pub async fn set_project_archived_by_id(
+        &self,
+        project_id: ProjectId,
+        archived: bool,
+    ) -> Result<ProjectStatus> {
+        let slug = self
+            .store
+            .read(move |db| {
+                db.project_by_id(project_id)?.map(|p| p.slug).ok_or_else(|| {
+                    Error::not_found(format!("project_id: no project {project_id}."))
+                })
+            })
+            .await?;
+        self.set_project_archived(slug, archived).await
+    }
+
     /// Marks read, for an agent, those of `ids` it received in the project (`None`: all of
     /// them). Read times already set stay.
     pub async fn mark_read_from_ui(
@@ -209,7 +248,7 @@ impl Mailroom {
         if let Some(ids) = &ids
             && (ids.is_empty() || ids.len() > MAX_IDS)
         {
-            return Err(crate::error::Error::invalid(format!(
+            return Err(Error::invalid(format!(
                 "message_ids: name between 1 and {MAX_IDS} messages (got {}).",
                 ids.len()
             )));

@@ -23,9 +23,10 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use mailroom_core::Error;
 use mailroom_core::model::time::Timestamp;
+use mailroom_core::ops::lifecycle::AgentChange;
 use mailroom_core::ops::overseer::{OVERSEER_NAME, OverseerMessage};
 use mailroom_core::ops::oversight::MAX_FLEET_MESSAGES;
-use mailroom_core::records::MessageId;
+use mailroom_core::records::{AgentId, MessageId, ProjectId};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -72,6 +73,10 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/mail/{project}/overseer/send", post(overseer_send))
         .route("/mail/{project}/inbox/{agent}/mark-read", post(mark_read))
         .route("/mail/{project}/inbox/{agent}/mark-all-read", post(mark_all_read))
+        .route("/mail/api/retire-agent", post(retire_agent))
+        .route("/mail/api/unretire-agent", post(unretire_agent))
+        .route("/mail/api/archive-project", post(archive_project))
+        .route("/mail/api/unarchive-project", post(unarchive_project))
         .route_layer(middleware::from_fn_with_state(state, guard))
 }
 
@@ -488,6 +493,55 @@ async fn mark_read(
         let b: MarkReadBody = body(&bytes)?;
         let ids = b.message_ids.into_iter().map(MessageId).collect();
         Ok(state.core.mark_read_from_ui(project, agent, Some(ids)).await?)
+    };
+    json_answer(answer.await)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentIdBody {
+    agent_id: i64,
+}
+
+async fn retire_agent(State(state): State<AppState>, bytes: Bytes) -> Response {
+    change_agent(state, bytes, AgentChange::Retire).await
+}
+
+async fn unretire_agent(State(state): State<AppState>, bytes: Bytes) -> Response {
+    change_agent(state, bytes, AgentChange::Unretire).await
+}
+
+/// `POST /mail/api/{retire,unretire}-agent {agent_id}` → `{success, agent_id, status}`.
+async fn change_agent(state: AppState, bytes: Bytes, change: AgentChange) -> Response {
+    let answer = async {
+        let b: AgentIdBody = body(&bytes)?;
+        let changed = state.core.change_agent_by_id(AgentId(b.agent_id), change).await?;
+        Ok(json!({ "success": true, "agent_id": b.agent_id, "status": changed.status }))
+    };
+    json_answer(answer.await)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProjectIdBody {
+    project_id: i64,
+}
+
+async fn archive_project(State(state): State<AppState>, bytes: Bytes) -> Response {
+    set_archived(state, bytes, true).await
+}
+
+async fn unarchive_project(State(state): State<AppState>, bytes: Bytes) -> Response {
+    set_archived(state, bytes, false).await
+}
+
+/// `POST /mail/api/{archive,unarchive}-project {project_id}` → `{success, project_id, status}`.
+async fn set_archived(state: AppState, bytes: Bytes, archived: bool) -> Response {
+    let answer = async {
+        let b: ProjectIdBody = body(&bytes)?;
+        let id = ProjectId(b.project_id);
+        let changed = state.core.set_project_archived_by_id(id, archived).await?;
+        Ok(json!({ "success": true, "project_id": b.project_id, "status": changed.status }))
     };
     json_answer(answer.await)
 }

@@ -90,6 +90,7 @@ impl Row {
 
 /// A project in a list.
 pub struct ProjectLink {
+    pub id: i64,
     pub href: String,
     pub slug: String,
     pub human_key: String,
@@ -101,6 +102,7 @@ pub struct ProjectLink {
 impl ProjectLink {
     pub fn new(p: &ProjectOut, now: Timestamp) -> Self {
         Self {
+            id: p.id.0,
             href: paths::project(&p.slug),
             slug: p.slug.clone(),
             human_key: p.human_key.clone(),
@@ -113,6 +115,7 @@ impl ProjectLink {
 
 /// An agent in a project's panel.
 pub struct AgentLink {
+    pub id: i64,
     pub href: String,
     pub name: String,
     pub program: String,
@@ -124,6 +127,7 @@ pub struct AgentLink {
 impl AgentLink {
     pub fn new(slug: &str, a: &AgentSummary) -> Self {
         Self {
+            id: a.agent.id.0,
             href: paths::inbox(slug, &a.agent.name),
             name: a.agent.name.clone(),
             program: a.agent.program.clone(),

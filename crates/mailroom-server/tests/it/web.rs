@@ -574,3 +574,50 @@ async fn pages_hear_of_changes_and_streams_end_at_shutdown() {
     let rest = tokio::time::timeout(std::time::Duration::from_secs(5), events.chunk()).await;
     assert!(matches!(rest, Ok(Ok(None)) | Ok(Err(_))), "the stream ended: {rest:?}");
 }
+
+#[tokio::test]
+async fn agents_retire_and_projects_archive_from_the_ui() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/life", "BlueLake", "GreenCastle").await;
+    let token = csrf_token(&app).await;
+    let agents = app.tool_ok("list_agents", json!({"project_key": slug})).await;
+    let list = agents.as_array().or_else(|| agents["agents"].as_array()).expect("agents");
+    let blue = list.iter().find(|a| a["name"] == "BlueLake").expect("BlueLake");
+    let (agent_id, project_id) = (blue["id"].as_i64().expect("id"), blue["project_id"].clone());
+
+    let (status, retired) =
+        ui_post(&app, "/mail/api/retire-agent", json!({"agent_id": agent_id}), Some(&token)).await;
+    assert_eq!(status, 200, "{retired}");
+    assert_eq!(retired, json!({"success": true, "agent_id": agent_id, "status": "retired"}));
+    let (_, _, project_page) = page(&app, &format!("/mail/{slug}")).await;
+    assert!(project_page.contains("(retired)") && project_page.contains("Unretire"));
+    let (_, back) =
+        ui_post(&app, "/mail/api/unretire-agent", json!({"agent_id": agent_id}), Some(&token))
+            .await;
+    assert_eq!(back["status"], "active");
+
+    let (status, archived) =
+        ui_post(&app, "/mail/api/archive-project", json!({"project_id": project_id}), Some(&token))
+            .await;
+    assert_eq!((status, archived["status"].clone()), (200, json!("archived")), "{archived}");
+    let (_, _, projects) = page(&app, "/mail/projects").await;
+    assert!(projects.contains("· archived") && projects.contains("Unarchive"), "{projects}");
+    let body = json!({"project_id": project_id});
+    let (_, active) = ui_post(&app, "/mail/api/unarchive-project", body, Some(&token)).await;
+    assert_eq!(active["status"], "active");
+
+    let refusals = [
+        ("/mail/api/retire-agent", json!({"agent_id": 999_999}), 404, "agent_id"),
+        ("/mail/api/archive-project", json!({"project_id": 999_999}), 404, "project_id"),
+        ("/mail/api/retire-agent", json!({"agent": 1}), 400, "unknown field"),
+        ("/mail/api/unarchive-project", json!({"project_id": "x"}), 400, "invalid type"),
+    ];
+    for (path, body, expected, text) in refusals {
+        let (status, answer) = ui_post(&app, path, body, Some(&token)).await;
+        assert_eq!(status, expected, "{path}: {answer}");
+        assert!(answer["error"].as_str().expect("error").contains(text), "{path}: {answer}");
+    }
+    let (status, _) =
+        ui_post(&app, "/mail/api/retire-agent", json!({"agent_id": agent_id}), None).await;
+    assert_eq!(status, 403, "no CSRF token, no change");
+}
