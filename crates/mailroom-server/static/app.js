@@ -67,11 +67,13 @@
     if (!document.body.hasAttribute("data-live") || !window.EventSource) return;
     const source = new EventSource("/mail/api/events");
     let busy = false;
-    source.addEventListener("change", async () => {
+    let pending = false;
+    async function refresh() {
       const typing = document.activeElement &&
         ["INPUT", "TEXTAREA"].includes(document.activeElement.tagName);
-      if (busy || typing) return;
+      if (busy || typing) { pending = true; return; }
       busy = true;
+      pending = false;
       try {
         const response = await fetch(window.location.href, { credentials: "same-origin" });
         if (!response.ok) return;
@@ -85,6 +87,16 @@
         }
       } finally {
         busy = false;
+        // A change that came while this one was fetched, or while the reader typed.
+        if (pending) setTimeout(refresh, 0);
+      }
+    }
+    source.addEventListener("change", refresh);
+    document.addEventListener("focusout", () => { if (pending) setTimeout(refresh, 0); });
+    // A hidden tab gives its connection back (browsers allow few per host).
+    document.addEventListener("visibilitychange", () => {
+      if (document.hidden) { source.close(); } else if (source.readyState === EventSource.CLOSED) {
+        window.location.reload();
       }
     });
   }

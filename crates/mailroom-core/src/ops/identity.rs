@@ -14,7 +14,7 @@ use crate::model::names::{
     sanitize_agent_name,
 };
 use crate::model::time::Timestamp;
-use crate::records::{Agent, AgentId, Project};
+use crate::records::{Agent, AgentId, Project, ProjectId};
 use crate::store::Db;
 use crate::store::db::agents::NewAgent;
 use crate::store::db::archive_queue::ArchiveKind;
@@ -218,16 +218,7 @@ impl Mailroom {
         self.store
             .read(move |db| {
                 let project = resolve::project(db, &project_key)?;
-                let unread: std::collections::HashMap<AgentId, i64> =
-                    db.unread_counts(project.id)?.into_iter().collect();
-                let agents = db
-                    .agents_of_project(project.id)?
-                    .iter()
-                    .map(|a| ListedAgent {
-                        agent: AgentBase::from(a),
-                        unread_count: unread.get(&a.id).copied().unwrap_or(0),
-                    })
-                    .collect();
+                let agents = agents_with_unread(db, project.id)?;
                 Ok(AgentDirectory {
                     project: ProjectRef { slug: project.slug, human_key: project.human_key },
                     agents,
@@ -235,6 +226,20 @@ impl Mailroom {
             })
             .await
     }
+}
+
+/// Every agent of a project with its unread count, in registration order.
+pub(crate) fn agents_with_unread(db: &Db<'_>, project_id: ProjectId) -> Result<Vec<ListedAgent>> {
+    let unread: std::collections::HashMap<AgentId, i64> =
+        db.unread_counts(project_id)?.into_iter().collect();
+    Ok(db
+        .agents_of_project(project_id)?
+        .iter()
+        .map(|a| ListedAgent {
+            agent: AgentBase::from(a),
+            unread_count: unread.get(&a.id).copied().unwrap_or(0),
+        })
+        .collect())
 }
 
 pub(crate) fn validate_program_model(reg: &Registration) -> Result<()> {

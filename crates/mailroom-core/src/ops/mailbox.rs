@@ -267,11 +267,31 @@ impl Mailroom {
         Ok(view)
     }
 
+    /// The archive commit that last wrote each of `paths` (repo-relative), for those found;
+    /// `None` without an archive or when the lookup fails (logged: the callers are
+    /// best-effort).
+    pub(crate) async fn last_commits_of(
+        &self,
+        paths: Vec<String>,
+    ) -> Option<std::collections::HashMap<String, FileCommit>> {
+        let root = self.archive.as_ref()?.root().to_path_buf();
+        match tokio::task::spawn_blocking(move || last_commits(&root, &paths)).await {
+            Ok(Ok(found)) => Some(found),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e.message, "commit lookup failed");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "commit lookup failed");
+                None
+            }
+        }
+    }
+
     /// Replaces the commit notes of inbox rows by the archive commit that last wrote each
     /// message's canonical file, where one is found (best-effort: a message the archive has
     /// not committed yet, or a failing lookup, keeps its "unavailable" note).
     async fn attach_commits(&self, items: &mut [MailboxItem], project_slug: &str) {
-        let Some(archive) = &self.archive else { return };
         let paths: Vec<String> = items
             .iter()
             .map(|i| {
@@ -279,19 +299,7 @@ impl Mailroom {
                 canonical_message_path(project_slug, m.created_ts, &m.subject, m.id)
             })
             .collect();
-        let root = archive.root().to_path_buf();
-        let lookup = paths.clone();
-        let found = match tokio::task::spawn_blocking(move || last_commits(&root, &lookup)).await {
-            Ok(Ok(found)) => found,
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e.message, "inbox commit lookup failed");
-                return;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "inbox commit lookup failed");
-                return;
-            }
-        };
+        let Some(found) = self.last_commits_of(paths.clone()).await else { return };
         for (item, path) in items.iter_mut().zip(&paths) {
             if let Some(commit) = found.get(path) {
                 item.commit = CommitNote::from_file_commit(commit);

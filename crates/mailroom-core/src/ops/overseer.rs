@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::Mailroom;
 use super::identity::new_registration_token;
-use super::messaging::send::validated_thread_id;
+use super::messaging::send::{MAX_SUBJECT_CHARS, validated_thread_id};
 use super::messaging::{Delivery, deliver};
 use super::resolve;
 use crate::error::{Error, Result};
@@ -20,8 +20,6 @@ use crate::store::db::archive_queue::ArchiveKind;
 pub use crate::model::names::OVERSEER_NAME;
 /// Most recipients of one overseer message.
 pub const MAX_RECIPIENTS: usize = 100;
-/// Longest subject, in characters.
-pub const MAX_SUBJECT_CHARS: usize = 200;
 /// Longest body, preamble included, in characters.
 pub const MAX_BODY_CHARS: usize = 50_000;
 
@@ -57,6 +55,7 @@ impl Mailroom {
     pub async fn overseer_send(&self, message: OverseerMessage) -> Result<OverseerSent> {
         let (recipients, subject, body) = validated(&message)?;
         let thread_id = validated_thread_id(message.thread_id.as_deref())?;
+        self.admit_archive_work().await?;
         self.store
             .write(move |db| {
                 let project = resolve::project(db, &message.project_key)?;

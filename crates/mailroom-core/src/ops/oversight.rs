@@ -4,12 +4,12 @@
 use serde::Serialize;
 
 use super::Mailroom;
+use super::identity::{ListedAgent, agents_with_unread};
 use super::lifecycle::{AgentChange, AgentStatus, ProjectStatus};
 use super::mailbox::project_agent;
 use super::output::{AgentBase, MessageOut, ProjectOut};
 use super::resolve;
 use crate::archive::format::canonical_message_path;
-use crate::archive::history::last_commits;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 use crate::records::{AgentId, MessageId, ProjectId};
@@ -59,19 +59,11 @@ impl From<FleetRow> for FleetMessage {
     }
 }
 
-/// An agent of a project overview, with its unread count.
-#[derive(Debug, Clone, Serialize)]
-pub struct AgentSummary {
-    #[serde(flatten)]
-    pub agent: AgentBase,
-    pub unread: i64,
-}
-
 /// A project at a glance: its agents and newest messages.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProjectOverview {
     pub project: ProjectOut,
-    pub agents: Vec<AgentSummary>,
+    pub agents: Vec<ListedAgent>,
     pub messages: Vec<MessageOut>,
 }
 
@@ -116,10 +108,16 @@ impl Mailroom {
         self.store.read(move |db| Ok(ProjectOut::from(&resolve::project(db, &project_key)?))).await
     }
 
-    /// The newest messages of every project, `limit` clamped to 1..=[`MAX_FLEET_MESSAGES`].
-    pub async fn fleet_messages(&self, limit: i64) -> Result<Vec<FleetMessage>> {
+    /// The newest messages of every project, of one importance when given (compared without
+    /// case), `limit` clamped to 1..=[`MAX_FLEET_MESSAGES`].
+    pub async fn fleet_messages(
+        &self,
+        limit: i64,
+        importance: Option<String>,
+    ) -> Result<Vec<FleetMessage>> {
         let limit = limit.clamp(1, MAX_FLEET_MESSAGES);
-        let rows = self.store.read(move |db| db.fleet_messages(limit)).await?;
+        let rows =
+            self.store.read(move |db| db.fleet_messages(limit, importance.as_deref())).await?;
         Ok(rows.into_iter().map(FleetMessage::from).collect())
     }
 
@@ -128,16 +126,7 @@ impl Mailroom {
         self.store
             .read(move |db| {
                 let project = resolve::project(db, &project_key)?;
-                let unread: std::collections::HashMap<_, _> =
-                    db.unread_counts(project.id)?.into_iter().collect();
-                let agents = db
-                    .agents_of_project(project.id)?
-                    .iter()
-                    .map(|a| AgentSummary {
-                        agent: AgentBase::from(a),
-                        unread: unread.get(&a.id).copied().unwrap_or(0),
-                    })
-                    .collect();
+                let agents = agents_with_unread(db, project.id)?;
                 let messages = db
                     .project_messages(project.id, OVERVIEW_MESSAGES)?
                     .iter()
@@ -275,22 +264,10 @@ impl Mailroom {
     /// The archive commit that last wrote a message's canonical file, when the archive is on
     /// and has committed it (best-effort: a failing lookup is logged and answers `None`).
     pub async fn message_commit(&self, project_slug: &str, message: &MessageOut) -> Option<String> {
-        let archive = self.archive.as_ref()?;
         let path =
             canonical_message_path(project_slug, message.created_ts, &message.subject, message.id);
-        let root = archive.root().to_path_buf();
-        let paths = vec![path.clone()];
-        match tokio::task::spawn_blocking(move || last_commits(&root, &paths)).await {
-            Ok(Ok(mut found)) => found.remove(&path).map(|commit| commit.hexsha),
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e.message, "message commit lookup failed");
-                None
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "message commit lookup failed");
-                None
-            }
-        }
+        let mut found = self.last_commits_of(vec![path.clone()]).await?;
+        found.remove(&path).map(|commit| commit.hexsha)
     }
 }
 

@@ -69,16 +69,26 @@ static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
         .attribute_filter(|element, attribute, value| match (element, attribute) {
             ("a", "href") if is_data_url(value) => None,
             ("img", "src") if is_data_url(value) => {
-                let lower = value.trim_start().to_ascii_lowercase();
-                DATA_IMAGE_PREFIXES.iter().any(|p| lower.starts_with(p)).then_some(value.into())
+                let url = normalised(value);
+                DATA_IMAGE_PREFIXES.iter().any(|p| url.starts_with(p)).then_some(value.into())
             }
             _ => Some(Cow::Borrowed(value)),
         });
     builder
 });
 
+/// A URL as a browser reads its scheme: without the tabs, newlines and other control
+/// characters and spaces it skips, lower-cased.
+fn normalised(value: &str) -> String {
+    value
+        .chars()
+        .filter(|c| !c.is_ascii_control() && !c.is_whitespace())
+        .collect::<String>()
+        .to_ascii_lowercase()
+}
+
 fn is_data_url(value: &str) -> bool {
-    value.trim_start().get(..5).is_some_and(|scheme| scheme.eq_ignore_ascii_case("data:"))
+    normalised(value).starts_with("data:")
 }
 
 /// A Markdown body as sanitised HTML.

@@ -25,7 +25,6 @@ use mailroom_core::Error;
 use mailroom_core::model::time::Timestamp;
 use mailroom_core::ops::lifecycle::AgentChange;
 use mailroom_core::ops::overseer::{OVERSEER_NAME, OverseerMessage};
-use mailroom_core::ops::oversight::MAX_FLEET_MESSAGES;
 use mailroom_core::records::{AgentId, MessageId, ProjectId};
 use serde::Deserialize;
 use serde_json::json;
@@ -166,10 +165,8 @@ async fn fleet(State(state): State<AppState>, uri: Uri, Query(q): Query<FleetQue
 async fn fleet_page(state: AppState, q: FleetQuery) -> Result<Response, PageError> {
     let limit = number("limit", q.limit.as_deref())?.unwrap_or(FLEET_DEFAULT);
     let filter = q.filter_importance.unwrap_or_default().trim().to_ascii_lowercase();
-    let mut messages = state.core.fleet_messages(limit.min(MAX_FLEET_MESSAGES)).await?;
-    if !filter.is_empty() {
-        messages.retain(|m| m.importance.eq_ignore_ascii_case(&filter));
-    }
+    let importance = (!filter.is_empty()).then(|| filter.clone());
+    let messages = state.core.fleet_messages(limit, importance).await?;
     let now = Timestamp::now();
     let projects = state.core.list_projects().await?;
     Ok(render(&FleetPage {
@@ -183,20 +180,15 @@ async fn fleet_page(state: AppState, q: FleetQuery) -> Result<Response, PageErro
 async fn fleet_json(State(state): State<AppState>, Query(q): Query<FleetQuery>) -> Response {
     let answer = async {
         let limit = number("limit", q.limit.as_deref())?.unwrap_or(FLEET_DEFAULT);
-        let messages = state.core.fleet_messages(limit).await?;
+        let messages = state.core.fleet_messages(limit, None).await?;
         let with_projects = !matches!(
             q.include_projects.as_deref().map(str::trim),
             Some("false" | "0" | "no" | "off")
         );
         let projects = if with_projects { state.core.list_projects().await? } else { Vec::new() };
-        Ok::<_, PageError>(axum::Json(json!({ "messages": messages, "projects": projects })))
+        Ok(json!({ "messages": messages, "projects": projects }))
     };
-    match answer.await {
-        Ok(json) => json.into_response(),
-        Err(PageError(status, message)) => {
-            (status, axum::Json(json!({ "error": message }))).into_response()
-        }
-    }
+    json_answer(answer.await)
 }
 
 async fn projects(State(state): State<AppState>, uri: Uri) -> Response {

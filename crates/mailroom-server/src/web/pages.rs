@@ -4,8 +4,9 @@
 
 use askama::Template;
 use mailroom_core::model::time::Timestamp;
+use mailroom_core::ops::identity::ListedAgent;
 use mailroom_core::ops::output::{AddressedMessage, MessageOut, ProjectOut};
-use mailroom_core::ops::oversight::{AgentSummary, FleetMessage, excerpt};
+use mailroom_core::ops::oversight::{FleetMessage, excerpt};
 use mailroom_core::ops::reservations::ReservationStatus;
 use mailroom_core::ops::search::SearchResult;
 
@@ -125,14 +126,14 @@ pub struct AgentLink {
 }
 
 impl AgentLink {
-    pub fn new(slug: &str, a: &AgentSummary) -> Self {
+    pub fn new(slug: &str, a: &ListedAgent) -> Self {
         Self {
             id: a.agent.id.0,
             href: paths::inbox(slug, &a.agent.name),
             name: a.agent.name.clone(),
             program: a.agent.program.clone(),
             model: a.agent.model.clone(),
-            unread: a.unread,
+            unread: a.unread_count,
             retired: a.agent.retired_at.is_some(),
         }
     }

@@ -32,6 +32,12 @@ async fn every_page_answers_with_the_security_headers() {
     let slug = app.seed_pair("/work/web", "BlueLake", "GreenCastle").await;
     let first = send(&app, &slug, "Plan for the migration", "**Step one**: back up.", "T-9").await;
     send(&app, &slug, "Re: Plan for the migration", "Done; see `db.sql`.", "T-9").await;
+    app.tool_ok(
+        "send_message",
+        json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
+               "subject": "Routine note", "body_md": "normal importance"}),
+    )
+    .await;
     app.archive_flushed().await;
     let id = message_id(&first);
     app.tool_ok(
@@ -73,6 +79,9 @@ async fn every_page_answers_with_the_security_headers() {
         assert_eq!(headers.get("x-content-type-options").expect("nosniff"), "nosniff");
         assert!(headers["content-type"].to_str().expect("type").starts_with("text/html"));
     }
+    let (_, _, everything) = page(&app, "/mail").await;
+    let (_, _, high) = page(&app, "/mail/unified-inbox?filter_importance=HIGH").await;
+    assert!(everything.contains("Routine note") && !high.contains("Routine note"), "{high}");
     let (_, _, detail) = page(&app, &format!("/mail/{slug}/message/{id}")).await;
     assert!(detail.contains("Archived in commit <code>"), "the commit is shown: {detail}");
     let (_, _, reservations) = page(&app, &format!("/mail/{slug}/file_reservations")).await;
@@ -101,7 +110,7 @@ async fn every_page_answers_with_the_security_headers() {
     let (_, _, json) = page(&app, "/mail/api/unified-inbox?include_projects=false").await;
     let json: Value = serde_json::from_str(&json).expect("json");
     assert_eq!(json["projects"], json!([]));
-    assert_eq!(json["messages"].as_array().map(Vec::len), Some(2));
+    assert_eq!(json["messages"].as_array().map(Vec::len), Some(3));
 }
 
 #[tokio::test]
@@ -142,16 +151,14 @@ async fn bad_requests_get_clear_errors() {
         (&format!("/mail/{slug}/inbox/GreenCastle?page=x"), 400, "page must be a whole number"),
         (&format!("/mail/{slug}/inbox/GreenCastle?page=0"), 400, "at least 1"),
         ("/mail?limit=lots", 400, "limit must be a whole number"),
-        ("/mail/static/../../etc/passwd", 404, ""),
+        ("/mail/static/..%2F..%2Fetc%2Fpasswd", 404, "No such file"),
         ("/mail/static/secret.txt", 404, "No such file"),
     ];
     for (path, status, text) in cases {
         let (got, headers, body) = page(&app, path).await;
         assert_eq!(got, status, "{path}: {body}");
         assert!(body.contains(text), "{path}: {body}");
-        if got != 404 || !text.is_empty() {
-            assert!(headers.contains_key("content-security-policy"), "{path}");
-        }
+        assert!(headers.contains_key("content-security-policy"), "{path}");
     }
     let (status, _, body) = page(&app, "/mail/api/unified-inbox?limit=x").await;
     assert_eq!(status, 400);
@@ -360,24 +367,35 @@ async fn hostile_content_is_neutralised_on_every_page() {
             send(&app, &slug, &long, &long, "T-x").await;
         }
     }
+    // Each page with the status it must answer; those marked `true` must show hostile text
+    // (escaped), so a page that stopped rendering it cannot pass.
     let mut paths = vec![
-        "/mail".to_string(),
-        "/mail/projects".to_string(),
-        format!("/mail/{slug}"),
-        format!("/mail/{slug}?q=script"),
-        format!("/mail/{slug}/search?q=%3Cimg"),
-        format!("/mail/{slug}/inbox/GreenCastle"),
-        format!("/mail/{slug}/thread/T-x"),
-        format!("/mail/{slug}?q=%3Cscript%3Ealert(1)%3C/script%3E"),
-        format!("/mail/{slug}/message/%3Cscript%3E"),
-        format!("/mail/{slug}/overseer/compose"),
-        format!("/mail/{slug}/file_reservations"),
-        format!("/mail/%3Cscript%3Ealert(1)%3C%2Fscript%3E"),
+        ("/mail".to_string(), 200, true),
+        ("/mail/projects".to_string(), 200, true),
+        (format!("/mail/{slug}"), 200, true),
+        (format!("/mail/{slug}?q=script"), 200, true),
+        (format!("/mail/{slug}/search?q=%3Cimg"), 200, true),
+        (format!("/mail/{slug}/inbox/GreenCastle"), 200, true),
+        (format!("/mail/{slug}/thread/T-x"), 200, true),
+        (format!("/mail/{slug}?q=%3Cscript%3Ealert(1)%3C/script%3E"), 200, true),
+        (format!("/mail/{slug}/message/%3Cscript%3E"), 400, true),
+        (format!("/mail/{slug}/overseer/compose"), 200, false),
+        (format!("/mail/{slug}/file_reservations"), 200, true),
+        ("/mail/%3Cscript%3Ealert(1)%3C%2Fscript%3E".to_string(), 404, true),
     ];
-    paths.extend(ids.iter().map(|id| format!("/mail/{slug}/message/{id}")));
-    for path in paths {
+    // A message page escapes its subject (its body is sanitised, not escaped).
+    let messages = ids.iter().zip(CORPUS);
+    paths.extend(
+        messages.map(|(id, subject)| {
+            (format!("/mail/{slug}/message/{id}"), 200, subject.contains('<'))
+        }),
+    );
+    for (path, expected, shows_hostile_text) in paths {
         let (status, _, html) = page(&app, &path).await;
-        assert!(matches!(status, 200 | 400 | 404), "{path}: {status}");
+        assert_eq!(status, expected, "{path}: {html}");
+        if shows_hostile_text {
+            assert!(html.contains("&#60;"), "{path} shows no escaped markup: {html}");
+        }
         assert_neutral(&path, &html);
     }
 }
@@ -490,14 +508,9 @@ async fn the_overseer_writes_past_contact_policies_with_its_banner() {
         body.contains("MESSAGE FROM THE HUMAN OVERSEER") && body.ends_with("Roll back **now**.")
     );
     let agents = app.tool_ok("list_agents", json!({"project_key": slug})).await;
-    let overseer = agents
+    let overseer = agents["agents"]
         .as_array()
         .and_then(|list| list.iter().find(|a| a["name"] == "HumanOverseer"))
-        .or_else(|| {
-            agents["agents"]
-                .as_array()
-                .and_then(|l| l.iter().find(|a| a["name"] == "HumanOverseer"))
-        })
         .cloned()
         .expect("the overseer is an agent of the project");
     assert_eq!(
@@ -581,7 +594,7 @@ async fn agents_retire_and_projects_archive_from_the_ui() {
     let slug = app.seed_pair("/work/life", "BlueLake", "GreenCastle").await;
     let token = csrf_token(&app).await;
     let agents = app.tool_ok("list_agents", json!({"project_key": slug})).await;
-    let list = agents.as_array().or_else(|| agents["agents"].as_array()).expect("agents");
+    let list = agents["agents"].as_array().expect("agents");
     let blue = list.iter().find(|a| a["name"] == "BlueLake").expect("BlueLake");
     let (agent_id, project_id) = (blue["id"].as_i64().expect("id"), blue["project_id"].clone());
 

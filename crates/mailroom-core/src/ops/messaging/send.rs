@@ -16,7 +16,8 @@ use crate::records::{ContactPolicy, Project};
 use crate::store::Db;
 
 /// Subjects longer than this are cut (the reference's limit).
-const MAX_SUBJECT_CHARS: usize = 200;
+/// Longest subject, in characters (longer ones are cut; the overseer's are refused).
+pub(crate) const MAX_SUBJECT_CHARS: usize = 200;
 
 impl Mailroom {
     /// Converts and stores the images of a send before its transaction (image work is slow

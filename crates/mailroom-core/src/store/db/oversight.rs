@@ -59,9 +59,9 @@ pub struct InboxRow {
 }
 
 impl Db<'_> {
-    /// The newest `limit` messages of every project (ids follow creation order), each with its
-    /// recipients.
-    pub fn fleet_messages(&self, limit: i64) -> Result<Vec<FleetRow>> {
+    /// The newest `limit` messages of every project (ids follow creation order), of one
+    /// importance when given, each with its recipients.
+    pub fn fleet_messages(&self, limit: i64, importance: Option<&str>) -> Result<Vec<FleetRow>> {
         let mut stmt = self
             .conn
             .prepare_cached(
@@ -69,10 +69,13 @@ impl Db<'_> {
                         m.importance, m.ack_required, m.thread_id, m.created_ts
                  FROM messages m JOIN projects p ON p.id = m.project_id
                  JOIN agents s ON s.id = m.sender_id
+                 WHERE ?3 IS NULL OR m.importance = ?3 COLLATE NOCASE
                  ORDER BY m.id DESC LIMIT ?1",
             )
             .map_err(map_err)?;
-        let rows = stmt.query_map(params![limit, OPENING_CHARS], fleet_row).map_err(map_err)?;
+        let rows = stmt
+            .query_map(params![limit, OPENING_CHARS, importance], fleet_row)
+            .map_err(map_err)?;
         let mut messages = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)?;
         let (Some(newest), Some(oldest)) = (messages.first(), messages.last()) else {
             return Ok(messages);
