@@ -255,7 +255,7 @@ impl Writer {
             // replayed (idempotently) next start.
             let first = work.first().map_or(last, |w| w.id);
             if let Err(e) =
-                self.store.write_blocking(move |db| db.complete_archive_work(first, last))
+                self.store.write_blocking_unseen(move |db| db.complete_archive_work(first, last))
             {
                 tracing::warn!(error = %e.message, "archived rows not cleared; they will replay");
             }

@@ -44,6 +44,8 @@ type WriteJob = Box<dyn FnOnce(&Connection, bool) -> JobOutcome + Send>;
 struct JobOutcome {
     succeeded: bool,
     archive_enqueued: usize,
+    /// The job succeeded, changed rows, and is not bookkeeping no view shows.
+    changed_views: bool,
     finish: Finish,
 }
 
@@ -60,8 +62,8 @@ pub struct Store {
 struct Inner {
     path: PathBuf,
     writer: mpsc::Sender<WriteJob>,
-    /// Counts committed write batches that changed rows: a reader that watches it learns
-    /// that data changed.
+    /// Counts committed write batches that changed rows a view shows: a reader that watches
+    /// it learns that data changed.
     changes: watch::Receiver<u64>,
     readers: Mutex<Vec<Connection>>,
     reader_permits: Semaphore,
@@ -133,7 +135,7 @@ impl Store {
         F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        let (boxed, answer) = boxed_job(job);
+        let (boxed, answer) = boxed_job(job, true);
         self.inner
             .writer
             .send(boxed)
@@ -148,13 +150,14 @@ impl Store {
         self.inner.changes.clone()
     }
 
-    /// `write` for plain threads (the archive writer); must not be called on an async worker.
-    pub fn write_blocking<R, F>(&self, job: F) -> Result<R>
+    /// `write` for plain threads, for bookkeeping no view shows (the archive writer clearing
+    /// its queue): it does not move [`Self::changes`]. Must not be called on an async worker.
+    pub fn write_blocking_unseen<R, F>(&self, job: F) -> Result<R>
     where
         F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        let (boxed, answer) = boxed_job(job);
+        let (boxed, answer) = boxed_job(job, false);
         self.inner
             .writer
             .blocking_send(boxed)
@@ -261,7 +264,7 @@ pub fn create_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -
 }
 
 /// Wraps a typed job for the writer thread; the receiver yields its answer after commit.
-fn boxed_job<R, F>(job: F) -> (WriteJob, oneshot::Receiver<Result<R>>)
+fn boxed_job<R, F>(job: F, seen: bool) -> (WriteJob, oneshot::Receiver<Result<R>>)
 where
     F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
     R: Send + 'static,
@@ -269,12 +272,14 @@ where
     let (reply, answer) = oneshot::channel();
     let boxed: WriteJob = Box::new(move |conn: &Connection, archive_enabled: bool| {
         let db = Db::new(conn, archive_enabled);
+        let changes_before = conn.total_changes();
         let outcome = job(&db);
         let succeeded = outcome.is_ok();
+        let changed_views = seen && succeeded && conn.total_changes() != changes_before;
         let finish: Finish = Box::new(move |committed: Result<()>| {
             let _ = reply.send(committed.and(outcome));
         });
-        JobOutcome { succeeded, archive_enqueued: db.archive_enqueued(), finish }
+        JobOutcome { succeeded, archive_enqueued: db.archive_enqueued(), changed_views, finish }
     });
     (boxed, answer)
 }
@@ -322,12 +327,15 @@ struct BatchResult {
     committed: Result<()>,
     finishers: Vec<Finish>,
     archive_enqueued: usize,
+    /// A committed job changed rows a view shows.
+    changed_views: bool,
 }
 
 /// Runs a batch of jobs in one transaction, each in its own savepoint.
 fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>, archive_enabled: bool) -> BatchResult {
     let mut finishers = Vec::with_capacity(batch.len());
     let mut archive_enqueued = 0;
+    let mut changed_views = false;
     let committed = (|| -> Result<()> {
         let tx =
             conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db::map_err)?;
@@ -342,6 +350,7 @@ fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>, archive_enabled: bool)
                     finishers.push(outcome.finish);
                     if outcome.succeeded {
                         archive_enqueued += outcome.archive_enqueued;
+                        changed_views |= outcome.changed_views;
                     }
                     outcome.succeeded
                 }
@@ -359,8 +368,9 @@ fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>, archive_enabled: bool)
         db::search::index_pending_messages(&tx)?;
         tx.commit().map_err(db::map_err)
     })();
-    let archive_enqueued = if committed.is_ok() { archive_enqueued } else { 0 };
-    BatchResult { committed, finishers, archive_enqueued }
+    let (archive_enqueued, changed_views) =
+        if committed.is_ok() { (archive_enqueued, changed_views) } else { (0, false) };
+    BatchResult { committed, finishers, archive_enqueued, changed_views }
 }
 
 fn run_writer(
@@ -378,7 +388,6 @@ fn run_writer(
                 Err(_) => break,
             }
         }
-        let changes_before = conn.total_changes();
         let result = run_batch(&mut conn, batch, archive_hook.is_some());
         // The archive hears of the rows before anyone hears "done", so a caller that waits
         // for the archive after its answer waits for its own rows too.
@@ -386,8 +395,9 @@ fn run_writer(
             hook(result.archive_enqueued);
         }
         checkpointer.nudge();
-        // A batch that changed no row (a sweep with nothing to release) wakes no view.
-        if result.committed.is_ok() && conn.total_changes() != changes_before {
+        // A batch that changed no row a view shows (a sweep with nothing to release, the
+        // archive clearing its queue) wakes no view.
+        if result.changed_views {
             changed.send_modify(|count| *count = count.wrapping_add(1));
         }
         // Jobs never reached (the batch failed early) were dropped, so their callers see
@@ -492,6 +502,37 @@ mod tests {
         let slugs = store.read(|db| db.project_keys()).await.expect("read");
         assert_eq!(slugs.len(), 32, "only the successful jobs' rows remain");
         assert!(slugs.iter().all(|(slug, _)| slug[1..].parse::<usize>().is_ok_and(|n| n % 2 == 0)));
+    }
+
+    /// The change count moves for a committed write that changed rows, and only then: not
+    /// for a write that changed nothing, a failed one, or unseen bookkeeping.
+    #[tokio::test]
+    async fn the_change_count_moves_with_visible_changes_only() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(&dir.path().join("db.sqlite3"), 1, None).expect("open");
+        let changes = store.changes();
+        let count = || *changes.borrow();
+        let now = Timestamp::now();
+        store.write(move |db| db.insert_project_if_absent("p", "/p", now)).await.expect("insert");
+        assert_eq!(count(), 1, "a row changed");
+        store.write(|db| db.project_keys()).await.expect("nothing written");
+        assert_eq!(count(), 1, "no row changed");
+        let failed = store
+            .write(move |db| {
+                db.insert_project_if_absent("q", "/q", now)?;
+                Err::<(), _>(Error::invalid("the job fails"))
+            })
+            .await;
+        assert!(failed.is_err());
+        assert_eq!(count(), 1, "a failed job's changes are rolled back");
+        let unseen = store.clone();
+        tokio::task::spawn_blocking(move || {
+            unseen.write_blocking_unseen(move |db| db.insert_project_if_absent("r", "/r", now))
+        })
+        .await
+        .expect("joined")
+        .expect("insert");
+        assert_eq!(count(), 1, "bookkeeping wakes no view");
     }
 
     /// A short read's job that fails or panics leaves its pooled connection usable: the
