@@ -16,6 +16,7 @@ from pathlib import Path
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
@@ -95,7 +96,9 @@ def no_console_errors(driver, where):
 def main():
     seed()
     driver = browser()
-    wait = WebDriverWait(driver, 10)
+    # Live pages swap their content in place when the server pushes a change, so an element
+    # found a moment ago may be gone: a wait looks again instead of failing.
+    wait = WebDriverWait(driver, 10, ignored_exceptions=[StaleElementReferenceException])
     try:
         driver.get(BASE + "/mail")
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "ul.rows > li")))
@@ -133,10 +136,11 @@ def main():
         def red_fox_item():
             panel = driver.find_element(By.CSS_SELECTOR, "aside.panel")
             return next(li for li in panel.find_elements(By.TAG_NAME, "li") if "RedFox" in li.text)
-        red_fox_item().find_element(By.XPATH, ".//button[text()='Retire']").click()
+        # Clicked inside a wait: a live update may replace the row between finding and clicking.
+        wait.until(lambda d: red_fox_item().find_element(By.XPATH, ".//button[text()='Retire']").click() or True)
         wait.until(lambda d: "(retired)" in red_fox_item().text)
         shot(driver, "agent-retired")
-        red_fox_item().find_element(By.XPATH, ".//button[text()='Unretire']").click()
+        wait.until(lambda d: red_fox_item().find_element(By.XPATH, ".//button[text()='Unretire']").click() or True)
         wait.until(lambda d: "(retired)" not in red_fox_item().text)
 
         # An agent's inbox from the project's agents panel.
