@@ -68,6 +68,8 @@ pub struct ArchiveRepo {
     index_len: usize,
     /// Files committed (path, blob id) since the index was last written.
     index_pending: Vec<(String, Oid)>,
+    /// Files removed since the index was last written.
+    index_removals: Vec<String>,
     /// The last commit's new trees (the largest that fit), the next commit's baseline.
     recent_trees: RecentTrees,
     /// The builder of each commit's pack, kept for its buffers.
@@ -118,6 +120,7 @@ impl ArchiveRepo {
             layout,
             index_len: 0,
             index_pending: Vec::new(),
+            index_removals: Vec::new(),
             recent_trees: RecentTrees::default(),
             pack: PackBuilder::new(),
             index_abandoned: false,
@@ -174,6 +177,18 @@ impl ArchiveRepo {
         files: &[(String, Vec<u8>)],
         message: &str,
     ) -> Result<Option<Committed>> {
+        self.commit_changes(files, &[], message)
+    }
+
+    /// [`commit_files`](Self::commit_files), also taking `removals` (files' paths) out of the
+    /// tree, the work tree and the index; a directory left empty goes too. A path HEAD does
+    /// not hold is passed over, so a replay changes nothing.
+    pub fn commit_changes(
+        &mut self,
+        files: &[(String, Vec<u8>)],
+        removals: &[String],
+        message: &str,
+    ) -> Result<Option<Committed>> {
         // A message's copies share their bytes: each distinct content is hashed once, and
         // packed once. Each file's bytes are hashed once (twice with SipHash was 2 % of a
         // saturated server's samples).
@@ -189,22 +204,24 @@ impl ArchiveRepo {
             };
             blobs.push(id);
         }
-        let commit_id = self.commit_blobs(files, &blobs, &distinct, message)?;
+        let commit_id = self.commit_blobs(files, &blobs, removals, &distinct, message)?;
         self.write_work_tree(files, &blobs)?;
+        self.remove_from_work_tree(removals)?;
         Ok(commit_id)
     }
 
-    /// Commits `files`, whose blobs are `blobs` (`distinct`: each content and its id), on
-    /// top of HEAD; `None` when HEAD holds them all already. The blobs, the new trees and
-    /// the commit are written as one pack. As loose objects each would cost a file, and
-    /// under a trickle of sends (a commit per message) the repacks' deletion of thousands of
-    /// loose objects made every later file creation walk the freed inodes (ext4 without a
+    /// Commits `files`, whose blobs are `blobs` (`distinct`: each content and its id), and
+    /// `removals` on top of HEAD; `None` when HEAD is that tree already. The blobs, the new
+    /// trees and the commit are written as one pack. As loose objects each would cost a file,
+    /// and under a trickle of sends (a commit per message) the repacks' deletion of thousands
+    /// of loose objects made every later file creation walk the freed inodes (ext4 without a
     /// journal): three quarters of the archive thread. The server caps libgit2's mappings of
     /// the packs that pile up between two repacks.
     fn commit_blobs(
         &mut self,
         files: &[(String, Vec<u8>)],
         blobs: &[Oid],
+        removals: &[String],
         distinct: &Distinct<'_>,
         message: &str,
     ) -> Result<Option<Committed>> {
@@ -214,7 +231,8 @@ impl ArchiveRepo {
         let odb = self.repo.odb().map_err(|e| git_err("odb", e))?;
         let paths = files.iter().map(|(path, _)| path.as_str());
         let files = paths.zip(blobs.iter().copied());
-        let trees = tree_merge::merge_files(&odb, &self.recent_trees, baseline, files)?;
+        let removed = removals.iter().map(String::as_str);
+        let trees = tree_merge::merge_changes(&odb, &self.recent_trees, baseline, files, removed)?;
         drop(odb);
         if Some(trees.root) == baseline {
             return Ok(None);
@@ -277,6 +295,9 @@ impl ArchiveRepo {
     /// a temp file: the queue rows are only cleared after this returns, so a crash mid-write
     /// is repaired by the replay, which rewrites the same bytes.
     fn write_work_tree(&mut self, files: &[(String, Vec<u8>)], blobs: &[Oid]) -> Result<()> {
+        if !self.index_removals.is_empty() {
+            self.index_removals.retain(|removed| !files.iter().any(|(path, _)| path == removed));
+        }
         // The first copy of each content still holding it: (directory, file name).
         let mut written: FastMap<Oid, (&str, &str)> = FastMap::default();
         // What each path was last written with, in case a batch names a path twice.
@@ -314,6 +335,36 @@ impl ArchiveRepo {
         Ok(())
     }
 
+    /// Deletes the removed files from the work tree (a missing one is passed over), then
+    /// each directory they leave empty, and notes them for the index.
+    fn remove_from_work_tree(&mut self, removals: &[String]) -> Result<()> {
+        if removals.is_empty() {
+            return Ok(());
+        }
+        self.index_pending.retain(|(path, _)| !removals.contains(path));
+        for path in removals {
+            self.index_removals.push(path.clone());
+            if (self.layout.written_by_owner)(path) {
+                continue;
+            }
+            let file = self.root.join(path);
+            match fs::remove_file(&file) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err("cannot remove", &file, e)),
+            }
+            // Up to the root; the first directory that is not empty (or not there) stops it.
+            let mut dir = Path::new(path).parent();
+            while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+                if fs::remove_dir(self.root.join(d)).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+        Ok(())
+    }
+
     /// Entries in Git's index (about one per archived file).
     pub fn index_entries(&self) -> usize {
         self.index_len
@@ -337,12 +388,12 @@ impl ArchiveRepo {
 
     /// Whether committed paths still wait for the index.
     pub fn index_stale(&self) -> bool {
-        !self.index_pending.is_empty()
+        !self.index_pending.is_empty() || !self.index_removals.is_empty()
     }
 
     /// How many committed paths wait for the index.
     pub fn index_backlog(&self) -> usize {
-        self.index_pending.len()
+        self.index_pending.len() + self.index_removals.len()
     }
 
     /// Records the committed files in Git's index (with their stat data, so `git status`
@@ -351,7 +402,36 @@ impl ArchiveRepo {
     pub fn sync_index(&mut self) -> Result<()> {
         if self.index_abandoned {
             self.index_pending.clear();
+            self.index_removals.clear();
         }
+        self.sync_index_additions()?;
+        if self.index_pending.is_empty() && !self.index_removals.is_empty() {
+            self.sync_index_removals()?;
+        }
+        Ok(())
+    }
+
+    /// Takes the removed files out of Git's index through libgit2 (removals are rare: a
+    /// person deleting messages), after the additions before them. A busy index keeps them
+    /// for the next call.
+    fn sync_index_removals(&mut self) -> Result<()> {
+        let mut index = self.load_index()?;
+        for path in &self.index_removals {
+            // A path the index lacks (never synced, or removed before a crash) is no error.
+            let _ = index.remove_path(Path::new(path));
+        }
+        match index.write() {
+            Ok(()) => {
+                self.index_len = index.len();
+                self.index_removals.clear();
+            }
+            Err(e) => tracing::debug!(error = %e.message(), "archive index busy; will retry"),
+        }
+        Ok(())
+    }
+
+    /// The additions of [`sync_index`](Self::sync_index).
+    fn sync_index_additions(&mut self) -> Result<()> {
         if self.index_pending.is_empty() {
             return Ok(());
         }

@@ -143,22 +143,36 @@ impl RecentTrees {
 }
 
 /// `baseline` (the previous root tree, `None` for the first commit) with each `(path, blob)`
-/// set as a regular file. A path given twice takes its last blob. Trees in `recent` are
-/// read from there rather than from `odb`.
-pub(crate) fn merge_files<'p>(
+/// set as a regular file (a path given twice takes its last blob), then each of `removals`
+/// (a file's path) taken out: a path both written and removed is removed, a path the baseline lacks (or holds as a directory) is passed
+/// over, and a directory left empty goes with its last file. Trees in `recent` are read from
+/// there rather than from `odb`.
+pub(crate) fn merge_changes<'p>(
     odb: &Odb<'_>,
     recent: &RecentTrees,
     baseline: Option<Oid>,
     files: impl IntoIterator<Item = (&'p str, Oid)>,
+    removals: impl IntoIterator<Item = &'p str>,
 ) -> Result<MergedTrees> {
     let mut root = BTreeMap::new();
     for (path, blob) in files {
-        insert(&mut root, path, blob)?;
+        insert(&mut root, path, Node::File(blob))?;
+    }
+    for path in removals {
+        insert(&mut root, path, Node::Removed)?;
     }
     let mut merged =
         MergedTrees { root: Oid::ZERO_SHA1, new_trees: Vec::new(), versions: Vec::new() };
     let trees = Trees { odb, recent };
-    merged.root = write_directory(&trees, baseline, &root, "", &mut merged)?;
+    merged.root = match write_directory(&trees, baseline, &root, "", &mut merged)? {
+        Some(id) => id,
+        // Everything removed: the root is Git's empty tree.
+        None => {
+            let id = object_id(ObjectType::Tree, &[])?;
+            merged.new_trees.push(NewTree { id, bytes: Vec::new() });
+            id
+        }
+    };
     Ok(merged)
 }
 
@@ -205,6 +219,8 @@ type Children<'p> = BTreeMap<&'p [u8], Node<'p>>;
 
 enum Node<'p> {
     File(Oid),
+    /// A file taken out of the tree.
+    Removed,
     Directory(Children<'p>),
 }
 
@@ -214,7 +230,7 @@ impl Node<'_> {
     }
 }
 
-fn insert<'p>(root: &mut Children<'p>, path: &'p str, blob: Oid) -> Result<()> {
+fn insert<'p>(root: &mut Children<'p>, path: &'p str, leaf: Node<'p>) -> Result<()> {
     let invalid = |why: &str| Error::invalid(format!("cannot commit {path:?}: {why}"));
     let mut components = path.split('/').peekable();
     let mut directory = root;
@@ -229,14 +245,16 @@ fn insert<'p>(root: &mut Children<'p>, path: &'p str, blob: Oid) -> Result<()> {
             if matches!(directory.get(name.as_bytes()), Some(Node::Directory(_))) {
                 return Err(invalid("a directory of the same commit has this name"));
             }
-            directory.insert(name.as_bytes(), Node::File(blob));
+            directory.insert(name.as_bytes(), leaf);
             return Ok(());
         }
         let node =
             directory.entry(name.as_bytes()).or_insert_with(|| Node::Directory(BTreeMap::new()));
         directory = match node {
             Node::Directory(children) => children,
-            Node::File(_) => return Err(invalid("a file of the same commit has this name")),
+            Node::File(_) | Node::Removed => {
+                return Err(invalid("a file of the same commit has this name"));
+            }
         };
     }
     Err(invalid("empty path"))
@@ -302,31 +320,32 @@ fn git_order(a: &[u8], a_is_directory: bool, b: &[u8], b_is_directory: bool) -> 
     next(a, a_is_directory).cmp(&next(b, b_is_directory))
 }
 
-/// A new entry in its final form: name, kind and id.
+/// A new entry in its final form: name, kind and id (`None`: the entry goes).
 struct Spliced<'p> {
     name: &'p [u8],
     is_directory: bool,
-    id: Oid,
+    id: Option<Oid>,
 }
 
 fn push_entry(out: &mut Vec<u8>, entry: &Spliced<'_>) {
+    let Some(id) = entry.id else { return };
     out.extend_from_slice(if entry.is_directory { DIRECTORY_MODE } else { FILE_MODE });
     out.push(b' ');
     out.extend_from_slice(entry.name);
     out.push(0);
-    out.extend_from_slice(entry.id.as_bytes());
+    out.extend_from_slice(id.as_bytes());
 }
 
 /// Writes the directory at `path` whose previous tree was `previous`, with `children`
 /// spliced in; its new subtrees first. Returns its id, and records it in `out` if new (with
-/// the versions it replaces).
+/// the versions it replaces); `None` when it is left empty.
 fn write_directory(
     trees: &Trees<'_, '_>,
     previous: Option<Oid>,
     children: &Children<'_>,
     path: &str,
     out: &mut MergedTrees,
-) -> Result<Oid> {
+) -> Result<Option<Oid>> {
     let previous_tree = trees.previous(previous, path)?;
     let previous_bytes = previous_tree.bytes();
     let previous_subtrees = previous_subtrees(previous_bytes, children, path)?;
@@ -334,7 +353,8 @@ fn write_directory(
     let mut spliced = Vec::with_capacity(children.len());
     for (name, node) in children {
         let id = match node {
-            Node::File(blob) => *blob,
+            Node::File(blob) => Some(*blob),
+            Node::Removed => None,
             Node::Directory(grandchildren) => {
                 let child_path = join(path, name);
                 let previous = previous_subtrees.get(name).copied();
@@ -363,10 +383,12 @@ fn write_directory(
                 Ordering::Equal => {
                     push_entry(&mut bytes, new);
                     replaced = true;
-                    if !new.is_directory && new.id.as_bytes() != entry.id {
+                    if let Some(id) =
+                        new.id.filter(|id| !new.is_directory && id.as_bytes() != entry.id)
+                    {
                         let old =
                             Oid::from_bytes(entry.id).map_err(|e| git_err("tree entry", e))?;
-                        out.versions.push((new.id, old));
+                        out.versions.push((id, old));
                     }
                 }
                 Ordering::Greater => break,
@@ -385,14 +407,18 @@ fn write_directory(
     }
     if let Some(id) = previous.filter(|_| bytes == previous_bytes) {
         trees.recent.give_back(bytes);
-        return Ok(id);
+        return Ok(Some(id));
+    }
+    if bytes.is_empty() {
+        trees.recent.give_back(bytes);
+        return Ok(None);
     }
     let id = object_id(ObjectType::Tree, &bytes)?;
     out.new_trees.push(NewTree { id, bytes });
     if let Some(previous) = previous {
         out.versions.push((id, previous));
     }
-    Ok(id)
+    Ok(Some(id))
 }
 
 /// The previous ids of the subdirectories `children` writes into, found in one pass over

@@ -49,12 +49,25 @@
     });
   }
 
+  function pickedIds() {
+    return Array.from(document.querySelectorAll("input.pick:checked")).map((box) => Number(box.value));
+  }
+
+  // A form sent as JSON: its data-body, or (data-selected) the ticked messages' ids; after a
+  // data-confirm question; then to data-next, or the page again.
   function wireJsonPost(form) {
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
+      let body = JSON.parse(form.dataset.body || "{}");
+      if (form.hasAttribute("data-selected")) {
+        const ids = pickedIds();
+        if (ids.length === 0) { window.alert("Tick the messages first."); return; }
+        body = { message_ids: ids };
+      }
+      if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) return;
       try {
-        await postJson(form.action, JSON.parse(form.dataset.body || "{}"));
-        window.location.reload();
+        await postJson(form.action, body);
+        if (form.dataset.next) { window.location.href = form.dataset.next; } else { window.location.reload(); }
       } catch (error) {
         window.alert(`Failed: ${error.message}`);
       }
@@ -81,6 +94,9 @@
         const fresh = page.querySelector("main");
         const main = document.querySelector("main");
         if (fresh && main && fresh.innerHTML !== main.innerHTML) {
+          // Ticked messages stay ticked across the swap.
+          const ticked = new Set(pickedIds().map(String));
+          fresh.querySelectorAll("input.pick").forEach((box) => { box.checked = ticked.has(box.value); });
           main.replaceWith(document.adoptNode(fresh));
           selected = -1;
           document.querySelectorAll("form[data-json-post]").forEach(wireJsonPost);

@@ -19,6 +19,7 @@ pub mod python_json;
 mod rebuild;
 mod reconstruct;
 mod render;
+pub use render::message_files;
 mod verify;
 mod writer;
 

@@ -21,6 +21,8 @@ use crate::store::db::messages::RecipientLists;
 /// Files to commit (repo-relative path → bytes) and the commit message.
 pub(super) struct Rendered {
     pub files: Vec<(String, Vec<u8>)>,
+    /// Files to take out of the archive (deleted messages' copies).
+    pub removals: Vec<String>,
     pub message: String,
 }
 
@@ -63,17 +65,43 @@ pub(super) fn render(
     let mut sources = Sources { repo, digests, replay_horizon, appended: HashSet::new() };
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut entries = Vec::new();
+    let mut removals = Vec::new();
     for item in work {
         let entry = match item.kind {
             ArchiveKind::Message => render_message(db, item, &mut sources, &mut files)?,
             ArchiveKind::Profile => render_profile(db, AgentId(item.ref_id), &mut files)?,
             ArchiveKind::Reservation => render_reservation(db, item.ref_id, false, &mut files)?,
             ArchiveKind::ReservationGrant => render_reservation(db, item.ref_id, true, &mut files)?,
+            ArchiveKind::Deletion => render_deletion(db, item.id, &mut files, &mut removals)?,
             ArchiveKind::Unknown => None,
         };
         entries.extend(entry);
     }
-    Ok(Rendered { files: files.into_iter().collect(), message: commit_message(&entries) })
+    let message = commit_message(&entries);
+    Ok(Rendered { files: files.into_iter().collect(), removals, message })
+}
+
+/// A deletion: its files leave the commit (and any earlier work of this batch that wrote
+/// them; none does, as a deleted message renders nothing).
+fn render_deletion(
+    db: &Db<'_>,
+    queue_id: i64,
+    files: &mut BTreeMap<String, Vec<u8>>,
+    removals: &mut Vec<String>,
+) -> Result<Option<Entry>> {
+    let Some(deletion) = db.archive_deletion(queue_id)? else { return Ok(None) };
+    for path in &deletion.paths {
+        files.remove(path);
+    }
+    removals.extend(deletion.paths);
+    Ok(Some(Entry { line: deletion.line, body: String::new(), reservation: None }))
+}
+
+/// The archive files of a message as it is stored now (canonical, outbox and inbox copies);
+/// `None` when it does not exist.
+pub fn message_files(db: &Db<'_>, id: MessageId) -> Result<Option<Vec<String>>> {
+    let Some((doc, sender_is_local)) = message_doc(db, id)? else { return Ok(None) };
+    Ok(Some(format::message_paths(&doc, sender_is_local).all().cloned().collect()))
 }
 
 /// Loads a message as its archive document; `None` when it no longer exists. The flag says

@@ -242,7 +242,8 @@ impl Writer {
             let (repo, digests) = (&self.repo, &mut self.digests);
             let rendered =
                 self.reader.read(|db| render::render(db, &work, repo, digests, replay_horizon))?;
-            if let Some(committed) = self.repo.commit_files(&rendered.files, &rendered.message)? {
+            let (files, removals) = (&rendered.files, &rendered.removals);
+            if let Some(committed) = self.repo.commit_changes(files, removals, &rendered.message)? {
                 self.signal.commits.fetch_add(1, Ordering::SeqCst);
                 self.repacker.after_commit(&mut self.repo, committed);
             }

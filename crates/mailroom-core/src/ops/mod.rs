@@ -8,6 +8,7 @@ pub mod ack_views;
 pub mod auth;
 pub mod contacts;
 pub mod conventions;
+pub mod deletion;
 pub mod digest;
 pub mod guard;
 pub mod health;

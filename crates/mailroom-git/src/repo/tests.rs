@@ -203,3 +203,47 @@ fn a_commit_made_meanwhile_is_never_dropped() {
     let reflog = git(&root, &["reflog", "--format=%gs"]);
     assert!(reflog.ends_with("commit (initial): chore: initialize archive\n"), "{reflog}");
 }
+
+/// Removed files leave the commit's tree, the work tree (with the directories they leave
+/// empty) and the index, in one pack; `git status` is clean, fsck finds nothing, and a replay
+/// commits nothing.
+#[test]
+fn removals_leave_tree_work_tree_and_index() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("init");
+    let files: Vec<(String, Vec<u8>)> = ["m1", "m2"]
+        .iter()
+        .flat_map(|m| {
+            let bytes = format!("{m}\n").into_bytes();
+            [
+                (format!("projects/p/messages/2026/11/{m}.md"), bytes.clone()),
+                (format!("projects/p/agents/A/inbox/2026/11/{m}.md"), bytes),
+            ]
+        })
+        .collect();
+    repo.commit_files(&files, "mail: two\n").expect("commit");
+    repo.sync_index().expect("index");
+    let gone = vec![
+        "projects/p/messages/2026/11/m1.md".to_string(),
+        "projects/p/agents/A/inbox/2026/11/m1.md".to_string(),
+        "projects/p/agents/A/inbox/2026/11/m2.md".to_string(),
+        "projects/p/never/there.md".to_string(),
+    ];
+    let packs_before = packs(&root);
+    let removed = repo.commit_changes(&[], &gone, "delete: 1 message(s)\n").expect("commit");
+    assert!(removed.is_some());
+    assert_eq!(packs(&root), packs_before + 1, "a removal commit is one pack");
+    repo.sync_index().expect("index");
+    assert!(!repo.index_stale());
+    let listed = git(&root, &["ls-tree", "-r", "--name-only", "HEAD", "projects"]);
+    assert_eq!(listed, "projects/p/messages/2026/11/m2.md\n");
+    assert!(!root.join("projects/p/messages/2026/11/m1.md").exists());
+    assert!(!root.join("projects/p/agents").exists(), "emptied directories go too");
+    assert!(root.join("projects/p/messages/2026/11/m2.md").exists());
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_eq!(git(&root, &["log", "-1", "--format=%s"]), "delete: 1 message(s)\n");
+    git(&root, &["fsck", "--strict"]);
+    let again = repo.commit_changes(&[], &gone, "delete: again\n").expect("replay");
+    assert!(again.is_none(), "a replay changes nothing");
+}

@@ -4,7 +4,18 @@ use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
 use proptest::prelude::*;
 
-use super::{NewTree, RecentTrees, merge_files};
+use super::{MergedTrees, NewTree, RecentTrees, merge_changes};
+use crate::error::Result;
+
+/// The merge with files only, as every commit of messages makes it.
+fn merge_files<'p>(
+    odb: &git2::Odb<'_>,
+    recent: &RecentTrees,
+    baseline: Option<Oid>,
+    files: impl IntoIterator<Item = (&'p str, Oid)>,
+) -> Result<MergedTrees> {
+    merge_changes(odb, recent, baseline, files, [])
+}
 
 fn repository() -> (tempfile::TempDir, Repository) {
     let dir = tempfile::tempdir().expect("git");
@@ -247,4 +258,85 @@ proptest! {
         files.extend(update);
         prop_assert_eq!(listing(&repo, expected), files);
     }
+
+    /// Removals too: libgit2 takes the files out and drops the directories left empty.
+    #[test]
+    fn removing_matches_libgit2(
+        base in prop::collection::vec((path(), 0u8..4), 1..24),
+        update in prop::collection::vec((path(), 0u8..4), 0..6),
+        removed in prop::collection::vec(path(), 1..12),
+    ) {
+        let (_dir, repo) = repository();
+        let blobs: Vec<Oid> = (0..4).map(|i| blob(&repo, &format!("blob {i}"))).collect();
+        let base: Vec<(String, Oid)> =
+            base.into_iter().map(|(p, i)| (p, blobs[usize::from(i)])).collect();
+        let update: Vec<(String, Oid)> =
+            update.into_iter().map(|(p, i)| (p, blobs[usize::from(i)])).collect();
+        let baseline = libgit2_tree(&repo, empty_tree(&repo), &base);
+        // What libgit2 builds: the files upserted, then the removals (of files it holds).
+        let written = libgit2_tree(&repo, baseline, &update);
+        let holds = listing(&repo, written);
+        let mut removal = TreeUpdateBuilder::new();
+        let distinct: std::collections::BTreeSet<&String> = removed.iter().collect();
+        for path in distinct.into_iter().filter(|p| holds.contains_key(*p)) {
+            removal.remove(path.as_str());
+        }
+        let expected =
+            removal.create_updated(&repo, &repo.find_tree(written).expect("git")).expect("git");
+        let odb = repo.odb().expect("git");
+        let files = update.iter().map(|(p, b)| (p.as_str(), *b));
+        let merge = merge_changes(
+            &odb,
+            &RecentTrees::default(),
+            Some(baseline),
+            files,
+            removed.iter().map(String::as_str),
+        );
+        let merge = match merge {
+            Ok(merge) => merge,
+            // A removal naming a path the update writes as a directory: refused, as a file
+            // and a directory of one commit are.
+            Err(e) => {
+                prop_assert!(e.to_string().contains("same commit"), "{}", e);
+                return Ok(());
+            }
+        };
+        for tree in &merge.new_trees {
+            prop_assert_eq!(odb.write(ObjectType::Tree, &tree.bytes).expect("git"), tree.id);
+        }
+        prop_assert_eq!(merge.root, expected);
+    }
+}
+
+#[test]
+fn removing_the_last_file_of_a_directory_removes_the_directory() {
+    let (_dir, repo) = repository();
+    let one = blob(&repo, "one");
+    let files = vec![
+        ("p/messages/2026/11/a.md".to_string(), one),
+        ("p/agents/Blue/inbox/2026/11/a.md".to_string(), one),
+        ("p/agents/Blue/profile.json".to_string(), one),
+    ];
+    let base = merged(&repo, None, &files);
+    let odb = repo.odb().expect("git");
+    let removed = ["p/messages/2026/11/a.md", "p/agents/Blue/inbox/2026/11/a.md", "p/gone.md"];
+    let merge =
+        merge_changes(&odb, &RecentTrees::default(), Some(base), [], removed).expect("merged");
+    for tree in &merge.new_trees {
+        odb.write(ObjectType::Tree, &tree.bytes).expect("git");
+    }
+    let expected = BTreeMap::from([("p/agents/Blue/profile.json".to_string(), one)]);
+    assert_eq!(listing(&repo, merge.root), expected);
+    let root = repo.find_tree(merge.root).expect("git");
+    assert!(root.get_path(std::path::Path::new("p/messages")).is_err(), "empty directory gone");
+    // Everything removed: Git's empty tree.
+    let all = merge_changes(
+        &odb,
+        &RecentTrees::default(),
+        Some(merge.root),
+        [],
+        ["p/agents/Blue/profile.json"],
+    )
+    .expect("merged");
+    assert_eq!(all.root, empty_tree(&repo));
 }

@@ -4,6 +4,7 @@
 //! the UI works air-gapped. Every response carries a strict Content-Security-Policy, and
 //! every request passes the same Origin and Host checks as MCP.
 
+mod actions;
 mod cache;
 mod csrf;
 mod events;
@@ -23,9 +24,8 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use mailroom_core::Error;
 use mailroom_core::model::time::Timestamp;
-use mailroom_core::ops::lifecycle::AgentChange;
-use mailroom_core::ops::overseer::{OVERSEER_NAME, OverseerMessage};
-use mailroom_core::records::{AgentId, MessageId, ProjectId};
+use mailroom_core::ops::overseer::OVERSEER_NAME;
+use mailroom_core::records::MessageId;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -69,13 +69,15 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/mail/{project}/file_reservations", get(reservations))
         .route("/mail/api/locks", get(locks))
         .route("/mail/{project}/overseer/compose", get(compose))
-        .route("/mail/{project}/overseer/send", post(overseer_send))
-        .route("/mail/{project}/inbox/{agent}/mark-read", post(mark_read))
-        .route("/mail/{project}/inbox/{agent}/mark-all-read", post(mark_all_read))
-        .route("/mail/api/retire-agent", post(retire_agent))
-        .route("/mail/api/unretire-agent", post(unretire_agent))
-        .route("/mail/api/archive-project", post(archive_project))
-        .route("/mail/api/unarchive-project", post(unarchive_project))
+        .route("/mail/{project}/overseer/send", post(actions::overseer_send))
+        .route("/mail/{project}/inbox/{agent}/mark-read", post(actions::mark_read))
+        .route("/mail/{project}/inbox/{agent}/mark-all-read", post(actions::mark_all_read))
+        .route("/mail/{project}/inbox/{agent}/delete-messages", post(actions::delete_from_inbox))
+        .route("/mail/api/delete-messages", post(actions::delete_messages))
+        .route("/mail/api/retire-agent", post(actions::retire_agent))
+        .route("/mail/api/unretire-agent", post(actions::unretire_agent))
+        .route("/mail/api/archive-project", post(actions::archive_project))
+        .route("/mail/api/unarchive-project", post(actions::unarchive_project))
         .route_layer(middleware::from_fn_with_state(state, guard))
 }
 
@@ -264,7 +266,7 @@ async fn inbox(
         let link = |n: i64| paths::inbox_page(&slug, &name, n);
         Ok(render(&InboxPage {
             project_href: paths::project(&slug),
-            mark_all_read_href: paths::mark_all_read(&slug, &name),
+            inbox_href: paths::inbox(&slug, &name),
             agent: name.clone(),
             total: if view.total_is_capped() {
                 format!("more than {}", view.total - 1)
@@ -277,7 +279,10 @@ async fn inbox(
             rows: view
                 .messages
                 .iter()
-                .map(|e| Row::from_message(&slug, &e.message, !e.read, now))
+                .map(|e| Row {
+                    selectable: true,
+                    ..Row::from_message(&slug, &e.message, !e.read, now)
+                })
                 .collect(),
             prev_href: (view.page > 1).then(|| link(view.page - 1)),
             // Past the count's cap, a full page is the sign of another.
@@ -307,6 +312,7 @@ async fn message(
         let thread_href = m.message.thread_id.as_deref().map(|t| paths::thread(&detail.slug, t));
         Ok(render(&MessagePage {
             project_href: paths::project(&detail.slug),
+            delete_body: json!({ "message_ids": [id] }).to_string(),
             thread_href,
             m: Card::new(&m, commit, Timestamp::now()),
             slug: detail.slug,
@@ -437,111 +443,4 @@ async fn compose(State(state): State<AppState>, Path(project): Path<String>) -> 
         }))
     };
     page(answer.await)
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OverseerBody {
-    recipients: Vec<String>,
-    subject: String,
-    body_md: String,
-    #[serde(default)]
-    thread_id: Option<String>,
-}
-
-/// `POST /mail/{project}/overseer/send` → `{success, message_id, recipients, sent_at}`.
-async fn overseer_send(
-    State(state): State<AppState>,
-    Path(project): Path<String>,
-    bytes: Bytes,
-) -> Response {
-    let answer = async {
-        let b: OverseerBody = body(&bytes)?;
-        let message = OverseerMessage {
-            project_key: project,
-            recipients: b.recipients,
-            subject: b.subject,
-            body_md: b.body_md,
-            thread_id: b.thread_id,
-        };
-        Ok(state.core.overseer_send(message).await?)
-    };
-    json_answer(answer.await)
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MarkReadBody {
-    message_ids: Vec<i64>,
-}
-
-/// `POST /mail/{project}/inbox/{agent}/mark-read {message_ids}`.
-async fn mark_read(
-    State(state): State<AppState>,
-    Path((project, agent)): Path<(String, String)>,
-    bytes: Bytes,
-) -> Response {
-    let answer = async {
-        let b: MarkReadBody = body(&bytes)?;
-        let ids = b.message_ids.into_iter().map(MessageId).collect();
-        Ok(state.core.mark_read_from_ui(project, agent, Some(ids)).await?)
-    };
-    json_answer(answer.await)
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AgentIdBody {
-    agent_id: i64,
-}
-
-async fn retire_agent(State(state): State<AppState>, bytes: Bytes) -> Response {
-    change_agent(state, bytes, AgentChange::Retire).await
-}
-
-async fn unretire_agent(State(state): State<AppState>, bytes: Bytes) -> Response {
-    change_agent(state, bytes, AgentChange::Unretire).await
-}
-
-/// `POST /mail/api/{retire,unretire}-agent {agent_id}` → `{success, agent_id, status}`.
-async fn change_agent(state: AppState, bytes: Bytes, change: AgentChange) -> Response {
-    let answer = async {
-        let b: AgentIdBody = body(&bytes)?;
-        let changed = state.core.change_agent_by_id(AgentId(b.agent_id), change).await?;
-        Ok(json!({ "success": true, "agent_id": b.agent_id, "status": changed.status }))
-    };
-    json_answer(answer.await)
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProjectIdBody {
-    project_id: i64,
-}
-
-async fn archive_project(State(state): State<AppState>, bytes: Bytes) -> Response {
-    set_archived(state, bytes, true).await
-}
-
-async fn unarchive_project(State(state): State<AppState>, bytes: Bytes) -> Response {
-    set_archived(state, bytes, false).await
-}
-
-/// `POST /mail/api/{archive,unarchive}-project {project_id}` → `{success, project_id, status}`.
-async fn set_archived(state: AppState, bytes: Bytes, archived: bool) -> Response {
-    let answer = async {
-        let b: ProjectIdBody = body(&bytes)?;
-        let id = ProjectId(b.project_id);
-        let changed = state.core.set_project_archived_by_id(id, archived).await?;
-        Ok(json!({ "success": true, "project_id": b.project_id, "status": changed.status }))
-    };
-    json_answer(answer.await)
-}
-
-/// `POST /mail/{project}/inbox/{agent}/mark-all-read`.
-async fn mark_all_read(
-    State(state): State<AppState>,
-    Path((project, agent)): Path<(String, String)>,
-) -> Response {
-    json_answer(state.core.mark_read_from_ui(project, agent, None).await.map_err(PageError::from))
 }

@@ -15,6 +15,7 @@ use super::paths;
 
 /// A message in a list.
 pub struct Row {
+    pub id: i64,
     pub href: String,
     pub subject: String,
     pub sender: String,
@@ -26,6 +27,8 @@ pub struct Row {
     pub importance: String,
     pub important: bool,
     pub unread: bool,
+    /// Shown with a check box, for the inbox's actions on selected messages.
+    pub selectable: bool,
     pub created_iso: String,
     pub created_relative: String,
 }
@@ -37,6 +40,7 @@ fn is_important(importance: &str) -> bool {
 impl Row {
     pub fn from_fleet(m: &FleetMessage, now: Timestamp) -> Self {
         Self {
+            id: m.id.0,
             href: paths::message(&m.project_slug, m.id.0),
             subject: m.subject.clone(),
             sender: m.sender.clone(),
@@ -46,6 +50,7 @@ impl Row {
             important: is_important(&m.importance),
             importance: m.importance.clone(),
             unread: false,
+            selectable: false,
             created_iso: m.created_ts.to_iso(),
             created_relative: relative(m.created_ts, now),
         }
@@ -53,6 +58,7 @@ impl Row {
 
     pub fn from_message(slug: &str, m: &MessageOut, unread: bool, now: Timestamp) -> Self {
         Self {
+            id: m.id.0,
             href: paths::message(slug, m.id.0),
             subject: m.subject.clone(),
             sender: m.from.clone().unwrap_or_default(),
@@ -66,6 +72,7 @@ impl Row {
             important: is_important(&m.importance),
             importance: m.importance.clone(),
             unread,
+            selectable: false,
             created_iso: m.created_ts.to_iso(),
             created_relative: relative(m.created_ts, now),
         }
@@ -74,6 +81,7 @@ impl Row {
     pub fn from_search(slug: &str, r: &SearchResult, now: Timestamp) -> Self {
         let item = &r.item;
         Self {
+            id: item.id.0,
             href: paths::message(slug, item.id.0),
             subject: item.subject.clone(),
             sender: item.from.clone(),
@@ -83,6 +91,7 @@ impl Row {
             important: is_important(&item.importance),
             importance: item.importance.clone(),
             unread: false,
+            selectable: false,
             created_iso: item.created_ts.to_iso(),
             created_relative: relative(item.created_ts, now),
         }
@@ -213,7 +222,8 @@ pub struct ProjectPage {
 #[template(path = "inbox.html")]
 pub struct InboxPage {
     pub slug: String,
-    pub mark_all_read_href: String,
+    /// The inbox's own URL; its actions are below it (`/mark-read`, `/delete-messages`, …).
+    pub inbox_href: String,
     pub project_href: String,
     pub agent: String,
     /// "42", or "more than 10000".
@@ -232,6 +242,8 @@ pub struct InboxPage {
 pub struct MessagePage {
     pub slug: String,
     pub project_href: String,
+    /// `{"message_ids":[id]}`, the delete button's request.
+    pub delete_body: String,
     pub thread_href: Option<String>,
     pub m: Card,
 }

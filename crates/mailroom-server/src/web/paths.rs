@@ -37,10 +37,6 @@ pub fn overseer_send(slug: &str) -> String {
     format!("/mail/{}/overseer/send", segment(slug))
 }
 
-pub fn mark_all_read(slug: &str, agent: &str) -> String {
-    format!("{}/mark-all-read", inbox(slug, agent))
-}
-
 pub fn thread(slug: &str, thread_id: &str) -> String {
     format!("/mail/{}/thread/{}", segment(slug), segment(thread_id))
 }

@@ -1,6 +1,7 @@
 //! The archive queue: archive work recorded with the change it describes (crash safety).
 
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
 
 use super::{Db, map_err};
 use crate::error::Result;
@@ -17,14 +18,17 @@ pub enum ArchiveKind {
     Reservation,
     /// A file reservation's artifacts on grant: they also name the code repo's branch.
     ReservationGrant,
+    /// Files to remove (deleted messages' copies), named by the row's payload
+    /// ([`Deletion`]); `ref_id` is the number of messages.
+    Deletion,
     /// Written by a newer mailroom: skipped (and kept) by this one.
     Unknown,
 }
 
 impl ArchiveKind {
     /// Every kind this mailroom archives.
-    const KNOWN: [Self; 4] =
-        [Self::Message, Self::Profile, Self::Reservation, Self::ReservationGrant];
+    const KNOWN: [Self; 5] =
+        [Self::Message, Self::Profile, Self::Reservation, Self::ReservationGrant, Self::Deletion];
 
     fn as_str(self) -> &'static str {
         match self {
@@ -32,6 +36,7 @@ impl ArchiveKind {
             Self::Profile => "profile",
             Self::Reservation => "reservation",
             Self::ReservationGrant => "grant",
+            Self::Deletion => "delete",
             Self::Unknown => "unknown",
         }
     }
@@ -39,6 +44,13 @@ impl ArchiveKind {
     fn parse(text: &str) -> Self {
         Self::KNOWN.into_iter().find(|kind| kind.as_str() == text).unwrap_or(Self::Unknown)
     }
+}
+
+/// What a [`ArchiveKind::Deletion`] row carries: the files to remove and its commit line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deletion {
+    pub paths: Vec<String>,
+    pub line: String,
 }
 
 /// One queued piece of archive work.
@@ -66,6 +78,41 @@ impl Db<'_> {
             .map_err(map_err)?;
         self.archive_enqueued.set(self.archive_enqueued.get() + 1);
         Ok(())
+    }
+
+    /// Records a deletion's archive work in the current transaction (a no-op when the
+    /// archive is off).
+    pub fn enqueue_archive_deletion(&self, messages: i64, deletion: &Deletion) -> Result<()> {
+        if !self.archive_enabled {
+            return Ok(());
+        }
+        let payload = serde_json::to_string(deletion)
+            .map_err(|e| crate::error::Error::internal(format!("archive deletion: {e}")))?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO archive_queue (kind, ref_id, enqueued_ts, payload)
+                 VALUES (?1, ?2, ?3, ?4)",
+            )
+            .and_then(|mut stmt| {
+                let kind = ArchiveKind::Deletion.as_str();
+                stmt.execute(params![kind, messages, Timestamp::now().to_db(), payload])
+            })
+            .map_err(map_err)?;
+        self.archive_enqueued.set(self.archive_enqueued.get() + 1);
+        Ok(())
+    }
+
+    /// The deletion a queue row carries; `None` when the row is gone or carries none.
+    pub fn archive_deletion(&self, queue_id: i64) -> Result<Option<Deletion>> {
+        let payload: Option<Option<String>> = self
+            .conn
+            .prepare_cached("SELECT payload FROM archive_queue WHERE id = ?1")
+            .and_then(|mut stmt| stmt.query_row([queue_id], |r| r.get(0)).optional())
+            .map_err(map_err)?;
+        let Some(text) = payload.flatten() else { return Ok(None) };
+        serde_json::from_str(&text).map(Some).map_err(|e| {
+            crate::error::Error::internal(format!("archive queue row {queue_id}: {e}"))
+        })
     }
 
     /// Queued work after `after_id`, oldest first, including rows of an unknown kind

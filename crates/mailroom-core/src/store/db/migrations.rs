@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0006_deferred_fts.sql"),
     include_str!("migrations/0007_inbox_covering_index.sql"),
     include_str!("migrations/0008_drop_prefix_message_indexes.sql"),
+    include_str!("migrations/0009_archive_queue_payload.sql"),
 ];
 
 /// Brings the database up to the latest schema.

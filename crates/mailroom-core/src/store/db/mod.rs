@@ -38,6 +38,11 @@ impl<'c> Db<'c> {
         Self { conn, archive_enabled, archive_enqueued: Cell::new(0) }
     }
 
+    /// Whether changes queue archive work (the archive is on).
+    pub fn archive_enabled(&self) -> bool {
+        self.archive_enabled
+    }
+
     /// Archive rows this job queued.
     pub(crate) fn archive_enqueued(&self) -> usize {
         self.archive_enqueued.get()

@@ -184,6 +184,20 @@ impl Db<'_> {
             .map_err(map_err)
     }
 
+    /// Deletes a message and its recipient rows (the full-text index follows by trigger).
+    pub fn delete_message(&self, id: MessageId) -> Result<()> {
+        for sql in [
+            "DELETE FROM message_recipients WHERE message_id = ?1",
+            "DELETE FROM messages WHERE id = ?1",
+        ] {
+            self.conn
+                .prepare_cached(sql)
+                .and_then(|mut stmt| stmt.execute([id]))
+                .map_err(map_err)?;
+        }
+        Ok(())
+    }
+
     /// Marks read every message `agent_id` received in the project; returns how many.
     pub fn mark_all_read(
         &self,

@@ -1,6 +1,8 @@
 //! The web UI at `/mail`: every page answers, bad requests get clear errors, foreign hosts are
 //! refused, and hostile content is neutralised on every page.
 
+mod deletion;
+
 use mailroom_testkit::TestApp;
 use serde_json::{Value, json};
 
