@@ -119,6 +119,6 @@ fn file_commit(
 }
 
 /// libgit2's `error` while doing `context`, as the engine reports it.
-fn git_err(context: &'static str, error: git2::Error) -> Error {
+pub(super) fn git_err(context: &'static str, error: git2::Error) -> Error {
     mailroom_git::Error::Git { context, source: error }.into()
 }

@@ -9,6 +9,7 @@
 //! by `queue_capacity` rows, writers wait ([`Signal::admit`]).
 
 pub mod attachments;
+pub mod browse;
 pub mod build_slots;
 pub mod format;
 pub mod history;

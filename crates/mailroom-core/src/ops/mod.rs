@@ -5,6 +5,7 @@
 //! Outputs are serde structs whose JSON is the reference's result shape.
 
 pub mod ack_views;
+pub mod archive_views;
 pub mod auth;
 pub mod contacts;
 pub mod conventions;

@@ -128,7 +128,7 @@ impl Mailroom {
                 let project = resolve::project(db, &project_key)?;
                 let agents = agents_with_unread(db, project.id)?;
                 let messages = db
-                    .project_messages(project.id, OVERVIEW_MESSAGES)?
+                    .project_messages(project.id, OVERVIEW_MESSAGES, false)?
                     .iter()
                     .map(|row| MessageOut::from_listing(row, false))
                     .collect();

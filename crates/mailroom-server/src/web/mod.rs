@@ -5,6 +5,8 @@
 //! every request passes the same Origin and Host checks as MCP.
 
 mod actions;
+mod archive;
+mod archive_pages;
 mod cache;
 mod csrf;
 mod events;
@@ -67,6 +69,17 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/mail/{project}/message/{id}", get(message))
         .route("/mail/{project}/thread/{thread_id}", get(thread))
         .route("/mail/{project}/file_reservations", get(reservations))
+        .route("/mail/{project}/attachments", get(archive::attachments))
+        .route("/mail/api/projects/{project}/agents", get(archive::agent_names))
+        .route("/mail/archive/guide", get(archive::guide))
+        .route("/mail/archive/activity", get(archive::activity))
+        .route("/mail/archive/timeline", get(archive::timeline))
+        .route("/mail/archive/commit/{sha}", get(archive::commit))
+        .route("/mail/archive/browser", get(archive::browser))
+        .route("/mail/archive/browser/{project}/file", get(archive::file))
+        .route("/mail/archive/network", get(archive::network_page))
+        .route("/mail/archive/time-travel", get(archive::time_travel))
+        .route("/mail/archive/time-travel/snapshot", get(archive::snapshot))
         .route("/mail/api/locks", get(locks))
         .route("/mail/{project}/overseer/compose", get(compose))
         .route("/mail/{project}/overseer/send", post(actions::overseer_send))
@@ -229,6 +242,10 @@ async fn project(
             href: paths::project(&slug),
             compose_href: paths::compose(&slug),
             reservations_href: paths::reservations(&slug),
+            attachments_href: paths::attachments(&slug),
+            archive_href: paths::archive_browser(Some(&slug), ""),
+            timeline_href: paths::archive_view("timeline", Some(&slug)),
+            network_href: paths::archive_view("network", Some(&slug)),
             human_key: overview.project.human_key.clone(),
             searched: !query.is_empty(),
             query,

@@ -123,6 +123,13 @@ impl ProjectLink {
     }
 }
 
+impl ProjectLink {
+    /// The project's archive view `view` (`browser`, `timeline`, `network`, `activity`).
+    pub fn archive_view(&self, view: &str) -> String {
+        paths::archive_view(view, Some(&self.slug))
+    }
+}
+
 /// An agent in a project's panel.
 pub struct AgentLink {
     pub id: i64,
@@ -210,6 +217,10 @@ pub struct ProjectPage {
     pub slug: String,
     pub compose_href: String,
     pub reservations_href: String,
+    pub attachments_href: String,
+    pub archive_href: String,
+    pub timeline_href: String,
+    pub network_href: String,
     pub human_key: String,
     pub href: String,
     pub query: String,

@@ -41,6 +41,44 @@ pub fn thread(slug: &str, thread_id: &str) -> String {
     format!("/mail/{}/thread/{}", segment(slug), segment(thread_id))
 }
 
+/// A query value: everything but unreserved characters encoded.
+fn query(text: &str) -> String {
+    utf8_percent_encode(text, SEGMENT).to_string()
+}
+
+pub fn attachments(slug: &str) -> String {
+    format!("/mail/{}/attachments", segment(slug))
+}
+
+pub fn archive_commit(sha: &str) -> String {
+    format!("/mail/archive/commit/{}", segment(sha))
+}
+
+/// The archive browser at `path`, inside a project's directory when one is named.
+pub fn archive_browser(project: Option<&str>, path: &str) -> String {
+    match (project, path) {
+        (None, "") => "/mail/archive/browser".to_string(),
+        (None, path) => format!("/mail/archive/browser?path={}", query(path)),
+        (Some(slug), "") => format!("/mail/archive/browser?project={}", query(slug)),
+        (Some(slug), path) => {
+            format!("/mail/archive/browser?project={}&path={}", query(slug), query(path))
+        }
+    }
+}
+
+/// A file of a project's archive directory, as JSON.
+pub fn archive_file(slug: &str, path: &str) -> String {
+    format!("/mail/archive/browser/{}/file?path={}", segment(slug), query(path))
+}
+
+/// An archive view (`timeline`, `network`, `activity`) of one project, or of all.
+pub fn archive_view(view: &str, project: Option<&str>) -> String {
+    match project {
+        Some(slug) => format!("/mail/archive/{view}?project={}", query(slug)),
+        None => format!("/mail/archive/{view}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +88,9 @@ mod tests {
         assert_eq!(thread("p", "../../x?y#z"), "/mail/p/thread/..%2F..%2Fx%3Fy%23z");
         assert_eq!(inbox("p", "Blue Lake"), "/mail/p/inbox/Blue%20Lake");
         assert_eq!(project("my-proj_1"), "/mail/my-proj_1");
+        assert_eq!(
+            archive_browser(Some("p"), "agents/A B&c=d"),
+            "/mail/archive/browser?project=p&path=agents%2FA%20B%26c%3Dd"
+        );
     }
 }

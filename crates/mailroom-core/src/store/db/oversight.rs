@@ -145,19 +145,40 @@ impl Db<'_> {
         Ok((rows, total))
     }
 
-    /// The newest messages of a project.
+    /// The newest messages of a project, only those carrying attachments when asked.
     pub fn project_messages(
         &self,
         project_id: ProjectId,
         limit: i64,
+        with_attachments: bool,
     ) -> Result<Vec<ListedMessage>> {
         let sql = format!(
             "SELECT {COLUMNS}, {LISTED_COLUMNS} FROM messages m {LISTED_JOINS}
-             WHERE m.project_id = ?1 ORDER BY m.id DESC LIMIT ?2"
+             WHERE m.project_id = ?1 AND (NOT ?3 OR m.attachments NOT IN ('', '[]'))
+             ORDER BY m.id DESC LIMIT ?2"
         );
         let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
         let rows = stmt
-            .query_map(params![project_id, limit], |row| listed(row, false))
+            .query_map(params![project_id, limit, with_attachments], |row| listed(row, false))
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
+    /// Who wrote to whom in a project: (sender, recipient, messages), most messages first.
+    pub fn message_network(&self, project_id: ProjectId) -> Result<Vec<(String, String, i64)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT s.name, a.name, count(*) AS n FROM messages m
+                 JOIN agents s ON s.id = m.sender_id
+                 JOIN message_recipients r ON r.message_id = m.id
+                 JOIN agents a ON a.id = r.agent_id
+                 WHERE m.project_id = ?1
+                 GROUP BY s.name, a.name ORDER BY n DESC, s.name, a.name",
+            )
+            .map_err(map_err)?;
+        let rows = stmt
+            .query_map([project_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
             .map_err(map_err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
