@@ -10,6 +10,7 @@ pub mod fnmatch;
 pub mod names;
 pub mod path_pattern;
 pub mod search_query;
+pub mod siblings;
 pub mod similarity;
 pub mod slug;
 pub mod summary;

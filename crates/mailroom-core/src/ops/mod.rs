@@ -29,6 +29,7 @@ pub mod reservations;
 pub mod resolve;
 mod routing;
 pub mod search;
+pub mod siblings;
 pub mod slots;
 pub mod windows;
 

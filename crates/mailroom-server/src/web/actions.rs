@@ -12,7 +12,7 @@ use mailroom_core::records::{AgentId, MessageId, ProjectId};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{PageError, body, json_answer};
+use super::{PageError, bad_request, body, json_answer};
 use crate::state::AppState;
 
 #[derive(Deserialize)]
@@ -143,6 +143,32 @@ async fn delete(state: AppState, bytes: Bytes, scope: DeleteScope) -> Response {
         let b: MessageIdsBody = body(&bytes)?;
         let ids = b.message_ids.into_iter().map(MessageId).collect();
         Ok(state.core.delete_messages(ids, scope).await?)
+    };
+    json_answer(answer.await)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SiblingBody {
+    status: String,
+}
+
+/// `POST /mail/api/projects/{project_id}/siblings/{other_id} {status}` → `{success,
+/// project_id, other_id, status, score}` (the pair is created when missing).
+pub(super) async fn sibling_status(
+    State(state): State<AppState>,
+    Path((project_id, other_id)): Path<(String, String)>,
+    bytes: Bytes,
+) -> Response {
+    let answer = async {
+        let id = |field: &str, raw: &str| {
+            raw.trim().parse().map(ProjectId).map_err(|_| {
+                bad_request(format!("{field}: a project id is a whole number, not {raw:?}."))
+            })
+        };
+        let (project_id, other_id) = (id("project_id", &project_id)?, id("other_id", &other_id)?);
+        let b: SiblingBody = body(&bytes)?;
+        Ok(state.core.set_sibling_status(project_id, other_id, b.status).await?)
     };
     json_answer(answer.await)
 }

@@ -35,7 +35,7 @@ pub use self::cache::PageCache;
 use self::cache::Stamp;
 use self::pages::{
     AgentLink, Card, ComposePage, ErrorPage, FleetPage, InboxPage, MessagePage, ProjectLink,
-    ProjectPage, ProjectsPage, ReservationRow, ReservationsPage, Row, ThreadPage,
+    ProjectPage, ProjectsPage, ReservationRow, ReservationsPage, Row, SiblingLink, ThreadPage,
 };
 use crate::http::error::status_and_message;
 use crate::mcp::transport::check_origin_and_host;
@@ -45,6 +45,8 @@ use crate::state::AppState;
 const FLEET_DEFAULT: i64 = 500;
 /// Messages an agent's inbox page shows by default.
 const INBOX_PAGE_DEFAULT: i64 = 50;
+/// Stale project pairs scored per render of a page listing projects (the reference's 3).
+const SIBLING_PAIRS_PER_RENDER: i64 = 3;
 /// Search results a project page shows.
 const SEARCH_LIMIT: i64 = 200;
 
@@ -90,6 +92,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/mail/api/retire-agent", post(actions::retire_agent))
         .route("/mail/api/unretire-agent", post(actions::unretire_agent))
         .route("/mail/api/archive-project", post(actions::archive_project))
+        .route("/mail/api/projects/{project_id}/siblings/{other_id}", post(actions::sibling_status))
         .route("/mail/api/unarchive-project", post(actions::unarchive_project))
         .route_layer(middleware::from_fn_with_state(state, guard))
 }
@@ -187,6 +190,7 @@ async fn fleet_page(state: AppState, q: FleetQuery) -> Result<Response, PageErro
     Ok(render(&FleetPage {
         rows: messages.iter().map(|m| Row::from_fleet(m, now)).collect(),
         projects: projects.iter().map(|p| ProjectLink::new(p, now)).collect(),
+        siblings: siblings(&state).await?,
         filter,
     }))
 }
@@ -211,9 +215,19 @@ async fn projects(State(state): State<AppState>, uri: Uri) -> Response {
         let now = Timestamp::now();
         let projects = state.core.list_projects().await?;
         let projects = projects.iter().map(|p| ProjectLink::new(p, now)).collect();
-        Ok(render(&ProjectsPage { projects }))
+        Ok(render(&ProjectsPage { projects, siblings: siblings(&state).await? }))
     };
     cached(&state, &uri, answer).await
+}
+
+/// Pairs of related projects to show; first a few stale pairs are scored (their write wakes
+/// no live page, so rendering cannot loop). A failed scoring costs only the fresh scores.
+async fn siblings(state: &AppState) -> Result<Vec<SiblingLink>, PageError> {
+    if let Err(e) = state.core.refresh_siblings(SIBLING_PAIRS_PER_RENDER).await {
+        tracing::warn!(error = %e.message, "sibling scoring failed");
+    }
+    let shown = state.core.shown_siblings().await?;
+    Ok(shown.iter().map(SiblingLink::new).collect())
 }
 
 #[derive(Deserialize, Default)]

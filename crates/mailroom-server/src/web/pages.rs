@@ -9,6 +9,7 @@ use mailroom_core::ops::output::{AddressedMessage, MessageOut, ProjectOut};
 use mailroom_core::ops::oversight::{FleetMessage, excerpt};
 use mailroom_core::ops::reservations::ReservationStatus;
 use mailroom_core::ops::search::SearchResult;
+use mailroom_core::ops::siblings::Sibling;
 
 use super::markdown;
 use super::paths;
@@ -130,6 +131,36 @@ impl ProjectLink {
     }
 }
 
+/// A sibling-project suggestion, with its buttons' target.
+pub struct SiblingLink {
+    pub a: String,
+    pub a_href: String,
+    pub b: String,
+    pub b_href: String,
+    pub percent: i64,
+    pub status: String,
+    pub confirmed: bool,
+    pub rationale: String,
+    /// `POST /mail/api/projects/{a}/siblings/{b}`.
+    pub action: String,
+}
+
+impl SiblingLink {
+    pub fn new(row: &Sibling) -> Self {
+        Self {
+            a_href: paths::project(&row.project_slug),
+            a: row.project_slug.clone(),
+            b_href: paths::project(&row.other_slug),
+            b: row.other_slug.clone(),
+            percent: (row.score * 100.0).round() as i64,
+            confirmed: row.status == "confirmed",
+            status: row.status.clone(),
+            rationale: row.rationale.clone(),
+            action: format!("/mail/api/projects/{}/siblings/{}", row.project_id.0, row.other_id.0),
+        }
+    }
+}
+
 /// An agent in a project's panel.
 pub struct AgentLink {
     pub id: i64,
@@ -201,6 +232,7 @@ impl Card {
 pub struct FleetPage {
     pub rows: Vec<Row>,
     pub projects: Vec<ProjectLink>,
+    pub siblings: Vec<SiblingLink>,
     /// The importance filter, empty for none.
     pub filter: String,
 }
@@ -209,6 +241,7 @@ pub struct FleetPage {
 #[template(path = "projects.html")]
 pub struct ProjectsPage {
     pub projects: Vec<ProjectLink>,
+    pub siblings: Vec<SiblingLink>,
 }
 
 #[derive(Template)]

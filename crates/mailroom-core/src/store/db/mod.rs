@@ -15,6 +15,7 @@ pub mod projects;
 pub mod reconstruct;
 pub mod reservations;
 pub mod search;
+pub mod siblings;
 pub mod windows;
 
 use std::cell::Cell;

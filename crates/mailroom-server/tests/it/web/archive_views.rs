@@ -184,3 +184,62 @@ async fn the_attachments_page_lists_messages_with_images() {
     assert!(html.contains("src=\"data:image/webp;base64,"), "an inline thumbnail");
     assert_eq!(page(&app, "/mail/nope/attachments").await.0, 404);
 }
+
+#[tokio::test]
+async fn related_projects_are_suggested_and_a_person_decides() {
+    let app = TestApp::start().await;
+    let api = app.seed_pair("/work/acme-api", "BlueLake", "GreenCastle").await;
+    let web = app.seed_pair("/work/acme-web", "BlueLake", "GreenCastle").await;
+    let far = app.seed_pair("/srv/telescope", "PinkDog", "OrangeCreek").await;
+    // The unified inbox scores up to 3 stale pairs per render: all three pairs at once.
+    let (status, _, fleet) = page(&app, "/mail").await;
+    assert_eq!(status, 200);
+    assert!(fleet.contains("id=\"siblings\""), "{fleet}");
+    let related = fleet.split("id=\"siblings\"").nth(1).expect("siblings list");
+    assert!(related.contains(&api) && related.contains(&web), "{related}");
+    assert!(!related.contains(&far), "a stranger is not suggested: {related}");
+    assert!(related.contains("2 agent(s) in both (BlueLake, GreenCastle)"), "{related}");
+
+    let mut ids = Vec::new();
+    for key in ["/work/acme-api", "/work/acme-web", "/srv/telescope"] {
+        let project = app.tool_ok("ensure_project", json!({"human_key": key})).await;
+        ids.push(project["id"].as_i64().expect("project id"));
+    }
+    let (api_id, web_id, far_id) = (ids[0], ids[1], ids[2]);
+    let token = super::csrf_token(&app).await;
+    let route = |a: i64, b: i64| format!("/mail/api/projects/{a}/siblings/{b}");
+    let (status, answer) =
+        super::ui_post(&app, &route(web_id, api_id), json!({"status": "confirmed"}), Some(&token))
+            .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        (answer["success"].clone(), answer["status"].clone()),
+        (json!(true), json!("confirmed"))
+    );
+    let (_, _, projects) = page(&app, "/mail/projects").await;
+    assert!(projects.contains("class=\"sibling confirmed\""), "{projects}");
+    // A pair never suggested can still be recorded (created when missing), then dismissed.
+    let (status, answer) =
+        super::ui_post(&app, &route(far_id, api_id), json!({"status": "dismissed"}), Some(&token))
+            .await;
+    assert_eq!((status, answer["status"].clone()), (200, json!("dismissed")), "{answer}");
+    for (path, body, status, says) in [
+        (route(api_id, web_id), json!({"status": "maybe"}), 400, "status:"),
+        (route(api_id, api_id), json!({"status": "confirmed"}), 400, "other_id:"),
+        (route(api_id, 999_999), json!({"status": "confirmed"}), 404, "other_id:"),
+        (
+            "/mail/api/projects/x/siblings/1".to_string(),
+            json!({"status": "confirmed"}),
+            400,
+            "project_id:",
+        ),
+        (route(api_id, web_id), json!({"state": "confirmed"}), 400, "unknown field"),
+    ] {
+        let (got, answer) = super::ui_post(&app, &path, body, Some(&token)).await;
+        assert_eq!(got, status, "{path}: {answer}");
+        assert!(answer["error"].as_str().expect("error").contains(says), "{answer}");
+    }
+    let (status, _) =
+        super::ui_post(&app, &route(api_id, web_id), json!({"status": "dismissed"}), None).await;
+    assert_eq!(status, 403, "the CSRF token is needed");
+}
