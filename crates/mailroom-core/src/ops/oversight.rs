@@ -130,7 +130,7 @@ impl Mailroom {
                 let messages = db
                     .project_messages(project.id, OVERVIEW_MESSAGES, false)?
                     .iter()
-                    .map(|row| MessageOut::from_listing(row, false))
+                    .map(|row| MessageOut::from_listing(row, true))
                     .collect();
                 Ok(ProjectOverview { project: ProjectOut::from(&project), agents, messages })
             })
@@ -155,7 +155,7 @@ impl Mailroom {
                 let messages = rows
                     .iter()
                     .map(|row| InboxEntry {
-                        message: MessageOut::from_listing(&row.message, false),
+                        message: MessageOut::from_listing(&row.message, true),
                         read: row.read_ts.is_some(),
                     })
                     .collect();

@@ -121,7 +121,8 @@ async fn an_agent_inbox_is_paged_and_shows_unread_mail() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/pages", "BlueLake", "GreenCastle").await;
     for i in 0..5 {
-        send(&app, &slug, &format!("Message number {i}"), "body", "T-1").await;
+        send(&app, &slug, &format!("Message number {i}"), &format!("**Opening** words {i}"), "T-1")
+            .await;
     }
     app.tool_ok(
         "mark_message_read",
@@ -133,6 +134,9 @@ async fn an_agent_inbox_is_paged_and_shows_unread_mail() {
     assert!(first.contains("page 1 of 3") && first.contains("Message number 4"), "{first}");
     assert!(first.contains("?page=2") && !first.contains("Newer"), "{first}");
     assert_eq!(first.matches("class=\"unread\"").count(), 1, "message 5 was read: {first}");
+    assert!(first.contains("<div class=\"excerpt\">Opening words 4</div>"), "an excerpt: {first}");
+    let (_, _, overview) = page(&app, &format!("/mail/{slug}")).await;
+    assert!(overview.contains("<div class=\"excerpt\">Opening words 0</div>"), "{overview}");
     let (_, _, last) = page(&app, &format!("{path}&page=3")).await;
     assert!(last.contains("Message number 0") && last.contains("Newer"), "{last}");
     assert!(!last.contains("Message number 4"));
