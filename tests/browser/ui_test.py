@@ -2,9 +2,12 @@
 
 Usage: ui_test.py BASE_URL SCREENSHOT_DIR
 
-Seeds a project over the REST routes, then opens the unified inbox, follows a message to its
-thread, searches a project, opens an agent's inbox, moves with the keyboard, and looks at the
-inbox on a phone-sized screen and in dark mode. Every page is saved as a PNG in SCREENSHOT_DIR.
+Seeds two projects over the REST routes, then opens the unified inbox, follows a message to
+its thread, searches a project, retires an agent, opens an agent's inbox, writes as the Human
+Overseer, watches mail arrive live, marks read, deletes messages (from an inbox and from a
+message's page), browses the archive (the deletion's commit, the files, the timeline, the
+network, time travel), confirms a sibling-project suggestion, moves with the keyboard, and
+looks at the inbox on a phone-sized screen and in dark mode. Every page is saved as a PNG in SCREENSHOT_DIR.
 Any JavaScript dialog (a hostile subject that ran) fails the run, as does a console error
 (a Content-Security-Policy violation is one).
 """
@@ -20,7 +23,7 @@ from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 BASE = sys.argv[1].rstrip("/")
 SHOTS = Path(sys.argv[2])
@@ -49,6 +52,13 @@ def seed():
         ("RedFox", ["BlueLake", "GreenCastle"], "Flaky test in CI", "`test_receipt_totals` fails one run in ten; looking into it.", "T-7"),
         ("BlueLake", ["RedFox"], HOSTILE, "Body with <script>alert(3)</script> and [a link](javascript:alert(4)).", "T-7"),
     ]
+    # A second part of the same product: the UI should suggest the two are siblings.
+    post("/api/project/ensure", {"human_key": "/work/webshop-admin"})
+    for name in ["BlueLake", "GreenCastle"]:
+        post(
+            "/api/agent/register",
+            {"project_slug": "/work/webshop-admin", "name": name, "program": "claude-code", "model": "frontier"},
+        )
     for sender, to, subject, body, thread in messages:
         post(
             "/api/message/send",
@@ -188,6 +198,85 @@ def main():
         driver.find_element(By.XPATH, "//button[text()='Mark all read']").click()
         wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#messages > li.unread"))
         shot(driver, "agent-inbox-read")
+
+        # Delete a message from the inbox: tick it, press Delete selected, confirm.
+        pushed = wait.until(lambda d: next(
+            li for li in d.find_elements(By.CSS_SELECTOR, "#messages > li") if "Pushed while you watched" in li.text))
+        pushed.find_element(By.CSS_SELECTOR, "input.pick").click()
+        driver.find_element(By.ID, "delete-selected").click()
+        WebDriverWait(driver, 5).until(ec.alert_is_present())
+        driver.switch_to.alert.accept()
+        wait.until(lambda d: "Pushed while you watched" not in d.find_element(By.ID, "main").text)
+        assert all(m["subject"] != "Pushed while you watched" for m in fetch_inbox_over_mcp("RedFox"))
+        shot(driver, "agent-inbox-deleted")
+
+        # Delete another from its own page: back to the project afterwards.
+        driver.get(BASE + "/mail/work-webshop")
+        row = wait.until(lambda d: next(
+            li for li in d.find_elements(By.CSS_SELECTOR, "#messages > li") if "Flaky test in CI" in li.text))
+        row.find_element(By.CSS_SELECTOR, "a.row").click()
+        wait.until(ec.presence_of_element_located((By.ID, "delete-message"))).click()
+        WebDriverWait(driver, 5).until(ec.alert_is_present())
+        driver.switch_to.alert.accept()
+        wait.until(ec.url_matches(r"/mail/work-webshop$"))
+        assert "Flaky test in CI" not in driver.find_element(By.ID, "messages").text
+
+        # The archive: the deletion is a commit of its own kind, its diff lists the removed files.
+        driver.find_element(By.LINK_TEXT, "Archive").click()
+        wait.until(ec.presence_of_element_located((By.ID, "archive-root")))
+        shot(driver, "archive-guide")
+        driver.find_element(By.LINK_TEXT, "Activity").click()
+
+        def deletion_link(d):
+            d.refresh()
+            links = d.find_elements(By.XPATH, "//a[contains(., 'delete: 1 message(s) via web UI')]")
+            return links[0] if links else False
+        wait.until(deletion_link)
+        shot(driver, "archive-activity")
+        wait.until(deletion_link).click()
+        wait.until(ec.presence_of_element_located((By.ID, "diff")))
+        statuses = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#files .status")]
+        assert statuses and set(statuses) == {"deleted"}, f"a deletion removes files only: {statuses}"
+        shot(driver, "archive-commit")
+
+        # Browse the project's files down to an agent's profile.
+        driver.get(BASE + "/mail/work-webshop")
+        driver.find_element(By.LINK_TEXT, "Archive files").click()
+        for step in ["agents/", "BlueLake/", "profile.json"]:
+            wait.until(ec.presence_of_element_located((By.XPATH, f"//ul[@id='entries']//span[normalize-space()='{step}' or normalize-space()='📁 {step}']"))).click()
+        file_text = wait.until(ec.presence_of_element_located((By.ID, "file"))).text
+        assert '"name": "BlueLake"' in file_text, file_text
+        shot(driver, "archive-file")
+
+        # The project's timeline and its agent network.
+        driver.get(BASE + "/mail/work-webshop")
+        driver.find_element(By.LINK_TEXT, "Timeline").click()
+        wait.until(ec.presence_of_element_located((By.ID, "timeline")))
+        shot(driver, "archive-timeline")
+        driver.get(BASE + "/mail/work-webshop")
+        driver.find_element(By.LINK_TEXT, "Network").click()
+        network = wait.until(ec.presence_of_element_located((By.ID, "network")))
+        assert len(network.find_elements(By.CSS_SELECTOR, "circle")) == 4, "four agents drawn"
+        shot(driver, "archive-network")
+
+        # Time travel: RedFox's inbox as it stands now (a moment in the future).
+        driver.get(BASE + "/mail/archive/time-travel")
+        form = wait.until(ec.presence_of_element_located((By.ID, "time-travel")))
+        Select(form.find_element(By.NAME, "project")).select_by_visible_text("work-webshop")
+        form.find_element(By.NAME, "agent").send_keys("RedFox")
+        driver.execute_script("arguments[0].value = '2100-01-01T00:00';", form.find_element(By.NAME, "timestamp"))
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        table = wait.until(ec.presence_of_element_located((By.ID, "snapshot")))
+        assert "Freeze merges until the release" in table.text, table.text
+        shot(driver, "archive-time-travel")
+
+        # The two webshop projects are suggested as siblings; confirm them.
+        driver.get(BASE + "/mail")
+        siblings = wait.until(ec.presence_of_element_located((By.ID, "siblings")))
+        assert "work-webshop-admin" in siblings.text, siblings.text
+        wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#siblings button.confirm-sibling").click() or True)
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#siblings li.confirmed"))
+        shot(driver, "siblings-confirmed")
 
         # The keyboard: j selects the first row, o opens it.
         driver.get(BASE + "/mail")
