@@ -169,6 +169,16 @@ impl ArchiveRepo {
         Ok(Some(blob.content().to_vec()))
     }
 
+    /// Whether HEAD holds `path` as a file.
+    pub fn holds_file(&self, path: &str) -> Result<bool> {
+        let Some(tree) = self.head_tree()? else { return Ok(false) };
+        match tree.get_path(Path::new(path)) {
+            Ok(entry) => Ok(entry.kind() == Some(ObjectType::Blob)),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(false),
+            Err(e) => Err(git_err("tree lookup", e)),
+        }
+    }
+
     /// Commits `files` (repo-relative path, bytes) on top of HEAD in one commit, then writes
     /// them to the work tree. Returns `None` when HEAD already holds exactly these bytes
     /// (a replay of work committed before a crash).
@@ -341,7 +351,8 @@ impl ArchiveRepo {
         if removals.is_empty() {
             return Ok(());
         }
-        self.index_pending.retain(|(path, _)| !removals.contains(path));
+        let removed: std::collections::HashSet<&String> = removals.iter().collect();
+        self.index_pending.retain(|(path, _)| !removed.contains(path));
         for path in removals {
             self.index_removals.push(path.clone());
             if (self.layout.written_by_owner)(path) {
@@ -415,7 +426,16 @@ impl ArchiveRepo {
     /// person deleting messages), after the additions before them. A busy index keeps them
     /// for the next call.
     fn sync_index_removals(&mut self) -> Result<()> {
-        let mut index = self.load_index()?;
+        let mut index = match self.load_index() {
+            Ok(index) => index,
+            Err(e) => {
+                tracing::warn!(error = %e, "the archive's Git index cannot be read; it is no \
+                    longer kept in step");
+                self.index_abandoned = true;
+                self.index_removals.clear();
+                return Ok(());
+            }
+        };
         for path in &self.index_removals {
             // A path the index lacks (never synced, or removed before a crash) is no error.
             let _ = index.remove_path(Path::new(path));
@@ -425,7 +445,16 @@ impl ArchiveRepo {
                 self.index_len = index.len();
                 self.index_removals.clear();
             }
-            Err(e) => tracing::debug!(error = %e.message(), "archive index busy; will retry"),
+            Err(e) if e.code() == git2::ErrorCode::Locked => {
+                tracing::debug!(error = %e.message(), "archive index busy; will retry");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e.message(), "the archive's Git index cannot be \
+                    written; it is no longer kept in step (`git status` will differ until it \
+                    is rebuilt, e.g. `rm .git/index && git reset`)");
+                self.index_abandoned = true;
+                self.index_removals.clear();
+            }
         }
         Ok(())
     }

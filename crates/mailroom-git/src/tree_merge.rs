@@ -144,8 +144,9 @@ impl RecentTrees {
 
 /// `baseline` (the previous root tree, `None` for the first commit) with each `(path, blob)`
 /// set as a regular file (a path given twice takes its last blob), then each of `removals`
-/// (a file's path) taken out: a path both written and removed is removed, a path the baseline lacks (or holds as a directory) is passed
-/// over, and a directory left empty goes with its last file. Trees in `recent` are read from
+/// (a file's path) taken out: a path both written and removed is removed, a path the
+/// baseline lacks (or holds as a directory, or under a file) is passed over, and a directory
+/// left empty goes with its last file. Trees in `recent` are read from
 /// there rather than from `odb`.
 pub(crate) fn merge_changes<'p>(
     odb: &Odb<'_>,
@@ -228,6 +229,15 @@ impl Node<'_> {
     fn is_directory(&self) -> bool {
         matches!(self, Node::Directory(_))
     }
+
+    /// Whether the node only takes files out (a removal, or a directory of removals).
+    fn only_removes(&self) -> bool {
+        match self {
+            Node::File(_) => false,
+            Node::Removed => true,
+            Node::Directory(children) => children.values().all(Node::only_removes),
+        }
+    }
 }
 
 fn insert<'p>(root: &mut Children<'p>, path: &'p str, leaf: Node<'p>) -> Result<()> {
@@ -243,6 +253,10 @@ fn insert<'p>(root: &mut Children<'p>, path: &'p str, leaf: Node<'p>) -> Result<
         }
         if components.peek().is_none() {
             if matches!(directory.get(name.as_bytes()), Some(Node::Directory(_))) {
+                // Removing a name the commit uses as a directory removes nothing.
+                if matches!(leaf, Node::Removed) {
+                    return Ok(());
+                }
                 return Err(invalid("a directory of the same commit has this name"));
             }
             directory.insert(name.as_bytes(), leaf);
@@ -250,6 +264,10 @@ fn insert<'p>(root: &mut Children<'p>, path: &'p str, leaf: Node<'p>) -> Result<
         }
         let node =
             directory.entry(name.as_bytes()).or_insert_with(|| Node::Directory(BTreeMap::new()));
+        // A removal of what is a directory here removes nothing: the directory replaces it.
+        if matches!(node, Node::Removed) {
+            *node = Node::Directory(BTreeMap::new());
+        }
         directory = match node {
             Node::Directory(children) => children,
             Node::File(_) | Node::Removed => {
@@ -435,10 +453,14 @@ fn previous_subtrees<'p>(
     }
     for entry in entries(previous_bytes) {
         let entry = entry?;
-        let Some((name, Node::Directory(_))) = children.get_key_value(entry.name) else {
+        let Some((name, node @ Node::Directory(_))) = children.get_key_value(entry.name) else {
             continue;
         };
         if !entry.is_directory {
+            // Removals under a name that is a file remove nothing: passed over.
+            if node.only_removes() {
+                continue;
+            }
             return Err(kind_conflict(path, entry.name));
         }
         let id = Oid::from_bytes(entry.id).map_err(|e| git_err("tree entry id", e))?;

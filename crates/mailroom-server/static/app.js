@@ -78,7 +78,9 @@
   // own URL again and swaps its content in place (not while the reader is typing).
   function liveUpdates() {
     if (!document.body.hasAttribute("data-live") || !window.EventSource) return;
-    const source = new EventSource("/mail/api/events");
+    // The archive's pages also hear of Git commits.
+    const archive = document.body.getAttribute("data-live") === "archive";
+    const source = new EventSource(archive ? "/mail/api/events?archive=1" : "/mail/api/events");
     let busy = false;
     let pending = false;
     async function refresh() {

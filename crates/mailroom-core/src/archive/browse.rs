@@ -14,8 +14,12 @@ use super::history::git_err;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 
-/// Commits walked at most when looking for those touching a directory, or for a moment.
-const MAX_WALK: usize = 5_000;
+/// Commits walked at most when looking for those touching a directory.
+pub const MAX_WALK: usize = 5_000;
+/// Messages of a time-travel snapshot read at most (the newest).
+pub const MAX_SNAPSHOT: usize = 1_000;
+/// Entries of a directory listed at most (in name order, directories first).
+pub const MAX_ENTRIES: usize = 2_000;
 
 /// A commit in a list.
 #[derive(Debug, Clone, Serialize)]
@@ -53,8 +57,6 @@ pub struct CommitDiff {
 #[derive(Debug, Clone, Serialize)]
 pub struct DirEntry {
     pub name: String,
-    /// Repo-relative path.
-    pub path: String,
     pub is_dir: bool,
     /// A file's size in bytes.
     pub size: Option<usize>,
@@ -63,7 +65,11 @@ pub struct DirEntry {
 /// What a path of HEAD holds.
 #[derive(Debug, Clone)]
 pub enum Node {
-    Directory(Vec<DirEntry>),
+    /// The first [`MAX_ENTRIES`] entries and how many there are in all.
+    Directory {
+        entries: Vec<DirEntry>,
+        total: usize,
+    },
     File(Vec<u8>),
 }
 
@@ -71,7 +77,7 @@ pub enum Node {
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub commit: CommitSummary,
-    /// The messages, newest first.
+    /// The messages, newest first (at most [`MAX_SNAPSHOT`]).
     pub messages: Vec<MessageDoc>,
 }
 
@@ -130,7 +136,12 @@ pub fn commit_diff(root: &Path, sha: &str, max_patch_bytes: usize) -> Result<Com
     }
     let missing = || Error::not_found(format!("No commit {sha} in the archive."));
     let repo = open(root)?.ok_or_else(missing)?;
-    let object = repo.revparse_single(sha).map_err(|_| missing())?;
+    let object = repo.revparse_single(sha).map_err(|e| match e.code() {
+        git2::ErrorCode::Ambiguous => {
+            Error::invalid(format!("sha: {sha} names more than one object; give more digits."))
+        }
+        _ => missing(),
+    })?;
     let commit = object.peel_to_commit().map_err(|_| missing())?;
     let tree = commit.tree().map_err(|e| git_err("tree", e))?;
     let parent = commit.parents().next().map(|p| p.tree()).transpose();
@@ -198,7 +209,7 @@ pub fn browse(root: &Path, path: &str, max_file_bytes: usize) -> Result<Option<N
     match object.kind() {
         Some(ObjectType::Tree) => {
             let dir = object.peel_to_tree().map_err(|e| git_err("tree", e))?;
-            Ok(Some(Node::Directory(entries(&repo, &dir, path))))
+            Ok(Some(Node::Directory { entries: entries(&repo, &dir)?, total: dir.len() }))
         }
         Some(ObjectType::Blob) => {
             let blob = object.peel_to_blob().map_err(|e| git_err("blob", e))?;
@@ -225,32 +236,41 @@ pub fn snapshot(root: &Path, inbox_dir: &str, moment: Timestamp) -> Result<Optio
     walk.set_sorting(Sort::TIME).map_err(|e| git_err("revwalk", e))?;
     let seconds = moment.as_micros().div_euclid(1_000_000);
     let mut chosen = None;
-    for id in walk.take(MAX_WALK) {
+    // The whole history if need be: a commit's header is cheap to read.
+    for id in walk {
         let commit = repo
             .find_commit(id.map_err(|e| git_err("revwalk", e))?)
             .map_err(|e| git_err("commit", e))?;
-        if commit.time().seconds() <= seconds {
+        if commit.author().when().seconds() <= seconds {
             chosen = Some(commit);
             break;
         }
     }
     let Some(commit) = chosen else { return Ok(None) };
     let tree = commit.tree().map_err(|e| git_err("tree", e))?;
-    let mut messages = Vec::new();
+    // Every file of the inbox (`YYYY/MM/<time>__…`: the path orders them by time), then the
+    // newest [`MAX_SNAPSHOT`] read.
+    let mut files: Vec<(String, Oid)> = Vec::new();
     if let Ok(entry) = tree.get_path(Path::new(inbox_dir))
         && let Ok(inbox) = entry.to_object(&repo).and_then(|o| o.peel_to_tree())
     {
         inbox
-            .walk(git2::TreeWalkMode::PreOrder, |_, entry| {
-                if entry.kind() == Some(ObjectType::Blob)
-                    && let Ok(blob) = repo.find_blob(entry.id())
-                    && let Ok(doc) = format::parse_message(&String::from_utf8_lossy(blob.content()))
-                {
-                    messages.push(doc);
+            .walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+                if entry.kind() == Some(ObjectType::Blob) {
+                    let name = String::from_utf8_lossy(entry.name_bytes());
+                    files.push((format!("{dir}{name}"), entry.id()));
                 }
                 git2::TreeWalkResult::Ok
             })
             .map_err(|e| git_err("tree walk", e))?;
+    }
+    files.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    let mut messages = Vec::new();
+    for (_, id) in files.iter().take(MAX_SNAPSHOT) {
+        let blob = repo.find_blob(*id).map_err(|e| git_err("blob", e))?;
+        if let Ok(doc) = format::parse_message(&String::from_utf8_lossy(blob.content())) {
+            messages.push(doc);
+        }
     }
     messages.sort_by_key(|m| std::cmp::Reverse((m.created, m.id)));
     Ok(Some(Snapshot { commit: summary(&commit), messages }))
@@ -270,23 +290,25 @@ fn head_tree(repo: &Repository) -> Result<Option<Tree<'_>>> {
     }
 }
 
-fn entries(repo: &Repository, tree: &Tree<'_>, path: &str) -> Vec<DirEntry> {
-    let mut list: Vec<DirEntry> = tree
+/// The first [`MAX_ENTRIES`] entries, directories first, then by name.
+fn entries(repo: &Repository, tree: &Tree<'_>) -> Result<Vec<DirEntry>> {
+    let odb = repo.odb().map_err(|e| git_err("odb", e))?;
+    let mut list: Vec<(bool, String, Oid)> = tree
         .iter()
         .map(|entry| {
             let name = String::from_utf8_lossy(entry.name_bytes()).into_owned();
-            let is_dir = entry.kind() == Some(ObjectType::Tree);
-            let size = if is_dir {
-                None
-            } else {
-                repo.odb().ok().and_then(|odb| odb.read_header(entry.id()).ok()).map(|(n, _)| n)
-            };
-            let path = if path.is_empty() { name.clone() } else { format!("{path}/{name}") };
-            DirEntry { name, path, is_dir, size }
+            (entry.kind() == Some(ObjectType::Tree), name, entry.id())
         })
         .collect();
-    list.sort_by(|a, b| (!a.is_dir, &a.name).cmp(&(!b.is_dir, &b.name)));
-    list
+    list.sort_by(|a, b| (!a.0, &a.1).cmp(&(!b.0, &b.1)));
+    list.truncate(MAX_ENTRIES);
+    Ok(list
+        .into_iter()
+        .map(|(is_dir, name, id)| {
+            let size = (!is_dir).then(|| odb.read_header(id).ok().map(|(n, _)| n)).flatten();
+            DirEntry { name, is_dir, size }
+        })
+        .collect())
 }
 
 /// Whether the commit changed anything under `prefix` (compared with its first parent).
@@ -308,7 +330,9 @@ fn summary(commit: &Commit<'_>) -> CommitSummary {
         sha,
         summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned(),
         author: String::from_utf8_lossy(commit.author().name_bytes()).into_owned(),
-        authored_ts: Timestamp::from_micros(commit.author().when().seconds() * 1_000_000),
+        authored_ts: Timestamp::from_micros(
+            commit.author().when().seconds().saturating_mul(1_000_000),
+        ),
     }
 }
 

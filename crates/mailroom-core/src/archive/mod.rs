@@ -335,6 +335,12 @@ impl Archive {
         self.signal.stats()
     }
 
+    /// Told of every batch committed to Git (its value counts the rows): what the web UI's
+    /// archive pages wait on.
+    pub fn progress(&self) -> watch::Receiver<u64> {
+        self.signal.archived.subscribe()
+    }
+
     /// Waits until every row queued so far is committed to Git, or the writer has stopped.
     pub async fn flushed(&self) {
         let target = self.signal.enqueued.load(Ordering::SeqCst);

@@ -72,7 +72,9 @@ pub(super) fn render(
             ArchiveKind::Profile => render_profile(db, AgentId(item.ref_id), &mut files)?,
             ArchiveKind::Reservation => render_reservation(db, item.ref_id, false, &mut files)?,
             ArchiveKind::ReservationGrant => render_reservation(db, item.ref_id, true, &mut files)?,
-            ArchiveKind::Deletion => render_deletion(db, item.id, &mut files, &mut removals)?,
+            ArchiveKind::Deletion => {
+                render_deletion(db, item.id, &sources, &mut files, &mut removals)?
+            }
             ArchiveKind::Unknown => None,
         };
         entries.extend(entry);
@@ -86,14 +88,29 @@ pub(super) fn render(
 fn render_deletion(
     db: &Db<'_>,
     queue_id: i64,
+    sources: &Sources<'_>,
     files: &mut BTreeMap<String, Vec<u8>>,
     removals: &mut Vec<String>,
 ) -> Result<Option<Entry>> {
-    let Some(deletion) = db.archive_deletion(queue_id)? else { return Ok(None) };
+    let deletion = match db.archive_deletion(queue_id)? {
+        Some(Ok(deletion)) => deletion,
+        None => return Ok(None),
+        // Retrying cannot mend it, and it must not hold up the work behind it.
+        Some(Err(e)) => {
+            tracing::error!(error = %e, "archive deletion skipped: its payload does not parse");
+            return Ok(None);
+        }
+    };
     for path in &deletion.paths {
         files.remove(path);
     }
-    removals.extend(deletion.paths);
+    // Only files HEAD holds are removed: a path that is a directory there, or under a file,
+    // names nothing to remove (and a replay finds them gone).
+    for path in deletion.paths {
+        if sources.repo.holds_file(&path)? {
+            removals.push(path);
+        }
+    }
     Ok(Some(Entry { line: deletion.line, body: String::new(), reservation: None }))
 }
 

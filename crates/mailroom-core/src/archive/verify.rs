@@ -162,6 +162,13 @@ pub(super) fn check(
     };
     let (queued_messages, queued_profiles) =
         (queued_of(ArchiveKind::Message), queued_of(ArchiveKind::Profile));
+    // Copies a queued deletion will remove are expected in HEAD until its commit.
+    let mut deleting = HashSet::new();
+    for work in queued.iter().filter(|w| w.kind == ArchiveKind::Deletion) {
+        if let Some(Ok(deletion)) = db.archive_deletion(work.id)? {
+            deleting.extend(deletion.paths);
+        }
+    }
     let mut checker = Checker { files, report: VerifyReport::default(), digests: HashMap::new() };
     let messages = db.message_ids_with_project_slug()?;
     for (id, _) in &messages {
@@ -182,7 +189,7 @@ pub(super) fn check(
     }
     let projects: HashMap<MessageId, &str> =
         messages.iter().map(|(id, slug)| (*id, slug.as_str())).collect();
-    checker.stray_messages(&projects);
+    checker.stray_messages(&projects, &deleting);
     let mut report = checker.report;
     report.committed_files = files.len();
     report.head = files.head().map(|id| id.to_string());
@@ -298,8 +305,9 @@ impl Checker<'_> {
     }
 
     /// Canonical message files whose id the database lacks, or holds in another project.
-    fn stray_messages(&mut self, projects: &HashMap<MessageId, &str>) {
-        let mut paths: Vec<&str> = self.files.paths().collect();
+    fn stray_messages(&mut self, projects: &HashMap<MessageId, &str>, deleting: &HashSet<String>) {
+        let mut paths: Vec<&str> =
+            self.files.paths().filter(|path| !deleting.contains(*path)).collect();
         paths.sort_unstable();
         for path in paths {
             let Some(ArchivePath::Canonical { slug, message_id }) = classify_path(path) else {

@@ -9,6 +9,7 @@ use mailroom_git::{ArchiveRepo, Repacker};
 
 use super::{ArchiveSettings, Signal, locks, render};
 use crate::error::{Error, Result};
+use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
 use crate::store::{Reader, Store};
 
 /// A burst is over when no new work arrived for this long; the commit then goes out (once
@@ -232,7 +233,13 @@ impl Writer {
         let mut found_rows = false;
         loop {
             let after = self.last_id;
-            let work = self.reader.read(|db| db.queued_archive_work(after, MAX_ROWS_PER_COMMIT))?;
+            let mut work =
+                self.reader.read(|db| db.queued_archive_work(after, MAX_ROWS_PER_COMMIT))?;
+            // A deletion is a commit of its own (`delete: N message(s) via web UI`): the work
+            // before it goes first, then it alone, then what follows.
+            let cut = deletion_cut(&work);
+            let split = cut < work.len();
+            work.truncate(cut);
             let Some(last) = work.last().map(|w| w.id) else { return Ok(found_rows) };
             found_rows = true;
             // From here on these rows may reach HEAD; if this attempt fails after that, the
@@ -264,9 +271,34 @@ impl Writer {
             // A short batch means the queue was drained when it was read: what arrived since
             // rang the bell and waits for the next batch, after the writer's rest. A full one
             // means a backlog, committed at once; so is everything at stop.
-            if !until_empty && (work.len() as i64) < MAX_ROWS_PER_COMMIT {
+            if !until_empty && !split && (work.len() as i64) < MAX_ROWS_PER_COMMIT {
                 return Ok(true);
             }
         }
+    }
+}
+
+/// How much of `work` (oldest first) one commit takes: everything up to the first deletion,
+/// or the deletion alone when it comes first.
+fn deletion_cut(work: &[QueuedWork]) -> usize {
+    match work.iter().position(|w| w.kind == ArchiveKind::Deletion) {
+        Some(0) => 1,
+        Some(at) => at,
+        None => work.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deletion_is_a_commit_of_its_own() {
+        let row = |id, kind| QueuedWork { id, kind, ref_id: id };
+        let (m, d) = (ArchiveKind::Message, ArchiveKind::Deletion);
+        assert_eq!(deletion_cut(&[row(1, m), row(2, m)]), 2, "no deletion: all of it");
+        assert_eq!(deletion_cut(&[row(1, m), row(2, d), row(3, m)]), 1, "the work before it");
+        assert_eq!(deletion_cut(&[row(2, d), row(3, m)]), 1, "then it alone");
+        assert_eq!(deletion_cut(&[]), 0);
     }
 }

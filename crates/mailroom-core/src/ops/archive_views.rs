@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::Mailroom;
+use super::mailbox::project_agent;
 use super::output::{MessageOut, ProjectOut};
 use super::resolve;
 use crate::archive::browse::{self, CommitDiff, CommitSummary, Node, Snapshot};
@@ -108,8 +109,15 @@ impl Mailroom {
         moment: Timestamp,
     ) -> Result<Option<Snapshot>> {
         let root = self.archive_root()?;
-        let project = self.project_out(project_key).await?;
-        let inbox = format!("projects/{}/agents/{agent_name}/inbox", project.slug);
+        // The agent as stored (names match whatever their case); unknown ones are 404.
+        let (slug, name) = self
+            .store
+            .read_short(move |db| {
+                let (project, agent) = project_agent(db, &project_key, &agent_name)?;
+                Ok((project.slug, agent.name))
+            })
+            .await?;
+        let inbox = format!("projects/{slug}/agents/{name}/inbox");
         blocking(move || browse::snapshot(&root, &inbox, moment)).await
     }
 
@@ -150,7 +158,7 @@ impl Mailroom {
             .read(move |db| {
                 let project = resolve::project(db, &project_key)?;
                 let messages = db
-                    .project_messages(project.id, ATTACHMENT_MESSAGES, true)?
+                    .attachment_messages(project.id, ATTACHMENT_MESSAGES)?
                     .iter()
                     .map(|row| MessageOut::from_listing(row, false))
                     .collect();

@@ -6,9 +6,9 @@ use serde::Serialize;
 
 use super::Mailroom;
 use super::mailbox::project_agent;
-use super::oversight::MAX_IDS;
+use super::oversight::check_ids;
 use crate::archive::message_files;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::records::MessageId;
 use crate::store::db::archive_queue::Deletion;
 
@@ -37,19 +37,14 @@ pub enum DeleteScope {
 }
 
 impl Mailroom {
-    /// Deletes `ids` (1 to [`MAX_IDS`]) within `scope`: their rows now, their archive files
+    /// Deletes `ids` (1 to 500) within `scope`: their rows now, their archive files
     /// in one commit that follows.
     pub async fn delete_messages(
         &self,
         ids: Vec<MessageId>,
         scope: DeleteScope,
     ) -> Result<Deleted> {
-        if ids.is_empty() || ids.len() > MAX_IDS {
-            return Err(Error::invalid(format!(
-                "message_ids: name between 1 and {MAX_IDS} messages (got {}).",
-                ids.len()
-            )));
-        }
+        check_ids(&ids)?;
         self.admit_archive_work().await?;
         self.store
             .write(move |db| {

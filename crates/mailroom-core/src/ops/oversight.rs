@@ -128,7 +128,7 @@ impl Mailroom {
                 let project = resolve::project(db, &project_key)?;
                 let agents = agents_with_unread(db, project.id)?;
                 let messages = db
-                    .project_messages(project.id, OVERVIEW_MESSAGES, false)?
+                    .project_messages(project.id, OVERVIEW_MESSAGES)?
                     .iter()
                     .map(|row| MessageOut::from_listing(row, true))
                     .collect();
@@ -187,6 +187,17 @@ pub struct MarkedRead {
 /// Most ids one mark-read or delete names.
 pub const MAX_IDS: usize = 500;
 
+/// Refuses an empty list of message ids, or one longer than [`MAX_IDS`].
+pub(crate) fn check_ids(ids: &[MessageId]) -> Result<()> {
+    if ids.is_empty() || ids.len() > MAX_IDS {
+        return Err(Error::invalid(format!(
+            "message_ids: name between 1 and {MAX_IDS} messages (got {}).",
+            ids.len()
+        )));
+    }
+    Ok(())
+}
+
 impl Mailroom {
     /// Retires or unretires an agent named by id (the web UI's buttons).
     pub async fn change_agent_by_id(
@@ -234,13 +245,8 @@ impl Mailroom {
         agent_name: String,
         ids: Option<Vec<MessageId>>,
     ) -> Result<MarkedRead> {
-        if let Some(ids) = &ids
-            && (ids.is_empty() || ids.len() > MAX_IDS)
-        {
-            return Err(Error::invalid(format!(
-                "message_ids: name between 1 and {MAX_IDS} messages (got {}).",
-                ids.len()
-            )));
+        if let Some(ids) = &ids {
+            check_ids(ids)?;
         }
         self.store
             .write(move |db| {

@@ -16,7 +16,9 @@ use super::archive_pages::{
     patch_lines,
 };
 use super::pages::ProjectLink;
-use super::{PageError, bad_request, cached, json_answer, number, page, paths, render};
+use super::{
+    PageError, bad_request, cached, cached_archive_page, json_answer, number, page, paths, render,
+};
 use crate::state::AppState;
 
 /// Commits the activity page lists by default.
@@ -80,7 +82,7 @@ pub(super) async fn activity(
             limit,
         }))
     };
-    cached(&state, &uri, answer).await
+    cached_archive_page(&state, &uri, answer).await
 }
 
 pub(super) async fn timeline(
@@ -99,7 +101,7 @@ pub(super) async fn timeline(
             projects: projects.iter().map(|p| ProjectLink::new(p, now)).collect(),
         }))
     };
-    cached(&state, &uri, answer).await
+    cached_archive_page(&state, &uri, answer).await
 }
 
 pub(super) async fn commit(State(state): State<AppState>, Path(sha): Path<String>) -> Response {
@@ -133,12 +135,12 @@ pub(super) async fn browser(
             || PageError(StatusCode::NOT_FOUND, format!("The archive holds no {path:?}."));
         let (entries, text, binary_note, raw_href) = match browsed.node {
             None => return Err(missing()),
-            Some(Node::Directory(list)) => (
-                Some(list.iter().map(|e| EntryRow::new(slug, e, &path)).collect()),
-                None,
-                None,
-                None,
-            ),
+            Some(Node::Directory { entries, total }) => {
+                let rows = entries.iter().map(|e| EntryRow::new(slug, e, &path)).collect();
+                let more = (total > entries.len())
+                    .then(|| format!("The first {} of {total} entries.", entries.len()));
+                (Some(rows), None, more, None)
+            }
             Some(Node::File(bytes)) => {
                 let raw = slug.map(|s| paths::archive_file(s, &path));
                 match String::from_utf8(bytes) {

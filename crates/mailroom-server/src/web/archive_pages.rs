@@ -9,7 +9,7 @@ use mailroom_core::ops::output::MessageOut;
 use serde_json::Value;
 
 use super::pages::{ProjectLink, relative};
-use super::paths;
+use super::{markdown, paths};
 
 /// A commit in a list.
 pub struct CommitRow {
@@ -183,7 +183,7 @@ pub struct BrowserPage {
     pub crumbs: Vec<Crumb>,
     /// A directory's entries, or `None` for a file.
     pub entries: Option<Vec<EntryRow>>,
-    /// A file's text (lossy UTF-8), or a note that it is binary.
+    /// A file's text, or a note (a binary file, a directory listed in part).
     pub text: Option<String>,
     pub binary_note: Option<String>,
     pub raw_href: Option<String>,
@@ -341,8 +341,9 @@ impl AttachmentItem {
         let thumbnail = value
             .get("data_base64")
             .and_then(Value::as_str)
-            .filter(|data| is_image_type(&media_type) && is_base64(data))
-            .map(|data| format!("data:{media_type};base64,{data}"));
+            .filter(|data| is_base64(data))
+            .map(|data| format!("data:{media_type};base64,{data}"))
+            .filter(|url| markdown::is_data_image(url));
         // A file attachment's path is the archive's, under the project's directory.
         let prefix = format!("projects/{slug}/");
         let path = value.get("path").and_then(Value::as_str).map(|p| {
@@ -361,14 +362,6 @@ impl AttachmentItem {
             thumbnail,
         }
     }
-}
-
-/// `image/<subtype>` of plain characters.
-fn is_image_type(media_type: &str) -> bool {
-    media_type.strip_prefix("image/").is_some_and(|sub| {
-        !sub.is_empty()
-            && sub.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'+' | b'-'))
-    })
 }
 
 /// Only base64's alphabet: a stored value cannot smuggle anything else into the URL.
@@ -440,7 +433,9 @@ mod tests {
         assert!(AttachmentItem::new("p", &good).thumbnail.is_some());
         let bad = serde_json::json!({"type": "inline", "media_type": "image/webp", "data_base64": "x\" onerror=\"alert(1)"});
         assert!(AttachmentItem::new("p", &bad).thumbnail.is_none());
-        let svg = serde_json::json!({"type": "inline", "media_type": "text/html", "data_base64": "PHNjcmlwdD4="});
-        assert!(AttachmentItem::new("p", &svg).thumbnail.is_none(), "images only");
+        for media_type in ["text/html", "image/svg+xml", "application/x-image/png"] {
+            let other = serde_json::json!({"type": "inline", "media_type": media_type, "data_base64": "PHNjcmlwdD4="});
+            assert!(AttachmentItem::new("p", &other).thumbnail.is_none(), "{media_type}");
+        }
     }
 }

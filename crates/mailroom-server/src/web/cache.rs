@@ -1,6 +1,7 @@
-//! Rendered pages kept between writes. A page of the UI is a function of the database and of
-//! the clock (its relative times), so a copy stays exact until the next committed write
-//! (the store's change count moves) and is at most [`CLOCK_STEP`] old in its relative times.
+//! Rendered pages kept between writes. A page of the UI is a function of the database (and,
+//! for the archive's pages, of the Git archive) and of the clock (its relative times), so a
+//! copy stays exact until the next committed write (the store's change count moves, or the
+//! archive's progress) and is at most [`CLOCK_STEP`] old in its relative times.
 //! Reads far outnumber writes when people watch a fleet: most page views are served from
 //! here instead of rendering hundreds of rows again.
 
@@ -19,14 +20,17 @@ const MAX_PAGES: usize = 256;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp {
     changes: u64,
+    /// Rows the Git archive has committed, for pages that show the archive (else 0).
+    archived: u64,
     clock: u64,
 }
 
 impl Stamp {
-    /// The database's change count now and the clock's current step.
-    pub fn now(changes: u64) -> Self {
+    /// The database's change count now, the archive's progress (for a page showing the
+    /// archive; 0 for others) and the clock's current step.
+    pub fn now(changes: u64, archived: u64) -> Self {
         let seconds = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        Self { changes, clock: seconds / CLOCK_STEP }
+        Self { changes, archived, clock: seconds / CLOCK_STEP }
     }
 }
 
@@ -60,11 +64,12 @@ mod tests {
     #[test]
     fn a_page_lasts_until_the_next_write() {
         let cache = PageCache::default();
-        let before = Stamp { changes: 7, clock: 1 };
+        let before = Stamp { changes: 7, archived: 0, clock: 1 };
         cache.put("/mail", before, Bytes::from_static(b"page"));
         assert_eq!(cache.get("/mail", before), Some(Bytes::from_static(b"page")));
-        assert_eq!(cache.get("/mail", Stamp { changes: 8, clock: 1 }), None, "a write");
-        assert_eq!(cache.get("/mail", Stamp { changes: 7, clock: 2 }), None, "the clock");
+        assert_eq!(cache.get("/mail", Stamp { changes: 8, ..before }), None, "a write");
+        assert_eq!(cache.get("/mail", Stamp { archived: 3, ..before }), None, "a Git commit");
+        assert_eq!(cache.get("/mail", Stamp { clock: 2, ..before }), None, "the clock");
         assert_eq!(cache.get("/mail?limit=5", before), None, "another page");
         for n in 0..MAX_PAGES + 1 {
             cache.put(&format!("/mail/p{n}"), before, Bytes::new());

@@ -47,6 +47,12 @@ const TAGS: &[&str] = &[
 const DATA_IMAGE_PREFIXES: &[&str] =
     &["data:image/png;", "data:image/jpeg;", "data:image/gif;", "data:image/webp;"];
 
+/// Whether a `data:` URL is an image of a raster format (as a browser reads the URL).
+pub fn is_data_image(url: &str) -> bool {
+    let url = normalised(url);
+    DATA_IMAGE_PREFIXES.iter().any(|p| url.starts_with(p))
+}
+
 static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
     let mut builder = ammonia::Builder::empty();
     builder
@@ -68,10 +74,7 @@ static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
         .link_rel(Some("noopener noreferrer nofollow"))
         .attribute_filter(|element, attribute, value| match (element, attribute) {
             ("a", "href") if is_data_url(value) => None,
-            ("img", "src") if is_data_url(value) => {
-                let url = normalised(value);
-                DATA_IMAGE_PREFIXES.iter().any(|p| url.starts_with(p)).then_some(value.into())
-            }
+            ("img", "src") if is_data_url(value) => is_data_image(value).then_some(value.into()),
             _ => Some(Cow::Borrowed(value)),
         });
     builder

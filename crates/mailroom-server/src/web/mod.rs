@@ -394,7 +394,27 @@ async fn cached(
     uri: &Uri,
     make: impl Future<Output = Result<Response, PageError>>,
 ) -> Response {
-    let stamp = Stamp::now(*state.core.changes().borrow());
+    let stamp = Stamp::now(*state.core.changes().borrow(), 0);
+    cached_against(state, uri, stamp, make).await
+}
+
+/// [`cached`] for a page that shows the Git archive: a commit also makes it stale.
+async fn cached_archive_page(
+    state: &AppState,
+    uri: &Uri,
+    make: impl Future<Output = Result<Response, PageError>>,
+) -> Response {
+    let archived = state.core.archive().map_or(0, |a| *a.progress().borrow());
+    let stamp = Stamp::now(*state.core.changes().borrow(), archived);
+    cached_against(state, uri, stamp, make).await
+}
+
+async fn cached_against(
+    state: &AppState,
+    uri: &Uri,
+    stamp: Stamp,
+    make: impl Future<Output = Result<Response, PageError>>,
+) -> Response {
     let key = uri.to_string();
     if let Some(html) = state.pages.get(&key, stamp) {
         return Html(html).into_response();

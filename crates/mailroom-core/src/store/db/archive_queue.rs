@@ -64,55 +64,45 @@ pub struct QueuedWork {
 impl Db<'_> {
     /// Records archive work in the current transaction; a no-op when the archive is off.
     pub fn enqueue_archive(&self, kind: ArchiveKind, ref_id: impl Into<i64>) -> Result<()> {
-        let ref_id: i64 = ref_id.into();
-        if !self.archive_enabled {
-            return Ok(());
-        }
-        self.conn
-            .prepare_cached(
-                "INSERT INTO archive_queue (kind, ref_id, enqueued_ts) VALUES (?1, ?2, ?3)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![kind.as_str(), ref_id, Timestamp::now().to_db()])
-            })
-            .map_err(map_err)?;
-        self.archive_enqueued.set(self.archive_enqueued.get() + 1);
-        Ok(())
+        self.enqueue(kind, ref_id.into(), None)
     }
 
     /// Records a deletion's archive work in the current transaction (a no-op when the
     /// archive is off).
     pub fn enqueue_archive_deletion(&self, messages: i64, deletion: &Deletion) -> Result<()> {
+        let payload = serde_json::to_string(deletion)
+            .map_err(|e| crate::error::Error::internal(format!("archive deletion: {e}")))?;
+        self.enqueue(ArchiveKind::Deletion, messages, Some(&payload))
+    }
+
+    fn enqueue(&self, kind: ArchiveKind, ref_id: i64, payload: Option<&str>) -> Result<()> {
         if !self.archive_enabled {
             return Ok(());
         }
-        let payload = serde_json::to_string(deletion)
-            .map_err(|e| crate::error::Error::internal(format!("archive deletion: {e}")))?;
         self.conn
             .prepare_cached(
                 "INSERT INTO archive_queue (kind, ref_id, enqueued_ts, payload)
                  VALUES (?1, ?2, ?3, ?4)",
             )
             .and_then(|mut stmt| {
-                let kind = ArchiveKind::Deletion.as_str();
-                stmt.execute(params![kind, messages, Timestamp::now().to_db(), payload])
+                stmt.execute(params![kind.as_str(), ref_id, Timestamp::now().to_db(), payload])
             })
             .map_err(map_err)?;
         self.archive_enqueued.set(self.archive_enqueued.get() + 1);
         Ok(())
     }
 
-    /// The deletion a queue row carries; `None` when the row is gone or carries none.
-    pub fn archive_deletion(&self, queue_id: i64) -> Result<Option<Deletion>> {
+    /// The deletion a queue row carries: `None` when the row is gone or carries none, an
+    /// `Err` naming the row when its payload does not parse.
+    pub fn archive_deletion(&self, queue_id: i64) -> Result<Option<Result<Deletion, String>>> {
         let payload: Option<Option<String>> = self
             .conn
             .prepare_cached("SELECT payload FROM archive_queue WHERE id = ?1")
             .and_then(|mut stmt| stmt.query_row([queue_id], |r| r.get(0)).optional())
             .map_err(map_err)?;
-        let Some(text) = payload.flatten() else { return Ok(None) };
-        serde_json::from_str(&text).map(Some).map_err(|e| {
-            crate::error::Error::internal(format!("archive queue row {queue_id}: {e}"))
-        })
+        Ok(payload.flatten().map(|text| {
+            serde_json::from_str(&text).map_err(|e| format!("archive queue row {queue_id}: {e}"))
+        }))
     }
 
     /// Queued work after `after_id`, oldest first, including rows of an unknown kind

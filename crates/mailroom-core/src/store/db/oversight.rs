@@ -145,8 +145,25 @@ impl Db<'_> {
         Ok((rows, total))
     }
 
-    /// The newest messages of a project, only those carrying attachments when asked.
+    /// The newest messages of a project.
     pub fn project_messages(
+        &self,
+        project_id: ProjectId,
+        limit: i64,
+    ) -> Result<Vec<ListedMessage>> {
+        self.newest_of_project(project_id, limit, false)
+    }
+
+    /// The newest messages of a project that carry attachments.
+    pub fn attachment_messages(
+        &self,
+        project_id: ProjectId,
+        limit: i64,
+    ) -> Result<Vec<ListedMessage>> {
+        self.newest_of_project(project_id, limit, true)
+    }
+
+    fn newest_of_project(
         &self,
         project_id: ProjectId,
         limit: i64,

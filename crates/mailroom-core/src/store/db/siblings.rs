@@ -8,6 +8,9 @@ use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::ProjectId;
 
+/// Projects whose pairs are scored: the newest this many live ones (4,950 pairs at most).
+pub const SCORED_PROJECTS: i64 = 100;
+
 /// A stored suggestion, with both projects' slugs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SiblingRow {
@@ -22,7 +25,8 @@ pub struct SiblingRow {
 
 impl Db<'_> {
     /// Up to `limit` pairs of live projects never scored, or scored before `stale_before`,
-    /// the never-scored first.
+    /// the never-scored first; among the newest [`SCORED_PROJECTS`] live projects only, so
+    /// the pairs looked at stay bounded however many projects there are.
     pub fn stale_sibling_pairs(
         &self,
         stale_before: Timestamp,
@@ -31,16 +35,19 @@ impl Db<'_> {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT a.id, b.id FROM projects a JOIN projects b ON a.id < b.id
+                "WITH live AS (SELECT id FROM projects WHERE archived_at IS NULL
+                               ORDER BY id DESC LIMIT ?3)
+                 SELECT a.id, b.id FROM live a JOIN live b ON a.id < b.id
                  LEFT JOIN project_sibling_suggestions s
                    ON s.project_a_id = a.id AND s.project_b_id = b.id
-                 WHERE a.archived_at IS NULL AND b.archived_at IS NULL
-                   AND (s.id IS NULL OR s.evaluated_ts < ?1)
+                 WHERE s.id IS NULL OR s.evaluated_ts < ?1
                  ORDER BY s.id IS NOT NULL, s.evaluated_ts, a.id, b.id LIMIT ?2",
             )
             .map_err(map_err)?;
         let rows = stmt
-            .query_map(params![stale_before.to_db(), limit], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_map(params![stale_before.to_db(), limit, SCORED_PROJECTS], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .map_err(map_err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
