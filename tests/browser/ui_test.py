@@ -227,8 +227,8 @@ def main():
         shot(driver, "archive-guide")
         driver.find_element(By.LINK_TEXT, "Activity").click()
 
+        # The page hears of Git commits: the deletion's commit shows without a reload.
         def deletion_link(d):
-            d.refresh()
             links = d.find_elements(By.XPATH, "//a[contains(., 'delete: 1 message(s) via web UI')]")
             return links[0] if links else False
         wait.until(deletion_link)
