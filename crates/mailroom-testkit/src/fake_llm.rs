@@ -92,6 +92,9 @@ async fn complete(
         }
         FakeLlmMode::Garbage => "I am sorry, I cannot summarise this thread.".to_string(),
         FakeLlmMode::Reference if system.contains("digest across threads") => digest(),
+        FakeLlmMode::Reference if system.contains("parts of one product") => {
+            json!({"score": 0.93, "rationale": "Both serve the same shop."}).to_string()
+        }
         FakeLlmMode::Reference => single_summary(),
     };
     Json(json!({

@@ -1,7 +1,8 @@
 //! Sibling-project suggestions for the web UI (docs/compat/http.md §7): pairs of projects
 //! scored by `model::siblings` (names, shared parent directory, shared agents, README
-//! excerpts), a few stale pairs at a time while the unified inbox renders, and the status a
-//! person gives a pair (confirmed, dismissed, or back to suggested).
+//! excerpts), a few stale pairs at a time while the unified inbox renders, then by the LLM
+//! when one is configured (in the background; its answer replaces the heuristic's), and the
+//! status a person gives a pair (confirmed, dismissed, or back to suggested).
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -11,8 +12,9 @@ use serde::Serialize;
 
 use super::Mailroom;
 use crate::error::{Error, Result};
+use crate::llm::LlmClient;
 use crate::model::names::OVERSEER_NAME;
-use crate::model::siblings::{self, ProjectFacts, SUGGEST_AT};
+use crate::model::siblings::{self, ProjectFacts, SUGGEST_AT, Scored};
 use crate::model::time::Timestamp;
 use crate::records::ProjectId;
 use crate::store::Db;
@@ -20,6 +22,8 @@ use crate::store::db::siblings::SiblingRow;
 
 /// A pair is scored again after this long (its agents and files change).
 const RESCORE_AFTER_SECONDS: i64 = 24 * 3600;
+/// A rationale is stored up to this many characters (the column holds 4,096).
+const MAX_RATIONALE: usize = 4000;
 /// Of each README/AGENTS file, this much is read.
 const DOC_BYTES: usize = 4096;
 /// The files a project's directory is read for.
@@ -88,6 +92,21 @@ impl Mailroom {
             .filter_map(|(a, b)| Some((*a, *b, siblings::score(facts.get(a)?, facts.get(b)?))))
             .collect();
         let count = scored.len();
+        // With an LLM, each pair is asked about afterwards, off the page's path: its answer
+        // replaces the heuristic's when it comes, and the heuristic stays when it fails.
+        let asks: Vec<LlmAsk> = match &self.llm {
+            Some(_) => scored
+                .iter()
+                .filter_map(|(a, b, s)| {
+                    Some(LlmAsk {
+                        a: *a,
+                        b: *b,
+                        prompt: llm_prompt(facts.get(a)?, facts.get(b)?, s),
+                    })
+                })
+                .collect(),
+            None => Vec::new(),
+        };
         self.store
             .write_unseen(move |db| {
                 for (a, b, s) in &scored {
@@ -96,7 +115,36 @@ impl Mailroom {
                 Ok(())
             })
             .await?;
+        if let Some(llm) = self.llm.clone().filter(|_| !asks.is_empty()) {
+            let core = self.clone();
+            tokio::spawn(async move { core.ask_llm(&llm, asks).await });
+        }
         Ok(count)
+    }
+
+    /// Scores pairs with the LLM, storing each answer that parses.
+    async fn ask_llm(&self, llm: &LlmClient, asks: Vec<LlmAsk>) {
+        for ask in asks {
+            let Some(reply) =
+                llm.try_complete_json("sibling score", LLM_SYSTEM, &ask.prompt, None).await
+            else {
+                continue;
+            };
+            let Some(scored) = parse_llm_score(&reply) else {
+                tracing::warn!("LLM sibling score without a score in 0..1; heuristic kept");
+                continue;
+            };
+            let now = Timestamp::now();
+            let stored = self
+                .store
+                .write_unseen(move |db| {
+                    db.store_sibling_score(ask.a, ask.b, scored.score, &scored.rationale, now)
+                })
+                .await;
+            if let Err(e) = stored {
+                tracing::warn!(error = %e.message, "LLM sibling score not stored");
+            }
+        }
     }
 
     /// The pairs to show: confirmed ones, and suggested ones scoring at least
@@ -152,6 +200,45 @@ impl Mailroom {
             .await?;
         Ok(SiblingStatus { success: true, project_id, other_id, status, score })
     }
+}
+
+/// A pair to put to the LLM, with its prompt.
+struct LlmAsk {
+    a: ProjectId,
+    b: ProjectId,
+    prompt: String,
+}
+
+const LLM_SYSTEM: &str = "You judge whether two software projects are parts of one product \
+     (an API and its client, a service and its deployment, a library and its documentation). \
+     Reply with one JSON object: {\"score\": a number from 0 to 1, \"rationale\": one short \
+     sentence}.";
+
+/// Each project's directory, agents and README opening (cut), and the heuristic's view.
+fn llm_prompt(a: &ProjectFacts, b: &ProjectFacts, heuristic: &Scored) -> String {
+    let describe = |p: &ProjectFacts| {
+        let docs: String = p.docs.as_deref().unwrap_or("(none)").chars().take(1500).collect();
+        format!(
+            "directory: {}\nagents: {}\nREADME/AGENTS opening:\n{docs}",
+            p.human_key,
+            p.agents.join(", ")
+        )
+    };
+    format!(
+        "Project A\n{}\n\nProject B\n{}\n\nA heuristic scored them {:.2} ({}).",
+        describe(a),
+        describe(b),
+        heuristic.score,
+        heuristic.rationale
+    )
+}
+
+/// The LLM's `{score, rationale}`, when the score is a number in 0..1.
+fn parse_llm_score(reply: &serde_json::Map<String, serde_json::Value>) -> Option<Scored> {
+    let score = reply.get("score")?.as_f64().filter(|s| (0.0..=1.0).contains(s))?;
+    let said = reply.get("rationale").and_then(serde_json::Value::as_str).unwrap_or_default();
+    let rationale = format!("LLM: {}", said.chars().take(MAX_RATIONALE).collect::<String>());
+    Some(Scored { score, rationale })
 }
 
 /// The facts of each project named (agents but the overseer; docs not read yet).

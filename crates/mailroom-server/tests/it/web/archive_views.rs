@@ -243,3 +243,35 @@ async fn related_projects_are_suggested_and_a_person_decides() {
         super::ui_post(&app, &route(api_id, web_id), json!({"status": "dismissed"}), None).await;
     assert_eq!(status, 403, "the CSRF token is needed");
 }
+
+#[tokio::test]
+async fn with_an_llm_its_sibling_score_replaces_the_heuristic() {
+    use mailroom_testkit::{FakeLlm, FakeLlmMode, TestOptions};
+    let llm = FakeLlm::start(FakeLlmMode::Reference).await;
+    let app = TestApp::start_with(TestOptions {
+        llm_base_url: Some(llm.base_url.clone()),
+        ..TestOptions::default()
+    })
+    .await;
+    app.seed_pair("/work/shop-api", "BlueLake", "GreenCastle").await;
+    app.seed_pair("/srv/shop-web", "RedStone", "PinkDog").await;
+    assert_eq!(page(&app, "/mail").await.0, 200);
+    // The LLM is asked in the background; its answer shows on a later render.
+    let mut shown = String::new();
+    for round in 0..100 {
+        let (_, _, html) = page(&app, &format!("/mail/unified-inbox?limit={}", round + 1)).await;
+        shown = html;
+        if shown.contains("LLM: Both serve the same shop.") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        shown.contains("LLM: Both serve the same shop.") && shown.contains("93% alike"),
+        "{shown}"
+    );
+    let asked = llm.requests();
+    assert_eq!(asked.len(), 1, "one pair, one question");
+    let prompt = asked[0].body.pointer("/messages/1/content").and_then(Value::as_str).unwrap_or("");
+    assert!(prompt.contains("/work/shop-api") && prompt.contains("/srv/shop-web"), "{prompt}");
+}
