@@ -1,6 +1,7 @@
 //! Settings of the HTTP front, read once at start-up (the reference's variable names:
 //! docs/compat/settings.md §2, §4 and §9).
 
+use crate::http::security::SecuritySettings;
 use crate::mcp::format::OutputFormat;
 
 /// HTTP settings.
@@ -32,6 +33,9 @@ pub struct ServerConfig {
     /// Format of tool and resource results when the caller names none
     /// (`MCP_AGENT_MAIL_OUTPUT_FORMAT`, else `TOON_DEFAULT_FORMAT`; default JSON).
     pub default_format: OutputFormat,
+    /// Bearer token, roles and rate limits (`HTTP_BEARER_TOKEN`, `HTTP_RBAC_*`,
+    /// `HTTP_RATE_LIMIT_*`).
+    pub security: SecuritySettings,
 }
 
 impl Default for ServerConfig {
@@ -48,6 +52,7 @@ impl Default for ServerConfig {
             session_binding_ttl_seconds: 86_400,
             tool_filter: crate::mcp::catalog::ToolFilter::Full,
             default_format: OutputFormat::Json,
+            security: SecuritySettings::default(),
         }
     }
 }
@@ -86,6 +91,7 @@ impl ServerConfig {
             self.session_binding_ttl_seconds = seconds.max(60);
         }
         self.tool_filter = crate::mcp::catalog::ToolFilter::from_env(lookup)?;
+        self.security.apply_env(lookup)?;
         let format =
             lookup("MCP_AGENT_MAIL_OUTPUT_FORMAT").or_else(|| lookup("TOON_DEFAULT_FORMAT"));
         if let Some(format) = format {

@@ -35,6 +35,8 @@ pub struct Shared {
     pub stopping: tokio::sync::watch::Sender<bool>,
     /// The web UI's rendered pages, kept between writes.
     pub pages: crate::web::PageCache,
+    /// Bearer token, roles and rate-limit buckets (`http/security/`).
+    pub security: crate::http::security::Security,
 }
 
 impl std::ops::Deref for AppState {
@@ -55,6 +57,10 @@ impl AppState {
         let sessions = Arc::new(Sessions::new(config.max_sessions));
         let ttl = std::time::Duration::from_secs(config.session_binding_ttl_seconds);
         let bindings = Arc::new(Bindings::new(ttl));
+        let security = crate::http::security::Security::new(
+            config.security.clone(),
+            crate::http::mcp_paths(&config.mcp_path),
+        );
         Self(Arc::new(Shared {
             core,
             config: Arc::new(config),
@@ -66,6 +72,7 @@ impl AppState {
             started: Instant::now(),
             stopping: tokio::sync::watch::Sender::new(false),
             pages: crate::web::PageCache::default(),
+            security,
         }))
     }
 

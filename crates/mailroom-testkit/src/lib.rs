@@ -47,6 +47,9 @@ pub struct TestOptions {
     /// `FILE_RESERVATIONS_ENFORCEMENT_ENABLED=false`: reservations on mail-archive paths do
     /// not block deliveries.
     pub reservations_enforcement_off: bool,
+    /// Environment variables of the HTTP front applied on top (`HTTP_BEARER_TOKEN`,
+    /// `HTTP_RBAC_*`, `HTTP_RATE_LIMIT_*`, …), as `mailroom serve` reads them.
+    pub server_env: Vec<(&'static str, String)>,
 }
 
 impl TestApp {
@@ -74,13 +77,18 @@ impl TestApp {
         let core = Mailroom::open(core_config).expect("open core");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let address = listener.local_addr().expect("address");
-        let server_config = ServerConfig {
+        let mut server_config = ServerConfig {
             port: options.reported_port.unwrap_or(address.port()),
             tool_auth: options.tool_auth,
             tool_filter: options.tool_filter.unwrap_or_default(),
             mcp_path: options.mcp_path.unwrap_or_else(|| ServerConfig::default().mcp_path),
             ..ServerConfig::default()
         };
+        let env = options.server_env;
+        server_config
+            .security
+            .apply_env(&|name| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()))
+            .expect("valid server settings");
         let state = AppState::new(core.clone(), server_config);
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(mailroom_server::serve(listener, state, async move {

@@ -3,10 +3,12 @@
 pub mod error;
 pub mod health;
 pub mod rest;
+pub mod security;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
+use axum::middleware;
 use axum::routing::{any, get, post};
 use serde_json::json;
 
@@ -32,13 +34,16 @@ pub fn router(state: AppState) -> Router {
     for path in oauth_discovery_paths(&state.config.mcp_path) {
         router = router.route(&path, get(oauth_disabled));
     }
-    let router = router.merge(crate::web::router(state.clone()));
+    let mut router = router.merge(crate::web::router(state.clone()));
+    if state.security.is_active() {
+        router = router.layer(middleware::from_fn_with_state(state.clone(), security::guard));
+    }
     let body_limit = DefaultBodyLimit::max(state.config.max_body_bytes);
     router.layer(body_limit).with_state(state)
 }
 
 /// `/mcp`, `/api` and HTTP_PATH, each with and without the trailing slash.
-fn mcp_paths(configured: &str) -> Vec<String> {
+pub(crate) fn mcp_paths(configured: &str) -> Vec<String> {
     let mut paths = Vec::new();
     for base in ["/mcp", "/api", configured.trim_end_matches('/')] {
         if base.is_empty() {

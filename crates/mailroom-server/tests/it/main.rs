@@ -12,6 +12,7 @@ mod products;
 mod reservations;
 mod resources;
 mod rest;
+mod security;
 mod tool_schemas;
 mod transport;
 mod web;

@@ -1,0 +1,331 @@
+//! Who may do what over HTTP, in front of every route but the health probes (MCP, REST and
+//! the web UI alike), in the reference's order (docs/compat/http.md §4): the bearer token
+//! (401), then roles (403), then rate limits (429).
+//!
+//! A request from a loopback peer with no `X-Forwarded-*`/`Forwarded` header is local: it
+//! needs no token and has every role (`HTTP_ALLOW_LOCALHOST_UNAUTHENTICATED`). Any other
+//! request has the default role (`reader`): it may call the read-only tools and read pages,
+//! but not call a tool that writes, over MCP or REST, nor change anything from the UI. Rate
+//! limits count per client: the peer's address, or, behind a proxy on this machine (a
+//! loopback peer), the last address of `X-Forwarded-For`.
+
+mod rate_limit;
+mod settings;
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::json;
+
+pub use self::rate_limit::MemoryLimiter;
+pub use self::settings::{RateLimits, SecuritySettings};
+use crate::state::AppState;
+
+/// The settings and the rate limiter's buckets.
+pub struct Security {
+    settings: SecuritySettings,
+    /// The paths MCP is served at (a POST there is JSON-RPC).
+    mcp_paths: Vec<String>,
+    limiter: Option<(RateLimits, MemoryLimiter)>,
+}
+
+impl Security {
+    pub fn new(settings: SecuritySettings, mcp_paths: Vec<String>) -> Self {
+        let limiter = settings.rate_limit.map(|limits| (limits, MemoryLimiter::default()));
+        Self { settings, mcp_paths, limiter }
+    }
+
+    /// Whether anything is checked at all (the middleware is skipped otherwise).
+    pub fn is_active(&self) -> bool {
+        self.settings.bearer_token.is_some() || self.settings.rbac_enabled || self.limiter.is_some()
+    }
+}
+
+/// What a request does, for roles and rate limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    /// A tool call (MCP `tools/call`, or the REST route standing for the tool).
+    Tool(String),
+    /// An MCP `resources/*` request.
+    Resources,
+    /// A state-changing request of the web UI.
+    UiChange,
+    /// Anything else: pages, `initialize`, `tools/list`, event streams.
+    Other,
+}
+
+/// The health probes: never authenticated, never limited.
+fn is_health(path: &str) -> bool {
+    matches!(path, "/health" | "/ready" | "/api/health") || path.starts_with("/health/")
+}
+
+/// The middleware: token, roles, rate limit, then the route.
+pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let security = &state.security;
+    if request.method() == Method::OPTIONS || is_health(request.uri().path()) {
+        return next.run(request).await;
+    }
+    let settings = &security.settings;
+    let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+    let local = settings.allow_localhost && is_local(peer, request.headers());
+    if let Some(token) = &settings.bearer_token
+        && !local
+        && !bearer_matches(request.headers(), token)
+    {
+        return refuse(StatusCode::UNAUTHORIZED, "Unauthorized");
+    }
+    let enforce_roles = settings.rbac_enabled && !local;
+    if !enforce_roles && security.limiter.is_none() {
+        return next.run(request).await;
+    }
+    let (request, kind) = match classify(security, request, state.config.max_body_bytes).await {
+        Ok(classified) => classified,
+        Err(response) => return *response,
+    };
+    if enforce_roles && !allowed(settings, &kind) {
+        return refuse(StatusCode::FORBIDDEN, "Forbidden");
+    }
+    if let Some((limits, limiter)) = &security.limiter {
+        let client = client_identity(peer, request.headers());
+        let (key, per_minute, burst) = bucket(limits, &kind, &client);
+        if per_minute > 0.0 && !limiter.take(&key, per_minute, burst, Instant::now()) {
+            return refuse(StatusCode::TOO_MANY_REQUESTS, "Rate limit exceeded");
+        }
+    }
+    next.run(request).await
+}
+
+fn refuse(status: StatusCode, detail: &str) -> Response {
+    (status, axum::Json(json!({ "detail": detail }))).into_response()
+}
+
+/// The proxy headers that make a loopback request not local (a proxy on this machine is
+/// passing on someone else's).
+const FORWARDED: [&str; 4] =
+    ["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded"];
+
+fn is_local(peer: Option<IpAddr>, headers: &HeaderMap) -> bool {
+    peer.is_some_and(is_loopback) && !FORWARDED.iter().any(|name| headers.contains_key(*name))
+}
+
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+    }
+}
+
+/// `Authorization: Bearer <token>` exactly, compared in constant time.
+fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
+    let Some(given) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let Some(given) = given.strip_prefix("Bearer ") else { return false };
+    constant_time_eq(given.as_bytes(), token.as_bytes())
+}
+
+/// Equal bytes, in a time that depends only on the lengths.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Who a request counts against: the peer, or (from a proxy on this machine) the last
+/// address it forwarded for.
+fn client_identity(peer: Option<IpAddr>, headers: &HeaderMap) -> String {
+    let forwarded = || {
+        let value = headers.get("x-forwarded-for")?.to_str().ok()?;
+        let last = value.rsplit(',').next()?.trim();
+        (!last.is_empty()).then(|| last.to_string())
+    };
+    match peer {
+        Some(ip) if is_loopback(ip) => forwarded().unwrap_or_else(|| ip.to_string()),
+        Some(ip) => ip.to_string(),
+        None => "unknown".to_string(),
+    }
+}
+
+/// The REST routes and the tools they stand for.
+const REST_TOOLS: [(&str, &str); 5] = [
+    ("/api/project/ensure", "ensure_project"),
+    ("/api/agent/register", "register_agent"),
+    ("/api/message/send", "send_message"),
+    ("/api/inbox", "fetch_inbox"),
+    ("/api/messages/search", "search_messages"),
+];
+
+/// What the request does; a JSON-RPC POST's body is read (and put back) to know.
+async fn classify(
+    security: &Security,
+    request: Request,
+    max_body: usize,
+) -> Result<(Request, Kind), Box<Response>> {
+    let path = request.uri().path();
+    if request.method() != Method::POST {
+        return Ok((request, Kind::Other));
+    }
+    if let Some((_, tool)) = REST_TOOLS.iter().find(|(route, _)| *route == path) {
+        return Ok((request, Kind::Tool((*tool).to_string())));
+    }
+    if path.starts_with("/mail") {
+        return Ok((request, Kind::UiChange));
+    }
+    if !security.mcp_paths.iter().any(|p| p == path) {
+        return Ok((request, Kind::Other));
+    }
+    let (parts, body) = request.into_parts();
+    let bytes: Bytes = axum::body::to_bytes(body, max_body)
+        .await
+        .map_err(|_| Box::new(refuse(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large")))?;
+    let kind = rpc_kind(&bytes);
+    Ok((Request::from_parts(parts, Body::from(bytes)), kind))
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<Params<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Params<'a> {
+    #[serde(borrow, default)]
+    name: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// A JSON-RPC request's kind: `tools/call` with its tool, `resources/*`, else other (a batch
+/// or a body that does not parse is left to the transport, which answers it).
+fn rpc_kind(body: &[u8]) -> Kind {
+    let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(body) else { return Kind::Other };
+    match envelope.method.as_deref() {
+        Some("tools/call") => Kind::Tool(
+            envelope.params.and_then(|p| p.name).map(|n| n.into_owned()).unwrap_or_default(),
+        ),
+        Some(method) if method.starts_with("resources/") => Kind::Resources,
+        _ => Kind::Other,
+    }
+}
+
+/// Whether the default role may do `kind`: read-only tools need a reader or writer role,
+/// other tools and the UI's changes a writer role; the rest is open to every role.
+fn allowed(settings: &SecuritySettings, kind: &Kind) -> bool {
+    let role = &settings.default_role;
+    let writer = settings.writer_roles.contains(role);
+    match kind {
+        Kind::Tool(name) if settings.readonly_tools.contains(name) => {
+            writer || settings.reader_roles.contains(role)
+        }
+        Kind::Tool(_) | Kind::UiChange => writer,
+        Kind::Resources | Kind::Other => true,
+    }
+}
+
+/// The bucket a request takes from: its key, rate and burst.
+fn bucket(limits: &RateLimits, kind: &Kind, client: &str) -> (String, f64, f64) {
+    let burst = |burst: f64, rate: f64| if burst > 0.0 { burst } else { rate };
+    match kind {
+        Kind::Tool(name) => (
+            format!("tools:{name}:{client}"),
+            limits.tools_per_minute,
+            burst(limits.tools_burst, limits.tools_per_minute),
+        ),
+        Kind::Resources => (
+            format!("resources:*:{client}"),
+            limits.resources_per_minute,
+            burst(limits.resources_burst, limits.resources_per_minute),
+        ),
+        Kind::UiChange | Kind::Other => {
+            (format!("other:*:{client}"), limits.other_per_minute, limits.other_per_minute)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_rpc_requests_are_told_apart() {
+        let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"x":[1,{"y":2}]}}}"#;
+        assert_eq!(rpc_kind(call), Kind::Tool("send_message".into()));
+        let escaped = br#"{"method":"tools\/call","params":{"name":"fetch_\u0069nbox"}}"#;
+        assert_eq!(rpc_kind(escaped), Kind::Tool("fetch_inbox".into()));
+        assert_eq!(rpc_kind(br#"{"method":"resources/read","params":{}}"#), Kind::Resources);
+        assert_eq!(rpc_kind(br#"{"method":"tools/list"}"#), Kind::Other);
+        assert_eq!(rpc_kind(br#"[{"method":"tools/call"}]"#), Kind::Other, "a batch");
+        assert_eq!(rpc_kind(b"not json"), Kind::Other);
+        assert_eq!(rpc_kind(br#"{"method":"tools/call"}"#), Kind::Tool(String::new()));
+    }
+
+    #[test]
+    fn readers_read_and_writers_write() {
+        let mut settings = SecuritySettings::default();
+        let tool = |name: &str| Kind::Tool(name.to_string());
+        assert!(allowed(&settings, &tool("fetch_inbox")));
+        assert!(!allowed(&settings, &tool("send_message")));
+        assert!(!allowed(&settings, &tool("")), "a call naming no tool needs a writer");
+        assert!(!allowed(&settings, &Kind::UiChange));
+        assert!(allowed(&settings, &Kind::Resources) && allowed(&settings, &Kind::Other));
+        settings.default_role = "writer".into();
+        assert!(allowed(&settings, &tool("send_message")) && allowed(&settings, &Kind::UiChange));
+        settings.default_role = "nobody".into();
+        assert!(!allowed(&settings, &tool("fetch_inbox")), "no role, no tools");
+    }
+
+    #[test]
+    fn local_means_a_loopback_peer_no_proxy_between() {
+        let mut headers = HeaderMap::new();
+        let v4: IpAddr = "127.0.0.1".parse().expect("ip");
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().expect("ip");
+        assert!(is_local(Some(v4), &headers) && is_local(Some(mapped), &headers));
+        assert!(!is_local(Some("10.0.0.5".parse().expect("ip")), &headers));
+        assert!(!is_local(None, &headers));
+        headers.insert("x-forwarded-for", "203.0.113.9".parse().expect("value"));
+        assert!(!is_local(Some(v4), &headers), "a forged or proxied request is remote");
+        assert_eq!(client_identity(Some(v4), &headers), "203.0.113.9");
+        headers.insert("x-forwarded-for", "1.1.1.1, 203.0.113.7".parse().expect("value"));
+        assert_eq!(client_identity(Some(v4), &headers), "203.0.113.7", "the proxy's own view");
+        let remote: IpAddr = "198.51.100.4".parse().expect("ip");
+        assert_eq!(client_identity(Some(remote), &headers), "198.51.100.4", "not trusted");
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        let mut headers = HeaderMap::new();
+        assert!(!bearer_matches(&headers, "s3cret"));
+        for (value, ok) in [
+            ("Bearer s3cret", true),
+            ("Bearer s3cre", false),
+            ("Bearer s3cret ", false),
+            ("bearer s3cret", false),
+            ("s3cret", false),
+            ("Bearer S3cret", false),
+        ] {
+            headers.insert(header::AUTHORIZATION, value.parse().expect("value"));
+            assert_eq!(bearer_matches(&headers, "s3cret"), ok, "{value}");
+        }
+    }
+
+    #[test]
+    fn buckets_per_kind_tool_and_client() {
+        let limits = RateLimits { tools_burst: 5.0, ..RateLimits::default() };
+        let (key, rate, burst) = bucket(&limits, &Kind::Tool("send_message".into()), "1.2.3.4");
+        assert_eq!((key.as_str(), rate, burst), ("tools:send_message:1.2.3.4", 60.0, 5.0));
+        let (key, _, burst) = bucket(&limits, &Kind::Resources, "1.2.3.4");
+        assert_eq!((key.as_str(), burst), ("resources:*:1.2.3.4", 120.0));
+        let (key, _, _) = bucket(&limits, &Kind::UiChange, "1.2.3.4");
+        assert_eq!(key, "other:*:1.2.3.4");
+    }
+}

@@ -1,0 +1,118 @@
+//! Token buckets in memory (`HTTP_RATE_LIMIT_BACKEND=memory`): one per kind of request, tool
+//! and client, holding up to its burst, refilled at its rate, starting full; a request takes
+//! one token or is refused. Buckets idle for an hour are dropped (looked for at most once a
+//! minute), so memory follows the clients of the last hour.
+
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Buckets are spread over this many locks, so clients seldom wait on each other.
+const SHARDS: usize = 16;
+/// A bucket unused this long is dropped.
+const IDLE: Duration = Duration::from_secs(3600);
+/// Idle buckets are looked for at most this often (per shard).
+const SWEEP_EVERY: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    updated: Instant,
+}
+
+struct Shard {
+    buckets: HashMap<String, Bucket>,
+    swept: Instant,
+}
+
+/// The buckets of one process.
+pub struct MemoryLimiter {
+    shards: Vec<Mutex<Shard>>,
+    hasher: std::collections::hash_map::RandomState,
+}
+
+impl Default for MemoryLimiter {
+    fn default() -> Self {
+        let now = Instant::now();
+        Self {
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(Shard { buckets: HashMap::new(), swept: now }))
+                .collect(),
+            hasher: std::collections::hash_map::RandomState::new(),
+        }
+    }
+}
+
+impl MemoryLimiter {
+    /// Takes a token from the bucket `key` (`per_minute` refill, `burst` capacity) at `now`;
+    /// whether there was one.
+    pub fn take(&self, key: &str, per_minute: f64, burst: f64, now: Instant) -> bool {
+        let shard = &self.shards[self.hasher.hash_one(key) as usize % SHARDS];
+        let mut shard = shard.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if now.saturating_duration_since(shard.swept) >= SWEEP_EVERY {
+            shard.buckets.retain(|_, b| now.saturating_duration_since(b.updated) < IDLE);
+            shard.swept = now;
+        }
+        let per_second = per_minute / 60.0;
+        let bucket = match shard.buckets.get_mut(key) {
+            Some(bucket) => bucket,
+            None => shard
+                .buckets
+                .entry(key.to_string())
+                .or_insert(Bucket { tokens: burst, updated: now }),
+        };
+        let elapsed = now.saturating_duration_since(bucket.updated).as_secs_f64();
+        bucket.tokens = (bucket.tokens + elapsed * per_second).min(burst);
+        bucket.updated = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Buckets held (for tests).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().expect("shard").buckets.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_starts_full_empties_and_refills_at_its_rate() {
+        let limiter = MemoryLimiter::default();
+        let start = Instant::now();
+        // 60 a minute, a burst of 3: three at once, then one a second.
+        assert!((0..3).all(|_| limiter.take("tools:send:a", 60.0, 3.0, start)));
+        assert!(!limiter.take("tools:send:a", 60.0, 3.0, start), "empty");
+        assert!(limiter.take("tools:send:b", 60.0, 3.0, start), "another client's bucket");
+        assert!(!limiter.take("tools:send:a", 60.0, 3.0, start + Duration::from_millis(500)));
+        assert!(limiter.take("tools:send:a", 60.0, 3.0, start + Duration::from_millis(1500)));
+        // A long pause refills up to the burst, no more.
+        let later = start + Duration::from_secs(600);
+        assert!((0..3).all(|_| limiter.take("tools:send:a", 60.0, 3.0, later)));
+        assert!(!limiter.take("tools:send:a", 60.0, 3.0, later));
+    }
+
+    #[test]
+    fn idle_buckets_are_dropped() {
+        let limiter = MemoryLimiter::default();
+        let start = Instant::now();
+        for n in 0..100 {
+            limiter.take(&format!("other:*:client{n}"), 60.0, 60.0, start);
+        }
+        assert_eq!(limiter.len(), 100);
+        let hour_later = start + IDLE + SWEEP_EVERY;
+        // Enough new clients that every shard is used (and swept) with certainty.
+        for n in 0..SHARDS * 64 {
+            limiter.take(&format!("other:*:new{n}"), 60.0, 60.0, hour_later);
+        }
+        assert_eq!(limiter.len(), SHARDS * 64, "only the new clients' buckets are left");
+    }
+}

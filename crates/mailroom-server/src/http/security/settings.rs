@@ -1,0 +1,210 @@
+//! The settings of HTTP authentication, roles and rate limits, read once at start-up under
+//! the reference's names (docs/compat/http.md §4, docs/compat/settings.md §4).
+
+use crate::config::csv;
+
+/// What guards the HTTP routes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SecuritySettings {
+    /// `HTTP_BEARER_TOKEN`: every request but health probes (and local ones, below) must
+    /// carry `Authorization: Bearer <token>`. Empty or unset: no token asked.
+    pub bearer_token: Option<String>,
+    /// `HTTP_ALLOW_LOCALHOST_UNAUTHENTICATED` (default true): a request from a loopback peer
+    /// with no `X-Forwarded-*`/`Forwarded` header needs no token and has every role.
+    pub allow_localhost: bool,
+    /// `HTTP_RBAC_ENABLED` (default true): tools that write need a writer role.
+    pub rbac_enabled: bool,
+    /// `HTTP_RBAC_READER_ROLES` (default `reader,read,ro`).
+    pub reader_roles: Vec<String>,
+    /// `HTTP_RBAC_WRITER_ROLES` (default `writer,write,tools,rw`).
+    pub writer_roles: Vec<String>,
+    /// `HTTP_RBAC_DEFAULT_ROLE` (default `reader`): the role of a request that is not local.
+    pub default_role: String,
+    /// `HTTP_RBAC_READONLY_TOOLS`: the tools a reader may call.
+    pub readonly_tools: Vec<String>,
+    /// Rate limits, when on.
+    pub rate_limit: Option<RateLimits>,
+}
+
+/// `HTTP_RATE_LIMIT_*`: requests per minute and bursts per kind of request. A rate of 0 or
+/// less is no limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimits {
+    /// `HTTP_RATE_LIMIT_TOOLS_PER_MINUTE` (60), per tool and client.
+    pub tools_per_minute: f64,
+    /// `HTTP_RATE_LIMIT_TOOLS_BURST` (0: the rate).
+    pub tools_burst: f64,
+    /// `HTTP_RATE_LIMIT_RESOURCES_PER_MINUTE` (120), all resources, per client.
+    pub resources_per_minute: f64,
+    /// `HTTP_RATE_LIMIT_RESOURCES_BURST` (0: the rate).
+    pub resources_burst: f64,
+    /// `HTTP_RATE_LIMIT_PER_MINUTE` (60): every other request, per client; its burst is the
+    /// rate.
+    pub other_per_minute: f64,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            tools_per_minute: 60.0,
+            tools_burst: 0.0,
+            resources_per_minute: 120.0,
+            resources_burst: 0.0,
+            other_per_minute: 60.0,
+        }
+    }
+}
+
+const READONLY_TOOLS: [&str; 5] =
+    ["health_check", "fetch_inbox", "whois", "search_messages", "summarize_thread"];
+
+impl Default for SecuritySettings {
+    fn default() -> Self {
+        let list = |items: &[&str]| items.iter().map(|s| s.to_string()).collect();
+        Self {
+            bearer_token: None,
+            allow_localhost: true,
+            rbac_enabled: true,
+            reader_roles: list(&["reader", "read", "ro"]),
+            writer_roles: list(&["writer", "write", "tools", "rw"]),
+            default_role: "reader".to_string(),
+            readonly_tools: list(&READONLY_TOOLS),
+            rate_limit: None,
+        }
+    }
+}
+
+impl SecuritySettings {
+    /// Applies the reference's variables on top of `self`; a value that does not parse, or
+    /// a feature this build does not have, is an error naming the variable.
+    pub fn apply_env(&mut self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+        let flag = |name: &str| -> Result<Option<bool>, String> {
+            lookup(name).map(|v| mailroom_core::config::parse_bool(name, &v)).transpose()
+        };
+        if let Some(token) = lookup("HTTP_BEARER_TOKEN") {
+            let token = token.trim().to_string();
+            self.bearer_token = (!token.is_empty()).then_some(token);
+        }
+        if let Some(allow) = flag("HTTP_ALLOW_LOCALHOST_UNAUTHENTICATED")? {
+            self.allow_localhost = allow;
+        }
+        if flag("HTTP_JWT_ENABLED")? == Some(true) {
+            return Err("HTTP_JWT_ENABLED: JWT authentication is not in this build yet; use \
+                        HTTP_BEARER_TOKEN, or leave HTTP_JWT_ENABLED unset"
+                .to_string());
+        }
+        if let Some(enabled) = flag("HTTP_RBAC_ENABLED")? {
+            self.rbac_enabled = enabled;
+        }
+        for (name, list) in [
+            ("HTTP_RBAC_READER_ROLES", &mut self.reader_roles),
+            ("HTTP_RBAC_WRITER_ROLES", &mut self.writer_roles),
+            ("HTTP_RBAC_READONLY_TOOLS", &mut self.readonly_tools),
+        ] {
+            if let Some(value) = lookup(name) {
+                *list = csv(&value);
+            }
+        }
+        if let Some(role) = lookup("HTTP_RBAC_DEFAULT_ROLE") {
+            let role = role.trim();
+            if role.is_empty() {
+                return Err("HTTP_RBAC_DEFAULT_ROLE: a role name is needed".to_string());
+            }
+            self.default_role = role.to_string();
+        }
+        // The reference's name, and the shorter one seed plans use.
+        let enabled = match flag("HTTP_RATE_LIMIT_ENABLED")? {
+            Some(enabled) => Some(enabled),
+            None => flag("RATE_LIMIT_ENABLED")?,
+        };
+        if enabled == Some(true) {
+            self.rate_limit = Some(rate_limits(lookup)?);
+        } else if enabled == Some(false) {
+            self.rate_limit = None;
+        }
+        Ok(())
+    }
+}
+
+fn rate_limits(lookup: &dyn Fn(&str) -> Option<String>) -> Result<RateLimits, String> {
+    if let Some(backend) = lookup("HTTP_RATE_LIMIT_BACKEND") {
+        let backend = backend.trim().to_ascii_lowercase();
+        if backend != "memory" {
+            return Err(format!(
+                "HTTP_RATE_LIMIT_BACKEND: only `memory` is in this build yet, not {backend:?}"
+            ));
+        }
+    }
+    let mut limits = RateLimits::default();
+    for (name, value) in [
+        ("HTTP_RATE_LIMIT_TOOLS_PER_MINUTE", &mut limits.tools_per_minute),
+        ("HTTP_RATE_LIMIT_TOOLS_BURST", &mut limits.tools_burst),
+        ("HTTP_RATE_LIMIT_RESOURCES_PER_MINUTE", &mut limits.resources_per_minute),
+        ("HTTP_RATE_LIMIT_RESOURCES_BURST", &mut limits.resources_burst),
+        ("HTTP_RATE_LIMIT_PER_MINUTE", &mut limits.other_per_minute),
+    ] {
+        if let Some(text) = lookup(name) {
+            *value = text
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| format!("{name} must be a whole number, got {text:?}"))?
+                as f64;
+        }
+    }
+    Ok(limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(pairs: &[(&str, &str)]) -> Result<SecuritySettings, String> {
+        let mut settings = SecuritySettings::default();
+        settings.apply_env(&|name| {
+            pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_string())
+        })?;
+        Ok(settings)
+    }
+
+    #[test]
+    fn the_reference_names_and_defaults() {
+        let plain = with(&[]).expect("defaults");
+        assert_eq!(plain, SecuritySettings::default());
+        assert!(plain.rbac_enabled && plain.allow_localhost && plain.bearer_token.is_none());
+        let on = with(&[("HTTP_BEARER_TOKEN", " s3cret "), ("RATE_LIMIT_ENABLED", "true")])
+            .expect("valid");
+        assert_eq!(on.bearer_token.as_deref(), Some("s3cret"));
+        assert_eq!(on.rate_limit, Some(RateLimits::default()), "the short name works");
+        let off = with(&[("RATE_LIMIT_ENABLED", "true"), ("HTTP_RATE_LIMIT_ENABLED", "false")]);
+        assert_eq!(off.expect("valid").rate_limit, None, "the reference's name wins");
+        let tuned = with(&[
+            ("HTTP_RATE_LIMIT_ENABLED", "1"),
+            ("HTTP_RATE_LIMIT_TOOLS_PER_MINUTE", "5"),
+            ("HTTP_RBAC_READONLY_TOOLS", "fetch_inbox, whois"),
+        ])
+        .expect("valid");
+        assert_eq!(tuned.rate_limit.map(|l| l.tools_per_minute), Some(5.0));
+        assert_eq!(tuned.readonly_tools, ["fetch_inbox", "whois"]);
+        assert_eq!(with(&[("HTTP_BEARER_TOKEN", "  ")]).expect("valid").bearer_token, None);
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        for (pairs, name) in [
+            (vec![("HTTP_RBAC_ENABLED", "perhaps")], "HTTP_RBAC_ENABLED"),
+            (vec![("HTTP_JWT_ENABLED", "true")], "HTTP_JWT_ENABLED"),
+            (
+                vec![("HTTP_RATE_LIMIT_ENABLED", "true"), ("HTTP_RATE_LIMIT_PER_MINUTE", "x")],
+                "HTTP_RATE_LIMIT_PER_MINUTE",
+            ),
+            (
+                vec![("HTTP_RATE_LIMIT_ENABLED", "true"), ("HTTP_RATE_LIMIT_BACKEND", "redis")],
+                "HTTP_RATE_LIMIT_BACKEND",
+            ),
+            (vec![("HTTP_RBAC_DEFAULT_ROLE", "")], "HTTP_RBAC_DEFAULT_ROLE"),
+        ] {
+            let error = with(&pairs).expect_err(name);
+            assert!(error.contains(name), "{error}");
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! HTTP authentication, roles and rate limits (docs/compat/http.md §4): the bearer token, the
+//! localhost rule and its proxy headers, readers refused writes over MCP, REST and the web
+//! UI, clients over their rate refused while others go on, health probes exempt.
+
+use mailroom_testkit::{TestApp, TestOptions};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "correct-horse-battery-staple";
+
+async fn start(env: &[(&'static str, &str)]) -> TestApp {
+    let server_env = env.iter().map(|(k, v)| (*k, (*v).to_string())).collect();
+    TestApp::start_with(TestOptions { server_env, ..TestOptions::default() }).await
+}
+
+/// A request as a remote client makes it: through a proxy on this machine that names the
+/// client (`X-Forwarded-For`), with a bearer token or none.
+struct Remote<'a> {
+    app: &'a TestApp,
+    client_ip: &'a str,
+    token: Option<&'a str>,
+}
+
+impl Remote<'_> {
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let mut request = self
+            .app
+            .client
+            .request(method, format!("{}{path}", self.app.base_url))
+            .header("x-forwarded-for", self.client_ip);
+        if let Some(token) = self.token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        request
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let response = self.request(reqwest::Method::POST, path).json(&body).send().await;
+        let response = response.expect("post");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn get(&self, path: &str) -> u16 {
+        let response = self.request(reqwest::Method::GET, path).send().await.expect("get");
+        response.status().as_u16()
+    }
+
+    async fn tool(&self, name: &str, arguments: Value) -> (u16, Value) {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": name, "arguments": arguments}});
+        self.post("/mcp", call).await
+    }
+}
+
+#[tokio::test]
+async fn the_bearer_token_guards_everything_but_health_and_local_requests() {
+    let app = start(&[("HTTP_BEARER_TOKEN", TOKEN), ("HTTP_RBAC_DEFAULT_ROLE", "writer")]).await;
+    let anonymous = Remote { app: &app, client_ip: "203.0.113.5", token: None };
+    let wrong = Remote { token: Some("correct-horse-battery-stapl"), ..anonymous };
+    let right = Remote { token: Some(TOKEN), ..anonymous };
+    for who in [&anonymous, &wrong] {
+        let (status, body) = who.tool("health_check", json!({})).await;
+        assert_eq!((status, body), (401, json!({"detail": "Unauthorized"})));
+        assert_eq!(who.get("/mail").await, 401, "the web UI too");
+        let (status, _) = who.post("/api/inbox", json!({})).await;
+        assert_eq!(status, 401, "and REST");
+    }
+    for probe in ["/health", "/health/liveness", "/health/readiness", "/ready", "/api/health"] {
+        assert_eq!(anonymous.get(probe).await, 200, "{probe} is exempt");
+    }
+    let (status, body) = right.tool("health_check", json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(right.get("/mail").await, 200);
+    // Local (a loopback peer, no proxy header): no token needed.
+    let health = app.tool_ok("health_check", json!({})).await;
+    assert_eq!(health["status"], "ok");
+    // A forged X-Forwarded-For does not make a request local: it makes it remote.
+    let forged = app
+        .client
+        .get(format!("{}/mail", app.base_url))
+        .header("x-forwarded-for", "127.0.0.1")
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(forged.status().as_u16(), 401);
+}
+
+#[tokio::test]
+async fn without_the_localhost_rule_every_request_needs_the_token() {
+    let app =
+        start(&[("HTTP_BEARER_TOKEN", TOKEN), ("HTTP_ALLOW_LOCALHOST_UNAUTHENTICATED", "false")])
+            .await;
+    let (status, _) = app.get("/mail").await;
+    assert_eq!(status, 401);
+    let (status, _) = app.get("/health").await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn a_reader_reads_but_cannot_write_over_mcp_rest_or_the_ui() {
+    let app = start(&[("HTTP_BEARER_TOKEN", TOKEN)]).await;
+    let slug = app.seed_pair("/work/rbac", "BlueLake", "GreenCastle").await;
+    let reader = Remote { app: &app, client_ip: "198.51.100.7", token: Some(TOKEN) };
+    let forbidden = json!({"detail": "Forbidden"});
+    let send = json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
+                      "subject": "from a reader", "body_md": "x"});
+    assert_eq!(reader.tool("send_message", send.clone()).await, (403, forbidden.clone()));
+    let (status, body) =
+        reader.tool("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    assert_eq!(status, 200, "a read-only tool: {body}");
+    let (status, body) =
+        reader.post("/mcp", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    assert!(status == 200 && body["result"]["tools"].is_array(), "{body}");
+    let rest_send = json!({"project_slug": slug, "sender_name": "BlueLake",
+                           "recipient_names": ["GreenCastle"], "subject": "s", "body_md": "b"});
+    assert_eq!(reader.post("/api/message/send", rest_send).await, (403, forbidden.clone()));
+    let (status, _) =
+        reader.post("/api/inbox", json!({"project_slug": slug, "agent_name": "GreenCastle"})).await;
+    assert_eq!(status, 200);
+    assert_eq!(reader.get(&format!("/mail/{slug}")).await, 200, "pages are for readers");
+    let ui_change = format!("/mail/{slug}/inbox/GreenCastle/mark-all-read");
+    assert_eq!(reader.post(&ui_change, json!({})).await, (403, forbidden));
+    // Nothing was written: the inbox is still empty.
+    let inbox =
+        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    assert_eq!(inbox, json!([]));
+}
+
+#[tokio::test]
+async fn writers_write_and_roles_can_be_turned_off() {
+    for env in [vec![("HTTP_RBAC_DEFAULT_ROLE", "rw")], vec![("HTTP_RBAC_ENABLED", "false")]] {
+        let app = start(&env).await;
+        let slug = app.seed_pair("/work/rbac-w", "BlueLake", "GreenCastle").await;
+        let remote = Remote { app: &app, client_ip: "198.51.100.8", token: None };
+        let send = json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
+                          "subject": "allowed", "body_md": "x"});
+        let (status, body) = remote.tool("send_message", send).await;
+        assert_eq!(status, 200, "{env:?}: {body}");
+        assert!(body["result"]["isError"] != json!(true), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_over_its_rate_is_refused_while_others_go_on() {
+    let app = start(&[
+        ("RATE_LIMIT_ENABLED", "true"),
+        ("HTTP_RATE_LIMIT_TOOLS_PER_MINUTE", "3"),
+        ("HTTP_RATE_LIMIT_PER_MINUTE", "1000"),
+    ])
+    .await;
+    let slug = app.seed_pair("/work/limits", "BlueLake", "GreenCastle").await;
+    let fetch = json!({"project_key": slug, "agent_name": "GreenCastle"});
+    let busy = Remote { app: &app, client_ip: "192.0.2.10", token: None };
+    for n in 0..3 {
+        assert_eq!(busy.tool("fetch_inbox", fetch.clone()).await.0, 200, "call {n}");
+    }
+    let (status, body) = busy.tool("fetch_inbox", fetch.clone()).await;
+    assert_eq!((status, body), (429, json!({"detail": "Rate limit exceeded"})));
+    // Its other tools have buckets of their own, as do other clients; health is exempt.
+    assert_eq!(
+        busy.tool("whois", json!({"project_key": slug, "agent_name": "BlueLake"})).await.0,
+        200
+    );
+    let calm = Remote { client_ip: "192.0.2.11", ..busy };
+    assert_eq!(calm.tool("fetch_inbox", fetch).await.0, 200);
+    assert_eq!(busy.get("/health").await, 200);
+}
