@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -93,8 +93,8 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     }
     if let Some((limits, limiter)) = &security.limiter {
         let client = client_identity(peer, request.headers());
-        let (key, per_minute, burst) = bucket(limits, &kind, &client);
-        if per_minute > 0.0 && !limiter.take(&key, per_minute, burst, Instant::now()) {
+        let (bucket, per_minute, burst) = bucket(limits, &kind);
+        if per_minute > 0.0 && !limiter.take((bucket, client), per_minute, burst, Instant::now()) {
             return refuse(StatusCode::TOO_MANY_REQUESTS, "Rate limit exceeded");
         }
     }
@@ -105,13 +105,19 @@ fn refuse(status: StatusCode, detail: &str) -> Response {
     (status, axum::Json(json!({ "detail": detail }))).into_response()
 }
 
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+
 /// The proxy headers that make a loopback request not local (a proxy on this machine is
-/// passing on someone else's).
-const FORWARDED: [&str; 4] =
-    ["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded"];
+/// passing on someone else's). Names built once: a name given as text is parsed per lookup.
+const FORWARDED: [HeaderName; 4] = [
+    X_FORWARDED_FOR,
+    HeaderName::from_static("x-forwarded-proto"),
+    HeaderName::from_static("x-forwarded-host"),
+    header::FORWARDED,
+];
 
 fn is_local(peer: Option<IpAddr>, headers: &HeaderMap) -> bool {
-    peer.is_some_and(is_loopback) && !FORWARDED.iter().any(|name| headers.contains_key(*name))
+    peer.is_some_and(is_loopback) && !FORWARDED.iter().any(|name| headers.contains_key(name))
 }
 
 fn is_loopback(ip: IpAddr) -> bool {
@@ -140,18 +146,26 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Who a request counts against: the peer, or (from a proxy on this machine) the last
-/// address it forwarded for.
-fn client_identity(peer: Option<IpAddr>, headers: &HeaderMap) -> String {
+/// Who a request counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Client<'a> {
+    Addr(IpAddr),
+    /// The last address a proxy on this machine forwarded for.
+    Forwarded(&'a str),
+    Unknown,
+}
+
+/// The peer, or (from a proxy on this machine) the last address it forwarded for.
+fn client_identity(peer: Option<IpAddr>, headers: &HeaderMap) -> Client<'_> {
     let forwarded = || {
-        let value = headers.get("x-forwarded-for")?.to_str().ok()?;
+        let value = headers.get(X_FORWARDED_FOR)?.to_str().ok()?;
         let last = value.rsplit(',').next()?.trim();
-        (!last.is_empty()).then(|| last.to_string())
+        (!last.is_empty()).then_some(Client::Forwarded(last))
     };
     match peer {
-        Some(ip) if is_loopback(ip) => forwarded().unwrap_or_else(|| ip.to_string()),
-        Some(ip) => ip.to_string(),
-        None => "unknown".to_string(),
+        Some(ip) if is_loopback(ip) => forwarded().unwrap_or(Client::Addr(ip)),
+        Some(ip) => Client::Addr(ip),
+        None => Client::Unknown,
     }
 }
 
@@ -232,22 +246,23 @@ fn allowed(settings: &SecuritySettings, kind: &Kind) -> bool {
     }
 }
 
-/// The bucket a request takes from: its key, rate and burst.
-fn bucket(limits: &RateLimits, kind: &Kind, client: &str) -> (String, f64, f64) {
+/// The bucket a request takes from (kind and tool; the client completes the key), its rate
+/// and its burst.
+fn bucket<'k>(limits: &RateLimits, kind: &'k Kind) -> ((&'static str, &'k str), f64, f64) {
     let burst = |burst: f64, rate: f64| if burst > 0.0 { burst } else { rate };
     match kind {
         Kind::Tool(name) => (
-            format!("tools:{name}:{client}"),
+            ("tools", name.as_str()),
             limits.tools_per_minute,
             burst(limits.tools_burst, limits.tools_per_minute),
         ),
         Kind::Resources => (
-            format!("resources:*:{client}"),
+            ("resources", "*"),
             limits.resources_per_minute,
             burst(limits.resources_burst, limits.resources_per_minute),
         ),
         Kind::UiChange | Kind::Other => {
-            (format!("other:*:{client}"), limits.other_per_minute, limits.other_per_minute)
+            (("other", "*"), limits.other_per_minute, limits.other_per_minute)
         }
     }
 }
@@ -294,11 +309,12 @@ mod tests {
         assert!(!is_local(None, &headers));
         headers.insert("x-forwarded-for", "203.0.113.9".parse().expect("value"));
         assert!(!is_local(Some(v4), &headers), "a forged or proxied request is remote");
-        assert_eq!(client_identity(Some(v4), &headers), "203.0.113.9");
+        assert_eq!(client_identity(Some(v4), &headers), Client::Forwarded("203.0.113.9"));
         headers.insert("x-forwarded-for", "1.1.1.1, 203.0.113.7".parse().expect("value"));
-        assert_eq!(client_identity(Some(v4), &headers), "203.0.113.7", "the proxy's own view");
+        let proxied = client_identity(Some(v4), &headers);
+        assert_eq!(proxied, Client::Forwarded("203.0.113.7"), "the proxy's own view");
         let remote: IpAddr = "198.51.100.4".parse().expect("ip");
-        assert_eq!(client_identity(Some(remote), &headers), "198.51.100.4", "not trusted");
+        assert_eq!(client_identity(Some(remote), &headers), Client::Addr(remote), "not trusted");
     }
 
     #[test]
@@ -321,11 +337,9 @@ mod tests {
     #[test]
     fn buckets_per_kind_tool_and_client() {
         let limits = RateLimits { tools_burst: 5.0, ..RateLimits::default() };
-        let (key, rate, burst) = bucket(&limits, &Kind::Tool("send_message".into()), "1.2.3.4");
-        assert_eq!((key.as_str(), rate, burst), ("tools:send_message:1.2.3.4", 60.0, 5.0));
-        let (key, _, burst) = bucket(&limits, &Kind::Resources, "1.2.3.4");
-        assert_eq!((key.as_str(), burst), ("resources:*:1.2.3.4", 120.0));
-        let (key, _, _) = bucket(&limits, &Kind::UiChange, "1.2.3.4");
-        assert_eq!(key, "other:*:1.2.3.4");
+        let send = Kind::Tool("send_message".into());
+        assert_eq!(bucket(&limits, &send), (("tools", "send_message"), 60.0, 5.0));
+        assert_eq!(bucket(&limits, &Kind::Resources), (("resources", "*"), 120.0, 120.0));
+        assert_eq!(bucket(&limits, &Kind::UiChange), (("other", "*"), 60.0, 60.0));
     }
 }
