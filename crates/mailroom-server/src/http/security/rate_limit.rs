@@ -102,13 +102,13 @@ mod tests {
         let limiter = MemoryLimiter::default();
         let start = Instant::now();
         for n in 0..100 {
-            limiter.take(&format!("other:*:client{n}"), 60.0, 60.0, start);
+            limiter.take(format!("other:*:client{n}"), 60.0, 60.0, start);
         }
         assert_eq!(limiter.len(), 100);
         let hour_later = start + IDLE + SWEEP_EVERY;
         // Enough new clients that every shard is used (and swept) with certainty.
         for n in 0..SHARDS * 64 {
-            limiter.take(&format!("other:*:new{n}"), 60.0, 60.0, hour_later);
+            limiter.take(format!("other:*:new{n}"), 60.0, 60.0, hour_later);
         }
         assert_eq!(limiter.len(), SHARDS * 64, "only the new clients' buckets are left");
     }
