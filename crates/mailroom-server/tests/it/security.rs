@@ -111,6 +111,19 @@ async fn a_reader_reads_but_cannot_write_over_mcp_rest_or_the_ui() {
     let (status, body) =
         reader.post("/mcp", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
     assert!(status == 200 && body["result"]["tools"].is_array(), "{body}");
+    // A key given twice is judged as the transport reads it (the last one).
+    let smuggled = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/list","method":"tools/call","params":{{"name":"send_message","arguments":{send}}}}}"#
+    );
+    let response = reader
+        .request(reqwest::Method::POST, "/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(smuggled)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(response.status().as_u16(), 403, "a smuggled tools/call is a tools/call");
     let rest_send = json!({"project_slug": slug, "sender_name": "BlueLake",
                            "recipient_names": ["GreenCastle"], "subject": "s", "body_md": "b"});
     assert_eq!(reader.post("/api/message/send", rest_send).await, (403, forbidden.clone()));

@@ -219,14 +219,29 @@ struct Params<'a> {
     name: Option<std::borrow::Cow<'a, str>>,
 }
 
-/// A JSON-RPC request's kind: `tools/call` with its tool, `resources/*`, else other (a batch
-/// or a body that does not parse is left to the transport, which answers it).
+/// A JSON-RPC request's kind: `tools/call` with its tool, `resources/*`, else other. A body
+/// that is not JSON, or a batch (which the transport refuses), is left to the transport.
 fn rpc_kind(body: &[u8]) -> Kind {
-    let Ok(envelope) = serde_json::from_slice::<Envelope<'_>>(body) else { return Kind::Other };
-    match envelope.method.as_deref() {
-        Some("tools/call") => Kind::Tool(
-            envelope.params.and_then(|p| p.name).map(|n| n.into_owned()).unwrap_or_default(),
-        ),
+    match serde_json::from_slice::<Envelope<'_>>(body) {
+        Ok(envelope) => {
+            kind_of(envelope.method.as_deref(), envelope.params.and_then(|p| p.name).as_deref())
+        }
+        // The typed read refuses a key given twice, where the transport's (a `Value`) keeps
+        // the last: read it the transport's way, so that `{"method":"tools/list",
+        // "method":"tools/call",…}` is judged as what will run.
+        Err(_) => match serde_json::from_slice::<serde_json::Value>(body) {
+            Ok(value) => kind_of(
+                value.get("method").and_then(serde_json::Value::as_str),
+                value.pointer("/params/name").and_then(serde_json::Value::as_str),
+            ),
+            Err(_) => Kind::Other,
+        },
+    }
+}
+
+fn kind_of(method: Option<&str>, tool: Option<&str>) -> Kind {
+    match method {
+        Some("tools/call") => Kind::Tool(tool.unwrap_or_default().to_string()),
         Some(method) if method.starts_with("resources/") => Kind::Resources,
         _ => Kind::Other,
     }
@@ -282,6 +297,9 @@ mod tests {
         assert_eq!(rpc_kind(br#"[{"method":"tools/call"}]"#), Kind::Other, "a batch");
         assert_eq!(rpc_kind(b"not json"), Kind::Other);
         assert_eq!(rpc_kind(br#"{"method":"tools/call"}"#), Kind::Tool(String::new()));
+        // A key given twice counts as the transport reads it: the last one.
+        let twice = br#"{"method":"tools/list","method":"tools/call","params":{"name":"whois","name":"send_message"}}"#;
+        assert_eq!(rpc_kind(twice), Kind::Tool("send_message".into()));
     }
 
     #[test]
