@@ -20,6 +20,8 @@ pub struct TestApp {
     pub data_dir: tempfile::TempDir,
     /// The server's core, for waiting on the archive (`core.archive()`).
     pub core: Mailroom,
+    /// The server's state, for driving its dispatch in process (the fuzz tests).
+    pub state: mailroom_server::AppState,
     stop: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -90,6 +92,7 @@ impl TestApp {
             .apply_env(&|name| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()))
             .expect("valid server settings");
         let state = AppState::new(core.clone(), server_config);
+        let kept = state.clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(mailroom_server::serve(listener, state, async move {
             let _ = stopped.await;
@@ -99,6 +102,7 @@ impl TestApp {
             client: reqwest::Client::new(),
             data_dir,
             core,
+            state: kept,
             stop: Some(stop),
             server: Some(server),
         }

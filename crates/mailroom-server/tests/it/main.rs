@@ -2,6 +2,7 @@
 
 mod archive;
 mod conformance;
+mod fuzz;
 mod guard;
 mod health;
 mod lifecycle;
