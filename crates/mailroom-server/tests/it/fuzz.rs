@@ -119,3 +119,105 @@ async fn random_arguments_never_panic_nor_fail_inside() {
         }
     }
 }
+
+/// Resource URIs built from the templates' pieces and hostile strings, with and without a
+/// query: an answer or a clear error, never a panic or an internal error.
+#[tokio::test]
+async fn random_resource_uris_never_fail_inside() {
+    let app = TestApp::start().await;
+    app.seed_pair("/work/fuzz", "BlueLake", "GreenCastle").await;
+    let segment = prop_oneof![
+        nasty_string(),
+        Just("project".to_string()),
+        Just("agent".to_string()),
+        Just("work-fuzz".to_string()),
+        Just("%2e%2e".to_string()),
+    ];
+    let family = prop_oneof![
+        Just("projects"),
+        Just("project"),
+        Just("agents"),
+        Just("inbox"),
+        Just("outbox"),
+        Just("mailbox"),
+        Just("thread"),
+        Just("message"),
+        Just("file_reservations"),
+        Just("views"),
+        Just("tooling"),
+        Just("config"),
+        Just("identity"),
+        Just("product"),
+        Just("nonsense"),
+    ];
+    let query = prop::option::of(("[a-z_]{1,10}", nasty_string()));
+    let strategy = (family, prop::collection::vec(segment, 0..4), query).prop_map(
+        |(family, segments, query)| {
+            let mut uri = format!("resource://{family}");
+            for segment in segments {
+                uri.push('/');
+                uri.push_str(&segment);
+            }
+            if let Some((key, value)) = query {
+                uri.push_str(&format!("?{key}={value}"));
+            }
+            uri
+        },
+    );
+    let mut runner = TestRunner::deterministic();
+    for _ in 0..3000 {
+        let uri = strategy.new_tree(&mut runner).expect("case").current();
+        let request = Request {
+            id: json!(1),
+            method: "resources/read".to_string(),
+            params: json!({"uri": uri}),
+        };
+        let text = match dispatch::handle(&app.state, request, None).await {
+            Response::Text(text) => text,
+            Response::Shared { .. } => continue,
+        };
+        let answer: Value = serde_json::from_str(&text).expect("JSON-RPC");
+        assert!(!text.contains("Internal error"), "{uri}: {text:.300}");
+        assert!(answer.get("result").is_some() || answer["error"]["message"].is_string(), "{uri}");
+    }
+}
+
+/// The REST routes' bodies: random JSON over HTTP; a clear 4xx or an answer, never a 5xx.
+#[tokio::test]
+async fn random_rest_bodies_never_fail_inside() {
+    let app = TestApp::start().await;
+    app.seed_pair("/work/fuzz", "BlueLake", "GreenCastle").await;
+    let routes = [
+        ("/api/project/ensure", vec!["human_key", "registration_token"]),
+        (
+            "/api/agent/register",
+            vec!["project_slug", "name", "program", "model", "task_description"],
+        ),
+        (
+            "/api/message/send",
+            vec![
+                "project_slug",
+                "sender_name",
+                "recipient_names",
+                "subject",
+                "body_md",
+                "thread_id",
+            ],
+        ),
+        ("/api/inbox", vec!["project_slug", "agent_name", "limit", "since_ts"]),
+        ("/api/messages/search", vec!["project_slug", "query", "limit"]),
+    ];
+    let mut runner = TestRunner::deterministic();
+    for (route, fields) in routes {
+        let strategy = arguments(fields.into_iter().map(str::to_string).collect());
+        for _ in 0..150 {
+            let body = strategy.new_tree(&mut runner).expect("case").current();
+            let (status, answer) = app.post(route, body.clone()).await;
+            assert!(status < 500, "{route} {body}: {status} {answer}");
+            if status >= 400 {
+                let said = answer.to_string();
+                assert!(said.len() > 20 && !said.contains("Internal error"), "{route}: {said}");
+            }
+        }
+    }
+}
