@@ -328,4 +328,34 @@ mod tests {
             "[2]{id,name}:\n  1,Alice\n  2,Bob",
         );
     }
+
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            "(?s).{0,12}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::btree_map("(?s).{0,6}", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(2000))]
+
+        /// Any result encodes (keys and strings with delimiters, quotes, newlines and control
+        /// characters included), and the same value always encodes the same way.
+        #[test]
+        fn any_value_encodes(value in any_json()) {
+            let text = encode(&value);
+            proptest::prop_assert_eq!(encode(&value), text);
+        }
+    }
 }

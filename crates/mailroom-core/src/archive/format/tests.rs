@@ -479,3 +479,20 @@ proptest! {
         prop_assert!(digest_contains(&digest, &canonical));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Whatever a file holds (a human's edit, a truncated write, another tool's file),
+    /// reading it answers a message or an error, never a panic.
+    #[test]
+    fn any_text_parses_or_is_refused(
+        opening in prop_oneof![Just(""), Just("---json\n"), Just("---json\n{"), Just("---\n")],
+        rest in "(?s).{0,300}",
+        closing in prop_oneof![Just(""), Just("\n---\n"), Just("}\n---\nbody")],
+    ) {
+        let text = format!("{opening}{rest}{closing}");
+        let _ = parse_message(&text);
+        let _ = parse_message_file_name(&rest);
+    }
+}

@@ -298,3 +298,21 @@ proptest! {
             "{:?} vs {:?}", patterns, path);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Any pattern an agent sends compiles (or is taken literally) and matches any path
+    /// without a panic, however it mixes globs, brackets and braces.
+    #[test]
+    fn any_pattern_compiles_and_matches(
+        pattern in "[a-z/*?\\[\\]{},!.\\\\^-]{0,24}|(?s).{0,24}",
+        path in nasty_path(),
+    ) {
+        let compiled = PathPattern::new(&pattern);
+        let _ = compiled.matches(&path);
+        let reservation = ReservationPattern::new(&pattern);
+        let held = Held { pattern: &reservation, exclusive: true, released: false, own: false };
+        let _ = conflicts(held, &ReservationPattern::new(&path), true);
+    }
+}
