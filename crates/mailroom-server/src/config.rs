@@ -70,9 +70,7 @@ impl ServerConfig {
                 .map_err(|_| format!("HTTP_PORT must be a port, got {port:?}"))?;
         }
         if let Some(path) = lookup("HTTP_PATH") {
-            if !path.starts_with('/') {
-                return Err(format!("HTTP_PATH must start with '/', got {path:?}"));
-            }
+            check_mcp_path(&path).map_err(|e| format!("HTTP_PATH {e}"))?;
             self.mcp_path = path;
         }
         if let Some(origins) = lookup("HTTP_CORS_ORIGINS") {
@@ -97,6 +95,21 @@ impl ServerConfig {
         if let Some(format) = format {
             self.default_format = OutputFormat::parse(&format)?.unwrap_or(OutputFormat::Json);
         }
+        Ok(())
+    }
+}
+
+/// An extra MCP mount path: it starts with `/`, holds no route syntax (`{`, `}`, `*`), and is
+/// not under the UI's or the health probes' paths (whose rules would then apply to it).
+pub fn check_mcp_path(path: &str) -> Result<(), String> {
+    let under = |prefix: &str| path == prefix || path.starts_with(&format!("{prefix}/"));
+    if !path.starts_with('/') {
+        Err(format!("must start with '/', got {path:?}"))
+    } else if path.contains(['{', '}', '*']) {
+        Err(format!("must be a plain path (no '{{', '}}' or '*'), got {path:?}"))
+    } else if ["/mail", "/health", "/ready"].into_iter().any(under) {
+        Err(format!("must not be under /mail, /health or /ready, got {path:?}"))
+    } else {
         Ok(())
     }
 }
@@ -128,6 +141,12 @@ mod tests {
         assert_eq!(config.tool_filter, ToolFilter::Core);
         let bad = |name: &str| (name == "MAILROOM_TOOL_AUTH").then(|| "perhaps".to_string());
         assert!(ServerConfig::default().apply_env(&bad).is_err());
+        for path in ["/agent-mail/", "/api/", "/mailbox"] {
+            assert_eq!(check_mcp_path(path), Ok(()), "{path}");
+        }
+        for path in ["api", "/{x}", "/*rest", "/mail", "/mail/mcp", "/health/mcp", "/ready"] {
+            assert!(check_mcp_path(path).is_err(), "{path}");
+        }
     }
 
     fn with_env(pairs: &[(&str, &str)]) -> Result<ServerConfig, String> {

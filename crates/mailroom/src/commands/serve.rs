@@ -40,6 +40,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
         server_config.port = port;
     }
     if let Some(path) = args.path {
+        mailroom_server::config::check_mcp_path(&path)
+            .map_err(|e| anyhow::anyhow!("--path {e}"))?;
         server_config.mcp_path = path;
     }
     setup::init_logging();

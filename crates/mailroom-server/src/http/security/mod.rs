@@ -20,6 +20,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderName, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use mailroom_core::model::digest::sha1_hex;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -32,13 +33,20 @@ pub struct Security {
     settings: SecuritySettings,
     /// The paths MCP is served at (a POST there is JSON-RPC).
     mcp_paths: Vec<String>,
+    /// The tools served: a call naming another shares one bucket, so made-up names cannot
+    /// each get a full one.
+    tools: Vec<&'static str>,
     limiter: Option<(RateLimits, MemoryLimiter)>,
 }
 
 impl Security {
-    pub fn new(settings: SecuritySettings, mcp_paths: Vec<String>) -> Self {
+    pub fn new(
+        settings: SecuritySettings,
+        mcp_paths: Vec<String>,
+        tools: Vec<&'static str>,
+    ) -> Self {
         let limiter = settings.rate_limit.map(|limits| (limits, MemoryLimiter::default()));
-        Self { settings, mcp_paths, limiter }
+        Self { settings, mcp_paths, tools, limiter }
     }
 
     /// Whether anything is checked at all (the middleware is skipped otherwise).
@@ -54,15 +62,16 @@ enum Kind {
     Tool(String),
     /// An MCP `resources/*` request.
     Resources,
-    /// A state-changing request of the web UI.
-    UiChange,
+    /// Any other POST: a state change of the web UI, or a route not classified here (needs a
+    /// writer, so a route added later is closed to readers until classified).
+    Change,
     /// Anything else: pages, `initialize`, `tools/list`, event streams.
     Other,
 }
 
-/// The health probes: never authenticated, never limited.
+/// The health probes (exactly these paths): never authenticated, never limited.
 fn is_health(path: &str) -> bool {
-    matches!(path, "/health" | "/ready" | "/api/health") || path.starts_with("/health/")
+    matches!(path, "/health" | "/health/liveness" | "/health/readiness" | "/ready" | "/api/health")
 }
 
 /// The middleware: token, roles, rate limit, then the route.
@@ -76,7 +85,7 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     let local = settings.allow_localhost && is_local(peer, request.headers());
     if let Some(token) = &settings.bearer_token
         && !local
-        && !bearer_matches(request.headers(), token)
+        && !bearer_matches(request.headers(), &token.0)
     {
         return refuse(StatusCode::UNAUTHORIZED, "Unauthorized");
     }
@@ -93,7 +102,7 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     }
     if let Some((limits, limiter)) = &security.limiter {
         let client = client_identity(peer, request.headers());
-        let (bucket, per_minute, burst) = bucket(limits, &kind);
+        let (bucket, per_minute, burst) = bucket(limits, &kind, &security.tools);
         if per_minute > 0.0 && !limiter.take((bucket, client), per_minute, burst, Instant::now()) {
             return refuse(StatusCode::TOO_MANY_REQUESTS, "Rate limit exceeded");
         }
@@ -109,11 +118,13 @@ const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 /// The proxy headers that make a loopback request not local (a proxy on this machine is
 /// passing on someone else's). Names built once: a name given as text is parsed per lookup.
-const FORWARDED: [HeaderName; 4] = [
+const FORWARDED: [HeaderName; 6] = [
     X_FORWARDED_FOR,
     HeaderName::from_static("x-forwarded-proto"),
     HeaderName::from_static("x-forwarded-host"),
+    HeaderName::from_static("x-real-ip"),
     header::FORWARDED,
+    header::VIA,
 ];
 
 fn is_local(peer: Option<IpAddr>, headers: &HeaderMap) -> bool {
@@ -129,43 +140,48 @@ fn is_loopback(ip: IpAddr) -> bool {
     }
 }
 
-/// `Authorization: Bearer <token>` exactly, compared in constant time.
+/// `Authorization: Bearer <token>` exactly. The digests of the two are compared, in constant
+/// time: neither the token's bytes nor its length show in how long a refusal takes.
 fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
-    let Some(given) = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
-        return false;
-    };
-    let Some(given) = given.strip_prefix("Bearer ") else { return false };
-    constant_time_eq(given.as_bytes(), token.as_bytes())
-}
-
-/// Equal bytes, in a time that depends only on the lengths.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    let Some(given) = headers.get(header::AUTHORIZATION) else { return false };
+    let Some(given) = given.as_bytes().strip_prefix(b"Bearer ") else { return false };
+    let (given, wanted) = (sha1_hex(given), sha1_hex(token.as_bytes()));
+    given.bytes().zip(wanted.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Who a request counts against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Client<'a> {
+enum Client {
+    /// An IPv4 address, or an IPv6 one cut to its /64 (one host's usual share).
     Addr(IpAddr),
-    /// The last address a proxy on this machine forwarded for.
-    Forwarded(&'a str),
+    /// A proxy on this machine forwarded a client address that does not parse: these share
+    /// a bucket of their own, never the local agents'.
+    Unreadable,
     Unknown,
 }
 
-/// The peer, or (from a proxy on this machine) the last address it forwarded for.
-fn client_identity(peer: Option<IpAddr>, headers: &HeaderMap) -> Client<'_> {
+/// The peer, or (from a proxy on this machine) the last address of the last
+/// `X-Forwarded-For` line: the one that proxy added, which its client cannot choose.
+fn client_identity(peer: Option<IpAddr>, headers: &HeaderMap) -> Client {
     let forwarded = || {
-        let value = headers.get(X_FORWARDED_FOR)?.to_str().ok()?;
-        let last = value.rsplit(',').next()?.trim();
-        (!last.is_empty()).then_some(Client::Forwarded(last))
+        let line = headers.get_all(X_FORWARDED_FOR).iter().next_back()?;
+        let last = line.to_str().ok().and_then(|v| v.rsplit(',').next()).map(str::trim);
+        Some(last.and_then(|a| a.parse::<IpAddr>().ok()).map_or(Client::Unreadable, client))
     };
     match peer {
-        Some(ip) if is_loopback(ip) => forwarded().unwrap_or(Client::Addr(ip)),
-        Some(ip) => Client::Addr(ip),
+        Some(ip) if is_loopback(ip) => forwarded().unwrap_or(client(ip)),
+        Some(ip) => client(ip),
         None => Client::Unknown,
+    }
+}
+
+fn client(ip: IpAddr) -> Client {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => Client::Addr(IpAddr::V4(v4)),
+            None => Client::Addr(IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into())),
+        },
+        v4 => Client::Addr(v4),
     }
 }
 
@@ -188,14 +204,12 @@ async fn classify(
     if request.method() != Method::POST {
         return Ok((request, Kind::Other));
     }
-    if let Some((_, tool)) = REST_TOOLS.iter().find(|(route, _)| *route == path) {
-        return Ok((request, Kind::Tool((*tool).to_string())));
-    }
-    if path.starts_with("/mail") {
-        return Ok((request, Kind::UiChange));
-    }
     if !security.mcp_paths.iter().any(|p| p == path) {
-        return Ok((request, Kind::Other));
+        let kind = match REST_TOOLS.iter().find(|(route, _)| *route == path) {
+            Some((_, tool)) => Kind::Tool((*tool).to_string()),
+            None => Kind::Change,
+        };
+        return Ok((request, kind));
     }
     let (parts, body) = request.into_parts();
     let bytes: Bytes = axum::body::to_bytes(body, max_body)
@@ -256,18 +270,22 @@ fn allowed(settings: &SecuritySettings, kind: &Kind) -> bool {
         Kind::Tool(name) if settings.readonly_tools.contains(name) => {
             writer || settings.reader_roles.contains(role)
         }
-        Kind::Tool(_) | Kind::UiChange => writer,
+        Kind::Tool(_) | Kind::Change => writer,
         Kind::Resources | Kind::Other => true,
     }
 }
 
 /// The bucket a request takes from (kind and tool; the client completes the key), its rate
 /// and its burst.
-fn bucket<'k>(limits: &RateLimits, kind: &'k Kind) -> ((&'static str, &'k str), f64, f64) {
+fn bucket<'k>(
+    limits: &RateLimits,
+    kind: &'k Kind,
+    tools: &[&str],
+) -> ((&'static str, &'k str), f64, f64) {
     let burst = |burst: f64, rate: f64| if burst > 0.0 { burst } else { rate };
     match kind {
         Kind::Tool(name) => (
-            ("tools", name.as_str()),
+            ("tools", if tools.contains(&name.as_str()) { name.as_str() } else { "?" }),
             limits.tools_per_minute,
             burst(limits.tools_burst, limits.tools_per_minute),
         ),
@@ -276,7 +294,7 @@ fn bucket<'k>(limits: &RateLimits, kind: &'k Kind) -> ((&'static str, &'k str), 
             limits.resources_per_minute,
             burst(limits.resources_burst, limits.resources_per_minute),
         ),
-        Kind::UiChange | Kind::Other => {
+        Kind::Change | Kind::Other => {
             (("other", "*"), limits.other_per_minute, limits.other_per_minute)
         }
     }
@@ -309,10 +327,10 @@ mod tests {
         assert!(allowed(&settings, &tool("fetch_inbox")));
         assert!(!allowed(&settings, &tool("send_message")));
         assert!(!allowed(&settings, &tool("")), "a call naming no tool needs a writer");
-        assert!(!allowed(&settings, &Kind::UiChange));
+        assert!(!allowed(&settings, &Kind::Change));
         assert!(allowed(&settings, &Kind::Resources) && allowed(&settings, &Kind::Other));
         settings.default_role = "writer".into();
-        assert!(allowed(&settings, &tool("send_message")) && allowed(&settings, &Kind::UiChange));
+        assert!(allowed(&settings, &tool("send_message")) && allowed(&settings, &Kind::Change));
         settings.default_role = "nobody".into();
         assert!(!allowed(&settings, &tool("fetch_inbox")), "no role, no tools");
     }
@@ -327,12 +345,24 @@ mod tests {
         assert!(!is_local(None, &headers));
         headers.insert("x-forwarded-for", "203.0.113.9".parse().expect("value"));
         assert!(!is_local(Some(v4), &headers), "a forged or proxied request is remote");
-        assert_eq!(client_identity(Some(v4), &headers), Client::Forwarded("203.0.113.9"));
+        let addr = |text: &str| Client::Addr(text.parse().expect("ip"));
+        assert_eq!(client_identity(Some(v4), &headers), addr("203.0.113.9"));
         headers.insert("x-forwarded-for", "1.1.1.1, 203.0.113.7".parse().expect("value"));
-        let proxied = client_identity(Some(v4), &headers);
-        assert_eq!(proxied, Client::Forwarded("203.0.113.7"), "the proxy's own view");
+        assert_eq!(client_identity(Some(v4), &headers), addr("203.0.113.7"), "the proxy's entry");
+        // A client's own line comes first; the proxy appends its line last.
+        headers.append("x-forwarded-for", "198.51.100.1".parse().expect("value"));
+        assert_eq!(client_identity(Some(v4), &headers), addr("198.51.100.1"), "the last line");
+        headers.insert("x-forwarded-for", "not an address".parse().expect("value"));
+        assert_eq!(client_identity(Some(v4), &headers), Client::Unreadable, "never the peer's");
+        headers.insert(
+            "x-forwarded-for",
+            axum::http::HeaderValue::from_bytes(b"\xff").expect("bytes"),
+        );
+        assert_eq!(client_identity(Some(v4), &headers), Client::Unreadable);
         let remote: IpAddr = "198.51.100.4".parse().expect("ip");
         assert_eq!(client_identity(Some(remote), &headers), Client::Addr(remote), "not trusted");
+        let v6: IpAddr = "2001:db8:1:2:3:4:5:6".parse().expect("ip");
+        assert_eq!(client_identity(Some(v6), &headers), addr("2001:db8:1:2::"), "by /64");
     }
 
     #[test]
@@ -355,9 +385,12 @@ mod tests {
     #[test]
     fn buckets_per_kind_tool_and_client() {
         let limits = RateLimits { tools_burst: 5.0, ..RateLimits::default() };
+        let tools = ["send_message"];
         let send = Kind::Tool("send_message".into());
-        assert_eq!(bucket(&limits, &send), (("tools", "send_message"), 60.0, 5.0));
-        assert_eq!(bucket(&limits, &Kind::Resources), (("resources", "*"), 120.0, 120.0));
-        assert_eq!(bucket(&limits, &Kind::UiChange), (("other", "*"), 60.0, 60.0));
+        assert_eq!(bucket(&limits, &send, &tools), (("tools", "send_message"), 60.0, 5.0));
+        let made_up = Kind::Tool("no_such_tool_8131".into());
+        assert_eq!(bucket(&limits, &made_up, &tools).0, ("tools", "?"), "one bucket for all");
+        assert_eq!(bucket(&limits, &Kind::Resources, &tools), (("resources", "*"), 120.0, 120.0));
+        assert_eq!(bucket(&limits, &Kind::Change, &tools), (("other", "*"), 60.0, 60.0));
     }
 }

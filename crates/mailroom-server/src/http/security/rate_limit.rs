@@ -14,6 +14,9 @@ const SHARDS: usize = 16;
 const IDLE: Duration = Duration::from_secs(3600);
 /// Idle buckets are looked for at most this often (per shard).
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
+/// Most buckets a shard holds (262,144 in all): past it, buckets unused for a minute go,
+/// and if that frees nothing the shard starts afresh (its clients' buckets full again).
+const MAX_PER_SHARD: usize = 16_384;
 
 #[derive(Debug, Clone, Copy)]
 struct Bucket {
@@ -57,6 +60,12 @@ impl MemoryLimiter {
             shard.buckets.retain(|_, b| now.saturating_duration_since(b.updated) < IDLE);
             shard.swept = now;
         }
+        if shard.buckets.len() >= MAX_PER_SHARD && !shard.buckets.contains_key(&hash) {
+            shard.buckets.retain(|_, b| now.saturating_duration_since(b.updated) < SWEEP_EVERY);
+            if shard.buckets.len() >= MAX_PER_SHARD {
+                shard.buckets.clear();
+            }
+        }
         let per_second = per_minute / 60.0;
         let bucket = shard.buckets.entry(hash).or_insert(Bucket { tokens: burst, updated: now });
         let elapsed = now.saturating_duration_since(bucket.updated).as_secs_f64();
@@ -95,6 +104,16 @@ mod tests {
         let later = start + Duration::from_secs(600);
         assert!((0..3).all(|_| limiter.take("tools:send:a", 60.0, 3.0, later)));
         assert!(!limiter.take("tools:send:a", 60.0, 3.0, later));
+    }
+
+    #[test]
+    fn a_flood_of_new_clients_is_held_to_the_cap() {
+        let limiter = MemoryLimiter::default();
+        let now = Instant::now();
+        for n in 0..SHARDS * MAX_PER_SHARD * 2 {
+            limiter.take(n, 60.0, 60.0, now);
+        }
+        assert!(limiter.len() <= SHARDS * MAX_PER_SHARD, "{}", limiter.len());
     }
 
     #[test]

@@ -3,12 +3,22 @@
 
 use crate::config::csv;
 
+/// A value that must not reach a log: its `Debug` shows only that it is set.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(…)")
+    }
+}
+
 /// What guards the HTTP routes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SecuritySettings {
     /// `HTTP_BEARER_TOKEN`: every request but health probes (and local ones, below) must
     /// carry `Authorization: Bearer <token>`. Empty or unset: no token asked.
-    pub bearer_token: Option<String>,
+    pub bearer_token: Option<Secret>,
     /// `HTTP_ALLOW_LOCALHOST_UNAUTHENTICATED` (default true): a request from a loopback peer
     /// with no `X-Forwarded-*`/`Forwarded` header needs no token and has every role.
     pub allow_localhost: bool,
@@ -83,7 +93,7 @@ impl SecuritySettings {
         };
         if let Some(token) = lookup("HTTP_BEARER_TOKEN") {
             let token = token.trim().to_string();
-            self.bearer_token = (!token.is_empty()).then_some(token);
+            self.bearer_token = (!token.is_empty()).then_some(Secret(token));
         }
         if let Some(allow) = flag("HTTP_ALLOW_LOCALHOST_UNAUTHENTICATED")? {
             self.allow_localhost = allow;
@@ -173,7 +183,8 @@ mod tests {
         assert!(plain.rbac_enabled && plain.allow_localhost && plain.bearer_token.is_none());
         let on = with(&[("HTTP_BEARER_TOKEN", " s3cret "), ("RATE_LIMIT_ENABLED", "true")])
             .expect("valid");
-        assert_eq!(on.bearer_token.as_deref(), Some("s3cret"));
+        assert_eq!(on.bearer_token.as_ref().map(|t| t.0.as_str()), Some("s3cret"));
+        assert!(!format!("{on:?}").contains("s3cret"), "the token never shows in a log");
         assert_eq!(on.rate_limit, Some(RateLimits::default()), "the short name works");
         let off = with(&[("RATE_LIMIT_ENABLED", "true"), ("HTTP_RATE_LIMIT_ENABLED", "false")]);
         assert_eq!(off.expect("valid").rate_limit, None, "the reference's name wins");
