@@ -169,16 +169,6 @@ impl ArchiveRepo {
         Ok(Some(blob.content().to_vec()))
     }
 
-    /// Whether HEAD holds `path` as a file.
-    pub fn holds_file(&self, path: &str) -> Result<bool> {
-        let Some(tree) = self.head_tree()? else { return Ok(false) };
-        match tree.get_path(Path::new(path)) {
-            Ok(entry) => Ok(entry.kind() == Some(ObjectType::Blob)),
-            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(false),
-            Err(e) => Err(git_err("tree lookup", e)),
-        }
-    }
-
     /// Commits `files` (repo-relative path, bytes) on top of HEAD in one commit, then writes
     /// them to the work tree. Returns `None` when HEAD already holds exactly these bytes
     /// (a replay of work committed before a crash).
@@ -359,9 +349,17 @@ impl ArchiveRepo {
                 continue;
             }
             let file = self.root.join(path);
+            // What is not there as a file (gone, a directory, under a file) the commit did not
+            // remove either (`tree_merge` passes over it).
             match fs::remove_file(&file) {
                 Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::NotFound
+                            | std::io::ErrorKind::IsADirectory
+                            | std::io::ErrorKind::NotADirectory
+                    ) => {}
                 Err(e) => return Err(io_err("cannot remove", &file, e)),
             }
             // Up to the root; the first directory that is not empty (or not there) stops it.

@@ -30,6 +30,10 @@ pub async fn serve(
     });
     let core = state.core.clone();
     let stopping = state.stopping.clone();
+    // Related projects for the web UI, scored as projects and agents change.
+    let scorer = core.clone();
+    let stop = state::until_stopping(stopping.subscribe());
+    tokio::spawn(async move { scorer.score_siblings(stop).await });
     let shutdown = async move {
         shutdown.await;
         stopping.send_replace(true);

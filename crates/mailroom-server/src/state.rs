@@ -60,6 +60,7 @@ impl AppState {
         let security = crate::http::security::Security::new(
             config.security.clone(),
             crate::http::mcp_paths(&config.mcp_path),
+            tools.names(),
         );
         Self(Arc::new(Shared {
             core,

@@ -72,9 +72,7 @@ pub(super) fn render(
             ArchiveKind::Profile => render_profile(db, AgentId(item.ref_id), &mut files)?,
             ArchiveKind::Reservation => render_reservation(db, item.ref_id, false, &mut files)?,
             ArchiveKind::ReservationGrant => render_reservation(db, item.ref_id, true, &mut files)?,
-            ArchiveKind::Deletion => {
-                render_deletion(db, item.id, &sources, &mut files, &mut removals)?
-            }
+            ArchiveKind::Deletion => render_deletion(db, item, &mut removals)?,
             ArchiveKind::Unknown => None,
         };
         entries.extend(entry);
@@ -83,16 +81,14 @@ pub(super) fn render(
     Ok(Rendered { files: files.into_iter().collect(), removals, message })
 }
 
-/// A deletion: its files leave the commit (and any earlier work of this batch that wrote
-/// them; none does, as a deleted message renders nothing).
+/// A deletion: the files its payload names leave the commit (a deletion is always a commit of
+/// its own: `writer.rs`), its line counts the messages (`ref_id`).
 fn render_deletion(
     db: &Db<'_>,
-    queue_id: i64,
-    sources: &Sources<'_>,
-    files: &mut BTreeMap<String, Vec<u8>>,
+    item: &QueuedWork,
     removals: &mut Vec<String>,
 ) -> Result<Option<Entry>> {
-    let deletion = match db.archive_deletion(queue_id)? {
+    let deletion = match db.archive_deletion(item.id)? {
         Some(Ok(deletion)) => deletion,
         None => return Ok(None),
         // Retrying cannot mend it, and it must not hold up the work behind it.
@@ -101,24 +97,18 @@ fn render_deletion(
             return Ok(None);
         }
     };
-    for path in &deletion.paths {
-        files.remove(path);
-    }
-    // Only files HEAD holds are removed: a path that is a directory there, or under a file,
-    // names nothing to remove (and a replay finds them gone).
-    for path in deletion.paths {
-        if sources.repo.holds_file(&path)? {
-            removals.push(path);
-        }
-    }
-    Ok(Some(Entry { line: deletion.line, body: String::new(), reservation: None }))
+    // The engine passes over paths HEAD does not hold as files (a replay finds them gone).
+    removals.extend(deletion.paths);
+    let line = format!("delete: {} message(s) via web UI", item.ref_id);
+    Ok(Some(Entry { line, body: String::new(), reservation: None }))
 }
 
-/// The archive files of a message as it is stored now (canonical, outbox and inbox copies);
-/// `None` when it does not exist.
-pub fn message_files(db: &Db<'_>, id: MessageId) -> Result<Option<Vec<String>>> {
+/// A message's project (its slug) and its archive files as it is stored now (canonical,
+/// outbox and inbox copies); `None` when it does not exist.
+pub fn message_files(db: &Db<'_>, id: MessageId) -> Result<Option<(String, Vec<String>)>> {
     let Some((doc, sender_is_local)) = message_doc(db, id)? else { return Ok(None) };
-    Ok(Some(format::message_paths(&doc, sender_is_local).all().cloned().collect()))
+    let paths = format::message_paths(&doc, sender_is_local).all().cloned().collect();
+    Ok(Some((doc.project_slug, paths)))
 }
 
 /// Loads a message as its archive document; `None` when it no longer exists. The flag says

@@ -350,12 +350,11 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::test_runner::Config::with_cases(2000))]
 
-        /// Any result encodes (keys and strings with delimiters, quotes, newlines and control
-        /// characters included), and the same value always encodes the same way.
+        /// Any result encodes without a panic (keys and strings with delimiters, quotes,
+        /// newlines and control characters included, nested to depth 4).
         #[test]
         fn any_value_encodes(value in any_json()) {
-            let text = encode(&value);
-            proptest::prop_assert_eq!(encode(&value), text);
+            let _ = encode(&value);
         }
     }
 }

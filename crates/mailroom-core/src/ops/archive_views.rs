@@ -51,11 +51,6 @@ impl Mailroom {
         }
     }
 
-    /// The slug of a project named by slug or human key.
-    async fn project_out(&self, key: String) -> Result<ProjectOut> {
-        self.store.read_short(move |db| Ok(ProjectOut::from(&resolve::project(db, &key)?))).await
-    }
-
     /// The newest `limit` (1..=[`MAX_ACTIVITY`]) archive commits, of one project when named.
     pub async fn archive_activity(
         &self,
@@ -64,7 +59,7 @@ impl Mailroom {
     ) -> Result<(Option<ProjectOut>, Vec<CommitSummary>)> {
         let root = self.archive_root()?;
         let project = match project_key {
-            Some(key) => Some(self.project_out(key).await?),
+            Some(key) => Some(self.project_by_key(key).await?),
             None => None,
         };
         let prefix = project.as_ref().map(|p| format!("projects/{}", p.slug));
@@ -88,7 +83,7 @@ impl Mailroom {
         let root = self.archive_root()?;
         let path = browse::checked_path(&path)?.to_string();
         let project = match project_key {
-            Some(key) => Some(self.project_out(key).await?),
+            Some(key) => Some(self.project_by_key(key).await?),
             None => None,
         };
         let full = match (&project, path.as_str()) {

@@ -60,15 +60,12 @@ impl Mailroom {
                     if deleted.contains(&id) {
                         continue;
                     }
-                    if let Some((project, agent)) = &inbox {
-                        let held =
-                            db.message_by_id(id)?.is_some_and(|m| m.project_id == project.id)
-                                && db.receipt(id, agent.id)?.is_some();
-                        if !held {
-                            continue;
-                        }
+                    let Some((slug, files)) = message_files(db, id)? else { continue };
+                    if let Some((project, agent)) = &inbox
+                        && (slug != project.slug || db.receipt(id, agent.id)?.is_none())
+                    {
+                        continue;
                     }
-                    let Some(files) = message_files(db, id)? else { continue };
                     db.delete_message(id)?;
                     paths.extend(files);
                     deleted.push(id);
@@ -78,9 +75,8 @@ impl Mailroom {
                 } else {
                     paths.sort();
                     paths.dedup();
-                    let line = format!("delete: {} message(s) via web UI", deleted.len());
                     let count = paths.len();
-                    db.enqueue_archive_deletion(deleted.len() as i64, &Deletion { paths, line })?;
+                    db.enqueue_archive_deletion(deleted.len() as i64, &Deletion { paths })?;
                     count
                 };
                 Ok(Deleted {

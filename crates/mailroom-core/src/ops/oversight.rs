@@ -105,7 +105,9 @@ impl InboxPage {
 impl Mailroom {
     /// A project by slug or human key.
     pub async fn project_by_key(&self, project_key: String) -> Result<ProjectOut> {
-        self.store.read(move |db| Ok(ProjectOut::from(&resolve::project(db, &project_key)?))).await
+        self.store
+            .read_short(move |db| Ok(ProjectOut::from(&resolve::project(db, &project_key)?)))
+            .await
     }
 
     /// The newest messages of every project, of one importance when given (compared without

@@ -1,8 +1,8 @@
 //! Sibling-project suggestions for the web UI (docs/compat/http.md §7): pairs of projects
 //! scored by `model::siblings` (names, shared parent directory, shared agents, README
-//! excerpts), a few stale pairs at a time while the unified inbox renders, then by the LLM
-//! when one is configured (in the background; its answer replaces the heuristic's), and the
-//! status a person gives a pair (confirmed, dismissed, or back to suggested).
+//! excerpts) by a background task as projects and agents change, then by the LLM when one
+//! is configured (its answer replaces the heuristic's), and the status a person gives a pair
+//! (confirmed, dismissed, or back to suggested).
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -20,6 +20,12 @@ use crate::records::ProjectId;
 use crate::store::Db;
 use crate::store::db::siblings::SiblingRow;
 
+/// Pairs scored per pass of the background scorer.
+const PAIRS_PER_PASS: i64 = 20;
+/// A pass waits for writes to settle this long.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+/// Stale pairs are looked for at least this often.
+const RESCORE_CHECK: std::time::Duration = std::time::Duration::from_secs(3600);
 /// A pair is scored again after this long (its agents and files change).
 const RESCORE_AFTER_SECONDS: i64 = 24 * 3600;
 /// A rationale is stored up to this many characters (the column holds 4,096).
@@ -70,9 +76,31 @@ pub struct SiblingStatus {
 }
 
 impl Mailroom {
-    /// Scores up to `max_pairs` pairs never scored or scored over a day ago; how many. The
-    /// scores are written without waking live pages (the page asking is rendering).
-    pub async fn refresh_siblings(&self, max_pairs: i64) -> Result<usize> {
+    /// The background scorer, until `stop`: a pass after each burst of changes (new projects
+    /// and agents) and at least hourly (pairs scored over a day ago are scored again). Its own
+    /// writes wake the next pass, which scores the next pairs or finds none and waits.
+    pub async fn score_siblings(&self, stop: impl std::future::Future<Output = ()>) {
+        let mut changes = self.changes();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => return,
+                changed = changes.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(RESCORE_CHECK) => {}
+            }
+            tokio::select! {
+                () = &mut stop => return,
+                () = tokio::time::sleep(SETTLE) => {}
+            }
+            changes.mark_unchanged();
+            if let Err(e) = self.refresh_siblings(PAIRS_PER_PASS).await {
+                tracing::warn!(error = %e.message, "sibling scoring failed");
+            }
+        }
+    }
+
+    /// Scores up to `max_pairs` pairs never scored or scored over a day ago; how many.
+    async fn refresh_siblings(&self, max_pairs: i64) -> Result<usize> {
         let stale_before = Timestamp::now().plus_seconds(-RESCORE_AFTER_SECONDS);
         let (pairs, facts) = self
             .store
@@ -92,8 +120,8 @@ impl Mailroom {
             .filter_map(|(a, b)| Some((*a, *b, siblings::score(facts.get(a)?, facts.get(b)?))))
             .collect();
         let count = scored.len();
-        // With an LLM, each pair is asked about afterwards, off the page's path: its answer
-        // replaces the heuristic's when it comes, and the heuristic stays when it fails.
+        // With an LLM, each pair is then put to it: its answer replaces the heuristic's, which
+        // stays when it fails.
         let asks: Vec<LlmAsk> = match &self.llm {
             Some(_) => scored
                 .iter()
@@ -108,16 +136,15 @@ impl Mailroom {
             None => Vec::new(),
         };
         self.store
-            .write_unseen(move |db| {
+            .write(move |db| {
                 for (a, b, s) in &scored {
                     db.store_sibling_score(*a, *b, s.score, &s.rationale, now)?;
                 }
                 Ok(())
             })
             .await?;
-        if let Some(llm) = self.llm.clone().filter(|_| !asks.is_empty()) {
-            let core = self.clone();
-            tokio::spawn(async move { core.ask_llm(&llm, asks).await });
+        if let Some(llm) = self.llm.as_deref() {
+            self.ask_llm(llm, asks).await;
         }
         Ok(count)
     }
@@ -137,7 +164,7 @@ impl Mailroom {
             let now = Timestamp::now();
             let stored = self
                 .store
-                .write_unseen(move |db| {
+                .write(move |db| {
                     db.store_sibling_score(ask.a, ask.b, scored.score, &scored.rationale, now)
                 })
                 .await;

@@ -135,27 +135,7 @@ impl Store {
         F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        self.submit(job, true).await
-    }
-
-    /// `write` for bookkeeping no view needs to hear of at once (the web UI's sibling
-    /// scores, recomputed while a page renders): it does not move [`Self::changes`], so it
-    /// cannot wake the live pages that triggered it.
-    pub async fn write_unseen<R, F>(&self, job: F) -> Result<R>
-    where
-        F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
-        R: Send + 'static,
-    {
-        self.submit(job, false).await
-    }
-
-    /// Queues a write job; `seen`: whether a change it makes moves [`Self::changes`].
-    async fn submit<R, F>(&self, job: F, seen: bool) -> Result<R>
-    where
-        F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
-        R: Send + 'static,
-    {
-        let (boxed, answer) = boxed_job(job, seen);
+        let (boxed, answer) = boxed_job(job, true);
         self.inner
             .writer
             .send(boxed)

@@ -229,6 +229,9 @@ fn removals_leave_tree_work_tree_and_index() {
         "projects/p/agents/A/inbox/2026/11/m1.md".to_string(),
         "projects/p/agents/A/inbox/2026/11/m2.md".to_string(),
         "projects/p/never/there.md".to_string(),
+        // A directory, and a path under a file: nothing to remove, in the tree or on disk.
+        "projects/p/messages".to_string(),
+        "projects/p/messages/2026/11/m2.md/x".to_string(),
     ];
     let packs_before = packs(&root);
     let removed = repo.commit_changes(&[], &gone, "delete: 1 message(s)\n").expect("commit");

@@ -15,9 +15,9 @@ use super::archive_pages::{
     GuidePage, NetworkPage, SnapshotRow, TimeTravelPage, TimelinePage, crumbs, days, network,
     patch_lines,
 };
-use super::pages::ProjectLink;
 use super::{
-    PageError, bad_request, cached, cached_archive_page, json_answer, number, page, paths, render,
+    PageError, bad_request, cached, cached_archive_page, json_answer, number, page, paths,
+    project_links, render,
 };
 use crate::state::AppState;
 
@@ -41,8 +41,7 @@ fn named(project: Option<String>) -> Option<String> {
 pub(super) async fn guide(State(state): State<AppState>) -> Response {
     let answer = async {
         let now = Timestamp::now();
-        let projects = state.core.list_projects().await?;
-        let projects = projects.iter().map(|p| ProjectLink::new(p, now)).collect();
+        let projects = project_links(&state).await?;
         let Some(archive) = state.core.archive() else {
             return Ok(render(&GuidePage {
                 root: String::new(),
@@ -93,12 +92,10 @@ pub(super) async fn timeline(
     let answer = async {
         let (project, commits) =
             state.core.archive_activity(TIMELINE_COMMITS, named(q.project)).await?;
-        let now = Timestamp::now();
-        let projects = state.core.list_projects().await?;
         Ok(render(&TimelinePage {
             selected: project.map(|p| p.slug).unwrap_or_default(),
-            days: days(&commits, now),
-            projects: projects.iter().map(|p| ProjectLink::new(p, now)).collect(),
+            days: days(&commits, Timestamp::now()),
+            projects: project_links(&state).await?,
         }))
     };
     cached_archive_page(&state, &uri, answer).await
@@ -201,8 +198,7 @@ pub(super) async fn network_page(
     Query(q): Query<ArchiveQuery>,
 ) -> Response {
     let answer = async {
-        let now = Timestamp::now();
-        let projects = state.core.list_projects().await?;
+        let projects = project_links(&state).await?;
         let key = match named(q.project) {
             Some(key) => key,
             // The first project, or a page saying there is none.
@@ -219,7 +215,7 @@ pub(super) async fn network_page(
             size: super::archive_pages::NETWORK_SIZE,
             nodes,
             edges,
-            projects: projects.iter().map(|p| ProjectLink::new(p, now)).collect(),
+            projects,
         }))
     };
     cached(&state, &uri, answer).await
@@ -300,10 +296,9 @@ pub(super) async fn time_travel(
 ) -> Response {
     let answer = async {
         let now = Timestamp::now();
-        let projects = state.core.list_projects().await?;
         let asked = q.agent.as_deref().is_some_and(|a| !a.trim().is_empty());
         let mut view = TimeTravelPage {
-            projects: projects.iter().map(|p| ProjectLink::new(p, now)).collect(),
+            projects: project_links(&state).await?,
             project: q.project.clone().unwrap_or_default(),
             agent: q.agent.clone().unwrap_or_default(),
             timestamp: q.timestamp.clone().unwrap_or_default(),

@@ -74,7 +74,6 @@ async fn next_chunk(l: &mut Listener) -> Option<Bytes> {
         }
         true = committed => Some(change_event(changes, archived.as_mut()).await),
         () = tokio::time::sleep(KEEPALIVE_EVERY) => Some(Bytes::from_static(b": keep-alive\n\n")),
-        () = tokio::time::sleep(KEEPALIVE_EVERY) => Some(Bytes::from_static(b": keep-alive\n\n")),
         () = stopping.as_mut() => None,
     }
 }

@@ -45,8 +45,6 @@ use crate::state::AppState;
 const FLEET_DEFAULT: i64 = 500;
 /// Messages an agent's inbox page shows by default.
 const INBOX_PAGE_DEFAULT: i64 = 50;
-/// Stale project pairs scored per render of a page listing projects (the reference's 3).
-const SIBLING_PAIRS_PER_RENDER: i64 = 3;
 /// Search results a project page shows.
 const SEARCH_LIMIT: i64 = 200;
 
@@ -186,10 +184,9 @@ async fn fleet_page(state: AppState, q: FleetQuery) -> Result<Response, PageErro
     let importance = (!filter.is_empty()).then(|| filter.clone());
     let messages = state.core.fleet_messages(limit, importance).await?;
     let now = Timestamp::now();
-    let projects = state.core.list_projects().await?;
     Ok(render(&FleetPage {
         rows: messages.iter().map(|m| Row::from_fleet(m, now)).collect(),
-        projects: projects.iter().map(|p| ProjectLink::new(p, now)).collect(),
+        projects: project_links(&state).await?,
         siblings: siblings(&state).await?,
         filter,
     }))
@@ -212,20 +209,20 @@ async fn fleet_json(State(state): State<AppState>, Query(q): Query<FleetQuery>) 
 
 async fn projects(State(state): State<AppState>, uri: Uri) -> Response {
     let answer = async {
-        let now = Timestamp::now();
-        let projects = state.core.list_projects().await?;
-        let projects = projects.iter().map(|p| ProjectLink::new(p, now)).collect();
+        let projects = project_links(&state).await?;
         Ok(render(&ProjectsPage { projects, siblings: siblings(&state).await? }))
     };
     cached(&state, &uri, answer).await
 }
 
-/// Pairs of related projects to show; first a few stale pairs are scored (their write wakes
-/// no live page, so rendering cannot loop). A failed scoring costs only the fresh scores.
+/// Every project, as the pages list them.
+async fn project_links(state: &AppState) -> Result<Vec<ProjectLink>, PageError> {
+    let now = Timestamp::now();
+    Ok(state.core.list_projects().await?.iter().map(|p| ProjectLink::new(p, now)).collect())
+}
+
+/// Pairs of related projects to show (scored in the background: `ops/siblings.rs`).
 async fn siblings(state: &AppState) -> Result<Vec<SiblingLink>, PageError> {
-    if let Err(e) = state.core.refresh_siblings(SIBLING_PAIRS_PER_RENDER).await {
-        tracing::warn!(error = %e.message, "sibling scoring failed");
-    }
     let shown = state.core.shown_siblings().await?;
     Ok(shown.iter().map(SiblingLink::new).collect())
 }

@@ -156,7 +156,7 @@ impl SiblingLink {
             confirmed: row.status == "confirmed",
             status: row.status.clone(),
             rationale: row.rationale.clone(),
-            action: format!("/mail/api/projects/{}/siblings/{}", row.project_id.0, row.other_id.0),
+            action: paths::sibling_status(row.project_id.0, row.other_id.0),
         }
     }
 }

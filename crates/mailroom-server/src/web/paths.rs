@@ -5,6 +5,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 /// Everything but unreserved characters is encoded in a segment.
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
 
+/// A path segment or a query value: everything but unreserved characters encoded.
 fn segment(text: &str) -> String {
     utf8_percent_encode(text, SEGMENT).to_string()
 }
@@ -37,13 +38,13 @@ pub fn overseer_send(slug: &str) -> String {
     format!("/mail/{}/overseer/send", segment(slug))
 }
 
-pub fn thread(slug: &str, thread_id: &str) -> String {
-    format!("/mail/{}/thread/{}", segment(slug), segment(thread_id))
+/// `POST /mail/api/projects/{project_id}/siblings/{other_id}`.
+pub fn sibling_status(project_id: i64, other_id: i64) -> String {
+    format!("/mail/api/projects/{project_id}/siblings/{other_id}")
 }
 
-/// A query value: everything but unreserved characters encoded.
-fn query(text: &str) -> String {
-    utf8_percent_encode(text, SEGMENT).to_string()
+pub fn thread(slug: &str, thread_id: &str) -> String {
+    format!("/mail/{}/thread/{}", segment(slug), segment(thread_id))
 }
 
 pub fn attachments(slug: &str) -> String {
@@ -58,23 +59,23 @@ pub fn archive_commit(sha: &str) -> String {
 pub fn archive_browser(project: Option<&str>, path: &str) -> String {
     match (project, path) {
         (None, "") => "/mail/archive/browser".to_string(),
-        (None, path) => format!("/mail/archive/browser?path={}", query(path)),
-        (Some(slug), "") => format!("/mail/archive/browser?project={}", query(slug)),
+        (None, path) => format!("/mail/archive/browser?path={}", segment(path)),
+        (Some(slug), "") => format!("/mail/archive/browser?project={}", segment(slug)),
         (Some(slug), path) => {
-            format!("/mail/archive/browser?project={}&path={}", query(slug), query(path))
+            format!("/mail/archive/browser?project={}&path={}", segment(slug), segment(path))
         }
     }
 }
 
 /// A file of a project's archive directory, as JSON.
 pub fn archive_file(slug: &str, path: &str) -> String {
-    format!("/mail/archive/browser/{}/file?path={}", segment(slug), query(path))
+    format!("/mail/archive/browser/{}/file?path={}", segment(slug), segment(path))
 }
 
 /// An archive view (`timeline`, `network`, `activity`) of one project, or of all.
 pub fn archive_view(view: &str, project: Option<&str>) -> String {
     match project {
-        Some(slug) => format!("/mail/archive/{view}?project={}", query(slug)),
+        Some(slug) => format!("/mail/archive/{view}?project={}", segment(slug)),
         None => format!("/mail/archive/{view}"),
     }
 }

@@ -7,7 +7,7 @@ use std::process::Command;
 use mailroom_testkit::TestApp;
 use serde_json::{Value, json};
 
-fn git(root: &Path, args: &[&str]) -> String {
+pub(crate) fn git(root: &Path, args: &[&str]) -> String {
     let output = Command::new("git").arg("-C").arg(root).args(args).output().expect("run git");
     assert!(
         output.status.success(),

@@ -46,11 +46,11 @@ impl ArchiveKind {
     }
 }
 
-/// What a [`ArchiveKind::Deletion`] row carries: the files to remove and its commit line.
+/// What a [`ArchiveKind::Deletion`] row carries: the files to remove (its `ref_id` counts
+/// the messages).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Deletion {
     pub paths: Vec<String>,
-    pub line: String,
 }
 
 /// One queued piece of archive work.

@@ -1,17 +1,13 @@
 //! Deleting messages from the UI: the rows, the search index and the archive copies, in one
 //! commit; the inbox route touches only that inbox's messages.
 
-use std::process::Command;
-
 use mailroom_testkit::TestApp;
 use serde_json::json;
 
 use super::{csrf_token, message_id, page, send, ui_post};
 
 fn git(app: &TestApp, args: &[&str]) -> String {
-    let out = Command::new("git").args(args).current_dir(app.archive_root()).output().expect("git");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    crate::archive::git(&app.archive_root(), args)
 }
 
 /// The files of the archive's HEAD that name a message id (`__<id>.md` at the end of each copy).
