@@ -243,7 +243,7 @@ def main():
         driver.get(BASE + "/mail/work-webshop")
         driver.find_element(By.LINK_TEXT, "Archive files").click()
         for step in ["agents/", "BlueLake/", "profile.json"]:
-            wait.until(ec.presence_of_element_located((By.XPATH, f"//ul[@id='entries']//span[normalize-space()='{step}' or normalize-space()='📁 {step}']"))).click()
+            wait.until(ec.presence_of_element_located((By.XPATH, f"//ul[@id='entries']//span[@class='subject' and normalize-space()='{step}']"))).click()
         file_text = wait.until(ec.presence_of_element_located((By.ID, "file"))).text
         assert '"name": "BlueLake"' in file_text, file_text
         shot(driver, "archive-file")
