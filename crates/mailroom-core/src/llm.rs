@@ -6,10 +6,9 @@
 //! Every caller treats a failure as "no refinement" and keeps its heuristic result, so nothing
 //! here retries or waits beyond the configured timeout.
 //!
-//! This build has no TLS (reqwest with default features off), so the endpoint must be plain
-//! `http://` — typically a local LiteLLM proxy, Ollama or vLLM in front of the real provider.
-//! An `https://` endpoint leaves the LLM disabled with a warning at start-up rather than failing
-//! every call later.
+//! The endpoint is `https://` (checked against the system's trust store, or `SSL_CERT_FILE`)
+//! or plain `http://` (a local LiteLLM proxy, Ollama or vLLM). Any other scheme leaves the LLM
+//! disabled with a warning at start-up rather than failing every call later.
 
 use std::fmt;
 use std::time::Duration;
@@ -140,11 +139,10 @@ impl LlmClient {
             return None;
         }
         let base = config.base_url.trim_end_matches('/');
-        if !base.starts_with("http://") {
+        if !(base.starts_with("https://") || base.starts_with("http://")) {
             tracing::warn!(
                 base_url = %config.base_url,
-                "LLM disabled: this build speaks plain http only (no TLS); point OPENAI_BASE_URL \
-                 at an http:// OpenAI-compatible endpoint such as a local LiteLLM proxy"
+                "LLM disabled: OPENAI_BASE_URL must be an https:// or http:// URL"
             );
             return None;
         }
@@ -314,11 +312,14 @@ mod tests {
     }
 
     #[test]
-    fn disabled_or_https_endpoints_give_no_client() {
+    fn clients_for_http_and_https_endpoints_only() {
         let mut config = LlmConfig::default();
         assert!(LlmClient::from_config(&config).is_none(), "off by default");
         config.enabled = true;
-        assert!(LlmClient::from_config(&config).is_none(), "https needs TLS, absent here");
+        let client = LlmClient::from_config(&config).expect("the real API over https");
+        assert_eq!(client.endpoint, "https://api.openai.com/v1/chat/completions");
+        config.base_url = "ftp://127.0.0.1/v1".to_string();
+        assert!(LlmClient::from_config(&config).is_none(), "not an HTTP URL");
         config.base_url = "http://127.0.0.1:1/v1/".to_string();
         let client = LlmClient::from_config(&config).expect("plain http works");
         assert_eq!(client.endpoint, "http://127.0.0.1:1/v1/chat/completions");

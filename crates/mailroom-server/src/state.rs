@@ -48,8 +48,9 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// Builds the state once at start-up (tool catalog and schemas included).
-    pub fn new(core: Mailroom, config: ServerConfig) -> Self {
+    /// Builds the state once at start-up (tool catalog and schemas included); an error names
+    /// the setting that cannot work.
+    pub fn new(core: Mailroom, config: ServerConfig) -> Result<Self, String> {
         let worktrees_enabled = core.config().worktrees_enabled;
         let tools = Arc::new(Registry::build(worktrees_enabled, &config.tool_filter));
         let resources = Arc::new(Resources::build(worktrees_enabled));
@@ -61,8 +62,8 @@ impl AppState {
             config.security.clone(),
             crate::http::mcp_paths(&config.mcp_path),
             tools.names(),
-        );
-        Self(Arc::new(Shared {
+        )?;
+        Ok(Self(Arc::new(Shared {
             core,
             config: Arc::new(config),
             tools,
@@ -74,7 +75,7 @@ impl AppState {
             stopping: tokio::sync::watch::Sender::new(false),
             pages: crate::web::PageCache::default(),
             security,
-        }))
+        })))
     }
 
     /// The agent whose visibility limits a search or summary: the one authentication proved,

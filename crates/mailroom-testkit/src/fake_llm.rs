@@ -46,6 +46,8 @@ struct FakeState {
 pub struct FakeLlm {
     /// The base URL to configure (`.../v1`).
     pub base_url: String,
+    /// Where it listens (plain HTTP).
+    pub address: std::net::SocketAddr,
     requests: Arc<Mutex<Vec<RecordedRequest>>>,
     server: tokio::task::JoinHandle<()>,
 }
@@ -61,7 +63,7 @@ impl FakeLlm {
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, router).await;
         });
-        Self { base_url: format!("http://{address}/v1"), requests, server }
+        Self { base_url: format!("http://{address}/v1"), address, requests, server }
     }
 
     /// The requests received so far, in order.

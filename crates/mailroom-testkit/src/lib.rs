@@ -3,6 +3,8 @@
 //! before the server task starts, so no test sleeps waiting for a port.
 
 mod fake_llm;
+mod json_server;
+pub mod tls;
 
 use std::path::PathBuf;
 
@@ -12,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 pub use fake_llm::{FakeLlm, FakeLlmMode};
+pub use json_server::JsonServer;
 
 /// A running server and an HTTP client for it.
 pub struct TestApp {
@@ -91,7 +94,7 @@ impl TestApp {
             .security
             .apply_env(&|name| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()))
             .expect("valid server settings");
-        let state = AppState::new(core.clone(), server_config);
+        let state = AppState::new(core.clone(), server_config).expect("valid server state");
         let kept = state.clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(mailroom_server::serve(listener, state, async move {

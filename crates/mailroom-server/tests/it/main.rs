@@ -5,6 +5,7 @@ mod conformance;
 mod fuzz;
 mod guard;
 mod health;
+mod jwt;
 mod lifecycle;
 mod macros;
 mod mail_enforcement;

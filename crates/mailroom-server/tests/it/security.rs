@@ -7,21 +7,21 @@ use serde_json::{Value, json};
 
 const TOKEN: &str = "correct-horse-battery-staple";
 
-async fn start(env: &[(&'static str, &str)]) -> TestApp {
+pub(crate) async fn start(env: &[(&'static str, &str)]) -> TestApp {
     let server_env = env.iter().map(|(k, v)| (*k, (*v).to_string())).collect();
     TestApp::start_with(TestOptions { server_env, ..TestOptions::default() }).await
 }
 
 /// A request as a remote client makes it: through a proxy on this machine that names the
 /// client (`X-Forwarded-For`), with a bearer token or none.
-struct Remote<'a> {
-    app: &'a TestApp,
-    client_ip: &'a str,
-    token: Option<&'a str>,
+pub(crate) struct Remote<'a> {
+    pub app: &'a TestApp,
+    pub client_ip: &'a str,
+    pub token: Option<&'a str>,
 }
 
 impl Remote<'_> {
-    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let mut request = self
             .app
             .client
@@ -33,19 +33,19 @@ impl Remote<'_> {
         request
     }
 
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         let response = self.request(reqwest::Method::POST, path).json(&body).send().await;
         let response = response.expect("post");
         let status = response.status().as_u16();
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
-    async fn get(&self, path: &str) -> u16 {
+    pub async fn get(&self, path: &str) -> u16 {
         let response = self.request(reqwest::Method::GET, path).send().await.expect("get");
         response.status().as_u16()
     }
 
-    async fn tool(&self, name: &str, arguments: Value) -> (u16, Value) {
+    pub async fn tool(&self, name: &str, arguments: Value) -> (u16, Value) {
         let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                           "params": {"name": name, "arguments": arguments}});
         self.post("/mcp", call).await

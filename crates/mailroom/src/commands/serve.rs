@@ -63,7 +63,7 @@ async fn serve(core_config: CoreConfig, mut server_config: ServerConfig) -> Resu
         .with_context(|| format!("cannot listen on {address}"))?;
     let local = listener.local_addr().context("no local address")?;
     server_config.port = local.port();
-    let state = AppState::new(core, server_config);
+    let state = AppState::new(core, server_config).map_err(anyhow::Error::msg)?;
     // Everything a signal needs is in place before the announcement: a SIGTERM sent as soon as
     // the line appears stops the server gracefully instead of killing it.
     let shutdown = shutdown_signal();

@@ -1,14 +1,16 @@
 //! Who may do what over HTTP, in front of every route but the health probes (MCP, REST and
-//! the web UI alike), in the reference's order (docs/compat/http.md §4): the bearer token
-//! (401), then roles (403), then rate limits (429).
+//! the web UI alike), in the reference's order (docs/compat/http.md §4): the bearer token or
+//! a JWT (401), then roles (403), then rate limits (429).
 //!
 //! A request from a loopback peer with no `X-Forwarded-*`/`Forwarded` header is local: it
-//! needs no token and has every role (`HTTP_ALLOW_LOCALHOST_UNAUTHENTICATED`). Any other
-//! request has the default role (`reader`): it may call the read-only tools and read pages,
-//! but not call a tool that writes, over MCP or REST, nor change anything from the UI. Rate
-//! limits count per client: the peer's address, or, behind a proxy on this machine (a
-//! loopback peer), the last address of `X-Forwarded-For`.
+//! needs no bearer token and has every role (`HTTP_ALLOW_LOCALHOST_UNAUTHENTICATED`); with
+//! JWTs on it needs a valid token too, as in the reference. Any other request has the roles
+//! its JWT names, else the default role (`reader`): a reader may call the read-only tools and
+//! read pages, but not call a tool that writes, over MCP or REST, nor change anything from
+//! the UI. Rate limits count per client: the JWT's `sub`, else the peer's address, or, behind
+//! a proxy on this machine (a loopback peer), the last address of `X-Forwarded-For`.
 
+mod jwt;
 mod rate_limit;
 mod settings;
 
@@ -24,6 +26,8 @@ use mailroom_core::model::digest::sha1_hex;
 use serde::Deserialize;
 use serde_json::json;
 
+pub use self::jwt::JwtSettings;
+use self::jwt::JwtVerifier;
 pub use self::rate_limit::MemoryLimiter;
 pub use self::settings::{RateLimits, SecuritySettings};
 use crate::state::AppState;
@@ -36,6 +40,7 @@ pub struct Security {
     /// The tools served: a call naming another shares one bucket, so made-up names cannot
     /// each get a full one.
     tools: Vec<&'static str>,
+    jwt: Option<JwtVerifier>,
     limiter: Option<(RateLimits, MemoryLimiter)>,
 }
 
@@ -44,14 +49,18 @@ impl Security {
         settings: SecuritySettings,
         mcp_paths: Vec<String>,
         tools: Vec<&'static str>,
-    ) -> Self {
+    ) -> Result<Self, String> {
         let limiter = settings.rate_limit.map(|limits| (limits, MemoryLimiter::default()));
-        Self { settings, mcp_paths, tools, limiter }
+        let jwt = settings.jwt.clone().map(JwtVerifier::new).transpose()?;
+        Ok(Self { settings, mcp_paths, tools, jwt, limiter })
     }
 
     /// Whether anything is checked at all (the middleware is skipped otherwise).
     pub fn is_active(&self) -> bool {
-        self.settings.bearer_token.is_some() || self.settings.rbac_enabled || self.limiter.is_some()
+        self.settings.bearer_token.is_some()
+            || self.jwt.is_some()
+            || self.settings.rbac_enabled
+            || self.limiter.is_some()
     }
 }
 
@@ -89,6 +98,16 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     {
         return refuse(StatusCode::UNAUTHORIZED, "Unauthorized");
     }
+    let claims = match &security.jwt {
+        Some(jwt) => match jwt.verify(request.headers()).await {
+            Ok(claims) => Some(claims),
+            Err(why) => {
+                tracing::debug!(%why, "JWT refused");
+                return refuse(StatusCode::UNAUTHORIZED, "Unauthorized");
+            }
+        },
+        None => None,
+    };
     let enforce_roles = settings.rbac_enabled && !local;
     if !enforce_roles && security.limiter.is_none() {
         return next.run(request).await;
@@ -97,13 +116,22 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         Ok(classified) => classified,
         Err(response) => return *response,
     };
-    if enforce_roles && !allowed(settings, &kind) {
-        return refuse(StatusCode::FORBIDDEN, "Forbidden");
+    if enforce_roles {
+        let roles = match &claims {
+            Some(claims) if !claims.roles.is_empty() => claims.roles.as_slice(),
+            _ => std::slice::from_ref(&settings.default_role),
+        };
+        if !allowed(settings, roles, &kind) {
+            return refuse(StatusCode::FORBIDDEN, "Forbidden");
+        }
     }
     if let Some((limits, limiter)) = &security.limiter {
-        let client = client_identity(peer, request.headers());
+        let who = match claims.as_ref().and_then(|c| c.subject.as_deref()) {
+            Some(subject) => Identity::Subject(subject),
+            None => Identity::Client(client_identity(peer, request.headers())),
+        };
         let (bucket, per_minute, burst) = bucket(limits, &kind, &security.tools);
-        if per_minute > 0.0 && !limiter.take((bucket, client), per_minute, burst, Instant::now()) {
+        if per_minute > 0.0 && !limiter.take((bucket, who), per_minute, burst, Instant::now()) {
             return refuse(StatusCode::TOO_MANY_REQUESTS, "Rate limit exceeded");
         }
     }
@@ -149,7 +177,14 @@ fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
     given.bytes().zip(wanted.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Who a request counts against.
+/// Who a request counts against: its JWT's subject, else its client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Identity<'a> {
+    Subject(&'a str),
+    Client(Client),
+}
+
+/// Where a request comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Client {
     /// An IPv4 address, or an IPv6 one cut to its /64 (one host's usual share).
@@ -261,14 +296,13 @@ fn kind_of(method: Option<&str>, tool: Option<&str>) -> Kind {
     }
 }
 
-/// Whether the default role may do `kind`: read-only tools need a reader or writer role,
-/// other tools and the UI's changes a writer role; the rest is open to every role.
-fn allowed(settings: &SecuritySettings, kind: &Kind) -> bool {
-    let role = &settings.default_role;
-    let writer = settings.writer_roles.contains(role);
+/// Whether `roles` may do `kind`: read-only tools need a reader or writer role, other tools
+/// and the UI's changes a writer role; the rest is open to every role.
+fn allowed(settings: &SecuritySettings, roles: &[String], kind: &Kind) -> bool {
+    let writer = roles.iter().any(|role| settings.writer_roles.contains(role));
     match kind {
         Kind::Tool(name) if settings.readonly_tools.contains(name) => {
-            writer || settings.reader_roles.contains(role)
+            writer || roles.iter().any(|role| settings.reader_roles.contains(role))
         }
         Kind::Tool(_) | Kind::Change => writer,
         Kind::Resources | Kind::Other => true,
@@ -322,17 +356,20 @@ mod tests {
 
     #[test]
     fn readers_read_and_writers_write() {
-        let mut settings = SecuritySettings::default();
+        let settings = SecuritySettings::default();
         let tool = |name: &str| Kind::Tool(name.to_string());
-        assert!(allowed(&settings, &tool("fetch_inbox")));
-        assert!(!allowed(&settings, &tool("send_message")));
-        assert!(!allowed(&settings, &tool("")), "a call naming no tool needs a writer");
-        assert!(!allowed(&settings, &Kind::Change));
-        assert!(allowed(&settings, &Kind::Resources) && allowed(&settings, &Kind::Other));
-        settings.default_role = "writer".into();
-        assert!(allowed(&settings, &tool("send_message")) && allowed(&settings, &Kind::Change));
-        settings.default_role = "nobody".into();
-        assert!(!allowed(&settings, &tool("fetch_inbox")), "no role, no tools");
+        let roles = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let reader = roles(&["reader"]);
+        assert!(allowed(&settings, &reader, &tool("fetch_inbox")));
+        assert!(!allowed(&settings, &reader, &tool("send_message")));
+        assert!(!allowed(&settings, &reader, &tool("")), "a call naming no tool needs a writer");
+        assert!(!allowed(&settings, &reader, &Kind::Change));
+        assert!(allowed(&settings, &reader, &Kind::Resources));
+        assert!(allowed(&settings, &reader, &Kind::Other));
+        let writer = roles(&["ro", "rw"]);
+        assert!(allowed(&settings, &writer, &tool("send_message")));
+        assert!(allowed(&settings, &writer, &Kind::Change));
+        assert!(!allowed(&settings, &roles(&["nobody"]), &tool("fetch_inbox")), "no tools");
     }
 
     #[test]

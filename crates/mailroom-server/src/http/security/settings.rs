@@ -1,6 +1,7 @@
 //! The settings of HTTP authentication, roles and rate limits, read once at start-up under
 //! the reference's names (docs/compat/http.md §4, docs/compat/settings.md §4).
 
+use super::jwt::JwtSettings;
 use crate::config::csv;
 
 /// A value that must not reach a log: its `Debug` shows only that it is set.
@@ -22,6 +23,9 @@ pub struct SecuritySettings {
     /// `HTTP_ALLOW_LOCALHOST_UNAUTHENTICATED` (default true): a request from a loopback peer
     /// with no `X-Forwarded-*`/`Forwarded` header needs no token and has every role.
     pub allow_localhost: bool,
+    /// `HTTP_JWT_ENABLED` (default false): every request but health probes, local ones too,
+    /// must carry a valid JWT, whose role claim gives its roles.
+    pub jwt: Option<JwtSettings>,
     /// `HTTP_RBAC_ENABLED` (default true): tools that write need a writer role.
     pub rbac_enabled: bool,
     /// `HTTP_RBAC_READER_ROLES` (default `reader,read,ro`).
@@ -74,6 +78,7 @@ impl Default for SecuritySettings {
         Self {
             bearer_token: None,
             allow_localhost: true,
+            jwt: None,
             rbac_enabled: true,
             reader_roles: list(&["reader", "read", "ro"]),
             writer_roles: list(&["writer", "write", "tools", "rw"]),
@@ -98,9 +103,16 @@ impl SecuritySettings {
         if let Some(allow) = flag("HTTP_ALLOW_LOCALHOST_UNAUTHENTICATED")? {
             self.allow_localhost = allow;
         }
-        if flag("HTTP_JWT_ENABLED")? == Some(true) {
-            return Err("HTTP_JWT_ENABLED: JWT authentication is not in this build yet; use \
-                        HTTP_BEARER_TOKEN, or leave HTTP_JWT_ENABLED unset"
+        match flag("HTTP_JWT_ENABLED")? {
+            Some(true) => self.jwt = Some(JwtSettings::from_env(lookup)?),
+            Some(false) => self.jwt = None,
+            None => {}
+        }
+        if self.jwt.is_some() && self.bearer_token.is_some() {
+            // One Authorization header cannot be both (the reference would refuse every
+            // remote request).
+            return Err("HTTP_BEARER_TOKEN and HTTP_JWT_ENABLED exclude each other: a request \
+                        carries one Authorization header; choose one"
                 .to_string());
         }
         if let Some(enabled) = flag("HTTP_RBAC_ENABLED")? {
@@ -200,10 +212,62 @@ mod tests {
     }
 
     #[test]
+    fn jwt_settings() {
+        let jwt = |pairs: &[(&str, &str)]| with(pairs).expect("valid").jwt.expect("on");
+        let hmac = jwt(&[("HTTP_JWT_ENABLED", "true"), ("HTTP_JWT_SECRET", " k3y ")]);
+        assert_eq!(hmac.algorithms, [jsonwebtoken::Algorithm::HS256]);
+        assert_eq!(
+            (hmac.secret.map(|s| s.0), hmac.role_claim),
+            (Some("k3y".into()), "role".into())
+        );
+        for url in
+            ["https://idp.example/.well-known/jwks.json", "http://127.0.0.1:9/k", "http://[::1]/k"]
+        {
+            let keys = jwt(&[
+                ("HTTP_JWT_ENABLED", "true"),
+                ("HTTP_JWT_JWKS_URL", url),
+                ("HTTP_JWT_ALGORITHMS", "RS256, ES256,RS256"),
+                ("HTTP_JWT_ROLE_CLAIM", "roles"),
+            ]);
+            use jsonwebtoken::Algorithm::{ES256, RS256};
+            assert_eq!((keys.algorithms, keys.role_claim), (vec![RS256, ES256], "roles".into()));
+        }
+        assert_eq!(with(&[("HTTP_JWT_ENABLED", "false")]).expect("off").jwt, None);
+    }
+
+    #[test]
     fn bad_values_name_their_variable() {
         for (pairs, name) in [
             (vec![("HTTP_RBAC_ENABLED", "perhaps")], "HTTP_RBAC_ENABLED"),
             (vec![("HTTP_JWT_ENABLED", "true")], "HTTP_JWT_ENABLED"),
+            (
+                vec![
+                    ("HTTP_JWT_ENABLED", "true"),
+                    ("HTTP_JWT_SECRET", "k"),
+                    ("HTTP_BEARER_TOKEN", "t"),
+                ],
+                "HTTP_JWT_ENABLED",
+            ),
+            (
+                vec![
+                    ("HTTP_JWT_ENABLED", "1"),
+                    ("HTTP_JWT_SECRET", "k"),
+                    ("HTTP_JWT_ALGORITHMS", "RS256"),
+                ],
+                "HTTP_JWT_JWKS_URL",
+            ),
+            (
+                vec![
+                    ("HTTP_JWT_ENABLED", "1"),
+                    ("HTTP_JWT_SECRET", "k"),
+                    ("HTTP_JWT_ALGORITHMS", "none"),
+                ],
+                "HTTP_JWT_ALGORITHMS",
+            ),
+            (
+                vec![("HTTP_JWT_ENABLED", "1"), ("HTTP_JWT_JWKS_URL", "http://idp.example/jwks")],
+                "HTTP_JWT_JWKS_URL",
+            ),
             (
                 vec![("HTTP_RATE_LIMIT_ENABLED", "true"), ("HTTP_RATE_LIMIT_PER_MINUTE", "x")],
                 "HTTP_RATE_LIMIT_PER_MINUTE",

@@ -1,0 +1,93 @@
+//! Outbound HTTPS as an operator runs it: `mailroom serve` fetching an issuer's JWKS and
+//! calling an OpenAI-compatible API over TLS, trusting the system's store or `SSL_CERT_FILE`
+//! (here the test CA), and refusing a certificate it cannot trust.
+
+mod common;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use common::{KillOnDrop, start_with, stop};
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use mailroom_testkit::tls::{TlsProxy, ca_file, fixture};
+use mailroom_testkit::{FakeLlm, FakeLlmMode, JsonServer};
+use serde_json::{Value, json};
+
+/// Calls `name` over MCP with `token`; the HTTP status and the tool's parsed text.
+async fn call(url: &str, token: &str, name: &str, arguments: Value) -> (u16, Value) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": name, "arguments": arguments}});
+    let response = reqwest::Client::new()
+        .post(format!("{url}/mcp"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .expect("post");
+    let status = response.status().as_u16();
+    let reply: Value = response.json().await.unwrap_or(Value::Null);
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap_or("null");
+    (status, serde_json::from_str(text).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn jwks_and_the_llm_are_reached_over_https() {
+    let key = EncodingKey::from_rsa_pem(&std::fs::read(fixture("jwt-rsa.pem")).expect("key"))
+        .expect("rsa key");
+    let mut jwk = Jwk::from_encoding_key(&key, Algorithm::RS256).expect("jwk");
+    jwk.common.key_id = Some("k1".to_string());
+    let issuer =
+        JsonServer::start(serde_json::to_value(JwkSet { keys: vec![jwk] }).expect("jwks")).await;
+    let issuer_tls = TlsProxy::start(issuer.address).await;
+    let llm = FakeLlm::start(FakeLlmMode::Reference).await;
+    let llm_tls = TlsProxy::start(llm.address).await;
+    let exp = SystemTime::now().duration_since(UNIX_EPOCH).expect("clock").as_secs() + 600;
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some("k1".to_string());
+    let token = encode(&header, &json!({"sub": "ops", "exp": exp}), &key).expect("sign");
+
+    let jwks_url = format!("{}/.well-known/jwks.json", issuer_tls.base_url);
+    let llm_url = format!("{}/v1", llm_tls.base_url);
+    let ca = ca_file().display().to_string();
+    let mut env = vec![
+        ("HTTP_JWT_ENABLED", "true"),
+        ("HTTP_JWT_ALGORITHMS", "RS256"),
+        ("HTTP_JWT_JWKS_URL", jwks_url.as_str()),
+        ("LLM_ENABLED", "true"),
+        ("OPENAI_BASE_URL", llm_url.as_str()),
+        ("OPENAI_API_KEY", "sk-test-https"),
+    ];
+    // Without the test CA the issuer's certificate is not trusted: no keys, no entry.
+    let data = tempfile::tempdir().expect("temp dir");
+    let (server, url) = start_with(data.path(), &env);
+    let server = KillOnDrop(Some(server));
+    let (status, _) = call(&url, &token, "health_check", json!({})).await;
+    assert_eq!(status, 401, "an untrusted JWKS endpoint gives no keys");
+    assert_eq!(issuer.hits(), 0, "the TLS handshake failed before any request");
+    stop(server.take());
+
+    env.push(("SSL_CERT_FILE", ca.as_str()));
+    let data = tempfile::tempdir().expect("temp dir");
+    let (server, url) = start_with(data.path(), &env);
+    let server = KillOnDrop(Some(server));
+    let (status, health) = call(&url, &token, "health_check", json!({})).await;
+    assert_eq!((status, &health["status"]), (200, &json!("ok")), "{health}");
+    assert_eq!(issuer.hits(), 1);
+    let (_, project) =
+        call(&url, &token, "ensure_project", json!({"human_key": "/work/tls"})).await;
+    let slug = project["slug"].as_str().expect("slug").to_string();
+    for name in ["BlueLake", "GreenCastle"] {
+        let register = json!({"project_key": slug, "program": "codex-cli", "model": "gpt-5",
+                              "name": name});
+        assert_eq!(call(&url, &token, "register_agent", register).await.0, 200);
+    }
+    let send = json!({"project_key": slug, "sender_name": "BlueLake", "to": ["BlueLake"],
+                      "subject": "plan", "body_md": "- [ ] ship it"});
+    assert_eq!(call(&url, &token, "send_message", send).await.0, 200);
+    let (_, summary) = call(&url, &token, "summarize_recent", json!({"project_key": slug})).await;
+    assert!(summary["llm_model"].is_string(), "the LLM answered over HTTPS: {summary}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].authorization.as_deref(), Some("Bearer sk-test-https"));
+    stop(server.take());
+}
