@@ -4,6 +4,7 @@
 
 mod fake_llm;
 mod json_server;
+mod redis_server;
 pub mod tls;
 
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use tokio::sync::oneshot;
 
 pub use fake_llm::{FakeLlm, FakeLlmMode};
 pub use json_server::JsonServer;
+pub use redis_server::RedisServer;
 
 /// A running server and an HTTP client for it.
 pub struct TestApp {

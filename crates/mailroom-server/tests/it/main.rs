@@ -11,6 +11,7 @@ mod macros;
 mod mail_enforcement;
 mod messaging;
 mod products;
+mod redis_limits;
 mod reservations;
 mod resources;
 mod rest;

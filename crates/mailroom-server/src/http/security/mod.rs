@@ -12,6 +12,7 @@
 
 mod jwt;
 mod rate_limit;
+mod redis_limit;
 mod settings;
 
 use std::net::{IpAddr, SocketAddr};
@@ -28,7 +29,8 @@ use serde_json::json;
 
 pub use self::jwt::JwtSettings;
 use self::jwt::JwtVerifier;
-pub use self::rate_limit::MemoryLimiter;
+use self::rate_limit::MemoryLimiter;
+use self::redis_limit::RedisLimiter;
 pub use self::settings::{RateLimits, SecuritySettings};
 use crate::state::AppState;
 
@@ -41,7 +43,25 @@ pub struct Security {
     /// each get a full one.
     tools: Vec<&'static str>,
     jwt: Option<JwtVerifier>,
-    limiter: Option<(RateLimits, MemoryLimiter)>,
+    limiter: Option<(RateLimits, Limiter)>,
+}
+
+/// Where the buckets live.
+enum Limiter {
+    Memory(MemoryLimiter),
+    Redis(RedisLimiter),
+}
+
+impl Limiter {
+    async fn take(&self, bucket: (&str, &str), who: Identity<'_>, rate: f64, burst: f64) -> bool {
+        match self {
+            Limiter::Memory(memory) => memory.take((bucket, who), rate, burst, Instant::now()),
+            Limiter::Redis(redis) => {
+                let key = format!("{}:{}:{who}", bucket.0, bucket.1);
+                redis.take(&key, (bucket, who), rate, burst).await
+            }
+        }
+    }
 }
 
 impl Security {
@@ -50,7 +70,11 @@ impl Security {
         mcp_paths: Vec<String>,
         tools: Vec<&'static str>,
     ) -> Result<Self, String> {
-        let limiter = settings.rate_limit.map(|limits| (limits, MemoryLimiter::default()));
+        let limiter = match (settings.rate_limit, &settings.rate_limit_redis) {
+            (Some(limits), Some(url)) => Some((limits, Limiter::Redis(RedisLimiter::new(&url.0)?))),
+            (Some(limits), None) => Some((limits, Limiter::Memory(MemoryLimiter::default()))),
+            (None, _) => None,
+        };
         let jwt = settings.jwt.clone().map(JwtVerifier::new).transpose()?;
         Ok(Self { settings, mcp_paths, tools, jwt, limiter })
     }
@@ -131,7 +155,7 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
             None => Identity::Client(client_identity(peer, request.headers())),
         };
         let (bucket, per_minute, burst) = bucket(limits, &kind, &security.tools);
-        if per_minute > 0.0 && !limiter.take((bucket, who), per_minute, burst, Instant::now()) {
+        if per_minute > 0.0 && !limiter.take(bucket, who, per_minute, burst).await {
             return refuse(StatusCode::TOO_MANY_REQUESTS, "Rate limit exceeded");
         }
     }
@@ -182,6 +206,18 @@ fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
 enum Identity<'a> {
     Subject(&'a str),
     Client(Client),
+}
+
+/// As Redis keys name it: `sub:<sub>`, or the client's address.
+impl std::fmt::Display for Identity<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Identity::Subject(subject) => write!(f, "sub:{subject}"),
+            Identity::Client(Client::Addr(ip)) => write!(f, "{ip}"),
+            Identity::Client(Client::Unreadable) => f.write_str("unreadable"),
+            Identity::Client(Client::Unknown) => f.write_str("unknown"),
+        }
+    }
 }
 
 /// Where a request comes from.

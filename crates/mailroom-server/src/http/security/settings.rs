@@ -38,6 +38,9 @@ pub struct SecuritySettings {
     pub readonly_tools: Vec<String>,
     /// Rate limits, when on.
     pub rate_limit: Option<RateLimits>,
+    /// `HTTP_RATE_LIMIT_BACKEND=redis` and `HTTP_RATE_LIMIT_REDIS_URL`: the buckets live in
+    /// that Redis, shared by every server using it (the URL may hold a password).
+    pub rate_limit_redis: Option<Secret>,
 }
 
 /// `HTTP_RATE_LIMIT_*`: requests per minute and bursts per kind of request. A rate of 0 or
@@ -85,6 +88,7 @@ impl Default for SecuritySettings {
             default_role: "reader".to_string(),
             readonly_tools: list(&READONLY_TOOLS),
             rate_limit: None,
+            rate_limit_redis: None,
         }
     }
 }
@@ -141,22 +145,37 @@ impl SecuritySettings {
         };
         if enabled == Some(true) {
             self.rate_limit = Some(rate_limits(lookup)?);
+            self.rate_limit_redis = redis_url(lookup)?;
         } else if enabled == Some(false) {
             self.rate_limit = None;
+            self.rate_limit_redis = None;
         }
         Ok(())
     }
 }
 
-fn rate_limits(lookup: &dyn Fn(&str) -> Option<String>) -> Result<RateLimits, String> {
-    if let Some(backend) = lookup("HTTP_RATE_LIMIT_BACKEND") {
-        let backend = backend.trim().to_ascii_lowercase();
-        if backend != "memory" {
-            return Err(format!(
-                "HTTP_RATE_LIMIT_BACKEND: only `memory` is in this build yet, not {backend:?}"
-            ));
+/// The Redis URL when `HTTP_RATE_LIMIT_BACKEND=redis`.
+fn redis_url(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<Secret>, String> {
+    let backend = lookup("HTTP_RATE_LIMIT_BACKEND").map(|b| b.trim().to_ascii_lowercase());
+    match backend.as_deref() {
+        None | Some("" | "memory") => Ok(None),
+        Some("redis") => {
+            let url = lookup("HTTP_RATE_LIMIT_REDIS_URL").map(|u| u.trim().to_string());
+            let url = url.filter(|u| !u.is_empty()).ok_or(
+                "HTTP_RATE_LIMIT_BACKEND=redis needs HTTP_RATE_LIMIT_REDIS_URL \
+                 (e.g. redis://127.0.0.1:6379/0)",
+            )?;
+            redis::Client::open(url.as_str())
+                .map_err(|e| format!("HTTP_RATE_LIMIT_REDIS_URL is not a Redis URL: {e}"))?;
+            Ok(Some(Secret(url)))
+        }
+        Some(other) => {
+            Err(format!("HTTP_RATE_LIMIT_BACKEND must be `memory` or `redis`, not {other:?}"))
         }
     }
+}
+
+fn rate_limits(lookup: &dyn Fn(&str) -> Option<String>) -> Result<RateLimits, String> {
     let mut limits = RateLimits::default();
     for (name, value) in [
         ("HTTP_RATE_LIMIT_TOOLS_PER_MINUTE", &mut limits.tools_per_minute),
@@ -208,6 +227,15 @@ mod tests {
         .expect("valid");
         assert_eq!(tuned.rate_limit.map(|l| l.tools_per_minute), Some(5.0));
         assert_eq!(tuned.readonly_tools, ["fetch_inbox", "whois"]);
+        let shared = with(&[
+            ("HTTP_RATE_LIMIT_ENABLED", "true"),
+            ("HTTP_RATE_LIMIT_BACKEND", "Redis"),
+            ("HTTP_RATE_LIMIT_REDIS_URL", "redis://:pa55@127.0.0.1:6379/2"),
+        ])
+        .expect("valid");
+        let url = shared.rate_limit_redis.as_ref().map(|u| u.0.as_str());
+        assert_eq!(url, Some("redis://:pa55@127.0.0.1:6379/2"));
+        assert!(!format!("{shared:?}").contains("pa55"), "the URL's password never shows");
         assert_eq!(with(&[("HTTP_BEARER_TOKEN", "  ")]).expect("valid").bearer_token, None);
     }
 
@@ -274,7 +302,19 @@ mod tests {
             ),
             (
                 vec![("HTTP_RATE_LIMIT_ENABLED", "true"), ("HTTP_RATE_LIMIT_BACKEND", "redis")],
+                "HTTP_RATE_LIMIT_REDIS_URL",
+            ),
+            (
+                vec![("HTTP_RATE_LIMIT_ENABLED", "true"), ("HTTP_RATE_LIMIT_BACKEND", "memcached")],
                 "HTTP_RATE_LIMIT_BACKEND",
+            ),
+            (
+                vec![
+                    ("HTTP_RATE_LIMIT_ENABLED", "true"),
+                    ("HTTP_RATE_LIMIT_BACKEND", "redis"),
+                    ("HTTP_RATE_LIMIT_REDIS_URL", "http://127.0.0.1:6379"),
+                ],
+                "HTTP_RATE_LIMIT_REDIS_URL",
             ),
             (vec![("HTTP_RBAC_DEFAULT_ROLE", "")], "HTTP_RBAC_DEFAULT_ROLE"),
         ] {
