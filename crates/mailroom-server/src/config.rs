@@ -33,6 +33,8 @@ pub struct ServerConfig {
     /// Format of tool and resource results when the caller names none
     /// (`MCP_AGENT_MAIL_OUTPUT_FORMAT`, else `TOON_DEFAULT_FORMAT`; default JSON).
     pub default_format: OutputFormat,
+    /// `HTTP_CORS_*`: `None` when CORS is off.
+    pub cors: Option<crate::http::cors::CorsSettings>,
     /// Bearer token, roles and rate limits (`HTTP_BEARER_TOKEN`, `HTTP_RBAC_*`,
     /// `HTTP_RATE_LIMIT_*`).
     pub security: SecuritySettings,
@@ -52,6 +54,7 @@ impl Default for ServerConfig {
             session_binding_ttl_seconds: 86_400,
             tool_filter: crate::mcp::catalog::ToolFilter::Full,
             default_format: OutputFormat::Json,
+            cors: Some(crate::http::cors::CorsSettings::default()),
             security: SecuritySettings::default(),
         }
     }
@@ -76,6 +79,7 @@ impl ServerConfig {
         if let Some(origins) = lookup("HTTP_CORS_ORIGINS") {
             self.allowed_origins = csv(&origins);
         }
+        self.cors = crate::http::cors::CorsSettings::from_env(lookup)?;
         if let Some(hosts) = lookup("HTTP_ALLOWED_HOSTS") {
             self.allowed_hosts = csv(&hosts);
         }

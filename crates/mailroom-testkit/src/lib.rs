@@ -54,8 +54,9 @@ pub struct TestOptions {
     /// `FILE_RESERVATIONS_ENFORCEMENT_ENABLED=false`: reservations on mail-archive paths do
     /// not block deliveries.
     pub reservations_enforcement_off: bool,
-    /// Environment variables of the HTTP front applied on top (`HTTP_BEARER_TOKEN`,
-    /// `HTTP_RBAC_*`, `HTTP_RATE_LIMIT_*`, …), as `mailroom serve` reads them.
+    /// Environment variables of the HTTP front (`HTTP_BEARER_TOKEN`, `HTTP_RBAC_*`,
+    /// `HTTP_RATE_LIMIT_*`, `HTTP_CORS_*`, …), as `mailroom serve` reads them; the options
+    /// above apply on top.
     pub server_env: Vec<(&'static str, String)>,
 }
 
@@ -84,18 +85,19 @@ impl TestApp {
         let core = Mailroom::open(core_config).expect("open core");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let address = listener.local_addr().expect("address");
-        let mut server_config = ServerConfig {
-            port: options.reported_port.unwrap_or(address.port()),
-            tool_auth: options.tool_auth,
-            tool_filter: options.tool_filter.unwrap_or_default(),
-            mcp_path: options.mcp_path.unwrap_or_else(|| ServerConfig::default().mcp_path),
-            ..ServerConfig::default()
-        };
         let env = options.server_env;
+        let mut server_config = ServerConfig::default();
         server_config
-            .security
             .apply_env(&|name| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()))
             .expect("valid server settings");
+        server_config.port = options.reported_port.unwrap_or(address.port());
+        server_config.tool_auth |= options.tool_auth;
+        if let Some(filter) = options.tool_filter {
+            server_config.tool_filter = filter;
+        }
+        if let Some(path) = options.mcp_path {
+            server_config.mcp_path = path;
+        }
         let state = AppState::new(core.clone(), server_config).expect("valid server state");
         let kept = state.clone();
         let (stop, stopped) = oneshot::channel::<()>();

@@ -1,5 +1,6 @@
 //! The axum router: health probes, REST routes, MCP mount points, OAuth-discovery stubs.
 
+pub mod cors;
 pub mod error;
 pub mod health;
 pub mod rest;
@@ -37,6 +38,10 @@ pub fn router(state: AppState) -> Router {
     let mut router = router.merge(crate::web::router(state.clone()));
     if state.security.is_active() {
         router = router.layer(middleware::from_fn_with_state(state.clone(), security::guard));
+    }
+    // CORS outermost: a preflight is answered before any token is asked for.
+    if let Some(cors) = &state.config.cors {
+        router = router.layer(cors.layer(&state.config.allowed_origins));
     }
     let body_limit = DefaultBodyLimit::max(state.config.max_body_bytes);
     router.layer(body_limit).with_state(state)

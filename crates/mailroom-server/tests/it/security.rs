@@ -178,3 +178,68 @@ async fn a_client_over_its_rate_is_refused_while_others_go_on() {
     assert_eq!(calm.tool("fetch_inbox", fetch).await.0, 200);
     assert_eq!(busy.get("/health").await, 200);
 }
+
+/// A browser's preflight from `origin` for a JSON POST to /mcp carrying a token.
+async fn preflight(app: &TestApp, origin: &str) -> reqwest::Response {
+    app.client
+        .request(reqwest::Method::OPTIONS, format!("{}/mcp", app.base_url))
+        .header("origin", origin)
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "authorization,content-type,mcp-session-id")
+        .send()
+        .await
+        .expect("preflight")
+}
+
+#[tokio::test]
+async fn cors_lets_listed_origins_read_answers_and_no_others() {
+    const DASH: &str = "https://dash.example";
+    let header = |response: &reqwest::Response, name: &str| {
+        response.headers().get(name).map(|v| v.to_str().expect("ascii").to_string())
+    };
+    // On by default (development), but no origin listed: no other origin may read.
+    let plain = start(&[]).await;
+    let response = preflight(&plain, DASH).await;
+    assert_eq!(header(&response, "access-control-allow-origin"), None);
+
+    let app = start(&[
+        ("HTTP_CORS_ORIGINS", DASH),
+        ("HTTP_CORS_ALLOW_CREDENTIALS", "true"),
+        ("HTTP_BEARER_TOKEN", TOKEN),
+        ("HTTP_ALLOW_LOCALHOST_UNAUTHENTICATED", "false"),
+    ])
+    .await;
+    // The preflight carries no token and needs none.
+    let response = preflight(&app, DASH).await;
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(header(&response, "access-control-allow-origin").as_deref(), Some(DASH));
+    assert_eq!(header(&response, "access-control-allow-credentials").as_deref(), Some("true"));
+    let allowed = header(&response, "access-control-allow-headers").expect("headers");
+    assert!(allowed.contains("authorization") && allowed.contains("mcp-session-id"), "{allowed}");
+    assert!(header(&response, "access-control-allow-methods").expect("methods").contains("POST"));
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let post = |origin: &str| {
+        app.client
+            .post(format!("{}/mcp", app.base_url))
+            .header("origin", origin)
+            .bearer_auth(TOKEN)
+            .json(&list)
+            .send()
+    };
+    let response = post(DASH).await.expect("post");
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(header(&response, "access-control-allow-origin").as_deref(), Some(DASH));
+    let exposed = header(&response, "access-control-expose-headers").expect("exposed");
+    assert!(exposed.contains("mcp-session-id"), "{exposed}");
+    // An origin not listed: refused outright (the DNS-rebinding check), no CORS headers.
+    let response = post("https://evil.example").await.expect("post");
+    assert_eq!(response.status().as_u16(), 403);
+    assert_eq!(header(&response, "access-control-allow-origin"), None);
+    let response = preflight(&app, "https://evil.example").await;
+    assert_eq!(header(&response, "access-control-allow-origin"), None);
+
+    // Off outside development unless asked for.
+    let production = start(&[("HTTP_CORS_ORIGINS", DASH), ("APP_ENVIRONMENT", "production")]).await;
+    let response = preflight(&production, DASH).await;
+    assert_eq!(header(&response, "access-control-allow-origin"), None);
+}
