@@ -20,6 +20,9 @@ pub enum Category {
     PermissionDenied,
     /// A transient condition (database busy); retrying may succeed.
     Retryable,
+    /// The disk holding the data is full, or the data cannot be written (a read-only file or
+    /// file system): the message says which, and that nothing of the call was stored.
+    Storage,
     /// A bug or an environment fault; details are logged, not returned.
     Internal,
 }
@@ -75,6 +78,50 @@ impl Error {
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(Category::Internal, "UNHANDLED_EXCEPTION", message)
     }
+
+    /// `STORAGE_FULL`: `what` (the database, the archive) could not grow, so the call was
+    /// not carried out.
+    pub fn storage_full(what: &str) -> Self {
+        Self::new(
+            Category::Storage,
+            "STORAGE_FULL",
+            format!(
+                "storage full: {what} cannot grow (no space left on its disk); the call was \
+                 not carried out. Retry once space is freed."
+            ),
+        )
+    }
+
+    /// `STORAGE_READ_ONLY`: `what` cannot be written, so the call was not carried out.
+    pub fn storage_read_only(what: &str) -> Self {
+        Self::new(
+            Category::Storage,
+            "STORAGE_READ_ONLY",
+            format!(
+                "storage read-only: {what} cannot be written (a read-only file or file \
+                 system); the call was not carried out."
+            ),
+        )
+    }
+
+    /// The storage error a system error stands for (disk full, quota exceeded, read-only
+    /// file system), if it is one.
+    pub fn from_storage_io(error: &std::io::Error, what: &str) -> Option<Self> {
+        match storage_kind(error)? {
+            "STORAGE_FULL" => Some(Self::storage_full(what)),
+            _ => Some(Self::storage_read_only(what)),
+        }
+    }
+}
+
+/// `STORAGE_FULL` or `STORAGE_READ_ONLY` when a system error is one of those.
+fn storage_kind(error: &std::io::Error) -> Option<&'static str> {
+    use std::io::ErrorKind;
+    match error.kind() {
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => Some("STORAGE_FULL"),
+        ErrorKind::ReadOnlyFilesystem => Some("STORAGE_READ_ONLY"),
+        _ => None,
+    }
 }
 
 impl fmt::Display for Error {
@@ -89,7 +136,20 @@ impl std::error::Error for Error {}
 /// `archive: ` (what the writer's retries log, and what a full queue's error quotes).
 impl From<mailroom_git::Error> for Error {
     fn from(error: mailroom_git::Error) -> Self {
-        Self::internal(format!("archive: {error}"))
+        let storage = match &error {
+            mailroom_git::Error::Io { source, .. } | mailroom_git::Error::Flush { source, .. } => {
+                storage_kind(source)
+            }
+            _ => None,
+        };
+        match storage {
+            Some(kind) => {
+                let what =
+                    if kind == "STORAGE_FULL" { "storage full" } else { "storage read-only" };
+                Self::new(Category::Storage, kind, format!("{what}: archive: {error}"))
+            }
+            None => Self::internal(format!("archive: {error}")),
+        }
     }
 }
 
@@ -129,5 +189,28 @@ mod tests {
             assert_eq!((error.category, error.kind), (Category::Internal, "UNHANDLED_EXCEPTION"));
             assert_eq!(error.message, expected);
         }
+    }
+
+    /// A full disk and a read-only file system are storage errors that say so, from the
+    /// archive's engine and from plain system errors alike; other system errors are not.
+    #[test]
+    fn full_and_read_only_storage_say_so() {
+        let full = || std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let engine = mailroom_git::Error::Io {
+            context: "cannot write",
+            path: PathBuf::from("/data/archive/x.md"),
+            source: full(),
+        };
+        let error = Error::from(engine);
+        assert_eq!((error.category, error.kind), (Category::Storage, "STORAGE_FULL"));
+        assert!(error.message.starts_with("storage full: archive: cannot write"), "{error}");
+        let read_only = std::io::Error::from_raw_os_error(libc::EROFS);
+        let error = Error::from_storage_io(&read_only, "the archive").expect("storage");
+        assert_eq!(error.kind, "STORAGE_READ_ONLY");
+        assert!(error.message.starts_with("storage read-only: the archive"), "{error}");
+        let quota = std::io::Error::from_raw_os_error(libc::EDQUOT);
+        assert_eq!(Error::from_storage_io(&quota, "x").map(|e| e.kind), Some("STORAGE_FULL"));
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(Error::from_storage_io(&denied, "x"), None);
     }
 }

@@ -179,6 +179,14 @@ impl AttachmentError {
     pub fn is_invalid_argument(&self) -> bool {
         !matches!(self, AttachmentError::Read { .. } | AttachmentError::Write { .. })
     }
+
+    /// The system's error when an archive file could not be written.
+    pub fn write_error(&self) -> Option<&io::Error> {
+        match self {
+            AttachmentError::Write { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }
 
 /// Converts the images a message refers to and stores them in the project archive.

@@ -33,6 +33,8 @@ pub fn status_and_message(e: &Error) -> (StatusCode, String) {
         Category::Conflict => StatusCode::CONFLICT,
         Category::PermissionDenied => StatusCode::FORBIDDEN,
         Category::Retryable => StatusCode::SERVICE_UNAVAILABLE,
+        Category::Storage if e.kind == "STORAGE_FULL" => StatusCode::INSUFFICIENT_STORAGE,
+        Category::Storage => StatusCode::SERVICE_UNAVAILABLE,
         Category::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     };
     let message = if e.category == Category::Internal {
@@ -42,4 +44,22 @@ pub fn status_and_message(e: &Error) -> (StatusCode, String) {
         e.message.clone()
     };
     (status, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_errors_are_shown_with_their_own_status() {
+        let (status, message) = status_and_message(&Error::storage_full("the database"));
+        assert_eq!(status, StatusCode::INSUFFICIENT_STORAGE);
+        assert!(message.starts_with("storage full: the database"), "{message}");
+        let (status, message) = status_and_message(&Error::storage_read_only("the database"));
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(message.starts_with("storage read-only: the database"), "{message}");
+        let (status, message) = status_and_message(&Error::internal("secret detail"));
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!message.contains("secret"), "internal details stay in the log");
+    }
 }

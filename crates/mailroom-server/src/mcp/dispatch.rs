@@ -101,6 +101,7 @@ pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -
         "tools/call" => match call_tool(state, params, session).await {
             Answer::Success(json) => ok_tool(&id, &json),
             Answer::Failure(result) => ok(&id, &result),
+            Answer::Storage(message) => error(&id, code::STORAGE, &message),
         },
         "resources/list" => ok_raw(&id, state.resources.list_result()),
         "resources/templates/list" => ok_raw(&id, state.resources.templates_result()),
@@ -148,10 +149,12 @@ async fn read_resource(state: &AppState, id: &Value, params: &Value) -> Response
     }
 }
 
-/// What a `tools/call` answers: a successful result's JSON text, or an `isError` result.
+/// What a `tools/call` answers: a successful result's JSON text, an `isError` result, or
+/// (storage refused the write) a JSON-RPC error.
 enum Answer {
     Success(String),
     Failure(Value),
+    Storage(String),
 }
 
 async fn call_tool(state: &AppState, mut params: Value, session: Option<&str>) -> Answer {
@@ -205,7 +208,10 @@ async fn call_tool(state: &AppState, mut params: Value, session: Option<&str>) -
         }
         Err(e) => {
             state.instruments.record_error(name);
-            Answer::Failure(error_result(e.result_text(name)))
+            match e.storage_message() {
+                Some(message) => Answer::Storage(message.to_string()),
+                None => Answer::Failure(error_result(e.result_text(name))),
+            }
         }
     }
 }

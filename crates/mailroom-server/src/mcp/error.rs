@@ -13,6 +13,9 @@ pub mod code {
     pub const INTERNAL_ERROR: i64 = -32603;
     /// A resource that exists failed to read (what the reference's MCP SDK sends).
     pub const RESOURCE_FAILED: i64 = 0;
+    /// The server's storage refused a write (disk full, read-only): a server fault the call
+    /// can be retried after, not a tool result (an implementation-defined server error).
+    pub const STORAGE: i64 = -32001;
 }
 
 /// Why a tool call failed.
@@ -25,6 +28,14 @@ pub enum ToolError {
 }
 
 impl ToolError {
+    /// A storage refusal: answered as a JSON-RPC error with this text, not as a result.
+    pub fn storage_message(&self) -> Option<&str> {
+        match self {
+            Self::Domain(e) if e.category == Category::Storage => Some(&e.message),
+            _ => None,
+        }
+    }
+
     /// The text of the `isError` result for tool `tool`.
     pub fn result_text(&self, tool: &str) -> String {
         match self {

@@ -80,7 +80,10 @@ impl Mailroom {
         match processed {
             Ok(p) => Ok(Some(p)),
             Err(e) if e.is_invalid_argument() => Err(Error::invalid(e.to_string())),
-            Err(e) => Err(Error::internal(e.to_string())),
+            Err(e) => Err(e
+                .write_error()
+                .and_then(|io| Error::from_storage_io(io, "the archive"))
+                .unwrap_or_else(|| Error::internal(e.to_string()))),
         }
     }
 }

@@ -62,17 +62,24 @@ impl<'c> Db<'c> {
     }
 }
 
-/// Converts a driver error at the store boundary: busy/locked becomes retryable, the rest
-/// internal (details are logged by the transport, never returned).
+/// Converts a driver error at the store boundary: busy/locked becomes retryable, a full disk
+/// or a read-only database a storage error, the rest internal (details are logged by the
+/// transport, never returned).
 pub fn map_err(e: rusqlite::Error) -> Error {
-    let busy = matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    );
-    if busy {
-        Error::new(Category::Retryable, "RESOURCE_BUSY", format!("Database is busy: {e}"))
-    } else {
-        Error::new(Category::Internal, "DATABASE_ERROR", format!("database error: {e}"))
+    use rusqlite::ErrorCode;
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+            Error::new(Category::Retryable, "RESOURCE_BUSY", format!("Database is busy: {e}"))
+        }
+        Some(ErrorCode::DiskFull) => {
+            tracing::error!(error = %e, "the database's disk is full");
+            Error::storage_full("the database")
+        }
+        Some(ErrorCode::ReadOnly) => {
+            tracing::error!(error = %e, "the database is read-only");
+            Error::storage_read_only("the database")
+        }
+        _ => Error::new(Category::Internal, "DATABASE_ERROR", format!("database error: {e}")),
     }
 }
 
@@ -158,3 +165,32 @@ macro_rules! id_column {
 }
 
 id_column!(crate::records::ProjectId, crate::records::AgentId, crate::records::MessageId);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SQLite's own refusals: a write to a database opened read-only, and a full disk (a
+    /// page limit reached), become the storage errors clients see, not internal ones.
+    #[test]
+    fn read_only_and_full_databases_are_storage_errors() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("db.sqlite3");
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        conn.execute_batch("CREATE TABLE t (x BLOB)").expect("table");
+        let read_only = rusqlite::Connection::open_with_flags(
+            &path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .expect("open read-only");
+        let error = map_err(read_only.execute("INSERT INTO t VALUES (1)", []).expect_err("ro"));
+        assert_eq!((error.category, error.kind), (Category::Storage, "STORAGE_READ_ONLY"));
+        assert!(error.message.starts_with("storage read-only: the database"), "{error}");
+        // `max_page_count` makes SQLite answer exactly as it does when the disk is full.
+        conn.pragma_update(None, "max_page_count", 3).expect("cap");
+        let full = conn.execute("INSERT INTO t VALUES (zeroblob(100000))", []).expect_err("full");
+        let error = map_err(full);
+        assert_eq!((error.category, error.kind), (Category::Storage, "STORAGE_FULL"));
+        assert!(error.message.starts_with("storage full: the database cannot grow"), "{error}");
+    }
+}
