@@ -221,3 +221,120 @@ async fn random_rest_bodies_never_fail_inside() {
         }
     }
 }
+
+/// The JSON-RPC envelope as the transport reads it, over HTTP: random bytes, random JSON and
+/// envelopes with each member of the wrong type or missing, under random content types. A
+/// clear 4xx or a JSON-RPC answer, never a 5xx, and nothing stored by what is refused.
+#[tokio::test]
+async fn random_envelopes_never_fail_inside() {
+    let app = TestApp::start().await;
+    app.seed_pair("/work/fuzz", "BlueLake", "GreenCastle").await;
+    let method = prop_oneof![
+        Just(json!("tools/call")),
+        Just(json!("tools/list")),
+        Just(json!("resources/read")),
+        Just(json!("initialize")),
+        Just(json!("notifications/initialized")),
+        nasty_string().prop_map(Value::from),
+        json_value(),
+    ];
+    let member = |value: BoxedStrategy<Value>| prop::option::of(value);
+    let envelope = (
+        member(prop_oneof![Just(json!("2.0")), json_value()].boxed()),
+        member(prop_oneof![Just(json!(1)), Just(json!("a")), json_value()].boxed()),
+        member(method.boxed()),
+        member(json_value().boxed()),
+    )
+        .prop_map(|(jsonrpc, id, method, params)| {
+            let mut map = Map::new();
+            for (key, value) in
+                [("jsonrpc", jsonrpc), ("id", id), ("method", method), ("params", params)]
+            {
+                if let Some(value) = value {
+                    map.insert(key.to_string(), value);
+                }
+            }
+            Value::Object(map).to_string().into_bytes()
+        });
+    let body = prop_oneof![
+        4 => envelope,
+        1 => json_value().prop_map(|v| v.to_string().into_bytes()),
+        1 => prop::collection::vec(any::<u8>(), 0..200),
+        1 => Just(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]".to_vec()),
+    ];
+    let content_type = prop_oneof![
+        Just("application/json"),
+        Just("text/plain"),
+        Just("application/json; charset=utf-8"),
+    ];
+    let mut runner = TestRunner::deterministic();
+    let strategy = (body, content_type);
+    for _ in 0..1500 {
+        let (body, content_type) = strategy.new_tree(&mut runner).expect("case").current();
+        let before = *app.core.changes().borrow();
+        let response = app
+            .client
+            .post(format!("{}/mcp", app.base_url))
+            .header("content-type", content_type)
+            .header("accept", "application/json, text/event-stream")
+            .body(body.clone())
+            .send()
+            .await
+            .expect("post");
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap_or_default();
+        let case = format!("{:.300} → {status} {text:.300}", String::from_utf8_lossy(&body));
+        assert!(status < 500, "{case}");
+        assert!(!text.contains("Internal error"), "{case}");
+        let refused =
+            status >= 400 || text.contains("\"error\"") || text.contains("\"isError\":true");
+        if refused {
+            assert_eq!(*app.core.changes().borrow(), before, "a refusal stores nothing: {case}");
+        }
+    }
+}
+
+/// Attachment paths, the one argument that names files on the server: traversal, absolute
+/// paths, URLs, NUL, odd encodings. Each is refused naming `attachment_paths[i]` (or, for a
+/// file the project may attach, accepted); none is read from outside the project, and no
+/// refusal stores a message.
+#[tokio::test]
+async fn hostile_attachment_paths_are_refused_by_name() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/fuzz", "BlueLake", "GreenCastle").await;
+    let piece = prop_oneof![
+        Just("..".to_string()),
+        Just(".".to_string()),
+        Just("etc".to_string()),
+        Just("passwd".to_string()),
+        Just("%2e%2e".to_string()),
+        Just("..%2f".to_string()),
+        Just("a\u{0}b".to_string()),
+        Just("\\..\\".to_string()),
+        Just("~".to_string()),
+        Just("x.png".to_string()),
+        "[a-z.]{1,8}",
+    ];
+    let path = (
+        prop_oneof![Just(""), Just("/"), Just("file://"), Just("http://127.0.0.1/"), Just("~/")],
+        prop::collection::vec(piece, 1..6),
+    )
+        .prop_map(|(prefix, pieces)| format!("{prefix}{}", pieces.join("/")));
+    let mut runner = TestRunner::deterministic();
+    for _ in 0..400 {
+        let path = path.new_tree(&mut runner).expect("case").current();
+        let before = *app.core.changes().borrow();
+        let arguments = json!({"project_key": slug, "sender_name": "BlueLake",
+            "to": ["GreenCastle"], "subject": "attachment", "body_md": "see attached",
+            "attachment_paths": [path]});
+        let result = app.call_tool("send_message", arguments).await;
+        match result {
+            Err(text) => {
+                assert!(text.contains("attachment_paths[0]"), "{path:?}: {text}");
+                assert!(!text.contains("root:"), "{path:?}: nothing read is echoed: {text}");
+                assert_eq!(*app.core.changes().borrow(), before, "{path:?}: nothing stored");
+            }
+            Ok(sent) => panic!("{path:?} names no file of the project, yet was sent: {sent}"),
+        }
+    }
+}
