@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Browser tests of the web UI: start a mailroom server on a free port with a fresh data dir,
-# then drive it with Debian's Chromium through Selenium (tests/browser/ui_test.py). Screenshots
+# then drive it with Debian's Chromium through Selenium (tests/browser/ui_test.py, then
+# cors_test.py: a page of another origin calling the server). Screenshots
 # of every page land in target/screenshots/.
 #
 # Usage: tests/browser/run.sh [path/to/mailroom]     (default: target/debug/mailroom)
@@ -22,8 +23,12 @@ die() { printf '[browser] ERROR: %s\n' "$*" >&2; exit 1; }
 "$PYTHON" -c 'import selenium' 2>/dev/null || die "selenium missing in $PYTHON (pip install selenium)"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mailroom-browser.XXXXXX")"
-PORT="$("$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-"$BIN" serve --data-dir "$WORK/data" --port "$PORT" >"$WORK/server.log" 2>&1 &
+free_port() { "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+PORT="$(free_port)"
+# The origin whose pages may call the server from a browser (tests/browser/cors_test.py).
+PAGE_PORT="$(free_port)"
+HTTP_CORS_ORIGINS="http://localhost:$PAGE_PORT" \
+  "$BIN" serve --data-dir "$WORK/data" --port "$PORT" >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 cleanup() {
   kill -TERM "$SERVER_PID" 2>/dev/null || true
@@ -36,3 +41,5 @@ trap cleanup EXIT
 
 "$PYTHON" "$ROOT/tests/browser/ui_test.py" "http://127.0.0.1:$PORT" "$SHOTS" \
   || { tail -n 50 "$WORK/server.log" >&2; die "browser tests failed"; }
+"$PYTHON" "$ROOT/tests/browser/cors_test.py" "http://127.0.0.1:$PORT" "$PAGE_PORT" "$SHOTS" \
+  || { tail -n 50 "$WORK/server.log" >&2; die "the CORS browser test failed"; }
