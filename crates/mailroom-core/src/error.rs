@@ -143,10 +143,16 @@ impl From<mailroom_git::Error> for Error {
             _ => None,
         };
         match storage {
+            // The client hears what is wrong; the path (and the system's words) go to the log.
             Some(kind) => {
-                let what =
-                    if kind == "STORAGE_FULL" { "storage full" } else { "storage read-only" };
-                Self::new(Category::Storage, kind, format!("{what}: archive: {error}"))
+                tracing::error!(%error, "the archive's storage refused a write");
+                let full = kind == "STORAGE_FULL";
+                let message = if full {
+                    "storage full: the archive cannot grow (no space left on its disk)"
+                } else {
+                    "storage read-only: the archive cannot be written (a read-only file system)"
+                };
+                Self::new(Category::Storage, kind, message)
             }
             None => Self::internal(format!("archive: {error}")),
         }
@@ -203,7 +209,8 @@ mod tests {
         };
         let error = Error::from(engine);
         assert_eq!((error.category, error.kind), (Category::Storage, "STORAGE_FULL"));
-        assert!(error.message.starts_with("storage full: archive: cannot write"), "{error}");
+        assert!(error.message.starts_with("storage full: the archive"), "{error}");
+        assert!(!error.message.contains("/data"), "no server path reaches a client: {error}");
         let read_only = std::io::Error::from_raw_os_error(libc::EROFS);
         let error = Error::from_storage_io(&read_only, "the archive").expect("storage");
         assert_eq!(error.kind, "STORAGE_READ_ONLY");

@@ -80,6 +80,9 @@ impl ServerConfig {
             self.allowed_origins = csv(&origins);
         }
         self.cors = crate::http::cors::CorsSettings::from_env(lookup)?;
+        if let Some(cors) = &self.cors {
+            cors.check_origins(&self.allowed_origins)?;
+        }
         if let Some(hosts) = lookup("HTTP_ALLOWED_HOSTS") {
             self.allowed_hosts = csv(&hosts);
         }

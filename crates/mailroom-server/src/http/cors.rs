@@ -38,20 +38,37 @@ impl CorsSettings {
             Some(v) => mailroom_core::config::parse_bool("HTTP_CORS_ALLOW_CREDENTIALS", &v)?,
             None => false,
         };
-        let list = |name: &str| csv(&lookup(name).unwrap_or_default());
+        // A `*` anywhere in a list means every one (an empty list).
+        let list = |name: &str| {
+            let items = csv(&lookup(name).unwrap_or_default());
+            if items.iter().any(|i| i == "*") { Vec::new() } else { items }
+        };
         let methods = list("HTTP_CORS_ALLOW_METHODS")
             .iter()
-            .filter(|m| *m != "*")
             .map(|m| m.to_ascii_uppercase().parse::<Method>())
             .collect::<Result<_, _>>()
             .map_err(|e| format!("HTTP_CORS_ALLOW_METHODS: {e}"))?;
         let headers = list("HTTP_CORS_ALLOW_HEADERS")
             .iter()
-            .filter(|h| *h != "*")
             .map(|h| HeaderName::try_from(h.as_str()))
             .collect::<Result<_, _>>()
             .map_err(|e| format!("HTTP_CORS_ALLOW_HEADERS: {e}"))?;
         Ok(Some(Self { allow_credentials, methods, headers }))
+    }
+
+    /// `HTTP_CORS_ORIGINS` as this layer needs it: each a valid header value, and `*` not
+    /// with credentials (browsers refuse that pair, and any site could then send the
+    /// user's credentials).
+    pub fn check_origins(&self, origins: &[String]) -> Result<(), String> {
+        if let Some(bad) = origins.iter().find(|o| HeaderValue::from_str(o).is_err()) {
+            return Err(format!("HTTP_CORS_ORIGINS: {bad:?} is not an origin"));
+        }
+        if self.allow_credentials && origins.iter().any(|o| o == "*") {
+            return Err("HTTP_CORS_ALLOW_CREDENTIALS cannot go with HTTP_CORS_ORIGINS=*: name \
+                        the origins"
+                .to_string());
+        }
+        Ok(())
     }
 
     /// The layer for `origins` (`*` allows every origin). An empty method or header list

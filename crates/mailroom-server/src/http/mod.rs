@@ -18,17 +18,20 @@ use crate::state::AppState;
 
 /// Builds the whole application.
 pub fn router(state: AppState) -> Router {
+    let rest = Router::new()
+        .route("/api/project/ensure", post(rest::ensure_project))
+        .route("/api/agent/register", post(rest::register_agent))
+        .route("/api/message/send", post(rest::send_message))
+        .route("/api/inbox", post(rest::inbox))
+        .route("/api/messages/search", post(rest::search_messages))
+        .route_layer(middleware::from_fn_with_state(state.clone(), rest::origin_and_host));
     let mut router = Router::new()
         .route("/health", get(health::health))
         .route("/health/liveness", get(health::liveness))
         .route("/ready", get(health::readiness))
         .route("/health/readiness", get(health::readiness))
         .route("/api/health", get(health::api_health))
-        .route("/api/project/ensure", post(rest::ensure_project))
-        .route("/api/agent/register", post(rest::register_agent))
-        .route("/api/message/send", post(rest::send_message))
-        .route("/api/inbox", post(rest::inbox))
-        .route("/api/messages/search", post(rest::search_messages));
+        .merge(rest);
     for path in mcp_paths(&state.config.mcp_path) {
         router = router.route(&path, any(transport::endpoint));
     }

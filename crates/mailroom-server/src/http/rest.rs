@@ -3,14 +3,16 @@
 //! ops run under [`Conventions::Script`]: a project may be named rather than be a path, agent
 //! names are taken as given, and a first message needs no contact handshake.
 //! With `MAILROOM_TOOL_AUTH` on, a route authenticates like its tool (no session: the token
-//! travels in every body).
+//! travels in every body). The routes pass MCP's Origin and Host checks first: a page of
+//! another site may POST here without a preflight (as `text/plain`), and is refused.
 
 use std::future::Future;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::header;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use mailroom_core::Error;
 use mailroom_core::ops::conventions::Conventions;
@@ -27,6 +29,18 @@ use crate::mcp::error::ToolError;
 use crate::state::AppState;
 
 /// A route's body: which tool it mirrors and who it says is acting.
+/// MCP's Origin (403) and Host (421) checks, in front of the REST routes.
+pub async fn origin_and_host(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match crate::mcp::transport::check_origin_and_host(&state, request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => *refusal,
+    }
+}
+
 trait RouteBody: DeserializeOwned {
     const TOOL: &'static str;
     fn claim(&self) -> Claim<'_>;

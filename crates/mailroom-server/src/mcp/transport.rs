@@ -254,6 +254,14 @@ fn is_wildcard(host: &str) -> bool {
     host == "0.0.0.0" || host == "::" || host == "[::]"
 }
 
+/// Whether the request comes from a page of another site: an `Origin` whose host is not a
+/// loopback name (a browser sends it with every cross-site POST).
+pub(crate) fn has_foreign_origin(headers: &HeaderMap) -> bool {
+    headers.get(header::ORIGIN).is_some_and(|origin| {
+        !origin.to_str().ok().and_then(origin_host).is_some_and(is_loopback_name)
+    })
+}
+
 fn origin_host(origin: &str) -> Option<&str> {
     let rest = origin.split_once("://")?.1;
     Some(strip_port(rest.split('/').next().unwrap_or(rest)))

@@ -243,3 +243,42 @@ async fn cors_lets_listed_origins_read_answers_and_no_others() {
     let response = preflight(&production, DASH).await;
     assert_eq!(header(&response, "access-control-allow-origin"), None);
 }
+
+/// A page of another site, in a browser on this machine, reaches 127.0.0.1 from a loopback
+/// peer; it is not a local client. With its origin allowed (`*`), it is a reader: it may not
+/// write. Not allowed, it is refused outright, on REST too, where a `text/plain` POST needs no
+/// preflight.
+#[tokio::test]
+async fn pages_of_other_sites_are_not_local_clients() {
+    let app = start(&[("HTTP_CORS_ORIGINS", "*")]).await;
+    let slug = app.seed_pair("/work/origins", "BlueLake", "GreenCastle").await;
+    let send = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "send_message", "arguments": {"project_key": slug, "sender_name": "BlueLake",
+        "to": ["GreenCastle"], "subject": "from a web page", "body_md": "x"}}});
+    let from = |origin: &str| {
+        app.client.post(format!("{}/mcp", app.base_url)).header("origin", origin).json(&send)
+    };
+    let response = from("https://evil.example").send().await.expect("post");
+    assert_eq!(response.status().as_u16(), 403, "a foreign page is a reader");
+    let response = from("http://localhost:3000").send().await.expect("post");
+    assert_eq!(response.status().as_u16(), 200, "a page of this machine is local");
+
+    let strict = start(&[]).await;
+    let slug = strict.seed_pair("/work/origins", "BlueLake", "GreenCastle").await;
+    let body = json!({"project_slug": slug, "sender_name": "BlueLake",
+                      "recipient_names": ["GreenCastle"], "subject": "csrf", "body_md": "x"});
+    let response = strict
+        .client
+        .post(format!("{}/api/message/send", strict.base_url))
+        .header("origin", "https://evil.example")
+        .header("content-type", "text/plain")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(response.status().as_u16(), 403, "a cross-site simple POST to REST");
+    let inbox = strict
+        .tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"}))
+        .await;
+    assert_eq!(inbox, json!([]), "nothing was sent");
+}

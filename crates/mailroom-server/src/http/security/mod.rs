@@ -10,6 +10,7 @@
 //! the UI. Rate limits count per client: the JWT's `sub`, else the peer's address, or, behind
 //! a proxy on this machine (a loopback peer), the last address of `X-Forwarded-For`.
 
+mod jwks;
 mod jwt;
 mod rate_limit;
 mod redis_limit;
@@ -116,21 +117,9 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
     let settings = &security.settings;
     let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
     let local = settings.allow_localhost && is_local(peer, request.headers());
-    if let Some(token) = &settings.bearer_token
-        && !local
-        && !bearer_matches(request.headers(), &token.0)
-    {
-        return refuse(StatusCode::UNAUTHORIZED, "Unauthorized");
-    }
-    let claims = match &security.jwt {
-        Some(jwt) => match jwt.verify(request.headers()).await {
-            Ok(claims) => Some(claims),
-            Err(why) => {
-                tracing::debug!(%why, "JWT refused");
-                return refuse(StatusCode::UNAUTHORIZED, "Unauthorized");
-            }
-        },
-        None => None,
+    let claims = match authenticate(security, local, request.headers()).await {
+        Ok(claims) => claims,
+        Err(()) => return refuse(StatusCode::UNAUTHORIZED, "Unauthorized"),
     };
     let enforce_roles = settings.rbac_enabled && !local;
     if !enforce_roles && security.limiter.is_none() {
@@ -149,17 +138,48 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
             return refuse(StatusCode::FORBIDDEN, "Forbidden");
         }
     }
-    if let Some((limits, limiter)) = &security.limiter {
-        let who = match claims.as_ref().and_then(|c| c.subject.as_deref()) {
-            Some(subject) => Identity::Subject(subject),
-            None => Identity::Client(client_identity(peer, request.headers())),
-        };
-        let (bucket, per_minute, burst) = bucket(limits, &kind, &security.tools);
-        if per_minute > 0.0 && !limiter.take(bucket, who, per_minute, burst).await {
-            return refuse(StatusCode::TOO_MANY_REQUESTS, "Rate limit exceeded");
-        }
+    let subject = claims.as_ref().and_then(|c| c.subject.as_deref());
+    if !within_limits(security, &kind, subject, peer, request.headers()).await {
+        return refuse(StatusCode::TOO_MANY_REQUESTS, "Rate limit exceeded");
     }
     next.run(request).await
+}
+
+/// Takes a token from the request's bucket (its JWT's subject's, else its client's); false
+/// when it is empty.
+async fn within_limits(
+    security: &Security,
+    kind: &Kind,
+    subject: Option<&str>,
+    peer: Option<IpAddr>,
+    headers: &HeaderMap,
+) -> bool {
+    let Some((limits, limiter)) = &security.limiter else { return true };
+    let who = match subject {
+        Some(subject) => Identity::Subject(subject),
+        None => Identity::Client(client_identity(peer, headers)),
+    };
+    let (bucket, per_minute, burst) = bucket(limits, kind, &security.tools);
+    per_minute <= 0.0 || limiter.take(bucket, who, per_minute, burst).await
+}
+
+/// The bearer token (local requests need none) or the JWT (every request needs one): the
+/// JWT's claims, or `Err` for a 401.
+async fn authenticate(
+    security: &Security,
+    local: bool,
+    headers: &HeaderMap,
+) -> Result<Option<jwt::Claims>, ()> {
+    if let Some(token) = &security.settings.bearer_token
+        && !local
+        && !bearer_matches(headers, &token.0)
+    {
+        return Err(());
+    }
+    let Some(jwt) = &security.jwt else { return Ok(None) };
+    jwt.verify(bearer(headers)).await.map(Some).map_err(|why| {
+        tracing::debug!(%why, "JWT refused");
+    })
 }
 
 fn refuse(status: StatusCode, detail: &str) -> Response {
@@ -179,8 +199,12 @@ const FORWARDED: [HeaderName; 6] = [
     header::VIA,
 ];
 
+/// A loopback peer, no proxy between, and not a page of another site (which a browser on
+/// this machine could be made to send from anywhere on the web).
 fn is_local(peer: Option<IpAddr>, headers: &HeaderMap) -> bool {
-    peer.is_some_and(is_loopback) && !FORWARDED.iter().any(|name| headers.contains_key(name))
+    peer.is_some_and(is_loopback)
+        && !FORWARDED.iter().any(|name| headers.contains_key(name))
+        && !crate::mcp::transport::has_foreign_origin(headers)
 }
 
 fn is_loopback(ip: IpAddr) -> bool {
@@ -195,10 +219,14 @@ fn is_loopback(ip: IpAddr) -> bool {
 /// `Authorization: Bearer <token>` exactly. The digests of the two are compared, in constant
 /// time: neither the token's bytes nor its length show in how long a refusal takes.
 fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
-    let Some(given) = headers.get(header::AUTHORIZATION) else { return false };
-    let Some(given) = given.as_bytes().strip_prefix(b"Bearer ") else { return false };
+    let Some(given) = bearer(headers) else { return false };
     let (given, wanted) = (sha1_hex(given), sha1_hex(token.as_bytes()));
     given.bytes().zip(wanted.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The credentials of `Authorization: Bearer <credentials>`.
+fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
+    headers.get(header::AUTHORIZATION)?.as_bytes().strip_prefix(b"Bearer ")
 }
 
 /// Who a request counts against: its JWT's subject, else its client.
@@ -416,6 +444,11 @@ mod tests {
         assert!(is_local(Some(v4), &headers) && is_local(Some(mapped), &headers));
         assert!(!is_local(Some("10.0.0.5".parse().expect("ip")), &headers));
         assert!(!is_local(None, &headers));
+        headers.insert("origin", "http://localhost:3000".parse().expect("value"));
+        assert!(is_local(Some(v4), &headers), "a page of this machine");
+        headers.insert("origin", "https://evil.example".parse().expect("value"));
+        assert!(!is_local(Some(v4), &headers), "a page of another site, through the browser");
+        headers.remove("origin");
         headers.insert("x-forwarded-for", "203.0.113.9".parse().expect("value"));
         assert!(!is_local(Some(v4), &headers), "a forged or proxied request is remote");
         let addr = |text: &str| Client::Addr(text.parse().expect("ip"));

@@ -22,7 +22,8 @@ const TIMEOUT: Duration = Duration::from_millis(500);
 const PAUSE: Duration = Duration::from_secs(5);
 
 /// KEYS[1] the bucket; ARGV[1] tokens per second, ARGV[2] the burst. Returns 1 when a token
-/// was taken. `replicate_commands` makes `TIME` before a write legal on Redis < 5 (a no-op
+/// was taken. The bucket expires once it would be full again (a day at most, so that a huge
+/// burst never makes a number `EXPIRE` refuses). `replicate_commands` makes `TIME` before a write legal on Redis < 5 (a no-op
 /// later).
 const TAKE: &str = r"
 redis.replicate_commands()
@@ -42,7 +43,7 @@ if tokens >= 1 then
   taken = 1
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
-redis.call('EXPIRE', KEYS[1], math.ceil(burst / rate) + 1)
+redis.call('EXPIRE', KEYS[1], math.min(math.ceil(burst / rate) + 1, 86400))
 return taken
 ";
 

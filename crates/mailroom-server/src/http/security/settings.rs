@@ -293,8 +293,33 @@ mod tests {
                 "HTTP_JWT_ALGORITHMS",
             ),
             (
-                vec![("HTTP_JWT_ENABLED", "1"), ("HTTP_JWT_JWKS_URL", "http://idp.example/jwks")],
+                vec![
+                    ("HTTP_JWT_ENABLED", "1"),
+                    ("HTTP_JWT_ALGORITHMS", "RS256"),
+                    ("HTTP_JWT_JWKS_URL", "http://idp.example/jwks"),
+                ],
                 "HTTP_JWT_JWKS_URL",
+            ),
+            (
+                vec![("HTTP_JWT_ENABLED", "1"), ("HTTP_JWT_JWKS_URL", "https://idp.example/k")],
+                "HTTP_JWT_ALGORITHMS",
+            ),
+            (
+                vec![
+                    ("HTTP_JWT_ENABLED", "1"),
+                    ("HTTP_JWT_ALGORITHMS", "RS256,HS256"),
+                    ("HTTP_JWT_JWKS_URL", "https://idp.example/k"),
+                ],
+                "HTTP_JWT_ALGORITHMS",
+            ),
+            (
+                vec![
+                    ("HTTP_JWT_ENABLED", "1"),
+                    ("HTTP_JWT_ALGORITHMS", "RS256"),
+                    ("HTTP_JWT_JWKS_URL", "https://idp.example/k"),
+                    ("HTTP_JWT_SECRET", "s"),
+                ],
+                "HTTP_JWT_SECRET",
             ),
             (
                 vec![("HTTP_RATE_LIMIT_ENABLED", "true"), ("HTTP_RATE_LIMIT_PER_MINUTE", "x")],
