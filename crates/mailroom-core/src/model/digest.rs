@@ -2,7 +2,7 @@
 //! names. The digest itself is the Git engine's (`mailroom_git::sha1`), which also names the
 //! objects the archive writes.
 
-use mailroom_git::sha1;
+pub use mailroom_git::sha1;
 
 /// The SHA-1 of `bytes` in lower-case hex (40 digits).
 pub fn sha1_hex(bytes: &[u8]) -> String {

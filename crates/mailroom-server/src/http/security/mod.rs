@@ -17,6 +17,7 @@ mod redis_limit;
 mod settings;
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::LazyLock;
 use std::time::Instant;
 
 use axum::body::{Body, Bytes};
@@ -24,7 +25,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderName, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use mailroom_core::model::digest::sha1_hex;
+use mailroom_core::model::digest::sha1;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -43,6 +44,8 @@ pub struct Security {
     /// The tools served: a call naming another shares one bucket, so made-up names cannot
     /// each get a full one.
     tools: Vec<&'static str>,
+    /// The bearer token's digest, computed once (see [`bearer_matches`]).
+    token_digest: Option<[u8; 20]>,
     jwt: Option<JwtVerifier>,
     limiter: Option<(RateLimits, Limiter)>,
 }
@@ -77,7 +80,8 @@ impl Security {
             (None, _) => None,
         };
         let jwt = settings.jwt.clone().map(JwtVerifier::new).transpose()?;
-        Ok(Self { settings, mcp_paths, tools, jwt, limiter })
+        let token_digest = settings.bearer_token.as_ref().map(|t| sha1(&[t.0.as_bytes()]));
+        Ok(Self { settings, mcp_paths, tools, token_digest, jwt, limiter })
     }
 
     /// Whether anything is checked at all (the middleware is skipped otherwise).
@@ -170,9 +174,9 @@ async fn authenticate(
     local: bool,
     headers: &HeaderMap,
 ) -> Result<Option<jwt::Claims>, ()> {
-    if let Some(token) = &security.settings.bearer_token
+    if let Some(digest) = &security.token_digest
         && !local
-        && !bearer_matches(headers, &token.0)
+        && !bearer_matches(headers, digest)
     {
         return Err(());
     }
@@ -216,12 +220,13 @@ fn is_loopback(ip: IpAddr) -> bool {
     }
 }
 
-/// `Authorization: Bearer <token>` exactly. The digests of the two are compared, in constant
-/// time: neither the token's bytes nor its length show in how long a refusal takes.
-fn bearer_matches(headers: &HeaderMap, token: &str) -> bool {
+/// `Authorization: Bearer <token>` exactly, `wanted` being the token's digest. The digests
+/// are compared, in constant time: neither the token's bytes nor its length show in how long
+/// a refusal takes.
+fn bearer_matches(headers: &HeaderMap, wanted: &[u8; 20]) -> bool {
     let Some(given) = bearer(headers) else { return false };
-    let (given, wanted) = (sha1_hex(given), sha1_hex(token.as_bytes()));
-    given.bytes().zip(wanted.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    let given = sha1(&[given]);
+    given.iter().zip(wanted).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// The credentials of `Authorization: Bearer <credentials>`.
@@ -335,6 +340,15 @@ struct Params<'a> {
 /// A JSON-RPC request's kind: `tools/call` with its tool, `resources/*`, else other. A body
 /// that is not JSON, or a batch (which the transport refuses), is left to the transport.
 fn rpc_kind(body: &[u8]) -> Kind {
+    // Without an escape, a `tools/call` or `resources/…` method appears literally; a body
+    // with neither (`tools/list`, `initialize`, …) needs no parse.
+    static NEEDLES: LazyLock<[memchr::memmem::Finder<'static>; 2]> = LazyLock::new(|| {
+        [memchr::memmem::Finder::new("tools/call"), memchr::memmem::Finder::new("resources/")]
+    });
+    let escaped = memchr::memchr(b'\\', body).is_some();
+    if !escaped && NEEDLES.iter().all(|needle| needle.find(body).is_none()) {
+        return Kind::Other;
+    }
     match serde_json::from_slice::<Envelope<'_>>(body) {
         Ok(envelope) => {
             kind_of(envelope.method.as_deref(), envelope.params.and_then(|p| p.name).as_deref())
@@ -410,6 +424,8 @@ mod tests {
         assert_eq!(rpc_kind(escaped), Kind::Tool("fetch_inbox".into()));
         assert_eq!(rpc_kind(br#"{"method":"resources/read","params":{}}"#), Kind::Resources);
         assert_eq!(rpc_kind(br#"{"method":"tools/list"}"#), Kind::Other);
+        let hidden = br#"{"method":"\u0074ools/call","params":{"name":"send_message"}}"#;
+        assert_eq!(rpc_kind(hidden), Kind::Tool("send_message".into()), "escapes are read");
         assert_eq!(rpc_kind(br#"[{"method":"tools/call"}]"#), Kind::Other, "a batch");
         assert_eq!(rpc_kind(b"not json"), Kind::Other);
         assert_eq!(rpc_kind(br#"{"method":"tools/call"}"#), Kind::Tool(String::new()));
@@ -474,7 +490,8 @@ mod tests {
     #[test]
     fn tokens_compare_whole() {
         let mut headers = HeaderMap::new();
-        assert!(!bearer_matches(&headers, "s3cret"));
+        let wanted = sha1(&[b"s3cret"]);
+        assert!(!bearer_matches(&headers, &wanted));
         for (value, ok) in [
             ("Bearer s3cret", true),
             ("Bearer s3cre", false),
@@ -484,7 +501,7 @@ mod tests {
             ("Bearer S3cret", false),
         ] {
             headers.insert(header::AUTHORIZATION, value.parse().expect("value"));
-            assert_eq!(bearer_matches(&headers, "s3cret"), ok, "{value}");
+            assert_eq!(bearer_matches(&headers, &wanted), ok, "{value}");
         }
     }
 
