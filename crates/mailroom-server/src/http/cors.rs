@@ -5,10 +5,16 @@
 //!
 //! The Origin check against DNS rebinding (mcp/transport.rs) still refuses requests from
 //! origins not listed; this layer only adds the headers that let a listed origin's page read
-//! the answer.
+//! the answer. A request without `Origin` (agents, scripts, same-origin page loads) is not a
+//! CORS request and passes by untouched: the headers would be of no use to it, and building
+//! them cost a fifth of a `tools/list`.
 
-use axum::http::{HeaderName, HeaderValue, Method};
-use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, CorsLayer};
+use std::task::{Context, Poll};
+
+use axum::http::{HeaderName, HeaderValue, Method, Request, Response, header};
+use futures_util::future::Either;
+use tower::{Layer, Service};
+use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, Cors, CorsLayer};
 
 use crate::config::csv;
 
@@ -74,7 +80,11 @@ impl CorsSettings {
     /// The layer for `origins` (`*` allows every origin). An empty method or header list
     /// stands for `*`: the request's own are echoed, which browsers accept with credentials
     /// too (a literal `*` they do not).
-    pub fn layer(&self, origins: &[String]) -> CorsLayer {
+    pub fn layer(&self, origins: &[String]) -> CorsForOrigins {
+        CorsForOrigins(self.cors_layer(origins))
+    }
+
+    fn cors_layer(&self, origins: &[String]) -> CorsLayer {
         let origin = if origins.iter().any(|o| o == "*") {
             AllowOrigin::mirror_request()
         } else {
@@ -96,6 +106,50 @@ impl CorsSettings {
             // A browser MCP client must read its session id.
             .expose_headers([HeaderName::from_static("mcp-session-id")])
             .max_age(std::time::Duration::from_secs(600))
+    }
+}
+
+/// [`CorsLayer`] for requests with an `Origin` header only.
+#[derive(Clone)]
+pub struct CorsForOrigins(CorsLayer);
+
+impl<S: Clone> Layer<S> for CorsForOrigins {
+    type Service = CorsForOriginsService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        CorsForOriginsService { cors: self.0.layer(inner.clone()), plain: inner }
+    }
+}
+
+/// The service: the same inner service, through CORS or not.
+#[derive(Clone)]
+pub struct CorsForOriginsService<S> {
+    cors: Cors<S>,
+    plain: S,
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for CorsForOriginsService<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
+    ResBody: Default,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = Either<<Cors<S> as Service<Request<ReqBody>>>::Future, S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        match self.cors.poll_ready(cx) {
+            Poll::Ready(Ok(())) => self.plain.poll_ready(cx),
+            other => other,
+        }
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        if request.headers().contains_key(header::ORIGIN) {
+            Either::Left(self.cors.call(request))
+        } else {
+            Either::Right(self.plain.call(request))
+        }
     }
 }
 

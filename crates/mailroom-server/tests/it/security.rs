@@ -231,6 +231,12 @@ async fn cors_lets_listed_origins_read_answers_and_no_others() {
     assert_eq!(header(&response, "access-control-allow-origin").as_deref(), Some(DASH));
     let exposed = header(&response, "access-control-expose-headers").expect("exposed");
     assert!(exposed.contains("mcp-session-id"), "{exposed}");
+    // A request without Origin is no CORS request: no CORS headers at all.
+    let agent = app.client.post(format!("{}/mcp", app.base_url)).bearer_auth(TOKEN).json(&list);
+    let response = agent.send().await.expect("post");
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(header(&response, "access-control-expose-headers"), None);
+    assert_eq!(header(&response, "vary"), None);
     // An origin not listed: refused outright (the DNS-rebinding check), no CORS headers.
     let response = post("https://evil.example").await.expect("post");
     assert_eq!(response.status().as_u16(), 403);
