@@ -39,7 +39,9 @@ pub async fn serve(
         stopping.send_replace(true);
     };
     // The peer's address reaches the security middleware (the localhost rule, rate limits).
-    let app = http::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let app = axum::ServiceExt::<axum::extract::Request>::into_make_service_with_connect_info::<
+        std::net::SocketAddr,
+    >(http::app(state));
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     tokio::task::spawn_blocking(move || core.close()).await.map_err(std::io::Error::other)?;
     served

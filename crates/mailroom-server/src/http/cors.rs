@@ -9,12 +9,15 @@
 //! CORS request and passes by untouched: the headers would be of no use to it, and building
 //! them cost a fifth of a `tools/list`.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::http::{HeaderName, HeaderValue, Method, Request, Response, header};
 use futures_util::future::Either;
 use tower::{Layer, Service};
-use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, Cors, CorsLayer};
+use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, CorsLayer};
 
 use crate::config::csv;
 
@@ -80,11 +83,7 @@ impl CorsSettings {
     /// The layer for `origins` (`*` allows every origin). An empty method or header list
     /// stands for `*`: the request's own are echoed, which browsers accept with credentials
     /// too (a literal `*` they do not).
-    pub fn layer(&self, origins: &[String]) -> CorsForOrigins {
-        CorsForOrigins(self.cors_layer(origins))
-    }
-
-    fn cors_layer(&self, origins: &[String]) -> CorsLayer {
+    pub fn layer(&self, origins: &[String]) -> CorsLayer {
         let origin = if origins.iter().any(|o| o == "*") {
             AllowOrigin::mirror_request()
         } else {
@@ -109,47 +108,51 @@ impl CorsSettings {
     }
 }
 
-/// [`CorsLayer`] for requests with an `Origin` header only.
+/// The whole application behind CORS, for requests with an `Origin` header only. It wraps
+/// the finished router, not each route (a layer on a router is cloned with every route's
+/// service per request, CORS settings and all).
 #[derive(Clone)]
-pub struct CorsForOrigins(CorsLayer);
+pub struct CorsForOrigins<S> {
+    cors: Option<Arc<CorsLayer>>,
+    inner: S,
+}
 
-impl<S: Clone> Layer<S> for CorsForOrigins {
-    type Service = CorsForOriginsService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        CorsForOriginsService { cors: self.0.layer(inner.clone()), plain: inner }
+impl<S> CorsForOrigins<S> {
+    /// `inner` behind `cors` (`None`: CORS off, every request goes straight through).
+    pub fn new(cors: Option<CorsLayer>, inner: S) -> Self {
+        Self { cors: cors.map(Arc::new), inner }
     }
 }
 
-/// The service: the same inner service, through CORS or not.
-#[derive(Clone)]
-pub struct CorsForOriginsService<S> {
-    cors: Cors<S>,
-    plain: S,
-}
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for CorsForOriginsService<S>
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for CorsForOrigins<S>
 where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
-    ResBody: Default,
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Error: Send,
+    ReqBody: Send + 'static,
+    ResBody: Default + Send + 'static,
 {
     type Response = Response<ResBody>;
     type Error = S::Error;
-    type Future = Either<<Cors<S> as Service<Request<ReqBody>>>::Future, S::Future>;
+    type Future = Either<BoxFuture<Result<Response<ResBody>, S::Error>>, S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        match self.cors.poll_ready(cx) {
-            Poll::Ready(Ok(())) => self.plain.poll_ready(cx),
-            other => other,
-        }
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        if request.headers().contains_key(header::ORIGIN) {
-            Either::Left(self.cors.call(request))
-        } else {
-            Either::Right(self.plain.call(request))
-        }
+        let Some(cors) =
+            self.cors.as_ref().filter(|_| request.headers().contains_key(header::ORIGIN))
+        else {
+            return Either::Right(self.inner.call(request));
+        };
+        let mut cors = cors.layer(self.inner.clone());
+        Either::Left(Box::pin(async move {
+            std::future::poll_fn(|cx| cors.poll_ready(cx)).await?;
+            cors.call(request).await
+        }))
     }
 }
 

@@ -16,8 +16,15 @@ use serde_json::json;
 use crate::mcp::transport;
 use crate::state::AppState;
 
-/// Builds the whole application.
-pub fn router(state: AppState) -> Router {
+/// The whole application: the router behind CORS (outermost, so that a preflight is answered
+/// before any token is asked for).
+pub fn app(state: AppState) -> cors::CorsForOrigins<Router> {
+    let cors = state.config.cors.as_ref().map(|c| c.layer(&state.config.allowed_origins));
+    cors::CorsForOrigins::new(cors, router(state))
+}
+
+/// The router: every route and the middleware in front of them.
+fn router(state: AppState) -> Router {
     let rest = Router::new()
         .route("/api/project/ensure", post(rest::ensure_project))
         .route("/api/agent/register", post(rest::register_agent))
@@ -41,10 +48,6 @@ pub fn router(state: AppState) -> Router {
     let mut router = router.merge(crate::web::router(state.clone()));
     if state.security.is_active() {
         router = router.layer(middleware::from_fn_with_state(state.clone(), security::guard));
-    }
-    // CORS outermost: a preflight is answered before any token is asked for.
-    if let Some(cors) = &state.config.cors {
-        router = router.layer(cors.layer(&state.config.allowed_origins));
     }
     let body_limit = DefaultBodyLimit::max(state.config.max_body_bytes);
     router.layer(body_limit).with_state(state)
