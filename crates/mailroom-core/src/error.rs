@@ -107,20 +107,28 @@ impl Error {
     /// The storage error a system error stands for (disk full, quota exceeded, read-only
     /// file system), if it is one.
     pub fn from_storage_io(error: &std::io::Error, what: &str) -> Option<Self> {
-        match storage_kind(error)? {
-            "STORAGE_FULL" => Some(Self::storage_full(what)),
-            _ => Some(Self::storage_read_only(what)),
-        }
+        Some(match StorageFault::of(error)? {
+            StorageFault::Full => Self::storage_full(what),
+            StorageFault::ReadOnly => Self::storage_read_only(what),
+        })
     }
 }
 
-/// `STORAGE_FULL` or `STORAGE_READ_ONLY` when a system error is one of those.
-fn storage_kind(error: &std::io::Error) -> Option<&'static str> {
-    use std::io::ErrorKind;
-    match error.kind() {
-        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => Some("STORAGE_FULL"),
-        ErrorKind::ReadOnlyFilesystem => Some("STORAGE_READ_ONLY"),
-        _ => None,
+/// What a system error says of the storage, when it says one of these.
+#[derive(Clone, Copy)]
+enum StorageFault {
+    Full,
+    ReadOnly,
+}
+
+impl StorageFault {
+    fn of(error: &std::io::Error) -> Option<Self> {
+        use std::io::ErrorKind;
+        match error.kind() {
+            ErrorKind::StorageFull | ErrorKind::QuotaExceeded => Some(Self::Full),
+            ErrorKind::ReadOnlyFilesystem => Some(Self::ReadOnly),
+            _ => None,
+        }
     }
 }
 
@@ -136,21 +144,26 @@ impl std::error::Error for Error {}
 /// `archive: ` (what the writer's retries log, and what a full queue's error quotes).
 impl From<mailroom_git::Error> for Error {
     fn from(error: mailroom_git::Error) -> Self {
-        let storage = match &error {
+        let fault = match &error {
             mailroom_git::Error::Io { source, .. } | mailroom_git::Error::Flush { source, .. } => {
-                storage_kind(source)
+                StorageFault::of(source)
             }
             _ => None,
         };
-        match storage {
+        match fault {
             // The client hears what is wrong; the path (and the system's words) go to the log.
-            Some(kind) => {
+            Some(fault) => {
                 tracing::error!(%error, "the archive's storage refused a write");
-                let full = kind == "STORAGE_FULL";
-                let message = if full {
-                    "storage full: the archive cannot grow (no space left on its disk)"
-                } else {
-                    "storage read-only: the archive cannot be written (a read-only file system)"
+                let (kind, message) = match fault {
+                    StorageFault::Full => (
+                        "STORAGE_FULL",
+                        "storage full: the archive cannot grow (no space left on its disk)",
+                    ),
+                    StorageFault::ReadOnly => (
+                        "STORAGE_READ_ONLY",
+                        "storage read-only: the archive cannot be written (a read-only file \
+                         system)",
+                    ),
                 };
                 Self::new(Category::Storage, kind, message)
             }

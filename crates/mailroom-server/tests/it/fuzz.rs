@@ -295,9 +295,8 @@ async fn random_envelopes_never_fail_inside() {
 }
 
 /// Attachment paths, the one argument that names files on the server: traversal, absolute
-/// paths, URLs, NUL, odd encodings. Each is refused naming `attachment_paths[i]` (or, for a
-/// file the project may attach, accepted); none is read from outside the project, and no
-/// refusal stores a message.
+/// paths, URLs, NUL, odd encodings (none names a file the project holds). Each is refused
+/// naming `attachment_paths[0]`, echoes nothing it read, and stores no message.
 #[tokio::test]
 async fn hostile_attachment_paths_are_refused_by_name() {
     let app = TestApp::start().await;

@@ -143,6 +143,8 @@ pub type Refusal = String;
 pub struct JwtVerifier {
     settings: JwtSettings,
     keys: Keys,
+    /// The checks for each allowed algorithm, built once.
+    validations: Vec<(Algorithm, Validation)>,
 }
 
 enum Keys {
@@ -157,7 +159,9 @@ impl JwtVerifier {
             (None, Some(secret)) => Keys::Secret(DecodingKey::from_secret(secret.0.as_bytes())),
             (None, None) => return Err("HTTP_JWT_ENABLED: no key configured".to_string()),
         };
-        Ok(Self { settings, keys })
+        let validations =
+            settings.algorithms.iter().map(|a| (*a, validation(&settings, *a))).collect();
+        Ok(Self { settings, keys, validations })
     }
 
     /// The request's token (`Authorization: Bearer <token>`), checked.
@@ -168,50 +172,25 @@ impl JwtVerifier {
         }
         let head = jsonwebtoken::decode_header(token).map_err(|e| format!("header: {e}"))?;
         let algorithm = head.alg;
-        if !self.settings.algorithms.contains(&algorithm) {
-            return Err(format!("algorithm {algorithm:?} not allowed"));
-        }
-        let claims = match &self.keys {
-            Keys::Secret(key) => self.decode(token, key, algorithm)?,
+        let (_, validation) = self
+            .validations
+            .iter()
+            .find(|(allowed, _)| *allowed == algorithm)
+            .ok_or_else(|| format!("algorithm {algorithm:?} not allowed"))?;
+        let set;
+        let key = match &self.keys {
+            Keys::Secret(key) => key,
             Keys::Jwks(cache) => {
-                let set = cache.key_set_for(head.kid.as_deref()).await?;
-                let key = set.find(head.kid.as_deref(), algorithm).ok_or("no key for the token")?;
-                self.decode(token, key, algorithm)?
+                set = cache.key_set_for(head.kid.as_deref()).await?;
+                set.find(head.kid.as_deref(), algorithm).ok_or("no key for the token")?
             }
         };
-        self.grant(claims)
-    }
-
-    fn decode(
-        &self,
-        token: &[u8],
-        key: &DecodingKey,
-        algorithm: Algorithm,
-    ) -> Result<Map<String, Value>, Refusal> {
         if key.family() != algorithm.family() {
             return Err(format!("a {:?} key cannot check a {algorithm:?} token", key.family()));
         }
-        let mut validation = Validation::new(algorithm);
-        // The reference's checks: time claims when present, no leeway.
-        validation.leeway = 0;
-        validation.required_spec_claims.clear();
-        validation.validate_nbf = true;
-        // A configured audience or issuer must be named: a token without the claim is not
-        // one made for this server.
-        match &self.settings.audience {
-            Some(audience) => {
-                validation.set_audience(&[audience]);
-                validation.required_spec_claims.insert("aud".to_string());
-            }
-            None => validation.validate_aud = false,
-        }
-        if let Some(issuer) = &self.settings.issuer {
-            validation.set_issuer(&[issuer]);
-            validation.required_spec_claims.insert("iss".to_string());
-        }
-        let data = jsonwebtoken::decode::<Map<String, Value>>(token, key, &validation)
+        let data = jsonwebtoken::decode::<Map<String, Value>>(token, key, validation)
             .map_err(|e| format!("token: {e}"))?;
-        Ok(data.claims)
+        self.grant(data.claims)
     }
 
     /// `iat` (not checked by the decoder) and the grants.
@@ -228,16 +207,37 @@ impl JwtVerifier {
             }
         }
         let roles = match claims.get(&self.settings.role_claim) {
-            Some(Value::String(role)) => vec![role.clone()],
-            Some(Value::Array(items)) => {
-                items.iter().filter_map(Value::as_str).map(str::to_string).collect()
-            }
-            _ => Vec::new(),
+            Some(role @ Value::String(_)) => std::slice::from_ref(role),
+            Some(Value::Array(items)) => items.as_slice(),
+            _ => &[],
         };
-        let roles = roles.into_iter().filter(|r| !r.is_empty()).collect();
+        let roles = roles.iter().filter_map(Value::as_str).filter(|r| !r.is_empty());
+        let roles = roles.map(str::to_string).collect();
         let subject = claims.get("sub").and_then(Value::as_str).map(str::to_string);
         Ok(Claims { roles, subject })
     }
+}
+
+/// The checks of `algorithm`'s tokens: the reference's (time claims when present, no
+/// leeway), and a configured audience or issuer required (a token without the claim is not
+/// one made for this server).
+fn validation(settings: &JwtSettings, algorithm: Algorithm) -> Validation {
+    let mut validation = Validation::new(algorithm);
+    validation.leeway = 0;
+    validation.required_spec_claims.clear();
+    validation.validate_nbf = true;
+    match &settings.audience {
+        Some(audience) => {
+            validation.set_audience(&[audience]);
+            validation.required_spec_claims.insert("aud".to_string());
+        }
+        None => validation.validate_aud = false,
+    }
+    if let Some(issuer) = &settings.issuer {
+        validation.set_issuer(&[issuer]);
+        validation.required_spec_claims.insert("iss".to_string());
+    }
+    validation
 }
 
 fn now_seconds() -> f64 {

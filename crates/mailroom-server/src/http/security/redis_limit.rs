@@ -88,9 +88,11 @@ impl RedisLimiter {
             match outcome {
                 Ok(Ok(taken)) => return taken == 1,
                 Ok(Err(error)) => {
-                    tracing::warn!(%error, "Redis rate limiter failed; local buckets for 5 s")
+                    tracing::warn!(%error, pause = ?PAUSE, "Redis rate limiter failed; local buckets")
                 }
-                Err(_) => tracing::warn!("Redis rate limiter timed out; local buckets for 5 s"),
+                Err(_) => {
+                    tracing::warn!(pause = ?PAUSE, "Redis rate limiter timed out; local buckets")
+                }
             }
             *self.paused_until.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
                 Some(now + PAUSE);
