@@ -201,6 +201,21 @@ impl CoreConfig {
         }
         self.window_ttl_days =
             number(lookup, "MCP_AGENT_MAIL_WINDOW_TTL_DAYS", self.window_ttl_days)?;
+        // Both become stored expiry times, which must stay within what the database holds.
+        let max_seconds = crate::model::bounds::MAX_DURATION_SECONDS;
+        if !(0..=max_seconds).contains(&self.contact_auto_ttl_seconds) {
+            return Err(format!(
+                "CONTACT_AUTO_TTL_SECONDS must be between 0 and {max_seconds} (ten years), got {}",
+                self.contact_auto_ttl_seconds
+            ));
+        }
+        if !(0..=max_seconds / 86_400).contains(&self.window_ttl_days) {
+            return Err(format!(
+                "MCP_AGENT_MAIL_WINDOW_TTL_DAYS must be between 0 and {} (ten years), got {}",
+                max_seconds / 86_400,
+                self.window_ttl_days
+            ));
+        }
         self.apply_archive_env(lookup, &flag)?;
         self.llm.apply_env(lookup)?;
         if let Some(v) = lookup("AGENT_NAME_ENFORCEMENT_MODE") {

@@ -218,6 +218,73 @@ impl TestApp {
         }
     }
 
+    /// What a hostile test ends with (STYLE.md, tests 7): the server still serves everyone
+    /// else. In a project of its own: a normal send reaches its recipient's inbox, a
+    /// reservation is granted and released; then the archive catches up with nothing set
+    /// aside, `archive verify` finds no difference and `/ready` says ready. `context` names
+    /// what came before, for the failure message.
+    pub async fn assert_serves_everyone(&self, context: &str) {
+        const PROJECT: &str = "/work/health-check";
+        let (sender, recipient) = ("RedStone", "GoldFox");
+        let slug = self.seed_pair(PROJECT, sender, recipient).await;
+        let subject =
+            format!("still serving after {}", context.chars().take(60).collect::<String>());
+        let sent = self
+            .call_tool(
+                "send_message",
+                json!({"project_key": slug, "sender_name": sender, "to": [recipient],
+                       "subject": subject, "body_md": "health check"}),
+            )
+            .await;
+        assert!(sent.is_ok(), "a normal send fails after {context}: {sent:?}");
+        let inbox = self
+            .tool_ok(
+                "fetch_inbox",
+                json!({"project_key": slug, "agent_name": recipient, "limit": 5}),
+            )
+            .await;
+        let delivered = inbox.as_array().is_some_and(|m| m.iter().any(|m| m["subject"] == subject));
+        assert!(delivered, "the send is not in the inbox after {context}: {inbox}");
+        let reserve = json!({"project_key": slug, "agent_name": sender, "paths": ["health/**"]});
+        let granted = self.call_tool("file_reservation_paths", reserve).await;
+        let granted_one =
+            granted.as_ref().is_ok_and(|g| g["granted"].as_array().is_some_and(|g| g.len() == 1));
+        assert!(granted_one, "a reservation is not granted after {context}: {granted:?}");
+        let release = json!({"project_key": slug, "agent_name": sender, "paths": ["health/**"]});
+        let released = self.call_tool("release_file_reservations", release).await;
+        assert!(
+            released.as_ref().is_ok_and(|r| r["released"] == 1),
+            "a reservation is not released after {context}: {released:?}"
+        );
+        self.assert_archive_sound(context).await;
+        let (status, body) = self.get("/ready").await;
+        assert_eq!(
+            (status, body.as_str()),
+            (200, r#"{"status":"ready"}"#),
+            "/ready after {context}"
+        );
+    }
+
+    /// The archive has caught up with everything written, set nothing aside, and `archive
+    /// verify` finds no difference.
+    pub async fn assert_archive_sound(&self, context: &str) {
+        let Some(archive) = self.core.archive() else { return };
+        let flushed = tokio::time::timeout(std::time::Duration::from_secs(120), archive.flushed());
+        assert!(flushed.await.is_ok(), "the archive does not catch up after {context}");
+        let stats = archive.stats();
+        assert_eq!((stats.lag, stats.set_aside), (0, 0), "archive after {context}: {stats:?}");
+        assert_eq!(archive.trouble(), None, "archive after {context}");
+        let config = self.core.config().clone();
+        let report = tokio::task::spawn_blocking(move || {
+            mailroom_core::archive::maintenance::verify(&config)
+        })
+        .await
+        .expect("verify ran")
+        .expect("verify");
+        let differences: Vec<String> = report.differences.iter().map(ToString::to_string).collect();
+        assert!(differences.is_empty(), "archive verify after {context}: {differences:#?}");
+    }
+
     /// Stops the server gracefully and waits for it.
     pub async fn stop(mut self) {
         self.shutdown().await;

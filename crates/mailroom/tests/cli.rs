@@ -80,3 +80,40 @@ fn two_servers_cannot_share_one_archive() {
     first.kill().expect("kill");
     first.wait().expect("wait");
 }
+
+/// A second server given another server's database through `DATABASE_URL` (its own data
+/// directory and archive, the database reached through a symlinked directory) is refused
+/// before it opens it: two archive writers would commit one queue into two archives.
+#[test]
+fn two_servers_cannot_share_one_database_by_any_path() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let first_dir = dir.path().join("a");
+    let (first, _) = start(&first_dir);
+    let first = common::KillOnDrop(Some(first));
+    let database = first_dir.join("mailroom.sqlite3");
+    assert!(database.exists(), "the first server's database is {}", database.display());
+    let link = dir.path().join("link-to-a");
+    std::os::unix::fs::symlink(&first_dir, &link).expect("symlink");
+    let spellings = [
+        format!("sqlite:///{}", database.display()),
+        format!("sqlite+aiosqlite:///{}/mailroom.sqlite3", link.display()),
+        format!("sqlite:///{}/../a/./mailroom.sqlite3", first_dir.display()),
+    ];
+    for (index, url) in spellings.iter().enumerate() {
+        let second = mailroom()
+            .args(["serve", "--port", "0", "--data-dir"])
+            .arg(dir.path().join(format!("b{index}")))
+            .env("DATABASE_URL", url)
+            .output()
+            .expect("run second server");
+        assert_eq!(second.status.code(), Some(1), "{url}");
+        let stderr = String::from_utf8_lossy(&second.stderr);
+        let pid = first.0.as_ref().map(|c| c.id().to_string()).unwrap_or_default();
+        assert!(
+            stderr.contains("Another mailroom server is already using the database")
+                && stderr.contains(&pid),
+            "{url}: {stderr}"
+        );
+    }
+    common::stop(first.take());
+}

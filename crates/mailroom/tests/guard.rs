@@ -71,17 +71,7 @@ impl Setup {
 
     /// Stages `path` with new content and commits as `agent`.
     fn commit(&self, agent: &str, path: &str, env: &[(&str, &str)]) -> Output {
-        let file = self.repo.join(path);
-        std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
-        let previous = std::fs::read_to_string(&file).unwrap_or_default();
-        std::fs::write(&file, format!("{previous}edit by {agent}\n")).expect("write");
-        git_ok(&self.repo, &["add", path]);
-        let mut command = git(&self.repo, &["commit", "-q", "-m", &format!("{agent}: {path}")]);
-        command.env("AGENT_NAME", agent).env("WORKTREES_ENABLED", "1");
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        command.output().expect("git commit")
+        commit_file(&self.repo, Some(agent), path, env)
     }
 
     fn head_subject(&self) -> String {
@@ -93,6 +83,23 @@ impl Setup {
     fn hooks(&self) -> PathBuf {
         self.repo.join(".git/hooks")
     }
+}
+
+/// Appends a line to `path` in `repo`, stages it and commits with the gate on, as `agent`
+/// (AGENT_NAME unset when `None`).
+fn commit_file(repo: &Path, agent: Option<&str>, path: &str, env: &[(&str, &str)]) -> Output {
+    let file = repo.join(path);
+    std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
+    let previous = std::fs::read_to_string(&file).unwrap_or_default();
+    let author = agent.unwrap_or("nobody");
+    std::fs::write(&file, format!("{previous}edit by {author}\n")).expect("write");
+    git_ok(repo, &["add", path]);
+    let mut command = git(repo, &["commit", "-q", "-m", &format!("{author}: {path}")]);
+    command.env("WORKTREES_ENABLED", "1");
+    if let Some(agent) = agent {
+        command.env("AGENT_NAME", agent);
+    }
+    command.envs(env.iter().copied()).output().expect("git commit")
 }
 
 /// `mailroom guard <args>` with a clean guard environment.
@@ -199,10 +206,6 @@ fn bypass_advisory_mode_and_the_gate() {
 
     let gated_off = setup.commit("BlueLake", "Cargo.lock", &[("WORKTREES_ENABLED", "0")]);
     assert!(gated_off.status.success(), "gate off: {}", text(&gated_off.stderr));
-
-    let no_name = setup.commit("", "Cargo.lock", &[]);
-    assert!(!no_name.status.success());
-    assert!(text(&no_name.stderr).contains("AGENT_NAME environment variable is required."));
 }
 
 #[test]
@@ -313,6 +316,240 @@ fn core_ignorecase_makes_matching_case_insensitive() {
     let refused = setup.commit("BlueLake", "docs/a.md", &[]);
     assert!(!refused.status.success(), "core.ignorecase=true folds case");
     assert!(text(&refused.stderr).contains("- docs/a.md matches Docs/** (holder: GreenCastle"));
+}
+
+/// A root commit holding `src/reserved.py` and `other.txt`, then two branches from it:
+/// `holder`, where GreenCastle (holding an exclusive reservation on src/reserved.py) changed
+/// both files, and `main`, where BlueLake changed other.txt differently. Leaves `main`
+/// checked out; `install` is run after the root commit.
+fn diverge_from_the_holder(setup: &Setup, install: &[&str]) {
+    std::fs::create_dir_all(setup.repo.join("src")).expect("mkdir");
+    for path in ["src/reserved.py", "other.txt"] {
+        std::fs::write(setup.repo.join(path), "base\n").expect("write");
+    }
+    git_ok(&setup.repo, &["add", "-A"]);
+    git_ok(&setup.repo, &["commit", "-q", "-m", "root"]);
+    setup.install(install);
+    setup.reserve(1, "GreenCastle", "src/reserved.py", json!({}));
+    git_ok(&setup.repo, &["checkout", "-q", "-b", "holder"]);
+    for path in ["src/reserved.py", "other.txt"] {
+        let output = setup.commit("GreenCastle", path, &[]);
+        assert!(output.status.success(), "holder commits {path}: {}", text(&output.stderr));
+    }
+    git_ok(&setup.repo, &["checkout", "-q", "main"]);
+    let output = setup.commit("BlueLake", "other.txt", &[]);
+    assert!(output.status.success(), "BlueLake commits other.txt: {}", text(&output.stderr));
+}
+
+/// Merges `holder` into `main`, which stops on other.txt's conflict, and stages a resolution
+/// keeping both sides' lines.
+fn merge_the_holder_with_a_conflict(setup: &Setup) {
+    let merge = git(&setup.repo, &["merge", "-q", "holder"]).output().expect("merge");
+    assert!(!merge.status.success(), "other.txt must conflict");
+    let resolved = "base\nedit by BlueLake\nedit by GreenCastle\n";
+    std::fs::write(setup.repo.join("other.txt"), resolved).expect("resolve");
+    git_ok(&setup.repo, &["add", "other.txt"]);
+}
+
+/// Commits the merge in progress as `agent`.
+fn commit_the_merge(setup: &Setup, agent: &str, extra: &[&str]) -> Output {
+    git(&setup.repo, &["commit", "-q", "--no-edit"])
+        .args(extra)
+        .env("AGENT_NAME", agent)
+        .env("WORKTREES_ENABLED", "1")
+        .output()
+        .expect("commit merge")
+}
+
+#[test]
+fn a_merge_bringing_the_holders_own_change_is_allowed() {
+    let setup = Setup::new();
+    diverge_from_the_holder(&setup, &[]);
+    merge_the_holder_with_a_conflict(&setup);
+    let merged = commit_the_merge(&setup, "BlueLake", &[]);
+    assert!(
+        merged.status.success(),
+        "the merge brings the holder's change: {}",
+        text(&merged.stderr)
+    );
+    let parents =
+        text(&git(&setup.repo, &["log", "-1", "--format=%P"]).output().expect("log").stdout);
+    assert_eq!(parents.split_whitespace().count(), 2, "a merge commit was made");
+}
+
+#[test]
+fn a_merge_resolution_editing_a_reserved_file_is_refused() {
+    let setup = Setup::new();
+    diverge_from_the_holder(&setup, &[]);
+    merge_the_holder_with_a_conflict(&setup);
+    let reserved = setup.repo.join("src/reserved.py");
+    let both = format!("{}edit while merging\n", std::fs::read_to_string(&reserved).expect("read"));
+    std::fs::write(&reserved, both).expect("write");
+    git_ok(&setup.repo, &["add", "src/reserved.py"]);
+    let refused = commit_the_merge(&setup, "BlueLake", &[]);
+    assert!(!refused.status.success(), "the resolution itself changed the reserved file");
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains("- src/reserved.py matches src/reserved.py (holder: GreenCastle"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("- other.txt"), "{stderr}");
+}
+
+#[test]
+fn a_pushed_merge_counts_only_what_its_resolution_changed() {
+    let setup = Setup::new();
+    let parent = setup.repo.parent().expect("parent").to_path_buf();
+    git_ok(&parent, &["init", "-q", "--bare", "remote.git"]);
+    git_ok(&setup.repo, &["remote", "add", "origin", &parent.join("remote.git").to_string_lossy()]);
+    diverge_from_the_holder(&setup, &["--prepush"]);
+    let push = |agent: &str, branch: &str| {
+        git(&setup.repo, &["push", "-q", "origin", branch])
+            .env("AGENT_NAME", agent)
+            .env("WORKTREES_ENABLED", "1")
+            .output()
+            .expect("push")
+    };
+    let holder = push("GreenCastle", "holder");
+    assert!(holder.status.success(), "the holder pushes: {}", text(&holder.stderr));
+
+    // Committed past the pre-commit hook, so only the push can catch the resolution's edit.
+    merge_the_holder_with_a_conflict(&setup);
+    std::fs::write(setup.repo.join("src/reserved.py"), "rewritten while merging\n").expect("w");
+    git_ok(&setup.repo, &["add", "src/reserved.py"]);
+    let merged = commit_the_merge(&setup, "BlueLake", &["--no-verify"]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let refused = push("BlueLake", "main");
+    assert!(!refused.status.success(), "the pushed merge changed the reserved file itself");
+    let stderr = text(&refused.stderr);
+    assert!(stderr.contains("- src/reserved.py matches src/reserved.py"), "{stderr}");
+
+    git_ok(&setup.repo, &["reset", "-q", "--hard", "HEAD~1"]);
+    merge_the_holder_with_a_conflict(&setup);
+    let merged = commit_the_merge(&setup, "BlueLake", &[]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let allowed = push("BlueLake", "main");
+    assert!(
+        allowed.status.success(),
+        "the merge brings the holder's change: {}",
+        text(&allowed.stderr)
+    );
+}
+
+#[test]
+fn install_refuses_a_project_the_server_does_not_know() {
+    let setup = Setup::new();
+    let install = |project: &str, data: &Path| {
+        guard_command(&["install", project])
+            .arg(&setup.repo)
+            .arg("--data-dir")
+            .arg(data)
+            .env("WORKTREES_ENABLED", "1")
+            .output()
+            .expect("guard install")
+    };
+    let unknown = install("/tmp/no-such-project", &setup.data_dir());
+    assert!(!unknown.status.success(), "an unknown project is refused");
+    let stderr = text(&unknown.stderr);
+    assert!(stderr.contains("'/tmp/no-such-project'"), "{stderr}");
+    assert!(stderr.contains("nothing installed"), "{stderr}");
+
+    let typo = install("/abs/guardd", &setup.data_dir());
+    assert!(!typo.status.success(), "a mistyped project is refused");
+    let stderr = text(&typo.stderr);
+    assert!(stderr.contains("Did you mean: 'abs-guarded'"), "{stderr}");
+
+    let empty = setup.repo.parent().expect("parent").join("empty-data");
+    let nowhere = install(PROJECT, &empty);
+    assert!(!nowhere.status.success(), "no database and no archive: nothing to check against");
+    let stderr = text(&nowhere.stderr);
+    assert!(stderr.contains("neither a database"), "{stderr}");
+    assert!(stderr.contains(&empty.to_string_lossy().into_owned()), "{stderr}");
+
+    assert!(!setup.hooks().join("pre-commit").exists(), "nothing installed");
+    assert!(!setup.hooks().join("hooks.d").exists(), "nothing installed");
+}
+
+/// The database knows projects the archive has no directory for yet (ensure_project writes
+/// no file): install finds them there, and lists their human keys as near matches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn install_finds_projects_in_the_database_and_lists_near_matches() {
+    let setup = Setup::new();
+    let data = setup.data_dir();
+    let project = setup.repo.parent().expect("parent").join("backend-service");
+    let project = project.to_string_lossy().into_owned();
+    let (server, url) = start_with(&data, &[]);
+    let server = KillOnDrop(Some(server));
+    tool(&url, "ensure_project", json!({"human_key": project})).await;
+    stop(server.take());
+
+    let mistyped = project.replace("service", "servce");
+    let typo = guard_command(&["install", &mistyped])
+        .arg(&setup.repo)
+        .arg("--data-dir")
+        .arg(&data)
+        .env("WORKTREES_ENABLED", "1")
+        .output()
+        .expect("guard install");
+    assert!(!typo.status.success(), "a mistyped project is refused");
+    let stderr = text(&typo.stderr);
+    assert!(stderr.contains(&format!("'{mistyped}'")), "{stderr}");
+    assert!(stderr.contains(&format!("'{project}'")), "the near match is listed: {stderr}");
+    assert!(!setup.hooks().join("hooks.d").exists(), "nothing installed");
+
+    let installed = guard_command(&["install", &project])
+        .arg(&setup.repo)
+        .arg("--data-dir")
+        .arg(&data)
+        .env("WORKTREES_ENABLED", "1")
+        .output()
+        .expect("guard install");
+    assert!(installed.status.success(), "known to the database: {}", text(&installed.stderr));
+}
+
+#[test]
+fn a_hook_reached_from_another_repository_says_so_and_does_not_refuse() {
+    let setup = Setup::new();
+    setup.install(&[]);
+    setup.reserve(1, "GreenCastle", "src/**", json!({}));
+    let other = setup.repo.parent().expect("parent").join("other");
+    std::fs::create_dir(&other).expect("mkdir other");
+    git_ok(&other, &["init", "-q", "-b", "main"]);
+    git_ok(&other, &["config", "core.hooksPath", &setup.hooks().to_string_lossy()]);
+
+    let elsewhere = commit_file(&other, Some("BlueLake"), "src/app.rs", &[]);
+    let stderr = text(&elsewhere.stderr);
+    assert!(elsewhere.status.success(), "not the guarded repository: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "said once: {stderr}");
+    assert!(stderr.contains("not checking"), "{stderr}");
+
+    let guarded = setup.commit("BlueLake", "src/app.rs", &[]);
+    assert!(!guarded.status.success(), "the guarded repository is still checked");
+}
+
+#[test]
+fn a_hook_without_an_agent_name_says_so_and_does_not_refuse() {
+    let setup = Setup::new();
+    let parent = setup.repo.parent().expect("parent").to_path_buf();
+    git_ok(&parent, &["init", "-q", "--bare", "remote.git"]);
+    git_ok(&setup.repo, &["remote", "add", "origin", &parent.join("remote.git").to_string_lossy()]);
+    setup.install(&["--prepush"]);
+    setup.reserve(1, "GreenCastle", "src/**", json!({}));
+
+    let committed = commit_file(&setup.repo, None, "src/app.rs", &[]);
+    let stderr = text(&committed.stderr);
+    assert!(committed.status.success(), "no agent name: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "said once: {stderr}");
+    assert!(stderr.contains("AGENT_NAME is not set"), "{stderr}");
+
+    let pushed = git(&setup.repo, &["push", "-q", "origin", "main"])
+        .env("WORKTREES_ENABLED", "1")
+        .output()
+        .expect("push");
+    let stderr = text(&pushed.stderr);
+    assert!(pushed.status.success(), "no agent name: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "said once: {stderr}");
+    assert!(stderr.contains("[pre-push]") && stderr.contains("AGENT_NAME is not set"), "{stderr}");
 }
 
 /// Rounds of reserve → rival commit → release → rival commit in the live test.

@@ -97,14 +97,16 @@ const OWN_RELEASE_WAIT: Duration = Duration::from_secs(2);
 /// Takes the OS lock. When the owner file names this process, the holder is a handle this
 /// process just closed whose descriptor a child forked meanwhile (e.g. a `git` command started
 /// by another thread) still shares until it execs: wait briefly for it instead of failing.
+/// So too when there is no owner file: a clean stop removes it just before it closes the lock,
+/// and the same child may hold that lock a moment longer.
 fn lock_or_wait_for_own_release(file: &File, owner_path: &Path) -> bool {
     let started = std::time::Instant::now();
     loop {
         if file.try_lock().is_ok() {
             return true;
         }
-        let ours = read_owner_pid(owner_path) == Some(std::process::id());
-        if !ours || started.elapsed() >= OWN_RELEASE_WAIT {
+        let going = read_owner_pid(owner_path).is_none_or(|pid| pid == std::process::id());
+        if !going || started.elapsed() >= OWN_RELEASE_WAIT {
             return false;
         }
         std::thread::sleep(Duration::from_millis(10));

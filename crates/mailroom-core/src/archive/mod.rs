@@ -98,6 +98,8 @@ pub struct ArchiveStats {
     pub commits: u64,
     /// Failed commit attempts (retried).
     pub errors: u64,
+    /// Rows set aside since start because they could not be rendered (`archive_set_aside`).
+    pub set_aside: u64,
     /// Rows queued but not yet committed to Git.
     pub lag: u64,
 }
@@ -112,7 +114,8 @@ pub(crate) struct Signal {
     enqueued: AtomicU64,
     commits: AtomicU64,
     errors: AtomicU64,
-    /// Rows committed to Git; watchers wait for it to pass their row.
+    set_aside: AtomicU64,
+    /// Rows committed to Git or set aside; watchers wait for it to pass their row.
     archived: watch::Sender<u64>,
     room: Notify,
     /// Set when the writer thread has ended: nobody waits for it any more (its queued rows
@@ -138,6 +141,7 @@ impl Signal {
             enqueued: AtomicU64::new(backlog),
             commits: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            set_aside: AtomicU64::new(0),
             archived: watch::channel(0).0,
             room: Notify::new(),
             stopped: AtomicBool::new(false),
@@ -215,14 +219,30 @@ impl Signal {
         self.room.notify_waiters();
     }
 
+    /// Records `rows` set aside: no longer queued, so nobody waits for them.
+    fn set_aside(&self, rows: u64) {
+        self.set_aside.fetch_add(rows, Ordering::SeqCst);
+        self.archived(rows);
+    }
+
     fn stats(&self) -> ArchiveStats {
+        let set_aside = self.set_aside.load(Ordering::SeqCst);
         ArchiveStats {
             enqueued: self.enqueued.load(Ordering::SeqCst),
-            archived: *self.archived.borrow(),
+            archived: self.archived.borrow().saturating_sub(set_aside),
             commits: self.commits.load(Ordering::SeqCst),
             errors: self.errors.load(Ordering::SeqCst),
+            set_aside,
             lag: self.lag(),
         }
+    }
+
+    /// Whether writes now wait for room (the queue is full) and the writer keeps failing:
+    /// the archive is not keeping up. `None` while it is.
+    fn falling_behind(&self) -> Option<String> {
+        let lag = self.lag();
+        let error = self.last_error()?;
+        (lag >= self.capacity).then(|| format!("{lag} changes behind and failing: {error}"))
     }
 }
 
@@ -333,6 +353,20 @@ impl Archive {
     /// Counters since start.
     pub fn stats(&self) -> ArchiveStats {
         self.signal.stats()
+    }
+
+    /// Why the archive is not keeping up (the queue is full and the writer keeps failing),
+    /// or why it stopped; `None` while it keeps up.
+    pub fn trouble(&self) -> Option<String> {
+        if self.signal.stopped.load(Ordering::SeqCst) {
+            return Some("the archive writer has stopped".to_string());
+        }
+        self.signal.falling_behind()
+    }
+
+    /// The writer's latest failure, while it keeps failing.
+    pub fn last_error(&self) -> Option<String> {
+        self.signal.last_error()
     }
 
     /// Told of every batch committed to Git (its value counts the rows): what the web UI's

@@ -53,32 +53,47 @@ struct Sources<'a> {
     appended: HashSet<String>,
 }
 
+/// Why a batch did not render: the first item that failed (its index in the batch) and its
+/// error. The items before it render, so the writer can commit them and deal with it alone.
+pub(super) struct RenderFailure {
+    pub index: usize,
+    pub error: Error,
+}
+
 /// Renders a batch of work into one commit's files. Work whose row is gone (deleted since)
-/// renders nothing.
+/// renders nothing. An item that fails stops the batch there ([`RenderFailure`]); a failure
+/// of the database itself fails the whole read.
 pub(super) fn render(
     db: &Db<'_>,
     work: &[QueuedWork],
     repo: &ArchiveRepo,
     digests: &mut DigestCache,
     replay_horizon: i64,
-) -> Result<Rendered> {
+) -> Result<Result<Rendered, RenderFailure>> {
     let mut sources = Sources { repo, digests, replay_horizon, appended: HashSet::new() };
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     let mut entries = Vec::new();
     let mut removals = Vec::new();
-    for item in work {
+    for (index, item) in work.iter().enumerate() {
         let entry = match item.kind {
-            ArchiveKind::Message => render_message(db, item, &mut sources, &mut files)?,
-            ArchiveKind::Profile => render_profile(db, AgentId(item.ref_id), &mut files)?,
-            ArchiveKind::Reservation => render_reservation(db, item.ref_id, false, &mut files)?,
-            ArchiveKind::ReservationGrant => render_reservation(db, item.ref_id, true, &mut files)?,
-            ArchiveKind::Deletion => render_deletion(db, item, &mut removals)?,
-            ArchiveKind::Unknown => None,
+            ArchiveKind::Message => render_message(db, item, &mut sources, &mut files),
+            ArchiveKind::Profile => render_profile(db, AgentId(item.ref_id), &mut files),
+            ArchiveKind::Reservation => render_reservation(db, item.ref_id, false, &mut files),
+            ArchiveKind::ReservationGrant => render_reservation(db, item.ref_id, true, &mut files),
+            ArchiveKind::Deletion => render_deletion(db, item, &mut removals),
+            ArchiveKind::Unknown => Ok(None),
         };
-        entries.extend(entry);
+        match entry {
+            Ok(entry) => entries.extend(entry),
+            Err(error) => {
+                // A database that cannot answer at all is no fault of this item.
+                db.last_queued_archive_id()?;
+                return Ok(Err(RenderFailure { index, error }));
+            }
+        }
     }
     let message = commit_message(&entries);
-    Ok(Rendered { files: files.into_iter().collect(), removals, message })
+    Ok(Ok(Rendered { files: files.into_iter().collect(), removals, message }))
 }
 
 /// A deletion: the files its payload names leave the commit (a deletion is always a commit of

@@ -23,7 +23,7 @@ use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::MessageId;
 use crate::store::Db;
-use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
+use crate::store::db::archive_queue::{ArchiveKind, QueuedWork, SetAside};
 
 /// Profile fields that identify an agent. `last_active_ts` is left out: it moves with every
 /// send, and the archive rewrites a profile only when the agent registers again.
@@ -111,6 +111,10 @@ pub enum Difference {
     UnknownMessage { path: String, message_id: MessageId },
     /// A canonical message file sits in another project than its message.
     MisplacedMessage { path: String, message_id: MessageId, project: String },
+    /// Archive work the writer set aside because it could not render it.
+    SetAside { queue_id: i64, kind: ArchiveKind, ref_id: i64, error: String },
+    /// A row of the database that cannot be rendered as the archive would hold it.
+    Unrenderable { what: String, error: String },
 }
 
 impl fmt::Display for Difference {
@@ -146,6 +150,13 @@ impl fmt::Display for Difference {
             Difference::MisplacedMessage { path, message_id, project } => {
                 write!(f, "misplaced: {path} (message {message_id} belongs to project {project})")
             }
+            Difference::SetAside { queue_id, kind, ref_id, error } => write!(
+                f,
+                "set aside: archive work {queue_id} ({kind:?} {ref_id}) was not archived: {error}"
+            ),
+            Difference::Unrenderable { what, error } => {
+                write!(f, "unreadable: {what} cannot be rendered: {error}")
+            }
         }
     }
 }
@@ -157,9 +168,11 @@ pub(super) fn check(
     files: &CommittedFiles,
     queued: &[QueuedWork],
 ) -> Result<VerifyReport> {
-    let queued_of = |kind| -> HashSet<i64> {
-        queued.iter().filter(|w| w.kind == kind).map(|w| w.ref_id).collect()
-    };
+    let set_aside = db.set_aside_archive_work()?;
+    // What was set aside is not in the archive: reported once, not as missing copies.
+    let pending = || queued.iter().chain(set_aside.iter().map(|s| &s.work));
+    let queued_of =
+        |kind| -> HashSet<i64> { pending().filter(|w| w.kind == kind).map(|w| w.ref_id).collect() };
     let (queued_messages, queued_profiles) =
         (queued_of(ArchiveKind::Message), queued_of(ArchiveKind::Profile));
     // Copies a queued deletion will remove are expected in HEAD until its commit.
@@ -170,21 +183,38 @@ pub(super) fn check(
         }
     }
     let mut checker = Checker { files, report: VerifyReport::default(), digests: HashMap::new() };
+    for aside in set_aside {
+        let SetAside { work, error, .. } = aside;
+        let (queue_id, kind, ref_id) = (work.id, work.kind, work.ref_id);
+        checker.differ(Difference::SetAside { queue_id, kind, ref_id, error });
+    }
     let messages = db.message_ids_with_project_slug()?;
     for (id, _) in &messages {
         if queued_messages.contains(&id.0) {
             checker.report.queued_messages += 1;
-        } else if let Some((doc, sender_is_local)) = render::message_doc(db, *id)? {
-            checker.message(&doc, sender_is_local);
-            checker.report.messages_checked += 1;
+            continue;
+        }
+        match render::message_doc(db, *id) {
+            Ok(Some((doc, sender_is_local))) => {
+                checker.message(&doc, sender_is_local);
+                checker.report.messages_checked += 1;
+            }
+            Ok(None) => {}
+            Err(e) => checker.unrenderable(format!("message {id}"), e),
         }
     }
     for agent_id in db.agent_ids()? {
         if queued_profiles.contains(&agent_id.0) {
             checker.report.queued_profiles += 1;
-        } else if let Some((path, bytes, name)) = render::profile_file(db, agent_id)? {
-            checker.profile(path, &bytes, name);
-            checker.report.agents_checked += 1;
+            continue;
+        }
+        match render::profile_file(db, agent_id) {
+            Ok(Some((path, bytes, name))) => {
+                checker.profile(path, &bytes, name);
+                checker.report.agents_checked += 1;
+            }
+            Ok(None) => {}
+            Err(e) => checker.unrenderable(format!("agent {}", agent_id.0), e),
         }
     }
     let projects: HashMap<MessageId, &str> =
@@ -233,6 +263,10 @@ struct Checker<'a> {
 impl Checker<'_> {
     fn differ(&mut self, difference: Difference) {
         self.report.differences.push(difference);
+    }
+
+    fn unrenderable(&mut self, what: String, error: crate::error::Error) {
+        self.differ(Difference::Unrenderable { what, error: error.message });
     }
 
     fn message(&mut self, doc: &MessageDoc, sender_is_local: bool) {

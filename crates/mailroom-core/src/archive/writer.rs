@@ -48,6 +48,9 @@ const RETRY_MAX: Duration = Duration::from_secs(10);
 const DIGEST_CACHE_ENTRIES: usize = 512;
 /// Attempts at stop before leaving the rest to the next start's replay.
 const ATTEMPTS_AT_STOP: u32 = 3;
+/// Attempts at rendering one queued row before it is set aside (`archive_set_aside`): a row
+/// the database cannot give back as it should must not hold up the work behind it.
+const RENDER_ATTEMPTS: u32 = 3;
 
 pub(super) struct Writer {
     repo: ArchiveRepo,
@@ -66,6 +69,8 @@ pub(super) struct Writer {
     repacker: Repacker,
     /// When the last drain that found rows ended, and how long it took.
     last_drain: Option<(Instant, Duration)>,
+    /// The queue row that failed to render at the head of the queue, and how many times.
+    failing_head: Option<(i64, u32)>,
 }
 
 impl Writer {
@@ -89,10 +94,12 @@ impl Writer {
             replay_horizon: i64::MAX,
             last_index_write: Instant::now(),
             last_drain: None,
+            failing_head: None,
         }
     }
 
     pub(super) fn run(mut self) {
+        self.retry_set_aside();
         // Rows queued before this writer started are replays; if the queue cannot be read,
         // every row is treated as one (slower, never wrong).
         self.replay_horizon =
@@ -145,6 +152,19 @@ impl Writer {
             tracing::warn!(error = %Error::from(e), "archive index not written at stop");
         }
         self.repacker.finish();
+    }
+
+    /// Work set aside before gets one more try at each start: a row repaired since (by a
+    /// migration, or by hand) is archived now.
+    fn retry_set_aside(&self) {
+        match self.store.write_blocking_unseen(|db| db.requeue_set_aside_archive_work()) {
+            Ok(0) => {}
+            Ok(retried) => {
+                self.signal.ring(retried);
+                tracing::warn!(retried, "archive work set aside before is queued again");
+            }
+            Err(e) => tracing::warn!(error = %e.message, "set-aside archive work not retried"),
+        }
     }
 
     /// How long the writer must idle before it writes the index.
@@ -238,7 +258,7 @@ impl Writer {
             // A deletion is a commit of its own (`delete: N message(s) via web UI`): the work
             // before it goes first, then it alone, then what follows.
             let cut = deletion_cut(&work);
-            let split = cut < work.len();
+            let mut split = cut < work.len();
             work.truncate(cut);
             let Some(last) = work.last().map(|w| w.id) else { return Ok(found_rows) };
             found_rows = true;
@@ -247,8 +267,28 @@ impl Writer {
             let replay_horizon = self.replay_horizon;
             self.replay_horizon = self.replay_horizon.max(last);
             let (repo, digests) = (&self.repo, &mut self.digests);
-            let rendered =
+            let mut rendered =
                 self.reader.read(|db| render::render(db, &work, repo, digests, replay_horizon))?;
+            if let Err(failure) = &rendered
+                && failure.index > 0
+            {
+                // The items before the failing one go out now; it heads the next batch.
+                work.truncate(failure.index);
+                split = true;
+                let (repo, digests) = (&self.repo, &mut self.digests);
+                rendered = self
+                    .reader
+                    .read(|db| render::render(db, &work, repo, digests, replay_horizon))?;
+            }
+            let rendered = match rendered {
+                Ok(rendered) => rendered,
+                Err(failure) => {
+                    self.head_failed(work[failure.index], failure.error)?;
+                    continue;
+                }
+            };
+            self.failing_head = None;
+            let last = work.last().map_or(last, |w| w.id);
             let (files, removals) = (&rendered.files, &rendered.removals);
             if let Some(committed) = self.repo.commit_changes(files, removals, &rendered.message)? {
                 self.signal.commits.fetch_add(1, Ordering::SeqCst);
@@ -275,6 +315,38 @@ impl Writer {
                 return Ok(true);
             }
         }
+    }
+}
+
+impl Writer {
+    /// The row at the head of the queue failed to render: an error for the writer to retry,
+    /// until it has failed [`RENDER_ATTEMPTS`] times; then it is set aside with its error and
+    /// the queue moves on.
+    fn head_failed(&mut self, head: QueuedWork, error: Error) -> Result<()> {
+        let attempts = match self.failing_head {
+            Some((id, attempts)) if id == head.id => attempts + 1,
+            _ => 1,
+        };
+        self.failing_head = Some((head.id, attempts));
+        if attempts < RENDER_ATTEMPTS {
+            return Err(Error::internal(format!(
+                "archive work {} ({:?} {}) cannot be rendered: {}",
+                head.id, head.kind, head.ref_id, error.message
+            )));
+        }
+        let text = error.message.clone();
+        self.store.write_blocking_unseen(move |db| db.set_aside_archive_row(head.id, &text))?;
+        tracing::error!(
+            queue_id = head.id,
+            kind = ?head.kind,
+            ref_id = head.ref_id,
+            error = %error.message,
+            "archive work set aside: it cannot be rendered; the queue moves on"
+        );
+        self.failing_head = None;
+        self.last_id = head.id;
+        self.signal.set_aside(1);
+        Ok(())
     }
 }
 

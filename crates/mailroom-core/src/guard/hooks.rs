@@ -6,7 +6,10 @@
 //!   POSIX `sh` script, so the user's machine needs no Python;
 //! * `<hook>.orig` — the user's own hook, moved aside once and run last;
 //! * `hooks.d/<hook>/50-agent-mail` — our plugin, which execs `mailroom guard check` with the
-//!   reservations directory baked in (the reference's plugin is `50-agent-mail.py`).
+//!   reservations directory baked in (the reference's plugin is `50-agent-mail.py`), and the
+//!   repository it was installed for: a hooks directory can be reached from other
+//!   repositories (their `core.hooksPath`, or a global one), where this project's
+//!   reservations mean nothing.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -103,10 +106,55 @@ pub struct PluginTarget {
     pub database: Option<PathBuf>,
 }
 
+/// The identity of a repository the plugin records and the check compares: its common Git
+/// directory, canonical. Linked worktrees share it (and their hooks), so they count as the
+/// repository they belong to.
+pub fn repository_identity(repository: &git2::Repository) -> Option<PathBuf> {
+    repository.commondir().canonicalize().ok()
+}
+
+/// [`install`] for the repository containing `repo`, which the plugin records: in any other
+/// repository that reaches `hooks_dir` the check says so and passes.
+pub fn install_for_repository(
+    repo: &Path,
+    hooks_dir: &Path,
+    hook: Hook,
+    target: &PluginTarget,
+) -> Result<PathBuf> {
+    let identity = git2::Repository::discover(repo)
+        .ok()
+        .and_then(|repository| repository_identity(&repository))
+        .ok_or_else(|| {
+            Error::invalid(format!("'{}' is not inside a Git repository", repo.display()))
+        })?;
+    install_recording(hooks_dir, hook, target, Some(&identity))
+}
+
 /// Installs the chain-runner and our plugin for `hook` in `hooks_dir`, preserving a foreign
 /// hook as `<hook>.orig` (or, when that is taken, `<hook>.replaced-<unix seconds>`, which is
 /// not chained). Returns the chain-runner's path.
+///
+/// The plugin records the repository `hooks_dir` belongs to only when it is a Git directory's
+/// own `hooks` (Git's default layout), the one case where the directory alone says whose it
+/// is; elsewhere (a `core.hooksPath`) it records none and checks wherever it runs. Callers
+/// that know the repository use [`install_for_repository`].
 pub fn install(hooks_dir: &Path, hook: Hook, target: &PluginTarget) -> Result<PathBuf> {
+    install_recording(hooks_dir, hook, target, default_layout_owner(hooks_dir).as_deref())
+}
+
+/// The repository whose Git directory holds `hooks_dir` as its `hooks`, if any.
+fn default_layout_owner(hooks_dir: &Path) -> Option<PathBuf> {
+    let git_dir = hooks_dir.parent().filter(|_| hooks_dir.ends_with("hooks"))?;
+    let identity = repository_identity(&git2::Repository::open_bare(git_dir).ok()?)?;
+    (git_dir.canonicalize().ok()? == identity).then_some(identity)
+}
+
+fn install_recording(
+    hooks_dir: &Path,
+    hook: Hook,
+    target: &PluginTarget,
+    installed_for: Option<&Path>,
+) -> Result<PathBuf> {
     let run_dir = hooks_dir.join("hooks.d").join(hook.name());
     fs::create_dir_all(&run_dir).map_err(|e| io_error("create", &run_dir, e))?;
     let chain = hooks_dir.join(hook.name());
@@ -129,7 +177,7 @@ pub fn install(hooks_dir: &Path, hook: Hook, target: &PluginTarget) -> Result<Pa
     write_executable(&chain, &chain_runner_script(hook))?;
     // The reference's plugin would check the same reservations a second time.
     remove_if_present(&run_dir.join(REFERENCE_PLUGIN_NAME))?;
-    write_executable(&run_dir.join(PLUGIN_NAME), &plugin_script(hook, target))?;
+    write_executable(&run_dir.join(PLUGIN_NAME), &plugin_script(hook, target, installed_for))?;
     Ok(chain)
 }
 
@@ -286,16 +334,17 @@ pub fn chain_runner_script(hook: Hook) -> String {
     )
 }
 
-/// Our plugin: execs `mailroom guard check` on the baked-in reservations directory. A missing
-/// binary is reported by name rather than as the shell's bare "not found".
-pub fn plugin_script(hook: Hook, target: &PluginTarget) -> String {
+/// Our plugin: execs `mailroom guard check` on the baked-in reservations directory (and the
+/// repository it guards, when known). A missing binary is reported by name rather than as the
+/// shell's bare "not found".
+pub fn plugin_script(hook: Hook, target: &PluginTarget, installed_for: Option<&Path>) -> String {
     let program = shell_quote(&target.program.to_string_lossy());
     let dir = shell_quote(&target.reservations_dir.to_string_lossy());
-    let database = target
-        .database
-        .as_ref()
-        .map(|db| format!(" --database {}", shell_quote(&db.to_string_lossy())))
-        .unwrap_or_default();
+    let option = |flag: &str, value: Option<&Path>| {
+        value.map(|v| format!(" {flag} {}", shell_quote(&v.to_string_lossy()))).unwrap_or_default()
+    };
+    let database = option("--database", target.database.as_deref());
+    let repository = option("--installed-for", installed_for);
     let mode = match hook {
         Hook::PreCommit => "",
         Hook::PrePush => " --pre-push",
@@ -309,7 +358,8 @@ pub fn plugin_script(hook: Hook, target: &PluginTarget) -> String {
          (AGENT_MAIL_BYPASS=1 skips the check)\" >&2\n\
          \x20 exit 1\n\
          fi\n\
-         exec \"$mailroom\" guard check{mode} --reservations-dir {dir}{database} -- \"$@\"\n",
+         exec \"$mailroom\" guard check{mode} --reservations-dir {dir}{database}{repository} \
+         -- \"$@\"\n",
         name = hook.name()
     )
 }
@@ -439,6 +489,37 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&chain).expect("restored"), orig);
         assert!(!hooks.path().join("pre-commit.orig").exists());
         assert!(!uninstall(hooks.path()).expect("second uninstall"), "nothing left to remove");
+    }
+
+    fn plugin(hooks: &Path) -> String {
+        std::fs::read_to_string(hooks.join("hooks.d/pre-commit/50-agent-mail")).expect("plugin")
+    }
+
+    #[test]
+    fn the_plugin_records_the_repository_it_guards() {
+        let repo = init_repo();
+        let git_dir = canonical(&repo.path().join(".git"));
+        let recorded = format!("--installed-for '{}'", git_dir.display());
+        let default_hooks = resolve_hooks_dir(repo.path());
+        install(&default_hooks, Hook::PreCommit, &target()).expect("install");
+        assert!(plugin(&default_hooks).contains(&recorded), "{}", plugin(&default_hooks));
+
+        // A hooks directory outside any Git directory says nothing of whose it is, unless the
+        // installer names the repository.
+        let shared = tempfile::tempdir().expect("tempdir");
+        install(shared.path(), Hook::PreCommit, &target()).expect("install");
+        assert!(!plugin(shared.path()).contains("--installed-for"), "{}", plugin(shared.path()));
+        let subdir = repo.path().join("src");
+        std::fs::create_dir(&subdir).expect("mkdir");
+        install_for_repository(&subdir, shared.path(), Hook::PreCommit, &target())
+            .expect("install for");
+        assert!(plugin(shared.path()).contains(&recorded), "{}", plugin(shared.path()));
+        let outside = tempfile::tempdir().expect("tempdir");
+        if git2::Repository::discover(outside.path()).is_err() {
+            let refused =
+                install_for_repository(outside.path(), shared.path(), Hook::PreCommit, &target());
+            assert!(refused.is_err());
+        }
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //!
 //! `hooks` installs and removes them: a POSIX `sh` chain-runner per hook (the reference's
 //! marker, so either implementation recognises the other's) that runs `hooks.d/<hook>/*`,
-//! and a plugin there that execs `mailroom guard check`. `reservations` loads the project's
+//! and a plugin there that execs `mailroom guard check`, naming the repository it guards.
+//! `project` finds the project an install is for, refusing one neither the database nor the
+//! archive knows. `reservations` loads the project's
 //! reservations in force, from the server's database when it knows the project (the archive's
 //! files lag behind it) or else from the archive's reservation JSON files, and matches changed
 //! paths against them; `changes` asks Git which paths a commit or a push changes. The check
@@ -12,6 +14,7 @@
 
 pub mod changes;
 pub mod hooks;
+pub mod project;
 pub mod reservations;
 
 /// The Git hooks the guard installs.

@@ -5,6 +5,7 @@
 //! [`time::Timestamp::now`]) or the network, so every rule can be tested as a plain function and
 //! reused by both the MCP tools and the REST routes without pulling in any transport.
 
+pub mod bounds;
 pub mod digest;
 pub mod fnmatch;
 pub mod names;

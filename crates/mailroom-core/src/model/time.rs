@@ -76,6 +76,26 @@ impl Timestamp {
         Timestamp(micros)
     }
 
+    /// The earliest instant the database and the archive hold: 0001-01-01T00:00:00 UTC, the
+    /// first day of Python's `datetime` (the reference's, and the archive's readers').
+    pub const FIRST: Timestamp = Timestamp(-62_135_596_800 * MICROS_PER_SECOND);
+    /// The latest instant the database and the archive hold: 9999-12-31T23:59:59.999999 UTC,
+    /// the last of Python's `datetime` and of the four-digit years the stored text keeps.
+    pub const LAST: Timestamp = Timestamp(253_402_300_800 * MICROS_PER_SECOND - 1);
+
+    /// Whether this instant lies within [`Self::FIRST`]..=[`Self::LAST`], so that it can be
+    /// stored, archived and read back.
+    pub fn is_storable(self) -> bool {
+        (Self::FIRST..=Self::LAST).contains(&self)
+    }
+
+    /// This instant moved by `secs` seconds, or `None` when the result would fall outside what
+    /// the database and the archive hold ([`Self::is_storable`]).
+    pub fn checked_plus_seconds(self, secs: i64) -> Option<Self> {
+        let micros = secs.checked_mul(MICROS_PER_SECOND)?;
+        Some(Timestamp(self.0.checked_add(micros)?)).filter(|t| t.is_storable())
+    }
+
     /// Wraps a count of microseconds since the Unix epoch.
     pub fn from_micros(micros: i64) -> Self {
         Timestamp(micros)
@@ -131,6 +151,23 @@ impl Timestamp {
         let micros = if cursor.eat(b'.') { cursor.fraction(6)? } else { 0 };
         cursor.finished()?;
         Self::from_civil(year, month, day, (hour, minute, second), micros)
+    }
+
+    /// Parses a stored value as [`Self::parse_db`] does, reading a year outside four digits,
+    /// which earlier versions could store (`33715-…`, `-001-…`), as [`Self::LAST`] or
+    /// [`Self::FIRST`]: such a row stays readable (and releasable) instead of failing every
+    /// read that meets it.
+    pub fn parse_db_clamped(s: &str) -> Option<Self> {
+        if let Some(parsed) = Self::parse_db(s) {
+            return Some(parsed);
+        }
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 4 && s.as_bytes().get(digits) == Some(&b'-') {
+            return Some(Self::LAST);
+        }
+        let negative_year =
+            s.strip_prefix('-').is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+        negative_year.then_some(Self::FIRST)
     }
 
     /// Parses caller-supplied ISO-8601 such as `since_ts`, normalising to UTC.
@@ -550,5 +587,33 @@ mod tests {
         let json = serde_json::to_string(&start).unwrap_or_default();
         check("serde", json.as_str(), "\"1970-01-01T00:00:01.500000+00:00\"");
         check("now", Timestamp::now() > Timestamp::parse_iso("2025-01-01").unwrap_or(start), true);
+    }
+
+    #[test]
+    fn storable_range() {
+        check("first", Timestamp::FIRST.to_db(), "0001-01-01 00:00:00.000000".to_string());
+        check("last", Timestamp::LAST.to_db(), "9999-12-31 23:59:59.999999".to_string());
+        let now = Timestamp::from_micros(1_700_000_000_000_000);
+        let cases = [
+            ("an hour", now.checked_plus_seconds(3600), Some(now.plus_seconds(3600))),
+            ("to the last", Timestamp::LAST.checked_plus_seconds(0), Some(Timestamp::LAST)),
+            ("past the last", Timestamp::LAST.checked_plus_seconds(1), None),
+            ("1e12 seconds", now.checked_plus_seconds(1_000_000_000_000), None),
+            ("before the first", Timestamp::FIRST.checked_plus_seconds(-1), None),
+            ("overflow", now.checked_plus_seconds(i64::MAX), None),
+        ];
+        for (label, actual, expected) in cases {
+            check(label, actual, expected);
+        }
+        let stored = [
+            ("33715-03-01 10:00:00.000000", Some(Timestamp::LAST)),
+            ("-001-01-01 00:00:00.000000", Some(Timestamp::FIRST)),
+            ("2024-01-01 10:30:00.000000", Timestamp::parse_db("2024-01-01 10:30:00")),
+            ("12345", None),
+            ("garbage", None),
+        ];
+        for (input, expected) in stored {
+            check(input, Timestamp::parse_db_clamped(input), expected);
+        }
     }
 }

@@ -6,6 +6,7 @@ use super::identity::new_registration_token;
 use super::messaging::{Delivery, deliver};
 use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
+use crate::model::bounds;
 use crate::model::names::is_valid_adjective_noun;
 use crate::model::time::Timestamp;
 use crate::records::{Agent, ContactLink, ContactPolicy, LinkStatus, Project, RecipientKind};
@@ -240,8 +241,8 @@ pub(crate) fn file_request(
     if from.id == to.id {
         return Err(Error::value_error("request_contact does not allow self-contact"));
     }
-    let ttl = ttl_seconds.max(60);
-    let fresh_expiry = now.plus_seconds(ttl);
+    let ttl = bounds::seconds("ttl_seconds", ttl_seconds.max(60), 60)?;
+    let fresh_expiry = bounds::later("ttl_seconds", now, ttl)?;
     let existing = db.link_between(from.id, to.id)?;
     // An approved link is filed afresh (pending, new intro), as the reference's recorded session
     // shows: its macro_contact_handshake re-requests the approved BlueLake→GreenCastle link and
@@ -308,7 +309,8 @@ fn respond(
             None => Ok(outcome(None, 0)),
         };
     }
-    let fresh_expiry = now.plus_seconds(req.ttl_seconds.max(60));
+    let ttl = bounds::seconds("ttl_seconds", req.ttl_seconds.max(60), 60)?;
+    let fresh_expiry = bounds::later("ttl_seconds", now, ttl)?;
     let expires = match &existing {
         Some(link) if link.is_active_approved(now) => link.expires_ts.map(|e| e.max(fresh_expiry)),
         _ => Some(fresh_expiry),

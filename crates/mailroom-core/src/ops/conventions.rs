@@ -7,6 +7,7 @@
 //! operator: they name projects and agents as they please and mean what they type.
 
 use crate::error::{Error, Result};
+use crate::model::bounds;
 use crate::model::slug::normalize_absolute_path;
 use crate::model::thread_id::is_valid_thread_id;
 
@@ -32,6 +33,7 @@ impl Conventions {
     /// absolute path, or under [`Conventions::Script`] an identifier as typed.
     pub(crate) fn project_key(self, human_key: &str) -> Result<ProjectKey> {
         let trimmed = human_key.trim();
+        bounds::project_key("human_key", trimmed)?;
         if let Some(path) = normalize_absolute_path(trimmed) {
             return Ok(ProjectKey::Path(path));
         }

@@ -14,6 +14,7 @@ use super::output::MessageOut;
 use super::search::{excerpts_of, summarize_rows};
 use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
+use crate::model::bounds;
 use crate::model::summary::ThreadSummary;
 use crate::model::time::Timestamp;
 use crate::records::ListedMessage;
@@ -100,6 +101,7 @@ impl Mailroom {
                 req.since_hours
             )));
         }
+        bounds::hours("since_hours", req.since_hours)?;
         let end = Timestamp::now();
         let start = end.plus_seconds(-((req.since_hours * 3600.0).round() as i64));
         let limit = req.max_messages.clamp(1, MAX_RECENT_MESSAGES);
@@ -190,6 +192,7 @@ impl Mailroom {
                 "since_hours must be zero or more (got {since_hours})."
             )));
         }
+        bounds::hours("since_hours", since_hours)?;
         let since = Timestamp::now().plus_seconds(-((since_hours * 3600.0).round() as i64));
         let limit = limit.max(1);
         self.store

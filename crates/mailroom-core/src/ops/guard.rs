@@ -51,7 +51,7 @@ impl Mailroom {
         let chain = tokio::task::spawn_blocking(move || {
             let repo = hooks::user_path(&code_repo_path);
             let hooks_dir = hooks::hooks_dir_for_install(&repo, "code_repo_path")?;
-            hooks::install(&hooks_dir, Hook::PreCommit, &target)
+            hooks::install_for_repository(&repo, &hooks_dir, Hook::PreCommit, &target)
         })
         .await
         .map_err(|e| Error::internal(format!("guard install failed: {e}")))??;

@@ -19,6 +19,36 @@ impl Mailroom {
     }
 }
 
+/// What readiness says of the archive beside a working database.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ArchiveHealth {
+    /// Work set aside because it could not be rendered (`mailroom archive verify` lists it).
+    pub set_aside: usize,
+    /// The writer's latest failure while it keeps failing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+impl Mailroom {
+    /// Readiness beyond the database: an archive that is not keeping up (writes wait and
+    /// then fail) is an error; work set aside is reported, not fatal (everything else keeps
+    /// being archived).
+    pub async fn check_archive(&self) -> Result<ArchiveHealth> {
+        let Some(archive) = self.archive() else { return Ok(ArchiveHealth::default()) };
+        if let Some(trouble) = archive.trouble() {
+            return Err(Error::new(
+                crate::Category::Retryable,
+                "ARCHIVE_BACKLOG",
+                format!("the Git archive is not keeping up: {trouble}"),
+            ));
+        }
+        let set_aside = self.store.read_short(|db| db.set_aside_archive_work()).await?.len();
+        let stats = archive.stats();
+        let last_error = (stats.errors > 0).then(|| archive.last_error()).flatten();
+        Ok(ArchiveHealth { set_aside, last_error })
+    }
+}
+
 impl Mailroom {
     /// The lock files under the storage root (resource://tooling/locks); empty without an
     /// archive.

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
+use crate::model::bounds;
 use crate::model::time::Timestamp;
 use crate::store::db::archive_queue::ArchiveKind;
 use crate::store::db::lifecycle::{AgentDeletion, ProjectDeletion};
@@ -278,6 +279,7 @@ impl Mailroom {
         if days < 0 {
             return Err(Error::invalid(format!("max_age_days must be zero or more (got {days}).")));
         }
+        bounds::days("max_age_days", days, 0)?;
         let cutoff = Timestamp::now().plus_seconds(-days.saturating_mul(86_400));
         let job = move |db: &crate::store::Db<'_>| {
             let project = resolve::project(db, &project_key)?;

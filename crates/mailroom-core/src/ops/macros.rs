@@ -15,6 +15,7 @@ use super::reservations::{ReleaseOutcome, ReserveOutcome, ReservePaths, Selectio
 use super::search::SingleThreadSummary;
 use super::{Mailroom, resolve};
 use crate::error::{Category, Error, Result};
+use crate::model::bounds;
 use crate::model::slug::{normalize_absolute_path, slugify};
 use crate::model::time::Timestamp;
 use crate::records::{AgentId, LinkStatus, Project};
@@ -172,22 +173,31 @@ impl Mailroom {
             ..Registration::default()
         };
         validate_program_model(&registration)?;
+        let paths = req.file_reservation_paths.unwrap_or_default();
+        let reserve = ReservePaths {
+            project_key: String::new(),
+            agent_name: String::new(),
+            paths,
+            ttl_seconds: req.file_reservation_ttl_seconds,
+            exclusive: true,
+            reason: req.file_reservation_reason,
+        };
+        // Checked before anything is created, so a refused call leaves nothing behind.
+        if !reserve.paths.is_empty() {
+            reserve.validate("file_reservation_ttl_seconds")?;
+        }
         let project = self.ensure_project_unchecked(&req.human_key).await?;
         let agent = self
             .register_agent(Registration { project_key: project.slug.clone(), ..registration })
             .await?;
-        let paths = req.file_reservation_paths.unwrap_or_default();
-        let file_reservations = if paths.is_empty() {
+        let file_reservations = if reserve.paths.is_empty() {
             ReserveOutcome::default()
         } else {
             let reserved = self
                 .file_reservation_paths(ReservePaths {
                     project_key: project.slug.clone(),
                     agent_name: agent.base.name.clone(),
-                    paths,
-                    ttl_seconds: req.file_reservation_ttl_seconds,
-                    exclusive: true,
-                    reason: req.file_reservation_reason,
+                    ..reserve
                 })
                 .await;
             steps("file_reservation_paths", reserved.is_ok());
@@ -391,6 +401,7 @@ impl Mailroom {
         if trimmed.is_empty() {
             return Err(Error::value_error("human_key must not be empty"));
         }
+        bounds::project_key("human_key", trimmed)?;
         let key = normalize_absolute_path(trimmed).unwrap_or_else(|| trimmed.to_string());
         let slug = slugify(&key);
         let project = self

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use super::contacts::{REQUEST_TTL_SECONDS, file_request};
 use crate::config::CoreConfig;
 use crate::error::{Error, Result};
+use crate::model::bounds;
 use crate::model::time::Timestamp;
 use crate::records::{
     Agent, AgentId, ContactPolicy, LinkStatus, MessageId, Project, RecipientKind,
@@ -196,7 +197,7 @@ fn allowed(
     match recipient.contact_policy.as_str() {
         "open" => return Ok(true),
         "block_all" => {
-            return Err(Error::denied("CONTACT_BLOCKED", "Recipient is not accepting messages."));
+            return Err(blocked(recipient));
         }
         "auto" if enforcement.auto_admits_first_contact => return Ok(true),
         "auto" => {
@@ -210,9 +211,21 @@ fn allowed(
     Ok(db.link_between(sender.id, recipient.id)?.is_some_and(|l| l.is_active_approved(now)))
 }
 
+/// CONTACT_BLOCKED for a recipient whose policy is `block_all`: the reference's sentence
+/// (clients match it), then the recipient's name, so a send to several says which one refused.
+pub(crate) fn blocked(recipient: &Agent) -> Error {
+    Error::denied(
+        "CONTACT_BLOCKED",
+        format!(
+            "Recipient is not accepting messages. ('{}' has contact policy block_all.)",
+            recipient.name
+        ),
+    )
+}
+
 fn contact_required(sender: &Agent, blocked: &[Agent], requested: &[String]) -> Error {
     let names: Vec<&str> = blocked.iter().map(|a| a.name.as_str()).collect();
-    let list = names.join(", ");
+    let list = bounds::listed_names(&names);
     let mut message = format!(
         "Contact approval required for recipients: {list}. Before retrying, create a pending \
          request with `request_contact(project_key, from_agent='{}', to_agent=<recipient>)`, \
@@ -224,7 +237,7 @@ fn contact_required(sender: &Agent, blocked: &[Agent], requested: &[String]) -> 
         message.push_str(&format!(
             " Contact requests were sent automatically to: {}; once they approve (or reply), \
              retry.",
-            requested.join(", ")
+            bounds::listed_names(requested)
         ));
     }
     Error::denied(CONTACT_REQUIRED, message)

@@ -19,6 +19,7 @@ use super::search::{
 };
 use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
+use crate::model::bounds;
 use crate::model::summary::ThreadSummary;
 use crate::model::time::Timestamp;
 use crate::records::ListedMessage;
@@ -237,6 +238,7 @@ impl Mailroom {
         limit: i64,
         viewer: ProductViewer,
     ) -> Result<ProductSearchResults> {
+        bounds::search_query("query", &query)?;
         let limit = limit.clamp(1, 1000);
         self.store
             .read(move |db| {

@@ -26,6 +26,7 @@ use self::active::{ActiveReservations, Change, Entry, View};
 use self::staleness::{Staleness, Thresholds, Workspace, assess, workspace_activity};
 use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
+use crate::model::bounds;
 use crate::model::path_pattern::{
     Held, ReservationPattern, conflicts, pattern_warnings, union_matches,
 };
@@ -47,6 +48,21 @@ pub struct ReservePaths {
     pub ttl_seconds: i64,
     pub exclusive: bool,
     pub reason: String,
+}
+
+impl ReservePaths {
+    /// Refuses an empty path list, a TTL outside 1 s..=ten years (`ttl_field` names it as the
+    /// caller spelled it) and patterns outside the project (docs/compat/tools.md §1.9).
+    pub fn validate(&self, ttl_field: &str) -> Result<()> {
+        if self.paths.is_empty() {
+            return Err(empty_paths());
+        }
+        bounds::seconds(ttl_field, self.ttl_seconds, 1)?;
+        for (index, path) in self.paths.iter().enumerate() {
+            bounds::reservation_pattern(&format!("paths[{index}]"), path)?;
+        }
+        Ok(())
+    }
 }
 
 /// A granted (or refreshed) reservation.
@@ -154,9 +170,7 @@ impl Mailroom {
     /// Reserves paths for an agent; conflicts with other agents' reservations are reported
     /// beside the grants. Asking again for a pattern it holds refreshes that reservation.
     pub async fn file_reservation_paths(&self, req: ReservePaths) -> Result<ReserveOutcome> {
-        if req.paths.is_empty() {
-            return Err(empty_paths());
-        }
+        req.validate("ttl_seconds")?;
         for path in &req.paths {
             for warning in pattern_warnings(path) {
                 tracing::info!(agent = %req.agent_name, "{warning}");
@@ -180,7 +194,11 @@ impl Mailroom {
         selection.validate()?;
         self.admit_archive_work().await?;
         let stale = self.stale_reservation_ids(&project_key).await?;
-        let bump = extend_seconds.max(MIN_EXTEND_SECONDS);
+        let bump = bounds::seconds(
+            "extend_seconds",
+            extend_seconds.max(MIN_EXTEND_SECONDS),
+            MIN_EXTEND_SECONDS,
+        )?;
         let active = Arc::clone(&self.active_reservations);
         self.store
             .write(move |db| {
@@ -194,7 +212,8 @@ impl Mailroom {
                     if !selection.selects(&row) {
                         continue;
                     }
-                    let new_expires = row.expires_ts.max(now).plus_seconds(bump);
+                    let new_expires =
+                        bounds::later("extend_seconds", row.expires_ts.max(now), bump)?;
                     db.set_reservation_expiry(row.id, new_expires)?;
                     view.record(Change::Updated {
                         id: row.id,
@@ -485,7 +504,7 @@ fn reserve_in_tx(
         .map(|held| held.pattern.compiled())
         .collect();
     let mut outcome = ReserveOutcome::default();
-    let expires = now.plus_seconds(req.ttl_seconds);
+    let expires = bounds::later("ttl_seconds", now, req.ttl_seconds)?;
     // This call's new rows: later paths of the call see them (as the agent's own).
     let mut added: Vec<Entry> = Vec::new();
     let mut changes = Vec::new();

@@ -2,6 +2,7 @@
 //! (docs/compat/tools.md §1.5–1.6). Runs inside store jobs.
 
 use crate::error::{Error, Result};
+use crate::model::bounds;
 use crate::model::names::detect_name_mistake;
 use crate::model::similarity::close_matches;
 use crate::model::slug::{looks_like_path, normalize_absolute_path, slugify};
@@ -46,6 +47,9 @@ pub fn project(db: &Db<'_>, raw: &str) -> Result<Project> {
     if let Some(found) = project_by_key(db, key)? {
         return Ok(found);
     }
+    // A key no project could have been created with is refused as such, before it is compared
+    // with every project's (work that grows with its length) or echoed back.
+    bounds::key_text("project_key", key)?;
     Err(project_not_found(db, raw)?)
 }
 

@@ -8,6 +8,7 @@ use super::contacts::{REQUEST_TTL_SECONDS, file_request};
 use super::resolve;
 use crate::Category;
 use crate::error::{Error, Result};
+use crate::model::bounds;
 use crate::model::time::Timestamp;
 use crate::records::{Agent, AgentId, ContactPolicy, Project, RecipientKind};
 use crate::store::Db;
@@ -104,10 +105,7 @@ impl RecipientNames {
             if agent.project_id != route.project.id
                 && agent.contact_policy == ContactPolicy::BlockAll
             {
-                return Err(Error::denied(
-                    "CONTACT_BLOCKED",
-                    "Recipient is not accepting messages.",
-                ));
+                return Err(super::policy::blocked(&agent));
             }
             if !found.iter().any(|(a, _)| a.id == agent.id) {
                 found.push((agent, *kind));
@@ -213,7 +211,7 @@ fn not_found(route: &Route<'_>, unrouted: &Unrouted) -> Error {
             "local recipients {} are not registered in project '{}'; register them with \
              register_agent, or check the spelling (list the project's agents with \
              resource://agents/{})",
-            unrouted.local.join(", "),
+            bounds::listed_names(&unrouted.local),
             project.human_key,
             project.slug
         ));
@@ -223,7 +221,7 @@ fn not_found(route: &Route<'_>, unrouted: &Unrouted) -> Error {
             "external recipients {} cannot be reached: the project or agent does not exist, or \
              '{}' has no approved contact link to them (ask with request_contact(to_project=..., \
              to_agent=...) and have them approve with respond_contact)",
-            unrouted.external.join(", "),
+            bounds::listed_names(&unrouted.external),
             route.sender.name
         ));
     }
@@ -231,7 +229,7 @@ fn not_found(route: &Route<'_>, unrouted: &Unrouted) -> Error {
     if !unrouted.requested.is_empty() {
         message.push_str(&format!(
             " Contact requests were sent automatically to: {}; once they approve, retry.",
-            unrouted.requested.join(", ")
+            bounds::listed_names(&unrouted.requested)
         ));
     }
     Error::new(Category::NotFound, RECIPIENT_NOT_FOUND, message)

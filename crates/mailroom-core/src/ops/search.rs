@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::output::ForeignSender;
 use super::{Mailroom, resolve};
 use crate::error::Result;
+use crate::model::bounds;
 use crate::model::search_query::{like_fallback_terms, sanitize_fts_query};
 use crate::model::summary::{Mention, SummaryInput, ThreadSummary, summarize};
 use crate::model::summary_refine::{
@@ -153,6 +154,7 @@ impl Mailroom {
         limit: i64,
         viewer: Option<String>,
     ) -> Result<SearchResults> {
+        bounds::search_query("query", &query)?;
         let limit = limit.clamp(1, 1000);
         self.store
             .read(move |db| {

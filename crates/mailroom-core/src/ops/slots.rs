@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::{Mailroom, resolve};
 use crate::archive::build_slots::{read_leases, safe_component, slot_dir, write_lease};
 use crate::error::{Error, Result};
+use crate::model::bounds;
 use crate::model::time::Timestamp;
 
 /// Shortest TTL or extension, in seconds (the reference's floor).
@@ -137,7 +138,8 @@ impl Mailroom {
     pub async fn acquire_build_slot(&self, req: SlotRequest) -> Result<SlotGrant> {
         self.with_slot(req, |holder, leases, req, now| {
             let own = leases.iter().find(|(file, l)| *file == holder.file && l.is_active(now));
-            let expires = now.plus_seconds(req.seconds.max(MIN_SECONDS));
+            let ttl = bounds::seconds("ttl_seconds", req.seconds.max(MIN_SECONDS), MIN_SECONDS)?;
+            let expires = bounds::later("ttl_seconds", now, ttl)?;
             let granted = Lease {
                 slot: holder.slot.clone(),
                 agent: holder.agent.clone(),
@@ -163,7 +165,10 @@ impl Mailroom {
             let Some(mut lease) = own_active(holder, leases, now) else {
                 return Ok(SlotRenewal { renewed: false, expires_ts: None });
             };
-            lease.expires_ts = lease.expires_ts.max(now).plus_seconds(req.seconds.max(MIN_SECONDS));
+            let extension =
+                bounds::seconds("extend_seconds", req.seconds.max(MIN_SECONDS), MIN_SECONDS)?;
+            lease.expires_ts =
+                bounds::later("extend_seconds", lease.expires_ts.max(now), extension)?;
             store(holder, &lease)?;
             Ok(SlotRenewal { renewed: true, expires_ts: Some(lease.expires_ts) })
         })

@@ -26,10 +26,19 @@ pub async fn api_health() -> Json<serde_json::Value> {
     Json(json!({ "status": "ok", "timestamp": Timestamp::now().to_iso() }))
 }
 
-/// `GET /ready` and `/health/readiness`: 200 when the database answers, else 503 with why.
+/// `GET /ready` and `/health/readiness`: 200 when the database answers and the archive keeps
+/// up, else 503 with why. Archive work set aside, or a writer that is failing but not yet
+/// behind, is reported beside `"status": "ready"` (`archive`), since every other write goes on.
 pub async fn readiness(State(state): State<AppState>) -> Response {
-    match state.core.check_database().await {
-        Ok(()) => Json(json!({ "status": "ready" })).into_response(),
+    let checked = match state.core.check_database().await {
+        Ok(()) => state.core.check_archive().await,
+        Err(e) => Err(e),
+    };
+    match checked {
+        Ok(archive) if archive.set_aside == 0 && archive.last_error.is_none() => {
+            Json(json!({ "status": "ready" })).into_response()
+        }
+        Ok(archive) => Json(json!({ "status": "ready", "archive": archive })).into_response(),
         Err(e) => {
             tracing::warn!(error = %e.message, "readiness check failed");
             (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "detail": e.message }))).into_response()

@@ -1,6 +1,9 @@
 //! Hostile input at every tool (docs/compat/errors.md): random arguments, in the shapes each
 //! tool's schema names and in others, sent through the MCP dispatch in process. No case may
-//! panic or end in an internal error; a refused call says why and stores nothing.
+//! panic or end in an internal error; a refused call says why and stores nothing; and after
+//! each batch the server must still serve everyone else (`TestApp::assert_serves_everyone`:
+//! a normal send, a reservation granted and released, the archive caught up and verified,
+//! `/ready`).
 
 use mailroom_server::mcp::dispatch::{self, Request, Response};
 use mailroom_testkit::TestApp;
@@ -30,16 +33,40 @@ fn nasty_string() -> impl Strategy<Value = String> {
         Just("2026-13-45T25:61:61Z".to_string()),
         Just("BlueLake".to_string()),
         Just("/work/fuzz".to_string()),
+        Just("/".to_string()),
+        Just("/tmp/../..".to_string()),
+        Just("C:\\Windows".to_string()),
+        Just("x ".repeat(50_000)),
     ]
+}
+
+/// Numbers that once reached the database unchecked: a TTL or extension of 10^12 or 10^15
+/// seconds (years no timestamp can hold), negative and extreme ones.
+fn hostile_number() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        any::<i64>(),
+        Just(1_000_000_000_000i64),
+        Just(1_000_000_000_000_000i64),
+        Just(-5i64),
+        Just(i64::MAX),
+        Just(i64::MIN),
+    ]
+    .prop_map(Value::from)
+}
+
+/// Ten thousand names that exist nowhere: an error must not list them all.
+fn crowd() -> Value {
+    Value::Array((0..10_000).map(|i| Value::from(format!("Nobody{i}"))).collect())
 }
 
 fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        prop_oneof![Just(-1.5f64), Just(1e300), Just(0.0)].prop_map(Value::from),
-        nasty_string().prop_map(Value::from),
+        10 => Just(Value::Null),
+        10 => any::<bool>().prop_map(Value::from),
+        10 => hostile_number(),
+        10 => prop_oneof![Just(-1.5f64), Just(1e300), Just(0.0)].prop_map(Value::from),
+        10 => nasty_string().prop_map(Value::from),
+        1 => Just(crowd()),
     ];
     leaf.prop_recursive(3, 24, 4, |inner| {
         prop_oneof![
@@ -50,18 +77,33 @@ fn json_value() -> impl Strategy<Value = Value> {
     })
 }
 
-/// Arguments for a tool: each of its schema's properties with a chance, random values, and
-/// now and then a key it does not know.
+/// The seeded project and agents, for arguments that name them: half the time such an
+/// argument is valid, so that the hostile values of the others reach the state they could
+/// poison (a huge `extend_seconds` does harm only to a reservation that exists).
+fn known_value(property: &str) -> Option<Value> {
+    Some(match property {
+        "project_key" | "human_key" | "project_slug" => json!("/work/fuzz"),
+        "agent_name" | "sender_name" | "from_agent" | "name" | "requester" => json!("BlueLake"),
+        "to_agent" | "target" => json!("GreenCastle"),
+        "to" | "recipient_names" => json!(["GreenCastle"]),
+        "paths" | "file_reservation_paths" => json!(["src/**"]),
+        _ => return None,
+    })
+}
+
+/// Arguments for a tool: each of its schema's properties with a chance, random values (or,
+/// half the time, the seeded names: [`known_value`]), and now and then a key it does not know.
 fn arguments(properties: Vec<String>) -> impl Strategy<Value = Value> {
     let count = properties.len();
     (
-        prop::collection::vec((any::<bool>(), json_value()), count),
+        prop::collection::vec((any::<bool>(), any::<bool>(), json_value()), count),
         prop::option::of(("[a-z_]{1,10}", json_value())),
     )
         .prop_map(move |(values, extra)| {
             let mut map = Map::new();
-            for (name, (present, value)) in properties.iter().zip(values) {
+            for (name, (present, known, value)) in properties.iter().zip(values) {
                 if present {
+                    let value = known.then(|| known_value(name)).flatten().unwrap_or(value);
                     map.insert(name.clone(), value);
                 }
             }
@@ -100,7 +142,8 @@ async fn random_arguments_never_panic_nor_fail_inside() {
                 panic!("{name}: a tools/call answers with its own text");
             };
             let answer: Value = serde_json::from_str(&text).expect("JSON-RPC");
-            let case = format!("{name} {args}: {text:.400}");
+            let shown: String = args.to_string().chars().take(400).collect();
+            let case = format!("{name} {shown}: {text:.400}");
             assert!(!text.contains("Internal error"), "bad input is never internal: {case}");
             let refused = answer.get("error").is_some() || answer["result"]["isError"] == true;
             if refused {
@@ -117,6 +160,7 @@ async fn random_arguments_never_panic_nor_fail_inside() {
                 );
             }
         }
+        app.assert_serves_everyone(&format!("{CASES_PER_TOOL} random calls of {name}")).await;
     }
 }
 
@@ -180,6 +224,7 @@ async fn random_resource_uris_never_fail_inside() {
         assert!(!text.contains("Internal error"), "{uri}: {text:.300}");
         assert!(answer.get("result").is_some() || answer["error"]["message"].is_string(), "{uri}");
     }
+    app.assert_serves_everyone("3,000 random resource URIs").await;
 }
 
 /// The REST routes' bodies: random JSON over HTTP; a clear 4xx or an answer, never a 5xx.
@@ -219,6 +264,7 @@ async fn random_rest_bodies_never_fail_inside() {
                 assert!(said.len() > 20 && !said.contains("Internal error"), "{route}: {said}");
             }
         }
+        app.assert_serves_everyone(&format!("150 random bodies at {route}")).await;
     }
 }
 
@@ -292,6 +338,7 @@ async fn random_envelopes_never_fail_inside() {
             assert_eq!(*app.core.changes().borrow(), before, "a refusal stores nothing: {case}");
         }
     }
+    app.assert_serves_everyone("random JSON-RPC envelopes").await;
 }
 
 /// Attachment paths, the one argument that names files on the server: traversal, absolute
@@ -336,4 +383,5 @@ async fn hostile_attachment_paths_are_refused_by_name() {
             Ok(sent) => panic!("{path:?} names no file of the project, yet was sent: {sent}"),
         }
     }
+    app.assert_serves_everyone("400 hostile attachment paths").await;
 }

@@ -5,6 +5,7 @@ mod conformance;
 mod fuzz;
 mod guard;
 mod health;
+mod hostile;
 mod jwt;
 mod lifecycle;
 mod macros;

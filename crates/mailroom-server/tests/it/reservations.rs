@@ -331,9 +331,14 @@ async fn the_listing_has_the_resource_row_shape() {
 async fn the_sweep_releases_expired_and_stale_reservations() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/res-h", "BlueLake", "GreenCastle").await;
-    let mut expired = reserve(&slug, "GreenCastle", &["src/**"], true, "");
-    expired["ttl_seconds"] = json!(0);
-    app.tool_ok("file_reservation_paths", expired).await;
+    app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["src/**"], true, ""))
+        .await;
+    // A TTL must be at least a second (docs/compat/tools.md §1.9): the time passes in the row.
+    rusqlite::Connection::open(&app.core.config().database_path)
+        .and_then(|db| {
+            db.execute("UPDATE file_reservations SET expires_ts = '2000-01-01 00:00:00.000000'", [])
+        })
+        .expect("expired");
     let after = app
         .tool_ok("file_reservation_paths", reserve(&slug, "BlueLake", &["src/a.rs"], true, ""))
         .await;

@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
+use mailroom_core::config::CoreConfig;
 use mailroom_core::guard::hooks::{self, PluginTarget};
+use mailroom_core::guard::project::{ProjectKey, ProjectLookup, find_project};
 use mailroom_core::guard::reservations::{BlockingSet, report};
 use mailroom_core::guard::{Hook, changes, is_advisory_mode, is_truthy};
-use mailroom_core::model::slug::{looks_like_path, normalize_absolute_path, slugify};
 use mailroom_core::model::time::Timestamp;
 use mailroom_core::ops::guard::reservations_dir;
 
@@ -37,13 +38,15 @@ pub enum GuardCommand {
     ///
     /// Paths come from the index (`git diff --cached`), from NUL-separated stdin
     /// (--stdin-nul), or, with --pre-push, from the commits named by Git's pre-push input.
-    /// Needs AGENT_NAME. Does nothing unless WORKTREES_ENABLED or GIT_IDENTITY_ENABLED is
-    /// set; AGENT_MAIL_BYPASS=1 skips the check. Exits 1 on conflicts unless advisory.
+    /// Does nothing unless WORKTREES_ENABLED or GIT_IDENTITY_ENABLED is set; AGENT_MAIL_BYPASS=1,
+    /// an unset AGENT_NAME or a repository other than --installed-for skip the check with a
+    /// note. Exits 1 on conflicts unless advisory.
     Check(CheckArgs),
     /// Install the pre-commit guard (and with --prepush the pre-push guard) in a repository.
     ///
     /// A hook already there is kept as <hook>.orig and still runs after the guard. A no-op
-    /// with a warning unless WORKTREES_ENABLED or GIT_IDENTITY_ENABLED is set.
+    /// with a warning unless WORKTREES_ENABLED or GIT_IDENTITY_ENABLED is set; a project
+    /// neither the database nor the archive knows is refused.
     Install(InstallArgs),
     /// Remove the guard from a repository, restoring the hooks it preserved.
     Uninstall(RepoArgs),
@@ -75,6 +78,10 @@ pub struct CheckArgs {
     /// Project slug or absolute path, to find its reservations under the data directory
     #[arg(long)]
     project: Option<String>,
+    /// The common Git directory of the repository the hook guards (what installed hooks
+    /// pass); in any other repository the check says so and passes
+    #[arg(long, value_name = "GIT_DIR")]
+    installed_for: Option<PathBuf>,
     /// Directory of the database and the archive [default: ./mailroom-data]
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
@@ -128,14 +135,9 @@ fn check(args: CheckArgs) -> Result<Verdict> {
         return Ok(Verdict::Clean);
     }
     let label = if args.pre_push { "[pre-push]" } else { "[pre-commit]" };
-    let advisory =
-        args.advisory || is_advisory_mode(setup::env("AGENT_MAIL_GUARD_MODE").as_deref());
-    if is_truthy(setup::env("AGENT_MAIL_BYPASS").as_deref()) {
-        eprintln!("{label} bypass enabled via AGENT_MAIL_BYPASS=1");
+    let Some(agent_name) = agent_to_check(&args, label) else {
+        drain_stdin_if(args.pre_push || args.stdin_nul);
         return Ok(Verdict::Clean);
-    }
-    let Some(agent_name) = setup::env("AGENT_NAME") else {
-        bail!("{label} AGENT_NAME environment variable is required.");
     };
     let sources = match (&args.reservations_dir, &args.project) {
         (Some(dir), _) => Sources { dir: dir.clone(), database: args.database.clone() },
@@ -144,13 +146,69 @@ fn check(args: CheckArgs) -> Result<Verdict> {
             bail!("pass --reservations-dir or --project to say whose reservations to check")
         }
     };
-    let repo = args.repo.as_deref();
-    let blocking = sources.blocking(&agent_name, changes::ignores_case(repo));
+    let blocking = sources.blocking(&agent_name, changes::ignores_case(args.repo.as_deref()));
     // Nothing can conflict without reservations; skip asking Git.
     if blocking.is_empty() {
         drain_stdin_if(args.pre_push || args.stdin_nul);
         return Ok(Verdict::Clean);
     }
+    let conflicts = blocking.conflicts(changed_paths(&args)?.iter().map(String::as_str));
+    if conflicts.is_empty() {
+        return Ok(Verdict::Clean);
+    }
+    let mut stderr = std::io::stderr().lock();
+    stderr.write_all(report(&conflicts).as_bytes())?;
+    let advisory =
+        args.advisory || is_advisory_mode(setup::env("AGENT_MAIL_GUARD_MODE").as_deref());
+    if advisory {
+        writeln!(stderr, "{label} advisory mode: not blocking")?;
+        return Ok(Verdict::Clean);
+    }
+    Ok(Verdict::Differences)
+}
+
+/// The agent whose commit or push is checked; `None`, after saying why in one line on stderr,
+/// when this run checks nothing: the bypass is set, the hook runs in a repository it was not
+/// installed for (reached through a `core.hooksPath`), or AGENT_NAME is unset. Without an
+/// agent's name no reservation can be told apart from the committer's own, and refusing
+/// every commit there would only teach agents to bypass the guard.
+fn agent_to_check(args: &CheckArgs, label: &str) -> Option<String> {
+    if is_truthy(setup::env("AGENT_MAIL_BYPASS").as_deref()) {
+        eprintln!("{label} bypass enabled via AGENT_MAIL_BYPASS=1");
+        return None;
+    }
+    if let Some(installed_for) = &args.installed_for
+        && let Some(here) = other_repository(installed_for, args.repo.as_deref())
+    {
+        eprintln!(
+            "{label} mailroom guard: installed for the repository at {}, not this one ({}); \
+             not checking",
+            installed_for.display(),
+            here.display()
+        );
+        return None;
+    }
+    let agent_name = setup::env("AGENT_NAME");
+    if agent_name.is_none() {
+        eprintln!(
+            "{label} mailroom guard: AGENT_NAME is not set; not checking (set it to the \
+             committing agent's name)"
+        );
+    }
+    agent_name
+}
+
+/// The identity of the repository the check runs in when it is not `installed_for`. When the
+/// repository cannot be told, the check goes on as the hook was installed to.
+fn other_repository(installed_for: &Path, repo: Option<&Path>) -> Option<PathBuf> {
+    let here = changes::open_repository(repo).and_then(|r| hooks::repository_identity(&r))?;
+    let recorded = installed_for.canonicalize().unwrap_or_else(|_| installed_for.to_path_buf());
+    (here != recorded).then_some(here)
+}
+
+/// The paths to check: NUL-separated on stdin, those of the pushed commits, or the staged ones.
+fn changed_paths(args: &CheckArgs) -> Result<Vec<String>> {
+    let repo = args.repo.as_deref();
     let paths = if args.stdin_nul {
         changes::split_nul(&read_stdin()?)
     } else if args.pre_push {
@@ -160,17 +218,7 @@ fn check(args: CheckArgs) -> Result<Verdict> {
     } else {
         changes::staged_paths(repo)?
     };
-    let conflicts = blocking.conflicts(paths.iter().map(String::as_str));
-    if conflicts.is_empty() {
-        return Ok(Verdict::Clean);
-    }
-    let mut stderr = std::io::stderr().lock();
-    stderr.write_all(report(&conflicts).as_bytes())?;
-    if advisory {
-        writeln!(stderr, "{label} advisory mode: not blocking")?;
-        return Ok(Verdict::Clean);
-    }
-    Ok(Verdict::Differences)
+    Ok(paths)
 }
 
 fn read_stdin() -> Result<Vec<u8>> {
@@ -221,16 +269,16 @@ impl Sources {
 /// directory's configuration.
 fn project_sources(project: &str, data_dir: Option<PathBuf>) -> Result<Sources> {
     let config = setup::core_config(&setup::data_dir(data_dir))?;
-    let slug = if looks_like_path(project) {
-        // As the server keys it: normalised, symlinks not resolved.
-        let absolute = hooks::lexical_user_path(project);
-        let text = absolute.to_string_lossy();
-        slugify(&normalize_absolute_path(&text).unwrap_or_else(|| text.to_string()))
-    } else {
-        project.trim().to_string()
-    };
-    let database = std::path::absolute(&config.database_path).unwrap_or(config.database_path);
-    Ok(Sources { dir: reservations_dir(&config.storage_root, &slug), database: Some(database) })
+    let slug = ProjectKey::parse(project).slug;
+    Ok(Sources {
+        dir: reservations_dir(&config.storage_root, &slug),
+        database: Some(database_path(&config)),
+    })
+}
+
+/// The server's database as an absolute path: the hook runs from the code repository.
+fn database_path(config: &CoreConfig) -> PathBuf {
+    std::path::absolute(&config.database_path).unwrap_or_else(|_| config.database_path.clone())
 }
 
 fn install(args: InstallArgs) -> Result<()> {
@@ -243,9 +291,13 @@ fn install(args: InstallArgs) -> Result<()> {
     }
     let program = std::env::current_exe().context("cannot locate the mailroom binary")?;
     let program = program.canonicalize().unwrap_or(program);
-    let sources = project_sources(&args.project, args.data_dir)?;
-    let target =
-        PluginTarget { program, reservations_dir: sources.dir, database: sources.database };
+    let config = setup::core_config(&setup::data_dir(args.data_dir))?;
+    let slug = known_project(&args.project, &config)?;
+    let target = PluginTarget {
+        program,
+        reservations_dir: reservations_dir(&config.storage_root, &slug),
+        database: Some(database_path(&config)),
+    };
     if !target.reservations_dir.is_dir() {
         eprintln!(
             "mailroom guard: note: {} does not exist yet (no reservations archived for this \
@@ -260,10 +312,43 @@ fn install(args: InstallArgs) -> Result<()> {
         wanted.push(Hook::PrePush);
     }
     for hook in wanted {
-        let chain = hooks::install(&hooks_dir, hook, &target)?;
+        let chain = hooks::install_for_repository(&repo, &hooks_dir, hook, &target)?;
         println!("installed {} guard: {}", hook.name(), chain.display());
     }
     Ok(())
+}
+
+/// The slug of `project` as the database (read-only) or else the archive knows it. A project
+/// neither knows is refused, with the known projects most like it: the guard would never
+/// block, since no reservation can be recorded for it.
+fn known_project(project: &str, config: &CoreConfig) -> Result<String> {
+    let database = database_path(config);
+    let root = &config.storage_root;
+    let lookup = find_project(&database, root, &ProjectKey::parse(project))
+        .with_context(|| format!("cannot read the database {}", database.display()))?;
+    let similar = match lookup {
+        ProjectLookup::Known(slug) => return Ok(slug),
+        ProjectLookup::Unknown(similar) => similar,
+        ProjectLookup::NoRecords => bail!(
+            "project '{project}': neither a database ({}) nor an archive ({}) exists; nothing \
+             installed. Pass --data-dir with the server's data directory",
+            database.display(),
+            root.display()
+        ),
+    };
+    let hint = if similar.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = similar.iter().map(|s| format!("'{s}'")).collect();
+        format!(" Did you mean: {}?", list.join(", "))
+    };
+    bail!(
+        "project '{project}' is not known: neither the database ({}) nor the archive ({}) has \
+         it; nothing installed.{hint} Create it with ensure_project first, or pass --data-dir \
+         with its server's data directory",
+        database.display(),
+        root.display()
+    )
 }
 
 fn uninstall(repo: &Path) -> Result<()> {
@@ -304,6 +389,8 @@ fn status(repo: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use mailroom_core::model::slug::slugify;
+
     use super::*;
 
     /// The server keys a project by the path as given (symlinks not resolved), so the guard

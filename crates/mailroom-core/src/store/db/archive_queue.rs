@@ -61,6 +61,14 @@ pub struct QueuedWork {
     pub ref_id: i64,
 }
 
+/// Archive work the writer set aside, with why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetAside {
+    pub work: QueuedWork,
+    pub error: String,
+    pub set_aside_ts: Timestamp,
+}
+
 impl Db<'_> {
     /// Records archive work in the current transaction; a no-op when the archive is off.
     pub fn enqueue_archive(&self, kind: ArchiveKind, ref_id: impl Into<i64>) -> Result<()> {
@@ -164,5 +172,76 @@ impl Db<'_> {
             .and_then(|mut stmt| stmt.execute(params![first, last, known]))
             .map_err(map_err)?;
         Ok(())
+    }
+
+    /// Moves queue row `id` to `archive_set_aside` with `error` (the writer could not render
+    /// it), so the work behind it goes on. Says whether the row was still queued.
+    pub fn set_aside_archive_row(&self, id: i64, error: &str) -> Result<bool> {
+        let moved = self
+            .conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO archive_set_aside
+                     (id, kind, ref_id, enqueued_ts, payload, error, set_aside_ts)
+                 SELECT id, kind, ref_id, enqueued_ts, payload, ?2, ?3
+                 FROM archive_queue WHERE id = ?1",
+            )
+            .and_then(|mut stmt| stmt.execute(params![id, error, Timestamp::now().to_db()]))
+            .map_err(map_err)?;
+        self.conn
+            .prepare_cached("DELETE FROM archive_queue WHERE id = ?1")
+            .and_then(|mut stmt| stmt.execute([id]))
+            .map_err(map_err)?;
+        Ok(moved > 0)
+    }
+
+    /// The work set aside, oldest first (empty for a database without the table, which a
+    /// read-only reader of an older database meets).
+    pub fn set_aside_archive_work(&self) -> Result<Vec<SetAside>> {
+        if !self.has_table("archive_set_aside")? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT id, kind, ref_id, error, set_aside_ts FROM archive_set_aside ORDER BY id",
+            )
+            .map_err(map_err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(SetAside {
+                    work: QueuedWork {
+                        id: r.get(0)?,
+                        kind: ArchiveKind::parse(&r.get::<_, String>(1)?),
+                        ref_id: r.get(2)?,
+                    },
+                    error: r.get(3)?,
+                    set_aside_ts: super::ts(r, 4)?,
+                })
+            })
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(map_err)
+    }
+
+    /// Moves every set-aside row back into the queue (as new rows, after what is queued) for
+    /// one more try; returns how many.
+    pub fn requeue_set_aside_archive_work(&self) -> Result<usize> {
+        let moved = self
+            .conn
+            .execute(
+                "INSERT INTO archive_queue (kind, ref_id, enqueued_ts, payload)
+                 SELECT kind, ref_id, enqueued_ts, payload FROM archive_set_aside ORDER BY id",
+                [],
+            )
+            .map_err(map_err)?;
+        self.conn.execute("DELETE FROM archive_set_aside", []).map_err(map_err)?;
+        Ok(moved)
+    }
+
+    fn has_table(&self, name: &str) -> Result<bool> {
+        self.conn
+            .prepare_cached("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1")
+            .and_then(|mut stmt| stmt.query_row([name], |r| r.get::<_, i64>(0)))
+            .map(|n| n > 0)
+            .map_err(map_err)
     }
 }

@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0007_inbox_covering_index.sql"),
     include_str!("migrations/0008_drop_prefix_message_indexes.sql"),
     include_str!("migrations/0009_archive_queue_payload.sql"),
+    include_str!("migrations/0010_archive_set_aside.sql"),
 ];
 
 /// Brings the database up to the latest schema.
@@ -86,6 +87,46 @@ mod tests {
         assert_eq!(hits("project_scope : p2 AND {subject body} : (shared)"), vec![2]);
         super::super::search::index_pending_messages(&conn).expect("index pending");
         assert_eq!(hits("project_scope : p2 AND {subject body} : (shared)"), vec![2, 3]);
+    }
+
+    /// 0010 moves the years earlier versions stored past 9999 (or before 1) to the last (or
+    /// first) instant a timestamp can hold, and leaves valid ones alone.
+    #[test]
+    fn years_no_timestamp_can_hold_are_repaired() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        for sql in &MIGRATIONS[..9] {
+            conn.execute_batch(sql).expect("old migration");
+        }
+        conn.pragma_update(None, "user_version", 9_i64).expect("version");
+        conn.execute_batch(
+            "INSERT INTO projects (id, slug, human_key, created_at) VALUES (1, 'a', '/a', '2026-01-01');
+             INSERT INTO agents (id, project_id, name, program, model, inception_ts, last_active_ts)
+                 VALUES (1, 1, 'BlueLake', 'p', 'm', '2026-01-01', '2026-01-01'),
+                        (2, 1, 'RedFox', 'p', 'm', '2026-01-01', '2026-01-01');
+             INSERT INTO file_reservations (id, project_id, agent_id, path_pattern, created_ts, expires_ts)
+                 VALUES (1, 1, 1, 'a', '2026-01-01', '33715-03-01 10:00:00.000000'),
+                        (2, 1, 1, 'b', '2026-01-01', '-001-01-01 00:00:00.000000'),
+                        (3, 1, 1, 'c', '2026-01-01', '2026-05-01 10:00:00.000000');
+             INSERT INTO agent_links (a_project_id, a_agent_id, b_project_id, b_agent_id,
+                     created_ts, updated_ts, expires_ts)
+                 VALUES (1, 1, 1, 2, '2026-01-01', '2026-01-01', '1234567-01-01 00:00:00');",
+        )
+        .expect("seed");
+        migrate(&mut conn).expect("migrate");
+        let column = |sql: &str| -> Vec<String> {
+            let mut stmt = conn.prepare(sql).expect("prepare");
+            let rows = stmt.query_map([], |row| row.get(0)).expect("query");
+            rows.collect::<rusqlite::Result<_>>().expect("rows")
+        };
+        assert_eq!(
+            column("SELECT expires_ts FROM file_reservations ORDER BY id"),
+            [
+                "9999-12-31 23:59:59.999999",
+                "0001-01-01 00:00:00.000000",
+                "2026-05-01 10:00:00.000000"
+            ]
+        );
+        assert_eq!(column("SELECT expires_ts FROM agent_links"), ["9999-12-31 23:59:59.999999"]);
     }
 
     /// After 0007 the inbox statement reads its recipient rows (one agent's, newest first,

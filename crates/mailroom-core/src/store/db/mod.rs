@@ -101,7 +101,7 @@ pub(crate) fn opt_ts(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Tim
 }
 
 fn parse_ts(index: usize, text: &str) -> rusqlite::Result<Timestamp> {
-    Timestamp::parse_db(text).ok_or_else(|| {
+    Timestamp::parse_db_clamped(text).ok_or_else(|| {
         rusqlite::Error::FromSqlConversionFailure(
             index,
             rusqlite::types::Type::Text,

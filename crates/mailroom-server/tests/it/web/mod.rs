@@ -150,7 +150,7 @@ async fn bad_requests_get_clear_errors() {
     let cases = [
         ("/mail/no-such-project", 404, "not found"),
         ("/mail/no-such-project/inbox/BlueLake", 404, "not found"),
-        (&format!("/mail/{long}"), 404, "not found"),
+        (&format!("/mail/{long}"), 400, "at most 255 are allowed"),
         (&format!("/mail/{slug}/inbox/NoSuchAgent"), 404, "NoSuchAgent"),
         (&format!("/mail/{slug}/message/abc"), 400, "whole number"),
         (&format!("/mail/{slug}/message/99999"), 404, "Message not found"),
