@@ -114,6 +114,17 @@ impl Error {
     }
 }
 
+/// How an error of the Git engine begins (the only errors that do).
+const ARCHIVE_PREFIX: &str = "archive: ";
+
+impl Error {
+    /// Whether this is an error of the Git engine (reading or writing the archive's
+    /// repository), as opposed to one of the data it was asked to write.
+    pub fn is_archive_fault(&self) -> bool {
+        self.message.starts_with(ARCHIVE_PREFIX)
+    }
+}
+
 /// What a system error says of the storage, when it says one of these.
 #[derive(Clone, Copy)]
 enum StorageFault {
@@ -167,7 +178,7 @@ impl From<mailroom_git::Error> for Error {
                 };
                 Self::new(Category::Storage, kind, message)
             }
-            None => Self::internal(format!("archive: {error}")),
+            None => Self::internal(format!("{ARCHIVE_PREFIX}{error}")),
         }
     }
 }

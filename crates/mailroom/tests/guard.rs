@@ -592,32 +592,62 @@ async fn commit_as(repo: &Path, agent: &'static str, path: String) -> Output {
 /// archive lags: with a send storm holding the archive's commits back (a three-second
 /// window), every rival commit made right after a grant is refused, and every one made right
 /// after the release is allowed.
+/// A code repository whose project a running server (started with `env`) knows, with
+/// BlueLake, GreenCastle (open to all) and RedFox registered and the guard installed by the
+/// install_precommit_guard tool.
+struct GuardedServer {
+    temp: tempfile::TempDir,
+    repo: PathBuf,
+    project: String,
+    slug: String,
+    url: String,
+    server: KillOnDrop,
+}
+
+impl GuardedServer {
+    async fn start(env: &[(&str, &str)]) -> Self {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let repo = temp.path().join("repo");
+        std::fs::create_dir(&repo).expect("mkdir repo");
+        git_ok(&repo, &["init", "-q", "-b", "main"]);
+        let project = repo.to_string_lossy().into_owned();
+        let env: Vec<_> =
+            [("WORKTREES_ENABLED", "1")].into_iter().chain(env.iter().copied()).collect();
+        let (server, url) = start_with(&temp.path().join("data"), &env);
+        let server = KillOnDrop(Some(server));
+        let ensured = tool(&url, "ensure_project", json!({"human_key": project})).await;
+        let slug = ensured["slug"].as_str().expect("slug").to_string();
+        for name in ["BlueLake", "GreenCastle", "RedFox"] {
+            let args =
+                json!({"project_key": project, "program": "test", "model": "m", "name": name});
+            tool(&url, "register_agent", args).await;
+        }
+        let policy = json!({"project_key": project, "agent_name": "GreenCastle", "policy": "open"});
+        tool(&url, "set_contact_policy", policy).await;
+        let install = json!({"project_key": project, "code_repo_path": project});
+        let installed = tool(&url, "install_precommit_guard", install).await;
+        let hook = installed["hook"].as_str();
+        assert!(hook.is_some_and(|h| h.ends_with("pre-commit")), "{installed}");
+        Self { temp, repo, project, slug, url, server }
+    }
+
+    fn data(&self) -> PathBuf {
+        self.temp.path().join("data")
+    }
+
+    /// Stops the server gracefully (its files stay until this is dropped).
+    fn stop(&mut self) {
+        if let Some(server) = self.server.0.take() {
+            stop(server);
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_guard_enforces_each_answer_at_once_while_the_archive_lags() {
-    let temp = tempfile::tempdir().expect("tempdir");
-    let repo = temp.path().join("repo");
-    std::fs::create_dir(&repo).expect("mkdir repo");
-    git_ok(&repo, &["init", "-q", "-b", "main"]);
-    let project = repo.to_string_lossy().into_owned();
-    let data = temp.path().join("data");
-    let (server, url) =
-        start_with(&data, &[("WORKTREES_ENABLED", "1"), ("ARCHIVE_COMMIT_WINDOW_MS", "3000")]);
-    let server = KillOnDrop(Some(server));
-    let ensured = tool(&url, "ensure_project", json!({"human_key": project})).await;
-    let slug = ensured["slug"].as_str().expect("slug").to_string();
-    for name in ["BlueLake", "GreenCastle", "RedFox"] {
-        let args = json!({"project_key": project, "program": "test", "model": "m", "name": name});
-        tool(&url, "register_agent", args).await;
-    }
-    let policy = json!({"project_key": project, "agent_name": "GreenCastle", "policy": "open"});
-    tool(&url, "set_contact_policy", policy).await;
-    let installed = tool(
-        &url,
-        "install_precommit_guard",
-        json!({"project_key": project, "code_repo_path": project}),
-    )
-    .await;
-    assert!(installed["hook"].as_str().is_some_and(|h| h.ends_with("pre-commit")), "{installed}");
+    let mut guarded = GuardedServer::start(&[("ARCHIVE_COMMIT_WINDOW_MS", "3000")]).await;
+    let GuardedServer { repo, project, slug, url, .. } = &guarded;
+    let data = guarded.data();
 
     let (halt, sent) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
     let storm: Vec<_> = (0..4)
@@ -629,12 +659,12 @@ async fn the_guard_enforces_each_answer_at_once_while_the_archive_lags() {
     while sent.load(Ordering::Relaxed) < 50 {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
-    let reservations = data.join("archive/projects").join(&slug).join("file_reservations");
+    let reservations = data.join("archive/projects").join(slug).join("file_reservations");
     let mut not_yet_archived = 0;
     for round in 0..LIVE_ROUNDS {
         let path = format!("src/module_{round}.rs");
         let granted = tool(
-            &url,
+            url,
             "file_reservation_paths",
             json!({"project_key": project, "agent_name": "BlueLake", "paths": [path],
                    "ttl_seconds": 3600, "exclusive": true, "reason": "live"}),
@@ -644,19 +674,19 @@ async fn the_guard_enforces_each_answer_at_once_while_the_archive_lags() {
         if !reservations.join(format!("id-{id}.json")).exists() {
             not_yet_archived += 1;
         }
-        let refused = commit_as(&repo, "GreenCastle", path.clone()).await;
+        let refused = commit_as(repo, "GreenCastle", path.clone()).await;
         assert!(!refused.status.success(), "round {round}: the rival's commit must be refused");
         let stderr = text(&refused.stderr);
         assert!(stderr.contains(&format!("- {path} matches {path} (holder: BlueLake")), "{stderr}");
 
         let released = tool(
-            &url,
+            url,
             "release_file_reservations",
             json!({"project_key": project, "agent_name": "BlueLake", "paths": [path]}),
         )
         .await;
         assert_eq!(released["released"], 1, "round {round}: {released}");
-        let allowed = commit_as(&repo, "GreenCastle", path.clone()).await;
+        let allowed = commit_as(repo, "GreenCastle", path.clone()).await;
         assert!(allowed.status.success(), "round {round}: {}", text(&allowed.stderr));
     }
     halt.store(true, Ordering::Relaxed);
@@ -665,9 +695,39 @@ async fn the_guard_enforces_each_answer_at_once_while_the_archive_lags() {
     }
     // The archive's files lagged in at least one round, or the test proved nothing about it.
     assert!(not_yet_archived > 0, "the archive kept up in every round; nothing was tested");
-    stop(server.take());
+    guarded.stop();
     // Once stopped, the archive holds every reservation as released.
     let last = std::fs::read_to_string(reservations.join(format!("id-{LIVE_ROUNDS}.json")));
     let record: Value = serde_json::from_str(&last.expect("archived")).expect("json");
     assert!(record["released_ts"].is_string(), "{record}");
+}
+
+/// A reservation an earlier version stored with a year past 9999 still blocks a rival's
+/// commit (the guard once failed to read it, fell back to the archive's files, which never got
+/// it, and let the commit through), and its holder can still release it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_stored_past_the_year_9999_still_blocks_and_releases() {
+    let mut guarded = GuardedServer::start(&[]).await;
+    let GuardedServer { repo, project, url, .. } = &guarded;
+    let data = guarded.data();
+    let reserve =
+        json!({"project_key": project, "agent_name": "BlueLake", "paths": ["src/held.rs"]});
+    tool(url, "file_reservation_paths", reserve).await;
+    rusqlite::Connection::open(data.join("mailroom.sqlite3"))
+        .and_then(|db| {
+            db.execute(
+                "UPDATE file_reservations SET expires_ts = '33715-03-01 10:00:00.000000'",
+                [],
+            )
+        })
+        .expect("an earlier version's row");
+
+    let refused = commit_as(repo, "GreenCastle", "src/held.rs".to_string()).await;
+    assert!(!refused.status.success(), "the rival's commit must be refused");
+    assert!(text(&refused.stderr).contains("(holder: BlueLake"), "{}", text(&refused.stderr));
+    let release = json!({"project_key": project, "agent_name": "BlueLake"});
+    assert_eq!(tool(url, "release_file_reservations", release).await["released"], 1);
+    let allowed = commit_as(repo, "GreenCastle", "src/held.rs".to_string()).await;
+    assert!(allowed.status.success(), "{}", text(&allowed.stderr));
+    guarded.stop();
 }

@@ -182,6 +182,12 @@ pub(super) fn check(
             deleting.extend(deletion.paths);
         }
     }
+    // A deletion set aside did not remove its files: they are its one difference, not extras.
+    for aside in set_aside.iter().filter(|s| s.work.kind == ArchiveKind::Deletion) {
+        if let Some(Ok(deletion)) = db.set_aside_deletion(aside.work.id)? {
+            deleting.extend(deletion.paths);
+        }
+    }
     let mut checker = Checker { files, report: VerifyReport::default(), digests: HashMap::new() };
     for aside in set_aside {
         let SetAside { work, error, .. } = aside;

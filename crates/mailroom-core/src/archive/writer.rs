@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use mailroom_git::{ArchiveRepo, Repacker};
 
 use super::{ArchiveSettings, Signal, locks, render};
-use crate::error::{Error, Result};
+use crate::error::{Category, Error, Result};
 use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
 use crate::store::{Reader, Store};
 
@@ -48,9 +48,10 @@ const RETRY_MAX: Duration = Duration::from_secs(10);
 const DIGEST_CACHE_ENTRIES: usize = 512;
 /// Attempts at stop before leaving the rest to the next start's replay.
 const ATTEMPTS_AT_STOP: u32 = 3;
-/// Attempts at rendering one queued row before it is set aside (`archive_set_aside`): a row
-/// the database cannot give back as it should must not hold up the work behind it.
-const RENDER_ATTEMPTS: u32 = 3;
+/// Attempts at rendering one queued row (about 1.5 s with the retry pauses) before it is set
+/// aside (`archive_set_aside`): a row the database cannot give back as it should must not hold
+/// up the work behind it.
+const RENDER_ATTEMPTS: u32 = 5;
 
 pub(super) struct Writer {
     repo: ArchiveRepo,
@@ -266,27 +267,10 @@ impl Writer {
             // retry must treat them as replays.
             let replay_horizon = self.replay_horizon;
             self.replay_horizon = self.replay_horizon.max(last);
-            let (repo, digests) = (&self.repo, &mut self.digests);
-            let mut rendered =
-                self.reader.read(|db| render::render(db, &work, repo, digests, replay_horizon))?;
-            if let Err(failure) = &rendered
-                && failure.index > 0
-            {
-                // The items before the failing one go out now; it heads the next batch.
-                work.truncate(failure.index);
-                split = true;
-                let (repo, digests) = (&self.repo, &mut self.digests);
-                rendered = self
-                    .reader
-                    .read(|db| render::render(db, &work, repo, digests, replay_horizon))?;
-            }
-            let rendered = match rendered {
-                Ok(rendered) => rendered,
-                Err(failure) => {
-                    self.head_failed(work[failure.index], failure.error)?;
-                    continue;
-                }
+            let Some(rendered) = self.render_leading(&mut work, replay_horizon)? else {
+                continue;
             };
+            split |= work.len() < cut;
             self.failing_head = None;
             let last = work.last().map_or(last, |w| w.id);
             let (files, removals) = (&rendered.files, &rendered.removals);
@@ -319,6 +303,30 @@ impl Writer {
 }
 
 impl Writer {
+    /// Renders `work`, or as much of it as renders: when an item fails, the items before it
+    /// (`work` is truncated to them) are rendered for this commit and the failing one heads
+    /// the next batch. `None` when the first item itself fails ([`Self::head_failed`] has
+    /// dealt with it).
+    fn render_leading(
+        &mut self,
+        work: &mut Vec<QueuedWork>,
+        replay_horizon: i64,
+    ) -> Result<Option<render::Rendered>> {
+        loop {
+            let (repo, digests) = (&self.repo, &mut self.digests);
+            let rendered =
+                self.reader.read(|db| render::render(db, work, repo, digests, replay_horizon))?;
+            match rendered {
+                Ok(rendered) => return Ok(Some(rendered)),
+                Err(failure) if failure.index > 0 => work.truncate(failure.index),
+                Err(failure) => {
+                    self.head_failed(work[0], failure.error)?;
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
     /// The row at the head of the queue failed to render: an error for the writer to retry,
     /// until it has failed [`RENDER_ATTEMPTS`] times; then it is set aside with its error and
     /// the queue moves on.
@@ -328,7 +336,10 @@ impl Writer {
             _ => 1,
         };
         self.failing_head = Some((head.id, attempts));
-        if attempts < RENDER_ATTEMPTS {
+        // The Git engine's errors (reading a digest from HEAD) and full or read-only storage
+        // are the archive's faults, not the row's: retried, never set aside.
+        let the_rows_fault = error.category != Category::Storage && !error.is_archive_fault();
+        if attempts < RENDER_ATTEMPTS || !the_rows_fault {
             return Err(Error::internal(format!(
                 "archive work {} ({:?} {}) cannot be rendered: {}",
                 head.id, head.kind, head.ref_id, error.message

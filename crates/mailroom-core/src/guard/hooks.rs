@@ -127,29 +127,15 @@ pub fn install_for_repository(
         .ok_or_else(|| {
             Error::invalid(format!("'{}' is not inside a Git repository", repo.display()))
         })?;
-    install_recording(hooks_dir, hook, target, Some(&identity))
+    install(hooks_dir, hook, target, Some(&identity))
 }
 
 /// Installs the chain-runner and our plugin for `hook` in `hooks_dir`, preserving a foreign
 /// hook as `<hook>.orig` (or, when that is taken, `<hook>.replaced-<unix seconds>`, which is
-/// not chained). Returns the chain-runner's path.
-///
-/// The plugin records the repository `hooks_dir` belongs to only when it is a Git directory's
-/// own `hooks` (Git's default layout), the one case where the directory alone says whose it
-/// is; elsewhere (a `core.hooksPath`) it records none and checks wherever it runs. Callers
-/// that know the repository use [`install_for_repository`].
-pub fn install(hooks_dir: &Path, hook: Hook, target: &PluginTarget) -> Result<PathBuf> {
-    install_recording(hooks_dir, hook, target, default_layout_owner(hooks_dir).as_deref())
-}
-
-/// The repository whose Git directory holds `hooks_dir` as its `hooks`, if any.
-fn default_layout_owner(hooks_dir: &Path) -> Option<PathBuf> {
-    let git_dir = hooks_dir.parent().filter(|_| hooks_dir.ends_with("hooks"))?;
-    let identity = repository_identity(&git2::Repository::open_bare(git_dir).ok()?)?;
-    (git_dir.canonicalize().ok()? == identity).then_some(identity)
-}
-
-fn install_recording(
+/// not chained). Returns the chain-runner's path. The plugin records `installed_for` (a
+/// [`repository_identity`]) when given, and then checks only there; without it, it checks
+/// wherever it runs. Installers use [`install_for_repository`].
+pub fn install(
     hooks_dir: &Path,
     hook: Hook,
     target: &PluginTarget,
@@ -473,8 +459,8 @@ mod tests {
         let hooks = tempfile::tempdir().expect("tempdir");
         let chain = hooks.path().join("pre-commit");
         std::fs::write(&chain, "#!/bin/sh\necho mine\n").expect("write");
-        install(hooks.path(), Hook::PreCommit, &target()).expect("install");
-        install(hooks.path(), Hook::PreCommit, &target()).expect("reinstall");
+        install(hooks.path(), Hook::PreCommit, &target(), None).expect("install");
+        install(hooks.path(), Hook::PreCommit, &target(), None).expect("reinstall");
         let orig = std::fs::read_to_string(hooks.path().join("pre-commit.orig")).expect("orig");
         assert_eq!(orig, "#!/bin/sh\necho mine\n");
         let runner = std::fs::read_to_string(&chain).expect("runner");
@@ -501,13 +487,14 @@ mod tests {
         let git_dir = canonical(&repo.path().join(".git"));
         let recorded = format!("--installed-for '{}'", git_dir.display());
         let default_hooks = resolve_hooks_dir(repo.path());
-        install(&default_hooks, Hook::PreCommit, &target()).expect("install");
+        install_for_repository(repo.path(), &default_hooks, Hook::PreCommit, &target())
+            .expect("install");
         assert!(plugin(&default_hooks).contains(&recorded), "{}", plugin(&default_hooks));
 
-        // A hooks directory outside any Git directory says nothing of whose it is, unless the
-        // installer names the repository.
+        // A hooks directory outside any Git directory records the repository it is installed
+        // for, as the installer names it.
         let shared = tempfile::tempdir().expect("tempdir");
-        install(shared.path(), Hook::PreCommit, &target()).expect("install");
+        install(shared.path(), Hook::PreCommit, &target(), None).expect("install");
         assert!(!plugin(shared.path()).contains("--installed-for"), "{}", plugin(shared.path()));
         let subdir = repo.path().join("src");
         std::fs::create_dir(&subdir).expect("mkdir");
@@ -527,7 +514,7 @@ mod tests {
         let hooks = tempfile::tempdir().expect("tempdir");
         std::fs::write(hooks.path().join("pre-commit.orig"), "first\n").expect("write");
         std::fs::write(hooks.path().join("pre-commit"), "second\n").expect("write");
-        install(hooks.path(), Hook::PreCommit, &target()).expect("install");
+        install(hooks.path(), Hook::PreCommit, &target(), None).expect("install");
         let orig = std::fs::read_to_string(hooks.path().join("pre-commit.orig")).expect("orig");
         assert_eq!(orig, "first\n");
         let set_aside: Vec<String> = std::fs::read_dir(hooks.path())
@@ -544,7 +531,7 @@ mod tests {
     #[test]
     fn uninstall_keeps_a_chain_runner_other_plugins_need() {
         let hooks = tempfile::tempdir().expect("tempdir");
-        install(hooks.path(), Hook::PrePush, &target()).expect("install");
+        install(hooks.path(), Hook::PrePush, &target(), None).expect("install");
         std::fs::write(hooks.path().join("hooks.d/pre-push/10-lint"), "#!/bin/sh\n").expect("w");
         assert!(uninstall(hooks.path()).expect("uninstall"));
         assert!(hooks.path().join("pre-push").exists(), "runner kept for 10-lint");

@@ -97,13 +97,27 @@ pub fn project_key(field: &str, key: &str) -> Result<()> {
 /// The length and character rules of a project key, which also bound what a lookup echoes
 /// back in its errors.
 pub fn key_text(field: &str, key: &str) -> Result<()> {
-    if key.len() > MAX_PROJECT_KEY_BYTES {
+    short_text(field, key, MAX_PROJECT_KEY_BYTES)
+}
+
+/// The longest agent name a lookup compares or echoes, in bytes (agent names are far shorter).
+pub const MAX_NAME_BYTES: usize = 128;
+
+/// The length and character rules of a name looked up (an agent's), which bound what a
+/// failed lookup compares and echoes.
+pub fn name_text(field: &str, name: &str) -> Result<()> {
+    short_text(field, name, MAX_NAME_BYTES)
+}
+
+/// At most `max` bytes, no control character.
+fn short_text(field: &str, text: &str, max: usize) -> Result<()> {
+    if text.len() > max {
         return Err(Error::value_error(format!(
-            "{field} is {} bytes long; at most {MAX_PROJECT_KEY_BYTES} are allowed",
-            key.len()
+            "{field} is {} bytes long; at most {max} are allowed",
+            text.len()
         )));
     }
-    if let Some(c) = key.chars().find(|c| c.is_control()) {
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
         return Err(Error::value_error(format!(
             "{field} must not contain control characters (found U+{:04X})",
             u32::from(c)
@@ -116,15 +130,7 @@ pub fn key_text(field: &str, key: &str) -> Result<()> {
 /// no `..` segment, no control character, at most [`MAX_PATTERN_BYTES`]. Virtual patterns
 /// (`tool://…`) only get the length and character rules.
 pub fn reservation_pattern(field: &str, pattern: &str) -> Result<()> {
-    if pattern.len() > MAX_PATTERN_BYTES {
-        return Err(Error::value_error(format!(
-            "{field} is {} bytes long; at most {MAX_PATTERN_BYTES} are allowed",
-            pattern.len()
-        )));
-    }
-    if pattern.chars().any(char::is_control) {
-        return Err(Error::value_error(format!("{field} must not contain control characters")));
-    }
+    short_text(field, pattern, MAX_PATTERN_BYTES)?;
     if super::path_pattern::is_virtual(pattern) {
         return Ok(());
     }

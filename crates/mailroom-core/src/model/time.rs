@@ -165,6 +165,9 @@ impl Timestamp {
         if digits > 4 && s.as_bytes().get(digits) == Some(&b'-') {
             return Some(Self::LAST);
         }
+        if s.starts_with("0000-") {
+            return Some(Self::FIRST);
+        }
         let negative_year =
             s.strip_prefix('-').is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
         negative_year.then_some(Self::FIRST)
@@ -190,7 +193,9 @@ impl Timestamp {
         let offset_seconds = cursor.iso_offset()?;
         cursor.finished()?;
         let local = Self::from_civil(year, month, day, time, micros)?;
-        Some(local.plus_seconds(-offset_seconds))
+        // An offset can carry a time past the last one stored (or before the first), which
+        // then compares wrongly with stored text: refused like any other bad timestamp.
+        Some(local.plus_seconds(-offset_seconds)).filter(|t| t.is_storable())
     }
 
     /// The timestamp used in archive file names, `YYYY-MM-DDTHH-MM-SSZ`: no colons, so it is
@@ -547,6 +552,9 @@ mod tests {
             ("2024-01-01T10:30:00+00:00:30", new_year(10, 29, 30, 0)),
             ("2024-02-29T00:00:00-00:30", Some(micros(19_782, 0, 30, 0, 0))),
             ("2024-01-01T10:30:00z", None),
+            ("9999-12-31T23:59:59-05:00", None),
+            ("0001-01-01T00:30:00+01:00", None),
+            ("9999-12-31T23:59:59+00:00", Some(Timestamp::LAST.as_micros() - 999_999)),
             ("2024-01-01T10:30:00 +05:00", None),
             ("2024-01-01T10:30:00+24:00", None),
             ("2024-01-01T10:30:00.", None),
@@ -608,6 +616,7 @@ mod tests {
         let stored = [
             ("33715-03-01 10:00:00.000000", Some(Timestamp::LAST)),
             ("-001-01-01 00:00:00.000000", Some(Timestamp::FIRST)),
+            ("0000-12-31 23:00:00.000000", Some(Timestamp::FIRST)),
             ("2024-01-01 10:30:00.000000", Timestamp::parse_db("2024-01-01 10:30:00")),
             ("12345", None),
             ("garbage", None),

@@ -114,11 +114,12 @@ fn ack_rows(
         }
         AckView::AckRequired => db.recipient_rows(&query),
         AckView::AcksStale { ttl_seconds } => {
-            query.created_until = Some(now.plus_seconds(-ttl_seconds.max(0)));
+            query.created_until = Some(now.plus_seconds(-ttl_seconds.max(0)).max(Timestamp::FIRST));
             db.recipient_rows(&query)
         }
         AckView::AckOverdue { ttl_minutes } => {
-            query.created_until = Some(now.plus_seconds(-60 * ttl_minutes.max(1)));
+            let ttl_seconds = ttl_minutes.max(1).saturating_mul(60);
+            query.created_until = Some(now.plus_seconds(-ttl_seconds).max(Timestamp::FIRST));
             db.recipient_rows(&query)
         }
     }

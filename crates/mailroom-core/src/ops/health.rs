@@ -23,7 +23,7 @@ impl Mailroom {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ArchiveHealth {
     /// Work set aside because it could not be rendered (`mailroom archive verify` lists it).
-    pub set_aside: usize,
+    pub set_aside: i64,
     /// The writer's latest failure while it keeps failing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -42,7 +42,7 @@ impl Mailroom {
                 format!("the Git archive is not keeping up: {trouble}"),
             ));
         }
-        let set_aside = self.store.read_short(|db| db.set_aside_archive_work()).await?.len();
+        let set_aside = self.store.read_short(|db| db.set_aside_archive_count()).await?;
         let stats = archive.stats();
         let last_error = (stats.errors > 0).then(|| archive.last_error()).flatten();
         Ok(ArchiveHealth { set_aside, last_error })

@@ -71,9 +71,10 @@ struct WindowSettings {
 }
 
 impl WindowSettings {
-    /// When a window identity registered (or re-registered) at `from` expires.
+    /// When a window identity registered (or re-registered) at `from` expires: at most the
+    /// last instant a timestamp holds, however often re-registration pushes it on.
     fn expires(&self, from: Timestamp) -> Timestamp {
-        from.plus_seconds(self.ttl_days.saturating_mul(86_400))
+        from.plus_seconds(self.ttl_days.saturating_mul(86_400)).min(Timestamp::LAST)
     }
 }
 
@@ -372,4 +373,22 @@ fn commit_json(commit: mailroom_git::CommitInfo) -> serde_json::Value {
         "summary": commit.summary,
         "authored_ts": Timestamp::from_micros(commit.authored_seconds * 1_000_000),
     })
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+
+    /// Re-registration pushes a window's expiry on from the later of now and its old expiry;
+    /// however often, it stops at the last time a timestamp holds.
+    #[test]
+    fn a_window_expiry_stops_at_the_last_storable_time() {
+        let window = WindowSettings { uuid: "w".to_string(), ttl_days: 3650 };
+        let mut expiry = Timestamp::from_micros(1_700_000_000_000_000);
+        for _ in 0..1000 {
+            expiry = window.expires(expiry);
+        }
+        assert_eq!(expiry, Timestamp::LAST);
+        assert!(expiry.is_storable());
+    }
 }

@@ -139,6 +139,9 @@ pub fn agent(db: &Db<'_>, project: &Project, raw: &str, field: &str) -> Result<A
     if let Some(found) = db.agent_by_name(project.id, name)? {
         return Ok(found);
     }
+    // As for project keys: a name no agent could have is refused before it is compared with
+    // every agent's or echoed back.
+    bounds::name_text(field, name)?;
     Err(agent_not_found(db, project, name)?)
 }
 

@@ -91,7 +91,7 @@ fn rebuild(args: RebuildArgs) -> Result<()> {
     let config = setup::core_config(&data_dir)?;
     setup::init_logging();
     let _lock = setup::lock_data_dir(&data_dir)?;
-    let _database_lock = setup::lock_database(&config.database_path)?;
+    let _database_lock = setup::lock_database(&config.database_path, setup::Missing::Skip)?;
     if args.reconstruct_database {
         let report = maintenance::reconstruct(&config, args.force)
             .context("cannot reconstruct the database")?;

@@ -46,7 +46,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     }
     setup::init_logging();
     let _lock = setup::lock_data_dir(&data_dir)?;
-    let _database_lock = setup::lock_database(&core_config.database_path)?;
+    let _database_lock = setup::lock_database(&core_config.database_path, setup::Missing::Create)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

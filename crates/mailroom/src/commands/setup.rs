@@ -52,40 +52,59 @@ pub fn lock_data_dir(data_dir: &Path) -> Result<File> {
     Ok(lock)
 }
 
-/// Holds an exclusive OS lock on `<database>.lock` beside the database file, found by its
-/// canonical path (symlinks and `..` resolved), for the life of the process: a second server
-/// given the same database through `DATABASE_URL`, by any spelling, is refused like one on
-/// the same data directory. (The lock is a file of its own: an extra descriptor on the
-/// database file itself, once closed, would drop SQLite's own locks.)
-pub fn lock_database(database: &Path) -> Result<File> {
-    let name = database.file_name().context("the database path names no file")?;
-    let parent = match database.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(parent)
-        .with_context(|| format!("cannot create the database's directory {}", parent.display()))?;
-    let directory = parent
-        .canonicalize()
-        .with_context(|| format!("cannot resolve the database's directory {}", parent.display()))?;
-    // A symlink to the database file resolves to the file it names.
-    let file = directory.join(name);
-    let file = file.canonicalize().unwrap_or(file);
-    let mut lock_name = file.file_name().unwrap_or(name).to_os_string();
-    lock_name.push(".lock");
-    let lock_path = file.with_file_name(lock_name);
-    let Some(mut lock) = try_lock_file(&lock_path)? else {
-        let pid = std::fs::read_to_string(&lock_path).unwrap_or_default();
+/// Holds an exclusive OS lock on the database file itself (its inode: every spelling of its
+/// path, symlinks and hard links included, meets the same lock) for the life of the process,
+/// and writes the pid beside it (`<database>.pid`), so a second server given the same database
+/// through `DATABASE_URL` is refused like one on the same data directory. The lock is
+/// `flock`'s, which SQLite's own (`fcntl`) locks do not see; its descriptor stays open until
+/// the process ends, since closing any descriptor of the file would drop SQLite's locks.
+/// `Missing::Create` makes an empty database file to lock (the server, which opens it next);
+/// `Missing::Skip` locks nothing when there is none (a reconstruction, which builds it).
+pub fn lock_database(database: &Path, missing: Missing) -> Result<Option<File>> {
+    if let Some(parent) = database.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| {
+            format!("cannot create the database's directory {}", parent.display())
+        })?;
+    }
+    if !database.exists() {
+        if missing == Missing::Skip {
+            return Ok(None);
+        }
+        // An empty file is a new database to SQLite.
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(database)
+            .with_context(|| format!("cannot create {}", database.display()))?;
+    }
+    let lock =
+        File::open(database).with_context(|| format!("cannot open {}", database.display()))?;
+    let canonical = database.canonicalize().unwrap_or_else(|_| database.to_path_buf());
+    let mut pid_name = canonical.file_name().unwrap_or_default().to_os_string();
+    pid_name.push(".pid");
+    let pid_path = canonical.with_file_name(pid_name);
+    if lock.try_lock().is_err() {
+        // Reached by another hard link, the holder's pid file has another name.
+        let pid = std::fs::read_to_string(&pid_path).unwrap_or_else(|_| "unknown".to_string());
         bail!(
             "Another mailroom server is already using the database {} (PID: {}). Stop it or \
              point DATABASE_URL at another database.",
-            file.display(),
+            canonical.display(),
             pid.trim()
         );
-    };
-    lock.set_len(0)?;
-    writeln!(lock, "{}", std::process::id())?;
-    Ok(lock)
+    }
+    // Best effort: the pid only names the holder in the refusal above.
+    if let Err(e) = std::fs::write(&pid_path, format!("{}\n", std::process::id())) {
+        tracing::warn!(path = %pid_path.display(), error = %e, "database pid file not written");
+    }
+    Ok(Some(lock))
+}
+
+/// What [`lock_database`] does when the database file does not exist yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    Create,
+    Skip,
 }
 
 /// Opens (creating) `path` and takes an exclusive OS lock on it, held while the file is open;
@@ -94,7 +113,6 @@ fn try_lock_file(path: &Path) -> Result<Option<File>> {
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
-        .read(true)
         .write(true)
         .open(path)
         .with_context(|| format!("cannot open {}", path.display()))?;

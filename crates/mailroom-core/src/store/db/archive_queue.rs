@@ -103,13 +103,18 @@ impl Db<'_> {
     /// The deletion a queue row carries: `None` when the row is gone or carries none, an
     /// `Err` naming the row when its payload does not parse.
     pub fn archive_deletion(&self, queue_id: i64) -> Result<Option<Result<Deletion, String>>> {
+        self.deletion_payload("SELECT payload FROM archive_queue WHERE id = ?1", queue_id)
+    }
+
+    /// The deletion a row (by `select`, one of two fixed statements) carries.
+    fn deletion_payload(&self, select: &str, id: i64) -> Result<Option<Result<Deletion, String>>> {
         let payload: Option<Option<String>> = self
             .conn
-            .prepare_cached("SELECT payload FROM archive_queue WHERE id = ?1")
-            .and_then(|mut stmt| stmt.query_row([queue_id], |r| r.get(0)).optional())
+            .prepare_cached(select)
+            .and_then(|mut stmt| stmt.query_row([id], |r| r.get(0)).optional())
             .map_err(map_err)?;
         Ok(payload.flatten().map(|text| {
-            serde_json::from_str(&text).map_err(|e| format!("archive queue row {queue_id}: {e}"))
+            serde_json::from_str(&text).map_err(|e| format!("archive work row {id}: {e}"))
         }))
     }
 
@@ -220,6 +225,22 @@ impl Db<'_> {
             })
             .map_err(map_err)?;
         rows.collect::<rusqlite::Result<_>>().map_err(map_err)
+    }
+
+    /// The deletion a set-aside row carries, as [`Db::archive_deletion`] reads a queued one's.
+    pub fn set_aside_deletion(&self, id: i64) -> Result<Option<Result<Deletion, String>>> {
+        self.deletion_payload("SELECT payload FROM archive_set_aside WHERE id = ?1", id)
+    }
+
+    /// How many rows are set aside (0 for a database without the table).
+    pub fn set_aside_archive_count(&self) -> Result<i64> {
+        if !self.has_table("archive_set_aside")? {
+            return Ok(0);
+        }
+        self.conn
+            .prepare_cached("SELECT count(*) FROM archive_set_aside")
+            .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
+            .map_err(map_err)
     }
 
     /// Moves every set-aside row back into the queue (as new rows, after what is queued) for

@@ -106,7 +106,15 @@ mod tests {
              INSERT INTO file_reservations (id, project_id, agent_id, path_pattern, created_ts, expires_ts)
                  VALUES (1, 1, 1, 'a', '2026-01-01', '33715-03-01 10:00:00.000000'),
                         (2, 1, 1, 'b', '2026-01-01', '-001-01-01 00:00:00.000000'),
-                        (3, 1, 1, 'c', '2026-01-01', '2026-05-01 10:00:00.000000');
+                        (3, 1, 1, 'c', '2026-01-01', '2026-05-01 10:00:00.000000'),
+                        (4, 1, 1, 'd', '2026-01-01', '0000-12-31 23:00:00.000000'),
+                        (5, 1, 1, 'e', '2026-01-01', 'garbage'),
+                        (6, 1, 1, 'f', '2026-01-01', '');
+             INSERT INTO window_identities (project_id, window_uuid, display_name, created_ts,
+                     last_active_ts, expires_ts)
+                 VALUES (1, 'w', 'BlueLake', '2026-01-01', '2026-01-01', '12000-01-01 00:00:00');
+             INSERT INTO message_summaries (project_id, summary_text, start_ts, end_ts, created_ts)
+                 VALUES (1, 's', '-292277-01-01 00:00:00.000000', '2026-01-01', '2026-01-01');
              INSERT INTO agent_links (a_project_id, a_agent_id, b_project_id, b_agent_id,
                      created_ts, updated_ts, expires_ts)
                  VALUES (1, 1, 1, 2, '2026-01-01', '2026-01-01', '1234567-01-01 00:00:00');",
@@ -123,10 +131,17 @@ mod tests {
             [
                 "9999-12-31 23:59:59.999999",
                 "0001-01-01 00:00:00.000000",
-                "2026-05-01 10:00:00.000000"
+                "2026-05-01 10:00:00.000000",
+                "0001-01-01 00:00:00.000000",
+                "garbage",
+                ""
             ]
         );
         assert_eq!(column("SELECT expires_ts FROM agent_links"), ["9999-12-31 23:59:59.999999"]);
+        let window = column("SELECT expires_ts FROM window_identities");
+        assert_eq!(window, ["9999-12-31 23:59:59.999999"]);
+        let summary = column("SELECT start_ts FROM message_summaries");
+        assert_eq!(summary, ["0001-01-01 00:00:00.000000"]);
     }
 
     /// After 0007 the inbox statement reads its recipient rows (one agent's, newest first,

@@ -14,16 +14,21 @@ CREATE TABLE IF NOT EXISTS archive_set_aside (
 
 -- Times earlier versions stored outside four-digit years (a TTL of 1e12 seconds gave the year
 -- 33715), which neither the reference's readers nor the archive's format can hold: moved to
--- the last (or first) instant that can be stored. Every valid value starts `YYYY-`.
-UPDATE file_reservations SET expires_ts = CASE WHEN expires_ts GLOB '-*'
+-- the last (or first) instant that can be stored. Only those: a year of five or more digits,
+-- or a negative one (`-001-…`), or the year 0; any other text is left as it is.
+UPDATE file_reservations SET expires_ts = CASE WHEN expires_ts GLOB '-*' OR expires_ts GLOB '0000-*'
         THEN '0001-01-01 00:00:00.000000' ELSE '9999-12-31 23:59:59.999999' END
-    WHERE expires_ts NOT GLOB '[0-9][0-9][0-9][0-9]-*';
-UPDATE agent_links SET expires_ts = CASE WHEN expires_ts GLOB '-*'
+    WHERE expires_ts GLOB '[0-9][0-9][0-9][0-9][0-9]*-*' OR expires_ts GLOB '-[0-9]*'
+        OR expires_ts GLOB '0000-*';
+UPDATE agent_links SET expires_ts = CASE WHEN expires_ts GLOB '-*' OR expires_ts GLOB '0000-*'
         THEN '0001-01-01 00:00:00.000000' ELSE '9999-12-31 23:59:59.999999' END
-    WHERE expires_ts IS NOT NULL AND expires_ts NOT GLOB '[0-9][0-9][0-9][0-9]-*';
-UPDATE window_identities SET expires_ts = CASE WHEN expires_ts GLOB '-*'
+    WHERE expires_ts GLOB '[0-9][0-9][0-9][0-9][0-9]*-*' OR expires_ts GLOB '-[0-9]*'
+        OR expires_ts GLOB '0000-*';
+UPDATE window_identities SET expires_ts = CASE WHEN expires_ts GLOB '-*' OR expires_ts GLOB '0000-*'
         THEN '0001-01-01 00:00:00.000000' ELSE '9999-12-31 23:59:59.999999' END
-    WHERE expires_ts IS NOT NULL AND expires_ts NOT GLOB '[0-9][0-9][0-9][0-9]-*';
-UPDATE message_summaries SET start_ts = CASE WHEN start_ts GLOB '-*'
+    WHERE expires_ts GLOB '[0-9][0-9][0-9][0-9][0-9]*-*' OR expires_ts GLOB '-[0-9]*'
+        OR expires_ts GLOB '0000-*';
+UPDATE message_summaries SET start_ts = CASE WHEN start_ts GLOB '-*' OR start_ts GLOB '0000-*'
         THEN '0001-01-01 00:00:00.000000' ELSE '9999-12-31 23:59:59.999999' END
-    WHERE start_ts NOT GLOB '[0-9][0-9][0-9][0-9]-*';
+    WHERE start_ts GLOB '[0-9][0-9][0-9][0-9][0-9]*-*' OR start_ts GLOB '-[0-9]*'
+        OR start_ts GLOB '0000-*';
