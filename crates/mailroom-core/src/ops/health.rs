@@ -23,7 +23,7 @@ impl Mailroom {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ArchiveHealth {
     /// Work set aside because it could not be rendered (`mailroom archive verify` lists it).
-    pub set_aside: i64,
+    pub set_aside: u64,
     /// The writer's latest failure while it keeps failing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -33,7 +33,7 @@ impl Mailroom {
     /// Readiness beyond the database: an archive that is not keeping up (writes wait and
     /// then fail) is an error; work set aside is reported, not fatal (everything else keeps
     /// being archived).
-    pub async fn check_archive(&self) -> Result<ArchiveHealth> {
+    pub fn check_archive(&self) -> Result<ArchiveHealth> {
         let Some(archive) = self.archive() else { return Ok(ArchiveHealth::default()) };
         if let Some(trouble) = archive.trouble() {
             return Err(Error::new(
@@ -42,8 +42,10 @@ impl Mailroom {
                 format!("the Git archive is not keeping up: {trouble}"),
             ));
         }
-        let set_aside = self.store.read_short(|db| db.set_aside_archive_count()).await?;
+        // Each start queues the rows set aside before again, so the rows set aside since are
+        // all there are: counted in memory, no query on the probe's path.
         let stats = archive.stats();
+        let set_aside = stats.set_aside;
         let last_error = (stats.errors > 0).then(|| archive.last_error()).flatten();
         Ok(ArchiveHealth { set_aside, last_error })
     }

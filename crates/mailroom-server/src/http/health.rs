@@ -31,7 +31,7 @@ pub async fn api_health() -> Json<serde_json::Value> {
 /// behind, is reported beside `"status": "ready"` (`archive`), since every other write goes on.
 pub async fn readiness(State(state): State<AppState>) -> Response {
     let checked = match state.core.check_database().await {
-        Ok(()) => state.core.check_archive().await,
+        Ok(()) => state.core.check_archive(),
         Err(e) => Err(e),
     };
     match checked {

@@ -232,17 +232,6 @@ impl Db<'_> {
         self.deletion_payload("SELECT payload FROM archive_set_aside WHERE id = ?1", id)
     }
 
-    /// How many rows are set aside (0 for a database without the table).
-    pub fn set_aside_archive_count(&self) -> Result<i64> {
-        if !self.has_table("archive_set_aside")? {
-            return Ok(0);
-        }
-        self.conn
-            .prepare_cached("SELECT count(*) FROM archive_set_aside")
-            .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
-            .map_err(map_err)
-    }
-
     /// Moves every set-aside row back into the queue (as new rows, after what is queued) for
     /// one more try; returns how many.
     pub fn requeue_set_aside_archive_work(&self) -> Result<usize> {
