@@ -10,7 +10,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::middleware;
-use axum::routing::{any, get, post};
+use axum::routing::{any, get};
 use serde_json::json;
 
 use crate::mcp::transport;
@@ -25,20 +25,7 @@ pub fn app(state: AppState) -> cors::CorsForOrigins<Router> {
 
 /// The router: every route and the middleware in front of them.
 fn router(state: AppState) -> Router {
-    let rest = Router::new()
-        .route("/api/project/ensure", post(rest::ensure_project))
-        .route("/api/agent/register", post(rest::register_agent))
-        .route("/api/message/send", post(rest::send_message))
-        .route("/api/inbox", post(rest::inbox))
-        .route("/api/messages/search", post(rest::search_messages))
-        .route_layer(middleware::from_fn_with_state(state.clone(), rest::origin_and_host));
-    let mut router = Router::new()
-        .route("/health", get(health::health))
-        .route("/health/liveness", get(health::liveness))
-        .route("/ready", get(health::readiness))
-        .route("/health/readiness", get(health::readiness))
-        .route("/api/health", get(health::api_health))
-        .merge(rest);
+    let mut router = health::router().merge(rest::router(&state));
     for path in mcp_paths(&state.config.mcp_path) {
         router = router.route(&path, any(transport::endpoint));
     }

@@ -8,12 +8,13 @@
 
 use std::future::Future;
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, post};
+use axum::{Json, Router};
 use mailroom_core::Error;
 use mailroom_core::ops::conventions::Conventions;
 use mailroom_core::ops::identity::Registration;
@@ -28,20 +29,55 @@ use crate::mcp::catalog;
 use crate::mcp::error::ToolError;
 use crate::state::AppState;
 
-/// A route's body: which tool it mirrors and who it says is acting.
+/// One REST route as the router and the security classification see it: a POST to `path`
+/// stands for a call of `tool` (its role and rate-limit bucket are the tool's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestRoute {
+    pub path: &'static str,
+    pub tool: &'static str,
+}
+
+/// Every REST route, with its handler: the one table the router ([`router`]) and the security
+/// middleware ([`table`]) read. Adding a route: its body type (a [`RouteBody`] naming its
+/// path and tool), its handler, one row here.
+fn routes() -> [(RestRoute, MethodRouter<AppState>); 5] {
+    [
+        row::<EnsureProjectBody>(post(ensure_project)),
+        row::<RegisterBody>(post(register_agent)),
+        row::<SendBody>(post(send_message)),
+        row::<InboxBody>(post(inbox)),
+        row::<SearchBody>(post(search_messages)),
+    ]
+}
+
+fn row<B: RouteBody>(handler: MethodRouter<AppState>) -> (RestRoute, MethodRouter<AppState>) {
+    (RestRoute { path: B::PATH, tool: B::TOOL }, handler)
+}
+
+/// The REST routes' paths and tools, for the security classification.
+pub fn table() -> Vec<RestRoute> {
+    routes().into_iter().map(|(route, _)| route).collect()
+}
+
+/// The REST routes, behind MCP's Origin and Host checks.
+pub fn router(state: &AppState) -> Router<AppState> {
+    let router = routes()
+        .into_iter()
+        .fold(Router::new(), |router, (route, handler)| router.route(route.path, handler));
+    router.route_layer(axum::middleware::from_fn_with_state(state.clone(), origin_and_host))
+}
+
 /// MCP's Origin (403) and Host (421) checks, in front of the REST routes.
-pub async fn origin_and_host(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn origin_and_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
     match crate::mcp::transport::check_origin_and_host(&state, request.headers()) {
         Ok(()) => next.run(request).await,
         Err(refusal) => *refusal,
     }
 }
 
+/// A route's body: where it is posted, which tool it mirrors and who it says is acting.
 trait RouteBody: DeserializeOwned {
+    const PATH: &'static str;
     const TOOL: &'static str;
     fn claim(&self) -> Claim<'_>;
 }
@@ -97,6 +133,7 @@ struct EnsureProjectBody {
 }
 
 impl RouteBody for EnsureProjectBody {
+    const PATH: &'static str = "/api/project/ensure";
     const TOOL: &'static str = "ensure_project";
     fn claim(&self) -> Claim<'_> {
         Claim::default()
@@ -104,7 +141,7 @@ impl RouteBody for EnsureProjectBody {
 }
 
 /// `POST /api/project/ensure {human_key}`.
-pub async fn ensure_project(State(state): State<AppState>, body: Bytes) -> Response {
+async fn ensure_project(State(state): State<AppState>, body: Bytes) -> Response {
     route(state, body, |state, b: EnsureProjectBody| async move {
         reply(state.core.ensure_project_with(&b.human_key, Conventions::Script).await)
     })
@@ -124,6 +161,7 @@ struct RegisterBody {
 }
 
 impl RouteBody for RegisterBody {
+    const PATH: &'static str = "/api/agent/register";
     const TOOL: &'static str = "register_agent";
     fn claim(&self) -> Claim<'_> {
         let token = self.registration_token.as_deref();
@@ -132,7 +170,7 @@ impl RouteBody for RegisterBody {
 }
 
 /// `POST /api/agent/register {project_slug, name, program, model, task_description?}`.
-pub async fn register_agent(State(state): State<AppState>, body: Bytes) -> Response {
+async fn register_agent(State(state): State<AppState>, body: Bytes) -> Response {
     route(state, body, |state, b: RegisterBody| async move {
         let registration = Registration {
             project_key: b.project_slug,
@@ -168,6 +206,7 @@ struct SendBody {
 }
 
 impl RouteBody for SendBody {
+    const PATH: &'static str = "/api/message/send";
     const TOOL: &'static str = "send_message";
     fn claim(&self) -> Claim<'_> {
         let token = self.sender_token.as_deref();
@@ -176,7 +215,7 @@ impl RouteBody for SendBody {
 }
 
 /// `POST /api/message/send` → the send_message result.
-pub async fn send_message(State(state): State<AppState>, body: Bytes) -> Response {
+async fn send_message(State(state): State<AppState>, body: Bytes) -> Response {
     route(state, body, |state, b: SendBody| async move {
         let message = SendMessage {
             project_key: b.project_slug,
@@ -210,6 +249,7 @@ struct InboxBody {
 }
 
 impl RouteBody for InboxBody {
+    const PATH: &'static str = "/api/inbox";
     const TOOL: &'static str = "fetch_inbox";
     fn claim(&self) -> Claim<'_> {
         let token = self.registration_token.as_deref();
@@ -218,7 +258,7 @@ impl RouteBody for InboxBody {
 }
 
 /// `POST /api/inbox` → the fetch_inbox result.
-pub async fn inbox(State(state): State<AppState>, body: Bytes) -> Response {
+async fn inbox(State(state): State<AppState>, body: Bytes) -> Response {
     route(state, body, |state, b: InboxBody| async move {
         let request = FetchInbox {
             project_key: b.project_slug,
@@ -244,6 +284,7 @@ struct SearchBody {
 }
 
 impl RouteBody for SearchBody {
+    const PATH: &'static str = "/api/messages/search";
     const TOOL: &'static str = "search_messages";
     fn claim(&self) -> Claim<'_> {
         let token = self.registration_token.as_deref();
@@ -252,7 +293,7 @@ impl RouteBody for SearchBody {
 }
 
 /// `POST /api/messages/search` → the search_messages result.
-pub async fn search_messages(State(state): State<AppState>, body: Bytes) -> Response {
+async fn search_messages(State(state): State<AppState>, body: Bytes) -> Response {
     route(state, body, |state, b: SearchBody| async move {
         // Authenticated: with authentication on, the results are the viewer's.
         let viewer = state.authenticated_viewer(b.agent_name);

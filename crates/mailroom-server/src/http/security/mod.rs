@@ -34,6 +34,7 @@ use self::jwt::JwtVerifier;
 use self::rate_limit::MemoryLimiter;
 use self::redis_limit::RedisLimiter;
 pub use self::settings::{RateLimits, SecuritySettings};
+use super::rest::RestRoute;
 use crate::state::AppState;
 
 /// The settings and the rate limiter's buckets.
@@ -44,6 +45,8 @@ pub struct Security {
     /// The tools served: a call naming another shares one bucket, so made-up names cannot
     /// each get a full one.
     tools: Vec<&'static str>,
+    /// The REST routes and the tools they stand for (`rest::table`).
+    rest_routes: Vec<RestRoute>,
     /// The bearer token's digest, computed once (see [`bearer_matches`]).
     token_digest: Option<[u8; 20]>,
     jwt: Option<JwtVerifier>,
@@ -81,7 +84,8 @@ impl Security {
         };
         let jwt = settings.jwt.clone().map(JwtVerifier::new).transpose()?;
         let token_digest = settings.bearer_token.as_ref().map(|t| sha1(&[t.0.as_bytes()]));
-        Ok(Self { settings, mcp_paths, tools, token_digest, jwt, limiter })
+        let rest_routes = super::rest::table();
+        Ok(Self { settings, mcp_paths, tools, rest_routes, token_digest, jwt, limiter })
     }
 
     /// Whether anything is checked at all (the middleware is skipped otherwise).
@@ -107,15 +111,11 @@ enum Kind {
     Other,
 }
 
-/// The health probes (exactly these paths): never authenticated, never limited.
-fn is_health(path: &str) -> bool {
-    matches!(path, "/health" | "/health/liveness" | "/health/readiness" | "/ready" | "/api/health")
-}
-
 /// The middleware: token, roles, rate limit, then the route.
 pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let security = &state.security;
-    if request.method() == Method::OPTIONS || is_health(request.uri().path()) {
+    // The health probes: never authenticated, never limited.
+    if request.method() == Method::OPTIONS || super::health::is_probe(request.uri().path()) {
         return next.run(request).await;
     }
     let settings = &security.settings;
@@ -289,15 +289,6 @@ fn client(ip: IpAddr) -> Client {
     }
 }
 
-/// The REST routes and the tools they stand for.
-const REST_TOOLS: [(&str, &str); 5] = [
-    ("/api/project/ensure", "ensure_project"),
-    ("/api/agent/register", "register_agent"),
-    ("/api/message/send", "send_message"),
-    ("/api/inbox", "fetch_inbox"),
-    ("/api/messages/search", "search_messages"),
-];
-
 /// What the request does; a JSON-RPC POST's body is read (and put back) to know.
 async fn classify(
     security: &Security,
@@ -309,8 +300,8 @@ async fn classify(
         return Ok((request, Kind::Other));
     }
     if !security.mcp_paths.iter().any(|p| p == path) {
-        let kind = match REST_TOOLS.iter().find(|(route, _)| *route == path) {
-            Some((_, tool)) => Kind::Tool((*tool).to_string()),
+        let kind = match security.rest_routes.iter().find(|route| route.path == path) {
+            Some(route) => Kind::Tool(route.tool.to_string()),
             None => Kind::Change,
         };
         return Ok((request, kind));
@@ -415,6 +406,26 @@ fn bucket<'k>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every REST route stands for a tool the catalogue knows, and a POST to it is classified
+    /// as that tool's call (so a reader may use the reading ones); any other POST outside MCP
+    /// needs a writer.
+    #[tokio::test]
+    async fn every_rest_route_is_classified_as_its_tool() {
+        let security = Security::new(SecuritySettings::default(), vec!["/mcp".into()], vec![])
+            .expect("security");
+        let routes = crate::http::rest::table();
+        assert!(!routes.is_empty());
+        for route in routes {
+            assert!(crate::mcp::catalog::lookup(route.tool).is_some(), "{route:?}");
+            let request = Request::post(route.path).body(Body::empty()).expect("request");
+            let (_, kind) = classify(&security, request, 1024).await.expect("classified");
+            assert_eq!(kind, Kind::Tool(route.tool.to_string()), "{route:?}");
+        }
+        let request = Request::post("/mail/api/retire-agent").body(Body::empty()).expect("post");
+        let (_, kind) = classify(&security, request, 1024).await.expect("classified");
+        assert_eq!(kind, Kind::Change);
+    }
 
     #[test]
     fn json_rpc_requests_are_told_apart() {
