@@ -21,8 +21,8 @@ pub enum Category {
     /// A transient condition (database busy); retrying may succeed.
     Retryable,
     /// The disk holding the data is full, or the data cannot be written (a read-only file or
-    /// file system): the message says which, and that nothing of the call was stored.
-    Storage,
+    /// file system): which one, and the message says that nothing of the call was stored.
+    Storage(StorageFault),
     /// A bug or an environment fault; details are logged, not returned.
     Internal,
 }
@@ -83,7 +83,7 @@ impl Error {
     /// not carried out.
     pub fn storage_full(what: &str) -> Self {
         Self::new(
-            Category::Storage,
+            Category::Storage(StorageFault::Full),
             "STORAGE_FULL",
             format!(
                 "storage full: {what} cannot grow (no space left on its disk); the call was \
@@ -95,7 +95,7 @@ impl Error {
     /// `STORAGE_READ_ONLY`: `what` cannot be written, so the call was not carried out.
     pub fn storage_read_only(what: &str) -> Self {
         Self::new(
-            Category::Storage,
+            Category::Storage(StorageFault::ReadOnly),
             "STORAGE_READ_ONLY",
             format!(
                 "storage read-only: {what} cannot be written (a read-only file or file \
@@ -125,10 +125,12 @@ impl Error {
     }
 }
 
-/// What a system error says of the storage, when it says one of these.
-#[derive(Clone, Copy)]
-enum StorageFault {
+/// What is wrong with the storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageFault {
+    /// The disk (or the quota) is full.
     Full,
+    /// A read-only file or file system.
     ReadOnly,
 }
 
@@ -176,7 +178,7 @@ impl From<mailroom_git::Error> for Error {
                          system)",
                     ),
                 };
-                Self::new(Category::Storage, kind, message)
+                Self::new(Category::Storage(fault), kind, message)
             }
             None => Self::internal(format!("{ARCHIVE_PREFIX}{error}")),
         }
@@ -232,7 +234,10 @@ mod tests {
             source: full(),
         };
         let error = Error::from(engine);
-        assert_eq!((error.category, error.kind), (Category::Storage, "STORAGE_FULL"));
+        assert_eq!(
+            (error.category, error.kind),
+            (Category::Storage(StorageFault::Full), "STORAGE_FULL")
+        );
         assert!(error.message.starts_with("storage full: the archive"), "{error}");
         assert!(!error.message.contains("/data"), "no server path reaches a client: {error}");
         let read_only = std::io::Error::from_raw_os_error(libc::EROFS);

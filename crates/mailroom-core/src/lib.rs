@@ -18,7 +18,7 @@ pub mod records;
 mod store;
 
 pub use config::CoreConfig;
-pub use error::{Category, Error, Result};
+pub use error::{Category, Error, Result, StorageFault};
 pub use memory::{fix_mmap_threshold, limit_git_mappings, sqlite_memory_used};
 pub use ops::Mailroom;
 pub use store::SQLITE_HEAP_LIMIT;

@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use mailroom_core::{Category, Error};
+use mailroom_core::{Category, Error, StorageFault};
 use serde_json::json;
 
 /// A failed REST call.
@@ -33,8 +33,8 @@ pub fn status_and_message(e: &Error) -> (StatusCode, String) {
         Category::Conflict => StatusCode::CONFLICT,
         Category::PermissionDenied => StatusCode::FORBIDDEN,
         Category::Retryable => StatusCode::SERVICE_UNAVAILABLE,
-        Category::Storage if e.kind == "STORAGE_FULL" => StatusCode::INSUFFICIENT_STORAGE,
-        Category::Storage => StatusCode::SERVICE_UNAVAILABLE,
+        Category::Storage(StorageFault::Full) => StatusCode::INSUFFICIENT_STORAGE,
+        Category::Storage(StorageFault::ReadOnly) => StatusCode::SERVICE_UNAVAILABLE,
         Category::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     };
     let message = if e.category == Category::Internal {

@@ -31,7 +31,7 @@ impl ToolError {
     /// A storage refusal: answered as a JSON-RPC error with this text, not as a result.
     pub fn storage_message(&self) -> Option<&str> {
         match self {
-            Self::Domain(e) if e.category == Category::Storage => Some(&e.message),
+            Self::Domain(e) if matches!(e.category, Category::Storage(_)) => Some(&e.message),
             _ => None,
         }
     }

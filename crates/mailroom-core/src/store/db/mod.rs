@@ -169,6 +169,7 @@ id_column!(crate::records::ProjectId, crate::records::AgentId, crate::records::M
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::StorageFault;
 
     /// SQLite's own refusals: a write to a database opened read-only, and a full disk (a
     /// page limit reached), become the storage errors clients see, not internal ones.
@@ -184,13 +185,19 @@ mod tests {
         )
         .expect("open read-only");
         let error = map_err(read_only.execute("INSERT INTO t VALUES (1)", []).expect_err("ro"));
-        assert_eq!((error.category, error.kind), (Category::Storage, "STORAGE_READ_ONLY"));
+        assert_eq!(
+            (error.category, error.kind),
+            (Category::Storage(StorageFault::ReadOnly), "STORAGE_READ_ONLY")
+        );
         assert!(error.message.starts_with("storage read-only: the database"), "{error}");
         // `max_page_count` makes SQLite answer exactly as it does when the disk is full.
         conn.pragma_update(None, "max_page_count", 3).expect("cap");
         let full = conn.execute("INSERT INTO t VALUES (zeroblob(100000))", []).expect_err("full");
         let error = map_err(full);
-        assert_eq!((error.category, error.kind), (Category::Storage, "STORAGE_FULL"));
+        assert_eq!(
+            (error.category, error.kind),
+            (Category::Storage(StorageFault::Full), "STORAGE_FULL")
+        );
         assert!(error.message.starts_with("storage full: the database cannot grow"), "{error}");
     }
 }
