@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use super::python_json::python_json;
-use crate::model::digest::sha1_hex;
+use crate::model::sha1::sha1_hex;
 use crate::model::thread_id::is_valid_thread_id;
 use crate::model::time::Timestamp;
 use crate::records::{Agent, AgentId, MessageId, ProjectId};

@@ -6,11 +6,11 @@
 //! reused by both the MCP tools and the REST routes without pulling in any transport.
 
 pub mod bounds;
-pub mod digest;
 pub mod fnmatch;
 pub mod names;
 pub mod path_pattern;
 pub mod search_query;
+pub mod sha1;
 pub mod siblings;
 pub mod similarity;
 pub mod slug;

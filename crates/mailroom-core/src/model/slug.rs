@@ -27,7 +27,7 @@ pub fn slugify(value: &str) -> String {
 /// The project uid used when no Git identity is available: the first 20 hex digits of the SHA-1
 /// of the human key's UTF-8 bytes. It is stable across machines, which is why it is a hash.
 pub fn project_uid_for_path(human_key: &str) -> String {
-    let digest = super::digest::sha1_hex(human_key.as_bytes());
+    let digest = super::sha1::sha1_hex(human_key.as_bytes());
     digest[..20].to_owned()
 }
 

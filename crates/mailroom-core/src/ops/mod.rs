@@ -10,7 +10,6 @@ pub mod auth;
 pub mod contacts;
 pub mod conventions;
 pub mod deletion;
-pub mod digest;
 pub mod guard;
 pub mod health;
 pub mod identity;
@@ -31,6 +30,7 @@ mod routing;
 pub mod search;
 pub mod siblings;
 pub mod slots;
+pub mod summaries;
 pub mod windows;
 
 use std::sync::Arc;

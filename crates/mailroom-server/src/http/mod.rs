@@ -34,7 +34,8 @@ fn router(state: AppState) -> Router {
     }
     let mut router = router.merge(crate::web::router(state.clone()));
     if state.security.is_active() {
-        router = router.layer(middleware::from_fn_with_state(state.clone(), security::guard));
+        router =
+            router.layer(middleware::from_fn_with_state(state.clone(), security::check_request));
     }
     let body_limit = DefaultBodyLimit::max(state.config.max_body_bytes);
     router.layer(body_limit).with_state(state)

@@ -1,5 +1,5 @@
 //! The web UI's state-changing requests (POST, JSON in and out): the overseer's messages,
-//! read marks, deletions, agents retired and projects archived. The guard in `mod.rs` has
+//! read marks, deletions, agents retired and projects archived. `protect_page` in `mod.rs` has
 //! checked the CSRF token before any of these runs.
 
 use axum::body::Bytes;

@@ -92,13 +92,13 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/mail/api/archive-project", post(actions::archive_project))
         .route("/mail/api/projects/{project_id}/siblings/{other_id}", post(actions::sibling_status))
         .route("/mail/api/unarchive-project", post(actions::unarchive_project))
-        .route_layer(middleware::from_fn_with_state(state, guard))
+        .route_layer(middleware::from_fn_with_state(state, protect_page))
 }
 
 /// Origin and Host checks first, then the CSRF token of a state-changing request; the
 /// security headers (and a CSRF cookie where the browser has none) on whatever the route
 /// answers.
-async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+async fn protect_page(State(state): State<AppState>, request: Request, next: Next) -> Response {
     if let Err(refused) = check_origin_and_host(&state, request.headers()) {
         return *refused;
     }

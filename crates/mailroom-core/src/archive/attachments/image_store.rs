@@ -16,7 +16,7 @@ use super::{
     Origin, Outcome, Refusal, paths,
 };
 use crate::archive::python_json::{python_json, python_json_line};
-use crate::model::digest::sha1_hex;
+use crate::model::sha1::sha1_hex;
 
 /// The reference encodes with Pillow at quality 80, method 6 (slowest, smallest).
 const WEBP_QUALITY: f32 = 80.0;

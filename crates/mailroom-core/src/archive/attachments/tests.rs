@@ -91,7 +91,7 @@ fn noisy_image(width: u32, height: u32) -> DynamicImage {
 }
 
 fn sha1_hex(bytes: &[u8]) -> String {
-    crate::model::digest::sha1_hex(bytes)
+    crate::model::sha1::sha1_hex(bytes)
 }
 
 fn webp_path(sha1: &str) -> String {

@@ -44,13 +44,13 @@ impl<'a> Delivery<'a> {
 
 /// Stores `message` once per project its recipients belong to, the sender's own project first: a
 /// message to another project's agent lives in that project (docs/compat/tools.md §4.3, §5.4).
-/// With `guard` (FILE_RESERVATIONS_ENFORCEMENT_ENABLED), a delivery whose archive surfaces
+/// With `enforce_reservations` (FILE_RESERVATIONS_ENFORCEMENT_ENABLED), a delivery whose archive surfaces
 /// other agents have reserved writes nothing and is listed among the failures instead.
 pub(super) fn deliver_per_project(
     db: &Db<'_>,
     message: Delivery<'_>,
     recipients: Vec<(Agent, RecipientKind)>,
-    guard: bool,
+    enforce_reservations: bool,
 ) -> Result<(Vec<DeliveryOut>, Vec<DeliveryError>)> {
     let mut project_ids = vec![message.project.id];
     for (agent, _) in &recipients {
@@ -78,7 +78,7 @@ pub(super) fn deliver_per_project(
             copy.project_id = target.id;
         }
         let delivery = Delivery { project: &target, message: copy, recipients: group, ..message };
-        if guard {
+        if enforce_reservations {
             let conflicts = reserved_surfaces(db, &delivery)?;
             if !conflicts.is_empty() {
                 let error = ReturnedError::reservation_conflict(conflicts);

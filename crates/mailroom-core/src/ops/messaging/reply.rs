@@ -15,7 +15,7 @@ pub(super) fn reply_in_tx(
     db: &Db<'_>,
     req: ReplyMessage,
     enforcement: Enforcement,
-    guard: bool,
+    enforce_reservations: bool,
 ) -> Result<ReplyOutcome> {
     let project = resolve::project(db, &req.project_key)?;
     let sender = resolve::agent(db, &project, &req.sender_name, "sender_name")?;
@@ -75,7 +75,8 @@ pub(super) fn reply_in_tx(
     reply.message.ack_required = original.message.ack_required;
     reply.message.thread_id = Some(thread_key.clone());
     reply.message.topic = original.message.topic.clone();
-    let (deliveries, delivery_errors) = deliver_per_project(db, reply, recipients, guard)?;
+    let (deliveries, delivery_errors) =
+        deliver_per_project(db, reply, recipients, enforce_reservations)?;
     // With no delivery there is no payload to flatten: the thread and the error say why.
     let error = if deliveries.is_empty() { total_failure(&delivery_errors) } else { None };
     Ok(ReplyOutcome {

@@ -93,7 +93,7 @@ pub(super) fn send_in_tx(
     req: SendMessage,
     processed: Option<ProcessedBody>,
     enforcement: Enforcement,
-    guard: bool,
+    enforce_reservations: bool,
 ) -> Result<SendOutcome> {
     let project = resolve::project(db, &req.project_key)?;
     let topic = validated_topic(req.topic.as_deref())?;
@@ -154,7 +154,8 @@ pub(super) fn send_in_tx(
     message.message.ack_required = req.ack_required;
     message.message.thread_id = thread_id;
     message.message.topic = topic;
-    let (deliveries, delivery_errors) = deliver_per_project(db, message, recipients, guard)?;
+    let (deliveries, delivery_errors) =
+        deliver_per_project(db, message, recipients, enforce_reservations)?;
     Ok(SendOutcome {
         count: deliveries.len(),
         attachments: (deliveries.len() == 1).then_some(attachments),

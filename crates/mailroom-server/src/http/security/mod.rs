@@ -25,7 +25,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderName, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use mailroom_core::model::digest::sha1;
+use mailroom_core::model::sha1::sha1;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -112,7 +112,11 @@ enum Kind {
 }
 
 /// The middleware: token, roles, rate limit, then the route.
-pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn check_request(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let security = &state.security;
     // The health probes: never authenticated, never limited.
     if request.method() == Method::OPTIONS || super::health::is_probe(request.uri().path()) {

@@ -14,7 +14,7 @@ impl std::fmt::Debug for Secret {
     }
 }
 
-/// What guards the HTTP routes.
+/// What protects the HTTP routes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SecuritySettings {
     /// `HTTP_BEARER_TOKEN`: every request but health probes (and local ones, below) must

@@ -1,6 +1,6 @@
 //! fetch_topic: messages tagged with a topic, newest first.
 
-use mailroom_core::ops::digest::FetchTopic;
+use mailroom_core::ops::summaries::FetchTopic;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
