@@ -284,26 +284,11 @@ fn malformed() -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{LAYOUT, assert_fsck_clean};
+    use crate::testing::{LAYOUT, assert_fsck_clean, git};
     use crate::{ArchiveRepo, Author};
 
     fn author() -> Author {
         Author { name: "t".to_string(), email: "t@example.com".to_string() }
-    }
-
-    fn git(root: &Path, args: &[&str]) -> std::process::Output {
-        let output = std::process::Command::new("git")
-            .arg("-C")
-            .arg(root)
-            .args(args)
-            .output()
-            .expect("run git");
-        assert!(
-            output.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        output
     }
 
     fn pack_files(root: &Path) -> Vec<PathBuf> {
@@ -358,12 +343,11 @@ mod tests {
             root,
             &["verify-pack", "-v", rolled.with_extension("idx").to_str().expect("utf-8")],
         );
-        let listing = String::from_utf8_lossy(&verified.stdout);
-        assert!(listing.contains("chain length = 1:"), "deltas one deep: {listing}");
-        let shown = git(root, &["show", "HEAD:messages/threads/hot.md"]).stdout;
-        assert!(String::from_utf8_lossy(&shown).ends_with("- message 599\n"));
-        let listed = git(root, &["ls-tree", "HEAD:messages/2026/11"]).stdout;
-        assert_eq!(String::from_utf8_lossy(&listed).lines().count(), 600);
+        assert!(verified.contains("chain length = 1:"), "deltas one deep: {verified}");
+        let shown = git(root, &["show", "HEAD:messages/threads/hot.md"]);
+        assert!(shown.ends_with("- message 599\n"));
+        let listed = git(root, &["ls-tree", "HEAD:messages/2026/11"]);
+        assert_eq!(listed.lines().count(), 600);
     }
 
     /// A pack gone before the roll-up read it is skipped; one pack alone is left as it is.

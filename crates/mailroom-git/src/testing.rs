@@ -14,6 +14,14 @@ pub(crate) const LAYOUT: Layout = Layout {
     written_by_owner: |_| false,
 };
 
+/// Runs `git -C root args…` and returns its standard output (lossy UTF-8); fails the test,
+/// with git's standard error, when git fails.
+pub(crate) fn git(root: &Path, args: &[&str]) -> String {
+    let output = Command::new("git").arg("-C").arg(root).args(args).output().expect("run git");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// Asserts that `git fsck --strict` finds nothing wrong in the repository at `root`.
 pub(crate) fn assert_fsck_clean(root: &Path) {
     let fsck = Command::new("git")

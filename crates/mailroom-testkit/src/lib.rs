@@ -2,7 +2,9 @@
 //! talks to it over HTTP, so tests exercise exactly what clients see. The listener is bound
 //! before the server task starts, so no test sleeps waiting for a port.
 
+mod calls;
 mod fake_llm;
+mod git;
 mod json_server;
 mod redis_server;
 pub mod tls;
@@ -14,7 +16,9 @@ use mailroom_server::{AppState, ServerConfig};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+pub use calls::{SendCall, rpc_at, sent_message_id, tool_at};
 pub use fake_llm::{FakeLlm, FakeLlmMode};
+pub use git::{GUARD_VARIABLES, git, git_command};
 pub use json_server::JsonServer;
 pub use redis_server::RedisServer;
 
@@ -122,15 +126,7 @@ impl TestApp {
 
     /// POSTs a JSON-RPC message to `/mcp` and returns the parsed JSON response.
     pub async fn rpc(&self, method: &str, params: Value) -> Value {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let response = self
-            .client
-            .post(format!("{}/mcp", self.base_url))
-            .json(&body)
-            .send()
-            .await
-            .expect("rpc request");
-        response.json().await.expect("rpc json")
+        rpc_at(&self.client, &self.base_url, method, params).await
     }
 
     /// Calls a tool and returns the JSON-RPC `result` (content, structuredContent, isError).
@@ -229,13 +225,8 @@ impl TestApp {
         let slug = self.seed_pair(PROJECT, sender, recipient).await;
         let subject =
             format!("still serving after {}", context.chars().take(60).collect::<String>());
-        let sent = self
-            .call_tool(
-                "send_message",
-                json!({"project_key": slug, "sender_name": sender, "to": [recipient],
-                       "subject": subject, "body_md": "health check"}),
-            )
-            .await;
+        let sent =
+            SendCall::new(&slug, sender, recipient, &subject).body("health check").call(self).await;
         assert!(sent.is_ok(), "a normal send fails after {context}: {sent:?}");
         let inbox = self
             .tool_ok(
@@ -263,6 +254,19 @@ impl TestApp {
             (200, r#"{"status":"ready"}"#),
             "/ready after {context}"
         );
+    }
+
+    /// Waits until the background sibling scorer (which `serve` starts, and which writes a
+    /// second after projects change) has scored every pair, so that no write of its lands in
+    /// a test's comparison of the store's change count. Fails after a minute.
+    pub async fn siblings_scored(&self) {
+        for _ in 0..1200 {
+            if self.core.siblings_scored().await.expect("read the sibling pairs") {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("the sibling scorer did not finish within a minute");
     }
 
     /// The archive has caught up with everything written, set nothing aside, and `archive

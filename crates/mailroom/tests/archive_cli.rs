@@ -6,7 +6,8 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{git, mailroom, start, stop, tool};
+use common::{mailroom, start, stop};
+use mailroom_testkit::{SendCall, git, tool_at};
 use serde_json::{Value, json};
 
 const SLUG: &str = "work-cli";
@@ -36,7 +37,7 @@ fn expect_exit(output: &Output, code: i32) -> String {
 /// (id, subject, body) of an agent's inbox, newest first.
 async fn inbox(url: &str, agent: &str) -> Vec<(i64, String, String)> {
     let arguments = json!({"project_key": SLUG, "agent_name": agent, "include_bodies": true});
-    let messages = tool(url, "fetch_inbox", arguments).await;
+    let messages = tool_at(url, "fetch_inbox", arguments).await;
     let text = |m: &Value, key: &str| m[key].as_str().unwrap_or_default().to_owned();
     let messages = messages.as_array().expect("inbox").iter();
     messages
@@ -46,18 +47,20 @@ async fn inbox(url: &str, agent: &str) -> Vec<(i64, String, String)> {
 
 /// A project, two agents and two messages of one thread, written by a real server.
 async fn seed(url: &str) {
-    tool(url, "ensure_project", json!({"human_key": "/work/cli"})).await;
+    tool_at(url, "ensure_project", json!({"human_key": "/work/cli"})).await;
     for name in ["BlueLake", "GreenCastle"] {
         let arguments =
             json!({"project_key": SLUG, "program": "codex-cli", "model": "gpt-5", "name": name});
-        tool(url, "register_agent", arguments).await;
+        tool_at(url, "register_agent", arguments).await;
     }
     let arguments = json!({"project_key": SLUG, "agent_name": "GreenCastle", "policy": "open"});
-    tool(url, "set_contact_policy", arguments).await;
+    tool_at(url, "set_contact_policy", arguments).await;
     for (subject, body) in [("Schema plan", "Migrate the ledger table."), ("Rollout", "Friday.")] {
-        let arguments = json!({"project_key": SLUG, "sender_name": "BlueLake",
-            "to": ["GreenCastle"], "subject": subject, "body_md": body, "thread_id": "PLAN-1"});
-        tool(url, "send_message", arguments).await;
+        SendCall::new(SLUG, "BlueLake", "GreenCastle", subject)
+            .body(body)
+            .thread("PLAN-1")
+            .ok_at(url)
+            .await;
     }
 }
 
@@ -119,7 +122,8 @@ async fn verify_finds_damage_rebuild_repairs_it_and_reconstruct_restores_a_lost_
 
     let (server, url) = start(data);
     assert_eq!(inbox(&url, "GreenCastle").await, sent, "same ids, subjects and bodies");
-    let hits = tool(&url, "search_messages", json!({"project_key": SLUG, "query": "ledger"})).await;
+    let hits =
+        tool_at(&url, "search_messages", json!({"project_key": SLUG, "query": "ledger"})).await;
     assert_eq!(hits["result"][0]["id"], 1, "{hits}");
     assert_eq!(hits["result"].as_array().map(Vec::len), Some(1));
     stop(server);

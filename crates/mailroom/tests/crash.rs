@@ -5,7 +5,8 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::{git, signal, start, tool};
+use common::{signal, start};
+use mailroom_testkit::{git, sent_message_id, tool_at};
 use serde_json::{Value, json};
 
 /// Acknowledged sends to collect before the kill.
@@ -26,7 +27,7 @@ async fn storm(client: reqwest::Client, url: String, acked: Arc<Mutex<Vec<i64>>>
             return;
         }
         let Ok(reply) = response.json::<Value>().await else { return };
-        let id = reply["deliveries"][0]["payload"]["id"].as_i64().expect("id");
+        let id = sent_message_id(&reply);
         acked.lock().expect("ids").push(id);
     }
 }
@@ -36,16 +37,16 @@ async fn every_acknowledged_message_survives_sigkill_in_the_database_and_the_arc
     let dir = tempfile::tempdir().expect("temp dir");
     let client = reqwest::Client::new();
     let (mut server, url) = start(dir.path());
-    tool(&url, "ensure_project", json!({"human_key": "/work/crash"})).await;
+    tool_at(&url, "ensure_project", json!({"human_key": "/work/crash"})).await;
     for name in ["BlueLake", "GreenCastle"] {
-        tool(
+        tool_at(
             &url,
             "register_agent",
             json!({"project_key": "work-crash", "program": "test", "model": "m", "name": name}),
         )
         .await;
     }
-    tool(
+    tool_at(
         &url,
         "set_contact_policy",
         json!({"project_key": "work-crash", "agent_name": "GreenCastle", "policy": "open"}),
@@ -75,7 +76,7 @@ async fn every_acknowledged_message_survives_sigkill_in_the_database_and_the_arc
     std::fs::write(root.join(".git").join(format!("{branch}.lock")), "").expect("plant lock");
 
     let (mut restarted, url) = start(dir.path());
-    let inbox = tool(
+    let inbox = tool_at(
         &url,
         "fetch_inbox",
         json!({"project_key": "work-crash", "agent_name": "GreenCastle", "limit": 1000}),

@@ -11,7 +11,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use common::{KillOnDrop, mailroom, start_with, stop, tool};
+use common::{KillOnDrop, mailroom, start_with, stop};
+use mailroom_testkit::{GUARD_VARIABLES, git, git_command, tool_at};
 use serde_json::{Value, json};
 
 /// A code repository with the guard installed and a data directory holding the project's
@@ -29,7 +30,7 @@ impl Setup {
         let temp = tempfile::tempdir().expect("tempdir");
         let repo = temp.path().join("repo");
         std::fs::create_dir(&repo).expect("mkdir repo");
-        git_ok(&repo, &["init", "-q", "-b", "main"]);
+        git(&repo, &["init", "-q", "-b", "main"]);
         let data = temp.path().join("data");
         let reservations = data.join("archive/projects/abs-guarded/file_reservations");
         std::fs::create_dir_all(&reservations).expect("mkdir reservations");
@@ -75,9 +76,7 @@ impl Setup {
     }
 
     fn head_subject(&self) -> String {
-        text(&git(&self.repo, &["log", "-1", "--format=%s"]).output().expect("log").stdout)
-            .trim()
-            .to_string()
+        git(&self.repo, &["log", "-1", "--format=%s"]).trim().to_string()
     }
 
     fn hooks(&self) -> PathBuf {
@@ -93,8 +92,8 @@ fn commit_file(repo: &Path, agent: Option<&str>, path: &str, env: &[(&str, &str)
     let previous = std::fs::read_to_string(&file).unwrap_or_default();
     let author = agent.unwrap_or("nobody");
     std::fs::write(&file, format!("{previous}edit by {author}\n")).expect("write");
-    git_ok(repo, &["add", path]);
-    let mut command = git(repo, &["commit", "-q", "-m", &format!("{author}: {path}")]);
+    git(repo, &["add", path]);
+    let mut command = git_command(repo, &["commit", "-q", "-m", &format!("{author}: {path}")]);
     command.env("WORKTREES_ENABLED", "1");
     if let Some(agent) = agent {
         command.env("AGENT_NAME", agent);
@@ -106,43 +105,10 @@ fn commit_file(repo: &Path, agent: Option<&str>, path: &str, env: &[(&str, &str)
 fn guard_command(args: &[&str]) -> Command {
     let mut command = mailroom();
     command.arg("guard").args(args);
-    for name in GUARD_ENV {
+    for name in GUARD_VARIABLES {
         command.env_remove(name);
     }
     command
-}
-
-const GUARD_ENV: [&str; 5] = [
-    "WORKTREES_ENABLED",
-    "GIT_IDENTITY_ENABLED",
-    "AGENT_MAIL_GUARD_MODE",
-    "AGENT_MAIL_BYPASS",
-    "AGENT_NAME",
-];
-
-/// `git` isolated from the user's configuration, with a fixed identity.
-fn git(dir: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new("git");
-    command
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.com")
-        .env("GIT_COMMITTER_NAME", "Test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.com")
-        .stdin(Stdio::null());
-    for name in GUARD_ENV {
-        command.env_remove(name);
-    }
-    command
-}
-
-fn git_ok(dir: &Path, args: &[&str]) {
-    let output = git(dir, args).output().expect("git");
-    assert!(output.status.success(), "git {args:?}: {}", text(&output.stderr));
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -258,24 +224,24 @@ fn install_is_a_no_op_while_the_gate_is_off() {
 fn a_push_of_a_commit_touching_a_reserved_file_is_refused() {
     let setup = Setup::new();
     let remote = setup.repo.parent().expect("parent").join("remote.git");
-    git_ok(setup.repo.parent().expect("parent"), &["init", "-q", "--bare", "remote.git"]);
-    git_ok(&setup.repo, &["remote", "add", "origin", &remote.to_string_lossy()]);
-    git_ok(&setup.repo, &["commit", "-q", "--allow-empty", "-m", "root"]);
-    git_ok(&setup.repo, &["push", "-q", "origin", "main"]);
+    git(setup.repo.parent().expect("parent"), &["init", "-q", "--bare", "remote.git"]);
+    git(&setup.repo, &["remote", "add", "origin", &remote.to_string_lossy()]);
+    git(&setup.repo, &["commit", "-q", "--allow-empty", "-m", "root"]);
+    git(&setup.repo, &["push", "-q", "origin", "main"]);
     setup.install(&["--prepush"]);
     // Committed before the reservation existed, so only the push can catch it.
     let committed = setup.commit("BlueLake", "api/schema.sql", &[]);
     assert!(committed.status.success(), "{}", text(&committed.stderr));
     setup.reserve(1, "GreenCastle", "api/", json!({}));
 
-    let mut push = git(&setup.repo, &["push", "origin", "main"]);
+    let mut push = git_command(&setup.repo, &["push", "origin", "main"]);
     push.env("AGENT_NAME", "BlueLake").env("WORKTREES_ENABLED", "1");
     let refused = push.output().expect("push");
     assert!(!refused.status.success(), "the push must be refused");
     let stderr = text(&refused.stderr);
     assert!(stderr.contains("- api/schema.sql matches api/ (holder: GreenCastle"), "{stderr}");
 
-    let mut push = git(&setup.repo, &["push", "-q", "origin", "main"]);
+    let mut push = git_command(&setup.repo, &["push", "-q", "origin", "main"]);
     push.env("AGENT_NAME", "GreenCastle").env("WORKTREES_ENABLED", "1");
     let holder = push.output().expect("push");
     assert!(holder.status.success(), "holder pushes: {}", text(&holder.stderr));
@@ -312,7 +278,7 @@ fn core_ignorecase_makes_matching_case_insensitive() {
     setup.reserve(1, "GreenCastle", "Docs/**", json!({}));
     let allowed = setup.commit("BlueLake", "docs/a.md", &[]);
     assert!(allowed.status.success(), "case-sensitive: {}", text(&allowed.stderr));
-    git_ok(&setup.repo, &["config", "core.ignorecase", "true"]);
+    git(&setup.repo, &["config", "core.ignorecase", "true"]);
     let refused = setup.commit("BlueLake", "docs/a.md", &[]);
     assert!(!refused.status.success(), "core.ignorecase=true folds case");
     assert!(text(&refused.stderr).contains("- docs/a.md matches Docs/** (holder: GreenCastle"));
@@ -327,16 +293,16 @@ fn diverge_from_the_holder(setup: &Setup, install: &[&str]) {
     for path in ["src/reserved.py", "other.txt"] {
         std::fs::write(setup.repo.join(path), "base\n").expect("write");
     }
-    git_ok(&setup.repo, &["add", "-A"]);
-    git_ok(&setup.repo, &["commit", "-q", "-m", "root"]);
+    git(&setup.repo, &["add", "-A"]);
+    git(&setup.repo, &["commit", "-q", "-m", "root"]);
     setup.install(install);
     setup.reserve(1, "GreenCastle", "src/reserved.py", json!({}));
-    git_ok(&setup.repo, &["checkout", "-q", "-b", "holder"]);
+    git(&setup.repo, &["checkout", "-q", "-b", "holder"]);
     for path in ["src/reserved.py", "other.txt"] {
         let output = setup.commit("GreenCastle", path, &[]);
         assert!(output.status.success(), "holder commits {path}: {}", text(&output.stderr));
     }
-    git_ok(&setup.repo, &["checkout", "-q", "main"]);
+    git(&setup.repo, &["checkout", "-q", "main"]);
     let output = setup.commit("BlueLake", "other.txt", &[]);
     assert!(output.status.success(), "BlueLake commits other.txt: {}", text(&output.stderr));
 }
@@ -344,16 +310,16 @@ fn diverge_from_the_holder(setup: &Setup, install: &[&str]) {
 /// Merges `holder` into `main`, which stops on other.txt's conflict, and stages a resolution
 /// keeping both sides' lines.
 fn merge_the_holder_with_a_conflict(setup: &Setup) {
-    let merge = git(&setup.repo, &["merge", "-q", "holder"]).output().expect("merge");
+    let merge = git_command(&setup.repo, &["merge", "-q", "holder"]).output().expect("merge");
     assert!(!merge.status.success(), "other.txt must conflict");
     let resolved = "base\nedit by BlueLake\nedit by GreenCastle\n";
     std::fs::write(setup.repo.join("other.txt"), resolved).expect("resolve");
-    git_ok(&setup.repo, &["add", "other.txt"]);
+    git(&setup.repo, &["add", "other.txt"]);
 }
 
 /// Commits the merge in progress as `agent`.
 fn commit_the_merge(setup: &Setup, agent: &str, extra: &[&str]) -> Output {
-    git(&setup.repo, &["commit", "-q", "--no-edit"])
+    git_command(&setup.repo, &["commit", "-q", "--no-edit"])
         .args(extra)
         .env("AGENT_NAME", agent)
         .env("WORKTREES_ENABLED", "1")
@@ -372,8 +338,7 @@ fn a_merge_bringing_the_holders_own_change_is_allowed() {
         "the merge brings the holder's change: {}",
         text(&merged.stderr)
     );
-    let parents =
-        text(&git(&setup.repo, &["log", "-1", "--format=%P"]).output().expect("log").stdout);
+    let parents = git(&setup.repo, &["log", "-1", "--format=%P"]);
     assert_eq!(parents.split_whitespace().count(), 2, "a merge commit was made");
 }
 
@@ -385,7 +350,7 @@ fn a_merge_resolution_editing_a_reserved_file_is_refused() {
     let reserved = setup.repo.join("src/reserved.py");
     let both = format!("{}edit while merging\n", std::fs::read_to_string(&reserved).expect("read"));
     std::fs::write(&reserved, both).expect("write");
-    git_ok(&setup.repo, &["add", "src/reserved.py"]);
+    git(&setup.repo, &["add", "src/reserved.py"]);
     let refused = commit_the_merge(&setup, "BlueLake", &[]);
     assert!(!refused.status.success(), "the resolution itself changed the reserved file");
     let stderr = text(&refused.stderr);
@@ -400,11 +365,11 @@ fn a_merge_resolution_editing_a_reserved_file_is_refused() {
 fn a_pushed_merge_counts_only_what_its_resolution_changed() {
     let setup = Setup::new();
     let parent = setup.repo.parent().expect("parent").to_path_buf();
-    git_ok(&parent, &["init", "-q", "--bare", "remote.git"]);
-    git_ok(&setup.repo, &["remote", "add", "origin", &parent.join("remote.git").to_string_lossy()]);
+    git(&parent, &["init", "-q", "--bare", "remote.git"]);
+    git(&setup.repo, &["remote", "add", "origin", &parent.join("remote.git").to_string_lossy()]);
     diverge_from_the_holder(&setup, &["--prepush"]);
     let push = |agent: &str, branch: &str| {
-        git(&setup.repo, &["push", "-q", "origin", branch])
+        git_command(&setup.repo, &["push", "-q", "origin", branch])
             .env("AGENT_NAME", agent)
             .env("WORKTREES_ENABLED", "1")
             .output()
@@ -416,7 +381,7 @@ fn a_pushed_merge_counts_only_what_its_resolution_changed() {
     // Committed past the pre-commit hook, so only the push can catch the resolution's edit.
     merge_the_holder_with_a_conflict(&setup);
     std::fs::write(setup.repo.join("src/reserved.py"), "rewritten while merging\n").expect("w");
-    git_ok(&setup.repo, &["add", "src/reserved.py"]);
+    git(&setup.repo, &["add", "src/reserved.py"]);
     let merged = commit_the_merge(&setup, "BlueLake", &["--no-verify"]);
     assert!(merged.status.success(), "{}", text(&merged.stderr));
     let refused = push("BlueLake", "main");
@@ -424,7 +389,7 @@ fn a_pushed_merge_counts_only_what_its_resolution_changed() {
     let stderr = text(&refused.stderr);
     assert!(stderr.contains("- src/reserved.py matches src/reserved.py"), "{stderr}");
 
-    git_ok(&setup.repo, &["reset", "-q", "--hard", "HEAD~1"]);
+    git(&setup.repo, &["reset", "-q", "--hard", "HEAD~1"]);
     merge_the_holder_with_a_conflict(&setup);
     let merged = commit_the_merge(&setup, "BlueLake", &[]);
     assert!(merged.status.success(), "{}", text(&merged.stderr));
@@ -480,7 +445,7 @@ async fn install_finds_projects_in_the_database_and_lists_near_matches() {
     let project = project.to_string_lossy().into_owned();
     let (server, url) = start_with(&data, &[]);
     let server = KillOnDrop(Some(server));
-    tool(&url, "ensure_project", json!({"human_key": project})).await;
+    tool_at(&url, "ensure_project", json!({"human_key": project})).await;
     stop(server.take());
 
     let mistyped = project.replace("service", "servce");
@@ -514,8 +479,8 @@ fn a_hook_reached_from_another_repository_says_so_and_does_not_refuse() {
     setup.reserve(1, "GreenCastle", "src/**", json!({}));
     let other = setup.repo.parent().expect("parent").join("other");
     std::fs::create_dir(&other).expect("mkdir other");
-    git_ok(&other, &["init", "-q", "-b", "main"]);
-    git_ok(&other, &["config", "core.hooksPath", &setup.hooks().to_string_lossy()]);
+    git(&other, &["init", "-q", "-b", "main"]);
+    git(&other, &["config", "core.hooksPath", &setup.hooks().to_string_lossy()]);
 
     let elsewhere = commit_file(&other, Some("BlueLake"), "src/app.rs", &[]);
     let stderr = text(&elsewhere.stderr);
@@ -531,8 +496,8 @@ fn a_hook_reached_from_another_repository_says_so_and_does_not_refuse() {
 fn a_hook_without_an_agent_name_says_so_and_does_not_refuse() {
     let setup = Setup::new();
     let parent = setup.repo.parent().expect("parent").to_path_buf();
-    git_ok(&parent, &["init", "-q", "--bare", "remote.git"]);
-    git_ok(&setup.repo, &["remote", "add", "origin", &parent.join("remote.git").to_string_lossy()]);
+    git(&parent, &["init", "-q", "--bare", "remote.git"]);
+    git(&setup.repo, &["remote", "add", "origin", &parent.join("remote.git").to_string_lossy()]);
     setup.install(&["--prepush"]);
     setup.reserve(1, "GreenCastle", "src/**", json!({}));
 
@@ -542,7 +507,7 @@ fn a_hook_without_an_agent_name_says_so_and_does_not_refuse() {
     assert_eq!(stderr.lines().count(), 1, "said once: {stderr}");
     assert!(stderr.contains("AGENT_NAME is not set"), "{stderr}");
 
-    let pushed = git(&setup.repo, &["push", "-q", "origin", "main"])
+    let pushed = git_command(&setup.repo, &["push", "-q", "origin", "main"])
         .env("WORKTREES_ENABLED", "1")
         .output()
         .expect("push");
@@ -577,8 +542,8 @@ async fn commit_as(repo: &Path, agent: &'static str, path: String) -> Output {
         std::fs::create_dir_all(file.parent().expect("parent")).expect("mkdir");
         let previous = std::fs::read_to_string(&file).unwrap_or_default();
         std::fs::write(&file, format!("{previous}edit by {agent}\n")).expect("write");
-        git_ok(&repo, &["add", &path]);
-        git(&repo, &["commit", "-q", "-m", &format!("{agent}: {path}")])
+        git(&repo, &["add", &path]);
+        git_command(&repo, &["commit", "-q", "-m", &format!("{agent}: {path}")])
             .env("AGENT_NAME", agent)
             .env("WORKTREES_ENABLED", "1")
             .output()
@@ -609,23 +574,23 @@ impl GuardedServer {
         let temp = tempfile::tempdir().expect("tempdir");
         let repo = temp.path().join("repo");
         std::fs::create_dir(&repo).expect("mkdir repo");
-        git_ok(&repo, &["init", "-q", "-b", "main"]);
+        git(&repo, &["init", "-q", "-b", "main"]);
         let project = repo.to_string_lossy().into_owned();
         let env: Vec<_> =
             [("WORKTREES_ENABLED", "1")].into_iter().chain(env.iter().copied()).collect();
         let (server, url) = start_with(&temp.path().join("data"), &env);
         let server = KillOnDrop(Some(server));
-        let ensured = tool(&url, "ensure_project", json!({"human_key": project})).await;
+        let ensured = tool_at(&url, "ensure_project", json!({"human_key": project})).await;
         let slug = ensured["slug"].as_str().expect("slug").to_string();
         for name in ["BlueLake", "GreenCastle", "RedFox"] {
             let args =
                 json!({"project_key": project, "program": "test", "model": "m", "name": name});
-            tool(&url, "register_agent", args).await;
+            tool_at(&url, "register_agent", args).await;
         }
         let policy = json!({"project_key": project, "agent_name": "GreenCastle", "policy": "open"});
-        tool(&url, "set_contact_policy", policy).await;
+        tool_at(&url, "set_contact_policy", policy).await;
         let install = json!({"project_key": project, "code_repo_path": project});
-        let installed = tool(&url, "install_precommit_guard", install).await;
+        let installed = tool_at(&url, "install_precommit_guard", install).await;
         let hook = installed["hook"].as_str();
         assert!(hook.is_some_and(|h| h.ends_with("pre-commit")), "{installed}");
         Self { temp, repo, project, slug, url, server }
@@ -663,7 +628,7 @@ async fn the_guard_enforces_each_answer_at_once_while_the_archive_lags() {
     let mut not_yet_archived = 0;
     for round in 0..LIVE_ROUNDS {
         let path = format!("src/module_{round}.rs");
-        let granted = tool(
+        let granted = tool_at(
             url,
             "file_reservation_paths",
             json!({"project_key": project, "agent_name": "BlueLake", "paths": [path],
@@ -679,7 +644,7 @@ async fn the_guard_enforces_each_answer_at_once_while_the_archive_lags() {
         let stderr = text(&refused.stderr);
         assert!(stderr.contains(&format!("- {path} matches {path} (holder: BlueLake")), "{stderr}");
 
-        let released = tool(
+        let released = tool_at(
             url,
             "release_file_reservations",
             json!({"project_key": project, "agent_name": "BlueLake", "paths": [path]}),
@@ -712,7 +677,7 @@ async fn a_reservation_stored_past_the_year_9999_still_blocks_and_releases() {
     let data = guarded.data();
     let reserve =
         json!({"project_key": project, "agent_name": "BlueLake", "paths": ["src/held.rs"]});
-    tool(url, "file_reservation_paths", reserve).await;
+    tool_at(url, "file_reservation_paths", reserve).await;
     rusqlite::Connection::open(data.join("mailroom.sqlite3"))
         .and_then(|db| {
             db.execute(
@@ -726,7 +691,7 @@ async fn a_reservation_stored_past_the_year_9999_still_blocks_and_releases() {
     assert!(!refused.status.success(), "the rival's commit must be refused");
     assert!(text(&refused.stderr).contains("(holder: BlueLake"), "{}", text(&refused.stderr));
     let release = json!({"project_key": project, "agent_name": "BlueLake"});
-    assert_eq!(tool(url, "release_file_reservations", release).await["released"], 1);
+    assert_eq!(tool_at(url, "release_file_reservations", release).await["released"], 1);
     let allowed = commit_as(repo, "GreenCastle", "src/held.rs".to_string()).await;
     assert!(allowed.status.success(), "{}", text(&allowed.stderr));
     guarded.stop();

@@ -9,7 +9,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{KillOnDrop, git, mailroom, start, stop, tool};
+use common::{KillOnDrop, mailroom, start, stop};
+use mailroom_testkit::{SendCall, git, rpc_at, tool_at};
 use serde_json::{Value, json};
 
 const SLUG: &str = "work-full";
@@ -64,18 +65,9 @@ enum Sent {
 
 /// A send over MCP: acknowledged, or refused with the storage error (anything else fails).
 async fn send_mcp(client: &reqwest::Client, url: &str, subject: String, body: &str) -> Sent {
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "send_message", "arguments": {"project_key": SLUG, "sender_name": "BlueLake",
-        "to": ["GreenCastle"], "subject": subject, "body_md": body}}});
-    let reply: Value = client
-        .post(format!("{url}/mcp"))
-        .json(&call)
-        .send()
-        .await
-        .expect("post")
-        .json()
-        .await
-        .expect("json");
+    let arguments = SendCall::new(SLUG, "BlueLake", "GreenCastle", &subject).body(body).arguments();
+    let params = json!({"name": "send_message", "arguments": arguments});
+    let reply = rpc_at(client, url, "tools/call", params).await;
     if let Some(error) = reply.get("error") {
         assert_eq!(error["code"], -32001, "{reply}");
         let message = error["message"].as_str().expect("message");
@@ -111,14 +103,14 @@ async fn a_full_disk_refuses_sends_clearly_and_loses_nothing() {
     let data = dir.path().join("data");
     let (server, url) = start(&data);
     let server = KillOnDrop(Some(server));
-    tool(&url, "ensure_project", json!({"human_key": "/work/full"})).await;
+    tool_at(&url, "ensure_project", json!({"human_key": "/work/full"})).await;
     for name in ["BlueLake", "GreenCastle"] {
         let register =
             json!({"project_key": SLUG, "program": "codex-cli", "model": "gpt-5", "name": name});
-        tool(&url, "register_agent", register).await;
+        tool_at(&url, "register_agent", register).await;
     }
     let policy = json!({"project_key": SLUG, "agent_name": "GreenCastle", "policy": "open"});
-    tool(&url, "set_contact_policy", policy).await;
+    tool_at(&url, "set_contact_policy", policy).await;
 
     // Bodies that do not compress away: the disk fills after a few hundred.
     let body: String = (0..24_000u32)
@@ -150,7 +142,7 @@ async fn a_full_disk_refuses_sends_clearly_and_loses_nothing() {
     let after = "after the disk had room again".to_string();
     assert!(matches!(send_rest(&client, &url, after.clone(), "ok").await, Sent::Acknowledged(_)));
     acknowledged.push(after);
-    let inbox = tool(
+    let inbox = tool_at(
         &url,
         "fetch_inbox",
         json!({"project_key": SLUG, "agent_name": "GreenCastle", "limit": 10_000}),

@@ -99,6 +99,14 @@ impl Mailroom {
         }
     }
 
+    /// Whether the background scorer has nothing left to score now (every pair of live
+    /// projects scored within the day): its writes are over until projects change. Tests
+    /// that compare the store's change count wait for it.
+    pub async fn siblings_scored(&self) -> Result<bool> {
+        let stale_before = Timestamp::now().plus_seconds(-RESCORE_AFTER_SECONDS);
+        self.store.read(move |db| Ok(db.stale_sibling_pairs(stale_before, 1)?.is_empty())).await
+    }
+
     /// Scores up to `max_pairs` pairs never scored or scored over a day ago; how many.
     async fn refresh_siblings(&self, max_pairs: i64) -> Result<usize> {
         let stale_before = Timestamp::now().plus_seconds(-RESCORE_AFTER_SECONDS);

@@ -7,12 +7,7 @@ use git2::{Index, IndexEntry, IndexTime, Oid, Repository};
 use proptest::prelude::*;
 
 use super::{Update, add_entries};
-
-fn git(root: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").arg("-C").arg(root).args(args).output().expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("utf-8")
-}
+use crate::testing::git;
 
 /// An entry for `path` as the archive makes them: from the file's stat data when it exists,
 /// made-up stat data otherwise.

@@ -1,16 +1,5 @@
 use super::*;
-use crate::testing::LAYOUT;
-
-fn git(root: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use crate::testing::{LAYOUT, git};
 
 fn author() -> Author {
     Author { name: "mailroom".to_string(), email: "mailroom@example.com".to_string() }

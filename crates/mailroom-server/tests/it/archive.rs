@@ -2,20 +2,9 @@
 //! repository, read back with the `git` command line as a human would.
 
 use std::path::Path;
-use std::process::Command;
 
-use mailroom_testkit::TestApp;
+use mailroom_testkit::{SendCall, TestApp, git, git_command, sent_message_id};
 use serde_json::{Value, json};
-
-pub(crate) fn git(root: &Path, args: &[&str]) -> String {
-    let output = Command::new("git").arg("-C").arg(root).args(args).output().expect("run git");
-    assert!(
-        output.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
 
 fn committed_files(root: &Path) -> Vec<String> {
     git(root, &["ls-tree", "-r", "--name-only", "HEAD"]).lines().map(str::to_string).collect()
@@ -42,7 +31,7 @@ async fn messages_profiles_and_digests_are_committed_and_readable_with_git() {
                    "thread_id": "T-7"}),
         )
         .await;
-    let id = sent["deliveries"][0]["payload"]["id"].as_i64().expect("id");
+    let id = sent_message_id(&sent);
     app.tool_ok(
         "reply_message",
         json!({"project_key": slug, "message_id": id, "sender_name": "GreenCastle",
@@ -137,14 +126,10 @@ async fn a_burst_of_sends_shares_few_commits_and_loses_nothing() {
     let sends = (0..40).map(|i| {
         let (app, slug) = (&app, slug.clone());
         async move {
-            app.tool_ok(
-                "send_message",
-                json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-                       "subject": format!("burst {i}"), "body_md": "x"}),
-            )
-            .await["deliveries"][0]["payload"]["id"]
-                .as_i64()
-                .expect("id")
+            let subject = format!("burst {i}");
+            let sent =
+                SendCall::new(&slug, "BlueLake", "GreenCastle", &subject).body("x").ok(app).await;
+            sent_message_id(&sent)
         }
     });
     let ids = futures_util::future::join_all(sends).await;
@@ -200,12 +185,9 @@ async fn image_attachments_become_webp_in_the_archive_and_bad_paths_are_refused(
     let webp_path = format!("projects/{slug}/attachments/{}/{sha1}.webp", &sha1[..2]);
     let files = committed_files(&root);
     assert!(files.contains(&webp_path), "{webp_path} committed: {files:#?}");
-    let webp = Command::new("git")
-        .arg("-C")
-        .arg(&root)
-        .args(["show", &format!("HEAD:{webp_path}")])
-        .output()
-        .expect("git show");
+    // The bytes as they are: `git` would read them as UTF-8.
+    let webp =
+        git_command(&root, &["show", &format!("HEAD:{webp_path}")]).output().expect("git show");
     assert!(webp.stdout.starts_with(b"RIFF") && &webp.stdout[8..12] == b"WEBP");
 
     for (path, reason) in [("../../outside.png", "'..'"), ("/etc/passwd", "absolute")] {

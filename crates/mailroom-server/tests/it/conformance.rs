@@ -7,7 +7,9 @@
 //! database, conformance/README.md "Replay order"): each is read in a separate run seeded to the
 //! state it shows, and compared exactly.
 
-use mailroom_testkit::{FakeLlm, FakeLlmMode, TestApp, TestOptions};
+use std::path::Path;
+
+use mailroom_testkit::{FakeLlm, FakeLlmMode, TestApp, TestOptions, git, sent_message_id};
 use serde_json::{Value, json};
 
 const FIXTURE: &str =
@@ -192,7 +194,7 @@ async fn seed_acknowledgements() -> TestApp {
                    "ack_required": true}),
         )
         .await;
-    let hello_id = hello["deliveries"][0]["payload"]["id"].clone();
+    let hello_id = sent_message_id(&hello);
     assert_eq!(hello_id, 3, "the seeded run's ids follow the recording: {hello}");
     app.tool_ok(
         "mark_message_read",
@@ -224,11 +226,7 @@ fn prepare_guard_repositories(fixture: &Value) {
         let input = &find_case(fixture, tool, "")["input"];
         let repo = input["code_repo_path"].as_str().expect("code_repo_path");
         std::fs::create_dir_all(repo).expect("create the guard repository");
-        let status = std::process::Command::new("git")
-            .args(["init", "-q", repo])
-            .status()
-            .expect("run git init");
-        assert!(status.success(), "git init {repo}");
+        git(Path::new(repo), &["init", "-q"]);
     }
 }
 

@@ -4,21 +4,15 @@
 
 use std::path::Path;
 
-use mailroom_testkit::{TestApp, TestOptions};
+use mailroom_testkit::{TestApp, TestOptions, git};
 use serde_json::json;
-
-fn git_init(dir: &Path) {
-    let status =
-        std::process::Command::new("git").arg("init").arg("-q").arg(dir).status().expect("git");
-    assert!(status.success());
-}
 
 #[tokio::test]
 async fn install_is_a_no_op_unless_worktrees_are_enabled() {
     let app = TestApp::start().await;
     app.tool_ok("ensure_project", json!({"human_key": "/abs/guard"})).await;
     let repo = tempfile::tempdir().expect("tempdir");
-    git_init(repo.path());
+    git(repo.path(), &["init", "-q"]);
     let result = app
         .tool_ok(
             "install_precommit_guard",
@@ -36,7 +30,7 @@ async fn install_then_uninstall_in_a_repository() {
         TestApp::start_with(TestOptions { worktrees_enabled: true, ..Default::default() }).await;
     app.tool_ok("ensure_project", json!({"human_key": "/abs/guard"})).await;
     let repo = tempfile::tempdir().expect("tempdir");
-    git_init(repo.path());
+    git(repo.path(), &["init", "-q"]);
     let hooks = repo.path().canonicalize().expect("canonical").join(".git/hooks");
 
     let args = json!({"project_key": "/abs/guard", "code_repo_path": repo.path()});

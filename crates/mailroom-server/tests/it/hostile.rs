@@ -2,7 +2,7 @@
 //! poisoned it or answered badly. Each test checks the answer, then that the server still
 //! serves everyone else (`TestApp::assert_serves_everyone`).
 
-use mailroom_testkit::TestApp;
+use mailroom_testkit::{SendCall, TestApp, git, sent_message_id};
 use serde_json::{Value, json};
 
 const PROJECT: &str = "/work/hostile";
@@ -217,12 +217,9 @@ async fn a_stored_year_past_9999_is_read_and_released() {
 async fn work_the_archive_cannot_render_is_set_aside_and_the_queue_moves_on() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/corrupt", "BlueLake", "GreenCastle").await;
-    let send = |subject: &str| {
-        json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-               "subject": subject, "body_md": "b"})
-    };
-    let broken = app.tool_ok("send_message", send("broken")).await;
-    let broken_id = broken["deliveries"][0]["payload"]["id"].as_i64().expect("id");
+    let send = |subject: &str| SendCall::new(&slug, "BlueLake", "GreenCastle", subject).body("b");
+    let broken = send("broken").ok(&app).await;
+    let broken_id = sent_message_id(&broken);
     app.archive_flushed().await;
     let db = database(&app);
     db.execute("UPDATE messages SET created_ts = 'not a time' WHERE id = ?1", [broken_id])
@@ -233,8 +230,8 @@ async fn work_the_archive_cannot_render_is_set_aside_and_the_queue_moves_on() {
         [broken_id],
     )
     .expect("queued again");
-    let after = app.tool_ok("send_message", send("after")).await;
-    let after_id = after["deliveries"][0]["payload"]["id"].as_i64().expect("id");
+    let after = send("after").ok(&app).await;
+    let after_id = sent_message_id(&after);
     let archive = app.core.archive().expect("archive");
     for _ in 0..600 {
         if archive.stats().set_aside == 1 {
@@ -244,7 +241,7 @@ async fn work_the_archive_cannot_render_is_set_aside_and_the_queue_moves_on() {
     }
     assert_eq!(archive.stats().set_aside, 1, "{:?}", archive.stats());
     app.archive_flushed().await;
-    let files = crate::archive::git(&app.archive_root(), &["ls-tree", "-r", "--name-only", "HEAD"]);
+    let files = git(&app.archive_root(), &["ls-tree", "-r", "--name-only", "HEAD"]);
     let archived = |id: i64| files.lines().any(|f| f.ends_with(&format!("__{id}.md")));
     assert!(archived(after_id), "the message behind it is archived: {files}");
     let (status, ready) = app.get("/ready").await;
@@ -263,7 +260,7 @@ async fn work_the_archive_cannot_render_is_set_aside_and_the_queue_moves_on() {
     assert!(found[0].starts_with("set aside: archive work") && found[0].contains(&set_aside));
     assert!(found[0].contains("bad timestamp"), "the error says why: {found:#?}");
     assert!(!found.iter().any(|d| d.contains(&format!("message {after_id}"))), "{found:#?}");
-    let third = app.call_tool("send_message", send("third")).await;
+    let third = send("third").call(&app).await;
     assert!(third.is_ok(), "writes go on: {third:?}");
     // A row broken after it was archived is one difference of verify's, not its failure.
     app.archive_flushed().await;

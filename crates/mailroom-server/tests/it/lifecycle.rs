@@ -1,32 +1,13 @@
 //! The HEAD-only lifecycle tools, tool filtering and registration-token authentication.
 
-use std::path::Path;
-use std::process::Command;
-
 use mailroom_server::mcp::catalog::ToolFilter;
-use mailroom_testkit::{TestApp, TestOptions};
+use mailroom_testkit::{SendCall, TestApp, TestOptions, git};
 use serde_json::{Value, json};
 
 const CONFIRM: &str = "I UNDERSTAND";
 
-async fn send(
-    app: &TestApp,
-    slug: &str,
-    from: &str,
-    to: &str,
-    subject: &str,
-) -> Result<Value, String> {
-    app.call_tool(
-        "send_message",
-        json!({"project_key": slug, "sender_name": from, "to": [to], "subject": subject,
-            "body_md": "- [ ] ship it\n- notes"}),
-    )
-    .await
-}
-
-fn git_ok(root: &Path, args: &[&str]) -> bool {
-    Command::new("git").arg("-C").arg(root).args(args).output().expect("run git").status.success()
-}
+/// The body of every message here: a task and a note, for the summaries.
+const BODY: &str = "- [ ] ship it\n- notes";
 
 #[tokio::test]
 async fn archive_and_unarchive_flag_the_project() {
@@ -63,11 +44,13 @@ async fn retired_agents_cannot_receive_but_can_send_until_unretired() {
         retired,
         json!({"status": "retired", "agent_name": "GreenCastle", "project_key": slug})
     );
-    let refused = send(&app, &slug, "BlueLake", "GreenCastle", "hi").await.expect_err("retired");
-    assert!(refused.contains("retired"), "{refused}");
-    send(&app, &slug, "GreenCastle", "BlueLake", "still here")
+    let refused = SendCall::new(&slug, "BlueLake", "GreenCastle", "hi")
+        .body(BODY)
+        .call(&app)
         .await
-        .expect("a retired agent sends");
+        .expect_err("retired");
+    assert!(refused.contains("retired"), "{refused}");
+    SendCall::new(&slug, "GreenCastle", "BlueLake", "still here").body(BODY).ok(&app).await;
     let profile =
         app.tool_ok("whois", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
     assert!(profile["retired_at"].is_string(), "{profile}");
@@ -79,7 +62,7 @@ async fn retired_agents_cannot_receive_but_can_send_until_unretired() {
         .tool_ok("unretire_agent", json!({"project_key": slug, "agent_name": "GreenCastle"}))
         .await;
     assert_eq!(active["status"], "active");
-    send(&app, &slug, "BlueLake", "GreenCastle", "welcome back").await.expect("unretired");
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "welcome back").body(BODY).ok(&app).await;
     let profile =
         app.tool_ok("whois", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
     assert!(profile.get("retired_at").is_none(), "{profile}");
@@ -99,7 +82,11 @@ async fn deregistered_agents_block_all_mail() {
     let profile =
         app.tool_ok("whois", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
     assert!(profile["task_description"].as_str().unwrap_or("").starts_with("[DEREGISTERED at "));
-    let refused = send(&app, &slug, "BlueLake", "GreenCastle", "hi").await.expect_err("blocked");
+    let refused = SendCall::new(&slug, "BlueLake", "GreenCastle", "hi")
+        .body(BODY)
+        .call(&app)
+        .await
+        .expect_err("blocked");
     assert!(refused.contains("not accepting messages"), "{refused}");
 }
 
@@ -107,8 +94,8 @@ async fn deregistered_agents_block_all_mail() {
 async fn hard_delete_agent_removes_its_rows_and_directory_but_not_history() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/hda", "BlueLake", "GreenCastle").await;
-    send(&app, &slug, "BlueLake", "GreenCastle", "one").await.expect("send");
-    send(&app, &slug, "BlueLake", "GreenCastle", "two").await.expect("send");
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "one").body(BODY).ok(&app).await;
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "two").body(BODY).ok(&app).await;
     let args = json!({"project_key": slug, "agent_name": "BlueLake", "confirmation": "yes"});
     let refused = app.call_tool("hard_delete_agent", args).await.expect_err("confirmation");
     assert!(refused.contains("I UNDERSTAND"), "{refused}");
@@ -134,7 +121,8 @@ async fn hard_delete_agent_removes_its_rows_and_directory_but_not_history() {
     let root = app.archive_root();
     assert!(!root.join(format!("projects/{slug}/agents/BlueLake")).exists());
     let committed = format!("HEAD:projects/{slug}/agents/BlueLake/profile.json");
-    assert!(git_ok(&root, &["cat-file", "-e", &committed]), "history keeps the profile");
+    // History keeps the profile (`git` fails the test when the object is missing).
+    git(&root, &["cat-file", "-e", &committed]);
 }
 
 #[tokio::test]
@@ -142,8 +130,8 @@ async fn hard_delete_project_removes_everything_of_it() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/hdp", "BlueLake", "GreenCastle").await;
     let other = app.seed_pair("/work/keep", "RedFox", "SilverHawk").await;
-    send(&app, &slug, "BlueLake", "GreenCastle", "bye").await.expect("send");
-    send(&app, &other, "RedFox", "SilverHawk", "stays").await.expect("send");
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "bye").body(BODY).ok(&app).await;
+    SendCall::new(&other, "RedFox", "SilverHawk", "stays").body(BODY).ok(&app).await;
     app.tool_ok("summarize_recent", json!({"project_key": slug})).await;
     let deleted = app
         .tool_ok(
@@ -177,7 +165,7 @@ async fn hard_delete_project_removes_everything_of_it() {
 async fn purge_counts_then_deletes_by_age() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/purge", "BlueLake", "GreenCastle").await;
-    send(&app, &slug, "BlueLake", "GreenCastle", "old").await.expect("send");
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "old").body(BODY).ok(&app).await;
     let recent =
         app.tool_ok("purge_old_messages", json!({"project_key": slug, "max_age_days": 1})).await;
     assert_eq!(
@@ -309,8 +297,8 @@ async fn summarize_recent_stores_and_reuses_summaries() {
     let empty = app.tool_ok("summarize_recent", json!({"project_key": slug})).await;
     assert_eq!(empty["summary_text"], "No activity in the last 1.0 hours.");
     assert_eq!(empty["id"], Value::Null);
-    send(&app, &slug, "BlueLake", "GreenCastle", "plan").await.expect("send");
-    send(&app, &slug, "GreenCastle", "BlueLake", "reply").await.expect("send");
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "plan").body(BODY).ok(&app).await;
+    SendCall::new(&slug, "GreenCastle", "BlueLake", "reply").body(BODY).ok(&app).await;
     let first =
         app.tool_ok("summarize_recent", json!({"project_key": slug, "since_hours": 2})).await;
     assert_eq!(first["cached"], false);
@@ -590,7 +578,7 @@ async fn summarize_recent_takes_the_llm_digest_and_keeps_the_heuristic_on_failur
         })
         .await;
         let slug = app.seed_pair("/work/llm", "BlueLake", "GreenCastle").await;
-        send(&app, &slug, "BlueLake", "GreenCastle", "plan").await.expect("send");
+        SendCall::new(&slug, "BlueLake", "GreenCastle", "plan").body(BODY).ok(&app).await;
         let summary = app.tool_ok("summarize_recent", json!({"project_key": slug})).await;
         let text: Value =
             serde_json::from_str(summary["summary_text"].as_str().expect("text")).expect("json");

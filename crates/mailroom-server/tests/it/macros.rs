@@ -1,7 +1,7 @@
 //! Workflow macros and LLM summaries end to end; the LLM is a fake OpenAI-compatible endpoint
 //! started by each test.
 
-use mailroom_testkit::{FakeLlm, FakeLlmMode, TestApp, TestOptions};
+use mailroom_testkit::{FakeLlm, FakeLlmMode, TestApp, TestOptions, sent_message_id};
 use serde_json::{Value, json};
 
 async fn app_with_llm(llm: &FakeLlm) -> TestApp {
@@ -28,7 +28,7 @@ async fn seed_thread(app: &TestApp) -> String {
                    "body_md": "- TODO: deploy to staging\n- discussed API changes\n"}),
         )
         .await;
-    let root_id = root["deliveries"][0]["payload"]["id"].clone();
+    let root_id = sent_message_id(&root);
     app.tool_ok(
         "reply_message",
         json!({"project_key": slug, "message_id": root_id, "sender_name": "GreenCastle",

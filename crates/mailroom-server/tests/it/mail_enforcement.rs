@@ -4,13 +4,8 @@
 //! outside the archive layout and a server with enforcement off are not blocked.
 
 use mailroom_core::model::time::Timestamp;
-use mailroom_testkit::{TestApp, TestOptions};
+use mailroom_testkit::{SendCall, TestApp, TestOptions, sent_message_id};
 use serde_json::{Value, json};
-
-fn send(slug: &str, from: &str, to: &str, subject: &str) -> Value {
-    json!({"project_key": slug, "sender_name": from, "to": [to], "subject": subject,
-           "body_md": "body"})
-}
 
 fn reserve(slug: &str, agent: &str, paths: &[&str]) -> Value {
     json!({"project_key": slug, "agent_name": agent, "paths": paths, "exclusive": true,
@@ -56,7 +51,7 @@ async fn a_reserved_archive_surface_blocks_other_senders_and_writes_nothing() {
     app.archive_flushed().await;
     let before = sequences(&app);
 
-    let blocked = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    let blocked = SendCall::new(&slug, "BlueLake", "GreenCastle", "Hi").ok(&app).await;
     let keys: Vec<&String> = blocked.as_object().expect("object").keys().collect();
     assert_eq!(keys, ["error"], "{blocked}");
     let error = &blocked["error"];
@@ -75,9 +70,9 @@ async fn a_reserved_archive_surface_blocks_other_senders_and_writes_nothing() {
     assert_eq!(inbox, json!([]));
 
     // The holder's own mail goes through its reservation.
-    let own = app.tool_ok("send_message", send(&slug, "GreenCastle", "BlueLake", "Mine")).await;
+    let own = SendCall::new(&slug, "GreenCastle", "BlueLake", "Mine").ok(&app).await;
     assert_eq!(own["count"], 1, "{own}");
-    let id = own["deliveries"][0]["payload"]["id"].clone();
+    let id = sent_message_id(&own);
 
     // A reply lands in the same canonical directory: blocked, and said so beside the thread.
     let reply = app
@@ -98,7 +93,7 @@ async fn a_reserved_archive_surface_blocks_other_senders_and_writes_nothing() {
         json!({"project_key": slug, "agent_name": "GreenCastle"}),
     )
     .await;
-    let sent = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "Hi").ok(&app).await;
     assert_eq!(sent["count"], 1, "{sent}");
 }
 
@@ -109,9 +104,9 @@ async fn a_reserved_inbox_blocks_only_mail_into_it() {
     let inbox = format!("agents/GreenCastle/inbox/{}/*.md", month());
     app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &[&inbox])).await;
 
-    let blocked = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    let blocked = SendCall::new(&slug, "BlueLake", "GreenCastle", "Hi").ok(&app).await;
     assert_eq!(blocked["error"]["conflicts"][0]["surface"], inbox, "{blocked}");
-    let other = app.tool_ok("send_message", send(&slug, "GreenCastle", "BlueLake", "Yo")).await;
+    let other = SendCall::new(&slug, "GreenCastle", "BlueLake", "Yo").ok(&app).await;
     assert_eq!(other["count"], 1, "{other}");
 }
 
@@ -122,7 +117,7 @@ async fn reservations_outside_the_mail_archive_never_block_mail() {
     // `**` and `*` cover everything, but name no mail-archive directory.
     let paths = ["src/**", "**", "*", "docs/messages/**"];
     app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &paths)).await;
-    let sent = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "Hi").ok(&app).await;
     assert_eq!(sent["count"], 1, "{sent}");
 }
 
@@ -132,7 +127,7 @@ async fn with_enforcement_off_reserved_surfaces_do_not_block() {
     let app = TestApp::start_with(options).await;
     let slug = pair(&app, "/work/enforce-d").await;
     app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["messages/**"])).await;
-    let sent = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "Hi").ok(&app).await;
     assert_eq!(sent["count"], 1, "{sent}");
 }
 
@@ -154,7 +149,7 @@ async fn a_delivery_first_releases_expired_reservations_and_archives_them() {
     let id: i64 =
         db.query_row("SELECT max(id) FROM file_reservations", [], |r| r.get(0)).expect("id");
 
-    let sent = app.tool_ok("send_message", send(&slug, "BlueLake", "GreenCastle", "Hi")).await;
+    let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "Hi").ok(&app).await;
     assert_eq!(sent["count"], 1, "{sent}");
     let released: Option<String> = db
         .query_row("SELECT released_ts FROM file_reservations WHERE id = ?1", [id], |r| r.get(0))

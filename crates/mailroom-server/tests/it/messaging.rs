@@ -1,6 +1,6 @@
 //! Tools end to end: identity, contacts, messaging, search, bad input.
 
-use mailroom_testkit::TestApp;
+use mailroom_testkit::{TestApp, sent_message_id};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -15,7 +15,7 @@ async fn send_fetch_reply_read_and_ack() {
         )
         .await;
     assert_eq!(sent["count"], 1);
-    let id = sent["deliveries"][0]["payload"]["id"].as_i64().expect("id");
+    let id = sent_message_id(&sent);
     let inbox = app
         .tool_ok(
             "fetch_inbox",

@@ -3,7 +3,7 @@
 //! shared conflicts, renew, release) and cross-project addressing.
 
 use mailroom_core::model::time::Timestamp;
-use mailroom_testkit::{TestApp, TestOptions};
+use mailroom_testkit::{SendCall, TestApp, TestOptions, git};
 use serde_json::{Value, json};
 
 const GATED_TOOLS: [&str; 8] = [
@@ -37,15 +37,6 @@ async fn register(app: &TestApp, project: &str, name: &str) -> Value {
         json!({"project_key": project, "program": "codex-cli", "model": "gpt-5", "name": name}),
     )
     .await
-}
-
-async fn send(app: &TestApp, project: &str, from: &str, to: &str, subject: &str, thread: &str) {
-    app.tool_ok(
-        "send_message",
-        json!({"project_key": project, "sender_name": from, "to": [to], "subject": subject,
-               "body_md": format!("{subject}\n- [ ] follow up"), "thread_id": thread}),
-    )
-    .await;
 }
 
 fn subjects(result: &Value) -> Vec<String> {
@@ -107,11 +98,16 @@ async fn seed_product(app: &TestApp) -> (Value, Value, String) {
             .await;
         }
     }
-    send(app, "work-alpha", "BlueLake", "GreenCastle", "Deploy plan alpha", "T-9").await;
-    send(app, "work-alpha", "GreenCastle", "OrangeFox", "Deploy secret alpha", "T-8").await;
-    send(app, "work-beta", "PurpleBear", "BlueLake", "Deploy plan beta", "T-9").await;
-    send(app, "work-gamma", "RedStone", "BlueLake", "Deploy plan gamma", "T-9").await;
-    send(app, "work-alpha", "OrangeFox", "BlueLake", "Status alpha", "T-7").await;
+    for (project, from, to, subject, thread) in [
+        ("work-alpha", "BlueLake", "GreenCastle", "Deploy plan alpha", "T-9"),
+        ("work-alpha", "GreenCastle", "OrangeFox", "Deploy secret alpha", "T-8"),
+        ("work-beta", "PurpleBear", "BlueLake", "Deploy plan beta", "T-9"),
+        ("work-gamma", "RedStone", "BlueLake", "Deploy plan gamma", "T-9"),
+        ("work-alpha", "OrangeFox", "BlueLake", "Status alpha", "T-7"),
+    ] {
+        let body = format!("{subject}\n- [ ] follow up");
+        SendCall::new(project, from, to, subject).body(&body).thread(thread).ok(app).await;
+    }
     let product = app.tool_ok("ensure_product", json!({"name": "Widget  Bus"})).await;
     let key = product["product_uid"].as_str().expect("uid").to_string();
     for project in ["work-alpha", "/work/beta"] {
@@ -313,14 +309,7 @@ async fn build_slots_report_conflicts_and_renew_and_release() {
     assert!(kept["released_ts"].is_string(), "{kept}");
     assert_eq!(kept["released_ts"], kept["expires_ts"]);
     app.archive_flushed().await;
-    let status = std::process::Command::new("git")
-        .arg("-C")
-        .arg(app.archive_root())
-        .args(["status", "--porcelain", "--untracked-files=all"])
-        .output()
-        .expect("run git");
-    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
-    let untracked = String::from_utf8_lossy(&status.stdout);
+    let untracked = git(&app.archive_root(), &["status", "--porcelain", "--untracked-files=all"]);
     assert!(!untracked.contains("build_slots"), "leases are not for Git: {untracked}");
 
     let bad = app
@@ -402,13 +391,7 @@ async fn cross_project_messages_need_a_link_and_carry_their_origin() {
     assert!(from_alpha.iter().all(|m| m["from_address"] == "project:work-alpha#BlueLake"));
 
     app.archive_flushed().await;
-    let listing = std::process::Command::new("git")
-        .arg("-C")
-        .arg(app.archive_root())
-        .args(["ls-tree", "-r", "--name-only", "HEAD"])
-        .output()
-        .expect("run git");
-    let files = String::from_utf8_lossy(&listing.stdout);
+    let files = git(&app.archive_root(), &["ls-tree", "-r", "--name-only", "HEAD"]);
     assert!(
         files.lines().any(|f| f.starts_with("projects/work-beta/agents/GreenCastle/inbox/")),
         "delivered messages are archived in the target project: {files}"

@@ -1,11 +1,10 @@
 //! File reservations end to end: grants and conflicts between agents, refresh, renew,
 //! release, force release, and the JSON artifacts in the Git archive.
 
-use std::path::Path;
 use std::process::Command;
 
 use mailroom_core::model::time::Timestamp;
-use mailroom_testkit::{TestApp, TestOptions};
+use mailroom_testkit::{TestApp, TestOptions, git};
 use serde_json::{Value, json};
 
 fn reserve(slug: &str, agent: &str, paths: &[&str], exclusive: bool, reason: &str) -> Value {
@@ -15,12 +14,6 @@ fn reserve(slug: &str, agent: &str, paths: &[&str], exclusive: bool, reason: &st
 
 fn instant(value: &Value) -> Timestamp {
     value.as_str().and_then(Timestamp::parse_iso).unwrap_or_else(|| panic!("not a time: {value}"))
-}
-
-fn git(root: &Path, args: &[&str]) -> String {
-    let output = Command::new("git").arg("-C").arg(root).args(args).output().expect("run git");
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 #[tokio::test]

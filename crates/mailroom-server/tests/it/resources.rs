@@ -1,7 +1,7 @@
 //! MCP resources end to end: list and templates, reads with path and query parameters,
 //! errors, tool metrics, and the TOON format for tools and resources.
 
-use mailroom_testkit::{TestApp, TestOptions};
+use mailroom_testkit::{TestApp, TestOptions, git, sent_message_id};
 use serde_json::{Value, json};
 
 /// A project with BlueLake → GreenCastle: an urgent message needing an ack, a plain one,
@@ -13,9 +13,9 @@ async fn seeded(app: &TestApp) -> (String, i64, i64, i64) {
             "cc": [], "subject": subject, "body_md": format!("{subject} body"),
             "importance": importance, "ack_required": ack})
     };
-    let id = |v: Value| v["deliveries"][0]["payload"]["id"].as_i64().expect("id");
-    let urgent = id(app.tool_ok("send_message", send("Deploy", "urgent", true)).await);
-    let plain = id(app.tool_ok("send_message", send("Notes", "normal", false)).await);
+    let urgent =
+        sent_message_id(&app.tool_ok("send_message", send("Deploy", "urgent", true)).await);
+    let plain = sent_message_id(&app.tool_ok("send_message", send("Notes", "normal", false)).await);
     let reply = app
         .tool_ok(
             "reply_message",
@@ -317,18 +317,9 @@ async fn identity_and_product_resources_describe_real_repositories() {
     let app =
         TestApp::start_with(TestOptions { worktrees_enabled: true, ..Default::default() }).await;
     let repo = tempfile::tempdir().expect("temp dir");
-    let run = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .arg("-C")
-            .arg(repo.path())
-            .args(args)
-            .status()
-            .expect("run git");
-        assert!(status.success(), "git {args:?}");
-    };
-    run(&["init", "-q", "-b", "trunk"]);
-    run(&["remote", "add", "origin", "git@github.com:Acme/Widgets.git"]);
-    run(&["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "x"]);
+    git(repo.path(), &["init", "-q", "-b", "trunk"]);
+    git(repo.path(), &["remote", "add", "origin", "git@github.com:Acme/Widgets.git"]);
+    git(repo.path(), &["commit", "-q", "--allow-empty", "-m", "x"]);
     let root = repo.path().to_string_lossy().into_owned();
 
     let ensured = app.tool_ok("ensure_project", json!({"human_key": root})).await;

@@ -1,6 +1,6 @@
 //! The REST API mirrors the tools.
 
-use mailroom_testkit::TestApp;
+use mailroom_testkit::{TestApp, sent_message_id};
 use serde_json::json;
 
 #[tokio::test]
@@ -28,7 +28,7 @@ async fn rest_routes_return_the_tool_shapes() {
     let (status, sent) = app.post("/api/message/send", json!({"project_slug": slug, "sender_name": "BlueLake",
         "recipient_names": ["GreenCastle"], "subject": "Load", "body_md": "test body", "importance": "high"})).await;
     assert_eq!(status, 200, "{sent}");
-    let id = sent["deliveries"][0]["payload"]["id"].as_i64().expect("id");
+    let id = sent_message_id(&sent);
     let (status, inbox) = app
         .post(
             "/api/inbox",

@@ -1,5 +1,5 @@
-//! Helpers shared by the binary's test files: start the built `mailroom`, signal it, call
-//! its tools over MCP, read the archive with the `git` command line.
+//! Helpers shared by the binary's test files: start the built `mailroom` and signal it. Tool
+//! calls (`tool_at`, `SendCall`) and `git` come from mailroom-testkit.
 //!
 //! Each test file is its own crate and uses a subset of these.
 #![allow(dead_code)]
@@ -7,8 +7,6 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-
-use serde_json::{Value, json};
 
 /// The built binary.
 pub fn mailroom() -> Command {
@@ -71,35 +69,4 @@ pub fn signal(child: &Child, name: &str) {
 pub fn stop(mut server: Child) {
     signal(&server, "-TERM");
     assert!(server.wait().expect("wait").success(), "graceful stop exits 0");
-}
-
-/// Calls a tool over MCP (`POST /mcp`, no session) and returns its parsed JSON result.
-pub async fn tool(url: &str, name: &str, arguments: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                      "params": {"name": name, "arguments": arguments}});
-    let response: Value = reqwest::Client::new()
-        .post(format!("{url}/mcp"))
-        .json(&body)
-        .send()
-        .await
-        .expect("rpc")
-        .json()
-        .await
-        .expect("json");
-    let text = response["result"]["content"][0]["text"].as_str().expect("text");
-    assert_ne!(response["result"]["isError"], true, "{name}: {text}");
-    serde_json::from_str(text).expect("tool JSON")
-}
-
-/// Runs `git -C root args…` (with a committer identity, for tests that damage the archive)
-/// and returns its standard output; fails the test on error.
-pub fn git(root: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-C"])
-        .arg(root)
-        .args(args)
-        .output()
-        .expect("git");
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }

@@ -1,10 +1,10 @@
 //! The archive views: history, a commit's diff, the file browser and its traversal rules,
 //! the agent network, time travel, a project's attachments and agents list.
 
-use mailroom_testkit::TestApp;
+use mailroom_testkit::{TestApp, sent_message_id};
 use serde_json::{Value, json};
 
-use super::{message_id, page, send};
+use super::{mail, page};
 use crate::archive::TINY_PNG;
 
 /// The page at `path` once it shows `text` (checked every 100 ms, for up to 10 s); the last
@@ -33,7 +33,9 @@ async fn get_json(app: &TestApp, path: &str) -> (u16, Value) {
 async fn the_archive_views_show_history_files_and_the_network() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/views", "BlueLake", "GreenCastle").await;
-    let sent = message_id(&send(&app, &slug, "Ship <it> today", "Body **words**", "T-9").await);
+    let sent = sent_message_id(
+        &mail(&slug, "Ship <it> today").body("Body **words**").thread("T-9").ok(&app).await,
+    );
     app.archive_flushed().await;
 
     let (status, _, guide) = page(&app, "/mail/archive/guide").await;
@@ -139,7 +141,7 @@ async fn the_archive_views_show_history_files_and_the_network() {
 async fn time_travel_shows_an_inbox_as_it_stood() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/travel", "BlueLake", "GreenCastle").await;
-    send(&app, &slug, "Early news", "first", "T-1").await;
+    mail(&slug, "Early news").body("first").thread("T-1").ok(&app).await;
     app.archive_flushed().await;
     let base = format!("/mail/archive/time-travel/snapshot?project={slug}&agent=GreenCastle");
     let (status, now) = get_json(&app, &format!("{base}&timestamp=2100-01-01T00:00")).await;
@@ -193,7 +195,7 @@ async fn the_attachments_page_lists_messages_with_images() {
                "attachment_paths": ["diagram.png"]}),
     )
     .await;
-    send(&app, &slug, "Plain words", "nothing attached", "T-2").await;
+    mail(&slug, "Plain words").body("nothing attached").thread("T-2").ok(&app).await;
     let (status, _, html) = page(&app, &format!("/mail/{slug}/attachments")).await;
     assert_eq!(status, 200);
     assert!(html.contains("With a diagram") && !html.contains("Plain words"), "{html}");

@@ -1,19 +1,15 @@
 //! Deleting messages from the UI: the rows, the search index and the archive copies, in one
 //! commit; the inbox route touches only that inbox's messages.
 
-use mailroom_testkit::TestApp;
+use mailroom_testkit::{TestApp, git, sent_message_id};
 use serde_json::json;
 
-use super::{csrf_token, message_id, page, send, ui_post};
-
-fn git(app: &TestApp, args: &[&str]) -> String {
-    crate::archive::git(&app.archive_root(), args)
-}
+use super::{csrf_token, mail, page, ui_post};
 
 /// The files of the archive's HEAD that name a message id (`__<id>.md` at the end of each copy).
 fn archived_copies(app: &TestApp, id: i64) -> Vec<String> {
     let suffix = format!("__{id}.md");
-    git(app, &["ls-tree", "-r", "--name-only", "HEAD"])
+    git(&app.archive_root(), &["ls-tree", "-r", "--name-only", "HEAD"])
         .lines()
         .filter(|l| l.ends_with(&suffix))
         .map(String::from)
@@ -24,9 +20,12 @@ fn archived_copies(app: &TestApp, id: i64) -> Vec<String> {
 async fn deleted_messages_leave_the_database_and_the_archive_in_one_commit() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/delete", "BlueLake", "GreenCastle").await;
-    let doomed = message_id(&send(&app, &slug, "Doomed plan", "unique-zebra words", "T-1").await);
-    let second = message_id(&send(&app, &slug, "Also doomed", "more", "T-1").await);
-    let kept = message_id(&send(&app, &slug, "Keeper", "stays", "T-2").await);
+    let doomed = sent_message_id(
+        &mail(&slug, "Doomed plan").body("unique-zebra words").thread("T-1").ok(&app).await,
+    );
+    let second =
+        sent_message_id(&mail(&slug, "Also doomed").body("more").thread("T-1").ok(&app).await);
+    let kept = sent_message_id(&mail(&slug, "Keeper").body("stays").thread("T-2").ok(&app).await);
     app.archive_flushed().await;
     let copies = archived_copies(&app, doomed);
     // Canonical, the sender's outbox and the recipient's inbox.
@@ -70,10 +69,11 @@ async fn deleted_messages_leave_the_database_and_the_archive_in_one_commit() {
     app.archive_flushed().await;
     assert!(archived_copies(&app, doomed).is_empty() && archived_copies(&app, second).is_empty());
     assert_eq!(archived_copies(&app, kept).len(), 3);
+    let root = app.archive_root();
     for copy in &copies {
-        assert!(!app.archive_root().join(copy).exists(), "{copy} left in the work tree");
+        assert!(!root.join(copy).exists(), "{copy} left in the work tree");
     }
-    let log = git(&app, &["log", "--format=%s", "--name-status", "-1", "--diff-filter=D"]);
+    let log = git(&root, &["log", "--format=%s", "--name-status", "-1", "--diff-filter=D"]);
     assert!(log.starts_with("delete: 2 message(s) via web UI\n"), "{log}");
     assert_eq!(log.lines().filter(|l| l.starts_with("D\t")).count(), 6, "{log}");
     // Again: nothing left to delete, no commit.
@@ -86,21 +86,22 @@ async fn deleted_messages_leave_the_database_and_the_archive_in_one_commit() {
     // The index follows once the writer idles: `git status` comes clean.
     let mut status = String::new();
     for _ in 0..100 {
-        status = git(&app, &["status", "--porcelain"]);
+        status = git(&root, &["status", "--porcelain"]);
         if status.is_empty() {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(status, "", "the index never caught up");
-    git(&app, &["fsck", "--strict"]);
+    git(&root, &["fsck", "--strict"]);
 }
 
 #[tokio::test]
 async fn an_inbox_deletes_only_its_own_messages() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/inbox-delete", "BlueLake", "GreenCastle").await;
-    let to_green = message_id(&send(&app, &slug, "For green", "x", "T-1").await);
+    let to_green =
+        sent_message_id(&mail(&slug, "For green").body("x").thread("T-1").ok(&app).await);
     let to_blue = app
         .tool_ok(
             "send_message",
@@ -108,7 +109,7 @@ async fn an_inbox_deletes_only_its_own_messages() {
                    "subject": "For blue", "body_md": "y"}),
         )
         .await;
-    let to_blue = message_id(&to_blue);
+    let to_blue = sent_message_id(&to_blue);
     let token = csrf_token(&app).await;
     let path = format!("/mail/{slug}/inbox/GreenCastle/delete-messages");
     let (status, answer) =

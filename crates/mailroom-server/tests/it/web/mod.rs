@@ -4,7 +4,7 @@
 mod archive_views;
 mod deletion;
 
-use mailroom_testkit::TestApp;
+use mailroom_testkit::{SendCall, TestApp, git, sent_message_id};
 use serde_json::{Value, json};
 
 /// GETs a page; returns status, the headers we check, and the body.
@@ -16,25 +16,25 @@ async fn page(app: &TestApp, path: &str) -> (u16, reqwest::header::HeaderMap, St
     (status, headers, response.text().await.expect("body"))
 }
 
-async fn send(app: &TestApp, slug: &str, subject: &str, body: &str, thread: &str) -> Value {
-    app.tool_ok(
-        "send_message",
-        json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-               "subject": subject, "body_md": body, "thread_id": thread, "importance": "high"}),
-    )
-    .await
-}
-
-fn message_id(sent: &Value) -> i64 {
-    sent["deliveries"][0]["payload"]["id"].as_i64().expect("message id")
+/// BlueLake's high-importance mail to GreenCastle, the messages these pages show.
+fn mail(slug: &str, subject: &str) -> SendCall {
+    SendCall::new(slug, "BlueLake", "GreenCastle", subject).importance("high")
 }
 
 #[tokio::test]
 async fn every_page_answers_with_the_security_headers() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/web", "BlueLake", "GreenCastle").await;
-    let first = send(&app, &slug, "Plan for the migration", "**Step one**: back up.", "T-9").await;
-    send(&app, &slug, "Re: Plan for the migration", "Done; see `db.sql`.", "T-9").await;
+    let first = mail(&slug, "Plan for the migration")
+        .body("**Step one**: back up.")
+        .thread("T-9")
+        .ok(&app)
+        .await;
+    mail(&slug, "Re: Plan for the migration")
+        .body("Done; see `db.sql`.")
+        .thread("T-9")
+        .ok(&app)
+        .await;
     app.tool_ok(
         "send_message",
         json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
@@ -42,7 +42,7 @@ async fn every_page_answers_with_the_security_headers() {
     )
     .await;
     app.archive_flushed().await;
-    let id = message_id(&first);
+    let id = sent_message_id(&first);
     app.tool_ok(
         "file_reservation_paths",
         json!({"project_key": slug, "agent_name": "BlueLake", "paths": ["src/db/**"],
@@ -121,8 +121,8 @@ async fn an_agent_inbox_is_paged_and_shows_unread_mail() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/pages", "BlueLake", "GreenCastle").await;
     for i in 0..5 {
-        send(&app, &slug, &format!("Message number {i}"), &format!("**Opening** words {i}"), "T-1")
-            .await;
+        let (subject, body) = (format!("Message number {i}"), format!("**Opening** words {i}"));
+        mail(&slug, &subject).body(&body).thread("T-1").ok(&app).await;
     }
     app.tool_ok(
         "mark_message_read",
@@ -374,11 +374,12 @@ async fn hostile_content_is_neutralised_on_every_page() {
     let body = CORPUS.join("\n\n");
     let mut ids = Vec::new();
     for (i, subject) in CORPUS.iter().enumerate() {
-        let sent = send(&app, &slug, subject, &format!("{body}\n\n{subject}"), "T-x").await;
-        ids.push(message_id(&sent));
+        let sent =
+            mail(&slug, subject).body(&format!("{body}\n\n{subject}")).thread("T-x").ok(&app).await;
+        ids.push(sent_message_id(&sent));
         if i == 0 {
             let long = "\u{5d0}".repeat(5000);
-            send(&app, &slug, &long, &long, "T-x").await;
+            mail(&slug, &long).body(&long).thread("T-x").ok(&app).await;
         }
     }
     // Each page with the status it must answer; those marked `true` must show hostile text
@@ -553,12 +554,7 @@ async fn the_overseer_writes_past_contact_policies_with_its_banner() {
     );
 
     app.archive_flushed().await;
-    let log = std::process::Command::new("git")
-        .args(["log", "--format=%B"])
-        .current_dir(app.archive_root())
-        .output()
-        .expect("git log");
-    let log = String::from_utf8_lossy(&log.stdout);
+    let log = git(&app.archive_root(), &["log", "--format=%B"]);
     // Its own commit's subject, or (batched with the overseer's new profile) a line of the
     // batch commit.
     let line = "Human Overseer message: Stop the deploy";
@@ -603,7 +599,7 @@ async fn pages_hear_of_changes_and_streams_end_at_shutdown() {
     assert_eq!(events.headers()["content-type"], "text/event-stream");
     let opened = events.chunk().await.expect("chunk").expect("opened");
     assert!(String::from_utf8_lossy(&opened).starts_with("retry:"));
-    send(&app, &slug, "Live news", "body", "T-live").await;
+    mail(&slug, "Live news").body("body").thread("T-live").ok(&app).await;
     let mut seen = String::new();
     while !seen.contains("event: change") {
         let chunk = tokio::time::timeout(std::time::Duration::from_secs(10), events.chunk())
