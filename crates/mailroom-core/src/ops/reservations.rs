@@ -203,15 +203,9 @@ impl Mailroom {
         self.store
             .write(move |db| {
                 let now = Timestamp::now();
-                let project = resolve::project(db, &project_key)?;
-                let agent = resolve::agent(db, &project, &agent_name, "agent_name")?;
-                let mut view = active.view(db, project.id)?;
-                sweep_view(db, &mut view, &stale, now)?;
+                let owner = (project_key.as_str(), agent_name.as_str());
                 let mut renewed = Vec::new();
-                for row in db.agent_active_reservations(project.id, agent.id, now)? {
-                    if !selection.selects(&row) {
-                        continue;
-                    }
+                for_selected(db, &active, owner, &selection, Some(&stale), now, |view, row| {
                     let new_expires =
                         bounds::later("extend_seconds", row.expires_ts.max(now), bump)?;
                     db.set_reservation_expiry(row.id, new_expires)?;
@@ -227,8 +221,8 @@ impl Mailroom {
                         old_expires_ts: row.expires_ts,
                         new_expires_ts: new_expires,
                     });
-                }
-                active.finish(db, view)?;
+                    Ok(())
+                })?;
                 Ok(RenewOutcome { renewed: renewed.len(), file_reservations: renewed })
             })
             .await
@@ -248,17 +242,15 @@ impl Mailroom {
         self.store
             .write(move |db| {
                 let now = Timestamp::now();
-                let project = resolve::project(db, &project_key)?;
-                let agent = resolve::agent(db, &project, &agent_name, "agent_name")?;
-                let mut view = active.view(db, project.id)?;
+                let owner = (project_key.as_str(), agent_name.as_str());
                 let mut released = 0;
-                for row in db.agent_active_reservations(project.id, agent.id, now)? {
-                    if selection.selects(&row) && release_and_queue(db, row.id, now)? {
+                for_selected(db, &active, owner, &selection, None, now, |view, row| {
+                    if release_and_queue(db, row.id, now)? {
                         view.record(Change::Released(row.id));
                         released += 1;
                     }
-                }
-                active.finish(db, view)?;
+                    Ok(())
+                })?;
                 Ok(ReleaseOutcome { released, released_at: now })
             })
             .await
@@ -443,6 +435,32 @@ pub(crate) fn sweep_in_tx(
 }
 
 /// [`sweep_in_tx`] recording what it released in the job's view.
+/// What renew and release share: the agent's reservations in force that `selection` picks,
+/// each handed to `act` with the project's set (to record what `act` changes), after the
+/// sweep when `stale` is given; the set is kept when all are done.
+fn for_selected(
+    db: &Db<'_>,
+    active: &ActiveReservations,
+    (project_key, agent_name): (&str, &str),
+    selection: &Selection,
+    stale: Option<&[i64]>,
+    now: Timestamp,
+    mut act: impl FnMut(&mut View, Reservation) -> Result<()>,
+) -> Result<()> {
+    let project = resolve::project(db, project_key)?;
+    let agent = resolve::agent(db, &project, agent_name, "agent_name")?;
+    let mut view = active.view(db, project.id)?;
+    if let Some(stale) = stale {
+        sweep_view(db, &mut view, stale, now)?;
+    }
+    for row in db.agent_active_reservations(project.id, agent.id, now)? {
+        if selection.selects(&row) {
+            act(&mut view, row)?;
+        }
+    }
+    active.finish(db, view)
+}
+
 fn sweep_view(db: &Db<'_>, view: &mut View, stale: &[i64], now: Timestamp) -> Result<()> {
     for id in sweep_in_tx(db, view.project_id(), stale, now)? {
         view.record(Change::Released(id));
