@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::locks::{OWNER_LOCK, UNOWNED_LOCK_STALE_AFTER, process_alive};
+use super::locks::{UNOWNED_LOCK_STALE_AFTER, process_alive};
 
 /// A lock counts as stale after this long even when its owner lives (the reference's rule,
 /// the same age after which start-up heals an unowned lock).
@@ -57,7 +57,16 @@ pub struct LockReport {
 /// Scans `root` recursively (blocking file-system work).
 pub fn scan(root: &Path) -> LockReport {
     let mut locks = Vec::new();
-    scan_dir(root, root, &mut locks);
+    super::locks::walk_lock_files(root, &mut |path, name| {
+        if !name.ends_with(".lock") {
+            return;
+        }
+        let owner = path.with_file_name(format!("{name}.owner.json"));
+        let metadata_present = owner.exists();
+        if metadata_present || name == ".archive.lock" {
+            locks.push(entry_for(path, &owner, name, metadata_present));
+        }
+    });
     locks.sort_by(|a, b| a.path.cmp(&b.path));
     let mut summary = LockSummary { total: locks.len(), ..LockSummary::default() };
     for lock in &locks {
@@ -71,29 +80,6 @@ pub fn scan(root: &Path) -> LockReport {
         }
     }
     LockReport { locks, summary }
-}
-
-fn scan_dir(root: &Path, dir: &Path, out: &mut Vec<LockEntry>) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Ok(kind) = entry.file_type() else { continue };
-        if kind.is_dir() {
-            if name != ".git" {
-                scan_dir(root, &path, out);
-            }
-            continue;
-        }
-        if !name.ends_with(".lock") || (dir == root && name == OWNER_LOCK) {
-            continue;
-        }
-        let owner = path.with_file_name(format!("{name}.owner.json"));
-        let metadata_present = owner.exists();
-        if metadata_present || name == ".archive.lock" {
-            out.push(entry_for(&path, &owner, &name, metadata_present));
-        }
-    }
 }
 
 fn entry_for(path: &Path, owner: &Path, name: &str, metadata_present: bool) -> LockEntry {
@@ -135,6 +121,7 @@ fn epoch_seconds(time: SystemTime) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::archive::locks::OWNER_LOCK;
 
     #[test]
     fn reports_reference_locks_and_skips_the_owner_lock_and_git() {

@@ -160,7 +160,7 @@ fn age(path: &Path) -> Option<Duration> {
 ///   owner: see [`take_ownership`]).
 pub fn heal_stale_locks(root: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
-    heal_dir(root, root, &mut removed);
+    walk_lock_files(root, &mut |path, name| heal(path, name, &mut removed));
     let git = root.join(".git");
     for name in ["index.lock", "config.lock"] {
         remove_if_older(&git.join(name), GIT_LOCK_STALE_AFTER, &mut removed);
@@ -169,7 +169,14 @@ pub fn heal_stale_locks(root: &Path) -> Vec<PathBuf> {
     removed
 }
 
-fn heal_dir(root: &Path, dir: &Path, removed: &mut Vec<PathBuf>) {
+/// Calls `visit` with the path and name of every lock file (`*.lock`) and lock owner record
+/// (`*.lock.owner.json`) under `root`, outside `.git`, but this archive's own ownership lock.
+/// The walk the healing and the lock report share.
+pub(crate) fn walk_lock_files(root: &Path, visit: &mut dyn FnMut(&Path, &str)) {
+    walk_dir(root, root, visit);
+}
+
+fn walk_dir(root: &Path, dir: &Path, visit: &mut dyn FnMut(&Path, &str)) {
     let Ok(entries) = fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
@@ -177,30 +184,39 @@ fn heal_dir(root: &Path, dir: &Path, removed: &mut Vec<PathBuf>) {
         let Ok(kind) = entry.file_type() else { continue };
         if kind.is_dir() {
             if name != ".git" {
-                heal_dir(root, &path, removed);
+                walk_dir(root, &path, visit);
             }
-        } else if name.ends_with(".lock.owner.json") {
-            let lock = path.with_file_name(name.trim_end_matches(".owner.json"));
-            if !lock.exists() {
-                remove(&path, removed);
-            }
-        } else if name.ends_with(".lock") && !(dir == root && name == OWNER_LOCK) {
-            if held_by_os_lock(&path) {
-                // A server's `server.lock` (this one's, when the data dir is inside the
-                // archive) or any other flock-held lock is live whatever its age.
-                continue;
-            }
-            let owner = path.with_file_name(format!("{name}.owner.json"));
-            let stale = match read_owner_pid(&owner) {
-                Some(pid) => !process_alive(pid),
-                None => age(&path).is_some_and(|a| a >= UNOWNED_LOCK_STALE_AFTER),
-            };
-            if stale {
-                remove(&path, removed);
-                if owner.exists() {
-                    remove(&owner, removed);
-                }
-            }
+        } else if (name.ends_with(".lock") || name.ends_with(".lock.owner.json"))
+            && !(dir == root && name == OWNER_LOCK)
+        {
+            visit(&path, &name);
+        }
+    }
+}
+
+/// Removes one lock file or owner record found by the walk when it is stale.
+fn heal(path: &Path, name: &str, removed: &mut Vec<PathBuf>) {
+    if name.ends_with(".lock.owner.json") {
+        let lock = path.with_file_name(name.trim_end_matches(".owner.json"));
+        if !lock.exists() {
+            remove(path, removed);
+        }
+        return;
+    }
+    if held_by_os_lock(path) {
+        // A server's `server.lock` (this one's, when the data dir is inside the archive) or
+        // any other flock-held lock is live whatever its age.
+        return;
+    }
+    let owner = path.with_file_name(format!("{name}.owner.json"));
+    let stale = match read_owner_pid(&owner) {
+        Some(pid) => !process_alive(pid),
+        None => age(path).is_some_and(|a| a >= UNOWNED_LOCK_STALE_AFTER),
+    };
+    if stale {
+        remove(path, removed);
+        if owner.exists() {
+            remove(&owner, removed);
         }
     }
 }
