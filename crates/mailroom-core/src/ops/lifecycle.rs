@@ -51,16 +51,9 @@ pub struct Removal {
 /// `deleted_counts` of hard_delete_project.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProjectCounts {
-    pub agents: usize,
-    pub messages: usize,
-    pub message_recipients: usize,
-    pub file_reservations: usize,
-    pub agent_links: usize,
-    pub window_identities: usize,
-    pub message_summaries: usize,
-    pub sibling_suggestions: usize,
-    pub product_links: usize,
-    pub project: usize,
+    /// The rows removed, per table.
+    #[serde(flatten)]
+    pub rows: ProjectDeletion,
     pub archive_files_removed: usize,
     pub archive_dirs_removed: usize,
 }
@@ -78,13 +71,9 @@ pub struct ProjectDeleted {
 /// `deleted_counts` of hard_delete_agent.
 #[derive(Debug, Clone, Serialize)]
 pub struct AgentCounts {
-    pub message_recipients: usize,
-    pub sent_message_recipients: usize,
-    pub messages_sent: usize,
-    pub file_reservations: usize,
-    pub agent_links: usize,
-    pub window_identities: usize,
-    pub agent: usize,
+    /// The rows removed, per table.
+    #[serde(flatten)]
+    pub rows: AgentDeletion,
     pub archive_files_removed: usize,
     pub archive_dirs_removed: usize,
 }
@@ -184,33 +173,12 @@ impl Mailroom {
             })
             .await?;
         let removal = self.remove_archive_dir(Path::new("projects").join(&slug)).await;
-        let ProjectDeletion {
-            message_recipients,
-            messages,
-            file_reservations,
-            agent_links,
-            window_identities,
-            message_summaries,
-            sibling_suggestions,
-            product_links,
-            agents,
-            project,
-        } = deleted;
         Ok(ProjectDeleted {
             status: "hard_deleted",
             project_key,
             slug,
             deleted_counts: ProjectCounts {
-                agents,
-                messages,
-                message_recipients,
-                file_reservations,
-                agent_links,
-                window_identities,
-                message_summaries,
-                sibling_suggestions,
-                product_links,
-                project,
+                rows: deleted,
                 archive_files_removed: removal.archive_files_removed,
                 archive_dirs_removed: removal.archive_dirs_removed,
             },
@@ -239,27 +207,12 @@ impl Mailroom {
             .await?;
         let dir = Path::new("projects").join(&slug).join("agents").join(&name);
         let removal = self.remove_archive_dir(dir).await;
-        let AgentDeletion {
-            message_recipients,
-            sent_message_recipients,
-            messages_sent,
-            file_reservations,
-            agent_links,
-            window_identities,
-            agent,
-        } = deleted;
         Ok(AgentDeleted {
             status: "hard_deleted",
             agent_name: name,
             project_key,
             deleted_counts: AgentCounts {
-                message_recipients,
-                sent_message_recipients,
-                messages_sent,
-                file_reservations,
-                agent_links,
-                window_identities,
-                agent,
+                rows: deleted,
                 archive_files_removed: removal.archive_files_removed,
                 archive_dirs_removed: removal.archive_dirs_removed,
             },

@@ -231,7 +231,7 @@ async fn apply(core: &Mailroom, op: &Op) -> serde_json::Value {
             let deleted = core
                 .hard_delete_agent(key(), name(agent), HARD_DELETE_CONFIRMATION.into())
                 .await
-                .map(|d| d.deleted_counts.file_reservations);
+                .map(|d| d.deleted_counts.rows.file_reservations);
             register(core, AGENTS[*agent]).await;
             timeless(deleted)
         }

@@ -8,24 +8,24 @@ use crate::model::time::Timestamp;
 use crate::records::{AgentId, ProjectId};
 
 /// Rows removed by a project hard delete, per table (hard_delete_project,
-/// docs/compat/tools.md §2.6).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// docs/compat/tools.md §2.6), in the order its `deleted_counts` lists them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ProjectDeletion {
-    pub message_recipients: usize,
+    pub agents: usize,
     pub messages: usize,
+    pub message_recipients: usize,
     pub file_reservations: usize,
     pub agent_links: usize,
     pub window_identities: usize,
     pub message_summaries: usize,
     pub sibling_suggestions: usize,
     pub product_links: usize,
-    pub agents: usize,
     pub project: usize,
 }
 
 /// Rows removed by an agent hard delete, per table (hard_delete_agent,
-/// docs/compat/tools.md §3.7).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// docs/compat/tools.md §3.7), in the order its `deleted_counts` lists them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct AgentDeletion {
     pub message_recipients: usize,
     pub sent_message_recipients: usize,
