@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use mailroom_core::ops::identity::Registration;
-use mailroom_core::ops::messaging::{FetchInbox, SendMessage};
+use mailroom_core::ops::messaging::{FetchInbox, InboxFilter, SendMessage};
 use mailroom_core::{CoreConfig, Mailroom};
 
 const PROJECT: &str = "/bench/inbox";
@@ -35,8 +35,7 @@ fn request(include_bodies: bool) -> FetchInbox {
     FetchInbox {
         project_key: PROJECT.into(),
         agent_name: "GreenCastle".into(),
-        limit: Some(20),
-        include_bodies,
+        filter: InboxFilter { limit: Some(20), include_bodies, ..InboxFilter::default() },
         ..FetchInbox::default()
     }
 }

@@ -2,7 +2,7 @@
 //! A test binary of its own: the figure it reads is process-wide.
 
 use mailroom_core::ops::identity::Registration;
-use mailroom_core::ops::messaging::{FetchInbox, SendMessage};
+use mailroom_core::ops::messaging::{FetchInbox, InboxFilter, SendMessage};
 use mailroom_core::{CoreConfig, Mailroom, SQLITE_HEAP_LIMIT, sqlite_memory_used};
 
 /// Schema, prepared statements and connection state, which are not page cache.
@@ -46,8 +46,11 @@ async fn page_caches_stop_growing_at_the_limit() {
         let inbox = FetchInbox {
             project_key: "memory-test".into(),
             agent_name: "GreenCastle".into(),
-            limit: Some(1000),
-            include_bodies: true,
+            filter: InboxFilter {
+                limit: Some(1000),
+                include_bodies: true,
+                ..InboxFilter::default()
+            },
             ..FetchInbox::default()
         };
         assert_eq!(core.fetch_inbox(inbox).await.expect("inbox").len(), 1000);

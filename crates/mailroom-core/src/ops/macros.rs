@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::contacts::{ContactRequest, ContactRequested, ContactResponded, ContactResponse};
 use super::identity::{Registration, validate_program_model};
-use super::messaging::{FetchInbox, SendMessage, SendOutcome};
+use super::messaging::{FetchInbox, InboxFilter, SendMessage, SendOutcome};
 use super::output::{AgentOut, MessageOut, ProjectOut};
 use super::reservations::{ReleaseOutcome, ReserveOutcome, ReservePaths, Selection};
 use super::search::SingleThreadSummary;
@@ -422,8 +422,7 @@ impl Mailroom {
         self.fetch_inbox(FetchInbox {
             project_key: project_key.to_string(),
             agent_name: agent.base.name.clone(),
-            limit: Some(limit),
-            include_bodies,
+            filter: InboxFilter { limit: Some(limit), include_bodies, ..InboxFilter::default() },
             ..FetchInbox::default()
         })
         .await

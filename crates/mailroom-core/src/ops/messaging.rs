@@ -143,15 +143,22 @@ pub struct ReplyOutcome {
     pub error: Option<ReturnedError>,
 }
 
+/// Which of an inbox's messages a read returns, and how: what fetch_inbox and
+/// fetch_inbox_product share.
+#[derive(Debug, Clone, Default)]
+pub struct InboxFilter {
+    pub limit: Option<i64>,
+    pub urgent_only: bool,
+    pub include_bodies: bool,
+    pub since_ts: Option<String>,
+}
+
 /// Arguments of fetch_inbox.
 #[derive(Debug, Clone, Default)]
 pub struct FetchInbox {
     pub project_key: String,
     pub agent_name: String,
-    pub limit: Option<i64>,
-    pub urgent_only: bool,
-    pub include_bodies: bool,
-    pub since_ts: Option<String>,
+    pub filter: InboxFilter,
     pub topic: Option<String>,
 }
 
@@ -203,7 +210,7 @@ impl Mailroom {
 
     /// The agent's inbox, newest first. Read-only: marks nothing read.
     pub async fn fetch_inbox(&self, req: FetchInbox) -> Result<Vec<MessageOut>> {
-        let include_bodies = req.include_bodies;
+        let include_bodies = req.filter.include_bodies;
         self.inbox_page(req, move |db, query| {
             let rows = db.inbox(query)?;
             Ok(rows.iter().map(|r| MessageOut::from_listing(r, include_bodies)).collect())
@@ -213,7 +220,7 @@ impl Mailroom {
 
     /// [`Self::fetch_inbox`]'s result as its JSON text, written straight from the rows.
     pub async fn fetch_inbox_json(&self, req: FetchInbox) -> Result<JsonText> {
-        let include_bodies = req.include_bodies;
+        let include_bodies = req.filter.include_bodies;
         self.inbox_page(req, move |db, query| {
             let mut list = MessageListWriter::new(include_bodies);
             db.inbox_each(query, |row| list.push(row))?;

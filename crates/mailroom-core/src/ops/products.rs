@@ -12,7 +12,7 @@ use std::cmp::Reverse;
 use serde::Serialize;
 
 use super::auth::constant_time_eq;
-use super::messaging::{inbox_limit, parse_since};
+use super::messaging::{InboxFilter, inbox_limit, parse_since};
 use super::output::{MessageOut, ProjectOut};
 use super::search::{
     SearchItem, ThreadExample, examples_of, excerpts_of, search_hits, summarize_rows,
@@ -104,10 +104,7 @@ pub struct FetchInboxProduct {
     pub product_key: String,
     pub agent_name: String,
     pub registration_token: Option<String>,
-    pub limit: Option<i64>,
-    pub urgent_only: bool,
-    pub include_bodies: bool,
-    pub since_ts: Option<String>,
+    pub filter: InboxFilter,
 }
 
 /// Arguments of summarize_thread_product.
@@ -256,8 +253,8 @@ impl Mailroom {
 
     /// The agent's inboxes in every linked project it is registered in, merged newest first.
     pub async fn fetch_inbox_product(&self, req: FetchInboxProduct) -> Result<Vec<MessageOut>> {
-        let limit = inbox_limit(req.limit)?;
-        let since = parse_since(req.since_ts.as_deref())?;
+        let limit = inbox_limit(req.filter.limit)?;
+        let since = parse_since(req.filter.since_ts.as_deref())?;
         self.store
             .read(move |db| {
                 let product = product(db, &req.product_key)?;
@@ -272,14 +269,15 @@ impl Mailroom {
                         project_id: readable.project.id,
                         agent_id: agent.id,
                         limit,
-                        urgent_only: req.urgent_only,
+                        urgent_only: req.filter.urgent_only,
                         since,
                         topic: None,
                     })?);
                 }
                 rows.sort_by_key(|r| Reverse((r.message.created_ts, r.message.id)));
                 rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-                Ok(rows.iter().map(|r| MessageOut::from_listing(r, req.include_bodies)).collect())
+                let bodies = req.filter.include_bodies;
+                Ok(rows.iter().map(|r| MessageOut::from_listing(r, bodies)).collect())
             })
             .await
     }

@@ -18,7 +18,7 @@ use axum::{Json, Router};
 use mailroom_core::Error;
 use mailroom_core::ops::conventions::Conventions;
 use mailroom_core::ops::identity::Registration;
-use mailroom_core::ops::messaging::{FetchInbox, SendMessage};
+use mailroom_core::ops::messaging::{FetchInbox, InboxFilter, SendMessage};
 use mailroom_core::ops::output::JsonText;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -263,10 +263,13 @@ async fn inbox(State(state): State<AppState>, body: Bytes) -> Response {
         let request = FetchInbox {
             project_key: b.project_slug,
             agent_name: b.agent_name,
-            limit: b.limit,
-            include_bodies: b.include_bodies,
-            since_ts: b.since_ts,
-            ..FetchInbox::default()
+            filter: InboxFilter {
+                limit: b.limit,
+                include_bodies: b.include_bodies,
+                since_ts: b.since_ts,
+                urgent_only: false,
+            },
+            topic: None,
         };
         reply_text(state.core.fetch_inbox_json(request).await)
     })

@@ -9,7 +9,7 @@ use mailroom_git::CommittedFiles;
 use super::*;
 use crate::Mailroom;
 use crate::ops::identity::Registration;
-use crate::ops::messaging::{FetchInbox, ReplyMessage, SendMessage};
+use crate::ops::messaging::{FetchInbox, InboxFilter, ReplyMessage, SendMessage};
 use crate::ops::output::ListingKind;
 use crate::ops::reservations::{ReservationStatus, ReservePaths, Selection};
 use crate::records::{MessageId, RecipientKind};
@@ -248,7 +248,7 @@ fn reconstruct_brings_back_ids_recipients_and_search() {
         let fetch = |agent: &str| FetchInbox {
             project_key: SLUG.into(),
             agent_name: agent.into(),
-            include_bodies: true,
+            filter: InboxFilter { include_bodies: true, ..InboxFilter::default() },
             ..FetchInbox::default()
         };
         let inbox = core.fetch_inbox(fetch("RedStone")).await.expect("inbox");

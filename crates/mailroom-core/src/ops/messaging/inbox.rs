@@ -22,16 +22,18 @@ impl Mailroom {
         T: Send + 'static,
         P: Fn(&Db<'_>, &InboxQuery<'_>) -> Result<T> + Clone + Send + 'static,
     {
-        let limit = inbox_limit(req.limit)?;
-        let since = parse_since(req.since_ts.as_deref())?;
+        let limit = inbox_limit(req.filter.limit)?;
+        let since = parse_since(req.filter.since_ts.as_deref())?;
         let topic =
             req.topic.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
         // An unfiltered page reads just its rows off the agent's recipient index: a short
         // read, run inline. A filter may skip many rows per row kept, so filtered (and long)
         // pages go to a blocking thread.
-        let short =
-            limit <= SHORT_INBOX_LIMIT && !req.urgent_only && since.is_none() && topic.is_none();
-        let urgent_only = req.urgent_only;
+        let short = limit <= SHORT_INBOX_LIMIT
+            && !req.filter.urgent_only
+            && since.is_none()
+            && topic.is_none();
+        let urgent_only = req.filter.urgent_only;
         let page = move |db: &Db<'_>, project_id: ProjectId, agent_id: AgentId| {
             let query = InboxQuery {
                 project_id,

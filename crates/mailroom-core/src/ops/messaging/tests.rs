@@ -46,10 +46,11 @@ fn the_written_inbox_is_the_serialised_one() {
         let fetch = |agent: &str, bodies: bool| FetchInbox {
             project_key: "/work/inbox".into(),
             agent_name: agent.into(),
-            include_bodies: bodies,
+            filter: InboxFilter { include_bodies: bodies, ..InboxFilter::default() },
             ..FetchInbox::default()
         };
-        let filtered = FetchInbox { urgent_only: true, ..fetch("RedStone", true) };
+        let mut filtered = fetch("RedStone", true);
+        filtered.filter.urgent_only = true;
         let topic = FetchInbox { topic: Some("DEPLOYS".into()), ..fetch("GreenCastle", false) };
         let cases = [
             (fetch("GreenCastle", true), 3),

@@ -1,6 +1,6 @@
 //! fetch_inbox: the agent's recent messages, newest first. Read-only: it marks nothing read.
 
-use mailroom_core::ops::messaging::FetchInbox;
+use mailroom_core::ops::messaging::{FetchInbox, InboxFilter};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -48,10 +48,12 @@ pub fn tool() -> Tool {
             .fetch_inbox_json(FetchInbox {
                 project_key: args.project_key,
                 agent_name: args.agent_name,
-                limit: args.limit,
-                urgent_only: args.urgent_only.unwrap_or(false),
-                include_bodies: args.include_bodies.unwrap_or(false),
-                since_ts: args.since_ts,
+                filter: InboxFilter {
+                    limit: args.limit,
+                    urgent_only: args.urgent_only.unwrap_or(false),
+                    include_bodies: args.include_bodies.unwrap_or(false),
+                    since_ts: args.since_ts,
+                },
                 topic: args.topic,
             })
             .await

@@ -1,6 +1,7 @@
 //! fetch_inbox_product: an agent's inboxes in every project of a product it is registered in,
 //! merged newest first. Registered only when WORKTREES_ENABLED.
 
+use mailroom_core::ops::messaging::InboxFilter;
 use mailroom_core::ops::products::FetchInboxProduct;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -45,10 +46,12 @@ pub fn tool() -> Tool {
             product_key: args.product_key,
             agent_name: args.agent_name,
             registration_token: args.registration_token,
-            limit: args.limit,
-            urgent_only: args.urgent_only.unwrap_or(false),
-            include_bodies: args.include_bodies.unwrap_or(false),
-            since_ts: args.since_ts,
+            filter: InboxFilter {
+                limit: args.limit,
+                urgent_only: args.urgent_only.unwrap_or(false),
+                include_bodies: args.include_bodies.unwrap_or(false),
+                since_ts: args.since_ts,
+            },
         };
         state.core.fetch_inbox_product(request).await
     })
