@@ -19,7 +19,7 @@ from pathlib import Path
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
@@ -112,16 +112,24 @@ def main():
     try:
         driver.get(BASE + "/mail")
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "ul.rows > li")))
-        rows = driver.find_elements(By.CSS_SELECTOR, "#messages > li")
-        assert len(rows) == 4, f"unified inbox shows {len(rows)} messages"
-        subjects = [r.find_element(By.CSS_SELECTOR, ".subject").text for r in rows]
+
+        def subjects_shown(d):
+            rows = d.find_elements(By.CSS_SELECTOR, "#messages > li")
+            return [r.find_element(By.CSS_SELECTOR, ".subject").text for r in rows]
+        # Read inside a wait: a live update may swap the rows while they are read.
+        subjects = wait.until(subjects_shown)
+        assert len(subjects) == 4, f"unified inbox shows {len(subjects)} messages"
         assert HOSTILE in subjects, f"the hostile subject is shown as text: {subjects}"
         shot(driver, "unified-inbox")
         no_console_errors(driver, "/mail")
 
         # Follow a message to its page, then to its thread.
-        link = next(r for r in rows if r.find_element(By.CSS_SELECTOR, ".subject").text == "Checkout refactor: plan")
-        link.find_element(By.CSS_SELECTOR, "a.row").click()
+        def open_plan(d):
+            rows = d.find_elements(By.CSS_SELECTOR, "#messages > li")
+            plan = next(r for r in rows if r.find_element(By.CSS_SELECTOR, ".subject").text == "Checkout refactor: plan")
+            plan.find_element(By.CSS_SELECTOR, "a.row").click()
+            return True
+        wait.until(open_plan)
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "article.message")))
         assert driver.find_element(By.CSS_SELECTOR, ".body strong").text == "checkout"
         assert "GreenCastle" in driver.find_element(By.CSS_SELECTOR, ".meta").text
@@ -144,8 +152,15 @@ def main():
 
         # Retire an agent from the agents panel, then bring it back.
         def red_fox_item():
-            panel = driver.find_element(By.CSS_SELECTOR, "aside.panel")
-            return next(li for li in panel.find_elements(By.TAG_NAME, "li") if "RedFox" in li.text)
+            try:
+                panel = driver.find_element(By.CSS_SELECTOR, "aside.panel")
+                return next(li for li in panel.find_elements(By.TAG_NAME, "li") if "RedFox" in li.text)
+            except WebDriverException as e:
+                # A live update replaced the panel while it was read: chromedriver sometimes
+                # says so in these words instead of a stale-element error, which the wait retries.
+                if "does not belong to the document" in str(e):
+                    raise StaleElementReferenceException(str(e)) from e
+                raise
         # Clicked inside a wait: a live update may replace the row between finding and clicking.
         wait.until(lambda d: red_fox_item().find_element(By.XPATH, ".//button[text()='Retire']").click() or True)
         wait.until(lambda d: "(retired)" in red_fox_item().text)
