@@ -271,7 +271,7 @@ impl TestApp {
 
     /// The archive has caught up with everything written, set nothing aside, and `archive
     /// verify` finds no difference.
-    pub async fn assert_archive_sound(&self, context: &str) {
+    async fn assert_archive_sound(&self, context: &str) {
         let Some(archive) = self.core.archive() else { return };
         let flushed = tokio::time::timeout(std::time::Duration::from_secs(120), archive.flushed());
         assert!(flushed.await.is_ok(), "the archive does not catch up after {context}");

@@ -44,10 +44,8 @@ impl Mailroom {
         }
         // Each start queues the rows set aside before again, so the rows set aside since are
         // all there are: counted in memory, no query on the probe's path.
-        let stats = archive.stats();
-        let set_aside = stats.set_aside;
-        let last_error = (stats.errors > 0).then(|| archive.last_error()).flatten();
-        Ok(ArchiveHealth { set_aside, last_error })
+        // The writer clears its last error at its next success.
+        Ok(ArchiveHealth { set_aside: archive.stats().set_aside, last_error: archive.last_error() })
     }
 }
 

@@ -57,11 +57,7 @@ async fn api_health() -> Json<serde_json::Value> {
 /// up, else 503 with why. Archive work set aside, or a writer that is failing but not yet
 /// behind, is reported beside `"status": "ready"` (`archive`), since every other write goes on.
 async fn readiness(State(state): State<AppState>) -> Response {
-    let checked = match state.core.check_database().await {
-        Ok(()) => state.core.check_archive(),
-        Err(e) => Err(e),
-    };
-    match checked {
+    match state.core.check_database().await.and_then(|()| state.core.check_archive()) {
         Ok(archive) if archive.set_aside == 0 && archive.last_error.is_none() => {
             Json(json!({ "status": "ready" })).into_response()
         }

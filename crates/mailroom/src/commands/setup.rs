@@ -37,7 +37,13 @@ pub fn lock_data_dir(data_dir: &Path) -> Result<File> {
         .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
     let lock_path = data_dir.join("server.lock");
     let pid_path = data_dir.join("server.pid");
-    let Some(lock) = try_lock_file(&lock_path)? else {
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("cannot open {}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
         let pid = std::fs::read_to_string(&pid_path).unwrap_or_default();
         bail!(
             "Another mailroom server is already running for this data directory {} (PID: {}). \
@@ -45,7 +51,7 @@ pub fn lock_data_dir(data_dir: &Path) -> Result<File> {
             data_dir.display(),
             pid.trim()
         );
-    };
+    }
     let mut pid_file =
         File::create(&pid_path).with_context(|| format!("cannot write {}", pid_path.display()))?;
     writeln!(pid_file, "{}", std::process::id())?;
@@ -105,18 +111,6 @@ pub fn lock_database(database: &Path, missing: Missing) -> Result<Option<File>> 
 pub enum Missing {
     Create,
     Skip,
-}
-
-/// Opens (creating) `path` and takes an exclusive OS lock on it, held while the file is open;
-/// `None` when another process holds it.
-fn try_lock_file(path: &Path) -> Result<Option<File>> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    Ok(file.try_lock().is_ok().then_some(file))
 }
 
 /// Logs to stderr at `LOG_LEVEL` (default info).

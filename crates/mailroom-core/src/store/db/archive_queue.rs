@@ -66,7 +66,6 @@ pub struct QueuedWork {
 pub struct SetAside {
     pub work: QueuedWork,
     pub error: String,
-    pub set_aside_ts: Timestamp,
 }
 
 impl Db<'_> {
@@ -180,10 +179,9 @@ impl Db<'_> {
     }
 
     /// Moves queue row `id` to `archive_set_aside` with `error` (the writer could not render
-    /// it), so the work behind it goes on. Says whether the row was still queued.
-    pub fn set_aside_archive_row(&self, id: i64, error: &str) -> Result<bool> {
-        let moved = self
-            .conn
+    /// it), so the work behind it goes on.
+    pub fn set_aside_archive_row(&self, id: i64, error: &str) -> Result<()> {
+        self.conn
             .prepare_cached(
                 "INSERT OR REPLACE INTO archive_set_aside
                      (id, kind, ref_id, enqueued_ts, payload, error, set_aside_ts)
@@ -196,7 +194,7 @@ impl Db<'_> {
             .prepare_cached("DELETE FROM archive_queue WHERE id = ?1")
             .and_then(|mut stmt| stmt.execute([id]))
             .map_err(map_err)?;
-        Ok(moved > 0)
+        Ok(())
     }
 
     /// The work set aside, oldest first (empty for a database without the table, which a
@@ -207,9 +205,7 @@ impl Db<'_> {
         }
         let mut stmt = self
             .conn
-            .prepare_cached(
-                "SELECT id, kind, ref_id, error, set_aside_ts FROM archive_set_aside ORDER BY id",
-            )
+            .prepare_cached("SELECT id, kind, ref_id, error FROM archive_set_aside ORDER BY id")
             .map_err(map_err)?;
         let rows = stmt
             .query_map([], |r| {
@@ -220,7 +216,6 @@ impl Db<'_> {
                         ref_id: r.get(2)?,
                     },
                     error: r.get(3)?,
-                    set_aside_ts: super::ts(r, 4)?,
                 })
             })
             .map_err(map_err)?;
