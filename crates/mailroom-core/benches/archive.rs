@@ -16,7 +16,7 @@
 
 use std::time::{Duration, Instant};
 
-use mailroom_core::ops::identity::Registration;
+use mailroom_core::ops::agents::Registration;
 use mailroom_core::ops::messaging::SendMessage;
 use mailroom_core::{CoreConfig, Mailroom};
 

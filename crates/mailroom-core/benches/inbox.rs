@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use mailroom_core::ops::identity::Registration;
+use mailroom_core::ops::agents::Registration;
 use mailroom_core::ops::messaging::{FetchInbox, InboxFilter, SendMessage};
 use mailroom_core::{CoreConfig, Mailroom};
 

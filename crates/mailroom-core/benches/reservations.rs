@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use mailroom_core::ops::identity::Registration;
+use mailroom_core::ops::agents::Registration;
 use mailroom_core::ops::reservations::{ReservePaths, Selection};
 use mailroom_core::{CoreConfig, Mailroom};
 

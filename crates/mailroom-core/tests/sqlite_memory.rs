@@ -1,7 +1,7 @@
 //! SQLite's memory stays under the store's soft heap limit however much the database holds.
 //! A test binary of its own: the figure it reads is process-wide.
 
-use mailroom_core::ops::identity::Registration;
+use mailroom_core::ops::agents::Registration;
 use mailroom_core::ops::messaging::{FetchInbox, InboxFilter, SendMessage};
 use mailroom_core::{CoreConfig, Mailroom, SQLITE_HEAP_LIMIT, sqlite_memory_used};
 

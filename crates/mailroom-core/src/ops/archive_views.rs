@@ -5,10 +5,10 @@
 use serde::Serialize;
 
 use super::Mailroom;
-use super::mailbox::project_agent;
 use super::output::{MessageOut, ProjectOut};
-use super::resolve;
+use super::resolve::{self, project_agent};
 use crate::archive::browse::{self, CommitDiff, CommitSummary, Node, Snapshot};
+use crate::archive::format::canonical_message_path;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 
@@ -160,6 +160,15 @@ impl Mailroom {
                 Ok((ProjectOut::from(&project), messages))
             })
             .await
+    }
+
+    /// The archive commit that last wrote a message's canonical file, when the archive is on
+    /// and has committed it (best-effort: a failing lookup is logged and answers `None`).
+    pub async fn message_commit(&self, project_slug: &str, message: &MessageOut) -> Option<String> {
+        let path =
+            canonical_message_path(project_slug, message.created_ts, &message.subject, message.id);
+        let mut found = self.last_commits_of(vec![path.clone()]).await?;
+        found.remove(&path).map(|commit| commit.hexsha)
     }
 }
 

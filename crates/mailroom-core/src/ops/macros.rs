@@ -7,8 +7,8 @@
 
 use serde::Serialize;
 
+use super::agents::{Registration, validate_program_model};
 use super::contacts::{ContactRequest, ContactRequested, ContactResponded, ContactResponse};
-use super::identity::{Registration, validate_program_model};
 use super::messaging::{FetchInbox, InboxFilter, SendMessage, SendOutcome};
 use super::output::{AgentOut, MessageOut, ProjectOut};
 use super::reservations::{ReleaseOutcome, ReserveOutcome, ReservePaths, Selection};
@@ -336,7 +336,7 @@ impl Mailroom {
         }
         Ok(match (&target.token, &proof.token) {
             (Some(stored), Some(given)) => {
-                super::auth::constant_time_eq(stored.as_bytes(), given.as_bytes())
+                super::agents::credentials::constant_time_eq(stored.as_bytes(), given.as_bytes())
             }
             _ => false,
         })

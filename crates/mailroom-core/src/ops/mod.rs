@@ -1,37 +1,26 @@
-//! Use-cases: one async function per tool or REST route, grouped by family.
+//! Use-cases: one async function per tool or REST route, one folder per domain (`agents`,
+//! `projects`, `messaging`, `contacts`, `reservations`, `search`; `products`, `build_slots`
+//! and `archive_views` are one file each). `macros` composes ops; `conventions`, `resolve`
+//! and `output` are the pieces every domain shares; `health` serves the probes.
 //!
 //! Each op validates its input, then runs its reads or its whole read-check-write sequence in
 //! one store job, so a write never interleaves with another (the writer is single-threaded).
 //! Outputs are serde structs whose JSON is the reference's result shape.
 
-pub mod ack_views;
+pub mod agents;
 pub mod archive_views;
-pub mod auth;
+pub mod build_slots;
 pub mod contacts;
 pub mod conventions;
-pub mod deletion;
-pub mod guard;
 pub mod health;
-pub mod identity;
-pub mod lifecycle;
 pub mod macros;
-pub mod mailbox;
 pub mod messaging;
 pub mod output;
-pub mod overseer;
-pub mod oversight;
-pub mod policy;
 pub mod products;
-pub mod project_identity;
 pub mod projects;
 pub mod reservations;
 pub mod resolve;
-mod routing;
 pub mod search;
-pub mod siblings;
-pub mod slots;
-pub mod summaries;
-pub mod windows;
 
 use std::sync::Arc;
 

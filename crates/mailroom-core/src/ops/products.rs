@@ -11,7 +11,7 @@ use std::cmp::Reverse;
 
 use serde::Serialize;
 
-use super::auth::constant_time_eq;
+use super::agents::credentials::constant_time_eq;
 use super::messaging::{InboxFilter, inbox_limit, parse_since};
 use super::output::{MessageOut, ProjectOut};
 use super::search::{

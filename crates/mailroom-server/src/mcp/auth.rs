@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use mailroom_core::ops::auth::{Credential, constant_time_eq};
+use mailroom_core::ops::agents::credentials::{Credential, constant_time_eq};
 use mailroom_core::records::{AgentId, ProjectId};
 use mailroom_core::{Category, Error};
 use serde_json::Value;

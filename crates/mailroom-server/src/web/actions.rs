@@ -5,9 +5,9 @@
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::Response;
-use mailroom_core::ops::deletion::DeleteScope;
-use mailroom_core::ops::lifecycle::AgentChange;
-use mailroom_core::ops::overseer::OverseerMessage;
+use mailroom_core::ops::agents::lifecycle::AgentChange;
+use mailroom_core::ops::messaging::deletion::DeleteScope;
+use mailroom_core::ops::messaging::overseer::OverseerMessage;
 use mailroom_core::records::{AgentId, MessageId, ProjectId};
 use serde::Deserialize;
 use serde_json::json;

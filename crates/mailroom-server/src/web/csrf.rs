@@ -7,7 +7,7 @@
 //! any page's cookie.
 
 use axum::http::{HeaderMap, HeaderValue, header};
-use mailroom_core::ops::auth::constant_time_eq;
+use mailroom_core::ops::agents::credentials::constant_time_eq;
 
 /// The cookie that carries the token.
 pub const COOKIE: &str = "mailroom_csrf";

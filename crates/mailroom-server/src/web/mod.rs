@@ -26,7 +26,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use mailroom_core::Error;
 use mailroom_core::model::time::Timestamp;
-use mailroom_core::ops::overseer::OVERSEER_NAME;
+use mailroom_core::ops::messaging::overseer::OVERSEER_NAME;
 use mailroom_core::records::MessageId;
 use serde::Deserialize;
 use serde_json::json;
@@ -221,7 +221,7 @@ async fn project_links(state: &AppState) -> Result<Vec<ProjectLink>, PageError> 
     Ok(state.core.list_projects().await?.iter().map(|p| ProjectLink::new(p, now)).collect())
 }
 
-/// Pairs of related projects to show (scored in the background: `ops/siblings.rs`).
+/// Pairs of related projects to show (scored in the background: `ops/projects/siblings.rs`).
 async fn siblings(state: &AppState) -> Result<Vec<SiblingLink>, PageError> {
     let shown = state.core.shown_siblings().await?;
     Ok(shown.iter().map(SiblingLink::new).collect())

@@ -4,12 +4,12 @@
 
 use askama::Template;
 use mailroom_core::model::time::Timestamp;
-use mailroom_core::ops::identity::ListedAgent;
+use mailroom_core::ops::agents::ListedAgent;
 use mailroom_core::ops::output::{AddressedMessage, MessageOut, ProjectOut};
-use mailroom_core::ops::oversight::{FleetMessage, excerpt};
+use mailroom_core::ops::projects::fleet::{FleetMessage, excerpt};
+use mailroom_core::ops::projects::siblings::Sibling;
 use mailroom_core::ops::reservations::ReservationStatus;
 use mailroom_core::ops::search::SearchResult;
-use mailroom_core::ops::siblings::Sibling;
 
 use super::markdown;
 use super::paths;

@@ -19,7 +19,7 @@ use mailroom_core::guard::project::{ProjectKey, ProjectLookup, find_project};
 use mailroom_core::guard::reservations::{BlockingSet, report};
 use mailroom_core::guard::{Hook, changes, is_advisory_mode, is_truthy};
 use mailroom_core::model::time::Timestamp;
-use mailroom_core::ops::guard::reservations_dir;
+use mailroom_core::ops::reservations::guard::reservations_dir;
 
 use super::archive::Verdict;
 use super::setup;

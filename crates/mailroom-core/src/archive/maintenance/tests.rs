@@ -8,7 +8,7 @@ use mailroom_git::CommittedFiles;
 
 use super::*;
 use crate::Mailroom;
-use crate::ops::identity::Registration;
+use crate::ops::agents::Registration;
 use crate::ops::messaging::{FetchInbox, InboxFilter, ReplyMessage, SendMessage};
 use crate::ops::output::ListingKind;
 use crate::ops::reservations::{ReservationStatus, ReservePaths, Selection};

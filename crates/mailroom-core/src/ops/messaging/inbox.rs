@@ -1,14 +1,19 @@
-//! fetch_inbox's page (inline on the async worker when it is short, else on a blocking
-//! thread), the limits and `since_ts` every inbox-like view shares, and the read and
-//! acknowledgement receipts.
+//! An agent's inbox: fetch_inbox's page (inline on the async worker when it is short, else
+//! on a blocking thread), the limits and `since_ts` every inbox-like view shares, the read
+//! and acknowledgement receipts, and the web UI's inbox pages and read marks.
+
+use serde::Serialize;
 
 use super::FetchInbox;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::ops::{Mailroom, resolve};
+use crate::ops::Mailroom;
+use crate::ops::output::{AgentBase, MessageOut, ProjectOut};
+use crate::ops::resolve::{self, project_agent};
 use crate::records::{AgentId, MessageId, ProjectId};
 use crate::store::Db;
 use crate::store::db::messages::InboxQuery;
+use crate::store::db::oversight::COUNT_CAP;
 
 /// fetch_inbox never returns more than this many messages.
 const MAX_INBOX_LIMIT: i64 = 1000;
@@ -119,4 +124,134 @@ pub(super) fn receipt_after(
 
 pub(super) fn not_visible(message_id: MessageId, agent: &str) -> Error {
     Error::not_found(format!("Message '{message_id}' not found or not visible to agent '{agent}'."))
+}
+
+/// Largest page of an agent's inbox.
+pub const MAX_PAGE_SIZE: i64 = 500;
+
+/// A message of an agent's inbox page.
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxEntry {
+    #[serde(flatten)]
+    pub message: MessageOut,
+    pub read: bool,
+}
+
+/// A page of an agent's inbox, newest first.
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxPage {
+    pub project: ProjectOut,
+    pub agent: AgentBase,
+    /// 1-based.
+    pub page: i64,
+    pub page_size: i64,
+    /// Messages in the whole inbox, counted up to `COUNT_CAP` (more is `COUNT_CAP + 1`).
+    pub total: i64,
+    pub messages: Vec<InboxEntry>,
+}
+
+impl InboxPage {
+    /// The number of pages the inbox fills (at least one); with more messages than were
+    /// counted, at least one page past this one.
+    pub fn pages(&self) -> i64 {
+        let counted = ((self.total + self.page_size - 1) / self.page_size).max(1);
+        if self.total_is_capped() { counted.max(self.page + 1) } else { counted }
+    }
+
+    /// Whether the inbox holds more messages than were counted.
+    pub fn total_is_capped(&self) -> bool {
+        self.total > COUNT_CAP
+    }
+}
+
+/// The answer to mark-read and mark-all-read.
+#[derive(Debug, Clone, Serialize)]
+pub struct MarkedRead {
+    pub success: bool,
+    pub marked_count: usize,
+    /// How many ids were given (mark-read only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_count: Option<usize>,
+    pub agent: String,
+    pub project: String,
+}
+
+/// Most ids one mark-read or delete names.
+pub const MAX_IDS: usize = 500;
+
+/// Refuses an empty list of message ids, or one longer than [`MAX_IDS`].
+pub(crate) fn check_ids(ids: &[MessageId]) -> Result<()> {
+    if ids.is_empty() || ids.len() > MAX_IDS {
+        return Err(Error::invalid(format!(
+            "message_ids: name between 1 and {MAX_IDS} messages (got {}).",
+            ids.len()
+        )));
+    }
+    Ok(())
+}
+
+impl Mailroom {
+    /// Page `page` (1-based) of an agent's inbox, `page_size` clamped to 1..=[`MAX_PAGE_SIZE`].
+    pub async fn agent_inbox_page(
+        &self,
+        project_key: String,
+        agent_name: String,
+        page: i64,
+        page_size: i64,
+    ) -> Result<InboxPage> {
+        let page = page.max(1);
+        let page_size = page_size.clamp(1, MAX_PAGE_SIZE);
+        self.store
+            .read(move |db| {
+                let (project, agent) = project_agent(db, &project_key, &agent_name)?;
+                let offset = (page - 1).saturating_mul(page_size);
+                let (rows, total) = db.inbox_page(project.id, agent.id, page_size, offset)?;
+                let messages = rows
+                    .iter()
+                    .map(|row| InboxEntry {
+                        message: MessageOut::from_listing(&row.message, true),
+                        read: row.read_ts.is_some(),
+                    })
+                    .collect();
+                Ok(InboxPage {
+                    project: ProjectOut::from(&project),
+                    agent: AgentBase::from(&agent),
+                    page,
+                    page_size,
+                    total,
+                    messages,
+                })
+            })
+            .await
+    }
+
+    /// Marks read, for an agent, those of `ids` it received in the project (`None`: all of
+    /// them). Read times already set stay.
+    pub async fn mark_read_from_ui(
+        &self,
+        project_key: String,
+        agent_name: String,
+        ids: Option<Vec<MessageId>>,
+    ) -> Result<MarkedRead> {
+        if let Some(ids) = &ids {
+            check_ids(ids)?;
+        }
+        self.store
+            .write(move |db| {
+                let (project, agent) = project_agent(db, &project_key, &agent_name)?;
+                let now = Timestamp::now();
+                let marked_count = match &ids {
+                    Some(ids) => db.mark_read(project.id, agent.id, ids, now)?,
+                    None => db.mark_all_read(project.id, agent.id, now)?,
+                };
+                Ok(MarkedRead {
+                    success: true,
+                    marked_count,
+                    requested_count: ids.as_ref().map(Vec::len),
+                    agent: agent.name,
+                    project: project.slug,
+                })
+            })
+            .await
+    }
 }

@@ -5,9 +5,9 @@ use super::delivery::{Delivery, deliver_per_project};
 use super::inbox::not_visible;
 use super::{ReplyMessage, ReplyOutcome, total_failure};
 use crate::error::Result;
-use crate::ops::policy::{self, Enforcement};
+use crate::ops::contacts::policy::{self, Enforcement};
+use crate::ops::messaging::routing::{RecipientNames, Route};
 use crate::ops::resolve;
-use crate::ops::routing::{RecipientNames, Route};
 use crate::records::{Agent, RecipientKind};
 use crate::store::Db;
 

@@ -1,6 +1,6 @@
 use super::*;
 use crate::config::CoreConfig;
-use crate::ops::identity::Registration;
+use crate::ops::agents::Registration;
 use crate::ops::resolve;
 
 /// The inbox written from borrowed rows says what the listed `MessageOut`s say, on the

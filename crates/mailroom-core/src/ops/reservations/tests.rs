@@ -11,8 +11,8 @@ use proptest::prelude::*;
 use super::active::ActiveReservations;
 use super::*;
 use crate::config::CoreConfig;
-use crate::ops::identity::Registration;
-use crate::ops::lifecycle::HARD_DELETE_CONFIRMATION;
+use crate::ops::agents::Registration;
+use crate::ops::projects::lifecycle::HARD_DELETE_CONFIRMATION;
 use crate::records::ProjectId;
 
 const PROJECT: &str = "/work/cache";

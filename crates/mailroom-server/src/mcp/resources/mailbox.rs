@@ -4,7 +4,7 @@
 //! checks no tokens.)
 
 use mailroom_core::Error;
-use mailroom_core::ops::mailbox::{MailboxKind, MailboxRequest};
+use mailroom_core::ops::messaging::mailbox::{MailboxKind, MailboxRequest};
 use serde_json::Value;
 
 use super::{Params, Resource, boxed, path_var, required_project, to_json};

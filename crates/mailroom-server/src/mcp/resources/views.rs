@@ -2,7 +2,7 @@
 //! messages waiting for an acknowledgement, and stale / overdue acknowledgements.
 
 use mailroom_core::Error;
-use mailroom_core::ops::ack_views::AckView;
+use mailroom_core::ops::messaging::ack_views::AckView;
 use serde_json::Value;
 
 use super::{Params, Resource, boxed, path_var, required_project, to_json};

@@ -2,7 +2,7 @@
 //! before a long build or deploy. Never refused: conflicting holders are returned beside the
 //! lease. Registered only when WORKTREES_ENABLED.
 
-use mailroom_core::ops::slots::SlotRequest;
+use mailroom_core::ops::build_slots::SlotRequest;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

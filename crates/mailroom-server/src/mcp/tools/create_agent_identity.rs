@@ -1,7 +1,7 @@
 //! create_agent_identity: always create a brand-new agent (never reuse an existing one),
 //! e.g. for a second window working in the same project.
 
-use mailroom_core::ops::identity::Registration;
+use mailroom_core::ops::agents::Registration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,6 +1,6 @@
 //! deregister_agent: stop an agent receiving mail (policy block_all) and mark its task deregistered.
 
-use mailroom_core::ops::lifecycle::AgentChange;
+use mailroom_core::ops::agents::lifecycle::AgentChange;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,6 +1,6 @@
 //! fetch_topic: messages tagged with a topic, newest first.
 
-use mailroom_core::ops::summaries::FetchTopic;
+use mailroom_core::ops::search::summaries::FetchTopic;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,7 +1,7 @@
 //! register_agent: give an agent its identity in a project (or refresh it). Names are
 //! adjective+noun pairs such as "BlueLake"; omit `name` to get one generated.
 
-use mailroom_core::ops::identity::Registration;
+use mailroom_core::ops::agents::Registration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,7 +1,7 @@
 //! release_build_slot: end your build-slot lease now (its file is kept, marked released).
 //! Registered only when WORKTREES_ENABLED.
 
-use mailroom_core::ops::slots::SlotRequest;
+use mailroom_core::ops::build_slots::SlotRequest;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

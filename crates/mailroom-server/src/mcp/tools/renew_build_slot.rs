@@ -1,7 +1,7 @@
 //! renew_build_slot: extend your active build-slot lease. Registered only when
 //! WORKTREES_ENABLED.
 
-use mailroom_core::ops::slots::SlotRequest;
+use mailroom_core::ops::build_slots::SlotRequest;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,6 +1,6 @@
 //! retire_agent: retire an agent: it can no longer receive messages until unretired.
 
-use mailroom_core::ops::lifecycle::AgentChange;
+use mailroom_core::ops::agents::lifecycle::AgentChange;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

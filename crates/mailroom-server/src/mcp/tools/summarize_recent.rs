@@ -1,6 +1,6 @@
 //! summarize_recent: a stored digest of the project's recent messages.
 
-use mailroom_core::ops::summaries::SummarizeRecent;
+use mailroom_core::ops::search::summaries::SummarizeRecent;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

@@ -1,6 +1,6 @@
 //! unretire_agent: bring a retired agent back: it receives messages again.
 
-use mailroom_core::ops::lifecycle::AgentChange;
+use mailroom_core::ops::agents::lifecycle::AgentChange;
 use schemars::JsonSchema;
 use serde::Deserialize;
 

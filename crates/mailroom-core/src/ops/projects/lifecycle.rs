@@ -1,6 +1,7 @@
-//! Project and agent lifecycle (docs/compat/tools.md §2.5–2.6, §3.5–3.7, §4.8, HEAD only):
-//! archive_project, unarchive_project, hard_delete_project, deregister_agent, retire_agent,
-//! unretire_agent, hard_delete_agent, purge_old_messages.
+//! The lifecycle of a project (docs/compat/tools.md §2.5–2.6, §4.8, HEAD only):
+//! archive_project, unarchive_project (also by id, the web UI's buttons), hard_delete_project
+//! and purge_old_messages; and what both hard deletes share (`agents/lifecycle.rs` deletes an
+//! agent).
 //!
 //! Hard deletes remove the database rows in one transaction, then remove the project's (or
 //! agent's) directory from the archive's work tree, as the reference does, without a Git
@@ -10,12 +11,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
 use crate::model::bounds;
 use crate::model::time::Timestamp;
-use crate::store::db::archive_queue::ArchiveKind;
-use crate::store::db::lifecycle::{AgentDeletion, ProjectDeletion};
+use crate::ops::{Mailroom, resolve};
+use crate::records::ProjectId;
+use crate::store::db::lifecycle::ProjectDeletion;
 
 /// The confirmation phrase hard deletes require, verbatim.
 pub const HARD_DELETE_CONFIRMATION: &str = "I UNDERSTAND";
@@ -29,14 +30,6 @@ pub struct ProjectStatus {
     pub status: &'static str,
     pub project_key: String,
     pub slug: String,
-}
-
-/// Result of deregister_agent, retire_agent and unretire_agent.
-#[derive(Debug, Clone, Serialize)]
-pub struct AgentStatus {
-    pub status: &'static str,
-    pub agent_name: String,
-    pub project_key: String,
 }
 
 /// What a hard delete removed from the archive's work tree.
@@ -68,26 +61,6 @@ pub struct ProjectDeleted {
     pub filesystem_errors: Vec<String>,
 }
 
-/// `deleted_counts` of hard_delete_agent.
-#[derive(Debug, Clone, Serialize)]
-pub struct AgentCounts {
-    /// The rows removed, per table.
-    #[serde(flatten)]
-    pub rows: AgentDeletion,
-    pub archive_files_removed: usize,
-    pub archive_dirs_removed: usize,
-}
-
-/// Result of hard_delete_agent.
-#[derive(Debug, Clone, Serialize)]
-pub struct AgentDeleted {
-    pub status: &'static str,
-    pub agent_name: String,
-    pub project_key: String,
-    pub deleted_counts: AgentCounts,
-    pub filesystem_errors: Vec<String>,
-}
-
 /// Result of purge_old_messages.
 #[derive(Debug, Clone, Serialize)]
 pub struct Purge {
@@ -95,14 +68,6 @@ pub struct Purge {
     pub messages_affected: usize,
     pub cutoff_date: Timestamp,
     pub max_age_days: i64,
-}
-
-/// The lifecycle changes of an agent's state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentChange {
-    Deregister,
-    Retire,
-    Unretire,
 }
 
 impl Mailroom {
@@ -123,38 +88,21 @@ impl Mailroom {
             .await
     }
 
-    /// Deregisters, retires or unretires an agent; the profile in the archive follows.
-    pub async fn change_agent(
+    /// Archives a project named by id, or makes it active again.
+    pub async fn set_project_archived_by_id(
         &self,
-        project_key: String,
-        agent_name: String,
-        change: AgentChange,
-    ) -> Result<AgentStatus> {
-        self.admit_archive_work().await?;
-        self.store
-            .write(move |db| {
-                let project = resolve::project(db, &project_key)?;
-                let agent = resolve::agent(db, &project, &agent_name, "agent_name")?;
-                let now = Timestamp::now();
-                let status = match change {
-                    AgentChange::Deregister => {
-                        let task = deregistered_task(&agent.task_description, now);
-                        db.deregister_agent(agent.id, &task)?;
-                        "deregistered"
-                    }
-                    AgentChange::Retire => {
-                        db.set_agent_retired(agent.id, Some(now))?;
-                        "retired"
-                    }
-                    AgentChange::Unretire => {
-                        db.set_agent_retired(agent.id, None)?;
-                        "active"
-                    }
-                };
-                db.enqueue_archive(ArchiveKind::Profile, agent.id)?;
-                Ok(AgentStatus { status, agent_name: agent.name, project_key })
+        project_id: ProjectId,
+        archived: bool,
+    ) -> Result<ProjectStatus> {
+        let slug = self
+            .store
+            .read(move |db| {
+                db.project_by_id(project_id)?.map(|p| p.slug).ok_or_else(|| {
+                    Error::not_found(format!("project_id: no project {project_id}."))
+                })
             })
-            .await
+            .await?;
+        self.set_project_archived(slug, archived).await
     }
 
     /// Deletes a project and everything in it (one transaction), then its archive directory.
@@ -178,40 +126,6 @@ impl Mailroom {
             project_key,
             slug,
             deleted_counts: ProjectCounts {
-                rows: deleted,
-                archive_files_removed: removal.archive_files_removed,
-                archive_dirs_removed: removal.archive_dirs_removed,
-            },
-            filesystem_errors: removal.errors,
-        })
-    }
-
-    /// Deletes an agent, its mail, reservations and links (one transaction), then its
-    /// archive directory.
-    pub async fn hard_delete_agent(
-        &self,
-        project_key: String,
-        agent_name: String,
-        confirmation: String,
-    ) -> Result<AgentDeleted> {
-        check_confirmation(&confirmation)?;
-        let key = project_key.clone();
-        let (slug, name, deleted) = self
-            .store
-            .write(move |db| {
-                let project = resolve::project(db, &key)?;
-                let agent = resolve::agent(db, &project, &agent_name, "agent_name")?;
-                let deleted = db.hard_delete_agent(project.id, agent.id, &agent.name)?;
-                Ok((project.slug, agent.name, deleted))
-            })
-            .await?;
-        let dir = Path::new("projects").join(&slug).join("agents").join(&name);
-        let removal = self.remove_archive_dir(dir).await;
-        Ok(AgentDeleted {
-            status: "hard_deleted",
-            agent_name: name,
-            project_key,
-            deleted_counts: AgentCounts {
                 rows: deleted,
                 archive_files_removed: removal.archive_files_removed,
                 archive_dirs_removed: removal.archive_dirs_removed,
@@ -255,7 +169,7 @@ impl Mailroom {
     /// Removes a directory of the archive's work tree (best effort). Waits for the archive
     /// writer first, so that work it had queued (which renders nothing once the rows are
     /// gone) cannot write into the directory after it is removed.
-    async fn remove_archive_dir(&self, relative: PathBuf) -> Removal {
+    pub(crate) async fn remove_archive_dir(&self, relative: PathBuf) -> Removal {
         let Some(archive) = &self.archive else { return Removal::default() };
         archive.flushed().await;
         let dir = archive.root().join(relative);
@@ -266,7 +180,7 @@ impl Mailroom {
     }
 }
 
-fn check_confirmation(confirmation: &str) -> Result<()> {
+pub(crate) fn check_confirmation(confirmation: &str) -> Result<()> {
     if confirmation == HARD_DELETE_CONFIRMATION {
         return Ok(());
     }
@@ -274,11 +188,6 @@ fn check_confirmation(confirmation: &str) -> Result<()> {
         "confirmation must be exactly '{HARD_DELETE_CONFIRMATION}' to hard delete; nothing \
          was deleted."
     )))
-}
-
-/// The task description of a deregistered agent: a dated marker before the old text.
-pub fn deregistered_task(task: &str, now: Timestamp) -> String {
-    format!("[DEREGISTERED at {}] {task}", now.to_iso())
 }
 
 /// Removes `dir` and everything under it, counting files and directories; errors are
@@ -323,15 +232,6 @@ mod tests {
         for wrong in ["i understand", "I UNDERSTAND ", "", "yes"] {
             assert!(check_confirmation(wrong).is_err(), "{wrong:?}");
         }
-    }
-
-    #[test]
-    fn deregistered_task_keeps_the_old_text_after_a_dated_marker() {
-        let now = Timestamp::from_micros(1_700_000_000_000_000);
-        assert_eq!(
-            deregistered_task("build the parser", now),
-            "[DEREGISTERED at 2023-11-14T22:13:20+00:00] build the parser"
-        );
     }
 
     #[test]

@@ -4,11 +4,11 @@
 
 use serde::Serialize;
 
-use super::Mailroom;
-use super::mailbox::project_agent;
-use super::oversight::check_ids;
 use crate::archive::message_files;
 use crate::error::Result;
+use crate::ops::Mailroom;
+use crate::ops::messaging::inbox::check_ids;
+use crate::ops::resolve::project_agent;
 use crate::records::MessageId;
 use crate::store::db::archive_queue::Deletion;
 

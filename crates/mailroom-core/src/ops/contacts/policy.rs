@@ -2,11 +2,11 @@
 
 use std::collections::HashSet;
 
-use super::contacts::{REQUEST_TTL_SECONDS, file_request};
 use crate::config::CoreConfig;
 use crate::error::{Error, Result};
 use crate::model::bounds;
 use crate::model::time::Timestamp;
+use crate::ops::contacts::{REQUEST_TTL_SECONDS, file_request};
 use crate::records::{
     Agent, AgentId, ContactPolicy, LinkStatus, MessageId, Project, RecipientKind,
 };

@@ -1,12 +1,14 @@
-//! register_agent, create_agent_identity, whois, list_agents.
+//! Agents: register_agent, create_agent_identity, whois, list_agents and an agent's
+//! capabilities; `windows` (window identities), `credentials` (what authenticating a call
+//! reads), `lifecycle` (deregister, retire, hard delete).
+
+pub mod credentials;
+pub mod lifecycle;
+pub mod windows;
 
 use mailroom_git::recent_commits;
 use serde::Serialize;
 
-use super::conventions::Conventions;
-use super::output::{AgentBase, AgentOut};
-use super::windows::canonical_uuid;
-use super::{Mailroom, resolve};
 use crate::config::NameEnforcement;
 use crate::error::{Error, Result};
 use crate::model::names::{
@@ -14,6 +16,11 @@ use crate::model::names::{
     sanitize_agent_name,
 };
 use crate::model::time::Timestamp;
+use crate::ops::agents::windows::canonical_uuid;
+use crate::ops::conventions::Conventions;
+use crate::ops::output::{AgentBase, AgentOut, DEFAULT_CAPABILITIES};
+use crate::ops::resolve::project_agent;
+use crate::ops::{Mailroom, resolve};
 use crate::records::{Agent, AgentId, Project, ProjectId};
 use crate::store::Db;
 use crate::store::db::agents::NewAgent;
@@ -226,6 +233,21 @@ impl Mailroom {
                 })
             })
             .await
+    }
+
+    /// The capabilities an agent advertises: every agent advertises the default set (the
+    /// same list AgentOut carries). With a project, the agent must exist there.
+    pub async fn agent_capabilities(
+        &self,
+        project_key: Option<String>,
+        agent_name: String,
+    ) -> Result<Vec<&'static str>> {
+        if let Some(project_key) = project_key {
+            self.store
+                .read(move |db| project_agent(db, &project_key, &agent_name).map(drop))
+                .await?;
+        }
+        Ok(DEFAULT_CAPABILITIES.to_vec())
     }
 }
 

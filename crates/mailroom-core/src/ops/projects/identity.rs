@@ -8,9 +8,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::Mailroom;
 use crate::error::{Error, Result};
 use crate::model::slug::{looks_like_path, normalize_absolute_path, project_uid_for_path, slugify};
+use crate::ops::Mailroom;
 
 /// The identity fields the reference adds when worktrees are enabled.
 #[derive(Debug, Clone, Serialize)]

@@ -1,14 +1,17 @@
-//! request_contact, respond_contact, list_contacts, set_contact_policy (docs/compat/tools.md §5).
+//! request_contact, respond_contact, list_contacts, set_contact_policy (docs/compat/tools.md §5);
+//! `policy`: the contact rules applied to a send or reply.
+
+pub mod policy;
 
 use serde::Serialize;
 
-use super::identity::new_registration_token;
-use super::messaging::{Delivery, deliver};
-use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
 use crate::model::bounds;
 use crate::model::names::is_valid_adjective_noun;
 use crate::model::time::Timestamp;
+use crate::ops::agents::new_registration_token;
+use crate::ops::messaging::{Delivery, deliver};
+use crate::ops::{Mailroom, resolve};
 use crate::records::{Agent, ContactLink, ContactPolicy, LinkStatus, Project, RecipientKind};
 use crate::store::Db;
 use crate::store::db::agents::NewAgent;

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
 use crate::guard::Hook;
 use crate::guard::hooks::{self, PluginTarget};
+use crate::ops::{Mailroom, resolve};
 
 /// Result of install_precommit_guard.
 #[derive(Debug, Clone, Serialize)]

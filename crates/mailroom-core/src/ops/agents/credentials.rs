@@ -3,10 +3,10 @@
 //! identity (`MCP_AGENT_MAIL_WINDOW_ID`) vouches for an agent. The session bookkeeping and
 //! the decision itself live with the transport; the core only reads.
 
-use super::windows::canonical_uuid;
-use super::{Mailroom, resolve};
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::ops::agents::windows::canonical_uuid;
+use crate::ops::{Mailroom, resolve};
 use crate::records::{AgentId, ProjectId};
 
 /// An agent as authentication sees it.

@@ -9,14 +9,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::messaging::parse_since;
-use super::output::MessageOut;
-use super::search::{excerpts_of, summarize_rows};
-use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
 use crate::model::bounds;
 use crate::model::summary::ThreadSummary;
 use crate::model::time::Timestamp;
+use crate::ops::messaging::parse_since;
+use crate::ops::output::MessageOut;
+use crate::ops::search::{excerpts_of, summarize_rows};
+use crate::ops::{Mailroom, resolve};
 use crate::records::ListedMessage;
 use crate::store::db::windows::{NewSummary, StoredSummary};
 

@@ -1,12 +1,20 @@
 //! send_message, reply_message, fetch_inbox, mark_message_read, acknowledge_message.
 //!
 //! This file holds the requests, the results and the entry points; the work is in `send`,
-//! `reply` and `inbox`, and both sends store their message through `delivery`.
+//! `reply` and `inbox`, and both sends store their message through `delivery` (recipients
+//! found by `routing`). The other views of mail: `inbox` (also the web UI's inbox pages and
+//! read marks), `mailbox` and `ack_views` (the MCP resources), `overseer` (the Human
+//! Overseer's messages), `deletion` (deleted from the web UI).
 
+pub mod ack_views;
+pub mod deletion;
 mod delivery;
-mod inbox;
+pub mod inbox;
+pub mod mailbox;
+pub mod overseer;
 mod reply;
 mod returned;
+mod routing;
 pub(crate) mod send;
 
 use serde::{Serialize, Serializer};
@@ -18,13 +26,13 @@ use self::reply::reply_in_tx;
 pub use self::reply::reply_subject;
 pub use self::returned::{DeliveryError, ReturnedError, total_failure};
 use self::send::send_in_tx;
-use super::Mailroom;
-use super::conventions::Conventions;
-use super::output::{AddressedMessage, JsonText, MessageListWriter, MessageOut};
-use super::policy::{self, Enforcement};
-use super::routing::RECIPIENT_NOT_FOUND;
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::ops::Mailroom;
+use crate::ops::contacts::policy::{self, Enforcement};
+use crate::ops::conventions::Conventions;
+use crate::ops::messaging::routing::RECIPIENT_NOT_FOUND;
+use crate::ops::output::{AddressedMessage, JsonText, MessageListWriter, MessageOut};
 use crate::records::{AgentId, MessageId};
 
 /// Arguments of send_message.

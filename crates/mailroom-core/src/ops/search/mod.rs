@@ -1,12 +1,13 @@
 //! search_messages and summarize_thread: heuristic summaries, refined by the LLM when one is
 //! configured and the caller asks (`llm_mode`). Any LLM failure keeps the heuristic result.
+//! `summaries`: fetch_topic, summarize_recent, fetch_summary.
+
+pub mod summaries;
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::output::ForeignSender;
-use super::{Mailroom, resolve};
 use crate::error::Result;
 use crate::model::bounds;
 use crate::model::search_query::{like_fallback_terms, sanitize_fts_query};
@@ -16,6 +17,8 @@ use crate::model::summary_refine::{
     refine_digest_thread, refine_single, single_thread_prompt,
 };
 use crate::model::time::Timestamp;
+use crate::ops::output::ForeignSender;
+use crate::ops::{Mailroom, resolve};
 use crate::records::Project;
 use crate::records::{AgentId, ListedMessage, MessageId, ProjectId};
 use crate::store::Db;

@@ -1,19 +1,16 @@
-//! Read-only views behind the MCP resources (docs/compat/resources.md §3–4): projects, one message,
+//! Read-only views behind the MCP resources (docs/compat/resources.md §3–4): one message,
 //! a thread, an agent's inbox / outbox / combined mailbox (acknowledgement views:
 //! `ack_views`).
 
 use serde::Serialize;
 
-use super::Mailroom;
-use super::output::{
-    AddressedMessage, AgentBase, DEFAULT_CAPABILITIES, ListingKind, MessageOut, ProjectOut,
-};
-use super::resolve;
 use crate::archive::format::canonical_message_path;
 use crate::archive::history::{FileCommit, last_commits};
 use crate::error::{Error, Result};
-use crate::model::fnmatch::fnmatch;
 use crate::model::time::Timestamp;
+use crate::ops::Mailroom;
+use crate::ops::output::{AddressedMessage, ListingKind, MessageOut};
+use crate::ops::resolve::{self, project_agent};
 use crate::records::ListedMessage;
 use crate::records::{Agent, MessageId, Project};
 use crate::store::Db;
@@ -24,14 +21,6 @@ const THREAD_LIMIT: i64 = 10_000;
 /// Default and largest listing sizes.
 pub(super) const DEFAULT_LIMIT: i64 = 20;
 const MAX_LIMIT: i64 = 1000;
-
-/// A project with every agent (retired ones included), in id order.
-#[derive(Debug, Serialize)]
-pub struct ProjectDetail {
-    #[serde(flatten)]
-    pub project: ProjectOut,
-    pub agents: Vec<AgentBase>,
-}
 
 /// A thread: its messages oldest first.
 #[derive(Debug, Serialize)]
@@ -143,34 +132,6 @@ pub struct MailboxView {
 }
 
 impl Mailroom {
-    /// Every project, oldest first, except those whose slug or human key matches one of
-    /// `RETENTION_IGNORE_PROJECT_PATTERNS` (demo and test projects, by default).
-    pub async fn list_projects(&self) -> Result<Vec<ProjectOut>> {
-        let hidden = self.config.retention_ignore_project_patterns.clone();
-        let shown = move |p: &Project| {
-            !hidden
-                .iter()
-                .any(|pattern| fnmatch(&p.slug, pattern) || fnmatch(&p.human_key, pattern))
-        };
-        self.store
-            .read(move |db| {
-                Ok(db.all_projects()?.iter().filter(|p| shown(p)).map(ProjectOut::from).collect())
-            })
-            .await
-    }
-
-    /// A project (by slug, human key or path) with all its agents.
-    pub async fn project_detail(&self, project_key: String) -> Result<ProjectDetail> {
-        self.store
-            .read(move |db| {
-                let project = resolve::project(db, &project_key)?;
-                let agents =
-                    db.agents_of_project(project.id)?.iter().map(AgentBase::from).collect();
-                Ok(ProjectDetail { project: ProjectOut::from(&project), agents })
-            })
-            .await
-    }
-
     /// One message of a project with its body and recipients; with a viewer, only if the
     /// viewer sent or received it.
     pub async fn message_detail(
@@ -306,35 +267,10 @@ impl Mailroom {
             }
         }
     }
-
-    /// The capabilities an agent advertises: every agent advertises the default set (the
-    /// same list AgentOut carries). With a project, the agent must exist there.
-    pub async fn agent_capabilities(
-        &self,
-        project_key: Option<String>,
-        agent_name: String,
-    ) -> Result<Vec<&'static str>> {
-        if let Some(project_key) = project_key {
-            self.store
-                .read(move |db| project_agent(db, &project_key, &agent_name).map(drop))
-                .await?;
-        }
-        Ok(DEFAULT_CAPABILITIES.to_vec())
-    }
 }
 
 pub(super) fn clamp_limit(limit: Option<i64>, default: i64) -> i64 {
     limit.filter(|l| *l >= 1).unwrap_or(default).min(MAX_LIMIT)
-}
-
-pub(crate) fn project_agent(
-    db: &Db<'_>,
-    project_key: &str,
-    agent_name: &str,
-) -> Result<(Project, Agent)> {
-    let project = resolve::project(db, project_key)?;
-    let agent = resolve::agent(db, &project, agent_name, "agent")?;
-    Ok((project, agent))
 }
 
 /// Whether `viewer` (when given) sent or received the message.

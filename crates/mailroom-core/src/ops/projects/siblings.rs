@@ -10,12 +10,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::Mailroom;
 use crate::error::{Error, Result};
 use crate::llm::LlmClient;
 use crate::model::names::OVERSEER_NAME;
 use crate::model::siblings::{self, ProjectFacts, SUGGEST_AT, Scored};
 use crate::model::time::Timestamp;
+use crate::ops::Mailroom;
 use crate::records::ProjectId;
 use crate::store::Db;
 use crate::store::db::siblings::SiblingRow;

@@ -6,10 +6,12 @@
 //! the grants. Each request's check and insert run in one writer transaction, so concurrent
 //! requests serialise. Before reserving or renewing, expired reservations are released and
 //! stale ones (holder idle, no recent activity; `staleness`) too. Every change queues its
-//! JSON artifacts for the archive in the same transaction.
+//! JSON artifacts for the archive in the same transaction. `guard`: the commit guard's hooks,
+//! which enforce reservations at `git commit` and `git push`.
 
 pub(crate) mod active;
 mod force;
+pub mod guard;
 pub mod mail_surfaces;
 pub mod staleness;
 #[cfg(test)]
@@ -24,13 +26,13 @@ use serde::Serialize;
 
 use self::active::{ActiveReservations, Change, Entry, View};
 use self::staleness::{Staleness, Thresholds, Workspace, assess, workspace_activity};
-use super::{Mailroom, resolve};
 use crate::error::{Error, Result};
 use crate::model::bounds;
 use crate::model::path_pattern::{
     Held, ReservationPattern, conflicts, pattern_warnings, union_matches,
 };
 use crate::model::time::Timestamp;
+use crate::ops::{Mailroom, resolve};
 use crate::records::{AgentId, Project, ProjectId, Reservation};
 use crate::store::Db;
 use crate::store::db::archive_queue::ArchiveKind;

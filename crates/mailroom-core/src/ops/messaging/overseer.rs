@@ -5,13 +5,13 @@
 
 use serde::Serialize;
 
-use super::Mailroom;
-use super::identity::new_registration_token;
-use super::messaging::send::{MAX_SUBJECT_CHARS, validated_thread_id};
-use super::messaging::{Delivery, deliver};
-use super::resolve;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
+use crate::ops::Mailroom;
+use crate::ops::agents::new_registration_token;
+use crate::ops::messaging::send::{MAX_SUBJECT_CHARS, validated_thread_id};
+use crate::ops::messaging::{Delivery, deliver};
+use crate::ops::resolve;
 use crate::records::{Agent, MessageId, Project, RecipientKind};
 use crate::store::Db;
 use crate::store::db::agents::NewAgent;

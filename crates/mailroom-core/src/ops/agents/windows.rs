@@ -4,10 +4,10 @@
 
 use serde::Serialize;
 
-use super::{Mailroom, resolve};
 use crate::error::{Category, Error, Result};
 use crate::model::names::{canonical_adjective_noun, sanitize_agent_name};
 use crate::model::time::Timestamp;
+use crate::ops::{Mailroom, resolve};
 use crate::records::ProjectId;
 use crate::store::db::windows::WindowIdentity;
 

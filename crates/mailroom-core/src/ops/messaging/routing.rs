@@ -4,12 +4,12 @@
 //! (or, for those explicit forms, when that agent already wrote to the sender in this thread).
 //! A plain name that is not local may still reach a linked agent of that name elsewhere.
 
-use super::contacts::{REQUEST_TTL_SECONDS, file_request};
-use super::resolve;
 use crate::Category;
 use crate::error::{Error, Result};
 use crate::model::bounds;
 use crate::model::time::Timestamp;
+use crate::ops::contacts::{REQUEST_TTL_SECONDS, file_request};
+use crate::ops::resolve;
 use crate::records::{Agent, AgentId, ContactPolicy, Project, RecipientKind};
 use crate::store::Db;
 

@@ -3,11 +3,12 @@
 
 use serde::Serialize;
 
-use super::Mailroom;
-use super::mailbox::{DEFAULT_LIMIT, clamp_limit, project_agent};
-use super::output::MessageOut;
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::ops::Mailroom;
+use crate::ops::messaging::mailbox::{DEFAULT_LIMIT, clamp_limit};
+use crate::ops::output::MessageOut;
+use crate::ops::resolve::project_agent;
 use crate::records::ListedMessage;
 use crate::store::Db;
 use crate::store::db::mailbox::RecipientQuery;
