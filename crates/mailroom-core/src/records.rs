@@ -91,11 +91,10 @@ pub struct Message<S = String, Id = MessageId> {
     pub topic: Option<S>,
     pub subject: S,
     pub body_md: S,
-    pub importance: S,
+    pub importance: Importance<S>,
     pub ack_required: bool,
     pub created_ts: Timestamp,
-    /// The attachments JSON array as stored.
-    pub attachments: S,
+    pub attachments: Attachments<S>,
 }
 
 /// A message about to be stored: `id` is `Some` to keep an archived id, `None` to let the
@@ -122,11 +121,89 @@ impl<S: AsRef<str>, Id: Copy> Message<S, Id> {
             topic: self.topic.as_ref().map(&f),
             subject: f(&self.subject),
             body_md: f(&self.body_md),
-            importance: f(&self.importance),
+            importance: Importance(f(&self.importance.0)),
             ack_required: self.ack_required,
             created_ts: self.created_ts,
-            attachments: f(&self.attachments),
+            attachments: Attachments(f(&self.attachments.0)),
         }
+    }
+}
+
+/// A message's importance as stored and sent. The reference keeps whatever text the caller
+/// gave (docs/compat/tools.md §4.9), so this is not a closed set: `low`, `normal`, `high` and
+/// `urgent` are the documented values, blank input means `normal`, and `high` and `urgent`
+/// count as urgent (the urgent filters, the web UI's marks). `S` as in [`Message`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Importance<S = String>(pub S);
+
+impl Importance {
+    /// The default, `normal`.
+    pub fn normal() -> Self {
+        Self("normal".to_string())
+    }
+
+    /// `high`, the Human Overseer's.
+    pub fn high() -> Self {
+        Self("high".to_string())
+    }
+
+    /// The caller's text, blank (or none) as `normal`.
+    pub fn from_input(text: Option<String>) -> Self {
+        text.filter(|t| !t.trim().is_empty()).map_or_else(Self::normal, Self)
+    }
+}
+
+impl From<&str> for Importance {
+    fn from(text: &str) -> Self {
+        Self(text.to_string())
+    }
+}
+
+impl<S: AsRef<str>> Importance<S> {
+    /// The importances the urgent filters select; the store's queries spell the same list
+    /// (`m.importance IN ('high', 'urgent')`).
+    pub const URGENT: [&'static str; 2] = ["high", "urgent"];
+
+    /// The stored text.
+    pub fn as_str(&self) -> &str {
+        self.0.as_ref()
+    }
+
+    /// Whether the urgent filters select it: `high` or `urgent`, spelled exactly.
+    pub fn is_urgent(&self) -> bool {
+        Self::URGENT.contains(&self.as_str())
+    }
+}
+
+/// A message's attachments as stored: the metadata array's JSON text, `[]` when there are
+/// none (kept as text: a listing copies it into its answer without parsing it). `S` as in
+/// [`Message`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Attachments<S = String>(pub S);
+
+impl Attachments {
+    /// No attachments.
+    pub fn none() -> Self {
+        Self("[]".to_string())
+    }
+}
+
+impl<S: AsRef<str>> Attachments<S> {
+    /// The stored JSON text.
+    pub fn as_json(&self) -> &str {
+        self.0.as_ref()
+    }
+
+    /// Whether the array is empty (anything else means files in the archive).
+    pub fn is_empty(&self) -> bool {
+        self.as_json().trim() == "[]"
+    }
+
+    /// The array as a JSON value (an unreadable one as empty).
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::from_str(self.as_json()).unwrap_or(serde_json::Value::Array(Vec::new()))
     }
 }
 
@@ -321,5 +398,28 @@ mod tests {
         assert_eq!(RecipientKind::parse("TO"), None, "stored spellings are exact");
         assert_eq!(ContactPolicy::normalize(" Block_All "), ContactPolicy::BlockAll);
         assert_eq!(ContactPolicy::normalize("everyone"), ContactPolicy::Auto);
+    }
+
+    #[test]
+    fn importance_keeps_free_text_and_knows_what_is_urgent() {
+        assert_eq!(Importance::from_input(None), Importance::normal());
+        assert_eq!(Importance::from_input(Some("  ".into())), Importance::normal());
+        assert_eq!(Importance::from_input(Some("Critical!".into())).as_str(), "Critical!");
+        let urgent: Vec<_> = ["low", "normal", "high", "urgent", "HIGH", "Urgent ", "whenever"]
+            .into_iter()
+            .filter(|text| Importance(*text).is_urgent())
+            .collect();
+        assert_eq!(urgent, ["high", "urgent"], "the store's urgent filters spell the same");
+        assert_eq!(serde_json::to_string(&Importance::high()).expect("json"), "\"high\"");
+    }
+
+    #[test]
+    fn attachments_are_empty_only_as_an_empty_array() {
+        assert!(Attachments::none().is_empty());
+        assert!(Attachments(" [] ").is_empty());
+        let one = Attachments(r#"[{"type":"file","path":"a.webp"}]"#);
+        assert!(!one.is_empty());
+        assert_eq!(one.to_value()[0]["path"], "a.webp");
+        assert_eq!(Attachments("not json").to_value(), serde_json::json!([]));
     }
 }

@@ -15,7 +15,7 @@ pub use super::python_json::python_json;
 use crate::model::sha1::sha1_hex;
 use crate::model::thread_id::is_valid_thread_id;
 use crate::model::time::Timestamp;
-use crate::records::{Agent, AgentId, MessageId, ProjectId};
+use crate::records::{Agent, AgentId, Importance, MessageId, ProjectId};
 
 /// The subject slug in a message file name is cut to this many characters, as in the reference.
 const SUBJECT_SLUG_MAX_CHARS: usize = 80;
@@ -81,8 +81,7 @@ pub struct MessageDoc {
     pub bcc: Vec<String>,
     /// The subject line.
     pub subject: String,
-    /// The importance label (`low`, `normal`, `high`, `urgent`).
-    pub importance: String,
+    pub importance: Importance,
     /// Whether recipients are asked to acknowledge the message.
     pub ack_required: bool,
     /// When the message was created; also names its `YYYY/MM` directories and its file.
@@ -160,7 +159,7 @@ fn front_matter(doc: &MessageDoc) -> Value {
     put("cc", doc.cc.clone().into());
     put("bcc", doc.bcc.clone().into());
     put("subject", doc.subject.clone().into());
-    put("importance", doc.importance.clone().into());
+    put("importance", doc.importance.as_str().into());
     put("ack_required", doc.ack_required.into());
     put("created", doc.created.to_iso().into());
     put("attachments", doc.attachments.clone().into());
@@ -193,7 +192,7 @@ pub fn parse_message(text: &str) -> Result<MessageDoc, FormatError> {
         cc: keys.optional_names("cc")?,
         bcc: keys.optional_names("bcc")?,
         subject: keys.string("subject")?,
-        importance: keys.string("importance")?,
+        importance: Importance(keys.string("importance")?),
         ack_required: keys.boolean("ack_required")?,
         created: keys.timestamp("created")?,
         attachments: keys.optional_list("attachments")?,

@@ -23,7 +23,9 @@ use super::format::{self, MessageDoc};
 use super::maintenance::{ArchivePath, classify_path};
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::records::{AgentId, MessageId, NewMessage, ProjectId, RecipientKind};
+use crate::records::{
+    AgentId, Attachments, Importance, MessageId, NewMessage, ProjectId, RecipientKind,
+};
 use crate::store::Db;
 use crate::store::db::reconstruct::{RestoredAgent, RestoredProject, RestoredReservation};
 
@@ -352,8 +354,8 @@ pub(super) fn write_database(db: &Db<'_>, recovered: Recovered) -> Result<Recons
             topic: None,
             subject: &doc.subject,
             body_md: &doc.body_md,
-            attachments: &attachments,
-            importance: &doc.importance,
+            attachments: Attachments(&attachments),
+            importance: Importance(doc.importance.as_str()),
             ack_required: doc.ack_required,
             created_ts: doc.created,
         })?;

@@ -146,7 +146,8 @@ pub(super) fn message_doc(db: &Db<'_>, id: MessageId) -> Result<Option<(MessageD
         human_key: listed.sender_project_human_key.clone(),
         slug: listed.sender_project_slug.clone(),
     });
-    let attachments: Vec<Value> = serde_json::from_str(&message.attachments).unwrap_or_default();
+    let attachments: Vec<Value> =
+        serde_json::from_str(message.attachments.as_json()).unwrap_or_default();
     let doc = MessageDoc {
         id,
         thread_id: message.thread_id.clone(),

@@ -7,7 +7,9 @@ use serde_json::Value;
 pub use crate::archive::format::AgentBase;
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
-use crate::records::{Agent, AgentId, ListedMessage, MessageId, Project, ProjectId, RecipientKind};
+use crate::records::{
+    Agent, AgentId, Importance, ListedMessage, MessageId, Project, ProjectId, RecipientKind,
+};
 
 /// Capabilities every agent advertises (the conformance fixture's agent shape).
 pub const DEFAULT_CAPABILITIES: [&str; 4] =
@@ -77,7 +79,7 @@ pub struct MessageOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub topic: Option<String>,
     pub subject: String,
-    pub importance: String,
+    pub importance: Importance,
     pub ack_required: bool,
     pub created_ts: Timestamp,
     pub attachments: Value,
@@ -209,17 +211,16 @@ impl MessageOut {
         key(out, false, "subject");
         value(out, m.subject.as_ref())?;
         key(out, false, "importance");
-        value(out, m.importance.as_ref())?;
+        value(out, m.importance.as_str())?;
         key(out, false, "ack_required");
         value(out, &m.ack_required)?;
         key(out, false, "created_ts");
         value(out, &m.created_ts)?;
         key(out, false, "attachments");
-        let attachments = m.attachments.as_ref();
-        if attachments == "[]" {
+        if m.attachments.is_empty() {
             out.extend_from_slice(b"[]");
         } else {
-            value(out, &attachments_value(attachments))?;
+            value(out, &m.attachments.to_value())?;
         }
         if include_body {
             key(out, false, "body_md");
@@ -258,7 +259,7 @@ impl MessageOut {
             importance: m.importance.clone(),
             ack_required: m.ack_required,
             created_ts: m.created_ts,
-            attachments: attachments_value(&m.attachments),
+            attachments: m.attachments.to_value(),
             body_md: include_body.then(|| m.body_md.clone()),
             from: Some(row.sender_name.clone()),
             foreign_sender: ForeignSender::for_listing(row),
@@ -272,17 +273,12 @@ fn foreign_address(slug: &str, name: &str) -> String {
     format!("project:{slug}#{name}")
 }
 
-/// The stored attachments array as a value (an unreadable one as empty).
-fn attachments_value(stored: &str) -> Value {
-    serde_json::from_str(stored).unwrap_or(Value::Array(Vec::new()))
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::records::Message;
+    use crate::records::{Attachments, Message};
 
     /// Text with quotes, backslashes, control characters and non-ASCII letters.
     fn text() -> impl Strategy<Value = String> {
@@ -324,10 +320,10 @@ mod tests {
                         topic,
                         subject,
                         body_md,
-                        importance,
+                        importance: Importance(importance),
                         ack_required,
                         created_ts: Timestamp::from_micros(micros),
-                        attachments,
+                        attachments: Attachments(attachments),
                     },
                     sender_name,
                     sender_project_id: ProjectId(sender_project_id),

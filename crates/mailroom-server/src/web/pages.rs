@@ -34,10 +34,6 @@ pub struct Row {
     pub created_relative: String,
 }
 
-fn is_important(importance: &str) -> bool {
-    matches!(importance, "high" | "urgent")
-}
-
 impl Row {
     pub fn from_fleet(m: &FleetMessage, now: Timestamp) -> Self {
         Self {
@@ -48,8 +44,8 @@ impl Row {
             recipients: m.recipients.join(", "),
             project: m.project_slug.clone(),
             excerpt: markdown::plain_text(&m.excerpt),
-            important: is_important(&m.importance),
-            importance: m.importance.clone(),
+            important: m.importance.is_urgent(),
+            importance: m.importance.as_str().to_string(),
             unread: false,
             selectable: false,
             created_iso: m.created_ts.to_iso(),
@@ -70,8 +66,8 @@ impl Row {
                 .as_deref()
                 .map(|b| markdown::plain_text(&excerpt(b)))
                 .unwrap_or_default(),
-            important: is_important(&m.importance),
-            importance: m.importance.clone(),
+            important: m.importance.is_urgent(),
+            importance: m.importance.as_str().to_string(),
             unread,
             selectable: false,
             created_iso: m.created_ts.to_iso(),
@@ -89,8 +85,8 @@ impl Row {
             recipients: r.to.iter().chain(&r.cc).cloned().collect::<Vec<_>>().join(", "),
             project: String::new(),
             excerpt: String::new(),
-            important: is_important(&item.importance),
-            importance: item.importance.clone(),
+            important: item.importance.is_urgent(),
+            importance: item.importance.as_str().to_string(),
             unread: false,
             selectable: false,
             created_iso: item.created_ts.to_iso(),
@@ -217,8 +213,8 @@ impl Card {
             bcc: m.bcc.join(", "),
             thread_id: message.thread_id.clone(),
             commit,
-            important: is_important(&message.importance),
-            importance: message.importance.clone(),
+            important: message.importance.is_urgent(),
+            importance: message.importance.as_str().to_string(),
             ack_required: message.ack_required,
             created_iso: message.created_ts.to_iso(),
             created_relative: relative(message.created_ts, now),

@@ -433,7 +433,7 @@ fn message_doc() -> impl Strategy<Value = MessageDoc> {
             cc,
             bcc,
             subject,
-            importance,
+            importance: Importance(importance),
             ack_required,
             created,
             attachments,

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 use crate::ops::output::{AddressedMessage, MessageOut};
 use crate::ops::reservations::mail_surfaces::{self, MailSurfaces};
-use crate::records::{Agent, Project};
+use crate::records::{Agent, Attachments, Importance, Project};
 use crate::records::{NewMessage, RecipientKind};
 use crate::store::Db;
 use crate::store::db::archive_queue::ArchiveKind;
@@ -33,10 +33,10 @@ impl<'a> Delivery<'a> {
             topic: None,
             subject,
             body_md,
-            importance: "normal".to_string(),
+            importance: Importance::normal(),
             ack_required: false,
             created_ts: Timestamp::now(),
-            attachments: "[]".to_string(),
+            attachments: Attachments::none(),
         };
         Self { project, sender, message, recipients: Vec::new() }
     }
@@ -96,16 +96,19 @@ pub(super) fn deliver_per_project(
 /// each project keeps its own copy of a message's images (docs/compat/archive.md §7), so the
 /// paths of the images stored under the sending project point into the target's directory,
 /// where the archive writer copies the files (content-addressed: the same names).
-fn attachments_moved_to(delivery: &Delivery<'_>, target: &Project) -> (String, String) {
+fn attachments_moved_to(delivery: &Delivery<'_>, target: &Project) -> (String, Attachments) {
     let message = &delivery.message;
-    if message.attachments.trim() == "[]" {
+    if message.attachments.is_empty() {
         return (message.body_md.clone(), message.attachments.clone());
     }
     // Slugs are lowercase letters, digits and dashes: the prefix reads the same in Markdown
     // and in JSON text.
     let from = format!("projects/{}/attachments/", delivery.project.slug);
     let to = format!("projects/{}/attachments/", target.slug);
-    (message.body_md.replace(&from, &to), message.attachments.replace(&from, &to))
+    (
+        message.body_md.replace(&from, &to),
+        Attachments(message.attachments.as_json().replace(&from, &to)),
+    )
 }
 
 /// The sweep and check of docs/compat/tools.md §4.3 step 1 (and §6.7) for one delivery: expired
@@ -120,8 +123,7 @@ fn reserved_surfaces(db: &Db<'_>, d: &Delivery<'_>) -> Result<Vec<mail_surfaces:
         local_sender: (d.sender.project_id == d.project.id).then_some(d.sender.name.as_str()),
         recipients: d.recipients.iter().map(|(a, _)| a.name.as_str()).collect(),
         thread_id: d.message.thread_id.as_deref(),
-        // The metadata list is stored as JSON text; anything but an empty list means files.
-        attachments: d.message.attachments.trim() != "[]",
+        attachments: !d.message.attachments.is_empty(),
     };
     mail_surfaces::surface_conflicts(db, d.project.id, d.sender.id, &surfaces, now)
 }

@@ -12,7 +12,7 @@ use crate::ops::agents::new_registration_token;
 use crate::ops::messaging::send::{MAX_SUBJECT_CHARS, validated_thread_id};
 use crate::ops::messaging::{Delivery, deliver};
 use crate::ops::resolve;
-use crate::records::{Agent, MessageId, Project, RecipientKind};
+use crate::records::{Agent, Importance, MessageId, Project, RecipientKind};
 use crate::store::Db;
 use crate::store::db::agents::NewAgent;
 use crate::store::db::archive_queue::ArchiveKind;
@@ -76,7 +76,7 @@ impl Mailroom {
                 }
                 let overseer = overseer(db, &project)?;
                 let mut delivery = Delivery::new(&project, &overseer, subject, body);
-                delivery.message.importance = "high".to_string();
+                delivery.message.importance = Importance::high();
                 delivery.message.thread_id = thread_id;
                 delivery.recipients =
                     found.iter().map(|a| (a.clone(), RecipientKind::To)).collect();

@@ -12,7 +12,7 @@ use crate::ops::contacts::policy::{self, Enforcement};
 use crate::ops::conventions::Conventions;
 use crate::ops::messaging::routing::{RecipientNames, Route};
 use crate::ops::{Mailroom, resolve};
-use crate::records::{ContactPolicy, Project};
+use crate::records::{Attachments, ContactPolicy, Importance, Project};
 use crate::store::Db;
 
 /// Subjects longer than this are cut (the reference's limit).
@@ -146,11 +146,11 @@ pub(super) fn send_in_tx(
         None => (req.body_md, Vec::new()),
     };
     let mut message = Delivery::new(&project, &sender, truncate_subject(&req.subject), body_md);
-    message.message.attachments = serde_json::to_string(&attachments)
-        .map_err(|e| Error::internal(format!("attachments metadata: {e}")))?;
-    if let Some(importance) = req.importance.filter(|i| !i.trim().is_empty()) {
-        message.message.importance = importance;
-    }
+    message.message.attachments = Attachments(
+        serde_json::to_string(&attachments)
+            .map_err(|e| Error::internal(format!("attachments metadata: {e}")))?,
+    );
+    message.message.importance = Importance::from_input(req.importance);
     message.message.ack_required = req.ack_required;
     message.message.thread_id = thread_id;
     message.message.topic = topic;

@@ -9,7 +9,7 @@ use crate::ops::Mailroom;
 use crate::ops::agents::{ListedAgent, agents_with_unread};
 use crate::ops::output::{MessageOut, ProjectOut};
 use crate::ops::resolve;
-use crate::records::MessageId;
+use crate::records::{Importance, MessageId};
 use crate::store::db::oversight::FleetRow;
 
 /// Longest excerpt of a body in a listing, in characters.
@@ -30,7 +30,7 @@ pub struct FleetMessage {
     pub recipients: Vec<String>,
     pub subject: String,
     pub excerpt: String,
-    pub importance: String,
+    pub importance: Importance,
     pub ack_required: bool,
     pub thread_id: Option<String>,
     pub created_ts: Timestamp,

@@ -20,7 +20,7 @@ use crate::model::time::Timestamp;
 use crate::ops::output::ForeignSender;
 use crate::ops::{Mailroom, resolve};
 use crate::records::Project;
-use crate::records::{AgentId, ListedMessage, MessageId, ProjectId};
+use crate::records::{AgentId, Importance, ListedMessage, MessageId, ProjectId};
 use crate::store::Db;
 use crate::store::db::search::{SearchHit, SearchScope};
 
@@ -29,7 +29,7 @@ use crate::store::db::search::{SearchHit, SearchScope};
 pub struct SearchItem {
     pub id: MessageId,
     pub subject: String,
-    pub importance: String,
+    pub importance: Importance,
     pub ack_required: u8,
     pub created_ts: Timestamp,
     pub thread_id: Option<String>,

@@ -8,7 +8,8 @@ use super::{Db, db_ts, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::{
-    AgentId, ListedMessage, Message, MessageId, NewMessage, ProjectId, RecipientKind,
+    AgentId, Attachments, Importance, ListedMessage, Message, MessageId, NewMessage, ProjectId,
+    RecipientKind,
 };
 
 pub(super) const COLUMNS: &str = "m.id, m.project_id, m.sender_id, m.thread_id, m.topic, m.subject, \
@@ -28,10 +29,10 @@ fn message_ref<'r>(row: &'r Row<'_>) -> rusqlite::Result<Message<&'r str>> {
         topic: optional_text(row, 4)?,
         subject: text(row, 5)?,
         body_md: text(row, 6)?,
-        importance: text(row, 7)?,
+        importance: Importance(text(row, 7)?),
         ack_required: row.get(8)?,
         created_ts: ts(row, 9)?,
-        attachments: text(row, 10)?,
+        attachments: Attachments(text(row, 10)?),
     })
 }
 

@@ -166,6 +166,20 @@ macro_rules! id_column {
 
 id_column!(crate::records::ProjectId, crate::records::AgentId, crate::records::MessageId);
 
+/// Free-text columns kept in a type (`records::Importance`, `records::Attachments`) bind
+/// as their text.
+macro_rules! text_newtype_column {
+    ($($name:ident),+) => {$(
+        impl<S: AsRef<str>> rusqlite::ToSql for crate::records::$name<S> {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                Ok(rusqlite::types::ToSqlOutput::from(self.0.as_ref()))
+            }
+        }
+    )+};
+}
+
+text_newtype_column!(Importance, Attachments);
+
 #[cfg(test)]
 mod tests {
     use super::*;

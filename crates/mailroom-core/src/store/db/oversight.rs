@@ -9,7 +9,7 @@ use super::messages::{COLUMNS, LISTED_COLUMNS, LISTED_JOINS, listed};
 use super::{Db, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::{AgentId, ListedMessage, MessageId, ProjectId};
+use crate::records::{AgentId, Importance, ListedMessage, MessageId, ProjectId};
 
 /// A message as the fleet view lists it: its project, sender, opening text and recipients.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,7 +21,7 @@ pub struct FleetRow {
     pub subject: String,
     /// The body's first characters (at most [`OPENING_CHARS`]).
     pub opening: String,
-    pub importance: String,
+    pub importance: Importance,
     pub ack_required: bool,
     pub thread_id: Option<String>,
     pub created_ts: Timestamp,
@@ -43,7 +43,7 @@ fn fleet_row(row: &Row<'_>) -> rusqlite::Result<FleetRow> {
         sender: row.get(3)?,
         subject: row.get(4)?,
         opening: row.get(5)?,
-        importance: row.get(6)?,
+        importance: Importance(row.get(6)?),
         ack_required: row.get(7)?,
         thread_id: row.get(8)?,
         created_ts: ts(row, 9)?,

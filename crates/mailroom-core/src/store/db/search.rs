@@ -6,7 +6,7 @@ use super::{Db, map_err, ts};
 use crate::error::Result;
 use crate::model::search_query::escape_like;
 use crate::model::time::Timestamp;
-use crate::records::{AgentId, MessageId, ProjectId};
+use crate::records::{AgentId, Importance, MessageId, ProjectId};
 
 /// One search hit.
 #[derive(Debug, Clone)]
@@ -14,7 +14,7 @@ pub struct SearchHit {
     pub id: MessageId,
     pub project_id: ProjectId,
     pub subject: String,
-    pub importance: String,
+    pub importance: Importance,
     pub ack_required: bool,
     pub created_ts: Timestamp,
     pub thread_id: Option<String>,
@@ -32,7 +32,7 @@ fn hit(row: &rusqlite::Row<'_>) -> rusqlite::Result<SearchHit> {
         id: row.get(0)?,
         project_id: row.get(1)?,
         subject: row.get(2)?,
-        importance: row.get(3)?,
+        importance: Importance(row.get(3)?),
         ack_required: row.get(4)?,
         created_ts: ts(row, 5)?,
         thread_id: row.get(6)?,
