@@ -48,6 +48,22 @@ id_type!(
     /// A message's id.
     MessageId
 );
+id_type!(
+    /// A file reservation's id.
+    ReservationId
+);
+id_type!(
+    /// A product's id.
+    ProductId
+);
+id_type!(
+    /// A window identity's id.
+    WindowId
+);
+id_type!(
+    /// A contact link's id.
+    LinkId
+);
 
 /// A project: one row per slug.
 #[derive(Debug, Clone, PartialEq)]
@@ -321,7 +337,7 @@ impl ContactPolicy {
 /// A directed contact link A→B.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContactLink {
-    pub id: i64,
+    pub id: LinkId,
     pub a_project_id: ProjectId,
     pub a_agent_id: AgentId,
     pub b_project_id: ProjectId,
@@ -348,7 +364,7 @@ impl ContactLink {
 /// A product: a named group of projects (the product bus).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Product {
-    pub id: i64,
+    pub id: ProductId,
     pub product_uid: String,
     pub name: String,
     pub created_at: Timestamp,
@@ -357,7 +373,7 @@ pub struct Product {
 /// A file reservation (an advisory lease on a path pattern), with its holder's name.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reservation {
-    pub id: i64,
+    pub id: ReservationId,
     pub project_id: ProjectId,
     pub agent_id: AgentId,
     /// The holder's name (joined from `agents`).

@@ -15,7 +15,7 @@ pub use super::python_json::python_json;
 use crate::model::sha1::sha1_hex;
 use crate::model::thread_id::is_valid_thread_id;
 use crate::model::time::Timestamp;
-use crate::records::{Agent, AgentId, Importance, MessageId, ProjectId};
+use crate::records::{Agent, AgentId, Importance, MessageId, ProjectId, ReservationId};
 
 /// The subject slug in a message file name is cut to this many characters, as in the reference.
 const SUBJECT_SLUG_MAX_CHARS: usize = 80;
@@ -423,7 +423,7 @@ pub fn digest_path(doc: &MessageDoc) -> Option<String> {
 ///
 /// The pattern is hashed after Python-style whitespace stripping, because the reference strips
 /// it before hashing; the record written into both files should hold the stripped pattern too.
-pub fn reservation_paths(project_slug: &str, id: i64, path_pattern: &str) -> [String; 2] {
+pub fn reservation_paths(project_slug: &str, id: ReservationId, path_pattern: &str) -> [String; 2] {
     let directory = format!("{}/file_reservations", project_directory(project_slug));
     let digest = sha1_hex(python_strip(path_pattern).as_bytes());
     [format!("{directory}/{digest}.json"), format!("{directory}/id-{id}.json")]

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::format::{self, AgentBase, MessageDoc, SenderProject};
 use crate::error::{Error, Result};
 use crate::model::names::OVERSEER_NAME;
-use crate::records::{AgentId, MessageId};
+use crate::records::{AgentId, MessageId, ReservationId};
 use crate::store::Db;
 use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
 use crate::store::db::messages::RecipientLists;
@@ -332,7 +332,7 @@ fn render_reservation(
     grant: bool,
     files: &mut BTreeMap<String, Vec<u8>>,
 ) -> Result<Option<Entry>> {
-    let Some(artifact) = reservation_files(db, id, grant)? else { return Ok(None) };
+    let Some(artifact) = reservation_files(db, ReservationId(id), grant)? else { return Ok(None) };
     for (path, bytes) in artifact.files {
         files.insert(path, bytes);
     }
@@ -356,7 +356,7 @@ pub(super) struct ReservationFiles {
 /// worktree of the code repository at the project's path are added when there is one.
 pub(super) fn reservation_files(
     db: &Db<'_>,
-    id: i64,
+    id: ReservationId,
     grant: bool,
 ) -> Result<Option<ReservationFiles>> {
     let Some(reservation) = db.reservation_by_id(id)? else { return Ok(None) };

@@ -23,6 +23,7 @@ use crate::model::bounds;
 use crate::model::summary::ThreadSummary;
 use crate::model::time::Timestamp;
 use crate::records::ListedMessage;
+use crate::records::ProductId;
 use crate::records::{Agent, AgentId, Product, Project, ProjectId};
 use crate::store::Db;
 use crate::store::db::messages::InboxQuery;
@@ -38,7 +39,7 @@ const PRODUCT_THREAD_LIMIT: i64 = 10_000;
 /// ProductOut: `{id, product_uid, name, created_at}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProductOut {
-    pub id: i64,
+    pub id: ProductId,
     pub product_uid: String,
     pub name: String,
     pub created_at: Timestamp,
@@ -63,7 +64,7 @@ pub struct ProductLinked {
 /// A product as products_link names it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ProductRef {
-    pub id: i64,
+    pub id: ProductId,
     pub product_uid: String,
     pub name: String,
 }

@@ -304,7 +304,7 @@ fn other_paths() {
             format!("projects/p/file_reservations/{digest}.json"),
             "projects/p/file_reservations/id-12.json".to_owned(),
         ];
-        check(pattern, reservation_paths("p", 12, pattern), expected);
+        check(pattern, reservation_paths("p", ReservationId(12), pattern), expected);
     }
 }
 

@@ -9,12 +9,13 @@ use crate::model::names::{canonical_adjective_noun, sanitize_agent_name};
 use crate::model::time::Timestamp;
 use crate::ops::{Mailroom, resolve};
 use crate::records::ProjectId;
+use crate::records::WindowId;
 use crate::store::db::windows::WindowIdentity;
 
 /// One live window identity.
 #[derive(Debug, Clone, Serialize)]
 pub struct WindowOut {
-    pub id: i64,
+    pub id: WindowId,
     pub window_uuid: String,
     pub display_name: String,
     pub created_ts: Timestamp,
@@ -33,7 +34,7 @@ pub struct WindowList {
 /// Result of rename_window.
 #[derive(Debug, Clone, Serialize)]
 pub struct WindowRenamed {
-    pub id: i64,
+    pub id: WindowId,
     pub window_uuid: String,
     pub display_name: String,
     pub old_display_name: String,

@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crate::error::Result;
 use crate::model::path_pattern::ReservationPattern;
 use crate::model::time::Timestamp;
+use crate::records::ReservationId;
 use crate::records::{AgentId, ProjectId};
 use crate::store::Db;
 use crate::store::db::reservations::ReservationStamp;
@@ -53,7 +54,7 @@ pub(crate) struct ActiveSet {
 /// One reservation, as the conflict check needs it.
 #[derive(Clone)]
 pub(crate) struct Entry {
-    pub id: i64,
+    pub id: ReservationId,
     pub agent_id: AgentId,
     pub exclusive: bool,
     pub expires_ts: Timestamp,
@@ -72,9 +73,9 @@ pub(crate) enum Change {
     /// Inserted.
     Added(Entry),
     /// Released (or otherwise out of force for good).
-    Released(i64),
+    Released(ReservationId),
     /// Refreshed or renewed: new exclusivity and expiry.
-    Updated { id: i64, exclusive: bool, expires_ts: Timestamp },
+    Updated { id: ReservationId, exclusive: bool, expires_ts: Timestamp },
 }
 
 /// A write job's view of one project's reservations: where they stood when it began, the set
@@ -211,7 +212,7 @@ impl ActiveReservations {
 
 impl ActiveSet {
     /// The compiled pattern of reservation `id` if its text is `pattern`.
-    fn pattern_of(&self, id: i64, pattern: &str) -> Option<Arc<ReservationPattern>> {
+    fn pattern_of(&self, id: ReservationId, pattern: &str) -> Option<Arc<ReservationPattern>> {
         let at = self.entries.binary_search_by_key(&id, |entry| entry.id).ok()?;
         let found = &self.entries[at].pattern;
         (found.as_str() == pattern).then(|| Arc::clone(found))
@@ -219,7 +220,8 @@ impl ActiveSet {
 
     /// Applies one change; false if it does not fit (the set is then unusable).
     fn apply(&mut self, change: &Change) -> bool {
-        let find = |entries: &[Entry], id: i64| entries.binary_search_by_key(&id, |e| e.id);
+        let find =
+            |entries: &[Entry], id: ReservationId| entries.binary_search_by_key(&id, |e| e.id);
         match change {
             Change::Added(entry) => match find(&self.entries, entry.id) {
                 Ok(_) => false,
@@ -255,7 +257,7 @@ impl ActiveSet {
 
     /// The reservations in force at `now`, by id (for tests).
     #[cfg(test)]
-    pub(crate) fn in_force_ids(&self, now: Timestamp) -> Vec<i64> {
+    pub(crate) fn in_force_ids(&self, now: Timestamp) -> Vec<ReservationId> {
         self.entries.iter().filter(|e| e.in_force(now)).map(|e| e.id).collect()
     }
 }
@@ -270,7 +272,7 @@ impl View {
     /// loaded set less what the job released (its own additions are not included).
     pub(crate) fn in_force(&self, now: Timestamp) -> impl Iterator<Item = &Entry> {
         let entries = self.set.as_ref().map_or(&[][..], |set| set.entries.as_slice());
-        let released = |id: i64| {
+        let released = |id: ReservationId| {
             self.changes.iter().any(|change| matches!(change, Change::Released(r) if *r == id))
         };
         entries.iter().filter(move |e| e.in_force(now) && !released(e.id))

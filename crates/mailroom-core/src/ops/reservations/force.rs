@@ -9,6 +9,7 @@ use crate::error::{Category, Error, Result};
 use crate::model::time::Timestamp;
 use crate::ops::messaging::SendMessage;
 use crate::ops::{Mailroom, resolve};
+use crate::records::ReservationId;
 use crate::records::{Agent, Project, Reservation};
 
 /// Arguments of force_release_file_reservation.
@@ -16,7 +17,7 @@ use crate::records::{Agent, Project, Reservation};
 pub struct ForceRelease {
     pub project_key: String,
     pub agent_name: String,
-    pub file_reservation_id: i64,
+    pub file_reservation_id: ReservationId,
     pub notify_previous: bool,
     pub note: String,
 }
@@ -24,7 +25,7 @@ pub struct ForceRelease {
 /// The released reservation, with the signals that made it stale.
 #[derive(Debug, Clone, Serialize)]
 pub struct ForceReleased {
-    pub id: i64,
+    pub id: ReservationId,
     pub agent: String,
     pub path_pattern: String,
     pub exclusive: bool,

@@ -33,6 +33,7 @@ use crate::model::path_pattern::{
 };
 use crate::model::time::Timestamp;
 use crate::ops::{Mailroom, resolve};
+use crate::records::ReservationId;
 use crate::records::{AgentId, Project, ProjectId, Reservation};
 use crate::store::Db;
 use crate::store::db::archive_queue::ArchiveKind;
@@ -70,7 +71,7 @@ impl ReservePaths {
 /// A granted (or refreshed) reservation.
 #[derive(Debug, Clone, Serialize)]
 pub struct Granted {
-    pub id: i64,
+    pub id: ReservationId,
     pub path_pattern: String,
     pub exclusive: bool,
     pub reason: String,
@@ -105,7 +106,7 @@ pub struct ReserveOutcome {
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     pub paths: Option<Vec<String>>,
-    pub ids: Option<Vec<i64>>,
+    pub ids: Option<Vec<ReservationId>>,
 }
 
 impl Selection {
@@ -133,7 +134,7 @@ impl Selection {
 /// One renewed reservation.
 #[derive(Debug, Clone, Serialize)]
 pub struct Renewed {
-    pub id: i64,
+    pub id: ReservationId,
     pub path_pattern: String,
     pub old_expires_ts: Timestamp,
     pub new_expires_ts: Timestamp,
@@ -156,7 +157,7 @@ pub struct ReleaseOutcome {
 /// A reservation as `resource://file_reservations/{slug}` lists it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReservationStatus {
-    pub id: i64,
+    pub id: ReservationId,
     pub agent: String,
     pub path_pattern: String,
     pub exclusive: bool,
@@ -350,7 +351,7 @@ impl Mailroom {
     /// Ids of the project's unexpired reservations that the heuristic finds stale now. Only
     /// holders idle past the inactivity threshold and without recent mail are candidates, so
     /// the usual case costs one indexed query and no disk access.
-    async fn stale_reservation_ids(&self, project_key: &str) -> Result<Vec<i64>> {
+    async fn stale_reservation_ids(&self, project_key: &str) -> Result<Vec<ReservationId>> {
         let now = Timestamp::now();
         let limits = self.thresholds();
         let key = project_key.to_string();
@@ -388,7 +389,7 @@ impl Mailroom {
 
     /// Releases one reservation at `now` and queues its artifacts; false if it was released
     /// meanwhile.
-    async fn release_one(&self, id: i64, now: Timestamp) -> Result<bool> {
+    async fn release_one(&self, id: ReservationId, now: Timestamp) -> Result<bool> {
         self.store.write(move |db| release_and_queue(db, id, now)).await
     }
 }
@@ -421,9 +422,9 @@ fn holder_activity(
 pub(crate) fn sweep_in_tx(
     db: &Db<'_>,
     project_id: ProjectId,
-    stale: &[i64],
+    stale: &[ReservationId],
     now: Timestamp,
-) -> Result<Vec<i64>> {
+) -> Result<Vec<ReservationId>> {
     let mut released = db.release_expired_reservations(project_id, now)?;
     for &id in &released {
         db.enqueue_archive(ArchiveKind::Reservation, id)?;
@@ -445,7 +446,7 @@ fn for_selected(
     active: &ActiveReservations,
     (project_key, agent_name): (&str, &str),
     selection: &Selection,
-    stale: Option<&[i64]>,
+    stale: Option<&[ReservationId]>,
     now: Timestamp,
     mut act: impl FnMut(&mut View, Reservation) -> Result<()>,
 ) -> Result<()> {
@@ -463,7 +464,7 @@ fn for_selected(
     active.finish(db, view)
 }
 
-fn sweep_view(db: &Db<'_>, view: &mut View, stale: &[i64], now: Timestamp) -> Result<()> {
+fn sweep_view(db: &Db<'_>, view: &mut View, stale: &[ReservationId], now: Timestamp) -> Result<()> {
     for id in sweep_in_tx(db, view.project_id(), stale, now)? {
         view.record(Change::Released(id));
     }
@@ -472,7 +473,7 @@ fn sweep_view(db: &Db<'_>, view: &mut View, stale: &[i64], now: Timestamp) -> Re
 
 /// Releases one reservation unless already released, queueing its artifact rewrite; whether
 /// it was released now.
-fn release_and_queue(db: &Db<'_>, id: i64, now: Timestamp) -> Result<bool> {
+fn release_and_queue(db: &Db<'_>, id: ReservationId, now: Timestamp) -> Result<bool> {
     let released = db.release_reservation(id, now)?;
     if released {
         db.enqueue_archive(ArchiveKind::Reservation, id)?;
@@ -486,7 +487,7 @@ fn reserve_job(
     db: &Db<'_>,
     active: &ActiveReservations,
     req: &ReservePaths,
-    stale: &[i64],
+    stale: &[ReservationId],
 ) -> Result<ReserveOutcome> {
     let now = Timestamp::now();
     let project = resolve::project(db, &req.project_key)?;

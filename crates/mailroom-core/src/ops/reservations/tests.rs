@@ -13,7 +13,7 @@ use super::*;
 use crate::config::CoreConfig;
 use crate::ops::agents::Registration;
 use crate::ops::projects::lifecycle::HARD_DELETE_CONFIRMATION;
-use crate::records::ProjectId;
+use crate::records::{ProjectId, ReservationId};
 
 const PROJECT: &str = "/work/cache";
 const AGENTS: [&str; 3] = ["BlueLake", "GreenCastle", "RedStone"];
@@ -126,13 +126,13 @@ async fn project_id(core: &Mailroom) -> ProjectId {
 }
 
 /// The project's reservation ids, in id order (released ones included).
-async fn ids(core: &Mailroom) -> Vec<i64> {
+async fn ids(core: &Mailroom) -> Vec<ReservationId> {
     let id = project_id(core).await;
     let rows = core.store.read(move |db| db.project_reservations(id)).await.expect("rows");
     rows.iter().map(|r| r.id).collect()
 }
 
-fn nth(ids: &[i64], n: usize) -> Option<i64> {
+fn nth(ids: &[ReservationId], n: usize) -> Option<ReservationId> {
     (!ids.is_empty()).then(|| ids[n % ids.len()])
 }
 

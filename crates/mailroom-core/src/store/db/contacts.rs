@@ -5,6 +5,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, db_ts, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::records::LinkId;
 use crate::records::{AgentId, ContactLink, LinkStatus, ProjectId};
 
 const COLUMNS: &str = "l.id, l.a_project_id, l.a_agent_id, l.b_project_id, l.b_agent_id, \
@@ -88,7 +89,7 @@ impl Db<'_> {
     /// Sets status and expiry of an existing link (reason kept).
     pub fn update_link_status(
         &self,
-        id: i64,
+        id: LinkId,
         status: LinkStatus,
         expires_ts: Option<Timestamp>,
         now: Timestamp,

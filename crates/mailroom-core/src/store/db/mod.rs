@@ -164,7 +164,15 @@ macro_rules! id_column {
     )+};
 }
 
-id_column!(crate::records::ProjectId, crate::records::AgentId, crate::records::MessageId);
+id_column!(
+    crate::records::ProjectId,
+    crate::records::AgentId,
+    crate::records::MessageId,
+    crate::records::ReservationId,
+    crate::records::ProductId,
+    crate::records::WindowId,
+    crate::records::LinkId
+);
 
 /// Free-text columns kept in a type (`records::Importance`, `records::Attachments`) bind
 /// as their text.

@@ -5,6 +5,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::records::ProductId;
 use crate::records::{Product, Project, ProjectId};
 
 fn product(row: &Row<'_>) -> rusqlite::Result<Product> {
@@ -42,7 +43,7 @@ impl Db<'_> {
     /// Links a project to a product unless it is linked already.
     pub fn link_product_project(
         &self,
-        product_id: i64,
+        product_id: ProductId,
         project_id: ProjectId,
         now: Timestamp,
     ) -> Result<()> {
@@ -57,7 +58,7 @@ impl Db<'_> {
     }
 
     /// The projects linked to a product, in project id order.
-    pub fn product_projects(&self, product_id: i64) -> Result<Vec<Project>> {
+    pub fn product_projects(&self, product_id: ProductId) -> Result<Vec<Project>> {
         let mut stmt = self
             .conn
             .prepare_cached(

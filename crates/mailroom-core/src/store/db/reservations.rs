@@ -8,6 +8,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
+use crate::records::ReservationId;
 use crate::records::{AgentId, ProjectId, Reservation};
 
 /// Registers `mailroom_reservation_tick()`, the process-wide counter the change counters'
@@ -42,7 +43,7 @@ fn reservation(row: &Row<'_>) -> rusqlite::Result<Reservation> {
 
 /// A reservation in force, as [`Db::scan_active_reservations`] visits it.
 pub struct ActiveRow<'a> {
-    pub id: i64,
+    pub id: ReservationId,
     pub agent_id: AgentId,
     pub pattern: &'a str,
     pub exclusive: bool,
@@ -282,7 +283,7 @@ impl Db<'_> {
     }
 
     /// The reservation with this id.
-    pub fn reservation_by_id(&self, id: i64) -> Result<Option<Reservation>> {
+    pub fn reservation_by_id(&self, id: ReservationId) -> Result<Option<Reservation>> {
         let sql = format!("{SELECT} WHERE r.id = ?1");
         self.conn
             .prepare_cached(&sql)
@@ -291,17 +292,17 @@ impl Db<'_> {
     }
 
     /// Ids of every reservation (for `archive rebuild`).
-    pub fn reservation_ids(&self) -> Result<Vec<i64>> {
+    pub fn reservation_ids(&self) -> Result<Vec<ReservationId>> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT id FROM file_reservations ORDER BY id")
             .map_err(map_err)?;
         let rows = stmt.query_map([], |r| r.get(0)).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<i64>>>().map_err(map_err)
+        rows.collect::<rusqlite::Result<Vec<ReservationId>>>().map_err(map_err)
     }
 
     /// Inserts a reservation; returns its id.
-    pub fn insert_reservation(&self, new: &NewReservation<'_>) -> Result<i64> {
+    pub fn insert_reservation(&self, new: &NewReservation<'_>) -> Result<ReservationId> {
         self.conn
             .prepare_cached(
                 "INSERT INTO file_reservations (project_id, agent_id, path_pattern, \"exclusive\", \
@@ -319,13 +320,13 @@ impl Db<'_> {
                 ])
             })
             .map_err(map_err)?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(ReservationId(self.conn.last_insert_rowid()))
     }
 
     /// Refreshes a reservation in place (same agent, same pattern asked again).
     pub fn refresh_reservation(
         &self,
-        id: i64,
+        id: ReservationId,
         exclusive: bool,
         reason: &str,
         expires_ts: Timestamp,
@@ -341,7 +342,7 @@ impl Db<'_> {
     }
 
     /// Moves a reservation's expiry (renew).
-    pub fn set_reservation_expiry(&self, id: i64, expires_ts: Timestamp) -> Result<()> {
+    pub fn set_reservation_expiry(&self, id: ReservationId, expires_ts: Timestamp) -> Result<()> {
         self.conn
             .prepare_cached("UPDATE file_reservations SET expires_ts = ?2 WHERE id = ?1")
             .and_then(|mut stmt| stmt.execute(params![id, expires_ts.to_db()]))
@@ -350,7 +351,7 @@ impl Db<'_> {
     }
 
     /// Releases a reservation at `now` unless it is released already; says whether it was.
-    pub fn release_reservation(&self, id: i64, now: Timestamp) -> Result<bool> {
+    pub fn release_reservation(&self, id: ReservationId, now: Timestamp) -> Result<bool> {
         let changed = self
             .conn
             .prepare_cached(
@@ -367,7 +368,7 @@ impl Db<'_> {
         &self,
         project_id: ProjectId,
         now: Timestamp,
-    ) -> Result<Vec<i64>> {
+    ) -> Result<Vec<ReservationId>> {
         // Every delivery sweeps, and there is seldom anything to release: a read of the
         // covering index first costs far less than an UPDATE that finds nothing (a write
         // statement opens its own statement journal).
@@ -391,7 +392,7 @@ impl Db<'_> {
             .map_err(map_err)?;
         let rows =
             stmt.query_map(params![project_id, now.to_db()], |r| r.get(0)).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<i64>>>().map_err(map_err)
+        rows.collect::<rusqlite::Result<Vec<ReservationId>>>().map_err(map_err)
     }
 
     /// The agent's latest mail activity in the project: the newest of the messages it sent

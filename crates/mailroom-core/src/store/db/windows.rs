@@ -6,12 +6,12 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::{Db, map_err, opt_ts, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::{AgentId, ListedMessage, ProjectId};
+use crate::records::{AgentId, ListedMessage, ProjectId, WindowId};
 
 /// A window identity: a terminal window's stable display name in a project.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowIdentity {
-    pub id: i64,
+    pub id: WindowId,
     pub window_uuid: String,
     pub display_name: String,
     pub created_ts: Timestamp,
@@ -115,7 +115,7 @@ impl Db<'_> {
     }
 
     /// Renames a window identity and marks it active now.
-    pub fn rename_window(&self, id: i64, display_name: &str, now: Timestamp) -> Result<()> {
+    pub fn rename_window(&self, id: WindowId, display_name: &str, now: Timestamp) -> Result<()> {
         self.conn
             .prepare_cached(
                 "UPDATE window_identities SET display_name = ?2, last_active_ts = ?3 WHERE id = ?1",
@@ -126,7 +126,7 @@ impl Db<'_> {
     }
 
     /// Marks a window identity used now and moves its expiry.
-    pub fn extend_window(&self, id: i64, now: Timestamp, expires: Timestamp) -> Result<()> {
+    pub fn extend_window(&self, id: WindowId, now: Timestamp, expires: Timestamp) -> Result<()> {
         self.conn
             .prepare_cached(
                 "UPDATE window_identities SET last_active_ts = ?2, expires_ts = ?3 WHERE id = ?1",
@@ -137,7 +137,7 @@ impl Db<'_> {
     }
 
     /// Ends a window identity now.
-    pub fn expire_window(&self, id: i64, now: Timestamp) -> Result<()> {
+    pub fn expire_window(&self, id: WindowId, now: Timestamp) -> Result<()> {
         self.conn
             .prepare_cached("UPDATE window_identities SET expires_ts = ?2 WHERE id = ?1")
             .and_then(|mut stmt| stmt.execute(params![id, now.to_db()]))

@@ -3,6 +3,7 @@
 //! the holder looks active; the holder is told by a message.
 
 use mailroom_core::ops::reservations::ForceRelease;
+use mailroom_core::records::ReservationId;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -47,7 +48,7 @@ pub fn tool() -> Tool {
                 .force_release_file_reservation(ForceRelease {
                     project_key: args.project_key,
                     agent_name: args.agent_name,
-                    file_reservation_id: args.file_reservation_id,
+                    file_reservation_id: ReservationId(args.file_reservation_id),
                     notify_previous: args.notify_previous.unwrap_or(true),
                     note: args.note.unwrap_or_default(),
                 })

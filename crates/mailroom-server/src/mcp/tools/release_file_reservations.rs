@@ -2,6 +2,7 @@
 //! are done with the files. Releasing nothing is not an error.
 
 use mailroom_core::ops::reservations::Selection;
+use mailroom_core::records::ReservationId;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -35,7 +36,8 @@ struct Args {
 
 pub fn tool() -> Tool {
     Tool::new("release_file_reservations", DESCRIPTION, |state: AppState, args: Args| async move {
-        let selection = Selection { paths: args.paths, ids: args.file_reservation_ids };
+        let ids = args.file_reservation_ids.map(|ids| ids.into_iter().map(ReservationId).collect());
+        let selection = Selection { paths: args.paths, ids };
         state.core.release_file_reservations(args.project_key, args.agent_name, selection).await
     })
 }

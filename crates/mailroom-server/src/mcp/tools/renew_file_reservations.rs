@@ -2,6 +2,7 @@
 //! you are still working on the files.
 
 use mailroom_core::ops::reservations::Selection;
+use mailroom_core::records::ReservationId;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -39,7 +40,8 @@ struct Args {
 
 pub fn tool() -> Tool {
     Tool::new("renew_file_reservations", DESCRIPTION, |state: AppState, args: Args| async move {
-        let selection = Selection { paths: args.paths, ids: args.file_reservation_ids };
+        let ids = args.file_reservation_ids.map(|ids| ids.into_iter().map(ReservationId).collect());
+        let selection = Selection { paths: args.paths, ids };
         state
             .core
             .renew_file_reservations(
