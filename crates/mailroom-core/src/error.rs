@@ -25,6 +25,17 @@ pub enum Category {
     Storage(StorageFault),
     /// A bug or an environment fault; details are logged, not returned.
     Internal,
+    /// The Git archive's engine failed reading or writing its repository (not the data it
+    /// was given): internal to callers, as [`Category::Internal`]; the archive writer retries
+    /// such work instead of setting it aside.
+    Archive,
+}
+
+impl Category {
+    /// Whether callers see only that the server failed (the details are logged).
+    pub fn is_internal(self) -> bool {
+        matches!(self, Self::Internal | Self::Archive)
+    }
 }
 
 /// A core error: category, reference error type and message.
@@ -114,17 +125,6 @@ impl Error {
     }
 }
 
-/// How an error of the Git engine begins (the only errors that do).
-const ARCHIVE_PREFIX: &str = "archive: ";
-
-impl Error {
-    /// Whether this is an error of the Git engine (reading or writing the archive's
-    /// repository), as opposed to one of the data it was asked to write.
-    pub fn is_archive_fault(&self) -> bool {
-        self.message.starts_with(ARCHIVE_PREFIX)
-    }
-}
-
 /// What is wrong with the storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StorageFault {
@@ -180,7 +180,9 @@ impl From<mailroom_git::Error> for Error {
                 };
                 Self::new(Category::Storage(fault), kind, message)
             }
-            None => Self::internal(format!("{ARCHIVE_PREFIX}{error}")),
+            None => {
+                Self::new(Category::Archive, "UNHANDLED_EXCEPTION", format!("archive: {error}"))
+            }
         }
     }
 }
@@ -192,7 +194,7 @@ mod tests {
     use super::*;
 
     /// The engine's errors read as the archive's always did: `archive: ` and the engine's
-    /// words, an internal error.
+    /// words, an internal error of the archive.
     #[test]
     fn engine_errors_keep_the_archives_wording() {
         let git = git2::Error::from_str("reference 'refs/heads/main' is locked");
@@ -218,7 +220,8 @@ mod tests {
         ];
         for (engine, expected) in cases {
             let error = Error::from(engine);
-            assert_eq!((error.category, error.kind), (Category::Internal, "UNHANDLED_EXCEPTION"));
+            assert_eq!((error.category, error.kind), (Category::Archive, "UNHANDLED_EXCEPTION"));
+            assert!(error.category.is_internal());
             assert_eq!(error.message, expected);
         }
     }

@@ -338,8 +338,7 @@ impl Writer {
         self.failing_head = Some((head.id, attempts));
         // The Git engine's errors (reading a digest from HEAD) and full or read-only storage
         // are the archive's faults, not the row's: retried, never set aside.
-        let the_rows_fault =
-            !matches!(error.category, Category::Storage(_)) && !error.is_archive_fault();
+        let the_rows_fault = !matches!(error.category, Category::Storage(_) | Category::Archive);
         if attempts < RENDER_ATTEMPTS || !the_rows_fault {
             return Err(Error::internal(format!(
                 "archive work {} ({:?} {}) cannot be rendered: {}",

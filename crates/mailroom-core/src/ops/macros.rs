@@ -14,7 +14,7 @@ use super::output::{AgentOut, MessageOut, ProjectOut};
 use super::reservations::{ReleaseOutcome, ReserveOutcome, ReservePaths, Selection};
 use super::search::SingleThreadSummary;
 use super::{Mailroom, resolve};
-use crate::error::{Category, Error, Result};
+use crate::error::{Error, Result};
 use crate::model::bounds;
 use crate::model::slug::{normalize_absolute_path, slugify};
 use crate::model::time::Timestamp;
@@ -534,7 +534,7 @@ fn split_target(target: &str, to_project: Option<&str>) -> (Option<String>, Stri
 
 /// A failed step as reported in a result; internal details stay in the log.
 fn step_error(e: Error) -> StepError {
-    if e.category == Category::Internal {
+    if e.category.is_internal() {
         tracing::error!(kind = e.kind, error = %e.message, "handshake welcome message failed");
         return StepError {
             kind: e.kind,

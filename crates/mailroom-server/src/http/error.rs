@@ -35,9 +35,9 @@ pub fn status_and_message(e: &Error) -> (StatusCode, String) {
         Category::Retryable => StatusCode::SERVICE_UNAVAILABLE,
         Category::Storage(StorageFault::Full) => StatusCode::INSUFFICIENT_STORAGE,
         Category::Storage(StorageFault::ReadOnly) => StatusCode::SERVICE_UNAVAILABLE,
-        Category::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        Category::Internal | Category::Archive => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    let message = if e.category == Category::Internal {
+    let message = if e.category.is_internal() {
         tracing::error!(kind = e.kind, error = %e.message, "request failed");
         "Internal error; the server logged the details.".to_string()
     } else {

@@ -40,7 +40,7 @@ impl ToolError {
     pub fn result_text(&self, tool: &str) -> String {
         match self {
             Self::InvalidArguments(text) => text.clone(),
-            Self::Domain(e) if e.category == Category::Internal => {
+            Self::Domain(e) if e.category.is_internal() => {
                 tracing::error!(tool, kind = e.kind, error = %e.message, "tool failed");
                 format!(
                     "Error calling tool '{tool}': Unexpected error ({}). The server logged \

@@ -9,6 +9,7 @@ use crate::archive::history::{FileCommit, last_commits};
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 use crate::ops::Mailroom;
+use crate::ops::messaging::InboxFilter;
 use crate::ops::output::{AddressedMessage, ListingKind, MessageOut};
 use crate::ops::resolve::{self, project_agent};
 use crate::records::ListedMessage;
@@ -51,11 +52,9 @@ pub struct MailboxRequest {
     pub project_key: String,
     pub agent_name: String,
     pub kind: MailboxKind,
-    pub limit: Option<i64>,
-    pub include_bodies: bool,
-    pub urgent_only: bool,
-    /// Lenient: an unreadable timestamp is ignored, as the reference's resources do.
-    pub since_ts: Option<String>,
+    /// As fetch_inbox's, but lenient: an unreadable `since_ts` is ignored, as the
+    /// reference's resources do.
+    pub filter: InboxFilter,
 }
 
 /// The archive commit of a message. Inbox rows carry the commit that last wrote the
@@ -191,8 +190,8 @@ impl Mailroom {
 
     /// An agent's inbox, outbox or combined mailbox, newest first.
     pub async fn mailbox(&self, req: MailboxRequest) -> Result<MailboxView> {
-        let limit = clamp_limit(req.limit, DEFAULT_LIMIT);
-        let since = req.since_ts.as_deref().and_then(|s| Timestamp::parse_iso(s.trim()));
+        let limit = clamp_limit(req.filter.limit, DEFAULT_LIMIT);
+        let since = req.filter.since_ts.as_deref().and_then(|s| Timestamp::parse_iso(s.trim()));
         let kind = req.kind;
         let (mut view, slug) = self
             .store
@@ -200,13 +199,13 @@ impl Mailroom {
                 let (project, agent) = project_agent(db, &req.project_key, &req.agent_name)?;
                 let messages = match req.kind {
                     MailboxKind::Inbox => {
-                        received(db, &project, &agent, limit, req.urgent_only, since)?
+                        received(db, &project, &agent, limit, req.filter.urgent_only, since)?
                             .iter()
-                            .map(|r| item(r, &agent, req.include_bodies, None, true))
+                            .map(|r| item(r, &agent, req.filter.include_bodies, None, true))
                             .collect()
                     }
                     MailboxKind::Outbox => {
-                        sent(db, &project, &agent, limit, since, req.include_bodies)?
+                        sent(db, &project, &agent, limit, since, req.filter.include_bodies)?
                     }
                     MailboxKind::Mailbox | MailboxKind::MailboxWithCommits => {
                         let details = req.kind == MailboxKind::MailboxWithCommits;

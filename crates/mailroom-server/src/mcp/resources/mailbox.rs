@@ -4,6 +4,7 @@
 //! checks no tokens.)
 
 use mailroom_core::Error;
+use mailroom_core::ops::messaging::InboxFilter;
 use mailroom_core::ops::messaging::mailbox::{MailboxKind, MailboxRequest};
 use serde_json::Value;
 
@@ -85,10 +86,12 @@ async fn listing(
         project_key: required_project(&params, name)?,
         agent_name: path_var(&params, "agent"),
         kind,
-        limit: params.int("limit"),
-        include_bodies: params.bool("include_bodies", false),
-        urgent_only: params.bool("urgent_only", false),
-        since_ts: params.string("since_ts"),
+        filter: InboxFilter {
+            limit: params.int("limit"),
+            include_bodies: params.bool("include_bodies", false),
+            urgent_only: params.bool("urgent_only", false),
+            since_ts: params.string("since_ts"),
+        },
     };
     to_json(state.core.mailbox(request).await?)
 }

@@ -18,7 +18,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use axum::body::Bytes;
-use mailroom_core::{Category, Error};
+use mailroom_core::Error;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -148,7 +148,7 @@ impl Resources {
 
 /// The message a client sees; internal details are logged, never returned.
 fn client_message(resource: &str, e: Error) -> String {
-    if e.category == Category::Internal {
+    if e.category.is_internal() {
         tracing::error!(resource, kind = e.kind, error = %e.message, "resource failed");
         format!("Unexpected error ({}). The server logged the details.", e.kind)
     } else {
