@@ -69,7 +69,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
 
 /// MCP's Origin (403) and Host (421) checks, in front of the REST routes.
 async fn origin_and_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    match crate::mcp::transport::check_origin_and_host(&state, request.headers()) {
+    match crate::http::security::origin::check_origin_and_host(&state, request.headers()) {
         Ok(()) => next.run(request).await,
         Err(refusal) => *refusal,
     }

@@ -38,7 +38,7 @@ use self::pages::{
     ProjectPage, ProjectsPage, ReservationRow, ReservationsPage, Row, SiblingLink, ThreadPage,
 };
 use crate::http::error::status_and_message;
-use crate::mcp::transport::check_origin_and_host;
+use crate::http::security::origin::check_origin_and_host;
 use crate::state::AppState;
 
 /// Messages the unified inbox shows by default.

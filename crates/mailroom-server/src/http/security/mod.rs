@@ -12,6 +12,7 @@
 
 mod jwks;
 mod jwt;
+pub mod origin;
 mod rate_limit;
 mod redis_limit;
 mod settings;
@@ -212,7 +213,7 @@ const FORWARDED: [HeaderName; 6] = [
 fn is_local(peer: Option<IpAddr>, headers: &HeaderMap) -> bool {
     peer.is_some_and(is_loopback)
         && !FORWARDED.iter().any(|name| headers.contains_key(name))
-        && !crate::mcp::transport::has_foreign_origin(headers)
+        && !origin::has_foreign_origin(headers)
 }
 
 fn is_loopback(ip: IpAddr) -> bool {
