@@ -2,7 +2,9 @@
 # Independent-client tests: start a mailroom server and drive it with the official MCP SDKs
 # (Python: tests/clients/python_sdk_client.py, TypeScript: tests/clients/ts/client.mjs), then run
 # the official MCP conformance suite's server scenarios against it
-# (tests/clients/conformance/run.sh, allow-list in tests/clients/conformance/expected-failures.yml).
+# (tests/clients/conformance/run.sh, allow-list in tests/clients/conformance/expected-failures.yml);
+# then both SDKs' stdio clients, five at once on one data directory
+# (tests/clients/python_sdk_stdio.py, tests/clients/ts/stdio.mjs).
 #
 # Usage: tests/clients/run.sh [path/to/mailroom]     (default: target/debug/mailroom)
 #
@@ -161,6 +163,27 @@ run_client() {
 run_client "python-sdk-client" "$PYTHON" "$ROOT/tests/clients/python_sdk_client.py"
 run_client "ts-sdk-client" "$NODE" "$ROOT/tests/clients/ts/client.mjs"
 MAILROOM_CLIENT_NODE="$NODE" run_client "mcp-conformance-suite" "$ROOT/tests/clients/conformance/run.sh"
+
+# The stdio transport: each client starts its own `mailroom serve --stdio` processes on a data
+# directory of its own (they start and stop their background server themselves).
+run_stdio_client() {
+  local name="$1"
+  shift
+  say "=== $name: $* $BIN"
+  local rc=0
+  timeout "$((MAILROOM_CLIENT_TIMEOUT * 2))" "$@" "$BIN" || rc=$?
+  if ((rc == 0)); then
+    say "PASS: $name"
+    passed=$((passed + 1))
+  else
+    say "FAIL: $name (exit code $rc)"
+    failed=$((failed + 1))
+    failed_names+=("$name")
+  fi
+}
+
+run_stdio_client "python-sdk-stdio" "$PYTHON" "$ROOT/tests/clients/python_sdk_stdio.py"
+run_stdio_client "ts-sdk-stdio" "$NODE" "$ROOT/tests/clients/ts/stdio.mjs"
 
 if ! kill -0 "$SERVER_PID" 2>/dev/null; then
   say "FAIL: the server is no longer running after the clients ran"

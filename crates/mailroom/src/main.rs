@@ -20,8 +20,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the server (MCP at /mcp, REST under /api, health at /health).
+    /// Run the server (MCP at /mcp, REST under /api, health at /health); with --stdio, MCP
+    /// over stdin/stdout through the data directory's server.
     Serve(commands::serve::ServeArgs),
+    /// MCP over stdin/stdout: `serve --stdio`.
+    ServeStdio(commands::serve::ServeArgs),
     /// Check the Git archive against the database, or rebuild one from the other.
     Archive(commands::archive::ArchiveArgs),
     /// Git hooks that refuse commits and pushes touching files other agents reserved.
@@ -41,6 +44,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => exit_code(commands::serve::run(args).map(|()| Verdict::Clean), 1),
+        Command::ServeStdio(mut args) => {
+            args.stdio = true;
+            exit_code(commands::serve::run(args).map(|()| Verdict::Clean), 1)
+        }
         Command::Archive(args) => {
             // `verify` keeps 1 for "differences found", so its errors exit 2 (as diff does).
             let on_error = if matches!(args.command, ArchiveCommand::Verify(_)) { 2 } else { 1 };

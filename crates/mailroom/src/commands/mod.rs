@@ -5,3 +5,4 @@ pub mod bench;
 pub mod guard;
 pub mod serve;
 pub mod setup;
+pub mod stdio;

@@ -1,7 +1,7 @@
 //! `mailroom serve`: configuration (defaults < environment < flags), the data-dir lock, the
 //! runtime, and graceful shutdown on SIGINT/SIGTERM.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -25,11 +25,43 @@ pub struct ServeArgs {
     /// Extra MCP mount path besides /mcp and /api [env: HTTP_PATH] [default: /api/]
     #[arg(long)]
     path: Option<String>,
+    /// Speak MCP over stdin/stdout (for clients that start their server as a command):
+    /// bridges to the data directory's running server, starting one in the background
+    /// when none runs
+    #[arg(long)]
+    pub stdio: bool,
 }
 
-/// Runs the server until SIGINT or SIGTERM.
+impl ServeArgs {
+    /// The data directory these flags name.
+    pub fn data_dir(&self) -> PathBuf {
+        setup::data_dir(self.data_dir.clone())
+    }
+
+    /// The flags that shape the listener (`--host`, `--port`, `--path`), as given, for a
+    /// server started on these flags' behalf.
+    pub fn listener_flags(&self) -> Vec<String> {
+        let mut flags = Vec::new();
+        if let Some(host) = &self.host {
+            flags.extend(["--host".to_string(), host.clone()]);
+        }
+        if let Some(port) = self.port {
+            flags.extend(["--port".to_string(), port.to_string()]);
+        }
+        if let Some(path) = &self.path {
+            flags.extend(["--path".to_string(), path.clone()]);
+        }
+        flags
+    }
+}
+
+/// Runs the server until SIGINT or SIGTERM (with `--stdio`, the stdio bridge until its
+/// input ends).
 pub fn run(args: ServeArgs) -> Result<()> {
-    let data_dir = setup::data_dir(args.data_dir);
+    if args.stdio {
+        return super::stdio::run(&args);
+    }
+    let data_dir = args.data_dir();
     let core_config = setup::core_config(&data_dir)?;
     let mut server_config = ServerConfig::default();
     server_config.apply_env(&env).map_err(anyhow::Error::msg).context("invalid environment")?;
@@ -51,10 +83,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(serve(core_config, server_config))
+    runtime.block_on(serve(&data_dir, core_config, server_config))
 }
 
-async fn serve(core_config: CoreConfig, mut server_config: ServerConfig) -> Result<()> {
+async fn serve(
+    data_dir: &Path,
+    core_config: CoreConfig,
+    mut server_config: ServerConfig,
+) -> Result<()> {
     let database = core_config.database_path.clone();
     // The core's messages name what failed (the database file or the archive root).
     let core = Mailroom::open(core_config)?;
@@ -68,9 +104,12 @@ async fn serve(core_config: CoreConfig, mut server_config: ServerConfig) -> Resu
     // Everything a signal needs is in place before the announcement: a SIGTERM sent as soon as
     // the line appears stops the server gracefully instead of killing it.
     let shutdown = shutdown_signal();
+    setup::ServerAddress::write(data_dir, local)?;
     tracing::info!(%local, database = %database.display(), "mailroom listening");
     println!("mailroom listening on http://{local} (MCP at /mcp)");
-    mailroom_server::serve(listener, state, shutdown).await.context("server failed")?;
+    let served = mailroom_server::serve(listener, state, shutdown).await.context("server failed");
+    setup::ServerAddress::remove_own(data_dir);
+    served?;
     tracing::info!("mailroom stopped");
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! What the subcommands that work on a data directory share: where it is, the core
-//! configuration (defaults < environment < flags), the data-dir lock and logging.
+//! configuration (defaults < environment < flags), the data-dir lock, the running server's
+//! address file and logging.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -56,6 +57,64 @@ pub fn lock_data_dir(data_dir: &Path) -> Result<File> {
         File::create(&pid_path).with_context(|| format!("cannot write {}", pid_path.display()))?;
     writeln!(pid_file, "{}", std::process::id())?;
     Ok(lock)
+}
+
+/// The file in which a running server tells where it listens (`serve` writes it once bound,
+/// removes it when it stops; stdio bridges read it).
+const ADDRESS_FILE: &str = "server.json";
+
+/// Where the server of a data directory listens, as `DIR/server.json` records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerAddress {
+    pub pid: u32,
+    /// `http://host:port`, a host clients on this machine can reach.
+    pub url: String,
+}
+
+impl ServerAddress {
+    /// Records that this process serves `data_dir` at `local` (a wildcard host is reached
+    /// through loopback).
+    pub fn write(data_dir: &Path, local: std::net::SocketAddr) -> Result<()> {
+        let host = match local.ip() {
+            ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_string(),
+            ip if ip.is_unspecified() => "[::1]".to_string(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+            ip => ip.to_string(),
+        };
+        let record = serde_json::json!({
+            "pid": std::process::id(),
+            "url": format!("http://{host}:{}", local.port()),
+        });
+        let path = data_dir.join(ADDRESS_FILE);
+        let temp = data_dir.join(format!("{ADDRESS_FILE}.{}", std::process::id()));
+        std::fs::write(&temp, format!("{record}\n"))
+            .and_then(|()| std::fs::rename(&temp, &path))
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// The address recorded in `data_dir`, if any (whether that server still runs is the
+    /// caller's to check).
+    pub fn read(data_dir: &Path) -> Option<Self> {
+        let text = std::fs::read_to_string(data_dir.join(ADDRESS_FILE)).ok()?;
+        let record: serde_json::Value = serde_json::from_str(&text).ok()?;
+        Some(Self {
+            pid: u32::try_from(record["pid"].as_u64()?).ok()?,
+            url: record["url"].as_str()?.to_string(),
+        })
+    }
+
+    /// Removes the record if this process wrote it.
+    pub fn remove_own(data_dir: &Path) {
+        if Self::read(data_dir).is_some_and(|a| a.pid == std::process::id()) {
+            let _ = std::fs::remove_file(data_dir.join(ADDRESS_FILE));
+        }
+    }
+}
+
+/// Whether some process holds `DIR/server.lock` (a server runs for this data directory).
+pub fn data_dir_in_use(data_dir: &Path) -> bool {
+    let Ok(lock) = File::open(data_dir.join("server.lock")) else { return false };
+    lock.try_lock_shared().is_err()
 }
 
 /// Holds an exclusive OS lock on the database file itself (its inode: every spelling of its
@@ -122,5 +181,11 @@ pub fn init_logging() {
         "error" => tracing::Level::ERROR,
         _ => tracing::Level::INFO,
     };
-    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
+    // Colours only for a terminal: a log file (a background server's `server.log`) stays text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr)
+        .init();
 }
