@@ -319,7 +319,11 @@ impl Bridge {
             Ok(body) => body,
             Err(e) => return Outcome::Unreachable(format!("reading the answer: {e}")),
         };
-        let lines = answer_lines(&headers, &body);
+        let mut lines = answer_lines(&headers, &body);
+        if !status.is_success() {
+            // A refusal before MCP (401, 403, 413…) is the HTTP layer's JSON, not JSON-RPC.
+            lines.retain(|line| is_json_rpc(line));
+        }
         if initialize {
             self.remember_session(&headers, &lines);
         }
@@ -417,6 +421,10 @@ fn one_line(message: &str) -> Option<String> {
             .then(|| message.to_string());
     }
     serde_json::from_str::<Value>(message).ok().map(|value| value.to_string())
+}
+
+fn is_json_rpc(line: &str) -> bool {
+    serde_json::from_str::<Value>(line).is_ok_and(|message| message.get("jsonrpc").is_some())
 }
 
 fn rpc_error(id: &Value, code: i64, message: &str) -> String {
