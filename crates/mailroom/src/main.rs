@@ -27,6 +27,8 @@ enum Command {
     ServeStdio(commands::serve::ServeArgs),
     /// Check the Git archive against the database, or rebuild one from the other.
     Archive(commands::archive::ArchiveArgs),
+    /// An agent's unread mail in one line (nothing when all is read), for reminder hooks.
+    CheckInbox(commands::check_inbox::CheckInboxArgs),
     /// Git hooks that refuse commits and pushes touching files other agents reserved.
     Guard(commands::guard::GuardArgs),
     /// Load-test any Agent Mail server (mailroom or the Python reference); compare results,
@@ -54,6 +56,9 @@ fn main() -> ExitCode {
             exit_code(commands::archive::run(args), on_error)
         }
         Command::Guard(args) => exit_code(commands::guard::run(args), 1),
+        Command::CheckInbox(args) => {
+            exit_code(commands::check_inbox::run(args).map(|()| Verdict::Clean), 1)
+        }
         Command::Bench(args) => {
             // `bench check` exits 1 on a regression, so its errors exit 2 as verify's do.
             let on_error = if args.is_check() { 2 } else { 1 };

@@ -2,6 +2,7 @@
 
 pub mod archive;
 pub mod bench;
+pub mod check_inbox;
 pub mod guard;
 pub mod serve;
 pub mod setup;

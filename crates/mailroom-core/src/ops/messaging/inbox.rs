@@ -2,6 +2,8 @@
 //! on a blocking thread), the limits and `since_ts` every inbox-like view shares, the read
 //! and acknowledgement receipts, and the web UI's inbox pages and read marks.
 
+use std::path::Path;
+
 use serde::Serialize;
 
 use super::FetchInbox;
@@ -254,4 +256,27 @@ impl Mailroom {
             })
             .await
     }
+}
+
+/// An agent's unread mail in a project, as `mailroom check-inbox` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnreadMail {
+    /// The project's slug.
+    pub project: String,
+    /// The agent's name as stored.
+    pub agent: String,
+    /// Messages fetch_inbox lists that are not marked read.
+    pub unread: i64,
+    /// How many of those are urgent (importance `high` or `urgent`).
+    pub urgent: i64,
+}
+
+/// Counts an agent's unread mail straight from the database file, read-only and without a
+/// server (as the guard reads reservations): what reminder hooks run after every tool call.
+pub fn unread_mail(database: &Path, project_key: &str, agent_name: &str) -> Result<UnreadMail> {
+    crate::store::Reader::open(database)?.read(|db| {
+        let (project, agent) = project_agent(db, project_key, agent_name)?;
+        let (unread, urgent) = db.unread_mail_counts(project.id, agent.id)?;
+        Ok(UnreadMail { project: project.slug, agent: agent.name, unread, urgent })
+    })
 }

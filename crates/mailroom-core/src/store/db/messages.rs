@@ -90,6 +90,28 @@ pub(super) static INBOX_SQL: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+impl Db<'_> {
+    /// How many of an agent's messages in a project are unread, and how many of those are
+    /// urgent: the rows fetch_inbox lists, less those marked read.
+    pub fn unread_mail_counts(
+        &self,
+        project_id: ProjectId,
+        agent_id: AgentId,
+    ) -> Result<(i64, i64)> {
+        self.conn
+            .prepare_cached(
+                "SELECT COUNT(*), COALESCE(SUM(m.importance IN ('high', 'urgent')), 0)
+                 FROM message_recipients r INDEXED BY idx_message_recipients_unread
+                 JOIN messages m ON m.id = r.message_id
+                 WHERE r.agent_id = ?1 AND r.read_ts IS NULL AND m.project_id = ?2",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![agent_id, project_id], |row| Ok((row.get(0)?, row.get(1)?)))
+            })
+            .map_err(map_err)
+    }
+}
+
 pub(super) fn listed(row: &Row<'_>, kind: bool) -> rusqlite::Result<ListedMessage> {
     listed_ref(row, kind).map(|r| r.to_owned_text())
 }

@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0008_drop_prefix_message_indexes.sql"),
     include_str!("migrations/0009_archive_queue_payload.sql"),
     include_str!("migrations/0010_archive_set_aside.sql"),
+    include_str!("migrations/0011_unread_index.sql"),
 ];
 
 /// Brings the database up to the latest schema.

@@ -1,0 +1,103 @@
+//! `mailroom check-inbox` beside a running server: it counts what fetch_inbox lists less
+//! what is marked read, says how much is urgent, and prints nothing when all is read.
+
+mod common;
+
+use std::path::Path;
+
+use common::{KillOnDrop, mailroom, start, stop};
+use mailroom_testkit::{SendCall, tool_at};
+use serde_json::{Value, json};
+
+const PROJECT: &str = "/work/check-inbox";
+
+/// Runs `mailroom check-inbox` on `data` with `args`; (exit code, stdout, stderr).
+fn check_inbox(data: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = mailroom()
+        .arg("check-inbox")
+        .arg("--data-dir")
+        .arg(data)
+        .args(args)
+        .env_remove("AGENT_NAME")
+        .output()
+        .expect("run check-inbox");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (output.status.code().unwrap_or(-1), text(&output.stdout), text(&output.stderr))
+}
+
+fn counts(data: &Path, agent: &str) -> Value {
+    let (code, out, err) =
+        check_inbox(data, &["--project", PROJECT, "--agent", agent, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).expect("json")
+}
+
+async fn fetch_inbox_ids(url: &str, agent: &str) -> Vec<i64> {
+    let arguments = json!({"project_key": PROJECT, "agent_name": agent, "limit": 100});
+    let messages = tool_at(url, "fetch_inbox", arguments).await;
+    messages.as_array().expect("inbox").iter().map(|m| m["id"].as_i64().expect("id")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_count_follows_fetch_inbox_and_read_marks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let (code, out, _) = check_inbox(&data, &["--project", PROJECT, "--agent", "BlueLake"]);
+    assert_eq!((code, out.as_str()), (0, ""), "no database yet: no mail, nothing printed");
+
+    let (server, url) = start(&data);
+    let server = KillOnDrop(Some(server));
+    tool_at(&url, "ensure_project", json!({"human_key": PROJECT})).await;
+    for name in ["BlueLake", "GreenCastle"] {
+        let arguments =
+            json!({"project_key": PROJECT, "program": "codex-cli", "model": "gpt-5", "name": name});
+        tool_at(&url, "register_agent", arguments).await;
+    }
+    let open = json!({"project_key": PROJECT, "agent_name": "GreenCastle", "policy": "open"});
+    tool_at(&url, "set_contact_policy", open).await;
+
+    let (code, out, _) = check_inbox(&data, &["--project", PROJECT, "--agent", "GreenCastle"]);
+    assert_eq!((code, out.as_str()), (0, ""), "an empty inbox prints nothing");
+
+    for (subject, importance) in [("plan", "normal"), ("fire", "urgent"), ("note", "low")] {
+        SendCall::new(PROJECT, "BlueLake", "GreenCastle", subject)
+            .importance(importance)
+            .ok_at(&url)
+            .await;
+    }
+    let ids = fetch_inbox_ids(&url, "GreenCastle").await;
+    assert_eq!(ids.len(), 3);
+    let unread = counts(&data, "GreenCastle");
+    assert_eq!((unread["unread"].as_i64(), unread["urgent"].as_i64()), (Some(3), Some(1)));
+    let (_, line, _) = check_inbox(&data, &["--project", PROJECT, "--agent", "GreenCastle"]);
+    assert_eq!(
+        line.trim(),
+        "mailroom: GreenCastle has 3 unread messages (1 urgent) in project work-check-inbox; \
+         read them with fetch_inbox."
+    );
+
+    // Read marks count: the urgent one read leaves two, none urgent.
+    let urgent_id = ids[1];
+    let read =
+        json!({"project_key": PROJECT, "agent_name": "GreenCastle", "message_id": urgent_id});
+    tool_at(&url, "mark_message_read", read).await;
+    let unread = counts(&data, "GreenCastle");
+    assert_eq!((unread["unread"].as_i64(), unread["urgent"].as_i64()), (Some(2), Some(0)));
+    assert_eq!(fetch_inbox_ids(&url, "GreenCastle").await.len(), 3, "fetch_inbox lists all");
+
+    for id in ids {
+        let read = json!({"project_key": PROJECT, "agent_name": "GreenCastle", "message_id": id});
+        tool_at(&url, "mark_message_read", read).await;
+    }
+    let (code, out, _) = check_inbox(&data, &["--project", PROJECT, "--agent", "GreenCastle"]);
+    assert_eq!((code, out.as_str()), (0, ""), "all read: nothing printed");
+    assert_eq!(counts(&data, "BlueLake")["unread"], 0, "the sender's own mail is not unread");
+
+    let (code, _, err) = check_inbox(&data, &["--project", PROJECT, "--agent", "NoSuchAgent"]);
+    assert_eq!(code, 1, "an unknown agent is an error: {err}");
+    assert!(err.contains("NoSuchAgent"), "{err}");
+    let (code, _, err) = check_inbox(&data, &["--project", PROJECT]);
+    assert_eq!(code, 1);
+    assert!(err.contains("AGENT_NAME"), "{err}");
+    stop(server.take());
+}
