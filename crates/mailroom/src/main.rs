@@ -29,6 +29,8 @@ enum Command {
     Archive(commands::archive::ArchiveArgs),
     /// An agent's unread mail in one line (nothing when all is read), for reminder hooks.
     CheckInbox(commands::check_inbox::CheckInboxArgs),
+    /// The agent-mail section of a repository's AGENTS.md, CLAUDE.md and GEMINI.md.
+    Docs(commands::docs::DocsArgs),
     /// Git hooks that refuse commits and pushes touching files other agents reserved.
     Guard(commands::guard::GuardArgs),
     /// Load-test any Agent Mail server (mailroom or the Python reference); compare results,
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
             exit_code(commands::archive::run(args), on_error)
         }
         Command::Guard(args) => exit_code(commands::guard::run(args), 1),
+        Command::Docs(args) => exit_code(commands::docs::run(args).map(|()| Verdict::Clean), 1),
         Command::CheckInbox(args) => {
             exit_code(commands::check_inbox::run(args).map(|()| Verdict::Clean), 1)
         }

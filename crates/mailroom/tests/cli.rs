@@ -123,3 +123,49 @@ fn two_servers_cannot_share_one_database_by_any_path() {
     }
     common::stop(first.take());
 }
+
+/// `docs insert-blurbs` on a repository: every instruction file gains the section once, a
+/// second run changes nothing, `--dry-run` writes nothing, `--remove` gives back the files.
+#[test]
+fn insert_blurbs_adds_the_section_once_and_removes_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = dir.path();
+    let agents = "# House rules\n\nRun the tests before you push.\n";
+    let claude = "# Claude\n\nBe brief.\n";
+    std::fs::write(repo.join("AGENTS.md"), agents).expect("AGENTS.md");
+    std::fs::create_dir_all(repo.join("web")).expect("web/");
+    std::fs::write(repo.join("web/CLAUDE.md"), claude).expect("CLAUDE.md");
+    std::fs::create_dir_all(repo.join("node_modules/x")).expect("node_modules");
+    std::fs::write(repo.join("node_modules/x/AGENTS.md"), "vendored").expect("vendored");
+    let run = |extra: &[&str]| {
+        let output = mailroom()
+            .args(["docs", "insert-blurbs", "--scan-dir"])
+            .arg(repo)
+            .args(extra)
+            .output()
+            .expect("run");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let read = |path: &str| std::fs::read_to_string(repo.join(path)).expect("read");
+
+    let planned = run(&["--dry-run"]);
+    assert!(planned.contains("would be section added to"), "{planned}");
+    assert_eq!(read("AGENTS.md"), agents, "a dry run writes nothing");
+
+    let added = run(&[]);
+    assert_eq!(added.matches("section added to").count(), 2, "{added}");
+    for (path, original) in [("AGENTS.md", agents), ("web/CLAUDE.md", claude)] {
+        let text = read(path);
+        assert!(text.starts_with(original), "the user's text stays first: {text}");
+        assert_eq!(text.matches("macro_start_session").count(), 1, "{text}");
+    }
+    assert_eq!(read("node_modules/x/AGENTS.md"), "vendored", "vendored trees are skipped");
+
+    let again = run(&[]);
+    assert_eq!(again.matches("unchanged").count(), 2, "idempotent: {again}");
+
+    run(&["--remove"]);
+    assert_eq!(read("AGENTS.md"), agents);
+    assert_eq!(read("web/CLAUDE.md"), claude);
+}

@@ -3,6 +3,7 @@
 pub mod archive;
 pub mod bench;
 pub mod check_inbox;
+pub mod docs;
 pub mod guard;
 pub mod serve;
 pub mod setup;
