@@ -33,6 +33,8 @@ enum Command {
     Docs(commands::docs::DocsArgs),
     /// Git hooks that refuse commits and pushes touching files other agents reserved.
     Guard(commands::guard::GuardArgs),
+    /// Keep `mailroom serve` running as a systemd user service (launchd on macOS).
+    Service(commands::service::ServiceArgs),
     /// Load-test any Agent Mail server (mailroom or the Python reference); compare results,
     /// check budgets, serve a baseline.
     Bench(Box<commands::bench::BenchArgs>),
@@ -58,6 +60,9 @@ fn main() -> ExitCode {
             exit_code(commands::archive::run(args), on_error)
         }
         Command::Guard(args) => exit_code(commands::guard::run(args), 1),
+        Command::Service(args) => {
+            exit_code(commands::service::run(args).map(|()| Verdict::Clean), 1)
+        }
         Command::Docs(args) => exit_code(commands::docs::run(args).map(|()| Verdict::Clean), 1),
         Command::CheckInbox(args) => {
             exit_code(commands::check_inbox::run(args).map(|()| Verdict::Clean), 1)

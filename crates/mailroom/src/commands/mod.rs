@@ -6,5 +6,6 @@ pub mod check_inbox;
 pub mod docs;
 pub mod guard;
 pub mod serve;
+pub mod service;
 pub mod setup;
 pub mod stdio;
