@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::cache::cached;
 use super::view::{human_size, relative, render};
-use super::{markdown, paths};
+use super::{markdown, routes};
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -39,7 +39,7 @@ impl AttachmentMessage {
             _ => Vec::new(),
         };
         Self {
-            href: paths::message(slug, m.id.0),
+            href: routes::MESSAGE.fill(&[slug, &m.id.0.to_string()]),
             subject: m.subject.clone(),
             sender: m.from.clone().unwrap_or_default(),
             created_iso: m.created_ts.to_iso(),
@@ -77,7 +77,7 @@ impl AttachmentItem {
         let prefix = format!("projects/{slug}/");
         let path = value.get("path").and_then(Value::as_str).map(|p| {
             let inside = p.strip_prefix(&prefix).unwrap_or(p);
-            (p.to_string(), paths::archive_browser(Some(slug), inside))
+            (p.to_string(), routes::archive_browser(Some(slug), inside))
         });
         Self {
             kind: text("type"),
@@ -108,7 +108,7 @@ pub async fn show(
         let (project, messages) = state.core.attachment_messages(project).await?;
         let now = Timestamp::now();
         Ok(render(&AttachmentsPage {
-            project_href: paths::project(&project.slug),
+            project_href: routes::PROJECT.fill(&[&project.slug]),
             messages: messages
                 .iter()
                 .map(|m| AttachmentMessage::new(&project.slug, m, now))

@@ -10,7 +10,7 @@ use mailroom_core::ops::overseer::{OVERSEER_NAME, OverseerMessage};
 use serde::Deserialize;
 
 use super::error::{json_answer, page};
-use super::paths;
+use super::routes;
 use super::view::{body, render};
 use crate::state::AppState;
 
@@ -36,8 +36,8 @@ pub async fn show(State(state): State<AppState>, Path(project): Path<String>) ->
             .map(|a| a.agent.name.clone())
             .collect();
         Ok(render(&ComposePage {
-            project_href: paths::project(&slug),
-            action: paths::overseer_send(&slug),
+            project_href: routes::PROJECT.fill(&[&slug]),
+            action: routes::OVERSEER_SEND.fill(&[&slug]),
             agents,
             slug,
         }))

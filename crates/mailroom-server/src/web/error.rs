@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use mailroom_core::Error;
 use serde_json::json;
 
+use super::routes;
 use super::view::render;
 use crate::http::error::status_and_message;
 

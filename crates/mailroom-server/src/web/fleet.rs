@@ -13,6 +13,7 @@ use serde_json::json;
 use super::cache::cached;
 use super::error::{PageError, json_answer};
 use super::message::Row;
+use super::routes;
 use super::siblings::{SiblingLink, siblings};
 use super::view::{ProjectLink, number, project_links, render};
 use crate::state::AppState;

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::cache::cached;
 use super::error::{PageError, bad_request, json_answer};
 use super::message::{MessageIdsBody, Row, delete};
-use super::paths;
+use super::routes;
 use super::view::{body, number, render};
 use crate::state::AppState;
 
@@ -25,8 +25,9 @@ const INBOX_PAGE_DEFAULT: i64 = 50;
 #[template(path = "pages/inbox.html")]
 struct InboxPage {
     slug: String,
-    /// The inbox's own URL; its actions are below it (`/mark-read`, `/delete-messages`, …).
-    inbox_href: String,
+    mark_all_read_href: String,
+    mark_read_href: String,
+    delete_href: String,
     project_href: String,
     agent: String,
     /// "42", or "more than 10000".
@@ -64,10 +65,12 @@ pub async fn show(
         let name = view.agent.name.clone();
         let now = Timestamp::now();
         let pages = view.pages();
-        let link = |n: i64| paths::inbox_page(&slug, &name, n);
+        let link = |n: i64| routes::inbox_page(&slug, &name, n);
         Ok(render(&InboxPage {
-            project_href: paths::project(&slug),
-            inbox_href: paths::inbox(&slug, &name),
+            project_href: routes::PROJECT.fill(&[&slug]),
+            mark_all_read_href: routes::MARK_ALL_READ.fill(&[&slug, &name]),
+            mark_read_href: routes::MARK_READ.fill(&[&slug, &name]),
+            delete_href: routes::INBOX_DELETE.fill(&[&slug, &name]),
             agent: name.clone(),
             total: if view.total_is_capped() {
                 format!("more than {}", view.total - 1)

@@ -18,7 +18,7 @@ use serde_json::json;
 
 use super::error::{bad_request, json_answer, page};
 use super::view::{body, relative, render};
-use super::{markdown, paths};
+use super::{markdown, routes};
 use crate::state::AppState;
 
 #[derive(Template)]
@@ -45,9 +45,10 @@ pub async fn show(
         let detail = state.core.project_by_key(project.clone()).await?;
         let m = state.core.message_detail(project, MessageId(id), None).await?;
         let commit = state.core.message_commit(&detail.slug, &m.message).await;
-        let thread_href = m.message.thread_id.as_deref().map(|t| paths::thread(&detail.slug, t));
+        let thread_href =
+            m.message.thread_id.as_deref().map(|t| routes::THREAD.fill(&[&detail.slug, t]));
         Ok(render(&MessagePage {
-            project_href: paths::project(&detail.slug),
+            project_href: routes::PROJECT.fill(&[&detail.slug]),
             delete_body: json!({ "message_ids": [id] }).to_string(),
             thread_href,
             m: Card::new(&m, commit, Timestamp::now()),
@@ -107,7 +108,7 @@ impl Row {
     pub fn from_fleet(m: &FleetMessage, now: Timestamp) -> Self {
         Self {
             id: m.id.0,
-            href: paths::message(&m.project_slug, m.id.0),
+            href: routes::MESSAGE.fill(&[&m.project_slug, &m.id.0.to_string()]),
             subject: m.subject.clone(),
             sender: m.sender.clone(),
             recipients: m.recipients.join(", "),
@@ -125,7 +126,7 @@ impl Row {
     pub fn from_message(slug: &str, m: &MessageOut, unread: bool, now: Timestamp) -> Self {
         Self {
             id: m.id.0,
-            href: paths::message(slug, m.id.0),
+            href: routes::MESSAGE.fill(&[slug, &m.id.0.to_string()]),
             subject: m.subject.clone(),
             sender: m.from.clone().unwrap_or_default(),
             recipients: String::new(),
@@ -148,7 +149,7 @@ impl Row {
         let item = &r.item;
         Self {
             id: item.id.0,
-            href: paths::message(slug, item.id.0),
+            href: routes::MESSAGE.fill(&[slug, &item.id.0.to_string()]),
             subject: item.subject.clone(),
             sender: item.from.clone(),
             recipients: r.to.iter().chain(&r.cc).cloned().collect::<Vec<_>>().join(", "),

@@ -18,7 +18,7 @@ use serde_json::json;
 use super::cache::cached;
 use super::error::json_answer;
 use super::message::Row;
-use super::paths;
+use super::routes;
 use super::view::{body, render};
 use crate::state::AppState;
 
@@ -58,7 +58,7 @@ impl AgentLink {
     fn new(slug: &str, a: &ListedAgent) -> Self {
         Self {
             id: a.agent.id.0,
-            href: paths::inbox(slug, &a.agent.name),
+            href: routes::INBOX.fill(&[slug, &a.agent.name]),
             name: a.agent.name.clone(),
             program: a.agent.program.clone(),
             model: a.agent.model.clone(),
@@ -92,13 +92,13 @@ pub async fn show(
             found.await?.result.iter().map(|r| Row::from_search(&slug, r, now)).collect()
         };
         Ok(render(&ProjectPage {
-            href: paths::project(&slug),
-            compose_href: paths::compose(&slug),
-            reservations_href: paths::reservations(&slug),
-            attachments_href: paths::attachments(&slug),
-            archive_href: paths::archive_browser(Some(&slug), ""),
-            timeline_href: paths::archive_view("timeline", Some(&slug)),
-            network_href: paths::archive_view("network", Some(&slug)),
+            href: routes::PROJECT.fill(&[&slug]),
+            compose_href: routes::COMPOSE.fill(&[&slug]),
+            reservations_href: routes::RESERVATIONS.fill(&[&slug]),
+            attachments_href: routes::ATTACHMENTS.fill(&[&slug]),
+            archive_href: routes::archive_browser(Some(&slug), ""),
+            timeline_href: routes::for_project(routes::ARCHIVE_TIMELINE, Some(&slug)),
+            network_href: routes::for_project(routes::ARCHIVE_NETWORK, Some(&slug)),
             human_key: overview.project.human_key.clone(),
             searched: !query.is_empty(),
             query,

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::cache::cached;
 use super::error::json_answer;
+use super::routes;
 use super::siblings::{SiblingLink, siblings};
 use super::view::{ProjectLink, body, project_links, render};
 use crate::state::AppState;

@@ -9,7 +9,7 @@ use mailroom_core::model::time::Timestamp;
 use mailroom_core::ops::reservations::ReservationStatus;
 
 use super::cache::cached;
-use super::paths;
+use super::routes;
 use super::view::render;
 use crate::state::AppState;
 
@@ -63,7 +63,7 @@ pub async fn show(
         let (active, past): (Vec<_>, Vec<_>) =
             all.iter().partition(|r| r.released_ts.is_none() && r.expires_ts > now);
         Ok(render(&ReservationsPage {
-            project_href: paths::project(&slug),
+            project_href: routes::PROJECT.fill(&[&slug]),
             active: active.into_iter().map(ReservationRow::new).collect(),
             past: past.into_iter().map(ReservationRow::new).collect(),
             slug,

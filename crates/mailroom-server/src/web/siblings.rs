@@ -10,7 +10,7 @@ use mailroom_core::records::ProjectId;
 use serde::Deserialize;
 
 use super::error::{PageError, bad_request, json_answer};
-use super::paths;
+use super::routes;
 use super::view::body;
 use crate::state::AppState;
 
@@ -31,15 +31,16 @@ pub struct SiblingLink {
 impl SiblingLink {
     pub fn new(row: &Sibling) -> Self {
         Self {
-            a_href: paths::project(&row.project_slug),
+            a_href: routes::PROJECT.fill(&[&row.project_slug]),
             a: row.project_slug.clone(),
-            b_href: paths::project(&row.other_slug),
+            b_href: routes::PROJECT.fill(&[&row.other_slug]),
             b: row.other_slug.clone(),
             percent: (row.score * 100.0).round() as i64,
             confirmed: row.status == "confirmed",
             status: row.status.clone(),
             rationale: row.rationale.clone(),
-            action: paths::sibling_status(row.project_id.0, row.other_id.0),
+            action: routes::SIBLING_STATUS
+                .fill(&[&row.project_id.0.to_string(), &row.other_id.0.to_string()]),
         }
     }
 }

@@ -8,7 +8,7 @@ use mailroom_core::model::time::Timestamp;
 
 use super::cache::cached;
 use super::message::Card;
-use super::paths;
+use super::routes;
 use super::view::render;
 use crate::state::AppState;
 
@@ -32,7 +32,7 @@ pub async fn show(
         let view = state.core.thread_view(project, thread_id.clone(), true, None).await?;
         let now = Timestamp::now();
         Ok(render(&ThreadPage {
-            project_href: paths::project(&detail.slug),
+            project_href: routes::PROJECT.fill(&[&detail.slug]),
             thread_id,
             messages: view.messages.iter().map(|m| Card::new(m, None, now)).collect(),
             slug: detail.slug,

@@ -11,7 +11,7 @@ use mailroom_core::model::time::Timestamp;
 use mailroom_core::ops::output::ProjectOut;
 
 use super::error::{PageError, bad_request};
-use super::paths;
+use super::routes::{self, Route};
 use crate::state::AppState;
 
 pub fn render(page: &impl Template) -> Response {
@@ -76,7 +76,7 @@ impl ProjectLink {
     pub fn new(p: &ProjectOut, now: Timestamp) -> Self {
         Self {
             id: p.id.0,
-            href: paths::project(&p.slug),
+            href: routes::PROJECT.fill(&[&p.slug]),
             slug: p.slug.clone(),
             human_key: p.human_key.clone(),
             archived: p.archived_at.is_some(),
@@ -85,9 +85,9 @@ impl ProjectLink {
         }
     }
 
-    /// The project's archive view `view` (`browser`, `timeline`, `network`, `activity`).
-    pub fn archive_view(&self, view: &str) -> String {
-        paths::archive_view(view, Some(&self.slug))
+    /// The project's view of the archive: the browser, the timeline, the network, …
+    pub fn archive_view(&self, view: Route<0>) -> String {
+        routes::for_project(view, Some(&self.slug))
     }
 }
 

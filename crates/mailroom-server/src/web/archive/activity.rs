@@ -10,6 +10,7 @@ use super::{ArchiveQuery, CommitRow, named};
 use crate::state::AppState;
 use crate::web::cache::cached_archive_page;
 use crate::web::error::bad_request;
+use crate::web::routes;
 use crate::web::view::{number, render};
 
 /// Commits the activity page lists by default.

@@ -13,7 +13,7 @@ use serde_json::json;
 use super::{ArchiveQuery, named};
 use crate::state::AppState;
 use crate::web::error::{PageError, bad_request, json_answer, page};
-use crate::web::paths;
+use crate::web::routes;
 use crate::web::view::{human_size, render};
 
 #[derive(Template)]
@@ -40,7 +40,7 @@ struct Crumb {
 fn crumbs(project: Option<&str>, path: &str) -> Vec<Crumb> {
     let mut crumbs = vec![Crumb {
         name: project.unwrap_or("archive").to_string(),
-        href: paths::archive_browser(project, ""),
+        href: routes::archive_browser(project, ""),
     }];
     let mut so_far = String::new();
     for part in path.split('/').filter(|p| !p.is_empty()) {
@@ -48,8 +48,10 @@ fn crumbs(project: Option<&str>, path: &str) -> Vec<Crumb> {
             so_far.push('/');
         }
         so_far.push_str(part);
-        crumbs
-            .push(Crumb { name: part.to_string(), href: paths::archive_browser(project, &so_far) });
+        crumbs.push(Crumb {
+            name: part.to_string(),
+            href: routes::archive_browser(project, &so_far),
+        });
     }
     crumbs
 }
@@ -68,7 +70,7 @@ impl EntryRow {
             if base.is_empty() { entry.name.clone() } else { format!("{base}/{}", entry.name) };
         Self {
             name: entry.name.clone(),
-            href: paths::archive_browser(project, &path),
+            href: routes::archive_browser(project, &path),
             is_dir: entry.is_dir,
             size: entry.size.map(human_size).unwrap_or_default(),
         }
@@ -94,7 +96,7 @@ pub async fn show(State(state): State<AppState>, Query(q): Query<ArchiveQuery>) 
                 (Some(rows), None, more, None)
             }
             Some(Node::File(bytes)) => {
-                let raw = slug.map(|s| paths::archive_file(s, &path));
+                let raw = slug.map(|s| routes::archive_file(s, &path));
                 match String::from_utf8(bytes) {
                     Ok(text) => (None, Some(text), None, raw),
                     Err(e) => {

@@ -9,6 +9,7 @@ use mailroom_core::model::time::Timestamp;
 use super::CommitRow;
 use crate::state::AppState;
 use crate::web::error::page;
+use crate::web::routes;
 use crate::web::view::{ProjectLink, project_links, render};
 
 #[derive(Template)]

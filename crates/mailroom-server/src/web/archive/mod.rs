@@ -20,7 +20,7 @@ use mailroom_core::model::time::Timestamp;
 use serde::Deserialize;
 
 use super::error::{PageError, json_answer};
-use super::paths;
+use super::routes;
 use super::view::relative;
 use crate::state::AppState;
 
@@ -51,7 +51,7 @@ pub struct CommitRow {
 impl CommitRow {
     pub fn new(c: &CommitSummary, now: Timestamp) -> Self {
         Self {
-            href: paths::archive_commit(&c.sha),
+            href: routes::ARCHIVE_COMMIT.fill(&[&c.sha]),
             short_sha: c.short_sha.clone(),
             summary: c.summary.clone(),
             author: c.author.clone(),

@@ -10,7 +10,7 @@ use super::{ArchiveQuery, named};
 use crate::state::AppState;
 use crate::web::cache::cached;
 use crate::web::error::PageError;
-use crate::web::paths;
+use crate::web::routes;
 use crate::web::view::{ProjectLink, project_links, render};
 
 #[derive(Template)]
@@ -67,7 +67,7 @@ pub async fn show(
         let net = state.core.agent_network(key).await?;
         let (nodes, edges) = network(&net.agents, &net.edges);
         Ok(render(&NetworkPage {
-            project_href: paths::project(&net.project.slug),
+            project_href: routes::PROJECT.fill(&[&net.project.slug]),
             slug: net.project.slug,
             size: NETWORK_SIZE,
             nodes,

@@ -12,6 +12,7 @@ use serde_json::json;
 use super::CommitRow;
 use crate::state::AppState;
 use crate::web::error::{PageError, bad_request, json_answer, page};
+use crate::web::routes;
 use crate::web::view::{ProjectLink, project_links, render};
 
 #[derive(Template)]

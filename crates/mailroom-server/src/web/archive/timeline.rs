@@ -11,6 +11,7 @@ use mailroom_core::model::time::Timestamp;
 use super::{ArchiveQuery, CommitRow, named};
 use crate::state::AppState;
 use crate::web::cache::cached_archive_page;
+use crate::web::routes;
 use crate::web::view::{ProjectLink, project_links, render};
 
 /// Commits the timeline reads.
