@@ -43,11 +43,8 @@ impl fmt::Display for Route<0> {
 
 /// Declares each row's name as a [`Route`] constant and lists the rows in [`table`].
 macro_rules! routes {
-    ($($(#[doc = $doc:literal])* $name:ident = $pattern:literal => $handler:expr;)*) => {
-        $(
-            $(#[doc = $doc])*
-            pub const $name: Route<{ placeholders($pattern) }> = Route($pattern);
-        )*
+    ($($name:ident = $pattern:literal => $handler:expr;)*) => {
+        $(pub const $name: Route<{ placeholders($pattern) }> = Route($pattern);)*
 
         /// Every route with its handler, in the table's order.
         pub fn table() -> Vec<(&'static str, MethodRouter<AppState>)> {
@@ -93,9 +90,9 @@ routes! {
     RETIRE_AGENT = "/mail/api/retire-agent" => post(project::retire_agent);
     UNRETIRE_AGENT = "/mail/api/unretire-agent" => post(project::unretire_agent);
     ARCHIVE_PROJECT = "/mail/api/archive-project" => post(projects::archive);
+    UNARCHIVE_PROJECT = "/mail/api/unarchive-project" => post(projects::unarchive);
     SIBLING_STATUS = "/mail/api/projects/{project_id}/siblings/{other_id}"
         => post(siblings::set_status);
-    UNARCHIVE_PROJECT = "/mail/api/unarchive-project" => post(projects::unarchive);
 }
 
 /// How many `{…}` placeholders a pattern has: the `N` of its [`Route`].
