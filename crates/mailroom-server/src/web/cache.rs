@@ -3,13 +3,20 @@
 //! copy stays exact until the next committed write (the store's change count moves, or the
 //! archive's progress) and is at most [`CLOCK_STEP`] old in its relative times.
 //! Reads far outnumber writes when people watch a fleet: most page views are served from
-//! here instead of rendering hundreds of rows again.
+//! here instead of rendering hundreds of rows again. A page handler opts in by answering
+//! through [`cached`] (or [`cached_archive_page`]).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
+use axum::http::{StatusCode, Uri};
+use axum::response::{Html, IntoResponse, Response};
+
+use super::error::{PageError, page};
+use crate::state::AppState;
 
 /// How stale a cached page's relative times ("5 min ago") may be, in seconds.
 const CLOCK_STEP: u64 = 15;
@@ -54,6 +61,52 @@ impl PageCache {
             pages.clear();
         }
         pages.insert(uri.to_string(), (stamp, page));
+    }
+}
+
+/// A page from the cache when nothing was written since it was rendered, else rendered now
+/// and kept. Only pages that answered 200 are kept.
+pub async fn cached(
+    state: &AppState,
+    uri: &Uri,
+    make: impl Future<Output = Result<Response, PageError>>,
+) -> Response {
+    let stamp = Stamp::now(*state.core.changes().borrow(), 0);
+    cached_against(state, uri, stamp, make).await
+}
+
+/// [`cached`] for a page that shows the Git archive: a commit also makes it stale.
+pub async fn cached_archive_page(
+    state: &AppState,
+    uri: &Uri,
+    make: impl Future<Output = Result<Response, PageError>>,
+) -> Response {
+    let archived = state.core.archive().map_or(0, |a| *a.progress().borrow());
+    let stamp = Stamp::now(*state.core.changes().borrow(), archived);
+    cached_against(state, uri, stamp, make).await
+}
+
+async fn cached_against(
+    state: &AppState,
+    uri: &Uri,
+    stamp: Stamp,
+    make: impl Future<Output = Result<Response, PageError>>,
+) -> Response {
+    let key = uri.to_string();
+    if let Some(html) = state.pages.get(&key, stamp) {
+        return Html(html).into_response();
+    }
+    let response = page(make.await);
+    if response.status() != StatusCode::OK {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(html) => {
+            state.pages.put(&key, stamp, html.clone());
+            Response::from_parts(parts, axum::body::Body::from(html))
+        }
+        Err(e) => PageError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }
 
