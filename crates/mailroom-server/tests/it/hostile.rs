@@ -240,6 +240,20 @@ async fn work_the_archive_cannot_render_is_set_aside_and_the_queue_moves_on() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(archive.stats().set_aside, 1, "{:?}", archive.stats());
+    // The row queued by hand is not in the writer's count of queued work but its setting
+    // aside is in its count of work done, so `archive_flushed` alone may return one row
+    // early: wait for the queue itself to empty.
+    let queued = || {
+        db.query_row("SELECT COUNT(*) FROM archive_queue", [], |row| row.get::<_, i64>(0))
+            .expect("queue length")
+    };
+    for _ in 0..600 {
+        if queued() == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(queued(), 0, "the queue drains past the set-aside row");
     app.archive_flushed().await;
     let files = git(&app.archive_root(), &["ls-tree", "-r", "--name-only", "HEAD"]);
     let archived = |id: i64| files.lines().any(|f| f.ends_with(&format!("__{id}.md")));

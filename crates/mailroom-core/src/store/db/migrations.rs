@@ -172,7 +172,10 @@ mod tests {
             .expect("indexes")
             .collect::<rusqlite::Result<_>>()
             .expect("rows");
-        assert_eq!(indexes, vec!["idx_message_recipients_agent_message_kind".to_string()]);
+        // Besides it, only 0011's partial index of unread rows (check-inbox's count).
+        let expected =
+            ["idx_message_recipients_agent_message_kind", "idx_message_recipients_unread"];
+        assert_eq!(indexes, expected.map(str::to_string).to_vec());
     }
 
     /// After 0008 a message lookup by project or by sender alone uses the composite index
