@@ -16,7 +16,11 @@ use mailroom_server::{AppState, ServerConfig};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-pub use calls::{SendCall, rpc_at, sent_message_id, tool_at};
+pub use calls::{
+    AckCall, ContactRequestCall, ContactResponseCall, InboxCall, PolicyCall, ProjectCall, ReadCall,
+    RecentSummaryCall, RegisterCall, ReleaseCall, RenewCall, ReplyCall, ReserveCall, SearchCall,
+    SendCall, ThreadSummaryCall, WhoisCall, rpc_at, sent_message_id, tool_at,
+};
 pub use fake_llm::{FakeLlm, FakeLlmMode};
 pub use git::{GUARD_VARIABLES, git, git_command};
 pub use json_server::JsonServer;
@@ -183,23 +187,10 @@ impl TestApp {
         (response.status().as_u16(), response.text().await.unwrap_or_default())
     }
 
-    /// Creates a project and two agents that may message each other; returns the slug.
+    /// Creates a project and two agents that may message each other ([`seed_pair_at`] on
+    /// this server); returns the slug.
     pub async fn seed_pair(&self, path: &str, sender: &str, recipient: &str) -> String {
-        let project = self.tool_ok("ensure_project", json!({"human_key": path})).await;
-        let slug = project["slug"].as_str().expect("slug").to_string();
-        for name in [sender, recipient] {
-            self.tool_ok(
-                "register_agent",
-                json!({"project_key": slug, "program": "codex-cli", "model": "gpt-5", "name": name}),
-            )
-            .await;
-        }
-        self.tool_ok(
-            "set_contact_policy",
-            json!({"project_key": slug, "agent_name": recipient, "policy": "open"}),
-        )
-        .await;
-        slug
+        seed_pair_at(&self.base_url, path, sender, recipient).await
     }
 
     /// The archive repository root.
@@ -228,21 +219,14 @@ impl TestApp {
         let sent =
             SendCall::new(&slug, sender, recipient, &subject).body("health check").call(self).await;
         assert!(sent.is_ok(), "a normal send fails after {context}: {sent:?}");
-        let inbox = self
-            .tool_ok(
-                "fetch_inbox",
-                json!({"project_key": slug, "agent_name": recipient, "limit": 5}),
-            )
-            .await;
+        let inbox = InboxCall::new(&slug, recipient).limit(5).ok(self).await;
         let delivered = inbox.as_array().is_some_and(|m| m.iter().any(|m| m["subject"] == subject));
         assert!(delivered, "the send is not in the inbox after {context}: {inbox}");
-        let reserve = json!({"project_key": slug, "agent_name": sender, "paths": ["health/**"]});
-        let granted = self.call_tool("file_reservation_paths", reserve).await;
+        let granted = ReserveCall::new(&slug, sender, &["health/**"]).call(self).await;
         let granted_one =
             granted.as_ref().is_ok_and(|g| g["granted"].as_array().is_some_and(|g| g.len() == 1));
         assert!(granted_one, "a reservation is not granted after {context}: {granted:?}");
-        let release = json!({"project_key": slug, "agent_name": sender, "paths": ["health/**"]});
-        let released = self.call_tool("release_file_reservations", release).await;
+        let released = ReleaseCall::new(&slug, sender).paths(&["health/**"]).call(self).await;
         assert!(
             released.as_ref().is_ok_and(|r| r["released"] == 1),
             "a reservation is not released after {context}: {released:?}"
@@ -302,6 +286,19 @@ impl TestApp {
             let _ = server.await;
         }
     }
+}
+
+/// Creates, on the server at `base_url`, the project of the directory `path` and two agents
+/// (program `codex-cli`, model `gpt-5`) that may message each other: the recipient's contact
+/// policy is `open`. Returns the slug. [`TestApp::seed_pair`] is this for its own server.
+pub async fn seed_pair_at(base_url: &str, path: &str, sender: &str, recipient: &str) -> String {
+    let project = ProjectCall::new(path).ok_at(base_url).await;
+    let slug = project["slug"].as_str().expect("slug").to_string();
+    for name in [sender, recipient] {
+        RegisterCall::new(&slug, name).ok_at(base_url).await;
+    }
+    PolicyCall::new(&slug, recipient, "open").ok_at(base_url).await;
+    slug
 }
 
 impl Drop for TestApp {

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::Output;
 
 use common::{mailroom, start, stop};
-use mailroom_testkit::{SendCall, git, tool_at};
-use serde_json::{Value, json};
+use mailroom_testkit::{InboxCall, SearchCall, SendCall, git, seed_pair_at};
+use serde_json::Value;
 
 const SLUG: &str = "work-cli";
 
@@ -36,8 +36,7 @@ fn expect_exit(output: &Output, code: i32) -> String {
 
 /// (id, subject, body) of an agent's inbox, newest first.
 async fn inbox(url: &str, agent: &str) -> Vec<(i64, String, String)> {
-    let arguments = json!({"project_key": SLUG, "agent_name": agent, "include_bodies": true});
-    let messages = tool_at(url, "fetch_inbox", arguments).await;
+    let messages = InboxCall::new(SLUG, agent).include_bodies(true).ok_at(url).await;
     let text = |m: &Value, key: &str| m[key].as_str().unwrap_or_default().to_owned();
     let messages = messages.as_array().expect("inbox").iter();
     messages
@@ -47,14 +46,7 @@ async fn inbox(url: &str, agent: &str) -> Vec<(i64, String, String)> {
 
 /// A project, two agents and two messages of one thread, written by a real server.
 async fn seed(url: &str) {
-    tool_at(url, "ensure_project", json!({"human_key": "/work/cli"})).await;
-    for name in ["BlueLake", "GreenCastle"] {
-        let arguments =
-            json!({"project_key": SLUG, "program": "codex-cli", "model": "gpt-5", "name": name});
-        tool_at(url, "register_agent", arguments).await;
-    }
-    let arguments = json!({"project_key": SLUG, "agent_name": "GreenCastle", "policy": "open"});
-    tool_at(url, "set_contact_policy", arguments).await;
+    seed_pair_at(url, "/work/cli", "BlueLake", "GreenCastle").await;
     for (subject, body) in [("Schema plan", "Migrate the ledger table."), ("Rollout", "Friday.")] {
         SendCall::new(SLUG, "BlueLake", "GreenCastle", subject)
             .body(body)
@@ -122,8 +114,7 @@ async fn verify_finds_damage_rebuild_repairs_it_and_reconstruct_restores_a_lost_
 
     let (server, url) = start(data);
     assert_eq!(inbox(&url, "GreenCastle").await, sent, "same ids, subjects and bodies");
-    let hits =
-        tool_at(&url, "search_messages", json!({"project_key": SLUG, "query": "ledger"})).await;
+    let hits = SearchCall::new(SLUG, "ledger").ok_at(&url).await;
     assert_eq!(hits["result"][0]["id"], 1, "{hits}");
     assert_eq!(hits["result"].as_array().map(Vec::len), Some(1));
     stop(server);

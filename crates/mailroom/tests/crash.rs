@@ -6,7 +6,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::{signal, start};
-use mailroom_testkit::{git, sent_message_id, tool_at};
+use mailroom_testkit::{InboxCall, PolicyCall, ProjectCall, RegisterCall, git, sent_message_id};
 use serde_json::{Value, json};
 
 /// Acknowledged sends to collect before the kill.
@@ -37,21 +37,11 @@ async fn every_acknowledged_message_survives_sigkill_in_the_database_and_the_arc
     let dir = tempfile::tempdir().expect("temp dir");
     let client = reqwest::Client::new();
     let (mut server, url) = start(dir.path());
-    tool_at(&url, "ensure_project", json!({"human_key": "/work/crash"})).await;
+    ProjectCall::new("/work/crash").ok_at(&url).await;
     for name in ["BlueLake", "GreenCastle"] {
-        tool_at(
-            &url,
-            "register_agent",
-            json!({"project_key": "work-crash", "program": "test", "model": "m", "name": name}),
-        )
-        .await;
+        RegisterCall::new("work-crash", name).program("test").model("m").ok_at(&url).await;
     }
-    tool_at(
-        &url,
-        "set_contact_policy",
-        json!({"project_key": "work-crash", "agent_name": "GreenCastle", "policy": "open"}),
-    )
-    .await;
+    PolicyCall::new("work-crash", "GreenCastle", "open").ok_at(&url).await;
 
     let acked = Arc::new(Mutex::new(Vec::new()));
     let clients: Vec<_> = (0..CLIENTS)
@@ -76,12 +66,7 @@ async fn every_acknowledged_message_survives_sigkill_in_the_database_and_the_arc
     std::fs::write(root.join(".git").join(format!("{branch}.lock")), "").expect("plant lock");
 
     let (mut restarted, url) = start(dir.path());
-    let inbox = tool_at(
-        &url,
-        "fetch_inbox",
-        json!({"project_key": "work-crash", "agent_name": "GreenCastle", "limit": 1000}),
-    )
-    .await;
+    let inbox = InboxCall::new("work-crash", "GreenCastle").limit(1000).ok_at(&url).await;
     let stored: Vec<i64> =
         inbox.as_array().expect("inbox").iter().filter_map(|m| m["id"].as_i64()).collect();
     for id in &acked {

@@ -12,7 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use common::{KillOnDrop, mailroom, start_with, stop};
-use mailroom_testkit::{GUARD_VARIABLES, git, git_command, tool_at};
+use mailroom_testkit::{
+    GUARD_VARIABLES, PolicyCall, ProjectCall, RegisterCall, ReleaseCall, ReserveCall, git,
+    git_command, tool_at,
+};
 use serde_json::{Value, json};
 
 /// A code repository with the guard installed and a data directory holding the project's
@@ -445,7 +448,7 @@ async fn install_finds_projects_in_the_database_and_lists_near_matches() {
     let project = project.to_string_lossy().into_owned();
     let (server, url) = start_with(&data, &[]);
     let server = KillOnDrop(Some(server));
-    tool_at(&url, "ensure_project", json!({"human_key": project})).await;
+    ProjectCall::new(&project).ok_at(&url).await;
     stop(server.take());
 
     let mistyped = project.replace("service", "servce");
@@ -580,15 +583,12 @@ impl GuardedServer {
             [("WORKTREES_ENABLED", "1")].into_iter().chain(env.iter().copied()).collect();
         let (server, url) = start_with(&temp.path().join("data"), &env);
         let server = KillOnDrop(Some(server));
-        let ensured = tool_at(&url, "ensure_project", json!({"human_key": project})).await;
+        let ensured = ProjectCall::new(&project).ok_at(&url).await;
         let slug = ensured["slug"].as_str().expect("slug").to_string();
         for name in ["BlueLake", "GreenCastle", "RedFox"] {
-            let args =
-                json!({"project_key": project, "program": "test", "model": "m", "name": name});
-            tool_at(&url, "register_agent", args).await;
+            RegisterCall::new(&project, name).program("test").model("m").ok_at(&url).await;
         }
-        let policy = json!({"project_key": project, "agent_name": "GreenCastle", "policy": "open"});
-        tool_at(&url, "set_contact_policy", policy).await;
+        PolicyCall::new(&project, "GreenCastle", "open").ok_at(&url).await;
         let install = json!({"project_key": project, "code_repo_path": project});
         let installed = tool_at(&url, "install_precommit_guard", install).await;
         let hook = installed["hook"].as_str();
@@ -628,13 +628,8 @@ async fn the_guard_enforces_each_answer_at_once_while_the_archive_lags() {
     let mut not_yet_archived = 0;
     for round in 0..LIVE_ROUNDS {
         let path = format!("src/module_{round}.rs");
-        let granted = tool_at(
-            url,
-            "file_reservation_paths",
-            json!({"project_key": project, "agent_name": "BlueLake", "paths": [path],
-                   "ttl_seconds": 3600, "exclusive": true, "reason": "live"}),
-        )
-        .await;
+        let reserve = ReserveCall::new(project, "BlueLake", &[&path]).ttl(3600).exclusive(true);
+        let granted = reserve.reason("live").ok_at(url).await;
         let id = granted["granted"][0]["id"].as_i64().expect("granted id");
         if !reservations.join(format!("id-{id}.json")).exists() {
             not_yet_archived += 1;
@@ -644,12 +639,7 @@ async fn the_guard_enforces_each_answer_at_once_while_the_archive_lags() {
         let stderr = text(&refused.stderr);
         assert!(stderr.contains(&format!("- {path} matches {path} (holder: BlueLake")), "{stderr}");
 
-        let released = tool_at(
-            url,
-            "release_file_reservations",
-            json!({"project_key": project, "agent_name": "BlueLake", "paths": [path]}),
-        )
-        .await;
+        let released = ReleaseCall::new(project, "BlueLake").paths(&[&path]).ok_at(url).await;
         assert_eq!(released["released"], 1, "round {round}: {released}");
         let allowed = commit_as(repo, "GreenCastle", path.clone()).await;
         assert!(allowed.status.success(), "round {round}: {}", text(&allowed.stderr));
@@ -675,9 +665,7 @@ async fn a_reservation_stored_past_the_year_9999_still_blocks_and_releases() {
     let mut guarded = GuardedServer::start(&[]).await;
     let GuardedServer { repo, project, url, .. } = &guarded;
     let data = guarded.data();
-    let reserve =
-        json!({"project_key": project, "agent_name": "BlueLake", "paths": ["src/held.rs"]});
-    tool_at(url, "file_reservation_paths", reserve).await;
+    ReserveCall::new(project, "BlueLake", &["src/held.rs"]).ok_at(url).await;
     rusqlite::Connection::open(data.join("mailroom.sqlite3"))
         .and_then(|db| {
             db.execute(
@@ -690,8 +678,7 @@ async fn a_reservation_stored_past_the_year_9999_still_blocks_and_releases() {
     let refused = commit_as(repo, "GreenCastle", "src/held.rs".to_string()).await;
     assert!(!refused.status.success(), "the rival's commit must be refused");
     assert!(text(&refused.stderr).contains("(holder: BlueLake"), "{}", text(&refused.stderr));
-    let release = json!({"project_key": project, "agent_name": "BlueLake"});
-    assert_eq!(tool_at(url, "release_file_reservations", release).await["released"], 1);
+    assert_eq!(ReleaseCall::new(project, "BlueLake").ok_at(url).await["released"], 1);
     let allowed = commit_as(repo, "GreenCastle", "src/held.rs".to_string()).await;
     assert!(allowed.status.success(), "{}", text(&allowed.stderr));
     guarded.stop();

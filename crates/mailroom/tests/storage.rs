@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{KillOnDrop, mailroom, start, stop};
-use mailroom_testkit::{SendCall, git, rpc_at, tool_at};
+use mailroom_testkit::{InboxCall, SendCall, git, rpc_at, seed_pair_at};
 use serde_json::{Value, json};
 
 const SLUG: &str = "work-full";
@@ -103,14 +103,7 @@ async fn a_full_disk_refuses_sends_clearly_and_loses_nothing() {
     let data = dir.path().join("data");
     let (server, url) = start(&data);
     let server = KillOnDrop(Some(server));
-    tool_at(&url, "ensure_project", json!({"human_key": "/work/full"})).await;
-    for name in ["BlueLake", "GreenCastle"] {
-        let register =
-            json!({"project_key": SLUG, "program": "codex-cli", "model": "gpt-5", "name": name});
-        tool_at(&url, "register_agent", register).await;
-    }
-    let policy = json!({"project_key": SLUG, "agent_name": "GreenCastle", "policy": "open"});
-    tool_at(&url, "set_contact_policy", policy).await;
+    seed_pair_at(&url, "/work/full", "BlueLake", "GreenCastle").await;
 
     // Bodies that do not compress away: the disk fills after a few hundred.
     let body: String = (0..24_000u32)
@@ -142,12 +135,7 @@ async fn a_full_disk_refuses_sends_clearly_and_loses_nothing() {
     let after = "after the disk had room again".to_string();
     assert!(matches!(send_rest(&client, &url, after.clone(), "ok").await, Sent::Acknowledged(_)));
     acknowledged.push(after);
-    let inbox = tool_at(
-        &url,
-        "fetch_inbox",
-        json!({"project_key": SLUG, "agent_name": "GreenCastle", "limit": 10_000}),
-    )
-    .await;
+    let inbox = InboxCall::new(SLUG, "GreenCastle").limit(10_000).ok_at(&url).await;
     let stored: Vec<&str> =
         inbox.as_array().expect("inbox").iter().filter_map(|m| m["subject"].as_str()).collect();
     for subject in &acknowledged {

@@ -10,7 +10,9 @@ use common::{KillOnDrop, start_with, stop};
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use mailroom_testkit::tls::{TlsProxy, ca_file, fixture};
-use mailroom_testkit::{FakeLlm, FakeLlmMode, JsonServer};
+use mailroom_testkit::{
+    FakeLlm, FakeLlmMode, JsonServer, RecentSummaryCall, RegisterCall, SendCall,
+};
 use serde_json::{Value, json};
 
 /// Calls `name` over MCP with `token`; the HTTP status and the tool's parsed text.
@@ -77,14 +79,14 @@ async fn jwks_and_the_llm_are_reached_over_https() {
         call(&url, &token, "ensure_project", json!({"human_key": "/work/tls"})).await;
     let slug = project["slug"].as_str().expect("slug").to_string();
     for name in ["BlueLake", "GreenCastle"] {
-        let register = json!({"project_key": slug, "program": "codex-cli", "model": "gpt-5",
-                              "name": name});
+        let register = RegisterCall::new(&slug, name).arguments();
         assert_eq!(call(&url, &token, "register_agent", register).await.0, 200);
     }
-    let send = json!({"project_key": slug, "sender_name": "BlueLake", "to": ["BlueLake"],
-                      "subject": "plan", "body_md": "- [ ] ship it"});
+    let send = SendCall::new(&slug, "BlueLake", "BlueLake", "plan").body("- [ ] ship it");
+    let send = send.arguments();
     assert_eq!(call(&url, &token, "send_message", send).await.0, 200);
-    let (_, summary) = call(&url, &token, "summarize_recent", json!({"project_key": slug})).await;
+    let summary = RecentSummaryCall::new(&slug).arguments();
+    let (_, summary) = call(&url, &token, "summarize_recent", summary).await;
     assert!(summary["llm_model"].is_string(), "the LLM answered over HTTPS: {summary}");
     let requests = llm.requests();
     assert_eq!(requests.len(), 1);

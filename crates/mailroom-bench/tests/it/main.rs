@@ -6,7 +6,7 @@ use std::time::Duration;
 use mailroom_bench::{
     DatasetScale, Implementation, MixedLoad, Report, RunConfig, Scenario, Target, Via,
 };
-use mailroom_testkit::TestApp;
+use mailroom_testkit::{InboxCall, TestApp};
 
 async fn bench(app: &TestApp, scenario: Scenario, via: Via, requests: u64) -> Report {
     let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
@@ -48,12 +48,7 @@ async fn sends_arrive_and_inboxes_read_clean() {
         setup["receiver"].as_str().expect("test value"),
     );
     // Every acknowledged send is in the receiver's inbox.
-    let inbox = app
-        .tool_ok(
-            "fetch_inbox",
-            serde_json::json!({"project_key": project, "agent_name": receiver, "limit": 100}),
-        )
-        .await;
+    let inbox = InboxCall::new(project, receiver).limit(100).ok(&app).await;
     assert_eq!(inbox.as_array().map(Vec::len), Some(30));
 
     let rest = bench(&app, Scenario::Send, Via::Rest, 10).await;
@@ -175,19 +170,16 @@ async fn the_dataset_fills_every_inbox() {
     let projects = dataset["projects"].as_array().expect("projects");
     assert_eq!(projects.len(), 2);
     for project in projects {
+        let project = project.as_str().expect("slug");
         let agents = app
-            .read_resource(&format!("resource://agents/{}", project.as_str().expect("slug")))
+            .read_resource(&format!("resource://agents/{project}"))
             .await
             .expect("agents resource");
         let agents = agents["agents"].as_array().expect("agents");
         assert_eq!(agents.len(), 3);
         for agent in agents {
-            let inbox = app
-                .tool_ok(
-                    "fetch_inbox",
-                    serde_json::json!({"project_key": project, "agent_name": agent["name"]}),
-                )
-                .await;
+            let name = agent["name"].as_str().expect("name");
+            let inbox = InboxCall::new(project, name).ok(&app).await;
             assert_eq!(inbox.as_array().map(Vec::len), Some(2), "{agent}");
         }
     }

@@ -3,7 +3,10 @@
 
 use std::path::Path;
 
-use mailroom_testkit::{SendCall, TestApp, git, git_command, sent_message_id};
+use mailroom_testkit::{
+    ContactResponseCall, ProjectCall, RegisterCall, ReplyCall, SendCall, TestApp, WhoisCall, git,
+    git_command, sent_message_id,
+};
 use serde_json::{Value, json};
 
 fn committed_files(root: &Path) -> Vec<String> {
@@ -23,21 +26,13 @@ fn front_matter(text: &str) -> Value {
 async fn messages_profiles_and_digests_are_committed_and_readable_with_git() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/archive", "BlueLake", "GreenCastle").await;
-    let sent = app
-        .tool_ok(
-            "send_message",
-            json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-                   "subject": "Build plan, v2!", "body_md": "  Step one.\nStep two.  ",
-                   "thread_id": "T-7"}),
-        )
+    let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "Build plan, v2!")
+        .body("  Step one.\nStep two.  ")
+        .thread("T-7")
+        .ok(&app)
         .await;
     let id = sent_message_id(&sent);
-    app.tool_ok(
-        "reply_message",
-        json!({"project_key": slug, "message_id": id, "sender_name": "GreenCastle",
-               "body_md": "Agreed."}),
-    )
-    .await;
+    ReplyCall::new(&slug, "GreenCastle", id).body("Agreed.").ok(&app).await;
     app.archive_flushed().await;
     let root = app.archive_root();
 
@@ -101,18 +96,11 @@ async fn whois_lists_recent_archive_commits() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/whois", "BlueLake", "GreenCastle").await;
     app.archive_flushed().await;
-    let whois = app
-        .tool_ok("whois", json!({"project_key": slug, "agent_name": "BlueLake", "commit_limit": 2}))
-        .await;
+    let whois = WhoisCall::new(&slug, "BlueLake").commit_limit(2).ok(&app).await;
     let commits = whois["recent_commits"].as_array().expect("commits");
     assert!(!commits.is_empty() && commits.len() <= 2, "{whois}");
     assert_eq!(commits[0]["hexsha"].as_str().map(str::len), Some(12));
-    let off = app
-        .tool_ok(
-            "whois",
-            json!({"project_key": slug, "agent_name": "BlueLake", "include_recent_commits": false}),
-        )
-        .await;
+    let off = WhoisCall::new(&slug, "BlueLake").include_recent_commits(false).ok(&app).await;
     assert_eq!(off["recent_commits"], json!([]));
 }
 
@@ -164,13 +152,10 @@ async fn image_attachments_become_webp_in_the_archive_and_bad_paths_are_refused(
     std::fs::create_dir_all(&project_dir).expect("project dir");
     std::fs::write(project_dir.join("diagram.png"), TINY_PNG).expect("png");
 
-    let sent = app
-        .tool_ok(
-            "send_message",
-            json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-                   "subject": "Diagram", "body_md": "See ![the diagram](diagram.png)",
-                   "attachment_paths": ["diagram.png"]}),
-        )
+    let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "Diagram")
+        .body("See ![the diagram](diagram.png)")
+        .attachments(&["diagram.png"])
+        .ok(&app)
         .await;
     let payload = &sent["deliveries"][0]["payload"];
     let attachments = payload["attachments"].as_array().expect("attachments");
@@ -191,12 +176,10 @@ async fn image_attachments_become_webp_in_the_archive_and_bad_paths_are_refused(
     assert!(webp.stdout.starts_with(b"RIFF") && &webp.stdout[8..12] == b"WEBP");
 
     for (path, reason) in [("../../outside.png", "'..'"), ("/etc/passwd", "absolute")] {
-        let refused = app
-            .call_tool(
-                "send_message",
-                json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-                       "subject": "x", "body_md": "x", "attachment_paths": [path]}),
-            )
+        let refused = SendCall::new(&slug, "BlueLake", "GreenCastle", "x")
+            .body("x")
+            .attachments(&[path])
+            .call(&app)
             .await
             .expect_err("refused");
         assert!(refused.contains("attachment_paths[0]") && refused.contains(path), "{refused}");
@@ -215,35 +198,23 @@ async fn images_sent_to_another_project_are_archived_in_that_project() {
         ("/work/alpha", "RedStone", "auto"),
         ("/work/beta", "GreenCastle", "auto"),
     ] {
-        app.tool_ok("ensure_project", json!({"human_key": project})).await;
-        app.tool_ok(
-            "register_agent",
-            json!({"project_key": project, "program": "codex-cli", "model": "gpt-5",
-                   "name": name, "attachments_policy": policy}),
-        )
-        .await;
+        ProjectCall::new(project).ok(&app).await;
+        RegisterCall::new(project, name).attachments_policy(policy).ok(&app).await;
     }
     let alpha_dir = app.archive_root().join("projects").join("work-alpha");
     std::fs::create_dir_all(&alpha_dir).expect("project dir");
     std::fs::write(alpha_dir.join("diagram.png"), TINY_PNG).expect("png");
-    let send = |sender: &'static str| {
-        app.call_tool(
-            "send_message",
-            json!({"project_key": "work-alpha", "sender_name": sender,
-                   "to": ["project:work-beta#GreenCastle"], "subject": format!("From {sender}"),
-                   "body_md": "See ![the diagram](diagram.png)"}),
-        )
+    let send = |sender: &str| {
+        let subject = format!("From {sender}");
+        SendCall::new("work-alpha", sender, "project:work-beta#GreenCastle", &subject)
+            .body("See ![the diagram](diagram.png)")
     };
 
     for (sender, kind) in [("BlueLake", "file"), ("RedStone", "inline")] {
-        send(sender).await.expect_err("no contact link yet: a request is filed");
-        app.tool_ok(
-            "respond_contact",
-            json!({"project_key": "work-beta", "to_agent": "GreenCastle",
-                   "from_agent": sender, "from_project": "work-alpha", "accept": true}),
-        )
-        .await;
-        let sent = send(sender).await.unwrap_or_else(|e| panic!("{sender}: {e}"));
+        send(sender).call(&app).await.expect_err("no contact link yet: a request is filed");
+        let response = ContactResponseCall::new("work-beta", "GreenCastle", sender, true);
+        response.from_project("work-alpha").ok(&app).await;
+        let sent = send(sender).call(&app).await.unwrap_or_else(|e| panic!("{sender}: {e}"));
         assert_eq!(sent["deliveries"][0]["project"], "/work/beta", "{sender}");
         let payload = &sent["deliveries"][0]["payload"];
         let attachment = &payload["attachments"][0];

@@ -9,7 +9,10 @@
 
 use std::path::Path;
 
-use mailroom_testkit::{FakeLlm, FakeLlmMode, TestApp, TestOptions, git, sent_message_id};
+use mailroom_testkit::{
+    ContactRequestCall, ContactResponseCall, FakeLlm, FakeLlmMode, ProjectCall, ReadCall,
+    RegisterCall, SendCall, TestApp, TestOptions, git, sent_message_id,
+};
 use serde_json::{Value, json};
 
 const FIXTURE: &str =
@@ -164,43 +167,24 @@ const BACKEND: &str = "/abs/path/backend";
 
 async fn seed_acknowledgements() -> TestApp {
     let app = TestApp::start().await;
-    app.tool_ok("ensure_project", json!({"human_key": BACKEND})).await;
+    ProjectCall::new(BACKEND).ok(&app).await;
     for name in ["BlueLake", "GreenCastle"] {
-        app.tool_ok(
-            "register_agent",
-            json!({"project_key": BACKEND, "program": "codex-cli", "model": "gpt-5", "name": name}),
-        )
-        .await;
+        RegisterCall::new(BACKEND, name).ok(&app).await;
     }
     // Message 1 goes to BlueLake, so GreenCastle's pending ones are 2 and 3.
     for (from, to) in [("GreenCastle", "BlueLake"), ("BlueLake", "GreenCastle")] {
-        app.tool_ok(
-            "request_contact",
-            json!({"project_key": BACKEND, "from_agent": from, "to_agent": to}),
-        )
-        .await;
+        ContactRequestCall::new(BACKEND, from, to).ok(&app).await;
     }
-    app.tool_ok(
-        "respond_contact",
-        json!({"project_key": BACKEND, "to_agent": "GreenCastle", "from_agent": "BlueLake",
-               "accept": true}),
-    )
-    .await;
-    let hello = app
-        .tool_ok(
-            "send_message",
-            json!({"project_key": BACKEND, "sender_name": "BlueLake", "to": ["GreenCastle"],
-                   "subject": "Hello", "body_md": "Hi", "importance": "urgent",
-                   "ack_required": true}),
-        )
+    ContactResponseCall::new(BACKEND, "GreenCastle", "BlueLake", true).ok(&app).await;
+    let hello = SendCall::new(BACKEND, "BlueLake", "GreenCastle", "Hello")
+        .body("Hi")
+        .importance("urgent")
+        .ack_required(true)
+        .ok(&app)
         .await;
     let hello_id = sent_message_id(&hello);
     assert_eq!(hello_id, 3, "the seeded run's ids follow the recording: {hello}");
-    app.tool_ok(
-        "mark_message_read",
-        json!({"project_key": BACKEND, "agent_name": "GreenCastle", "message_id": hello_id}),
-    )
-    .await;
+    ReadCall::new(BACKEND, "GreenCastle", hello_id).ok(&app).await;
     app
 }
 

@@ -4,13 +4,13 @@
 
 use std::path::Path;
 
-use mailroom_testkit::{TestApp, TestOptions, git};
+use mailroom_testkit::{ProjectCall, TestApp, TestOptions, git};
 use serde_json::json;
 
 #[tokio::test]
 async fn install_is_a_no_op_unless_worktrees_are_enabled() {
     let app = TestApp::start().await;
-    app.tool_ok("ensure_project", json!({"human_key": "/abs/guard"})).await;
+    ProjectCall::new("/abs/guard").ok(&app).await;
     let repo = tempfile::tempdir().expect("tempdir");
     git(repo.path(), &["init", "-q"]);
     let result = app
@@ -28,7 +28,7 @@ async fn install_is_a_no_op_unless_worktrees_are_enabled() {
 async fn install_then_uninstall_in_a_repository() {
     let app =
         TestApp::start_with(TestOptions { worktrees_enabled: true, ..Default::default() }).await;
-    app.tool_ok("ensure_project", json!({"human_key": "/abs/guard"})).await;
+    ProjectCall::new("/abs/guard").ok(&app).await;
     let repo = tempfile::tempdir().expect("tempdir");
     git(repo.path(), &["init", "-q"]);
     let hooks = repo.path().canonicalize().expect("canonical").join(".git/hooks");
@@ -57,7 +57,7 @@ async fn install_then_uninstall_in_a_repository() {
 async fn install_refuses_a_path_outside_any_repository() {
     let app =
         TestApp::start_with(TestOptions { worktrees_enabled: true, ..Default::default() }).await;
-    app.tool_ok("ensure_project", json!({"human_key": "/abs/guard"})).await;
+    ProjectCall::new("/abs/guard").ok(&app).await;
     let missing = "/nonexistent/mailroom/guard-repo";
     let outcome = app
         .call_tool(

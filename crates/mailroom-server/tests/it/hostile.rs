@@ -2,7 +2,10 @@
 //! poisoned it or answered badly. Each test checks the answer, then that the server still
 //! serves everyone else (`TestApp::assert_serves_everyone`).
 
-use mailroom_testkit::{SendCall, TestApp, git, sent_message_id};
+use mailroom_testkit::{
+    PolicyCall, RegisterCall, ReleaseCall, RenewCall, ReserveCall, SendCall, TestApp, git,
+    sent_message_id,
+};
 use serde_json::{Value, json};
 
 const PROJECT: &str = "/work/hostile";
@@ -26,8 +29,7 @@ fn database(app: &TestApp) -> rusqlite::Connection {
 async fn an_extension_no_timestamp_can_hold_is_refused_and_everything_goes_on() {
     let app = TestApp::start().await;
     let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
-    let reserve = json!({"project_key": slug, "agent_name": "BlueLake", "paths": ["src/**"]});
-    app.tool_ok("file_reservation_paths", reserve).await;
+    ReserveCall::new(&slug, "BlueLake", &["src/**"]).ok(&app).await;
     for extend in [1_000_000_000_000_i64, i64::MAX] {
         let renew =
             json!({"project_key": slug, "agent_name": "BlueLake", "extend_seconds": extend});
@@ -39,13 +41,11 @@ async fn an_extension_no_timestamp_can_hold_is_refused_and_everything_goes_on() 
     let renew = json!({"project_key": slug, "agent_name": "BlueLake", "extend_seconds": 1e12});
     let text = refused(&app, "renew_file_reservations", renew).await;
     assert!(text.contains("extend_seconds") && text.contains("valid integer"), "{text}");
-    let renew = json!({"project_key": slug, "agent_name": "BlueLake", "extend_seconds": 3600});
-    let renewed = app.tool_ok("renew_file_reservations", renew).await;
+    let renewed = RenewCall::new(&slug, "BlueLake").extend(3600).ok(&app).await;
     assert_eq!(renewed["renewed"], 1, "{renewed}");
     let listed = app.read_resource(&format!("resource://file_reservations/{slug}")).await;
     assert!(listed.is_ok(), "{listed:?}");
-    let release = json!({"project_key": slug, "agent_name": "BlueLake"});
-    assert_eq!(app.tool_ok("release_file_reservations", release).await["released"], 1);
+    assert_eq!(ReleaseCall::new(&slug, "BlueLake").ok(&app).await["released"], 1);
     app.assert_serves_everyone("a renewal by 10^12 seconds").await;
 }
 
@@ -88,9 +88,7 @@ async fn durations_out_of_range_are_refused_naming_the_field() {
 async fn since_ts_past_what_can_be_stored_is_refused() {
     let app = TestApp::start().await;
     let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
-    let send = json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-        "subject": "s", "body_md": "b"});
-    app.tool_ok("send_message", send).await;
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "s").body("b").ok(&app).await;
     for since in ["9999-12-31T23:59:59-05:00", "0001-01-01T00:30:00+01:00"] {
         let inbox = json!({"project_key": slug, "agent_name": "GreenCastle", "since_ts": since});
         let text = refused(&app, "fetch_inbox", inbox).await;
@@ -177,14 +175,11 @@ async fn queries_and_refusals_stay_bounded_and_name_who_refused() {
     assert!(text.contains("Nobody19 and 9980 more"), "{text}");
     let mut names = vec!["GreenCastle".to_string()];
     for name in ["RedStone", "GoldFox", "BlackBear", "SilverOwl"] {
-        let agent = json!({"project_key": slug, "program": "p", "model": "m", "name": name});
-        app.tool_ok("register_agent", agent).await;
-        let open = json!({"project_key": slug, "agent_name": name, "policy": "open"});
-        app.tool_ok("set_contact_policy", open).await;
+        RegisterCall::new(&slug, name).program("p").model("m").ok(&app).await;
+        PolicyCall::new(&slug, name, "open").ok(&app).await;
         names.push(name.to_string());
     }
-    let block = json!({"project_key": slug, "agent_name": "GoldFox", "policy": "block_all"});
-    app.tool_ok("set_contact_policy", block).await;
+    PolicyCall::new(&slug, "GoldFox", "block_all").ok(&app).await;
     let send = json!({"project_key": slug, "sender_name": "BlueLake", "to": names,
         "subject": "s", "body_md": "b"});
     let text = refused(&app, "send_message", send).await;
@@ -197,8 +192,7 @@ async fn queries_and_refusals_stay_bounded_and_name_who_refused() {
 async fn a_stored_year_past_9999_is_read_and_released() {
     let app = TestApp::start().await;
     let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
-    let reserve = json!({"project_key": slug, "agent_name": "BlueLake", "paths": ["src/**"]});
-    app.tool_ok("file_reservation_paths", reserve).await;
+    ReserveCall::new(&slug, "BlueLake", &["src/**"]).ok(&app).await;
     app.archive_flushed().await;
     database(&app)
         .execute("UPDATE file_reservations SET expires_ts = '33715-03-01 10:00:00.000000'", [])
@@ -206,8 +200,7 @@ async fn a_stored_year_past_9999_is_read_and_released() {
     let listed = app.read_resource(&format!("resource://file_reservations/{slug}")).await;
     let listed = listed.expect("the listing reads it");
     assert_eq!(listed[0]["expires_ts"], "9999-12-31T23:59:59.999999+00:00", "{listed}");
-    let release = json!({"project_key": slug, "agent_name": "BlueLake"});
-    assert_eq!(app.tool_ok("release_file_reservations", release).await["released"], 1);
+    assert_eq!(ReleaseCall::new(&slug, "BlueLake").ok(&app).await["released"], 1);
     app.assert_serves_everyone("a stored year past 9999").await;
 }
 

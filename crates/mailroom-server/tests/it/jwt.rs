@@ -8,7 +8,7 @@ use base64::Engine;
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use mailroom_testkit::tls::fixture;
-use mailroom_testkit::{JsonServer, TestApp};
+use mailroom_testkit::{InboxCall, JsonServer, RegisterCall, SendCall, TestApp};
 use serde_json::{Value, json};
 
 use crate::security::{Remote, start};
@@ -77,17 +77,16 @@ async fn hmac_tokens_carry_roles_and_identity() {
     assert_eq!(local.status().as_u16(), 200);
     let as_writer = Remote { app: &app, client_ip: "203.0.113.20", token: Some(&writer) };
     for name in ["BlueLake", "GreenCastle"] {
-        let register = json!({"project_key": "/work/jwt", "program": "codex-cli",
-                              "model": "gpt-5", "name": name});
+        let register = RegisterCall::new("/work/jwt", name).arguments();
         let (status, body) = as_writer.tool("register_agent", register).await;
         assert_eq!(status, 200, "{body}");
     }
-    let send = json!({"project_key": "/work/jwt", "sender_name": "BlueLake",
-                      "to": ["BlueLake"], "subject": "from a writer", "body_md": "x"});
+    let send = SendCall::new("/work/jwt", "BlueLake", "BlueLake", "from a writer").body("x");
+    let send = send.arguments();
     let reader = hs(Algorithm::HS256, &json!({"sub": "dashboard", "role": ["ro"]}));
     let as_reader = Remote { token: Some(&reader), ..as_writer };
     assert_eq!(as_reader.tool("send_message", send.clone()).await.0, 403, "a reader's token");
-    let fetch = json!({"project_key": "/work/jwt", "agent_name": "BlueLake"});
+    let fetch = InboxCall::new("/work/jwt", "BlueLake").arguments();
     assert_eq!(as_reader.tool("fetch_inbox", fetch.clone()).await.0, 200);
     // No role claim: the default role (reader).
     let plain = hs(Algorithm::HS384, &json!({"sub": "someone"}));

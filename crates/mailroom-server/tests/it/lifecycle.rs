@@ -1,7 +1,10 @@
 //! The HEAD-only lifecycle tools, tool filtering and registration-token authentication.
 
 use mailroom_server::mcp::catalog::ToolFilter;
-use mailroom_testkit::{SendCall, TestApp, TestOptions, git};
+use mailroom_testkit::{
+    InboxCall, PolicyCall, ProjectCall, RecentSummaryCall, RegisterCall, SearchCall, SendCall,
+    TestApp, TestOptions, ThreadSummaryCall, WhoisCall, git,
+};
 use serde_json::{Value, json};
 
 const CONFIRM: &str = "I UNDERSTAND";
@@ -12,17 +15,17 @@ const BODY: &str = "- [ ] ship it\n- notes";
 #[tokio::test]
 async fn archive_and_unarchive_flag_the_project() {
     let app = TestApp::start().await;
-    app.tool_ok("ensure_project", json!({"human_key": "/work/arch"})).await;
+    ProjectCall::new("/work/arch").ok(&app).await;
     let archived = app.tool_ok("archive_project", json!({"project_key": "/work/arch"})).await;
     assert_eq!(
         archived,
         json!({"status": "archived", "project_key": "/work/arch", "slug": "work-arch"})
     );
-    let shown = app.tool_ok("ensure_project", json!({"human_key": "/work/arch"})).await;
+    let shown = ProjectCall::new("/work/arch").ok(&app).await;
     assert!(shown["archived_at"].is_string(), "{shown}");
     let active = app.tool_ok("unarchive_project", json!({"project_key": "work-arch"})).await;
     assert_eq!(active["status"], "active");
-    let shown = app.tool_ok("ensure_project", json!({"human_key": "/work/arch"})).await;
+    let shown = ProjectCall::new("/work/arch").ok(&app).await;
     assert!(shown.get("archived_at").is_none(), "{shown}");
     let missing = app.call_tool("archive_project", json!({"project_key": "/work/nope"})).await;
     assert!(missing.expect_err("unknown project").contains("not found"));
@@ -32,11 +35,7 @@ async fn archive_and_unarchive_flag_the_project() {
 async fn retired_agents_cannot_receive_but_can_send_until_unretired() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/ret", "BlueLake", "GreenCastle").await;
-    app.tool_ok(
-        "set_contact_policy",
-        json!({"project_key": slug, "agent_name": "BlueLake", "policy": "open"}),
-    )
-    .await;
+    PolicyCall::new(&slug, "BlueLake", "open").ok(&app).await;
     let retired = app
         .tool_ok("retire_agent", json!({"project_key": slug, "agent_name": "greencastle"}))
         .await;
@@ -51,8 +50,7 @@ async fn retired_agents_cannot_receive_but_can_send_until_unretired() {
         .expect_err("retired");
     assert!(refused.contains("retired"), "{refused}");
     SendCall::new(&slug, "GreenCastle", "BlueLake", "still here").body(BODY).ok(&app).await;
-    let profile =
-        app.tool_ok("whois", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    let profile = WhoisCall::new(&slug, "GreenCastle").ok(&app).await;
     assert!(profile["retired_at"].is_string(), "{profile}");
     app.archive_flushed().await;
     let file = app.archive_root().join(format!("projects/{slug}/agents/GreenCastle/profile.json"));
@@ -63,8 +61,7 @@ async fn retired_agents_cannot_receive_but_can_send_until_unretired() {
         .await;
     assert_eq!(active["status"], "active");
     SendCall::new(&slug, "BlueLake", "GreenCastle", "welcome back").body(BODY).ok(&app).await;
-    let profile =
-        app.tool_ok("whois", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    let profile = WhoisCall::new(&slug, "GreenCastle").ok(&app).await;
     assert!(profile.get("retired_at").is_none(), "{profile}");
     let missing =
         app.call_tool("retire_agent", json!({"project_key": slug, "agent_name": "RedFox"})).await;
@@ -79,8 +76,7 @@ async fn deregistered_agents_block_all_mail() {
         .tool_ok("deregister_agent", json!({"project_key": slug, "agent_name": "GreenCastle"}))
         .await;
     assert_eq!(done["status"], "deregistered");
-    let profile =
-        app.tool_ok("whois", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    let profile = WhoisCall::new(&slug, "GreenCastle").ok(&app).await;
     assert!(profile["task_description"].as_str().unwrap_or("").starts_with("[DEREGISTERED at "));
     let refused = SendCall::new(&slug, "BlueLake", "GreenCastle", "hi")
         .body(BODY)
@@ -113,10 +109,9 @@ async fn hard_delete_agent_removes_its_rows_and_directory_but_not_history() {
     assert_eq!(counts["agent"], 1);
     assert!(counts["archive_files_removed"].as_u64().unwrap_or(0) >= 1, "{deleted}");
     assert_eq!(deleted["filesystem_errors"], json!([]));
-    let gone = app.call_tool("whois", json!({"project_key": slug, "agent_name": "BlueLake"})).await;
+    let gone = WhoisCall::new(&slug, "BlueLake").call(&app).await;
     assert!(gone.expect_err("deleted").contains("not found"));
-    let inbox =
-        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    let inbox = InboxCall::new(&slug, "GreenCastle").ok(&app).await;
     assert_eq!(inbox, json!([]), "its messages went with it");
     let root = app.archive_root();
     assert!(!root.join(format!("projects/{slug}/agents/BlueLake")).exists());
@@ -132,7 +127,7 @@ async fn hard_delete_project_removes_everything_of_it() {
     let other = app.seed_pair("/work/keep", "RedFox", "SilverHawk").await;
     SendCall::new(&slug, "BlueLake", "GreenCastle", "bye").body(BODY).ok(&app).await;
     SendCall::new(&other, "RedFox", "SilverHawk", "stays").body(BODY).ok(&app).await;
-    app.tool_ok("summarize_recent", json!({"project_key": slug})).await;
+    RecentSummaryCall::new(&slug).ok(&app).await;
     let deleted = app
         .tool_ok(
             "hard_delete_project",
@@ -152,12 +147,9 @@ async fn hard_delete_project_removes_everything_of_it() {
         assert_eq!(counts[key], expected, "{key}: {deleted}");
     }
     assert!(!app.archive_root().join(format!("projects/{slug}")).exists());
-    let gone = app
-        .call_tool("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"}))
-        .await;
+    let gone = InboxCall::new(&slug, "GreenCastle").call(&app).await;
     assert!(gone.expect_err("deleted").contains("not found"));
-    let kept =
-        app.tool_ok("fetch_inbox", json!({"project_key": other, "agent_name": "SilverHawk"})).await;
+    let kept = InboxCall::new(&other, "SilverHawk").ok(&app).await;
     assert_eq!(kept.as_array().map(Vec::len), Some(1), "other projects are untouched");
 }
 
@@ -176,8 +168,7 @@ async fn purge_counts_then_deletes_by_age() {
         app.tool_ok("purge_old_messages", json!({"project_key": slug, "max_age_days": 0})).await;
     assert_eq!(dry["messages_affected"], 1);
     assert_eq!(dry["max_age_days"], 0);
-    let inbox =
-        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    let inbox = InboxCall::new(&slug, "GreenCastle").ok(&app).await;
     assert_eq!(inbox.as_array().map(Vec::len), Some(1), "a dry run deletes nothing");
     let purged = app
         .tool_ok(
@@ -189,15 +180,14 @@ async fn purge_counts_then_deletes_by_age() {
         (purged["status"].clone(), purged["messages_affected"].clone()),
         (json!("purged"), json!(1))
     );
-    let inbox =
-        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    let inbox = InboxCall::new(&slug, "GreenCastle").ok(&app).await;
     assert_eq!(inbox, json!([]));
 }
 
 #[tokio::test]
 async fn window_identities_list_rename_and_expire() {
     let app = TestApp::start().await;
-    let project = app.tool_ok("ensure_project", json!({"human_key": "/work/win"})).await;
+    let project = ProjectCall::new("/work/win").ok(&app).await;
     let uuid = "123e4567-e89b-12d3-a456-426614174000";
     {
         let db = rusqlite::Connection::open(app.data_path().join("mailroom.sqlite3")).expect("db");
@@ -255,18 +245,10 @@ async fn window_identities_list_rename_and_expire() {
 async fn fetch_topic_lists_what_the_viewer_sees() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/topic", "BlueLake", "GreenCastle").await;
-    app.tool_ok(
-        "register_agent",
-        json!({"project_key": slug, "program": "p", "model": "m", "name": "RedFox"}),
-    )
-    .await;
+    RegisterCall::new(&slug, "RedFox").program("p").model("m").ok(&app).await;
     for subject in ["first", "second"] {
-        app.tool_ok(
-            "send_message",
-            json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-                "subject": subject, "body_md": "x", "topic": "Release"}),
-        )
-        .await;
+        let send = SendCall::new(&slug, "BlueLake", "GreenCastle", subject).body("x");
+        send.topic("Release").ok(&app).await;
     }
     let listed = app
         .tool_ok(
@@ -294,13 +276,12 @@ async fn fetch_topic_lists_what_the_viewer_sees() {
 async fn summarize_recent_stores_and_reuses_summaries() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/recent", "BlueLake", "GreenCastle").await;
-    let empty = app.tool_ok("summarize_recent", json!({"project_key": slug})).await;
+    let empty = RecentSummaryCall::new(&slug).ok(&app).await;
     assert_eq!(empty["summary_text"], "No activity in the last 1.0 hours.");
     assert_eq!(empty["id"], Value::Null);
     SendCall::new(&slug, "BlueLake", "GreenCastle", "plan").body(BODY).ok(&app).await;
     SendCall::new(&slug, "GreenCastle", "BlueLake", "reply").body(BODY).ok(&app).await;
-    let first =
-        app.tool_ok("summarize_recent", json!({"project_key": slug, "since_hours": 2})).await;
+    let first = RecentSummaryCall::new(&slug).since_hours(2).ok(&app).await;
     assert_eq!(first["cached"], false);
     assert_eq!(first["source_message_count"], 2);
     let digest: Value =
@@ -308,8 +289,7 @@ async fn summarize_recent_stores_and_reuses_summaries() {
     assert_eq!(digest["total_messages"], 2);
     assert_eq!(digest["open_actions"], 2);
     assert_eq!(digest["participants"], json!(["BlueLake", "GreenCastle"]));
-    let again =
-        app.tool_ok("summarize_recent", json!({"project_key": slug, "since_hours": 2})).await;
+    let again = RecentSummaryCall::new(&slug).since_hours(2).ok(&app).await;
     assert_eq!((again["cached"].clone(), again["id"].clone()), (json!(true), first["id"].clone()));
     let stored = app.tool_ok("fetch_summary", json!({"project_key": slug})).await;
     assert_eq!(stored.as_array().map(Vec::len), Some(1));
@@ -400,14 +380,13 @@ async fn open_session(app: &TestApp) -> String {
 #[tokio::test]
 async fn tokens_are_required_when_authentication_is_on() {
     let app = TestApp::start_with(TestOptions { tool_auth: true, ..TestOptions::default() }).await;
-    app.tool_ok("ensure_project", json!({"human_key": "/work/auth"})).await;
-    let register = |name: &str| json!({"project_key": "/work/auth", "program": "p", "model": "m", "name": name});
-    let blue = app.tool_ok("register_agent", register("BlueLake")).await;
+    ProjectCall::new("/work/auth").ok(&app).await;
+    let register = |name: &str| RegisterCall::new("/work/auth", name).program("p").model("m");
+    let blue = register("BlueLake").ok(&app).await;
     let token = blue["registration_token"].as_str().expect("token").to_string();
-    let green = app.tool_ok("register_agent", register("GreenCastle")).await;
-    let policy = json!({"project_key": "/work/auth", "agent_name": "GreenCastle", "policy": "open",
-        "registration_token": green["registration_token"]});
-    app.tool_ok("set_contact_policy", policy).await;
+    let green = register("GreenCastle").ok(&app).await;
+    let green_token = green["registration_token"].as_str().expect("token");
+    PolicyCall::new("/work/auth", "GreenCastle", "open").token(green_token).ok(&app).await;
     let inbox = |token: Option<&str>| {
         let mut args = json!({"project_key": "/work/auth", "agent_name": "BlueLake"});
         if let Some(token) = token {
@@ -428,29 +407,27 @@ async fn tokens_are_required_when_authentication_is_on() {
     call(&app, None, "fetch_inbox", inbox(Some(&token))).await.expect("right token");
     let again = call(&app, None, "fetch_inbox", inbox(None)).await;
     assert!(again.is_err(), "a stateless call needs the token every time");
-    let reregister = call(&app, None, "register_agent", register("BlueLake")).await;
+    let reregister = call(&app, None, "register_agent", register("BlueLake").arguments()).await;
     assert!(
         reregister.expect_err("existing name").contains("register_agent for an existing identity")
     );
-    let send = json!({"project_key": "/work/auth", "sender_name": "BlueLake", "to": ["GreenCastle"],
-        "subject": "s", "body_md": "b"});
-    let unsigned = call(&app, None, "send_message", send.clone()).await.expect_err("sender");
+    let send = SendCall::new("/work/auth", "BlueLake", "GreenCastle", "s").body("b");
+    let unsigned = call(&app, None, "send_message", send.arguments()).await.expect_err("sender");
     assert!(unsigned.contains("requires sender_token"), "{unsigned}");
-    let mut signed = send.clone();
-    signed["sender_token"] = json!(token);
+    let signed = send.clone().sender_token(&token).arguments();
     call(&app, None, "send_message", signed).await.expect("signed send");
 
     let session = open_session(&app).await;
     call(&app, Some(&session), "fetch_inbox", inbox(Some(&token))).await.expect("binds");
     call(&app, Some(&session), "fetch_inbox", inbox(None)).await.expect("bound session");
-    call(&app, Some(&session), "send_message", send.clone()).await.expect("bound sender");
+    call(&app, Some(&session), "send_message", send.arguments()).await.expect("bound sender");
     let other = open_session(&app).await;
     assert!(call(&app, Some(&other), "fetch_inbox", inbox(None)).await.is_err(), "other session");
 
     let fresh = open_session(&app).await;
-    let red = call(&app, Some(&fresh), "register_agent", register("RedFox")).await.expect("new");
-    assert!(red["registration_token"].is_string());
-    let red_inbox = json!({"project_key": "/work/auth", "agent_name": "RedFox"});
+    let red = call(&app, Some(&fresh), "register_agent", register("RedFox").arguments()).await;
+    assert!(red.expect("new")["registration_token"].is_string());
+    let red_inbox = InboxCall::new("/work/auth", "RedFox").arguments();
     call(&app, Some(&fresh), "fetch_inbox", red_inbox.clone()).await.expect("registration binds");
     assert!(call(&app, None, "fetch_inbox", red_inbox).await.is_err());
 
@@ -464,8 +441,7 @@ async fn tokens_are_required_when_authentication_is_on() {
     let topic = json!({"project_key": "/work/auth", "topic_name": "t"});
     let viewer = call(&app, None, "fetch_topic", topic.clone()).await.expect_err("viewer");
     assert!(viewer.contains("fetch_topic requires agent_name"), "{viewer}");
-    let mut tagged = send.clone();
-    tagged["topic"] = json!("t");
+    let tagged = send.topic("t").arguments();
     call(&app, Some(&session), "send_message", tagged).await.expect("tagged send");
     let seen =
         call(&app, Some(&session), "fetch_topic", topic.clone()).await.expect("bound viewer");
@@ -488,7 +464,7 @@ async fn the_window_identity_names_the_agent_and_vouches_for_it() {
         ..TestOptions::default()
     })
     .await;
-    app.tool_ok("ensure_project", json!({"human_key": "/work/window"})).await;
+    ProjectCall::new("/work/window").ok(&app).await;
     let register = json!({"project_key": "/work/window", "program": "p", "model": "m"});
     let first = app.tool_ok("register_agent", register.clone()).await;
     let name = first["name"].as_str().expect("name").to_string();
@@ -502,7 +478,7 @@ async fn the_window_identity_names_the_agent_and_vouches_for_it() {
     assert_eq!(listed["count"], 1);
     assert_eq!(listed["identities"][0]["display_name"], name.as_str());
     assert!(listed["identities"][0]["expires_ts"].is_string());
-    let inbox = json!({"project_key": "/work/window", "agent_name": name});
+    let inbox = InboxCall::new("/work/window", &name).arguments();
     call(&app, None, "fetch_inbox", inbox.clone()).await.expect("the window vouches");
     app.tool_ok("expire_window", json!({"project_key": "/work/window", "window_uuid": uuid})).await;
     let refused = call(&app, None, "fetch_inbox", inbox).await.expect_err("no longer vouched");
@@ -512,15 +488,10 @@ async fn the_window_identity_names_the_agent_and_vouches_for_it() {
 #[tokio::test]
 async fn handshake_auto_accept_needs_the_target_when_authentication_is_on() {
     let app = TestApp::start_with(TestOptions { tool_auth: true, ..TestOptions::default() }).await;
-    app.tool_ok("ensure_project", json!({"human_key": "/work/hs"})).await;
+    ProjectCall::new("/work/hs").ok(&app).await;
     let mut tokens = Vec::new();
     for name in ["BlueLake", "GreenCastle"] {
-        let agent = app
-            .tool_ok(
-                "register_agent",
-                json!({"project_key": "/work/hs", "program": "p", "model": "m", "name": name}),
-            )
-            .await;
+        let agent = RegisterCall::new("/work/hs", name).program("p").model("m").ok(&app).await;
         tokens.push(agent["registration_token"].as_str().expect("token").to_string());
     }
     let mut handshake = json!({"project_key": "/work/hs", "requester": "BlueLake",
@@ -541,27 +512,20 @@ async fn handshake_auto_accept_needs_the_target_when_authentication_is_on() {
 #[tokio::test]
 async fn a_session_authenticated_as_the_recipient_approves_the_contact() {
     let app = TestApp::start_with(TestOptions { tool_auth: true, ..TestOptions::default() }).await;
-    app.tool_ok("ensure_project", json!({"human_key": "/work/approve"})).await;
+    ProjectCall::new("/work/approve").ok(&app).await;
     let mut tokens = Vec::new();
     for name in ["BlueLake", "SilverHawk"] {
-        let agent = app
-            .tool_ok(
-                "register_agent",
-                json!({"project_key": "/work/approve", "program": "p", "model": "m", "name": name}),
-            )
-            .await;
+        let agent = RegisterCall::new("/work/approve", name).program("p").model("m").ok(&app).await;
         tokens.push(agent["registration_token"].as_str().expect("token").to_string());
     }
-    let policy = json!({"project_key": "/work/approve", "agent_name": "SilverHawk",
-        "policy": "contacts_only", "registration_token": tokens[1]});
-    app.tool_ok("set_contact_policy", policy).await;
-    let send = json!({"project_key": "/work/approve", "sender_name": "BlueLake",
-        "to": ["SilverHawk"], "subject": "s", "body_md": "b", "sender_token": tokens[0]});
+    let policy = PolicyCall::new("/work/approve", "SilverHawk", "contacts_only");
+    policy.token(&tokens[1]).ok(&app).await;
+    let send = SendCall::new("/work/approve", "BlueLake", "SilverHawk", "s").body("b");
+    let send = send.sender_token(&tokens[0]).arguments();
     let blocked = call(&app, None, "send_message", send.clone()).await.expect_err("blocked");
     assert!(blocked.contains("Contact approval required"), "{blocked}");
     let session = open_session(&app).await;
-    let inbox = json!({"project_key": "/work/approve", "agent_name": "SilverHawk",
-        "registration_token": tokens[1]});
+    let inbox = InboxCall::new("/work/approve", "SilverHawk").token(&tokens[1]).arguments();
     call(&app, Some(&session), "fetch_inbox", inbox).await.expect("binds SilverHawk");
     let sent = call(&app, Some(&session), "send_message", send).await.expect("auto-approved");
     assert_eq!(sent["count"], 1);
@@ -579,7 +543,7 @@ async fn summarize_recent_takes_the_llm_digest_and_keeps_the_heuristic_on_failur
         .await;
         let slug = app.seed_pair("/work/llm", "BlueLake", "GreenCastle").await;
         SendCall::new(&slug, "BlueLake", "GreenCastle", "plan").body(BODY).ok(&app).await;
-        let summary = app.tool_ok("summarize_recent", json!({"project_key": slug})).await;
+        let summary = RecentSummaryCall::new(&slug).ok(&app).await;
         let text: Value =
             serde_json::from_str(summary["summary_text"].as_str().expect("text")).expect("json");
         assert_eq!(llm.requests().len(), 1);
@@ -596,19 +560,12 @@ async fn summarize_recent_takes_the_llm_digest_and_keeps_the_heuristic_on_failur
 #[tokio::test]
 async fn search_and_summaries_show_only_what_the_authenticated_viewer_sees() {
     let app = TestApp::start_with(TestOptions { tool_auth: true, ..TestOptions::default() }).await;
-    app.tool_ok("ensure_project", json!({"human_key": "/work/scope"})).await;
+    ProjectCall::new("/work/scope").ok(&app).await;
     let mut tokens = std::collections::HashMap::new();
     for name in ["BlueLake", "GreenCastle", "RedFox"] {
-        let agent = app
-            .tool_ok(
-                "register_agent",
-                json!({"project_key": "/work/scope", "program": "p", "model": "m", "name": name}),
-            )
-            .await;
+        let agent = RegisterCall::new("/work/scope", name).program("p").model("m").ok(&app).await;
         let token = agent["registration_token"].as_str().expect("token").to_string();
-        let policy = json!({"project_key": "/work/scope", "agent_name": name, "policy": "open",
-            "registration_token": token});
-        app.tool_ok("set_contact_policy", policy).await;
+        PolicyCall::new("/work/scope", name, "open").token(&token).ok(&app).await;
         tokens.insert(name, token);
     }
     // BlueLake → GreenCastle and GreenCastle → RedFox, in one thread: each of BlueLake and
@@ -617,9 +574,8 @@ async fn search_and_summaries_show_only_what_the_authenticated_viewer_sees() {
         ("BlueLake", "GreenCastle", "alpha one", "- [ ] blue task"),
         ("GreenCastle", "RedFox", "alpha two", "- [ ] red task"),
     ] {
-        let send = json!({"project_key": "/work/scope", "sender_name": from, "to": [to],
-            "subject": subject, "body_md": body, "thread_id": "T-1", "sender_token": tokens[from]});
-        app.tool_ok("send_message", send).await;
+        let send = SendCall::new("/work/scope", from, to, subject).body(body).thread("T-1");
+        send.sender_token(&tokens[from]).ok(&app).await;
     }
     let as_agent = |name: &str, mut args: Value| {
         args["agent_name"] = json!(name);
@@ -636,7 +592,7 @@ async fn search_and_summaries_show_only_what_the_authenticated_viewer_sees() {
         subjects.sort_unstable();
         subjects
     };
-    let query = json!({"project_key": "/work/scope", "query": "alpha"});
+    let query = SearchCall::new("/work/scope", "alpha").arguments();
     let refused = call(&app, None, "search_messages", query.clone()).await.expect_err("viewer");
     assert!(refused.contains("search_messages requires agent_name"), "{refused}");
     for (viewer, expected) in [
@@ -649,7 +605,7 @@ async fn search_and_summaries_show_only_what_the_authenticated_viewer_sees() {
     }
     // A session authenticated as RedFox searches as RedFox without naming it.
     let session = open_session(&app).await;
-    let inbox = as_agent("RedFox", json!({"project_key": "/work/scope"}));
+    let inbox = InboxCall::new("/work/scope", "RedFox").token(&tokens["RedFox"]).arguments();
     call(&app, Some(&session), "fetch_inbox", inbox).await.expect("binds the session");
     let found = call(&app, Some(&session), "search_messages", query).await.expect("session viewer");
     assert_eq!(subjects(&found), ["alpha two"]);
@@ -660,7 +616,7 @@ async fn search_and_summaries_show_only_what_the_authenticated_viewer_sees() {
     assert_eq!(status, 200, "{found}");
     assert_eq!(subjects(&found), ["alpha one"]);
 
-    let thread = json!({"project_key": "/work/scope", "thread_id": "T-1"});
+    let thread = ThreadSummaryCall::new("/work/scope", "T-1").arguments();
     let blue = app.tool_ok("summarize_thread", as_agent("BlueLake", thread.clone())).await;
     assert_eq!(blue["summary"]["participants"], json!(["BlueLake"]));
     assert_eq!(blue["summary"]["action_items"], json!(["- [ ] blue task"]));
@@ -670,7 +626,7 @@ async fn search_and_summaries_show_only_what_the_authenticated_viewer_sees() {
     let red = call(&app, Some(&session), "summarize_thread", thread).await.expect("session");
     assert_eq!(red["summary"]["participants"], json!(["GreenCastle"]));
     assert_eq!(red["summary"]["action_items"], json!(["- [ ] red task"]));
-    let several = json!({"project_key": "/work/scope", "thread_id": "T-1,T-2"});
+    let several = ThreadSummaryCall::new("/work/scope", "T-1,T-2").arguments();
     let multi = app.tool_ok("summarize_thread", as_agent("RedFox", several)).await;
     assert_eq!(multi["threads"][0]["summary"]["total_messages"], 1);
     assert_eq!(multi["aggregate"]["action_items"], json!(["- [ ] red task"]));
@@ -680,27 +636,12 @@ async fn search_and_summaries_show_only_what_the_authenticated_viewer_sees() {
 async fn without_authentication_search_and_summaries_cover_the_whole_project() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/open-scope", "BlueLake", "GreenCastle").await;
-    app.tool_ok(
-        "register_agent",
-        json!({"project_key": slug, "program": "p", "model": "m", "name": "RedFox"}),
-    )
-    .await;
-    let send = json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-        "subject": "alpha one", "body_md": "x", "thread_id": "T-1"});
-    app.tool_ok("send_message", send).await;
+    RegisterCall::new(&slug, "RedFox").program("p").model("m").ok(&app).await;
+    let send = SendCall::new(&slug, "BlueLake", "GreenCastle", "alpha one").body("x");
+    send.thread("T-1").ok(&app).await;
     // RedFox took no part, but the recorded reference has no viewer scoping.
-    let found = app
-        .tool_ok(
-            "search_messages",
-            json!({"project_key": slug, "query": "alpha", "agent_name": "RedFox"}),
-        )
-        .await;
+    let found = SearchCall::new(&slug, "alpha").agent("RedFox").ok(&app).await;
     assert_eq!(found["result"].as_array().map(Vec::len), Some(1));
-    let summary = app
-        .tool_ok(
-            "summarize_thread",
-            json!({"project_key": slug, "thread_id": "T-1", "agent_name": "RedFox"}),
-        )
-        .await;
+    let summary = ThreadSummaryCall::new(&slug, "T-1").agent("RedFox").ok(&app).await;
     assert_eq!(summary["summary"]["total_messages"], 1);
 }

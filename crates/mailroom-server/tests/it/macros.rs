@@ -1,7 +1,10 @@
 //! Workflow macros and LLM summaries end to end; the LLM is a fake OpenAI-compatible endpoint
 //! started by each test.
 
-use mailroom_testkit::{FakeLlm, FakeLlmMode, TestApp, TestOptions, sent_message_id};
+use mailroom_testkit::{
+    FakeLlm, FakeLlmMode, InboxCall, PolicyCall, RegisterCall, ReplyCall, SendCall, TestApp,
+    TestOptions, ThreadSummaryCall, sent_message_id,
+};
 use serde_json::{Value, json};
 
 async fn app_with_llm(llm: &FakeLlm) -> TestApp {
@@ -15,26 +18,17 @@ async fn app_with_llm(llm: &FakeLlm) -> TestApp {
 /// BlueLake and GreenCastle in /work/alpha, thread T-1 as in the conformance session.
 async fn seed_thread(app: &TestApp) -> String {
     let slug = app.seed_pair("/work/alpha", "BlueLake", "GreenCastle").await;
-    app.tool_ok(
-        "set_contact_policy",
-        json!({"project_key": slug, "agent_name": "BlueLake", "policy": "open"}),
-    )
-    .await;
-    let root = app
-        .tool_ok(
-            "send_message",
-            json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-                   "subject": "LLM Thread T-1", "thread_id": "T-1",
-                   "body_md": "- TODO: deploy to staging\n- discussed API changes\n"}),
-        )
+    PolicyCall::new(&slug, "BlueLake", "open").ok(app).await;
+    let root = SendCall::new(&slug, "BlueLake", "GreenCastle", "LLM Thread T-1")
+        .thread("T-1")
+        .body("- TODO: deploy to staging\n- discussed API changes\n")
+        .ok(app)
         .await;
     let root_id = sent_message_id(&root);
-    app.tool_ok(
-        "reply_message",
-        json!({"project_key": slug, "message_id": root_id, "sender_name": "GreenCastle",
-               "body_md": "- ACK: will deploy\n- [ ] TODO: update docs\n`api/v2/users`\n@Carol\n"}),
-    )
-    .await;
+    ReplyCall::new(&slug, "GreenCastle", root_id)
+        .body("- ACK: will deploy\n- [ ] TODO: update docs\n`api/v2/users`\n@Carol\n")
+        .ok(app)
+        .await;
     slug
 }
 
@@ -76,23 +70,10 @@ async fn start_session_creates_project_and_agent_and_returns_the_inbox() {
     assert_eq!(first["file_reservations"], json!({"granted": [], "conflicts": []}));
     assert_eq!(first["inbox"], json!([]));
 
-    app.tool_ok(
-        "register_agent",
-        json!({"project_key": "work-beta", "program": "x", "model": "y", "name": "GreenCastle"}),
-    )
-    .await;
-    app.tool_ok(
-        "set_contact_policy",
-        json!({"project_key": "work-beta", "agent_name": "BlueLake", "policy": "open"}),
-    )
-    .await;
+    RegisterCall::new("work-beta", "GreenCastle").program("x").model("y").ok(&app).await;
+    PolicyCall::new("work-beta", "BlueLake", "open").ok(&app).await;
     for subject in ["one", "two"] {
-        app.tool_ok(
-            "send_message",
-            json!({"project_key": "work-beta", "sender_name": "GreenCastle", "to": ["BlueLake"],
-                   "subject": subject, "body_md": "hello"}),
-        )
-        .await;
+        SendCall::new("work-beta", "GreenCastle", "BlueLake", subject).body("hello").ok(&app).await;
     }
     let mut again_args = start;
     again_args["task_description"] = json!("second");
@@ -203,14 +184,11 @@ async fn llm_failures_fall_back_to_the_heuristic_summary() {
         let llm = FakeLlm::start(mode).await;
         let app = app_with_llm(&llm).await;
         let slug = seed_thread(&app).await;
-        let single =
-            app.tool_ok("summarize_thread", json!({"project_key": slug, "thread_id": "T-1"})).await;
+        let single = ThreadSummaryCall::new(&slug, "T-1").ok(&app).await;
         assert_eq!(single["summary"], heuristic_t1(), "{mode:?}");
         let prepared = prepare(&app, &slug, json!({})).await.expect("prepared");
         assert_eq!(prepared["thread"]["summary"], heuristic_t1(), "{mode:?}");
-        let multi = app
-            .tool_ok("summarize_thread", json!({"project_key": slug, "thread_id": "T-1,T-9"}))
-            .await;
+        let multi = ThreadSummaryCall::new(&slug, "T-1,T-9").ok(&app).await;
         assert_eq!(multi["threads"][0]["summary"], heuristic_t1(), "{mode:?}");
         assert_eq!(multi["aggregate"]["top_mentions"], json!([{"name": "Carol", "count": 1}]));
         assert_eq!(llm.requests().len(), 3, "{mode:?}: every summary tried the LLM once");
@@ -222,9 +200,7 @@ async fn multi_thread_digest_replaces_the_aggregate() {
     let llm = FakeLlm::start(FakeLlmMode::Reference).await;
     let app = app_with_llm(&llm).await;
     let slug = seed_thread(&app).await;
-    let multi = app
-        .tool_ok("summarize_thread", json!({"project_key": slug, "thread_id": "T-1, T-2"}))
-        .await;
+    let multi = ThreadSummaryCall::new(&slug, "T-1, T-2").ok(&app).await;
     assert_eq!(multi["threads"][0]["summary"]["key_points"], json!(["API v2 schema finalized"]));
     assert_eq!(multi["threads"][0]["summary"]["action_items"], json!(["Update OpenAPI spec"]));
     assert_eq!(multi["threads"][1]["summary"]["total_messages"], 0, "no such messages");
@@ -232,8 +208,7 @@ async fn multi_thread_digest_replaces_the_aggregate() {
     let user = llm.requests()[0].body["messages"][1]["content"].as_str().map(str::to_string);
     let user = user.expect("user prompt");
     assert!(user.contains("# Thread T-1\n## Key Points\n- TODO: deploy to staging\n"), "{user}");
-    let empty =
-        app.tool_ok("summarize_thread", json!({"project_key": slug, "thread_id": " , "})).await;
+    let empty = ThreadSummaryCall::new(&slug, " , ").ok(&app).await;
     assert_eq!(empty["threads"], json!([]));
     assert_eq!(llm.requests().len(), 1, "an empty digest asks nothing");
 }
@@ -246,11 +221,7 @@ async fn handshake(app: &TestApp, args: Value) -> Result<Value, String> {
 async fn handshake_with_auto_accept_approves_and_welcomes() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/alpha", "BlueLake", "GreenCastle").await;
-    app.tool_ok(
-        "set_contact_policy",
-        json!({"project_key": slug, "agent_name": "GreenCastle", "policy": "contacts_only"}),
-    )
-    .await;
+    PolicyCall::new(&slug, "GreenCastle", "contacts_only").ok(&app).await;
     let outcome = handshake(
         &app,
         json!({"project_key": slug, "requester": "BlueLake", "target": "GreenCastle",
@@ -268,8 +239,7 @@ async fn handshake_with_auto_accept_approves_and_welcomes() {
     let contacts =
         app.tool_ok("list_contacts", json!({"project_key": slug, "agent_name": "BlueLake"})).await;
     assert_eq!(contacts[0]["status"], "approved");
-    let inbox =
-        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    let inbox = InboxCall::new(&slug, "GreenCastle").ok(&app).await;
     let subjects: Vec<&str> =
         inbox.as_array().expect("inbox").iter().filter_map(|m| m["subject"].as_str()).collect();
     assert_eq!(subjects, ["Hi", "Contact request from BlueLake"]);
@@ -284,20 +254,11 @@ async fn handshake_with_auto_accept_approves_and_welcomes() {
     assert_eq!(again["request"]["status"], "pending", "an approved link is filed afresh");
     assert_eq!(again["response"]["approved"], true);
     assert_eq!(again["welcome_message"], Value::Null);
-    let inbox =
-        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    let inbox = InboxCall::new(&slug, "GreenCastle").ok(&app).await;
     assert_eq!(inbox[0]["subject"], "Contact request from BlueLake", "with a new intro");
 
-    app.tool_ok(
-        "register_agent",
-        json!({"project_key": slug, "program": "x", "model": "y", "name": "RedStone"}),
-    )
-    .await;
-    app.tool_ok(
-        "set_contact_policy",
-        json!({"project_key": slug, "agent_name": "RedStone", "policy": "block_all"}),
-    )
-    .await;
+    RegisterCall::new(&slug, "RedStone").program("x").model("y").ok(&app).await;
+    PolicyCall::new(&slug, "RedStone", "block_all").ok(&app).await;
     let blocked = handshake(
         &app,
         json!({"project_key": slug, "requester": "BlueLake", "target": "RedStone",
@@ -333,11 +294,7 @@ async fn handshake_without_auto_accept_only_requests() {
     let conflict = json!({"project_key": slug, "requester": "BlueLake", "agent_name": "Other"});
     let err = handshake(&app, conflict).await.expect_err("conflicting aliases");
     assert!(err.contains("requester and agent_name"), "{err}");
-    app.tool_ok(
-        "register_agent",
-        json!({"project_key": slug, "program": "x", "model": "y", "name": "RedStone"}),
-    )
-    .await;
+    RegisterCall::new(&slug, "RedStone").program("x").model("y").ok(&app).await;
     let err = handshake(&app, json!({"project_key": slug, "requester": "BlueLake"}))
         .await
         .expect_err("three agents: target cannot be inferred");

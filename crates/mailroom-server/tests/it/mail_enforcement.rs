@@ -4,22 +4,20 @@
 //! outside the archive layout and a server with enforcement off are not blocked.
 
 use mailroom_core::model::time::Timestamp;
-use mailroom_testkit::{SendCall, TestApp, TestOptions, sent_message_id};
+use mailroom_testkit::{
+    ContactRequestCall, ContactResponseCall, InboxCall, PolicyCall, ProjectCall, RegisterCall,
+    ReleaseCall, ReplyCall, ReserveCall, SendCall, TestApp, TestOptions, sent_message_id,
+};
 use serde_json::{Value, json};
 
-fn reserve(slug: &str, agent: &str, paths: &[&str]) -> Value {
-    json!({"project_key": slug, "agent_name": agent, "paths": paths, "exclusive": true,
-           "ttl_seconds": 3600})
+fn reserve(slug: &str, agent: &str, paths: &[&str]) -> ReserveCall {
+    ReserveCall::new(slug, agent, paths).exclusive(true).ttl(3600)
 }
 
 /// Two agents who accept each other's mail; returns the slug.
 async fn pair(app: &TestApp, path: &str) -> String {
     let slug = app.seed_pair(path, "BlueLake", "GreenCastle").await;
-    app.tool_ok(
-        "set_contact_policy",
-        json!({"project_key": slug, "agent_name": "BlueLake", "policy": "open"}),
-    )
-    .await;
+    PolicyCall::new(&slug, "BlueLake", "open").ok(app).await;
     slug
 }
 
@@ -47,7 +45,7 @@ fn month() -> String {
 async fn a_reserved_archive_surface_blocks_other_senders_and_writes_nothing() {
     let app = TestApp::start().await;
     let slug = pair(&app, "/work/enforce-a").await;
-    app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["messages/**"])).await;
+    reserve(&slug, "GreenCastle", &["messages/**"]).ok(&app).await;
     app.archive_flushed().await;
     let before = sequences(&app);
 
@@ -65,8 +63,7 @@ async fn a_reserved_archive_surface_blocks_other_senders_and_writes_nothing() {
     assert_eq!(conflicts[0]["exclusive"], true);
     assert!(conflicts[0]["expires_ts"].as_str().and_then(Timestamp::parse_iso).is_some());
     assert_eq!(sequences(&app), before, "no message row, nothing queued for the archive");
-    let inbox =
-        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    let inbox = InboxCall::new(&slug, "GreenCastle").ok(&app).await;
     assert_eq!(inbox, json!([]));
 
     // The holder's own mail goes through its reservation.
@@ -75,24 +72,14 @@ async fn a_reserved_archive_surface_blocks_other_senders_and_writes_nothing() {
     let id = sent_message_id(&own);
 
     // A reply lands in the same canonical directory: blocked, and said so beside the thread.
-    let reply = app
-        .tool_ok(
-            "reply_message",
-            json!({"project_key": slug, "message_id": id, "sender_name": "BlueLake",
-                   "body_md": "Thanks"}),
-        )
-        .await;
+    let reply = ReplyCall::new(&slug, "BlueLake", id).body("Thanks").ok(&app).await;
     assert_eq!(reply["count"], 0, "{reply}");
     assert_eq!(reply["deliveries"], json!([]));
     assert_eq!(reply["thread_id"], id.to_string());
     assert_eq!(reply["error"]["type"], "FILE_RESERVATION_CONFLICT");
 
     // Once released, mail flows again.
-    app.tool_ok(
-        "release_file_reservations",
-        json!({"project_key": slug, "agent_name": "GreenCastle"}),
-    )
-    .await;
+    ReleaseCall::new(&slug, "GreenCastle").ok(&app).await;
     let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "Hi").ok(&app).await;
     assert_eq!(sent["count"], 1, "{sent}");
 }
@@ -102,7 +89,7 @@ async fn a_reserved_inbox_blocks_only_mail_into_it() {
     let app = TestApp::start().await;
     let slug = pair(&app, "/work/enforce-b").await;
     let inbox = format!("agents/GreenCastle/inbox/{}/*.md", month());
-    app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &[&inbox])).await;
+    reserve(&slug, "GreenCastle", &[&inbox]).ok(&app).await;
 
     let blocked = SendCall::new(&slug, "BlueLake", "GreenCastle", "Hi").ok(&app).await;
     assert_eq!(blocked["error"]["conflicts"][0]["surface"], inbox, "{blocked}");
@@ -116,7 +103,7 @@ async fn reservations_outside_the_mail_archive_never_block_mail() {
     let slug = pair(&app, "/work/enforce-c").await;
     // `**` and `*` cover everything, but name no mail-archive directory.
     let paths = ["src/**", "**", "*", "docs/messages/**"];
-    app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &paths)).await;
+    reserve(&slug, "GreenCastle", &paths).ok(&app).await;
     let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "Hi").ok(&app).await;
     assert_eq!(sent["count"], 1, "{sent}");
 }
@@ -126,7 +113,7 @@ async fn with_enforcement_off_reserved_surfaces_do_not_block() {
     let options = TestOptions { reservations_enforcement_off: true, ..TestOptions::default() };
     let app = TestApp::start_with(options).await;
     let slug = pair(&app, "/work/enforce-d").await;
-    app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["messages/**"])).await;
+    reserve(&slug, "GreenCastle", &["messages/**"]).ok(&app).await;
     let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "Hi").ok(&app).await;
     assert_eq!(sent["count"], 1, "{sent}");
 }
@@ -172,28 +159,16 @@ async fn a_delivery_first_releases_expired_reservations_and_archives_them() {
 async fn a_blocked_project_is_listed_beside_the_deliveries_that_went_through() {
     let app = TestApp::start().await;
     let home = pair(&app, "/work/enforce-f").await;
-    let away = app.tool_ok("ensure_project", json!({"human_key": "/work/enforce-g"})).await;
+    let away = ProjectCall::new("/work/enforce-g").ok(&app).await;
     let away = away["slug"].as_str().expect("slug").to_string();
     for name in ["RedFox", "SilverHawk"] {
-        app.tool_ok(
-            "register_agent",
-            json!({"project_key": away, "program": "p", "model": "m", "name": name}),
-        )
-        .await;
+        RegisterCall::new(&away, name).program("p").model("m").ok(&app).await;
     }
-    app.tool_ok(
-        "request_contact",
-        json!({"project_key": home, "from_agent": "BlueLake", "to_agent": "RedFox",
-               "to_project": away}),
-    )
-    .await;
-    app.tool_ok(
-        "respond_contact",
-        json!({"project_key": away, "to_agent": "RedFox", "from_agent": "BlueLake",
-               "from_project": home, "accept": true}),
-    )
-    .await;
-    app.tool_ok("file_reservation_paths", reserve(&away, "SilverHawk", &["messages/**"])).await;
+    let request = ContactRequestCall::new(&home, "BlueLake", "RedFox").to_project(&away);
+    request.ok(&app).await;
+    let response = ContactResponseCall::new(&away, "RedFox", "BlueLake", true);
+    response.from_project(&home).ok(&app).await;
+    reserve(&away, "SilverHawk", &["messages/**"]).ok(&app).await;
     let remote = format!("project:{away}#RedFox");
 
     let both = json!({"project_key": home, "sender_name": "BlueLake",
@@ -207,9 +182,7 @@ async fn a_blocked_project_is_listed_beside_the_deliveries_that_went_through() {
     assert_eq!(errors[0]["error"]["type"], "FILE_RESERVATION_CONFLICT");
     assert_eq!(errors[0]["error"]["conflicts"][0]["holder"], "SilverHawk");
 
-    let only = json!({"project_key": home, "sender_name": "BlueLake", "to": [remote],
-                      "subject": "Away", "body_md": "x"});
-    let blocked = app.tool_ok("send_message", only).await;
+    let blocked = SendCall::new(&home, "BlueLake", &remote, "Away").body("x").ok(&app).await;
     assert_eq!(blocked["error"]["type"], "FILE_RESERVATION_CONFLICT", "{blocked}");
     // The sender is not registered there, so its outbox is no surface of that delivery.
     let surfaces: Vec<&str> = blocked["error"]["conflicts"]

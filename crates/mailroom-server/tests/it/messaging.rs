@@ -1,105 +1,61 @@
 //! Tools end to end: identity, contacts, messaging, search, bad input.
 
-use mailroom_testkit::{TestApp, sent_message_id};
+use mailroom_testkit::{
+    AckCall, ContactResponseCall, InboxCall, PolicyCall, ProjectCall, ReadCall, RegisterCall,
+    ReplyCall, SearchCall, SendCall, TestApp, sent_message_id,
+};
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn send_fetch_reply_read_and_ack() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/alpha", "BlueLake", "GreenCastle").await;
-    let sent = app
-        .tool_ok(
-            "send_message",
-            json!({"project_key": slug, "sender_name": "BlueLake",
-            "to": ["GreenCastle"], "subject": "Plan", "body_md": "Ship it", "ack_required": true}),
-        )
+    let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "Plan")
+        .body("Ship it")
+        .ack_required(true)
+        .ok(&app)
         .await;
     assert_eq!(sent["count"], 1);
     let id = sent_message_id(&sent);
-    let inbox = app
-        .tool_ok(
-            "fetch_inbox",
-            json!({"project_key": slug, "agent_name": "greencastle", "include_bodies": true}),
-        )
-        .await;
+    let inbox = InboxCall::new(&slug, "greencastle").include_bodies(true).ok(&app).await;
     assert_eq!(inbox[0]["id"], id);
     assert_eq!(inbox[0]["body_md"], "Ship it");
     assert_eq!(inbox[0]["kind"], "to");
-    let reply = app
-        .tool_ok(
-            "reply_message",
-            json!({"project_key": slug, "message_id": id,
-            "sender_name": "GreenCastle", "body_md": "On it"}),
-        )
-        .await;
+    let reply = ReplyCall::new(&slug, "GreenCastle", id).body("On it").ok(&app).await;
     assert_eq!(reply["subject"], "Re: Plan");
     assert_eq!(reply["thread_id"], id.to_string());
     assert_eq!(reply["to"], json!(["BlueLake"]));
-    let read = app
-        .tool_ok(
-            "mark_message_read",
-            json!({"project_key": slug, "agent_name": "GreenCastle", "message_id": id}),
-        )
-        .await;
+    let read = ReadCall::new(&slug, "GreenCastle", id).ok(&app).await;
     assert_eq!(read["read"], true);
-    let ack = app
-        .tool_ok(
-            "acknowledge_message",
-            json!({"project_key": slug, "agent_name": "GreenCastle", "message_id": id}),
-        )
-        .await;
+    let ack = AckCall::new(&slug, "GreenCastle", id).ok(&app).await;
     assert_eq!(ack["acknowledged"], true);
     assert_eq!(ack["read_at"], read["read_at"], "first read wins");
-    let again = app
-        .tool_ok(
-            "acknowledge_message",
-            json!({"project_key": slug, "agent_name": "GreenCastle", "message_id": id}),
-        )
-        .await;
+    let again = AckCall::new(&slug, "GreenCastle", id).ok(&app).await;
     assert_eq!(again["acknowledged_at"], ack["acknowledged_at"], "acknowledgement is idempotent");
 }
 
 #[tokio::test]
 async fn contact_policy_blocks_then_the_request_unlocks() {
     let app = TestApp::start().await;
-    app.tool_ok("ensure_project", json!({"human_key": "/work/beta"})).await;
+    ProjectCall::new("/work/beta").ok(&app).await;
     for name in ["RedFox", "SilverHawk"] {
-        app.tool_ok(
-            "register_agent",
-            json!({"project_key": "/work/beta", "program": "p", "model": "m", "name": name}),
-        )
-        .await;
+        RegisterCall::new("/work/beta", name).program("p").model("m").ok(&app).await;
     }
-    app.tool_ok(
-        "set_contact_policy",
-        json!({"project_key": "work-beta", "agent_name": "SilverHawk", "policy": "contacts_only"}),
-    )
-    .await;
-    let send = json!({"project_key": "work-beta", "sender_name": "RedFox", "to": ["SilverHawk"], "subject": "hi", "body_md": "x"});
-    let blocked = app.call_tool("send_message", send.clone()).await.expect_err("blocked");
+    PolicyCall::new("work-beta", "SilverHawk", "contacts_only").ok(&app).await;
+    let send = SendCall::new("work-beta", "RedFox", "SilverHawk", "hi").body("x");
+    let blocked = send.call(&app).await.expect_err("blocked");
     assert!(blocked.contains("Contact approval required"), "{blocked}");
     // The automatic request left an intro message; still blocked until approved (contacts_only).
-    assert!(app.call_tool("send_message", send.clone()).await.is_err());
-    app.tool_ok("respond_contact", json!({"project_key": "work-beta", "to_agent": "SilverHawk", "from_agent": "RedFox", "accept": true})).await;
-    app.tool_ok("send_message", send).await;
+    assert!(send.call(&app).await.is_err());
+    ContactResponseCall::new("work-beta", "SilverHawk", "RedFox", true).ok(&app).await;
+    send.ok(&app).await;
     let contacts = app
         .tool_ok("list_contacts", json!({"project_key": "work-beta", "agent_name": "SilverHawk"}))
         .await;
     assert_eq!(contacts[0]["to"], "RedFox");
     assert_eq!(contacts[0]["status"], "approved");
-    app.tool_ok(
-        "set_contact_policy",
-        json!({"project_key": "work-beta", "agent_name": "SilverHawk", "policy": "block_all"}),
-    )
-    .await;
-    let refused = app
-        .call_tool(
-            "send_message",
-            json!({"project_key": "work-beta", "sender_name": "RedFox",
-        "to": ["SilverHawk"], "subject": "hi", "body_md": "x"}),
-        )
-        .await
-        .expect_err("block_all");
+    PolicyCall::new("work-beta", "SilverHawk", "block_all").ok(&app).await;
+    let refused = send.call(&app).await.expect_err("block_all");
     assert!(refused.contains("not accepting messages"), "{refused}");
 }
 
@@ -108,23 +64,18 @@ async fn search_finds_words_and_survives_hostile_queries() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/gamma", "BlueLake", "GreenCastle").await;
     for (subject, body) in [("Deploy POL-358", "migrate the database"), ("Lunch", "tacos")] {
-        app.tool_ok(
-            "send_message",
-            json!({"project_key": slug, "sender_name": "BlueLake",
-            "to": ["GreenCastle"], "subject": subject, "body_md": body}),
-        )
-        .await;
+        SendCall::new(&slug, "BlueLake", "GreenCastle", subject).body(body).ok(&app).await;
     }
-    let search = |q: &str| json!({"project_key": slug, "query": q});
-    let hits = app.tool_ok("search_messages", search("migrate")).await;
+    let search = |q: &str| SearchCall::new(&slug, q);
+    let hits = search("migrate").ok(&app).await;
     assert_eq!(hits["result"][0]["subject"], "Deploy POL-358");
     assert_eq!(hits["result"][0]["ack_required"], 0);
-    let hyphen = app.tool_ok("search_messages", search("POL-358")).await;
+    let hyphen = search("POL-358").ok(&app).await;
     assert_eq!(hyphen["result"].as_array().map(Vec::len), Some(1));
-    let prefix = app.tool_ok("search_messages", search("migr*")).await;
+    let prefix = search("migr*").ok(&app).await;
     assert_eq!(prefix["result"].as_array().map(Vec::len), Some(1));
     for hostile in ["", "*", "\"unterminated", "AND", "a OR", "((", "NEAR(", "subject:"] {
-        let outcome = app.call_tool("search_messages", search(hostile)).await;
+        let outcome = search(hostile).call(&app).await;
         assert!(outcome.is_ok(), "{hostile:?} must not error: {outcome:?}");
     }
 }
@@ -139,33 +90,28 @@ async fn search_stays_inside_its_project() {
         (&beta, "RedFox", "GoldHawk", "beta rollout"),
         (&beta, "RedFox", "GoldHawk", "beta rollout again"),
     ] {
-        app.tool_ok(
-            "send_message",
-            json!({"project_key": slug, "sender_name": sender, "to": [to],
-            "subject": subject, "body_md": "shared plan project_scope p1 p2"}),
-        )
-        .await;
+        let body = "shared plan project_scope p1 p2";
+        SendCall::new(slug, sender, to, subject).body(body).ok(&app).await;
     }
     // A missing list or subject panics, so an empty list below really means no hit.
     let subjects = |hits: &Value| -> Vec<String> {
         let rows = hits["result"].as_array().unwrap_or_else(|| panic!("no result list: {hits}"));
         rows.iter().map(|r| r["subject"].as_str().expect("subject").to_string()).collect()
     };
-    let search = |slug: &str, q: &str| json!({"project_key": slug, "query": q});
-    let in_alpha = app.tool_ok("search_messages", search(&alpha, "rollout")).await;
+    let in_alpha = SearchCall::new(&alpha, "rollout").ok(&app).await;
     assert_eq!(subjects(&in_alpha), vec!["alpha rollout"]);
-    let in_beta = app.tool_ok("search_messages", search(&beta, "shared")).await;
+    let in_beta = SearchCall::new(&beta, "shared").ok(&app).await;
     assert_eq!(subjects(&in_beta).len(), 2, "{in_beta}");
     // The hidden project tokens are not searchable text: "p1" finds the bodies that say it,
     // each project its own.
-    let token = app.tool_ok("search_messages", search(&alpha, "p1")).await;
+    let token = SearchCall::new(&alpha, "p1").ok(&app).await;
     assert_eq!(subjects(&token), vec!["alpha rollout"]);
     // A query that only parses once wrapped falls back to LIKE, whose terms ("rollout" and
     // "beta", both required) match beta's two messages: found in beta, never from alpha.
     let sneaky = "rollout) OR (beta";
-    let from_alpha = app.tool_ok("search_messages", search(&alpha, sneaky)).await;
+    let from_alpha = SearchCall::new(&alpha, sneaky).ok(&app).await;
     assert_eq!(subjects(&from_alpha), Vec::<String>::new(), "{from_alpha}");
-    let from_beta = app.tool_ok("search_messages", search(&beta, sneaky)).await;
+    let from_beta = SearchCall::new(&beta, sneaky).ok(&app).await;
     assert_eq!(subjects(&from_beta), vec!["beta rollout again", "beta rollout"], "{from_beta}");
 }
 
@@ -175,7 +121,7 @@ async fn bad_input_gets_errors_naming_the_problem_and_writes_nothing() {
     let slug = app.seed_pair("/work/delta", "BlueLake", "GreenCastle").await;
     // A project whose key looks like a placeholder can exist; calls naming it are still
     // refused as placeholders, on the inline inbox path as on every other.
-    app.tool_ok("ensure_project", json!({"human_key": "/work/placeholder-app"})).await;
+    ProjectCall::new("/work/placeholder-app").ok(&app).await;
     let cases = [
         ("ensure_project", json!({"human_key": "relative/path"}), "absolute directory path"),
         (
@@ -263,8 +209,7 @@ async fn bad_input_gets_errors_naming_the_problem_and_writes_nothing() {
         let error = app.call_tool(tool, args.clone()).await.expect_err(tool);
         assert!(error.contains(needle), "{tool} {args}: {error}");
     }
-    let inbox =
-        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    let inbox = InboxCall::new(&slug, "GreenCastle").ok(&app).await;
     assert_eq!(inbox, json!([]), "no failed call left a message behind");
     let lax = app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle", "limit": "5", "include_bodies": "true"})).await;
     assert_eq!(lax, json!([]), "numeric and boolean strings are coerced as the reference does");
@@ -273,17 +218,11 @@ async fn bad_input_gets_errors_naming_the_problem_and_writes_nothing() {
 #[tokio::test]
 async fn fifty_concurrent_registrations_of_one_name_all_succeed() {
     let app = std::sync::Arc::new(TestApp::start().await);
-    app.tool_ok("ensure_project", json!({"human_key": "/work/epsilon"})).await;
+    ProjectCall::new("/work/epsilon").ok(&app).await;
     let calls = (0..50).map(|i| {
         let app = app.clone();
-        tokio::spawn(async move {
-            app.call_tool(
-                "register_agent",
-                json!({"project_key": "work-epsilon", "program": "p",
-                "model": format!("m{i}"), "name": "BlueLake"}),
-            )
-            .await
-        })
+        let register = RegisterCall::new("work-epsilon", "BlueLake").program("p");
+        tokio::spawn(async move { register.model(&format!("m{i}")).call(&app).await })
     });
     let outcomes = futures_join(calls).await;
     assert!(outcomes.iter().all(Result::is_ok), "{outcomes:?}");
@@ -294,7 +233,7 @@ async fn fifty_concurrent_registrations_of_one_name_all_succeed() {
 #[tokio::test]
 async fn generated_names_follow_the_adjective_noun_rule() {
     let app = TestApp::start().await;
-    app.tool_ok("ensure_project", json!({"human_key": "/work/zeta"})).await;
+    ProjectCall::new("/work/zeta").ok(&app).await;
     let agent = app
         .tool_ok(
             "register_agent",

@@ -3,7 +3,10 @@
 //! shared conflicts, renew, release) and cross-project addressing.
 
 use mailroom_core::model::time::Timestamp;
-use mailroom_testkit::{SendCall, TestApp, TestOptions, git};
+use mailroom_testkit::{
+    ContactResponseCall, InboxCall, PolicyCall, ProjectCall, RegisterCall, ReplyCall, SendCall,
+    TestApp, TestOptions, git,
+};
 use serde_json::{Value, json};
 
 const GATED_TOOLS: [&str; 8] = [
@@ -29,14 +32,6 @@ async fn listed_tools(app: &TestApp) -> Vec<String> {
         .iter()
         .filter_map(|t| t["name"].as_str().map(str::to_string))
         .collect()
-}
-
-async fn register(app: &TestApp, project: &str, name: &str) -> Value {
-    app.tool_ok(
-        "register_agent",
-        json!({"project_key": project, "program": "codex-cli", "model": "gpt-5", "name": name}),
-    )
-    .await
 }
 
 fn subjects(result: &Value) -> Vec<String> {
@@ -85,17 +80,13 @@ async fn seed_product(app: &TestApp) -> (Value, Value, String) {
         ("/work/beta", ["BlueLake", "PurpleBear"].as_slice()),
         ("/work/gamma", ["BlueLake", "RedStone"].as_slice()),
     ] {
-        app.tool_ok("ensure_project", json!({"human_key": project})).await;
+        ProjectCall::new(project).ok(app).await;
         for name in names {
-            let agent = register(app, project, name).await;
+            let agent = RegisterCall::new(project, name).ok(app).await;
             if project == "/work/alpha" && *name == "BlueLake" {
                 token = agent["registration_token"].as_str().expect("token").to_string();
             }
-            app.tool_ok(
-                "set_contact_policy",
-                json!({"project_key": project, "agent_name": name, "policy": "open"}),
-            )
-            .await;
+            PolicyCall::new(project, name, "open").ok(app).await;
         }
     }
     for (project, from, to, subject, thread) in [
@@ -241,7 +232,7 @@ fn ts(value: &Value) -> Timestamp {
 #[tokio::test]
 async fn build_slots_report_conflicts_and_renew_and_release() {
     let app = worktrees_app().await;
-    app.tool_ok("ensure_project", json!({"human_key": "/work/alpha"})).await;
+    ProjectCall::new("/work/alpha").ok(&app).await;
     let acquire = |agent: &str, branch: &str, exclusive: bool| {
         app.tool_ok(
             "acquire_build_slot",
@@ -327,8 +318,8 @@ async fn build_slots_report_conflicts_and_renew_and_release() {
 async fn cross_project_messages_need_a_link_and_carry_their_origin() {
     let app = worktrees_app().await;
     for (project, name) in [("/work/alpha", "BlueLake"), ("/work/beta", "GreenCastle")] {
-        app.tool_ok("ensure_project", json!({"human_key": project})).await;
-        register(&app, project, name).await;
+        ProjectCall::new(project).ok(&app).await;
+        RegisterCall::new(project, name).ok(&app).await;
     }
     let send_to = |to: &str, thread: Option<&str>| {
         app.call_tool(
@@ -338,13 +329,10 @@ async fn cross_project_messages_need_a_link_and_carry_their_origin() {
             "body_md": "hello", "thread_id": thread}),
         )
     };
-    let quiet = app
-        .call_tool(
-            "send_message",
-            json!({"project_key": "work-alpha",
-            "sender_name": "BlueLake", "to": ["project:work-beta#GreenCastle"], "subject": "s",
-            "body_md": "b", "auto_contact_if_blocked": false}),
-        )
+    let quiet = SendCall::new("work-alpha", "BlueLake", "project:work-beta#GreenCastle", "s")
+        .body("b")
+        .arg("auto_contact_if_blocked", false)
+        .call(&app)
         .await
         .expect_err("no link");
     assert!(quiet.contains("cannot be reached"), "{quiet}");
@@ -362,12 +350,8 @@ async fn cross_project_messages_need_a_link_and_carry_their_origin() {
     assert_eq!(contacts[0]["to"], "GreenCastle");
     assert_eq!(contacts[0]["status"], "pending", "the failed send kept its request");
 
-    app.tool_ok(
-        "respond_contact",
-        json!({"project_key": "work-beta", "to_agent": "GreenCastle",
-        "from_agent": "BlueLake", "from_project": "work-alpha", "accept": true}),
-    )
-    .await;
+    let response = ContactResponseCall::new("work-beta", "GreenCastle", "BlueLake", true);
+    response.from_project("work-alpha").ok(&app).await;
 
     for to in ["project:work-beta#GreenCastle", "GreenCastle@/work/beta", "GreenCastle"] {
         let sent = send_to(to, Some("X-1")).await.unwrap_or_else(|e| panic!("{to}: {e}"));
@@ -378,9 +362,7 @@ async fn cross_project_messages_need_a_link_and_carry_their_origin() {
         assert_eq!(payload["from_project_slug"], "work-alpha");
         assert_eq!(payload["from_address"], "project:work-alpha#BlueLake");
     }
-    let inbox = app
-        .tool_ok("fetch_inbox", json!({"project_key": "work-beta", "agent_name": "GreenCastle"}))
-        .await;
+    let inbox = InboxCall::new("work-beta", "GreenCastle").ok(&app).await;
     let from_alpha: Vec<&Value> = inbox
         .as_array()
         .expect("inbox")
@@ -399,33 +381,19 @@ async fn cross_project_messages_need_a_link_and_carry_their_origin() {
 
     // GreenCastle has no link back, but may answer inside the thread BlueLake wrote in.
     let id = from_alpha[0]["id"].clone();
-    let reply = app
-        .tool_ok(
-            "reply_message",
-            json!({"project_key": "work-beta", "message_id": id,
-            "sender_name": "GreenCastle", "body_md": "hi back"}),
-        )
-        .await;
+    let reply = ReplyCall::new("work-beta", "GreenCastle", id).body("hi back").ok(&app).await;
     assert_eq!(reply["deliveries"][0]["project"], "/work/alpha");
     assert_eq!(reply["to"], json!(["BlueLake"]));
     assert_eq!(reply["from_address"], "project:work-beta#GreenCastle");
-    let fresh = app
-        .call_tool(
-            "send_message",
-            json!({"project_key": "work-beta",
-            "sender_name": "GreenCastle", "to": ["project:work-alpha#BlueLake"],
-            "subject": "New topic", "body_md": "x"}),
-        )
-        .await
-        .expect_err("outside the thread the link is needed");
+    let fresh =
+        SendCall::new("work-beta", "GreenCastle", "project:work-alpha#BlueLake", "New topic")
+            .body("x")
+            .call(&app)
+            .await
+            .expect_err("outside the thread the link is needed");
     assert!(fresh.contains("cannot be reached"), "{fresh}");
 
-    app.tool_ok(
-        "set_contact_policy",
-        json!({"project_key": "work-beta",
-        "agent_name": "GreenCastle", "policy": "block_all"}),
-    )
-    .await;
+    PolicyCall::new("work-beta", "GreenCastle", "block_all").ok(&app).await;
     let blocked = send_to("project:work-beta#GreenCastle", None).await.expect_err("block_all");
     assert!(blocked.contains("not accepting messages"), "{blocked}");
 }

@@ -2,8 +2,7 @@
 //! servers share a client's buckets, the buckets run on Redis's clock and expire, and when
 //! Redis goes away each server goes on with its own buckets.
 
-use mailroom_testkit::{RedisServer, TestApp};
-use serde_json::json;
+use mailroom_testkit::{InboxCall, RedisServer, TestApp};
 
 use crate::security::{Remote, start};
 
@@ -22,7 +21,7 @@ async fn server(redis: &RedisServer) -> TestApp {
 async fn two_servers_share_a_clients_buckets() {
     let redis = RedisServer::start();
     let (a, b) = (server(&redis).await, server(&redis).await);
-    let call = json!({"project_key": "/work/shared", "agent_name": "BlueLake"});
+    let call = InboxCall::new("/work/shared", "BlueLake").arguments();
     let on_a = Remote { app: &a, client_ip: "203.0.113.40", token: None };
     let on_b = Remote { app: &b, ..on_a };
     for remote in [&on_a, &on_b, &on_a, &on_b] {

@@ -4,12 +4,11 @@
 use std::process::Command;
 
 use mailroom_core::model::time::Timestamp;
-use mailroom_testkit::{TestApp, TestOptions, git};
+use mailroom_testkit::{InboxCall, ReleaseCall, RenewCall, ReserveCall, TestApp, TestOptions, git};
 use serde_json::{Value, json};
 
-fn reserve(slug: &str, agent: &str, paths: &[&str], exclusive: bool, reason: &str) -> Value {
-    json!({"project_key": slug, "agent_name": agent, "paths": paths, "exclusive": exclusive,
-           "reason": reason, "ttl_seconds": 3600})
+fn reserve(slug: &str, agent: &str, paths: &[&str], exclusive: bool, reason: &str) -> ReserveCall {
+    ReserveCall::new(slug, agent, paths).exclusive(exclusive).reason(reason).ttl(3600)
 }
 
 fn instant(value: &Value) -> Timestamp {
@@ -20,20 +19,14 @@ fn instant(value: &Value) -> Timestamp {
 async fn conflicts_are_reported_beside_grants_between_two_agents() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/res-a", "BlueLake", "GreenCastle").await;
-    let blue = app
-        .tool_ok("file_reservation_paths", reserve(&slug, "BlueLake", &["src/**"], true, "br-1"))
-        .await;
+    let blue = reserve(&slug, "BlueLake", &["src/**"], true, "br-1").ok(&app).await;
     assert_eq!(blue["conflicts"], json!([]));
     assert_eq!(blue["granted"][0]["path_pattern"], "src/**");
     assert_eq!(blue["granted"][0]["reason"], "br-1");
 
     // An exclusive request under an exclusive glob: granted anyway, with the holder named.
-    let green = app
-        .tool_ok(
-            "file_reservation_paths",
-            reserve(&slug, "GreenCastle", &["src/app.py", "docs/a.md"], true, ""),
-        )
-        .await;
+    let green =
+        reserve(&slug, "GreenCastle", &["src/app.py", "docs/a.md"], true, "").ok(&app).await;
     assert_eq!(green["granted"].as_array().map(Vec::len), Some(2), "advisory: always granted");
     assert_eq!(green["conflicts"].as_array().map(Vec::len), Some(1), "{green}");
     let conflict = &green["conflicts"][0];
@@ -43,23 +36,13 @@ async fn conflicts_are_reported_beside_grants_between_two_agents() {
     assert_eq!(conflict["holders"][0]["exclusive"], true);
 
     // A shared request still clashes with an exclusive holder.
-    let shared = app
-        .tool_ok(
-            "file_reservation_paths",
-            reserve(&slug, "GreenCastle", &["src/lib.rs"], false, ""),
-        )
-        .await;
+    let shared = reserve(&slug, "GreenCastle", &["src/lib.rs"], false, "").ok(&app).await;
     assert_eq!(shared["conflicts"][0]["holders"][0]["agent"], "BlueLake");
 
     // A file inside another agent's exclusive file reservation, asked for shared, clashes;
     // a request for a glob over a narrower reservation is not reported (the reference's
     // pre-filter matches existing patterns against the requested text only).
-    let over = app
-        .tool_ok(
-            "file_reservation_paths",
-            reserve(&slug, "BlueLake", &["docs/a.md", "docs/**"], false, ""),
-        )
-        .await;
+    let over = reserve(&slug, "BlueLake", &["docs/a.md", "docs/**"], false, "").ok(&app).await;
     assert_eq!(over["conflicts"].as_array().map(Vec::len), Some(1), "{over}");
     assert_eq!(over["conflicts"][0]["path"], "docs/a.md");
 }
@@ -68,17 +51,11 @@ async fn conflicts_are_reported_beside_grants_between_two_agents() {
 async fn shared_reservations_do_not_conflict_and_own_ones_refresh_in_place() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/res-b", "BlueLake", "GreenCastle").await;
-    let first = app
-        .tool_ok("file_reservation_paths", reserve(&slug, "BlueLake", &["lib/*.rs"], false, "read"))
-        .await;
-    let other = app
-        .tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["lib/a.rs"], false, ""))
-        .await;
+    let first = reserve(&slug, "BlueLake", &["lib/*.rs"], false, "read").ok(&app).await;
+    let other = reserve(&slug, "GreenCastle", &["lib/a.rs"], false, "").ok(&app).await;
     assert_eq!(other["conflicts"], json!([]), "two shared reservations never clash");
 
-    let again = app
-        .tool_ok("file_reservation_paths", reserve(&slug, "BlueLake", &["lib/*.rs"], true, ""))
-        .await;
+    let again = reserve(&slug, "BlueLake", &["lib/*.rs"], true, "").ok(&app).await;
     assert_eq!(again["granted"][0]["id"], first["granted"][0]["id"], "same pattern: same row");
     assert_eq!(again["granted"][0]["reason"], "read", "an empty reason keeps the old one");
     assert_eq!(again["granted"][0]["exclusive"], true);
@@ -87,8 +64,7 @@ async fn shared_reservations_do_not_conflict_and_own_ones_refresh_in_place() {
     );
     assert_eq!(again["conflicts"], json!([]), "own reservations never clash");
 
-    let empty =
-        app.call_tool("file_reservation_paths", reserve(&slug, "BlueLake", &[], true, "")).await;
+    let empty = reserve(&slug, "BlueLake", &[], true, "").call(&app).await;
     assert!(empty.expect_err("empty paths").contains("paths list cannot be empty"));
 }
 
@@ -96,17 +72,8 @@ async fn shared_reservations_do_not_conflict_and_own_ones_refresh_in_place() {
 async fn renew_clamps_to_a_minute_and_release_is_idempotent() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/res-c", "BlueLake", "GreenCastle").await;
-    app.tool_ok(
-        "file_reservation_paths",
-        reserve(&slug, "BlueLake", &["a.txt", "b.txt"], true, ""),
-    )
-    .await;
-    let renewed = app
-        .tool_ok(
-            "renew_file_reservations",
-            json!({"project_key": slug, "agent_name": "BlueLake", "extend_seconds": 5, "paths": ["a.txt"]}),
-        )
-        .await;
+    reserve(&slug, "BlueLake", &["a.txt", "b.txt"], true, "").ok(&app).await;
+    let renewed = RenewCall::new(&slug, "BlueLake").extend(5).paths(&["a.txt"]).ok(&app).await;
     assert_eq!(renewed["renewed"], 1);
     let row = &renewed["file_reservations"][0];
     assert_eq!(row["path_pattern"], "a.txt");
@@ -114,13 +81,12 @@ async fn renew_clamps_to_a_minute_and_release_is_idempotent() {
         instant(&row["new_expires_ts"]).as_micros() - instant(&row["old_expires_ts"]).as_micros();
     assert_eq!(added, 60_000_000, "extensions below 60 s count as 60 s");
 
-    let args = json!({"project_key": slug, "agent_name": "BlueLake"});
-    let released = app.tool_ok("release_file_reservations", args.clone()).await;
+    let released = ReleaseCall::new(&slug, "BlueLake").ok(&app).await;
     assert_eq!(released["released"], 2);
     assert!(released["released_at"].is_string());
-    let again = app.tool_ok("release_file_reservations", args.clone()).await;
+    let again = ReleaseCall::new(&slug, "BlueLake").ok(&app).await;
     assert_eq!(again["released"], 0, "releasing twice is harmless");
-    let nothing = app.tool_ok("renew_file_reservations", args).await;
+    let nothing = RenewCall::new(&slug, "BlueLake").ok(&app).await;
     assert_eq!(nothing, json!({"renewed": 0, "file_reservations": []}));
     let bad = app
         .call_tool(
@@ -135,9 +101,7 @@ async fn renew_clamps_to_a_minute_and_release_is_idempotent() {
 async fn force_release_is_refused_while_the_holder_is_active() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/res-d", "BlueLake", "GreenCastle").await;
-    let held = app
-        .tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["src/**"], true, ""))
-        .await;
+    let held = reserve(&slug, "GreenCastle", &["src/**"], true, "").ok(&app).await;
     let id = held["granted"][0]["id"].clone();
     let refused = app
         .call_tool(
@@ -169,9 +133,7 @@ async fn a_stale_reservation_is_force_released_and_its_holder_told() {
     })
     .await;
     let slug = app.seed_pair("/work/res-e", "BlueLake", "GreenCastle").await;
-    let held = app
-        .tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["src/**"], true, ""))
-        .await;
+    let held = reserve(&slug, "GreenCastle", &["src/**"], true, "").ok(&app).await;
     let id = held["granted"][0]["id"].clone();
     let released = app
         .tool_ok(
@@ -187,12 +149,7 @@ async fn a_stale_reservation_is_force_released_and_its_holder_told() {
         reservation["stale_reasons"],
         json!(["agent_inactive>0s", "no_recent_mail_activity>0s", "workspace_unavailable"])
     );
-    let inbox = app
-        .tool_ok(
-            "fetch_inbox",
-            json!({"project_key": slug, "agent_name": "GreenCastle", "include_bodies": true}),
-        )
-        .await;
+    let inbox = InboxCall::new(&slug, "GreenCastle").include_bodies(true).ok(&app).await;
     assert_eq!(inbox[0]["subject"], "[file-reservations] Released stale lock on src/**");
     assert!(inbox[0]["body_md"].as_str().is_some_and(|b| b.contains("blocked on it")));
     let again = app
@@ -211,12 +168,7 @@ async fn reservation_artifacts_are_committed_as_json() {
     let slug = app.seed_pair("/work/res-f", "BlueLake", "GreenCastle").await;
     // Profiles first, so the reservation commit is not batched with them.
     app.archive_flushed().await;
-    let held = app
-        .tool_ok(
-            "file_reservation_paths",
-            reserve(&slug, "BlueLake", &["src/**", "docs/"], true, "br-9"),
-        )
-        .await;
+    let held = reserve(&slug, "BlueLake", &["src/**", "docs/"], true, "br-9").ok(&app).await;
     let id = held["granted"][0]["id"].as_i64().expect("id");
     app.archive_flushed().await;
     let root = app.archive_root();
@@ -243,11 +195,7 @@ async fn reservation_artifacts_are_committed_as_json() {
     sorted.sort();
     assert_eq!(keys, sorted, "sorted keys");
 
-    app.tool_ok(
-        "release_file_reservations",
-        json!({"project_key": slug, "agent_name": "BlueLake", "paths": ["src/**"]}),
-    )
-    .await;
+    ReleaseCall::new(&slug, "BlueLake").paths(&["src/**"]).ok(&app).await;
     app.archive_flushed().await;
     let digest = sha1_hex("src/**");
     let legacy =
@@ -279,16 +227,8 @@ fn sha1_hex(text: &str) -> String {
 async fn the_listing_has_the_resource_row_shape() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/res-g", "BlueLake", "GreenCastle").await;
-    app.tool_ok(
-        "file_reservation_paths",
-        reserve(&slug, "BlueLake", &["src/**", "b.md"], true, "br-123"),
-    )
-    .await;
-    app.tool_ok(
-        "release_file_reservations",
-        json!({"project_key": slug, "agent_name": "BlueLake", "paths": ["b.md"]}),
-    )
-    .await;
+    reserve(&slug, "BlueLake", &["src/**", "b.md"], true, "br-123").ok(&app).await;
+    ReleaseCall::new(&slug, "BlueLake").paths(&["b.md"]).ok(&app).await;
     let all = app.core.list_file_reservations(slug.clone(), false).await.expect("list");
     let rows = serde_json::to_value(&all).expect("JSON");
     let expected_keys = [
@@ -324,17 +264,14 @@ async fn the_listing_has_the_resource_row_shape() {
 async fn the_sweep_releases_expired_and_stale_reservations() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/res-h", "BlueLake", "GreenCastle").await;
-    app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["src/**"], true, ""))
-        .await;
+    reserve(&slug, "GreenCastle", &["src/**"], true, "").ok(&app).await;
     // A TTL must be at least a second (docs/compat/tools.md §1.9): the time passes in the row.
     rusqlite::Connection::open(&app.core.config().database_path)
         .and_then(|db| {
             db.execute("UPDATE file_reservations SET expires_ts = '2000-01-01 00:00:00.000000'", [])
         })
         .expect("expired");
-    let after = app
-        .tool_ok("file_reservation_paths", reserve(&slug, "BlueLake", &["src/a.rs"], true, ""))
-        .await;
+    let after = reserve(&slug, "BlueLake", &["src/a.rs"], true, "").ok(&app).await;
     assert_eq!(after["conflicts"], json!([]), "an expired reservation clashes with nothing");
     let rows = app.core.list_file_reservations(slug.clone(), false).await.expect("list");
     assert!(rows[0].released_ts.is_some(), "the sweep released the expired one");
@@ -345,11 +282,8 @@ async fn the_sweep_releases_expired_and_stale_reservations() {
     })
     .await;
     let slug = idle.seed_pair("/work/res-i", "BlueLake", "GreenCastle").await;
-    idle.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["src/**"], true, ""))
-        .await;
-    let after = idle
-        .tool_ok("file_reservation_paths", reserve(&slug, "BlueLake", &["src/a.rs"], true, ""))
-        .await;
+    reserve(&slug, "GreenCastle", &["src/**"], true, "").ok(&idle).await;
+    let after = reserve(&slug, "BlueLake", &["src/a.rs"], true, "").ok(&idle).await;
     assert_eq!(after["conflicts"], json!([]), "a stale holder's reservation was swept");
     let rows = idle.core.list_file_reservations(slug, false).await.expect("list");
     assert_eq!(rows[0].agent, "GreenCastle");
@@ -361,10 +295,11 @@ async fn the_sweep_releases_expired_and_stale_reservations() {
 async fn concurrent_requests_serialise() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/res-j", "BlueLake", "GreenCastle").await;
-    let (blue, green) = tokio::join!(
-        app.tool_ok("file_reservation_paths", reserve(&slug, "BlueLake", &["lib.rs"], true, "")),
-        app.tool_ok("file_reservation_paths", reserve(&slug, "GreenCastle", &["lib.rs"], true, "")),
+    let (blue, green) = (
+        reserve(&slug, "BlueLake", &["lib.rs"], true, ""),
+        reserve(&slug, "GreenCastle", &["lib.rs"], true, ""),
     );
+    let (blue, green) = tokio::join!(blue.ok(&app), green.ok(&app));
     let reported = [&blue, &green].iter().filter(|r| r["conflicts"] != json!([])).count();
     assert_eq!(reported, 1, "{blue} / {green}");
 }

@@ -1,7 +1,10 @@
 //! MCP resources end to end: list and templates, reads with path and query parameters,
 //! errors, tool metrics, and the TOON format for tools and resources.
 
-use mailroom_testkit::{TestApp, TestOptions, git, sent_message_id};
+use mailroom_testkit::{
+    AckCall, ProjectCall, ReplyCall, SendCall, TestApp, TestOptions, WhoisCall, git,
+    sent_message_id,
+};
 use serde_json::{Value, json};
 
 /// A project with BlueLake → GreenCastle: an urgent message needing an ack, a plain one,
@@ -9,20 +12,15 @@ use serde_json::{Value, json};
 async fn seeded(app: &TestApp) -> (String, i64, i64, i64) {
     let slug = app.seed_pair("/work/res", "BlueLake", "GreenCastle").await;
     let send = |subject: &str, importance: &str, ack: bool| {
-        json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-            "cc": [], "subject": subject, "body_md": format!("{subject} body"),
-            "importance": importance, "ack_required": ack})
+        SendCall::new(&slug, "BlueLake", "GreenCastle", subject)
+            .cc(&[])
+            .body(&format!("{subject} body"))
+            .importance(importance)
+            .ack_required(ack)
     };
-    let urgent =
-        sent_message_id(&app.tool_ok("send_message", send("Deploy", "urgent", true)).await);
-    let plain = sent_message_id(&app.tool_ok("send_message", send("Notes", "normal", false)).await);
-    let reply = app
-        .tool_ok(
-            "reply_message",
-            json!({"project_key": slug, "message_id": urgent, "sender_name": "GreenCastle",
-                "body_md": "On it"}),
-        )
-        .await;
+    let urgent = sent_message_id(&send("Deploy", "urgent", true).ok(app).await);
+    let plain = sent_message_id(&send("Notes", "normal", false).ok(app).await);
+    let reply = ReplyCall::new(&slug, "GreenCastle", urgent).body("On it").ok(app).await;
     let reply_id = reply["id"].as_i64().expect("reply id");
     (slug, urgent, plain, reply_id)
 }
@@ -180,11 +178,7 @@ async fn acknowledgement_views_follow_read_and_ack_state() {
     let overdue = app.read_resource(&view("ack-overdue", "&ttl_minutes=1")).await.expect("overdue");
     assert_eq!(overdue["count"], 0, "created less than a minute ago");
 
-    app.tool_ok(
-        "acknowledge_message",
-        json!({"project_key": slug, "agent_name": "GreenCastle", "message_id": urgent}),
-    )
-    .await;
+    AckCall::new(&slug, "GreenCastle", urgent).ok(&app).await;
     let unread = app.read_resource(&view("urgent-unread", "")).await.expect("urgent-unread");
     assert_eq!(unread["count"], 0, "acknowledging marks read");
     let required = app.read_resource(&view("ack-required", "")).await.expect("ack-required");
@@ -195,8 +189,8 @@ async fn acknowledgement_views_follow_read_and_ack_state() {
 async fn project_and_tooling_resources() {
     let app = TestApp::start().await;
     let (slug, _, _, _) = seeded(&app).await;
-    app.tool_ok("ensure_project", json!({"human_key": "/demo"})).await;
-    app.tool_ok("ensure_project", json!({"human_key": "/testproject"})).await;
+    ProjectCall::new("/demo").ok(&app).await;
+    ProjectCall::new("/testproject").ok(&app).await;
     let projects = app.read_resource("resource://tooling/projects").await.expect("projects");
     let slugs: Vec<&str> =
         projects.as_array().expect("list").iter().filter_map(|p| p["slug"].as_str()).collect();
@@ -217,7 +211,7 @@ async fn project_and_tooling_resources() {
         .expect("capabilities");
     assert_eq!(caps["capabilities"].as_array().map(Vec::len), Some(4));
 
-    let _ = app.call_tool("whois", json!({"project_key": slug, "agent_name": "Nobody"})).await;
+    let _ = WhoisCall::new(&slug, "Nobody").call(&app).await;
     let metrics = app.read_resource("resource://tooling/metrics").await.expect("metrics");
     let whois = metrics["tools"]
         .as_array()
@@ -322,7 +316,7 @@ async fn identity_and_product_resources_describe_real_repositories() {
     git(repo.path(), &["commit", "-q", "--allow-empty", "-m", "x"]);
     let root = repo.path().to_string_lossy().into_owned();
 
-    let ensured = app.tool_ok("ensure_project", json!({"human_key": root})).await;
+    let ensured = ProjectCall::new(&root).ok(&app).await;
     assert_eq!(ensured["repo_root"], json!(root), "{ensured}");
     assert_eq!(ensured["branch"], "trunk");
     assert_eq!(ensured["normalized_remote"], "github.com/acme/widgets");

@@ -1,6 +1,6 @@
 //! The REST API mirrors the tools.
 
-use mailroom_testkit::{TestApp, sent_message_id};
+use mailroom_testkit::{PolicyCall, ProjectCall, RegisterCall, SendCall, TestApp, sent_message_id};
 use serde_json::json;
 
 #[tokio::test]
@@ -20,11 +20,7 @@ async fn rest_routes_return_the_tool_shapes() {
             .await;
         assert_eq!((status, agent["name"].as_str()), (200, Some(name)));
     }
-    app.tool_ok(
-        "set_contact_policy",
-        json!({"project_key": slug, "agent_name": "GreenCastle", "policy": "open"}),
-    )
-    .await;
+    PolicyCall::new(&slug, "GreenCastle", "open").ok(&app).await;
     let (status, sent) = app.post("/api/message/send", json!({"project_slug": slug, "sender_name": "BlueLake",
         "recipient_names": ["GreenCastle"], "subject": "Load", "body_md": "test body", "importance": "high"})).await;
     assert_eq!(status, 200, "{sent}");
@@ -112,23 +108,13 @@ async fn rest_takes_names_as_given_while_mcp_keeps_the_reference_rules() {
         let body = json!({"project_slug": SEED_PROJECT, "name": name, "program": "bench", "model": "test"});
         assert_eq!(app.post("/api/agent/register", body).await.0, 200);
     }
-    let refused = app.call_tool("ensure_project", json!({"human_key": SEED_PROJECT})).await;
+    let refused = ProjectCall::new(SEED_PROJECT).call(&app).await;
     assert!(refused.expect_err("not a path").contains("absolute directory path"));
-    let coerced = app
-        .tool_ok(
-            "register_agent",
-            json!({"project_key": SEED_PROJECT, "name": "sender2", "program": "codex-cli", "model": "gpt-5"}),
-        )
-        .await;
+    let coerced = RegisterCall::new(SEED_PROJECT, "sender2").ok(&app).await;
     let generated = coerced["name"].as_str().expect("name").to_string();
     assert_ne!(generated, "sender2", "MCP replaces a name that is not adjective+noun");
-    let screened = app
-        .call_tool(
-            "send_message",
-            json!({"project_key": SEED_PROJECT, "sender_name": generated, "to": ["receiver"],
-                "subject": "Hi", "body_md": "x"}),
-        )
-        .await;
+    let screened =
+        SendCall::new(SEED_PROJECT, &generated, "receiver", "Hi").body("x").call(&app).await;
     let screened = screened.expect_err("screened");
     assert!(screened.contains("looks like a Unix user name"), "{screened}");
     // Over REST, the same first message goes through; over MCP it waits for a handshake.
@@ -138,25 +124,17 @@ async fn rest_takes_names_as_given_while_mcp_keeps_the_reference_rules() {
     };
     let (status, sent) = app.post("/api/message/send", rest_send("receiver")).await;
     assert_eq!(status, 200, "{sent}");
-    let mcp_agent = app
-        .tool_ok("register_agent", json!({"project_key": SEED_PROJECT, "name": "BlueLake", "program": "codex-cli", "model": "gpt-5"}))
-        .await;
+    let mcp_agent = RegisterCall::new(SEED_PROJECT, "BlueLake").ok(&app).await;
     assert_eq!(mcp_agent["name"], "BlueLake");
-    let handshake = app
-        .call_tool(
-            "send_message",
-            json!({"project_key": SEED_PROJECT, "sender_name": "BlueLake", "to": [generated],
-                "subject": "Hi", "body_md": "x", "auto_contact_if_blocked": false}),
-        )
+    let handshake = SendCall::new(SEED_PROJECT, "BlueLake", &generated, "Hi")
+        .body("x")
+        .arg("auto_contact_if_blocked", false)
+        .call(&app)
         .await;
     let handshake = handshake.expect_err("contact required");
     assert!(handshake.contains("Contact approval required"), "{handshake}");
     // A recipient's explicit choice still holds over REST.
-    app.tool_ok(
-        "set_contact_policy",
-        json!({"project_key": SEED_PROJECT, "agent_name": "receiver", "policy": "block_all"}),
-    )
-    .await;
+    PolicyCall::new(SEED_PROJECT, "receiver", "block_all").ok(&app).await;
     let (status, blocked) = app.post("/api/message/send", rest_send("receiver")).await;
     assert_eq!(
         (status, blocked["error"]["type"].as_str()),

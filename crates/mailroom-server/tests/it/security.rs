@@ -2,7 +2,7 @@
 //! localhost rule and its proxy headers, readers refused writes over MCP, REST and the web
 //! UI, clients over their rate refused while others go on, health probes exempt.
 
-use mailroom_testkit::{TestApp, TestOptions};
+use mailroom_testkit::{InboxCall, SendCall, TestApp, TestOptions, WhoisCall};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "correct-horse-battery-staple";
@@ -102,11 +102,11 @@ async fn a_reader_reads_but_cannot_write_over_mcp_rest_or_the_ui() {
     let slug = app.seed_pair("/work/rbac", "BlueLake", "GreenCastle").await;
     let reader = Remote { app: &app, client_ip: "198.51.100.7", token: Some(TOKEN) };
     let forbidden = json!({"detail": "Forbidden"});
-    let send = json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-                      "subject": "from a reader", "body_md": "x"});
+    let send = SendCall::new(&slug, "BlueLake", "GreenCastle", "from a reader").body("x");
+    let send = send.arguments();
     assert_eq!(reader.tool("send_message", send.clone()).await, (403, forbidden.clone()));
-    let (status, body) =
-        reader.tool("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    let inbox = InboxCall::new(&slug, "GreenCastle");
+    let (status, body) = reader.tool("fetch_inbox", inbox.arguments()).await;
     assert_eq!(status, 200, "a read-only tool: {body}");
     let (status, body) =
         reader.post("/mcp", json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
@@ -134,9 +134,7 @@ async fn a_reader_reads_but_cannot_write_over_mcp_rest_or_the_ui() {
     let ui_change = format!("/mail/{slug}/inbox/GreenCastle/mark-all-read");
     assert_eq!(reader.post(&ui_change, json!({})).await, (403, forbidden));
     // Nothing was written: the inbox is still empty.
-    let inbox =
-        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
-    assert_eq!(inbox, json!([]));
+    assert_eq!(inbox.ok(&app).await, json!([]));
 }
 
 #[tokio::test]
@@ -145,9 +143,8 @@ async fn writers_write_and_roles_can_be_turned_off() {
         let app = start(&env).await;
         let slug = app.seed_pair("/work/rbac-w", "BlueLake", "GreenCastle").await;
         let remote = Remote { app: &app, client_ip: "198.51.100.8", token: None };
-        let send = json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-                          "subject": "allowed", "body_md": "x"});
-        let (status, body) = remote.tool("send_message", send).await;
+        let send = SendCall::new(&slug, "BlueLake", "GreenCastle", "allowed").body("x");
+        let (status, body) = remote.tool("send_message", send.arguments()).await;
         assert_eq!(status, 200, "{env:?}: {body}");
         assert!(body["result"]["isError"] != json!(true), "{body}");
     }
@@ -162,7 +159,7 @@ async fn a_client_over_its_rate_is_refused_while_others_go_on() {
     ])
     .await;
     let slug = app.seed_pair("/work/limits", "BlueLake", "GreenCastle").await;
-    let fetch = json!({"project_key": slug, "agent_name": "GreenCastle"});
+    let fetch = InboxCall::new(&slug, "GreenCastle").arguments();
     let busy = Remote { app: &app, client_ip: "192.0.2.10", token: None };
     for n in 0..3 {
         assert_eq!(busy.tool("fetch_inbox", fetch.clone()).await.0, 200, "call {n}");
@@ -170,10 +167,7 @@ async fn a_client_over_its_rate_is_refused_while_others_go_on() {
     let (status, body) = busy.tool("fetch_inbox", fetch.clone()).await;
     assert_eq!((status, body), (429, json!({"detail": "Rate limit exceeded"})));
     // Its other tools have buckets of their own, as do other clients; health is exempt.
-    assert_eq!(
-        busy.tool("whois", json!({"project_key": slug, "agent_name": "BlueLake"})).await.0,
-        200
-    );
+    assert_eq!(busy.tool("whois", WhoisCall::new(&slug, "BlueLake").arguments()).await.0, 200);
     let calm = Remote { client_ip: "192.0.2.11", ..busy };
     assert_eq!(calm.tool("fetch_inbox", fetch).await.0, 200);
     assert_eq!(busy.get("/health").await, 200);
@@ -283,8 +277,6 @@ async fn pages_of_other_sites_are_not_local_clients() {
         .await
         .expect("post");
     assert_eq!(response.status().as_u16(), 403, "a cross-site simple POST to REST");
-    let inbox = strict
-        .tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"}))
-        .await;
+    let inbox = InboxCall::new(&slug, "GreenCastle").ok(&strict).await;
     assert_eq!(inbox, json!([]), "nothing was sent");
 }

@@ -1,7 +1,7 @@
 //! The archive views: history, a commit's diff, the file browser and its traversal rules,
 //! the agent network, time travel, a project's attachments and agents list.
 
-use mailroom_testkit::{TestApp, sent_message_id};
+use mailroom_testkit::{ProjectCall, SendCall, TestApp, sent_message_id};
 use serde_json::{Value, json};
 
 use super::{mail, page};
@@ -188,13 +188,11 @@ async fn the_attachments_page_lists_messages_with_images() {
     let project_dir = app.archive_root().join("projects").join(&slug);
     std::fs::create_dir_all(&project_dir).expect("project dir");
     std::fs::write(project_dir.join("diagram.png"), TINY_PNG).expect("png");
-    app.tool_ok(
-        "send_message",
-        json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-               "subject": "With a diagram", "body_md": "see attached",
-               "attachment_paths": ["diagram.png"]}),
-    )
-    .await;
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "With a diagram")
+        .body("see attached")
+        .attachments(&["diagram.png"])
+        .ok(&app)
+        .await;
     mail(&slug, "Plain words").body("nothing attached").thread("T-2").ok(&app).await;
     let (status, _, html) = page(&app, &format!("/mail/{slug}/attachments")).await;
     assert_eq!(status, 200);
@@ -220,7 +218,7 @@ async fn related_projects_are_suggested_and_a_person_decides() {
 
     let mut ids = Vec::new();
     for key in ["/work/acme-api", "/work/acme-web", "/srv/telescope"] {
-        let project = app.tool_ok("ensure_project", json!({"human_key": key})).await;
+        let project = ProjectCall::new(key).ok(&app).await;
         ids.push(project["id"].as_i64().expect("project id"));
     }
     let (api_id, web_id, far_id) = (ids[0], ids[1], ids[2]);

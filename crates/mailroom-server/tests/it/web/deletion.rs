@@ -1,7 +1,7 @@
 //! Deleting messages from the UI: the rows, the search index and the archive copies, in one
 //! commit; the inbox route touches only that inbox's messages.
 
-use mailroom_testkit::{TestApp, git, sent_message_id};
+use mailroom_testkit::{InboxCall, SearchCall, SendCall, TestApp, git, sent_message_id};
 use serde_json::json;
 
 use super::{csrf_token, mail, page, ui_post};
@@ -54,13 +54,11 @@ async fn deleted_messages_leave_the_database_and_the_archive_in_one_commit() {
     assert_eq!(answer["git_files_removed"], 6, "{answer}");
 
     // Gone from the tools, the search index and the pages.
-    let inbox =
-        app.tool_ok("fetch_inbox", json!({"project_key": slug, "agent_name": "GreenCastle"})).await;
+    let inbox = InboxCall::new(&slug, "GreenCastle").ok(&app).await;
     let ids: Vec<i64> =
         inbox.as_array().expect("inbox").iter().map(|m| m["id"].as_i64().expect("id")).collect();
     assert_eq!(ids, vec![kept]);
-    let found =
-        app.tool_ok("search_messages", json!({"project_key": slug, "query": "zebra"})).await;
+    let found = SearchCall::new(&slug, "zebra").ok(&app).await;
     assert_eq!(found["result"], json!([]), "{found}");
     let (status, _, _) = page(&app, &format!("/mail/{slug}/message/{doomed}")).await;
     assert_eq!(status, 404);
@@ -102,13 +100,8 @@ async fn an_inbox_deletes_only_its_own_messages() {
     let slug = app.seed_pair("/work/inbox-delete", "BlueLake", "GreenCastle").await;
     let to_green =
         sent_message_id(&mail(&slug, "For green").body("x").thread("T-1").ok(&app).await);
-    let to_blue = app
-        .tool_ok(
-            "send_message",
-            json!({"project_key": slug, "sender_name": "GreenCastle", "to": ["BlueLake"],
-                   "subject": "For blue", "body_md": "y"}),
-        )
-        .await;
+    let to_blue =
+        SendCall::new(&slug, "GreenCastle", "BlueLake", "For blue").body("y").ok(&app).await;
     let to_blue = sent_message_id(&to_blue);
     let token = csrf_token(&app).await;
     let path = format!("/mail/{slug}/inbox/GreenCastle/delete-messages");

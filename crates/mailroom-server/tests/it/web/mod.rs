@@ -4,7 +4,10 @@
 mod archive_views;
 mod deletion;
 
-use mailroom_testkit::{SendCall, TestApp, git, sent_message_id};
+use mailroom_testkit::{
+    InboxCall, PolicyCall, ReadCall, ReleaseCall, ReserveCall, SendCall, TestApp, git,
+    sent_message_id,
+};
 use serde_json::{Value, json};
 
 /// GETs a page; returns status, the headers we check, and the body.
@@ -35,31 +38,15 @@ async fn every_page_answers_with_the_security_headers() {
         .thread("T-9")
         .ok(&app)
         .await;
-    app.tool_ok(
-        "send_message",
-        json!({"project_key": slug, "sender_name": "BlueLake", "to": ["GreenCastle"],
-               "subject": "Routine note", "body_md": "normal importance"}),
-    )
-    .await;
+    let routine = SendCall::new(&slug, "BlueLake", "GreenCastle", "Routine note");
+    routine.body("normal importance").ok(&app).await;
     app.archive_flushed().await;
     let id = sent_message_id(&first);
-    app.tool_ok(
-        "file_reservation_paths",
-        json!({"project_key": slug, "agent_name": "BlueLake", "paths": ["src/db/**"],
-               "ttl_seconds": 3600, "exclusive": true, "reason": "the migration"}),
-    )
-    .await;
-    app.tool_ok(
-        "file_reservation_paths",
-        json!({"project_key": slug, "agent_name": "GreenCastle", "paths": ["docs/a.md"],
-               "ttl_seconds": 3600, "exclusive": false, "reason": "notes"}),
-    )
-    .await;
-    app.tool_ok(
-        "release_file_reservations",
-        json!({"project_key": slug, "agent_name": "GreenCastle", "paths": ["docs/a.md"]}),
-    )
-    .await;
+    let migration = ReserveCall::new(&slug, "BlueLake", &["src/db/**"]).ttl(3600).exclusive(true);
+    migration.reason("the migration").ok(&app).await;
+    let notes = ReserveCall::new(&slug, "GreenCastle", &["docs/a.md"]).ttl(3600).exclusive(false);
+    notes.reason("notes").ok(&app).await;
+    ReleaseCall::new(&slug, "GreenCastle").paths(&["docs/a.md"]).ok(&app).await;
     let pages = [
         ("/mail", "Plan for the migration"),
         ("/mail/", "Plan for the migration"),
@@ -124,11 +111,7 @@ async fn an_agent_inbox_is_paged_and_shows_unread_mail() {
         let (subject, body) = (format!("Message number {i}"), format!("**Opening** words {i}"));
         mail(&slug, &subject).body(&body).thread("T-1").ok(&app).await;
     }
-    app.tool_ok(
-        "mark_message_read",
-        json!({"project_key": slug, "agent_name": "GreenCastle", "message_id": 5}),
-    )
-    .await;
+    ReadCall::new(&slug, "GreenCastle", 5).ok(&app).await;
     let path = format!("/mail/{slug}/inbox/GreenCastle?limit=2");
     let (_, _, first) = page(&app, &path).await;
     assert!(first.contains("page 1 of 3") && first.contains("Message number 4"), "{first}");
@@ -493,11 +476,7 @@ async fn state_changes_need_the_csrf_token() {
 async fn the_overseer_writes_past_contact_policies_with_its_banner() {
     let app = TestApp::start().await;
     let slug = app.seed_pair("/work/oversee", "BlueLake", "GreenCastle").await;
-    app.tool_ok(
-        "set_contact_policy",
-        json!({"project_key": slug, "agent_name": "BlueLake", "policy": "block_all"}),
-    )
-    .await;
+    PolicyCall::new(&slug, "BlueLake", "block_all").ok(&app).await;
     let token = csrf_token(&app).await;
     let path = format!("/mail/{slug}/overseer/send");
     let send = |recipients: Value, subject: &str, body: &str| json!({"recipients": recipients, "subject": subject, "body_md": body, "thread_id": "OPS-1"});
@@ -526,12 +505,7 @@ async fn the_overseer_writes_past_contact_policies_with_its_banner() {
     assert!(sent["sent_at"].is_string() && sent["message_id"].is_i64(), "{sent}");
 
     // The agent blocking everyone still has it, as high importance with the banner.
-    let inbox = app
-        .tool_ok(
-            "fetch_inbox",
-            json!({"project_key": slug, "agent_name": "BlueLake", "include_bodies": true}),
-        )
-        .await;
+    let inbox = InboxCall::new(&slug, "BlueLake").include_bodies(true).ok(&app).await;
     let message = &inbox[0];
     assert_eq!(
         (message["from"].as_str(), message["importance"].as_str()),
