@@ -597,6 +597,188 @@ mod tests {
         check("now", Timestamp::now() > Timestamp::parse_iso("2025-01-01").unwrap_or(start), true);
     }
 
+    /// What the reference prints for these instants, from Python 3.13 (the version it runs
+    /// on), `t = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=m)`:
+    /// `t.isoformat()` (the wire), SQLAlchemy's SQLite text
+    /// `"%04d-%02d-%02d %02d:%02d:%02d.%06d"` (the database), and the archive file name's
+    /// `t.strftime("%Y-%m-%dT%H-%M-%SZ")` with its `%Y` and `%m` directories. Below year 1000,
+    /// glibc's `%Y` is not padded (`1-01-01T00-00-00Z`); ours is, to four digits, and no
+    /// message can carry such a date (`created_ts` is the server's clock).
+    #[test]
+    fn matches_the_reference_outputs() {
+        let cases = [
+            (0, "1970-01-01T00:00:00+00:00", "1970-01-01 00:00:00.000000", "1970-01-01T00-00-00Z"),
+            (
+                -1,
+                "1969-12-31T23:59:59.999999+00:00",
+                "1969-12-31 23:59:59.999999",
+                "1969-12-31T23-59-59Z",
+            ),
+            (
+                1_500_000,
+                "1970-01-01T00:00:01.500000+00:00",
+                "1970-01-01 00:00:01.500000",
+                "1970-01-01T00-00-01Z",
+            ),
+            (
+                1_700_000_000_123_456,
+                "2023-11-14T22:13:20.123456+00:00",
+                "2023-11-14 22:13:20.123456",
+                "2023-11-14T22-13-20Z",
+            ),
+            (
+                -62_135_596_800_000_000,
+                "0001-01-01T00:00:00+00:00",
+                "0001-01-01 00:00:00.000000",
+                "0001-01-01T00-00-00Z", // the reference: 1-01-01T00-00-00Z
+            ),
+            (
+                253_402_300_799_999_999,
+                "9999-12-31T23:59:59.999999+00:00",
+                "9999-12-31 23:59:59.999999",
+                "9999-12-31T23-59-59Z",
+            ),
+            (
+                253_402_300_799_000_000,
+                "9999-12-31T23:59:59+00:00",
+                "9999-12-31 23:59:59.000000",
+                "9999-12-31T23-59-59Z",
+            ),
+            (
+                951_825_600_000_000,
+                "2000-02-29T12:00:00+00:00",
+                "2000-02-29 12:00:00.000000",
+                "2000-02-29T12-00-00Z",
+            ),
+            (
+                1_704_099_907_120_000,
+                "2024-01-01T09:05:07.120000+00:00",
+                "2024-01-01 09:05:07.120000",
+                "2024-01-01T09-05-07Z",
+            ),
+            (
+                -2_203_891_200_000_001,
+                "1900-02-28T23:59:59.999999+00:00",
+                "1900-02-28 23:59:59.999999",
+                "1900-02-28T23-59-59Z",
+            ),
+            (
+                -11_670_915_599_999_995,
+                "1600-02-29T23:00:00.000005+00:00",
+                "1600-02-29 23:00:00.000005",
+                "1600-02-29T23-00-00Z",
+            ),
+            (
+                -62_035_891_200_000_000,
+                "0004-02-29T00:00:00+00:00",
+                "0004-02-29 00:00:00.000000",
+                "0004-02-29T00-00-00Z", // the reference: 4-02-29T00-00-00Z
+            ),
+            (
+                4_107_542_400_000_000,
+                "2100-03-01T00:00:00+00:00",
+                "2100-03-01 00:00:00.000000",
+                "2100-03-01T00-00-00Z",
+            ),
+            (
+                -14_182_940_000_000,
+                "1969-07-20T20:17:40+00:00",
+                "1969-07-20 20:17:40.000000",
+                "1969-07-20T20-17-40Z",
+            ),
+        ];
+        for (value, iso, db, stamp) in cases {
+            let timestamp = Timestamp::from_micros(value);
+            check(iso, timestamp.to_iso().as_str(), iso);
+            check(db, timestamp.to_db().as_str(), db);
+            check(stamp, timestamp.archive_stamp().as_str(), stamp);
+            let (year, month) = (stamp[..4].parse().ok(), stamp[5..7].parse().ok());
+            check(stamp, Some(timestamp.year_month()), year.zip(month));
+        }
+    }
+
+    /// `since_ts` as the reference reads it (strip, a trailing `Z` as `+00:00`, then Python
+    /// 3.13's `datetime.fromisoformat`, naive meaning UTC), with the instant it reads or
+    /// `None` where it refuses: ours agrees on every input here. Our callers strip too.
+    #[test]
+    fn iso_parsing_agrees_with_the_reference() {
+        let cases = [
+            ("2024-01-01T10:30:00+00:00", Some(1_704_105_000_000_000)),
+            ("2024-01-01T10:30:00Z", Some(1_704_105_000_000_000)),
+            ("2024-01-01t10:30", Some(1_704_105_000_000_000)),
+            ("2024-01-01 10:30:00", Some(1_704_105_000_000_000)),
+            ("2024-01-01T10:30Z", Some(1_704_105_000_000_000)),
+            ("2024-01-01T10Z", Some(1_704_103_200_000_000)),
+            ("2024-01-01", Some(1_704_067_200_000_000)),
+            ("2000-02-29", Some(951_782_400_000_000)),
+            ("2024-01-01T10:30:00.5Z", Some(1_704_105_000_500_000)),
+            ("2024-01-01T10:30:00,5", Some(1_704_105_000_500_000)),
+            ("2024-01-01T10:30:00.1234567890123", Some(1_704_105_000_123_456)),
+            ("2024-01-01T10:30:00.123-05:00", Some(1_704_123_000_123_000)),
+            ("2024-01-01T10:30:00.123456+0530", Some(1_704_085_200_123_456)),
+            ("2024-01-01T15:30:00+05", Some(1_704_105_000_000_000)),
+            ("2024-01-01T10:30:00+00:00:30", Some(1_704_104_970_000_000)),
+            ("2024-02-29T00:00:00-00:30", Some(1_709_166_600_000_000)),
+            ("2024-01-01T10:30:00z", None),
+            ("2024-01-01T10:30:00ZZ", None),
+            ("2024-01-01T10:30:00+05:00Z", None),
+            ("2024-01-01T10:30:00UTC", None),
+            ("2024-01-01T10:30:00+24:00", None),
+            ("2024-01-01T10:30:00+5", None),
+            ("2024-01-01T10:30:00+05:3", None),
+            ("2024-01-01T10:30:00-", None),
+            ("2024-01-01T10:30:00+00:0030", None),
+            ("2024-01-01T10:30:00.", None),
+            ("2024-01-01T10:30:00,", None),
+            ("2024-01-01T10:3", None),
+            ("2024-01-01T10:30:0", None),
+            ("2024-01-01T24:00:00", None),
+            ("2024-01-01T10:30:60", None),
+            ("2024-01-01T25:00", None),
+            ("2024-01-01T", None),
+            ("1900-02-29", None),
+            ("0000-01-01", None),
+            ("2024-1-01", None),
+            ("2024/01/01", None),
+            ("2024-001", None),
+            ("2024-01", None),
+            ("2024", None),
+            ("yesterday", None),
+            ("", None),
+        ];
+        for (input, expected) in cases {
+            check(input, Timestamp::parse_iso(input).map(Timestamp::as_micros), expected);
+        }
+    }
+
+    /// Forms the reference reads that the contract leaves out (`docs/compat/tools.md` §1.4:
+    /// the basic and week-date forms, any separator, a space before the offset, fractional
+    /// offsets, a fraction after the hour or minute), and instants past the storable range
+    /// once their offset is applied (§1.9). Refused: `INVALID_TIMESTAMP`.
+    #[test]
+    fn refused_though_the_reference_reads_them() {
+        let inputs = [
+            "20240101T103000",
+            "20240101",
+            "2024-01-01T1030",
+            "2024-01-01T103000",
+            "2024-W01-1",
+            "2024W011",
+            "2024-01-01X10:30",
+            "2024-01-01T10:30:00 +05:00",
+            "2024-01-01T10:30:00+000030",
+            "2024-01-01T10:30:00+00:00:30.5",
+            "2024-01-01T10:30:00+00:00:30,5",
+            "2024-01-01T10.5",
+            "2024-01-01T10:30.5",
+            "9999-12-31T23:59:59-05:00",
+            "0001-01-01T00:30:00+01:00",
+        ];
+        for input in inputs {
+            check(input, Timestamp::parse_iso(input), None);
+        }
+    }
+
     #[test]
     fn storable_range() {
         check("first", Timestamp::FIRST.to_db(), "0001-01-01 00:00:00.000000".to_string());
