@@ -403,12 +403,15 @@ impl<'a> Cursor<'a> {
         };
         self.position += 1;
         let hours = self.number(2)?;
-        let minutes = match self.peek() {
-            Some(b':') => self.colon_number()?,
-            Some(_) => self.number(2)?,
-            None => 0,
+        let (minutes, seconds) = match self.peek() {
+            Some(b':') => {
+                let minutes = self.colon_number()?;
+                (minutes, if self.peek() == Some(b':') { self.colon_number()? } else { 0 })
+            }
+            // `±HHMM` has no seconds (`±HHMM:SS` is neither the contract's nor Python's).
+            Some(_) => (self.number(2)?, 0),
+            None => (0, 0),
         };
-        let seconds = if self.peek() == Some(b':') { self.colon_number()? } else { 0 };
         if hours > 23 || minutes > 59 || seconds > 59 {
             return None;
         }
@@ -728,6 +731,7 @@ mod tests {
             ("2024-01-01T10:30:00+05:3", None),
             ("2024-01-01T10:30:00-", None),
             ("2024-01-01T10:30:00+00:0030", None),
+            ("2024-01-01T10:30:00+0000:30", None),
             ("2024-01-01T10:30:00.", None),
             ("2024-01-01T10:30:00,", None),
             ("2024-01-01T10:3", None),
