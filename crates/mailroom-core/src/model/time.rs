@@ -2,14 +2,24 @@
 //!
 //! The reference stores naive UTC datetimes (`YYYY-MM-DD HH:MM:SS.ffffff` in SQLite) and emits
 //! Python `isoformat()` strings with an explicit `+00:00`. A single integer of microseconds
-//! since the Unix epoch is enough to reproduce both, and the calendar arithmetic is a few lines
-//! (Howard Hinnant's `days_from_civil` / `civil_from_days`), so core needs no date crate.
+//! since the Unix epoch is enough to reproduce both. The calendar (which dates exist, a date to
+//! and from its day number) is the `time` crate's. The text is written and read here by hand:
+//! its forms are the reference's and the contract's (`docs/compat/tools.md` §1.4), which
+//! `time`'s parsers do not take exactly, and `time`'s formatting and parsing took three to
+//! five times as long on paths every listed message and every stored timestamp read go
+//! through (`benches/time.rs`; `BENCHMARKS.md`).
 
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use ::time::{Date, Month, UtcDateTime};
 
 const MICROS_PER_SECOND: i64 = 1_000_000;
 const SECONDS_PER_DAY: i64 = 86_400;
 const MICROS_PER_DAY: i64 = SECONDS_PER_DAY * MICROS_PER_SECOND;
+/// The Gregorian calendar repeats every 400 years, which are 146,097 days.
+const DAYS_PER_400_YEARS: i64 = 146_097;
+/// 1970-01-01's Julian day number, the day count `time::Date` converts to and from.
+const UNIX_EPOCH_JULIAN_DAY: i32 = UtcDateTime::UNIX_EPOCH.to_julian_day();
 
 /// A point in time: microseconds since 1970-01-01T00:00:00 UTC.
 ///
@@ -216,9 +226,8 @@ impl Timestamp {
 
     /// Splits the instant into UTC calendar fields.
     fn civil(self) -> Civil {
-        let days = self.0.div_euclid(MICROS_PER_DAY);
+        let (year, month, day) = date_of_day(self.0.div_euclid(MICROS_PER_DAY));
         let micros_of_day = self.0.rem_euclid(MICROS_PER_DAY);
-        let (year, month, day) = civil_from_days(days);
         let second_of_day = micros_of_day / MICROS_PER_SECOND;
         // Every value below is bounded by the day length, so the narrowing cannot fail.
         let field = |value: i64| u32::try_from(value).unwrap_or(0);
@@ -241,12 +250,11 @@ impl Timestamp {
         (hour, minute, second): (u32, u32, u32),
         micros: u32,
     ) -> Option<Self> {
-        let valid_date = (1..=12).contains(&month) && day >= 1 && day <= days_in_month(year, month);
-        if !valid_date || hour > 23 || minute > 59 || second > 59 {
+        let days = day_of_date(year, month, day)?;
+        if hour > 23 || minute > 59 || second > 59 {
             return None;
         }
-        let seconds = days_from_civil(year, month, day) * SECONDS_PER_DAY
-            + i64::from(hour * 3600 + minute * 60 + second);
+        let seconds = days * SECONDS_PER_DAY + i64::from(hour * 3600 + minute * 60 + second);
         Some(Timestamp(seconds * MICROS_PER_SECOND + i64::from(micros)))
     }
 }
@@ -258,44 +266,26 @@ impl serde::Serialize for Timestamp {
     }
 }
 
-fn is_leap_year(year: i64) -> bool {
-    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+/// The proleptic Gregorian date (year, month, day) `days` after 1970-01-01, for any count.
+///
+/// `time`'s dates end at ±9999 years, so the day is placed within the 400 years from 1970,
+/// which the calendar repeats, and the whole cycles' years are added back: an instant past
+/// the storable range (in an error message, a Git commit's date) still prints as a date.
+fn date_of_day(days: i64) -> (i64, u32, u32) {
+    let cycles = days.div_euclid(DAYS_PER_400_YEARS);
+    let day_in_cycle = i32::try_from(days.rem_euclid(DAYS_PER_400_YEARS)).unwrap_or(0);
+    // 1970-01-01 to 2369-12-31, within `time`'s range: the fallback is never taken.
+    let date = Date::from_julian_day(UNIX_EPOCH_JULIAN_DAY + day_in_cycle).unwrap_or(Date::MIN);
+    let (year, month, day) = date.to_calendar_date();
+    (i64::from(year) + 400 * cycles, u32::from(u8::from(month)), u32::from(day))
 }
 
-fn days_in_month(year: i64, month: u32) -> u32 {
-    match month {
-        2 if is_leap_year(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's `days_from_civil`).
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let shifted_month = i64::from((month + 9) % 12);
-    let day_of_year = (153 * shifted_month + 2) / 5 + i64::from(day) - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let shifted = days + 719_468;
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted - era * 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
-    let month = if shifted_month < 10 { shifted_month + 3 } else { shifted_month - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    // Both values are small by construction (1..=31 and 1..=12).
-    (year, u32::try_from(month).unwrap_or(1), u32::try_from(day).unwrap_or(1))
+/// Days from 1970-01-01 to the date `year-month-day`, or `None` when there is no such date.
+fn day_of_date(year: i64, month: u32, day: u32) -> Option<i64> {
+    let month = Month::try_from(u8::try_from(month).ok()?).ok()?;
+    let year = i32::try_from(year).ok()?;
+    let date = Date::from_calendar_date(year, month, u8::try_from(day).ok()?).ok()?;
+    Some(i64::from(date.to_julian_day() - UNIX_EPOCH_JULIAN_DAY))
 }
 
 /// A left-to-right reader over the ASCII bytes of a timestamp string.
@@ -475,6 +465,24 @@ mod tests {
                 "1969-12-31 23:59:59.999999",
                 "1969-12-31T23-59-59Z",
             ),
+            (
+                -62_135_596_800_000_001,
+                "0000-12-31T23:59:59.999999+00:00",
+                "0000-12-31 23:59:59.999999",
+                "0000-12-31T23-59-59Z",
+            ),
+            (
+                i64::MAX,
+                "294247-01-10T04:00:54.775807+00:00",
+                "294247-01-10 04:00:54.775807",
+                "294247-01-10T04-00-54Z",
+            ),
+            (
+                i64::MIN,
+                "-290308-12-21T19:59:05.224192+00:00",
+                "-290308-12-21 19:59:05.224192",
+                "-290308-12-21T19-59-05Z",
+            ),
         ];
         for (value, iso, db, stamp) in cases {
             let timestamp = Timestamp::from_micros(value);
@@ -498,13 +506,13 @@ mod tests {
     }
 
     #[test]
-    fn calendar_round_trips_every_day_from_1970_to_9999() {
-        let last = days_from_civil(9999, 12, 31);
-        check("9999-12-31", last, 2_932_896);
-        for days in 0..=last {
-            let (year, month, day) = civil_from_days(days);
-            assert_eq!(days_from_civil(year, month, day), days, "{year}-{month}-{day}");
-            assert!(day <= days_in_month(year, month), "{year}-{month}-{day}");
+    fn calendar_round_trips_every_day_from_0001_to_9999() {
+        let (first, last) = (day_of_date(1, 1, 1), day_of_date(9999, 12, 31));
+        check("0001-01-01", first, Some(-719_162));
+        check("9999-12-31", last, Some(2_932_896));
+        for days in first.unwrap_or(0)..=last.unwrap_or(0) {
+            let (year, month, day) = date_of_day(days);
+            assert_eq!(day_of_date(year, month, day), Some(days), "{year}-{month}-{day}");
         }
     }
 
@@ -581,6 +589,23 @@ mod tests {
             let label = value.to_string();
             check(&label, Timestamp::parse_iso(&timestamp.to_iso()), Some(timestamp));
             check(&label, Timestamp::parse_db(&timestamp.to_db()), Some(timestamp));
+        }
+    }
+
+    proptest::proptest! {
+        /// Every instant formats, and both texts read back exactly the storable ones (a year
+        /// outside 0001-9999 is refused).
+        #[test]
+        fn any_instant_round_trips_through_text(
+            micros in proptest::prop_oneof![
+                proptest::prelude::any::<i64>(),
+                Timestamp::FIRST.as_micros()..=Timestamp::LAST.as_micros(),
+            ]
+        ) {
+            let timestamp = Timestamp::from_micros(micros);
+            let expected = timestamp.is_storable().then_some(timestamp);
+            proptest::prop_assert_eq!(Timestamp::parse_iso(&timestamp.to_iso()), expected);
+            proptest::prop_assert_eq!(Timestamp::parse_db(&timestamp.to_db()), expected);
         }
     }
 
