@@ -5,9 +5,9 @@
 //! since the Unix epoch is enough to reproduce both. The calendar (which dates exist, a date to
 //! and from its day number) is the `time` crate's. The text is written and read here by hand:
 //! its forms are the reference's and the contract's (`docs/compat/tools.md` §1.4), which
-//! `time`'s parsers do not take exactly, and `time`'s formatting and parsing took three to
-//! five times as long on paths every listed message and every stored timestamp read go
-//! through (`benches/time.rs`; `BENCHMARKS.md`).
+//! `time`'s parsers do not take exactly, and `time`'s formatting and parsing took 3.6 to 5.5
+//! times as long on paths every listed message and every stored timestamp read go through
+//! (`benches/time.rs`; `BENCHMARKS.md`).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
