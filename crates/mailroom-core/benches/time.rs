@@ -65,19 +65,24 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 /// Mean nanoseconds per call over one round, `call` taking the input's index.
-fn round(inputs: usize, call: &mut dyn FnMut(usize)) -> f64 {
+fn round<T>(inputs: usize, call: &mut impl FnMut(usize) -> T) -> f64 {
     let started = Instant::now();
     for i in 0..CALLS_PER_ROUND {
-        call(i % inputs);
+        black_box(call(black_box(i % inputs)));
     }
     started.elapsed().as_secs_f64() * 1e9 / CALLS_PER_ROUND as f64
 }
 
-fn compare(name: &str, inputs: usize, ours: &mut dyn FnMut(usize), theirs: &mut dyn FnMut(usize)) {
+fn compare<A, B>(
+    name: &str,
+    inputs: usize,
+    mut ours: impl FnMut(usize) -> A,
+    mut theirs: impl FnMut(usize) -> B,
+) {
     let (mut hand, mut crate_way) = (Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        hand.push(round(inputs, ours));
-        crate_way.push(round(inputs, theirs));
+        hand.push(round(inputs, &mut ours));
+        crate_way.push(round(inputs, &mut theirs));
     }
     let (hand, crate_way) = (median(hand), median(crate_way));
     println!(
@@ -108,44 +113,8 @@ fn main() {
         assert_eq!(crate_parse_iso(&iso[i]), Some(t), "the same instant");
     }
     let n = stamps.len();
-    compare(
-        "to_iso",
-        n,
-        &mut |i| {
-            black_box(black_box(stamps[i]).to_iso());
-        },
-        &mut |i| {
-            black_box(crate_to_iso(black_box(stamps[i])));
-        },
-    );
-    compare(
-        "to_db",
-        n,
-        &mut |i| {
-            black_box(black_box(stamps[i]).to_db());
-        },
-        &mut |i| {
-            black_box(crate_to_db(black_box(stamps[i])));
-        },
-    );
-    compare(
-        "parse_db",
-        n,
-        &mut |i| {
-            black_box(Timestamp::parse_db(black_box(&db[i])));
-        },
-        &mut |i| {
-            black_box(crate_parse_db(black_box(&db[i])));
-        },
-    );
-    compare(
-        "parse_iso",
-        n,
-        &mut |i| {
-            black_box(Timestamp::parse_iso(black_box(&iso[i])));
-        },
-        &mut |i| {
-            black_box(crate_parse_iso(black_box(&iso[i])));
-        },
-    );
+    compare("to_iso", n, |i| stamps[i].to_iso(), |i| crate_to_iso(stamps[i]));
+    compare("to_db", n, |i| stamps[i].to_db(), |i| crate_to_db(stamps[i]));
+    compare("parse_db", n, |i| Timestamp::parse_db(&db[i]), |i| crate_parse_db(&db[i]));
+    compare("parse_iso", n, |i| Timestamp::parse_iso(&iso[i]), |i| crate_parse_iso(&iso[i]));
 }

@@ -5,7 +5,7 @@
 //! since the Unix epoch is enough to reproduce both. The calendar (which dates exist, a date to
 //! and from its day number) is the `time` crate's. The text is written and read here by hand:
 //! its forms are the reference's and the contract's (`docs/compat/tools.md` §1.4), which
-//! `time`'s parsers do not take exactly, and `time`'s formatting and parsing took 3.6 to 5.5
+//! `time`'s parsers do not take exactly, and `time`'s formatting and parsing took 3.5 to 5.8
 //! times as long on paths every listed message and every stored timestamp read go through
 //! (`benches/time.rs`; `BENCHMARKS.md`).
 
@@ -418,6 +418,15 @@ mod tests {
         assert_eq!(actual, expected, "input: {input:?}");
     }
 
+    /// Checks `to_iso`, `to_db` and `archive_stamp` of the instant `micros`, and returns it.
+    fn check_texts(micros: i64, iso: &str, db: &str, stamp: &str) -> Timestamp {
+        let timestamp = Timestamp::from_micros(micros);
+        check(iso, timestamp.to_iso().as_str(), iso);
+        check(db, timestamp.to_db().as_str(), db);
+        check(stamp, timestamp.archive_stamp().as_str(), stamp);
+        timestamp
+    }
+
     /// Microseconds of a UTC civil time, computed independently of the code under test from a
     /// count of days given by hand.
     fn micros(days: i64, hour: i64, minute: i64, second: i64, fraction: i64) -> i64 {
@@ -455,10 +464,7 @@ mod tests {
             ),
         ];
         for (value, iso, db, stamp) in cases {
-            let timestamp = Timestamp::from_micros(value);
-            check(iso, timestamp.to_iso().as_str(), iso);
-            check(db, timestamp.to_db().as_str(), db);
-            check(stamp, timestamp.archive_stamp().as_str(), stamp);
+            check_texts(value, iso, db, stamp);
         }
     }
 
@@ -633,10 +639,7 @@ mod tests {
             ),
         ];
         for (value, iso, db, stamp) in cases {
-            let timestamp = Timestamp::from_micros(value);
-            check(iso, timestamp.to_iso().as_str(), iso);
-            check(db, timestamp.to_db().as_str(), db);
-            check(stamp, timestamp.archive_stamp().as_str(), stamp);
+            let timestamp = check_texts(value, iso, db, stamp);
             let (year, month) = (stamp[..4].parse().ok(), stamp[5..7].parse().ok());
             check(stamp, Some(timestamp.year_month()), year.zip(month));
         }
