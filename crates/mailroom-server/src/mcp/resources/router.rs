@@ -104,32 +104,10 @@ impl Params {
     }
 }
 
-/// Decodes `%XX` escapes and `+` (as space, form encoding); invalid escapes stay as written.
+/// Decodes `+` as a space (form encoding), then `%XX` escapes; an invalid escape stays as
+/// written and invalid UTF-8 becomes U+FFFD, as Python's `parse_qs` reads a query.
 fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                match std::str::from_utf8(&bytes[i + 1..i + 3])
-                    .ok()
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                {
-                    Some(b) => {
-                        out.push(b);
-                        i += 3;
-                        continue;
-                    }
-                    None => out.push(b'%'),
-                }
-            }
-            b'+' => out.push(b' '),
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(&text.replace('+', " ")).decode_utf8_lossy().into_owned()
 }
 
 #[cfg(test)]
@@ -171,5 +149,8 @@ mod tests {
         assert!(!p.bool("b", true));
         assert!(p.bool("c", true));
         assert!(!p.bool("missing", false));
+        let p = t.matches("resource://x/a+b%2B%+f%4?a=%FF%zz").expect("matches");
+        assert_eq!(p.get("id"), Some("a b+% f%4"), "`+` first, then only %XX with hex digits");
+        assert_eq!(p.get("a"), Some("\u{fffd}%zz"));
     }
 }
