@@ -110,7 +110,9 @@ fn file_commit(
     Ok(FileCommit {
         hexsha: hex[..12].to_string(),
         summary: String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default()).into_owned(),
-        authored_ts: Timestamp::from_micros(commit.author().when().seconds() * 1_000_000),
+        authored_ts: Timestamp::from_micros(
+            commit.author().when().seconds().saturating_mul(1_000_000),
+        ),
         insertions: stats.insertions(),
         deletions: stats.deletions(),
         hunks,

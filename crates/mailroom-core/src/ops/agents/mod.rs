@@ -393,7 +393,7 @@ fn commit_json(commit: mailroom_git::CommitInfo) -> serde_json::Value {
     serde_json::json!({
         "hexsha": commit.hexsha,
         "summary": commit.summary,
-        "authored_ts": Timestamp::from_micros(commit.authored_seconds * 1_000_000),
+        "authored_ts": Timestamp::from_micros(commit.authored_seconds.saturating_mul(1_000_000)),
     })
 }
 
