@@ -74,11 +74,11 @@ fn notice(mail: &UnreadMail) -> Option<String> {
     if *unread == 0 {
         return None;
     }
-    let messages = if *unread == 1 { "message" } else { "messages" };
+    let (messages, them) = if *unread == 1 { ("message", "it") } else { ("messages", "them") };
     let urgent = if *urgent > 0 { format!(" ({urgent} urgent)") } else { String::new() };
     Some(format!(
         "mailroom: {agent} has {unread} unread {messages}{urgent} in project {project}; \
-         read them with fetch_inbox."
+         read {them} with fetch_inbox."
     ))
 }
 
@@ -95,9 +95,7 @@ mod tests {
         assert_eq!(notice(&mail(0, 0)), None);
         assert_eq!(
             notice(&mail(1, 0)).as_deref(),
-            Some(
-                "mailroom: BlueLake has 1 unread message in project p; read them with fetch_inbox."
-            )
+            Some("mailroom: BlueLake has 1 unread message in project p; read it with fetch_inbox.")
         );
         let two = notice(&mail(2, 1)).expect("a notice");
         assert!(two.contains("2 unread messages (1 urgent)"), "{two}");
