@@ -25,6 +25,23 @@ fn check_inbox(data: &Path, args: &[&str]) -> (i32, String, String) {
     (output.status.code().unwrap_or(-1), text(&output.stdout), text(&output.stderr))
 }
 
+/// Runs `check-inbox --format hook` with `input` on stdin; its stdout (exit 0 required).
+fn hook(data: &Path, args: &[&str], input: &str) -> String {
+    use std::io::Write;
+    let mut child = mailroom()
+        .args(["check-inbox", "--format", "hook", "--data-dir"])
+        .arg(data)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run check-inbox");
+    child.stdin.take().expect("stdin").write_all(input.as_bytes()).expect("hook input");
+    let output = child.wait_with_output().expect("wait");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 fn counts(data: &Path, agent: &str) -> Value {
     let (code, out, err) =
         check_inbox(data, &["--project", PROJECT, "--agent", agent, "--format", "json"]);
@@ -76,6 +93,17 @@ async fn the_count_follows_fetch_inbox_and_read_marks() {
          read them with fetch_inbox."
     );
 
+    // A coding agent's hook: the event and working directory come on stdin, the line goes
+    // back as additional context for the model.
+    let hook_input = json!({"hook_event_name": "SessionStart", "cwd": PROJECT, "session_id": "s"});
+    let answer = hook(&data, &["--agent", "GreenCastle"], &hook_input.to_string());
+    let answer: Value = serde_json::from_str(&answer).expect("the hook answer is JSON");
+    assert_eq!(answer["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let context = answer["hookSpecificOutput"]["additionalContext"].as_str().expect("context");
+    assert!(context.contains("3 unread messages (1 urgent)"), "{context}");
+    let default_event = hook(&data, &["--agent", "GreenCastle", "--project", PROJECT], "");
+    assert!(default_event.contains("\"PostToolUse\""), "no input: {default_event}");
+
     // Read marks count: the urgent one read leaves two, none urgent.
     let urgent_id = ids[1];
     let read =
@@ -91,6 +119,8 @@ async fn the_count_follows_fetch_inbox_and_read_marks() {
     }
     let (code, out, _) = check_inbox(&data, &["--project", PROJECT, "--agent", "GreenCastle"]);
     assert_eq!((code, out.as_str()), (0, ""), "all read: nothing printed");
+    let silent = hook(&data, &["--agent", "GreenCastle"], &hook_input.to_string());
+    assert_eq!(silent, "", "all read: the hook says nothing");
     assert_eq!(counts(&data, "BlueLake")["unread"], 0, "the sender's own mail is not unread");
 
     let (code, _, err) = check_inbox(&data, &["--project", PROJECT, "--agent", "NoSuchAgent"]);

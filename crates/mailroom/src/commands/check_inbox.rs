@@ -1,7 +1,10 @@
 //! `mailroom check-inbox`: an agent's unread mail in one line, for reminder hooks that run
 //! after every tool call. Reads the database file read-only (no server needed, none
 //! disturbed), counts only what fetch_inbox lists and is not marked read, and prints nothing
-//! when there is none.
+//! when there is none. `--format hook` speaks the hook protocol Claude Code, Codex, Gemini
+//! CLI and Factory Droid share (docs/setup/clients.md): it reads the hook's JSON input from
+//! stdin (`hook_event_name`, `cwd`) and answers `hookSpecificOutput.additionalContext`, the
+//! form every event passes on to the model.
 
 use std::path::PathBuf;
 
@@ -24,7 +27,8 @@ pub struct CheckInboxArgs {
     /// Directory for the database and the archive [default: ./mailroom-data]
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
-    /// `text`: one line, nothing when all is read; `json`: the counts, always
+    /// `text`: one line, nothing when all is read; `json`: the counts, always; `hook`: a
+    /// coding agent's hook answer (the line as additional context), nothing when all is read
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
 }
@@ -33,7 +37,11 @@ pub struct CheckInboxArgs {
 enum Format {
     Text,
     Json,
+    Hook,
 }
+
+/// Most bytes of hook input read from stdin (the input is a small JSON object).
+const HOOK_INPUT_LIMIT: u64 = 1 << 20;
 
 /// Prints the agent's unread mail. A data directory without a database has no mail yet.
 pub fn run(args: CheckInboxArgs) -> Result<()> {
@@ -43,7 +51,8 @@ pub fn run(args: CheckInboxArgs) -> Result<()> {
         .agent
         .or_else(|| env("AGENT_NAME"))
         .context("name the agent: --agent NAME or the AGENT_NAME environment variable")?;
-    let project = match args.project {
+    let hook = (args.format == Format::Hook).then(read_hook_input).unwrap_or_default();
+    let project = match args.project.or_else(|| hook["cwd"].as_str().map(str::to_string)) {
         Some(project) => project,
         None => std::env::current_dir()
             .context("cannot read the current directory")?
@@ -64,8 +73,33 @@ pub fn run(args: CheckInboxArgs) -> Result<()> {
                 println!("{line}");
             }
         }
+        Format::Hook => {
+            if let Some(line) = notice(&mail) {
+                let event = hook["hook_event_name"].as_str().unwrap_or("PostToolUse");
+                println!("{}", hook_answer(event, &line));
+            }
+        }
     }
     Ok(())
+}
+
+/// The hook's JSON input on stdin (`{}` when there is none or it is not JSON).
+fn read_hook_input() -> serde_json::Value {
+    use std::io::{IsTerminal, Read};
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return serde_json::Value::Null;
+    }
+    let mut text = String::new();
+    let _ = stdin.lock().take(HOOK_INPUT_LIMIT).read_to_string(&mut text);
+    serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
+}
+
+/// A hook's answer adding `context` for the model after `event`.
+fn hook_answer(event: &str, context: &str) -> serde_json::Value {
+    serde_json::json!({
+        "hookSpecificOutput": {"hookEventName": event, "additionalContext": context}
+    })
 }
 
 /// The reminder line, `None` when nothing is unread.
