@@ -14,8 +14,8 @@ use crate::ops::output::{AgentBase, MessageOut, ProjectOut};
 use crate::ops::resolve::{self, project_agent};
 use crate::records::{AgentId, MessageId, ProjectId};
 use crate::store::Db;
+use crate::store::db::fleet::COUNT_CAP;
 use crate::store::db::messages::InboxQuery;
-use crate::store::db::oversight::COUNT_CAP;
 
 /// fetch_inbox never returns more than this many messages.
 const MAX_INBOX_LIMIT: i64 = 1000;

@@ -10,7 +10,7 @@ use crate::ops::agents::{ListedAgent, agents_with_unread};
 use crate::ops::output::{MessageOut, ProjectOut};
 use crate::ops::resolve;
 use crate::records::{Importance, MessageId};
-use crate::store::db::oversight::FleetRow;
+use crate::store::db::fleet::FleetRow;
 
 /// Longest excerpt of a body in a listing, in characters.
 pub const EXCERPT_CHARS: usize = 150;

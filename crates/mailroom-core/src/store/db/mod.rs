@@ -5,11 +5,11 @@
 pub mod agents;
 pub mod archive_queue;
 pub mod contacts;
+pub mod fleet;
 pub mod lifecycle;
 pub mod mailbox;
 pub mod messages;
 pub mod migrations;
-pub mod oversight;
 pub mod products;
 pub mod projects;
 pub mod reconstruct;
