@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use mailroom_core::archive::maintenance::{self, RebuildReport, ReconstructReport, VerifyReport};
 
-use super::setup;
+use super::shared;
 
 /// Flags of `mailroom archive`.
 #[derive(Args, Debug)]
@@ -78,20 +78,20 @@ pub fn run(args: ArchiveArgs) -> Result<Verdict> {
 }
 
 fn verify(args: VerifyArgs) -> Result<Verdict> {
-    let data_dir = setup::data_dir(args.data_dir);
-    let config = setup::core_config(&data_dir)?;
-    setup::init_logging();
+    let data_dir = shared::data_dir(args.data_dir);
+    let config = shared::core_config(&data_dir)?;
+    shared::init_logging();
     let report = maintenance::verify(&config).context("cannot verify the archive")?;
     print_verify(&report);
     Ok(if report.is_clean() { Verdict::Clean } else { Verdict::Differences })
 }
 
 fn rebuild(args: RebuildArgs) -> Result<()> {
-    let data_dir = setup::data_dir(args.data_dir);
-    let config = setup::core_config(&data_dir)?;
-    setup::init_logging();
-    let _lock = setup::lock_data_dir(&data_dir)?;
-    let _database_lock = setup::lock_database(&config.database_path, setup::Missing::Skip)?;
+    let data_dir = shared::data_dir(args.data_dir);
+    let config = shared::core_config(&data_dir)?;
+    shared::init_logging();
+    let _lock = shared::lock_data_dir(&data_dir)?;
+    let _database_lock = shared::lock_database(&config.database_path, shared::Missing::Skip)?;
     if args.reconstruct_database {
         let report = maintenance::reconstruct(&config, args.force)
             .context("cannot reconstruct the database")?;

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use mailroom_core::ops::messaging::inbox::{UnreadMail, unread_mail};
 
-use super::setup::{self, env};
+use super::shared::{self, env};
 
 /// Flags of `mailroom check-inbox`.
 #[derive(Args, Debug)]
@@ -45,8 +45,8 @@ const HOOK_INPUT_LIMIT: u64 = 1 << 20;
 
 /// Prints the agent's unread mail. A data directory without a database has no mail yet.
 pub fn run(args: CheckInboxArgs) -> Result<()> {
-    let data_dir = setup::data_dir(args.data_dir);
-    let database = setup::core_config(&data_dir)?.database_path;
+    let data_dir = shared::data_dir(args.data_dir);
+    let database = shared::core_config(&data_dir)?.database_path;
     let agent = args
         .agent
         .or_else(|| env("AGENT_NAME"))

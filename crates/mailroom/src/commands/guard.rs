@@ -22,7 +22,7 @@ use mailroom_core::model::time::Timestamp;
 use mailroom_core::ops::reservations::guard::reservations_dir;
 
 use super::archive::Verdict;
-use super::setup;
+use super::shared;
 
 /// Flags of `mailroom guard`.
 #[derive(Args, Debug)]
@@ -126,8 +126,8 @@ pub fn run(args: GuardArgs) -> Result<Verdict> {
 }
 
 fn gate_enabled() -> bool {
-    is_truthy(setup::env("WORKTREES_ENABLED").as_deref())
-        || is_truthy(setup::env("GIT_IDENTITY_ENABLED").as_deref())
+    is_truthy(shared::env("WORKTREES_ENABLED").as_deref())
+        || is_truthy(shared::env("GIT_IDENTITY_ENABLED").as_deref())
 }
 
 fn check(args: CheckArgs) -> Result<Verdict> {
@@ -159,7 +159,7 @@ fn check(args: CheckArgs) -> Result<Verdict> {
     let mut stderr = std::io::stderr().lock();
     stderr.write_all(report(&conflicts).as_bytes())?;
     let advisory =
-        args.advisory || is_advisory_mode(setup::env("AGENT_MAIL_GUARD_MODE").as_deref());
+        args.advisory || is_advisory_mode(shared::env("AGENT_MAIL_GUARD_MODE").as_deref());
     if advisory {
         writeln!(stderr, "{label} advisory mode: not blocking")?;
         return Ok(Verdict::Clean);
@@ -173,7 +173,7 @@ fn check(args: CheckArgs) -> Result<Verdict> {
 /// agent's name no reservation can be told apart from the committer's own, and refusing
 /// every commit there would only teach agents to bypass the guard.
 fn agent_to_check(args: &CheckArgs, label: &str) -> Option<String> {
-    if is_truthy(setup::env("AGENT_MAIL_BYPASS").as_deref()) {
+    if is_truthy(shared::env("AGENT_MAIL_BYPASS").as_deref()) {
         eprintln!("{label} bypass enabled via AGENT_MAIL_BYPASS=1");
         return None;
     }
@@ -188,7 +188,7 @@ fn agent_to_check(args: &CheckArgs, label: &str) -> Option<String> {
         );
         return None;
     }
-    let agent_name = setup::env("AGENT_NAME");
+    let agent_name = shared::env("AGENT_NAME");
     if agent_name.is_none() {
         eprintln!(
             "{label} mailroom guard: AGENT_NAME is not set; not checking (set it to the \
@@ -268,7 +268,7 @@ impl Sources {
 /// The reservation sources of a project given by slug or absolute path, under the data
 /// directory's configuration.
 fn project_sources(project: &str, data_dir: Option<PathBuf>) -> Result<Sources> {
-    let config = setup::core_config(&setup::data_dir(data_dir))?;
+    let config = shared::core_config(&shared::data_dir(data_dir))?;
     let slug = ProjectKey::parse(project).slug;
     Ok(Sources {
         dir: reservations_dir(&config.storage_root, &slug),
@@ -291,7 +291,7 @@ fn install(args: InstallArgs) -> Result<()> {
     }
     let program = std::env::current_exe().context("cannot locate the mailroom binary")?;
     let program = program.canonicalize().unwrap_or(program);
-    let config = setup::core_config(&setup::data_dir(args.data_dir))?;
+    let config = shared::core_config(&shared::data_dir(args.data_dir))?;
     let slug = known_project(&args.project, &config)?;
     let target = PluginTarget {
         program,
@@ -366,7 +366,7 @@ fn status(repo: &Path) -> Result<()> {
     let repo = hooks::user_path(&repo.to_string_lossy());
     let hooks_dir = hooks::resolve_hooks_dir(&repo);
     let gate = if gate_enabled() { "enabled" } else { "disabled (set WORKTREES_ENABLED=1)" };
-    let advisory = is_advisory_mode(setup::env("AGENT_MAIL_GUARD_MODE").as_deref());
+    let advisory = is_advisory_mode(shared::env("AGENT_MAIL_GUARD_MODE").as_deref());
     println!("gate: {gate}");
     println!("mode: {}", if advisory { "advisory" } else { "block" });
     println!("hooks dir: {}", hooks_dir.display());

@@ -8,7 +8,7 @@ use clap::Args;
 use mailroom_core::{CoreConfig, Mailroom};
 use mailroom_server::{AppState, ServerConfig};
 
-use super::setup::{self, env};
+use super::shared::{self, env};
 
 /// Flags of `mailroom serve`; each overrides the environment variable named beside it.
 #[derive(Args, Debug)]
@@ -35,7 +35,7 @@ pub struct ServeArgs {
 impl ServeArgs {
     /// The data directory these flags name.
     pub fn data_dir(&self) -> PathBuf {
-        setup::data_dir(self.data_dir.clone())
+        shared::data_dir(self.data_dir.clone())
     }
 
     /// The flags that shape the listener (`--host`, `--port`, `--path`), as given, for a
@@ -62,7 +62,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         return super::stdio::run(&args);
     }
     let data_dir = args.data_dir();
-    let core_config = setup::core_config(&data_dir)?;
+    let core_config = shared::core_config(&data_dir)?;
     let mut server_config = ServerConfig::default();
     server_config.apply_env(&env).map_err(anyhow::Error::msg).context("invalid environment")?;
     if let Some(host) = args.host {
@@ -76,9 +76,10 @@ pub fn run(args: ServeArgs) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("--path {e}"))?;
         server_config.mcp_path = path;
     }
-    setup::init_logging();
-    let _lock = setup::lock_data_dir(&data_dir)?;
-    let _database_lock = setup::lock_database(&core_config.database_path, setup::Missing::Create)?;
+    shared::init_logging();
+    let _lock = shared::lock_data_dir(&data_dir)?;
+    let _database_lock =
+        shared::lock_database(&core_config.database_path, shared::Missing::Create)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -104,11 +105,11 @@ async fn serve(
     // Everything a signal needs is in place before the announcement: a SIGTERM sent as soon as
     // the line appears stops the server gracefully instead of killing it.
     let shutdown = shutdown_signal();
-    setup::ServerAddress::write(data_dir, local)?;
+    shared::ServerAddress::write(data_dir, local)?;
     tracing::info!(%local, database = %database.display(), "mailroom listening");
     println!("mailroom listening on http://{local} (MCP at /mcp)");
     let served = mailroom_server::serve(listener, state, shutdown).await.context("server failed");
-    setup::ServerAddress::remove_own(data_dir);
+    shared::ServerAddress::remove_own(data_dir);
     served?;
     tracing::info!("mailroom stopped");
     Ok(())

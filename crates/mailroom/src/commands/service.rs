@@ -11,7 +11,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 
-use super::setup;
+use super::shared;
 
 const UNIT: &str = "mailroom.service";
 const LAUNCHD_LABEL: &str = "dev.mailroom.serve";
@@ -96,7 +96,7 @@ pub fn run(args: ServiceArgs) -> Result<()> {
 }
 
 fn install(manager: Manager, args: &InstallArgs) -> Result<()> {
-    let data_dir = std::path::absolute(setup::data_dir(args.data_dir.clone()))
+    let data_dir = std::path::absolute(shared::data_dir(args.data_dir.clone()))
         .context("cannot resolve --data-dir")?;
     let env_file = match &args.env_file {
         Some(file) if !file.is_file() => bail!("--env-file {}: no such file", file.display()),
@@ -152,9 +152,9 @@ impl Manager {
 
     /// Where the service file lives.
     fn file(self) -> Result<PathBuf> {
-        let home = || setup::env("HOME").map(PathBuf::from).context("HOME is not set");
+        let home = || shared::env("HOME").map(PathBuf::from).context("HOME is not set");
         Ok(match self {
-            Self::Systemd => setup::env("XDG_CONFIG_HOME")
+            Self::Systemd => shared::env("XDG_CONFIG_HOME")
                 .map(PathBuf::from)
                 .map_or_else(|| home().map(|h| h.join(".config")), Ok)?
                 .join("systemd/user")

@@ -26,7 +26,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 use super::serve::ServeArgs;
-use super::setup::{self, ServerAddress};
+use super::shared::{self, ServerAddress};
 
 /// How long a bridge waits for a server it started to listen (a large archive replays first).
 const START_TIMEOUT: Duration = Duration::from_secs(120);
@@ -39,7 +39,7 @@ const SERVER_ERROR: i64 = -32603;
 
 /// Bridges stdin/stdout to the data directory's server until stdin ends.
 pub fn run(args: &ServeArgs) -> Result<()> {
-    setup::init_logging();
+    shared::init_logging();
     let data_dir = std::path::absolute(args.data_dir()).context("cannot resolve --data-dir")?;
     let starter = Starter { data_dir, flags: args.listener_flags() };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -52,7 +52,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         let bridge = Arc::new(Bridge {
             http,
             starter,
-            token: setup::env("HTTP_BEARER_TOKEN"),
+            token: shared::env("HTTP_BEARER_TOKEN"),
             state: Mutex::new(Connection { url, session: None, protocol: None, initialize: None }),
         });
         bridge.run().await
@@ -86,7 +86,7 @@ impl Starter {
             // A server that found another holding the lock exits at once; that one is awaited.
             let ended = child.try_wait().ok().flatten();
             if ended.is_some_and(|status| !status.success())
-                && !setup::data_dir_in_use(&self.data_dir)
+                && !shared::data_dir_in_use(&self.data_dir)
             {
                 bail!(
                     "the server started for {} stopped: {}",
@@ -131,7 +131,7 @@ impl Starter {
 
     /// The URL of the server that holds the data directory's lock, if it answers there.
     async fn running(&self, http: &reqwest::Client) -> Option<String> {
-        if !setup::data_dir_in_use(&self.data_dir) {
+        if !shared::data_dir_in_use(&self.data_dir) {
             return None;
         }
         let address = ServerAddress::read(&self.data_dir)?;
