@@ -35,6 +35,10 @@ fn a_second_server_on_the_same_data_dir_is_refused_and_sigterm_stops_cleanly() {
     assert!(killed.success());
     let status = first.wait().expect("wait");
     assert!(status.success(), "graceful shutdown exits 0, got {status:?}");
+    // The database was closed: its WAL folded back into the file and removed.
+    for leftover in ["mailroom.sqlite3-wal", "mailroom.sqlite3-shm"] {
+        assert!(!dir.path().join(leftover).exists(), "{leftover} left after a graceful stop");
+    }
 }
 
 #[test]

@@ -72,12 +72,14 @@ impl Mailroom {
         self.archive.as_deref()
     }
 
-    /// Commits all queued archive work and stops the archive writer; blocks until done.
-    /// Call once, when no request can arrive any more.
+    /// Commits all queued archive work and stops the archive writer, then closes the
+    /// database (its WAL folded back into the file); blocks until done. Call once, when no
+    /// request can arrive any more.
     pub fn close(&self) {
         if let Some(archive) = &self.archive {
             archive.close();
         }
+        self.store.close();
     }
 
     /// Waits while the archive lags too far behind (backpressure for writes that queue

@@ -13,7 +13,9 @@ pub mod db;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
@@ -67,6 +69,9 @@ struct Inner {
     changes: watch::Receiver<u64>,
     readers: Mutex<Vec<Connection>>,
     reader_permits: Semaphore,
+    /// Set by [`Store::close`]: the writer ends after the batch it is running.
+    closing: Arc<AtomicBool>,
+    writer_thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Store {
@@ -113,9 +118,15 @@ impl Store {
             .collect::<Result<Vec<_>>>()?;
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE_CAPACITY);
         let (changed, changes) = watch::channel(0);
-        std::thread::Builder::new()
+        let closing = Arc::new(AtomicBool::new(false));
+        let writer_closing = Arc::clone(&closing);
+        let writer_thread = std::thread::Builder::new()
             .name("mailroom-db-writer".to_string())
-            .spawn(move || run_writer(writer_conn, receiver, archive_hook, checkpointer, changed))
+            .spawn(move || {
+                let writer =
+                    Writer { archive_hook, checkpointer, changed, closing: writer_closing };
+                run_writer(writer_conn, receiver, writer);
+            })
             .map_err(|e| Error::internal(format!("cannot start database writer: {e}")))?;
         let permits = readers.len();
         Ok(Self {
@@ -125,6 +136,8 @@ impl Store {
                 changes,
                 readers: Mutex::new(readers),
                 reader_permits: Semaphore::new(permits),
+                closing,
+                writer_thread: Mutex::new(Some(writer_thread)),
             }),
         })
     }
@@ -211,6 +224,27 @@ impl Store {
     /// A turn at the reader pool: as many holders as pooled connections.
     async fn reader_permit(&self) -> Result<tokio::sync::SemaphorePermit<'_>> {
         self.inner.reader_permits.acquire().await.map_err(|_| Error::internal("reader pool closed"))
+    }
+
+    /// Closes the database when nothing will use it any more (the server has stopped): the
+    /// readers' connections, then the writer's after its last batch and a final checkpoint,
+    /// so that the database file is whole and the WAL files are gone. Blocks until then.
+    /// Later calls fail as with a stopped writer.
+    pub fn close(&self) {
+        if let Ok(mut readers) = self.inner.readers.lock() {
+            readers.clear();
+        }
+        self.inner.closing.store(true, Ordering::SeqCst);
+        // Wakes the writer if it waits for work (a full queue means it does not); it stops
+        // after the batch it runs. `try_send`: this may run on an async worker.
+        let (wake, _) = boxed_job(|_| Ok(()), false);
+        let _ = self.inner.writer.try_send(wake);
+        let thread = self.inner.writer_thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(thread) = thread
+            && thread.join().is_err()
+        {
+            tracing::error!("the database writer panicked");
+        }
     }
 
     /// A real database round trip, for readiness probes.
@@ -373,13 +407,16 @@ fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>, archive_enabled: bool)
     BatchResult { committed, finishers, archive_enqueued, changed_views }
 }
 
-fn run_writer(
-    mut conn: Connection,
-    mut jobs: mpsc::Receiver<WriteJob>,
+/// What the writer thread owns besides its connection and queue.
+struct Writer {
     archive_hook: Option<ArchiveHook>,
     checkpointer: Checkpointer,
     changed: watch::Sender<u64>,
-) {
+    closing: Arc<AtomicBool>,
+}
+
+fn run_writer(mut conn: Connection, mut jobs: mpsc::Receiver<WriteJob>, writer: Writer) {
+    let Writer { archive_hook, checkpointer, changed, closing } = writer;
     while let Some(first) = jobs.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -405,13 +442,18 @@ fn run_writer(
         for finish in result.finishers {
             finish(result.committed.clone());
         }
+        if closing.load(Ordering::SeqCst) {
+            break;
+        }
     }
-    // All senders are gone: stop the checkpointer, then fold the WAL back so the database
-    // file is complete on its own.
+    // Closed, or all senders are gone: stop the checkpointer, then fold the WAL back so the
+    // database file is complete on its own. Dropping the connection, the last one when the
+    // store was closed, lets SQLite remove the WAL and shared-memory files.
     checkpointer.stop();
     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
         tracing::warn!(error = %e, "final WAL checkpoint failed");
     }
+    drop(conn);
 }
 
 fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {
