@@ -144,12 +144,14 @@ passed=0
 failed=0
 failed_names=()
 
+# run_client NAME TARGET COMMAND...: runs COMMAND... TARGET (the server's URL, or the binary for
+# the stdio clients) and counts the outcome.
 run_client() {
-  local name="$1"
-  shift
-  say "=== $name: $* $URL"
+  local name="$1" target="$2"
+  shift 2
+  say "=== $name: $* $target"
   local rc=0
-  "$@" "$URL" || rc=$?
+  "$@" "$target" || rc=$?
   if ((rc == 0)); then
     say "PASS: $name"
     passed=$((passed + 1))
@@ -160,30 +162,17 @@ run_client() {
   fi
 }
 
-run_client "python-sdk-client" "$PYTHON" "$ROOT/tests/clients/python_sdk_client.py"
-run_client "ts-sdk-client" "$NODE" "$ROOT/tests/clients/ts/client.mjs"
-MAILROOM_CLIENT_NODE="$NODE" run_client "mcp-conformance-suite" "$ROOT/tests/clients/conformance/run.sh"
+run_client "python-sdk-client" "$URL" "$PYTHON" "$ROOT/tests/clients/python_sdk_client.py"
+run_client "ts-sdk-client" "$URL" "$NODE" "$ROOT/tests/clients/ts/client.mjs"
+MAILROOM_CLIENT_NODE="$NODE" run_client "mcp-conformance-suite" "$URL" \
+  "$ROOT/tests/clients/conformance/run.sh"
 
 # The stdio transport: each client starts its own `mailroom serve --stdio` processes on a data
 # directory of its own (they start and stop their background server themselves).
-run_stdio_client() {
-  local name="$1"
-  shift
-  say "=== $name: $* $BIN"
-  local rc=0
-  timeout "$((MAILROOM_CLIENT_TIMEOUT * 2))" "$@" "$BIN" || rc=$?
-  if ((rc == 0)); then
-    say "PASS: $name"
-    passed=$((passed + 1))
-  else
-    say "FAIL: $name (exit code $rc)"
-    failed=$((failed + 1))
-    failed_names+=("$name")
-  fi
-}
-
-run_stdio_client "python-sdk-stdio" "$PYTHON" "$ROOT/tests/clients/python_sdk_stdio.py"
-run_stdio_client "ts-sdk-stdio" "$NODE" "$ROOT/tests/clients/ts/stdio.mjs"
+STDIO_TIMEOUT="$((MAILROOM_CLIENT_TIMEOUT * 2))"
+run_client "python-sdk-stdio" "$BIN" timeout "$STDIO_TIMEOUT" "$PYTHON" \
+  "$ROOT/tests/clients/python_sdk_stdio.py"
+run_client "ts-sdk-stdio" "$BIN" timeout "$STDIO_TIMEOUT" "$NODE" "$ROOT/tests/clients/ts/stdio.mjs"
 
 if ! kill -0 "$SERVER_PID" 2>/dev/null; then
   say "FAIL: the server is no longer running after the clients ran"

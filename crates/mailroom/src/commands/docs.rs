@@ -41,8 +41,8 @@ struct BlurbArgs {
     #[arg(long)]
     dry_run: bool,
     /// Accepted for the reference's command line; this command never asks
-    #[arg(long)]
-    yes: bool,
+    #[arg(long = "yes")]
+    _yes: bool,
     /// Create AGENTS.md in --scan-dir when no instruction file is found
     #[arg(long)]
     create: bool,
@@ -58,7 +58,6 @@ pub fn run(args: DocsArgs) -> Result<()> {
 }
 
 fn insert_blurbs(args: &BlurbArgs) -> Result<()> {
-    let _ = args.yes;
     let mut files = Vec::new();
     find(&args.scan_dir, args.max_depth, &mut files)
         .with_context(|| format!("cannot scan {}", args.scan_dir.display()))?;

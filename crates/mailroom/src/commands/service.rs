@@ -360,7 +360,7 @@ fn env_file_variables(text: &str) -> Vec<(String, String)> {
 }
 
 fn launchd_log_in(data_dir: &Path) -> PathBuf {
-    data_dir.join("server.log")
+    data_dir.join(super::shared::LOG_FILE)
 }
 
 /// The log file a launchd plist names (its `StandardErrorPath`).

@@ -11,6 +11,11 @@ use mailroom_core::CoreConfig;
 
 /// The data directory when `--data-dir` is not given.
 const DEFAULT_DATA_DIR: &str = "mailroom-data";
+/// In the data directory: the lock a running server holds, its pid, and the log of a server
+/// started in the background (by a stdio bridge; a service's plist).
+const LOCK_FILE: &str = "server.lock";
+const PID_FILE: &str = "server.pid";
+pub const LOG_FILE: &str = "server.log";
 
 /// A non-empty environment variable.
 pub fn env(name: &str) -> Option<String> {
@@ -36,8 +41,8 @@ pub fn core_config(data_dir: &Path) -> Result<CoreConfig> {
 pub fn lock_data_dir(data_dir: &Path) -> Result<File> {
     std::fs::create_dir_all(data_dir)
         .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
-    let lock_path = data_dir.join("server.lock");
-    let pid_path = data_dir.join("server.pid");
+    let lock_path = data_dir.join(LOCK_FILE);
+    let pid_path = data_dir.join(PID_FILE);
     let lock = OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -113,8 +118,13 @@ impl ServerAddress {
 
 /// Whether some process holds `DIR/server.lock` (a server runs for this data directory).
 pub fn data_dir_in_use(data_dir: &Path) -> bool {
-    let Ok(lock) = File::open(data_dir.join("server.lock")) else { return false };
+    let Ok(lock) = File::open(data_dir.join(LOCK_FILE)) else { return false };
     lock.try_lock_shared().is_err()
+}
+
+/// The pid the data directory's server last recorded (it holds the lock while it runs).
+pub fn server_pid(data_dir: &Path) -> Option<u32> {
+    std::fs::read_to_string(data_dir.join(PID_FILE)).ok()?.trim().parse().ok()
 }
 
 /// Holds an exclusive OS lock on the database file itself (its inode: every spelling of its

@@ -53,7 +53,14 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             http,
             starter,
             token: shared::env("HTTP_BEARER_TOKEN"),
-            state: Mutex::new(Connection { url, session: None, protocol: None, initialize: None }),
+            state: Mutex::new(Connection {
+                url,
+                session: None,
+                protocol: None,
+                initialize: None,
+                generation: 0,
+            }),
+            reconnecting: tokio::sync::Mutex::new(()),
         });
         bridge.run().await
     })
@@ -91,7 +98,7 @@ impl Starter {
                 bail!(
                     "the server started for {} stopped: {}",
                     self.data_dir.display(),
-                    log_tail(&self.data_dir.join("server.log"))
+                    log_tail(&self.data_dir.join(shared::LOG_FILE))
                 );
             }
             if Instant::now() > deadline {
@@ -99,7 +106,7 @@ impl Starter {
                     "no server answered for {} within {} s; see {}",
                     self.data_dir.display(),
                     START_TIMEOUT.as_secs(),
-                    self.data_dir.join("server.log").display()
+                    self.data_dir.join(shared::LOG_FILE).display()
                 );
             }
             tokio::time::sleep(POLL_EVERY).await;
@@ -135,8 +142,7 @@ impl Starter {
             return None;
         }
         let address = ServerAddress::read(&self.data_dir)?;
-        let holder = std::fs::read_to_string(self.data_dir.join("server.pid")).ok()?;
-        if holder.trim().parse::<u32>().ok()? != address.pid {
+        if shared::server_pid(&self.data_dir)? != address.pid {
             return None;
         }
         let probe = http
@@ -152,7 +158,7 @@ impl Starter {
     /// group (a signal to the client's group does not reach it), stdin and stdout closed,
     /// stderr appended to `DIR/server.log`.
     fn start(&self) -> Result<Child> {
-        let log_path = self.data_dir.join("server.log");
+        let log_path = self.data_dir.join(shared::LOG_FILE);
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -187,8 +193,11 @@ struct Connection {
     url: String,
     session: Option<String>,
     protocol: Option<String>,
-    /// The client's `initialize`, replayed to open a session on a restarted server.
-    initialize: Option<Value>,
+    /// The client's `initialize` line, replayed to open a session on a restarted server.
+    initialize: Option<String>,
+    /// How many times the bridge has reconnected: a request that failed on an earlier
+    /// connection does not reconnect again.
+    generation: u64,
 }
 
 struct Bridge {
@@ -196,16 +205,19 @@ struct Bridge {
     starter: Starter,
     token: Option<String>,
     state: Mutex<Connection>,
+    /// Held while reconnecting, so requests failing together reconnect once.
+    reconnecting: tokio::sync::Mutex<()>,
 }
 
 /// What became of one forwarded message.
 enum Outcome {
     /// The server answered (or had nothing to answer: a notification).
     Answered(Vec<String>),
-    /// The server could not be reached: nothing was delivered.
-    Unreachable(String),
-    /// The server no longer knows the session (it restarted).
-    SessionLost,
+    /// Nothing was delivered (no server listened, or it no longer knows the session): safe
+    /// to send again after reconnecting.
+    NotDelivered(String),
+    /// Sent, but the answer was lost: not sent again, since it may have been carried out.
+    Lost(String),
 }
 
 impl Bridge {
@@ -238,7 +250,7 @@ impl Bridge {
             let bridge = Arc::clone(&self);
             let out = out.clone();
             let forward = async move {
-                for line in bridge.forward(message).await {
+                for line in bridge.forward(&message, line).await {
                     let _ = out.send(line);
                 }
             };
@@ -256,24 +268,25 @@ impl Bridge {
         Ok(())
     }
 
-    /// Sends one message to the server, once more after starting it again or opening a new
-    /// session when the first try could not reach it, and returns the lines to write.
-    async fn forward(&self, message: Value) -> Vec<String> {
+    /// Sends one message (`line`, as the client wrote it) to the server, once more after
+    /// reconnecting when it was not delivered, and returns the lines to write.
+    async fn forward(&self, message: &Value, line: String) -> Vec<String> {
         let initialize = message.get("method").and_then(Value::as_str) == Some("initialize");
         if initialize {
-            self.state().initialize = Some(message.clone());
+            self.state().initialize = Some(line.clone());
         }
-        let outcome = match self.send(&message, initialize).await {
-            Outcome::Unreachable(_) | Outcome::SessionLost => match self.reconnect().await {
-                Ok(()) => self.send(&message, initialize).await,
-                Err(e) => Outcome::Unreachable(format!("{e:#}")),
+        let id = message.get("id");
+        let (outcome, generation) = self.send(&line, id, initialize).await;
+        let outcome = match outcome {
+            Outcome::NotDelivered(_) => match self.reconnect(generation).await {
+                Ok(()) => self.send(&line, id, initialize).await.0,
+                Err(e) => Outcome::NotDelivered(format!("{e:#}")),
             },
-            answered => answered,
+            other => other,
         };
         let why = match outcome {
             Outcome::Answered(lines) => return lines,
-            Outcome::Unreachable(why) => why,
-            Outcome::SessionLost => "the server no longer knows this session".to_string(),
+            Outcome::NotDelivered(why) | Outcome::Lost(why) => why,
         };
         match message.get("id") {
             Some(id) => vec![rpc_error(id, SERVER_ERROR, &format!("mailroom server: {why}"))],
@@ -285,17 +298,31 @@ impl Bridge {
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    async fn send(&self, message: &Value, initialize: bool) -> Outcome {
-        let (url, session, protocol) = {
+    /// Posts `body` (a request with `id`, or a notification) on the current connection;
+    /// what became of it, and the connection's generation.
+    async fn send(&self, body: &str, id: Option<&Value>, initialize: bool) -> (Outcome, u64) {
+        let (url, session, protocol, generation) = {
             let state = self.state();
-            (state.url.clone(), state.session.clone(), state.protocol.clone())
+            (state.url.clone(), state.session.clone(), state.protocol.clone(), state.generation)
         };
+        (self.post(&url, body, id, session, protocol, initialize).await, generation)
+    }
+
+    async fn post(
+        &self,
+        url: &str,
+        body: &str,
+        id: Option<&Value>,
+        session: Option<String>,
+        protocol: Option<String>,
+        initialize: bool,
+    ) -> Outcome {
         let mut request = self
             .http
             .post(format!("{url}/mcp"))
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
-            .body(message.to_string());
+            .body(body.to_string());
         if let Some(token) = &self.token {
             request = request.header(AUTHORIZATION, format!("Bearer {token}"));
         }
@@ -308,16 +335,17 @@ impl Bridge {
         }
         let response = match request.send().await {
             Ok(response) => response,
-            Err(e) => return Outcome::Unreachable(e.to_string()),
+            Err(e) if e.is_connect() => return Outcome::NotDelivered(e.to_string()),
+            Err(e) => return Outcome::Lost(e.to_string()),
         };
         let status = response.status();
         if status == StatusCode::NOT_FOUND && sent_session {
-            return Outcome::SessionLost;
+            return Outcome::NotDelivered("the server no longer knows this session".to_string());
         }
         let headers = response.headers().clone();
         let body = match response.bytes().await {
             Ok(body) => body,
-            Err(e) => return Outcome::Unreachable(format!("reading the answer: {e}")),
+            Err(e) => return Outcome::Lost(format!("reading the answer: {e}")),
         };
         let mut lines = answer_lines(&headers, &body);
         if !status.is_success() {
@@ -327,10 +355,10 @@ impl Bridge {
         if initialize {
             self.remember_session(&headers, &lines);
         }
-        if lines.is_empty() && !status.is_success() && message.get("id").is_some() {
+        if let Some(id) = id.filter(|_| lines.is_empty() && !status.is_success()) {
             let text = String::from_utf8_lossy(&body);
             let why = format!("HTTP {status}: {}", text.trim());
-            return Outcome::Answered(vec![rpc_error(&message["id"], SERVER_ERROR, &why)]);
+            return Outcome::Answered(vec![rpc_error(id, SERVER_ERROR, &why)]);
         }
         Outcome::Answered(lines)
     }
@@ -348,8 +376,12 @@ impl Bridge {
 
     /// Finds (or starts) the server again and, when the client had initialized, opens a new
     /// session with the client's own `initialize` (its answer is not passed on: the client
-    /// has had one).
-    async fn reconnect(&self) -> Result<()> {
+    /// has had one). Only once for the requests that failed on connection `generation`.
+    async fn reconnect(&self, generation: u64) -> Result<()> {
+        let _one_at_a_time = self.reconnecting.lock().await;
+        if self.state().generation != generation {
+            return Ok(());
+        }
         let url = self.starter.find_or_start(&self.http).await?;
         let initialize = {
             let mut state = self.state();
@@ -358,12 +390,14 @@ impl Bridge {
             state.initialize.clone()
         };
         if let Some(initialize) = initialize {
-            if let Outcome::Unreachable(why) = self.send(&initialize, true).await {
+            let (outcome, _) = self.send(&initialize, None, true).await;
+            if let Outcome::NotDelivered(why) | Outcome::Lost(why) = outcome {
                 bail!("{why}");
             }
             let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-            self.send(&initialized, false).await;
+            self.send(&initialized.to_string(), None, false).await;
         }
+        self.state().generation += 1;
         Ok(())
     }
 
