@@ -149,7 +149,7 @@ impl<S: AsRef<str>, Id: Copy> Message<S, Id> {
 /// gave (docs/compat/tools.md §4.9), so this is not a closed set: `low`, `normal`, `high` and
 /// `urgent` are the documented values, blank input means `normal`, and `high` and `urgent`
 /// count as urgent (the urgent filters, the web UI's marks). `S` as in [`Message`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Importance<S = String>(pub S);
 
@@ -178,8 +178,8 @@ impl From<&str> for Importance {
 
 impl<S: AsRef<str>> Importance<S> {
     /// The importances the urgent filters select; the store's queries spell the same list
-    /// (`m.importance IN ('high', 'urgent')`).
-    pub const URGENT: [&'static str; 2] = ["high", "urgent"];
+    /// (`store/db/messages.rs`'s `URGENT_IMPORTANCES`, held to this by a store test).
+    const URGENT: [&'static str; 2] = ["high", "urgent"];
 
     /// The stored text.
     pub fn as_str(&self) -> &str {
@@ -215,6 +215,11 @@ impl<S: AsRef<str>> Attachments<S> {
     /// Whether the array is empty (anything else means files in the archive).
     pub fn is_empty(&self) -> bool {
         self.as_json().trim() == "[]"
+    }
+
+    /// The array's items (an unreadable array as none).
+    pub fn to_list(&self) -> Vec<serde_json::Value> {
+        serde_json::from_str(self.as_json()).unwrap_or_default()
     }
 
     /// The array as a JSON value (an unreadable one as empty).
@@ -425,7 +430,7 @@ mod tests {
             .into_iter()
             .filter(|text| Importance(*text).is_urgent())
             .collect();
-        assert_eq!(urgent, ["high", "urgent"], "the store's urgent filters spell the same");
+        assert_eq!(urgent, ["high", "urgent"]);
         assert_eq!(serde_json::to_string(&Importance::high()).expect("json"), "\"high\"");
     }
 

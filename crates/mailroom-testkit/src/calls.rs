@@ -131,9 +131,18 @@ pub async fn rpc_at(
 pub async fn tool_at(base_url: &str, name: &str, arguments: Value) -> Value {
     let params = json!({"name": name, "arguments": arguments});
     let response = rpc_at(&reqwest::Client::new(), base_url, "tools/call", params).await;
-    let text = response["result"]["content"][0]["text"].as_str().expect("text");
-    assert_ne!(response["result"]["isError"], true, "{name}: {text}");
-    serde_json::from_str(text).expect("tool JSON")
+    tool_result(&response["result"]).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// A `tools/call` result read as the tool's answer: `Ok(its text content parsed)`, or
+/// `Err(the text)` when it is an error result. Fails the test when the text is not JSON.
+pub fn tool_result(result: &Value) -> Result<Value, String> {
+    let text = result["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    if result["isError"].as_bool().unwrap_or(false) {
+        return Err(text);
+    }
+    Ok(serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("tool text is not JSON ({e}): {text}")))
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 pub use calls::{
     AckCall, ContactRequestCall, ContactResponseCall, InboxCall, PolicyCall, ProjectCall, ReadCall,
     RecentSummaryCall, RegisterCall, ReleaseCall, RenewCall, ReplyCall, ReserveCall, SearchCall,
-    SendCall, ThreadSummaryCall, WhoisCall, rpc_at, sent_message_id, tool_at,
+    SendCall, ThreadSummaryCall, WhoisCall, rpc_at, sent_message_id, tool_at, tool_result,
 };
 pub use fake_llm::{FakeLlm, FakeLlmMode};
 pub use git::{GUARD_VARIABLES, git, git_command};
@@ -141,13 +141,7 @@ impl TestApp {
 
     /// Calls a tool: `Ok(parsed text content)` or `Err(error text)` when `isError`.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, String> {
-        let result = self.call_tool_raw(name, arguments).await;
-        let text = result["content"][0]["text"].as_str().unwrap_or_default().to_string();
-        if result["isError"].as_bool().unwrap_or(false) {
-            return Err(text);
-        }
-        Ok(serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("tool text is not JSON ({e}): {text}")))
+        calls::tool_result(&self.call_tool_raw(name, arguments).await)
     }
 
     /// Reads a resource: `Ok(parsed JSON text)` or `Err((code, message))` of the JSON-RPC error.

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 
 use common::{KillOnDrop, mailroom, start, stop};
-use mailroom_testkit::{SendCall, tool_at};
+use mailroom_testkit::{InboxCall, ReadCall, SendCall, seed_pair_at};
 use serde_json::{Value, json};
 
 const PROJECT: &str = "/work/check-inbox";
@@ -50,8 +50,7 @@ fn counts(data: &Path, agent: &str) -> Value {
 }
 
 async fn fetch_inbox_ids(url: &str, agent: &str) -> Vec<i64> {
-    let arguments = json!({"project_key": PROJECT, "agent_name": agent, "limit": 100});
-    let messages = tool_at(url, "fetch_inbox", arguments).await;
+    let messages = InboxCall::new(PROJECT, agent).limit(100).ok_at(url).await;
     messages.as_array().expect("inbox").iter().map(|m| m["id"].as_i64().expect("id")).collect()
 }
 
@@ -64,14 +63,7 @@ async fn the_count_follows_fetch_inbox_and_read_marks() {
 
     let (server, url) = start(&data);
     let server = KillOnDrop(Some(server));
-    tool_at(&url, "ensure_project", json!({"human_key": PROJECT})).await;
-    for name in ["BlueLake", "GreenCastle"] {
-        let arguments =
-            json!({"project_key": PROJECT, "program": "codex-cli", "model": "gpt-5", "name": name});
-        tool_at(&url, "register_agent", arguments).await;
-    }
-    let open = json!({"project_key": PROJECT, "agent_name": "GreenCastle", "policy": "open"});
-    tool_at(&url, "set_contact_policy", open).await;
+    seed_pair_at(&url, PROJECT, "BlueLake", "GreenCastle").await;
 
     let (code, out, _) = check_inbox(&data, &["--project", PROJECT, "--agent", "GreenCastle"]);
     assert_eq!((code, out.as_str()), (0, ""), "an empty inbox prints nothing");
@@ -106,16 +98,13 @@ async fn the_count_follows_fetch_inbox_and_read_marks() {
 
     // Read marks count: the urgent one read leaves two, none urgent.
     let urgent_id = ids[1];
-    let read =
-        json!({"project_key": PROJECT, "agent_name": "GreenCastle", "message_id": urgent_id});
-    tool_at(&url, "mark_message_read", read).await;
+    ReadCall::new(PROJECT, "GreenCastle", urgent_id).ok_at(&url).await;
     let unread = counts(&data, "GreenCastle");
     assert_eq!((unread["unread"].as_i64(), unread["urgent"].as_i64()), (Some(2), Some(0)));
     assert_eq!(fetch_inbox_ids(&url, "GreenCastle").await.len(), 3, "fetch_inbox lists all");
 
     for id in ids {
-        let read = json!({"project_key": PROJECT, "agent_name": "GreenCastle", "message_id": id});
-        tool_at(&url, "mark_message_read", read).await;
+        ReadCall::new(PROJECT, "GreenCastle", id).ok_at(&url).await;
     }
     let (code, out, _) = check_inbox(&data, &["--project", PROJECT, "--agent", "GreenCastle"]);
     assert_eq!((code, out.as_str()), (0, ""), "all read: nothing printed");

@@ -30,12 +30,14 @@ fn a_second_server_on_the_same_data_dir_is_refused_and_sigterm_stops_cleanly() {
     assert!(stderr.contains("Another mailroom server is already running"), "{stderr}");
     assert!(stderr.contains(&first.id().to_string()), "names the running PID: {stderr}");
 
+    assert!(dir.path().join("mailroom.sqlite3-wal").exists(), "a running server writes a WAL");
     let killed =
         Command::new("kill").args(["-TERM", &first.id().to_string()]).status().expect("kill");
     assert!(killed.success());
     let status = first.wait().expect("wait");
     assert!(status.success(), "graceful shutdown exits 0, got {status:?}");
     // The database was closed: its WAL folded back into the file and removed.
+    assert!(dir.path().join("mailroom.sqlite3").is_file(), "the database stays");
     for leftover in ["mailroom.sqlite3-wal", "mailroom.sqlite3-shm"] {
         assert!(!dir.path().join(leftover).exists(), "{leftover} left after a graceful stop");
     }

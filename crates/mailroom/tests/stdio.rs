@@ -11,7 +11,8 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
-use common::{KillOnDrop, mailroom, start, start_with, stop};
+use common::{KillOnDrop, mailroom, signal_pid, start, start_with, stop};
+use mailroom_testkit::tool_result;
 use serde_json::{Value, json};
 
 /// A `mailroom serve --stdio` process, spoken to line by line.
@@ -85,35 +86,58 @@ impl Bridge {
     /// A tool's parsed result; fails the test on an error.
     fn tool(&mut self, name: &str, arguments: Value) -> Value {
         let answer = self.request("tools/call", json!({"name": name, "arguments": arguments}));
-        let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_else(|| {
-            panic!("{name}: no result in {answer}");
-        });
-        assert_ne!(answer["result"]["isError"], true, "{name}: {text}");
-        serde_json::from_str(text).expect("tool JSON")
+        assert!(answer["result"].is_object(), "{name}: no result in {answer}");
+        tool_result(&answer["result"]).unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 
-    /// Closes stdin and waits for the bridge to exit; it must exit 0 and print nothing more.
+    /// Closes stdin and waits for the bridge to exit (at most a minute: then it is killed and
+    /// the test fails); it must exit 0 and print nothing more.
     fn finish(mut self) {
         drop(self.stdin.take());
-        let status = self.child.wait().expect("wait");
+        let status = wait_at_most(&mut self.child, Duration::from_secs(60));
+        let status = status.unwrap_or_else(|| {
+            let _ = self.child.kill();
+            panic!("the bridge did not exit when its input ended")
+        });
         assert!(status.success(), "the bridge exits 0 when its input ends: {status}");
         assert!(self.lines.recv_timeout(Duration::from_secs(5)).is_err(), "nothing after the end");
     }
 }
 
-/// The server a bridge started in the background, stopped when the test ends.
+fn wait_at_most(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The server a bridge started in the background, stopped when the test ends (panics
+/// included): the one `server.json` names, if it still holds the data directory (its pid is
+/// `server.pid`'s); TERM, then KILL after ten seconds.
 struct Background<'a>(&'a Path);
 
 impl Drop for Background<'_> {
     fn drop(&mut self) {
-        if let Ok(pid) = std::fs::read_to_string(self.0.join("server.pid")) {
-            let _ = mailroom_kill(pid.trim());
+        let read = |file: &str| std::fs::read_to_string(self.0.join(file)).unwrap_or_default();
+        let Ok(record) = serde_json::from_str::<Value>(&read("server.json")) else { return };
+        let Some(pid) = record["pid"].as_u64().and_then(|p| u32::try_from(p).ok()) else { return };
+        if read("server.pid").trim() != pid.to_string() || !signal_pid(pid, "-TERM") {
+            return;
         }
+        for _ in 0..500 {
+            if !signal_pid(pid, "-0") {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        signal_pid(pid, "-KILL");
     }
-}
-
-fn mailroom_kill(pid: &str) -> std::io::Result<std::process::ExitStatus> {
-    std::process::Command::new("kill").args(["-TERM", pid]).status()
 }
 
 #[test]

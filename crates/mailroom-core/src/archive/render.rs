@@ -78,8 +78,12 @@ pub(super) fn render(
         let entry = match item.kind {
             ArchiveKind::Message => render_message(db, item, &mut sources, &mut files),
             ArchiveKind::Profile => render_profile(db, AgentId(item.ref_id), &mut files),
-            ArchiveKind::Reservation => render_reservation(db, item.ref_id, false, &mut files),
-            ArchiveKind::ReservationGrant => render_reservation(db, item.ref_id, true, &mut files),
+            ArchiveKind::Reservation => {
+                render_reservation(db, ReservationId(item.ref_id), false, &mut files)
+            }
+            ArchiveKind::ReservationGrant => {
+                render_reservation(db, ReservationId(item.ref_id), true, &mut files)
+            }
             ArchiveKind::Deletion => render_deletion(db, item, &mut removals),
             ArchiveKind::Unknown => Ok(None),
         };
@@ -146,8 +150,7 @@ pub(super) fn message_doc(db: &Db<'_>, id: MessageId) -> Result<Option<(MessageD
         human_key: listed.sender_project_human_key.clone(),
         slug: listed.sender_project_slug.clone(),
     });
-    let attachments: Vec<Value> =
-        serde_json::from_str(message.attachments.as_json()).unwrap_or_default();
+    let attachments = message.attachments.to_list();
     let doc = MessageDoc {
         id,
         thread_id: message.thread_id.clone(),
@@ -328,11 +331,11 @@ pub(super) fn profile_file(
 
 fn render_reservation(
     db: &Db<'_>,
-    id: i64,
+    id: ReservationId,
     grant: bool,
     files: &mut BTreeMap<String, Vec<u8>>,
 ) -> Result<Option<Entry>> {
-    let Some(artifact) = reservation_files(db, ReservationId(id), grant)? else { return Ok(None) };
+    let Some(artifact) = reservation_files(db, id, grant)? else { return Ok(None) };
     for (path, bytes) in artifact.files {
         files.insert(path, bytes);
     }

@@ -168,6 +168,7 @@ fn agent_not_found(db: &Db<'_>, project: &Project, name: &str) -> Result<Error> 
     let kind = mistake.map_or("NOT_FOUND", |m| m.error_type());
     Ok(Error::new(crate::error::Category::NotFound, kind, message))
 }
+
 /// A project and one of its agents, the agent named in the `agent` field.
 pub fn project_agent(db: &Db<'_>, project_key: &str, agent_name: &str) -> Result<(Project, Agent)> {
     let project = project(db, project_key)?;

@@ -61,6 +61,9 @@ pub struct Store {
     inner: Arc<Inner>,
 }
 
+/// How long [`Store::close`] waits for reads still running.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 struct Inner {
     path: PathBuf,
     writer: mpsc::Sender<WriteJob>,
@@ -69,6 +72,8 @@ struct Inner {
     changes: watch::Receiver<u64>,
     readers: Mutex<Vec<Connection>>,
     reader_permits: Semaphore,
+    /// How many read connections the pool holds (one permit each).
+    reader_count: u32,
     /// Set by [`Store::close`]: the writer ends after the batch it is running.
     closing: Arc<AtomicBool>,
     writer_thread: Mutex<Option<JoinHandle<()>>>,
@@ -136,6 +141,7 @@ impl Store {
                 changes,
                 readers: Mutex::new(readers),
                 reader_permits: Semaphore::new(permits),
+                reader_count: u32::try_from(permits).unwrap_or(u32::MAX),
                 closing,
                 writer_thread: Mutex::new(Some(writer_thread)),
             }),
@@ -228,15 +234,36 @@ impl Store {
 
     /// Closes the database when nothing will use it any more (the server has stopped): the
     /// readers' connections, then the writer's after its last batch and a final checkpoint,
-    /// so that the database file is whole and the WAL files are gone. Blocks until then.
+    /// so that the database file is whole and the WAL files are gone (until a read-only
+    /// reader such as `check-inbox` or the guard opens it again). Waits up to ten seconds for
+    /// reads still running; blocks until the writer is done.
     /// Later calls fail as with a stopped writer.
     pub fn close(&self) {
+        // Reads still running (a background task's) give their connections back first; later
+        // reads fail with "reader pool closed".
+        let deadline = std::time::Instant::now() + CLOSE_WAIT;
+        loop {
+            match self.inner.reader_permits.try_acquire_many(self.inner.reader_count) {
+                Ok(permits) => {
+                    permits.forget();
+                    break;
+                }
+                Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(_) => {
+                    tracing::warn!("reads still running at close; their connections stay open");
+                    break;
+                }
+            }
+        }
+        self.inner.reader_permits.close();
         if let Ok(mut readers) = self.inner.readers.lock() {
             readers.clear();
         }
         self.inner.closing.store(true, Ordering::SeqCst);
         // Wakes the writer if it waits for work (a full queue means it does not); it stops
-        // after the batch it runs. `try_send`: this may run on an async worker.
+        // after the batch it runs.
         let (wake, _) = boxed_job(|_| Ok(()), false);
         let _ = self.inner.writer.try_send(wake);
         let thread = self.inner.writer_thread.lock().ok().and_then(|mut t| t.take());
@@ -453,7 +480,9 @@ fn run_writer(mut conn: Connection, mut jobs: mpsc::Receiver<WriteJob>, writer: 
     if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
         tracing::warn!(error = %e, "final WAL checkpoint failed");
     }
-    drop(conn);
+    if let Err((_, e)) = conn.close() {
+        tracing::warn!(error = %e, "closing the database failed");
+    }
 }
 
 fn open_connection(path: &Path, read_only: bool) -> Result<Connection> {

@@ -61,8 +61,16 @@ impl Drop for KillOnDrop {
 
 /// Sends a signal (`-TERM`, `-KILL`) to the server.
 pub fn signal(child: &Child, name: &str) {
-    let sent = Command::new("kill").args([name, &child.id().to_string()]).status().expect("kill");
-    assert!(sent.success(), "kill {name}");
+    assert!(signal_pid(child.id(), name), "kill {name}");
+}
+
+/// Sends a signal to a process by pid; whether it was delivered (the process exists).
+pub fn signal_pid(pid: u32, name: &str) -> bool {
+    Command::new("kill")
+        .args([name, &pid.to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 /// SIGTERM: a graceful stop commits all queued archive work before exiting 0.

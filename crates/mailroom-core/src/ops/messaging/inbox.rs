@@ -14,7 +14,7 @@ use crate::ops::output::{AgentBase, MessageOut, ProjectOut};
 use crate::ops::resolve::{self, project_agent};
 use crate::records::{AgentId, MessageId, ProjectId};
 use crate::store::Db;
-use crate::store::db::fleet::COUNT_CAP;
+use crate::store::db::mailbox::COUNT_CAP;
 use crate::store::db::messages::InboxQuery;
 
 /// fetch_inbox never returns more than this many messages.

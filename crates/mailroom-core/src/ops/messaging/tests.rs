@@ -113,6 +113,69 @@ fn the_written_inbox_is_the_serialised_one() {
     core.close();
 }
 
+/// The store's urgent filters (the inbox's `urgent_only`, the unread count's urgent part)
+/// select exactly the importances `Importance::is_urgent` calls urgent, spelled exactly.
+#[test]
+fn the_stores_urgent_filters_agree_with_importance() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut config = CoreConfig::for_data_dir(dir.path());
+    config.contact_enforcement_enabled = false;
+    let core = Mailroom::open(config).expect("open");
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let texts = ["low", "normal", "high", "urgent", "HIGH", "Urgent", " urgent", "critical"];
+    runtime.block_on(async {
+        core.ensure_project("/work/urgent").await.expect("project");
+        for name in ["BlueLake", "GreenCastle"] {
+            let registration = Registration {
+                project_key: "/work/urgent".into(),
+                program: "codex-cli".into(),
+                model: "gpt-5".into(),
+                name: Some(name.into()),
+                ..Registration::default()
+            };
+            core.register_agent(registration).await.expect("register");
+        }
+        for importance in texts {
+            let send = SendMessage {
+                project_key: "/work/urgent".into(),
+                sender_name: "BlueLake".into(),
+                to: vec!["GreenCastle".into()],
+                subject: importance.to_string(),
+                body_md: "b".into(),
+                importance: Some(importance.into()),
+                ..SendMessage::default()
+            };
+            core.send_message(send).await.expect("send");
+        }
+        let mut urgent = FetchInbox {
+            project_key: "/work/urgent".into(),
+            agent_name: "GreenCastle".into(),
+            ..FetchInbox::default()
+        };
+        urgent.filter.urgent_only = true;
+        let mut listed: Vec<String> =
+            core.fetch_inbox(urgent).await.expect("inbox").into_iter().map(|m| m.subject).collect();
+        listed.sort();
+        let mut expected: Vec<String> = texts
+            .into_iter()
+            .filter(|text| crate::records::Importance(*text).is_urgent())
+            .map(str::to_string)
+            .collect();
+        expected.sort();
+        assert_eq!(listed, expected, "urgent_only");
+        let unread = core
+            .store
+            .read(|db| {
+                let (project, agent) = resolve::project_agent(db, "/work/urgent", "GreenCastle")?;
+                db.unread_mail_counts(project.id, agent.id)
+            })
+            .await
+            .expect("counts");
+        assert_eq!(unread, (texts.len() as i64, expected.len() as i64), "unread and urgent");
+    });
+    core.close();
+}
+
 fn check(original: &str, prefix: &str, expected: &str) {
     assert_eq!(reply_subject(original, prefix), expected, "{original:?} + {prefix:?}");
 }

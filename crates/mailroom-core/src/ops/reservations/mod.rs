@@ -437,7 +437,6 @@ pub(crate) fn sweep_in_tx(
     Ok(released)
 }
 
-/// [`sweep_in_tx`] recording what it released in the job's view.
 /// What renew and release share: the agent's reservations in force that `selection` picks,
 /// each handed to `act` with the project's set (to record what `act` changes), after the
 /// sweep when `stale` is given; the set is kept when all are done.
@@ -464,6 +463,7 @@ fn for_selected(
     active.finish(db, view)
 }
 
+/// [`sweep_in_tx`] recording what it released in the job's view.
 fn sweep_view(db: &Db<'_>, view: &mut View, stale: &[ReservationId], now: Timestamp) -> Result<()> {
     for id in sweep_in_tx(db, view.project_id(), stale, now)? {
         view.record(Change::Released(id));

@@ -72,6 +72,10 @@ pub struct ReceiptState {
     pub ack_ts: Option<Timestamp>,
 }
 
+/// The importances the urgent filters select, as an SQL list (in Rust:
+/// `records::Importance::is_urgent`; a store test holds the two to the same rows).
+pub(super) const URGENT_IMPORTANCES: &str = "('high', 'urgent')";
+
 pub(super) const LISTED_COLUMNS: &str = "s.name, s.project_id, sp.slug, sp.human_key";
 pub(super) const LISTED_JOINS: &str =
     "JOIN agents s ON s.id = m.sender_id JOIN projects sp ON sp.id = s.project_id";
@@ -83,10 +87,22 @@ pub(super) static INBOX_SQL: LazyLock<String> = LazyLock::new(|| {
         "SELECT {COLUMNS}, {LISTED_COLUMNS}, r.kind FROM message_recipients r
          JOIN messages m ON m.id = r.message_id {LISTED_JOINS}
          WHERE r.agent_id = ?1 AND m.project_id = ?2
-           AND (?3 = 0 OR m.importance IN ('high', 'urgent'))
+           AND (?3 = 0 OR m.importance IN {URGENT_IMPORTANCES})
            AND (?4 IS NULL OR m.created_ts > ?4)
            AND (?5 IS NULL OR m.topic = ?5 COLLATE NOCASE)
          ORDER BY r.message_id DESC LIMIT ?6"
+    )
+});
+
+/// An agent's unread messages in a project and the urgent ones among them (parameters:
+/// agent, project). Counted from 0011's partial index of unread rows, which SQLite picks by
+/// itself: a hint naming it would fail on a database a newer binary has not migrated yet
+/// (`check-inbox` reads without migrating).
+pub(super) static UNREAD_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT COUNT(*), COALESCE(SUM(m.importance IN {URGENT_IMPORTANCES}), 0)
+         FROM message_recipients r JOIN messages m ON m.id = r.message_id
+         WHERE r.agent_id = ?1 AND r.read_ts IS NULL AND m.project_id = ?2"
     )
 });
 
@@ -99,12 +115,7 @@ impl Db<'_> {
         agent_id: AgentId,
     ) -> Result<(i64, i64)> {
         self.conn
-            .prepare_cached(
-                "SELECT COUNT(*), COALESCE(SUM(m.importance IN ('high', 'urgent')), 0)
-                 FROM message_recipients r INDEXED BY idx_message_recipients_unread
-                 JOIN messages m ON m.id = r.message_id
-                 WHERE r.agent_id = ?1 AND r.read_ts IS NULL AND m.project_id = ?2",
-            )
+            .prepare_cached(&UNREAD_SQL)
             .and_then(|mut stmt| {
                 stmt.query_row(params![agent_id, project_id], |row| Ok((row.get(0)?, row.get(1)?)))
             })

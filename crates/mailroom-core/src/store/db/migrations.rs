@@ -178,6 +178,23 @@ mod tests {
         assert_eq!(indexes, expected.map(str::to_string).to_vec());
     }
 
+    /// check-inbox's count reads 0011's partial index of unread rows, found by the planner
+    /// (the query names no index, so a database before 0011 still answers).
+    #[test]
+    fn unread_counts_come_from_the_unread_index() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        migrate(&mut conn).expect("migrate");
+        let sql = format!("EXPLAIN QUERY PLAN {}", *super::super::messages::UNREAD_SQL);
+        let plan: Vec<String> = conn
+            .prepare(&sql)
+            .expect("prepare")
+            .query_map(rusqlite::params![1, 1], |row| row.get(3))
+            .expect("plan")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        assert!(plan.iter().any(|step| step.contains("idx_message_recipients_unread")), "{plan:?}");
+    }
+
     /// After 0008 a message lookup by project or by sender alone uses the composite index
     /// that begins with that column.
     #[test]
