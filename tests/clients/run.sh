@@ -77,6 +77,10 @@ show_server_log() {
 
 cleanup() {
   stop_server
+  # A stdio client killed by its timeout leaves the server it started in the background.
+  for pid_file in "$WORK"/mailroom-stdio-*/data/server.pid; do
+    [[ -f "$pid_file" ]] && kill -TERM "$(cat "$pid_file")" 2>/dev/null || true
+  done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -170,9 +174,11 @@ MAILROOM_CLIENT_NODE="$NODE" run_client "mcp-conformance-suite" "$URL" \
 # The stdio transport: each client starts its own `mailroom serve --stdio` processes on a data
 # directory of its own (they start and stop their background server themselves).
 STDIO_TIMEOUT="$((MAILROOM_CLIENT_TIMEOUT * 2))"
-run_client "python-sdk-stdio" "$BIN" timeout "$STDIO_TIMEOUT" "$PYTHON" \
+# Their data directories go under $WORK, whose cleanup stops what a killed client left running.
+run_client "python-sdk-stdio" "$BIN" env TMPDIR="$WORK" timeout "$STDIO_TIMEOUT" "$PYTHON" \
   "$ROOT/tests/clients/python_sdk_stdio.py"
-run_client "ts-sdk-stdio" "$BIN" timeout "$STDIO_TIMEOUT" "$NODE" "$ROOT/tests/clients/ts/stdio.mjs"
+run_client "ts-sdk-stdio" "$BIN" env TMPDIR="$WORK" timeout "$STDIO_TIMEOUT" "$NODE" \
+  "$ROOT/tests/clients/ts/stdio.mjs"
 
 if ! kill -0 "$SERVER_PID" 2>/dev/null; then
   say "FAIL: the server is no longer running after the clients ran"

@@ -58,9 +58,6 @@ macro_rules! tool_call {
         }
 
         impl $name {
-            /// The tool this builder calls.
-            pub const TOOL: &'static str = $tool;
-
             $(
                 $(#[$setter_doc])*
                 pub fn $setter(self, $optional: $optional_type) -> Self {

@@ -9,7 +9,7 @@
 // (started in the background by the first bridge) served them all and outlives them. The
 // server is stopped at the end. Exit 0 when every check passed.
 
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -51,7 +51,8 @@ const alive = (pid) => {
 };
 
 async function main(binary) {
-  const dataDir = join(mkdtempSync(join(tmpdir(), "mailroom-stdio-ts-")), "data");
+  const work = mkdtempSync(join(tmpdir(), "mailroom-stdio-ts-"));
+  const dataDir = join(work, "data");
   // Port 0: the background server picks a free port (tests run side by side).
   const env = { ...process.env, HTTP_PORT: "0" };
   const clients = [];
@@ -114,10 +115,14 @@ async function main(binary) {
     log(`every one of ${CLIENTS * (CLIENTS - 1)} messages delivered exactly once`);
     const pid = serverPid(dataDir);
     check(pid !== undefined && alive(pid), "a server runs for the data directory");
+    const record = JSON.parse(readFileSync(join(dataDir, "server.json"), "utf8"));
+    check(record.pid === pid, `server.json names the lock holder: ${record.pid} vs ${pid}`);
     await Promise.all(clients.map(({ client }) => client.close()));
     await new Promise((resolve) => setTimeout(resolve, 500));
     check(alive(pid), "the background server outlives its stdio clients");
-    check(serverPid(dataDir) === pid, "one server served all five bridges");
+    const serverLog = readFileSync(join(dataDir, "server.log"), "utf8");
+    check(serverLog.split("mailroom listening").length === 2, `one server started:\n${serverLog}`);
+    check(!serverLog.includes("Another mailroom server"), `no second one tried:\n${serverLog}`);
     log("the background server outlived its clients");
     return 0;
   } catch (e) {
@@ -129,7 +134,9 @@ async function main(binary) {
     if (pid !== undefined && alive(pid)) {
       process.kill(pid, "SIGTERM");
       for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+      if (alive(pid)) process.kill(pid, "SIGKILL");
     }
+    rmSync(work, { recursive: true, force: true });
   }
 }
 

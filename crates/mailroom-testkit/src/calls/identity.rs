@@ -20,8 +20,6 @@ tool_call! {
     program(program: &str);
     /// The agent's model.
     model(model: &str);
-    /// What the agent is working on (`task_description`).
-    task(task_description: &str);
     /// How images sent to it are kept (`auto`, `inline` or `file`).
     attachments_policy(attachments_policy: &str);
 }

@@ -57,10 +57,6 @@ tool_call! {
     include_bodies(include_bodies: bool);
     /// At most this many messages.
     limit(limit: i64);
-    /// Only the messages after this time (`since_ts`, ISO 8601).
-    since(since_ts: &str);
-    /// Only the messages of `high` or `urgent` importance.
-    urgent_only(urgent_only: bool);
     /// The agent's registration token, when tool authentication is on.
     token(registration_token: &str);
 }
@@ -87,8 +83,4 @@ tool_call! {
     /// The viewer (`agent_name`): with tool authentication on, the search covers only what it
     /// took part in.
     agent(agent_name: &str);
-    /// At most this many results.
-    limit(limit: i64);
-    /// The viewer's registration token.
-    token(registration_token: &str);
 }
