@@ -25,7 +25,7 @@ const MAX_PAGES: usize = 256;
 
 /// What a cached page was rendered against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
+struct Stamp {
     changes: u64,
     /// Rows the Git archive has committed, for pages that show the archive (else 0).
     archived: u64,
@@ -35,7 +35,7 @@ pub struct Stamp {
 impl Stamp {
     /// The database's change count now, the archive's progress (for a page showing the
     /// archive; 0 for others) and the clock's current step.
-    pub fn now(changes: u64, archived: u64) -> Self {
+    fn now(changes: u64, archived: u64) -> Self {
         let seconds = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
         Self { changes, archived, clock: seconds / CLOCK_STEP }
     }
@@ -49,13 +49,13 @@ pub struct PageCache {
 
 impl PageCache {
     /// The page rendered for `uri` against `stamp`, if it is still there.
-    pub fn get(&self, uri: &str, stamp: Stamp) -> Option<Bytes> {
+    fn get(&self, uri: &str, stamp: Stamp) -> Option<Bytes> {
         let pages = self.pages.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         pages.get(uri).filter(|(kept, _)| *kept == stamp).map(|(_, page)| page.clone())
     }
 
     /// Keeps a page rendered for `uri` against `stamp`.
-    pub fn put(&self, uri: &str, stamp: Stamp, page: Bytes) {
+    fn put(&self, uri: &str, stamp: Stamp, page: Bytes) {
         let mut pages = self.pages.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if pages.len() >= MAX_PAGES && !pages.contains_key(uri) {
             pages.clear();

@@ -8,14 +8,13 @@ use axum::http::Uri;
 use axum::response::Response;
 use mailroom_core::model::time::Timestamp;
 use mailroom_core::ops::messaging::deletion::DeleteScope;
-use mailroom_core::records::MessageId;
 use serde::Deserialize;
 
 use super::cache::cached;
 use super::error::{PageError, bad_request, json_answer};
-use super::message::{MessageIdsBody, Row, delete};
-use super::routes;
-use super::view::{body, number, render};
+use super::message::{Row, delete, message_ids};
+use super::routes::{self, Route};
+use super::view::{number, render};
 use crate::state::AppState;
 
 /// Messages an agent's inbox page shows by default.
@@ -25,9 +24,6 @@ const INBOX_PAGE_DEFAULT: i64 = 50;
 #[template(path = "pages/inbox.html")]
 struct InboxPage {
     slug: String,
-    mark_all_read_href: String,
-    mark_read_href: String,
-    delete_href: String,
     project_href: String,
     agent: String,
     /// "42", or "more than 10000".
@@ -39,6 +35,13 @@ struct InboxPage {
     rows: Vec<Row>,
     prev_href: Option<String>,
     next_href: Option<String>,
+}
+
+impl InboxPage {
+    /// The URL of one of this inbox's actions (mark read, mark all read, delete).
+    fn action(&self, route: Route<2>) -> String {
+        route.fill(&[&self.slug, &self.agent])
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -65,19 +68,17 @@ pub async fn show(
         let name = view.agent.name.clone();
         let now = Timestamp::now();
         let pages = view.pages();
+        let capped = view.total_is_capped();
         let link = |n: i64| routes::inbox_page(&slug, &name, n);
         Ok(render(&InboxPage {
             project_href: routes::PROJECT.fill(&[&slug]),
-            mark_all_read_href: routes::MARK_ALL_READ.fill(&[&slug, &name]),
-            mark_read_href: routes::MARK_READ.fill(&[&slug, &name]),
-            delete_href: routes::INBOX_DELETE.fill(&[&slug, &name]),
             agent: name.clone(),
-            total: if view.total_is_capped() {
+            total: if capped {
                 format!("more than {}", view.total - 1)
             } else {
                 view.total.to_string()
             },
-            capped: view.total_is_capped(),
+            capped,
             page: view.page,
             pages,
             rows: view
@@ -90,7 +91,7 @@ pub async fn show(
                 .collect(),
             prev_href: (view.page > 1).then(|| link(view.page - 1)),
             // Past the count's cap, a full page is the sign of another.
-            next_href: if view.total_is_capped() {
+            next_href: if capped {
                 (view.messages.len() as i64 == view.page_size).then(|| link(view.page + 1))
             } else {
                 (view.page < pages).then(|| link(view.page + 1))
@@ -108,9 +109,7 @@ pub async fn mark_read(
     bytes: Bytes,
 ) -> Response {
     let answer = async {
-        let b: MessageIdsBody = body(&bytes)?;
-        let ids = b.message_ids.into_iter().map(MessageId).collect();
-        Ok(state.core.mark_read_from_ui(project, agent, Some(ids)).await?)
+        Ok(state.core.mark_read_from_ui(project, agent, Some(message_ids(&bytes)?)).await?)
     };
     json_answer(answer.await)
 }

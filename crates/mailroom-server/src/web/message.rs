@@ -16,7 +16,7 @@ use mailroom_core::records::MessageId;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::error::{bad_request, json_answer, page};
+use super::error::{PageError, bad_request, json_answer, page};
 use super::view::{body, relative, render};
 use super::{markdown, routes};
 use crate::state::AppState;
@@ -60,8 +60,14 @@ pub async fn show(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MessageIdsBody {
-    pub message_ids: Vec<i64>,
+struct MessageIdsBody {
+    message_ids: Vec<i64>,
+}
+
+/// The messages a `{message_ids}` body names (delete and mark read send it).
+pub fn message_ids(bytes: &Bytes) -> Result<Vec<MessageId>, PageError> {
+    let b: MessageIdsBody = body(bytes)?;
+    Ok(b.message_ids.into_iter().map(MessageId).collect())
 }
 
 /// `POST /mail/api/delete-messages {message_ids}` → `{success, deleted_count,
@@ -72,11 +78,7 @@ pub async fn delete_messages(State(state): State<AppState>, bytes: Bytes) -> Res
 
 /// Deletes the messages a `{message_ids}` body names, within `scope`.
 pub async fn delete(state: AppState, bytes: Bytes, scope: DeleteScope) -> Response {
-    let answer = async {
-        let b: MessageIdsBody = body(&bytes)?;
-        let ids = b.message_ids.into_iter().map(MessageId).collect();
-        Ok(state.core.delete_messages(ids, scope).await?)
-    };
+    let answer = async { Ok(state.core.delete_messages(message_ids(&bytes)?, scope).await?) };
     json_answer(answer.await)
 }
 

@@ -9,6 +9,7 @@
 //! builders at the end.
 
 use std::fmt;
+use std::sync::LazyLock;
 
 use axum::routing::{MethodRouter, get, post};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
@@ -24,10 +25,6 @@ use crate::state::AppState;
 pub struct Route<const N: usize>(&'static str);
 
 impl<const N: usize> Route<N> {
-    pub const fn pattern(self) -> &'static str {
-        self.0
-    }
-
     /// The URL: each placeholder, in order, replaced by a value encoded as a path segment.
     pub fn fill(self, values: &[&str; N]) -> String {
         fill(self.0, values)
@@ -48,7 +45,7 @@ macro_rules! routes {
 
         /// Every route with its handler, in the table's order.
         pub fn table() -> Vec<(&'static str, MethodRouter<AppState>)> {
-            vec![$(($name.pattern(), $handler)),*]
+            vec![$(($name.0, $handler)),*]
         }
     };
 }
@@ -108,6 +105,11 @@ const fn placeholders(pattern: &str) -> usize {
     count
 }
 
+/// The static files every page links (`partials/base.html`), filled once.
+pub static ICON: LazyLock<String> = LazyLock::new(|| ASSET.fill(&["icon.svg"]));
+pub static STYLESHEET: LazyLock<String> = LazyLock::new(|| ASSET.fill(&["app.css"]));
+pub static SCRIPT: LazyLock<String> = LazyLock::new(|| ASSET.fill(&["app.js"]));
+
 /// `pattern` with its placeholders replaced, in order, by `values` encoded as segments.
 fn fill(pattern: &str, values: &[&str]) -> String {
     let mut url = String::with_capacity(pattern.len() + 32);
@@ -115,7 +117,7 @@ fn fill(pattern: &str, values: &[&str]) -> String {
     let mut rest = pattern;
     while let Some(start) = rest.find('{') {
         url.push_str(&rest[..start]);
-        url.push_str(&segment(values.next().copied().unwrap_or_default()));
+        url.extend(utf8_percent_encode(values.next().copied().unwrap_or_default(), SEGMENT));
         rest = rest[start..].find('}').map_or("", |end| &rest[start + end + 1..]);
     }
     url.push_str(rest);
@@ -137,13 +139,11 @@ pub fn inbox_page(slug: &str, agent: &str, page: i64) -> String {
 
 /// The archive browser at `path`, inside a project's directory when one is named.
 pub fn archive_browser(project: Option<&str>, path: &str) -> String {
+    let url = for_project(ARCHIVE_BROWSER, project);
     match (project, path) {
-        (None, "") => ARCHIVE_BROWSER.to_string(),
-        (None, path) => format!("{ARCHIVE_BROWSER}?path={}", segment(path)),
-        (Some(slug), "") => format!("{ARCHIVE_BROWSER}?project={}", segment(slug)),
-        (Some(slug), path) => {
-            format!("{ARCHIVE_BROWSER}?project={}&path={}", segment(slug), segment(path))
-        }
+        (_, "") => url,
+        (None, path) => format!("{url}?path={}", segment(path)),
+        (Some(_), path) => format!("{url}&path={}", segment(path)),
     }
 }
 

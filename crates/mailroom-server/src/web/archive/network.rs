@@ -56,14 +56,10 @@ pub async fn show(
 ) -> Response {
     let answer = async {
         let projects = project_links(&state).await?;
-        let key = match named(q.project) {
-            Some(key) => key,
-            // The first project, or a page saying there is none.
-            None => match projects.first() {
-                Some(p) => p.slug.clone(),
-                None => return Err(PageError(StatusCode::NOT_FOUND, "No project yet.".into())),
-            },
-        };
+        // The project named, else the first, else a page saying there is none.
+        let key = named(q.project)
+            .or_else(|| projects.first().map(|p| p.slug.clone()))
+            .ok_or_else(|| PageError(StatusCode::NOT_FOUND, "No project yet.".into()))?;
         let net = state.core.agent_network(key).await?;
         let (nodes, edges) = network(&net.agents, &net.edges);
         Ok(render(&NetworkPage {

@@ -117,6 +117,10 @@ async fn an_agent_inbox_is_paged_and_shows_unread_mail() {
     assert!(first.contains("page 1 of 3") && first.contains("Message number 4"), "{first}");
     assert!(first.contains("?page=2") && !first.contains("Newer"), "{first}");
     assert_eq!(first.matches("class=\"unread\"").count(), 1, "message 5 was read: {first}");
+    for action in ["mark-all-read", "mark-read", "delete-messages"] {
+        let form = format!("action=\"/mail/{slug}/inbox/GreenCastle/{action}\"");
+        assert!(first.contains(&form), "the {action} button posts to its route: {first}");
+    }
     assert!(first.contains("<div class=\"excerpt\">Opening words 4</div>"), "an excerpt: {first}");
     let (_, _, overview) = page(&app, &format!("/mail/{slug}")).await;
     assert!(overview.contains("<div class=\"excerpt\">Opening words 0</div>"), "{overview}");
