@@ -33,6 +33,9 @@ enum Command {
     Docs(commands::docs::DocsArgs),
     /// Git hooks that refuse commits and pushes touching files other agents reserved.
     Guard(commands::guard::GuardArgs),
+    /// Wire the coding agents on this machine (Claude Code, Codex, Gemini CLI, OpenCode,
+    /// Cursor, VS Code, Windsurf, Cline, Droid, Antigravity, Zed) to mailroom.
+    Setup(commands::setup::SetupArgs),
     /// Keep `mailroom serve` running as a systemd user service (launchd on macOS).
     Service(commands::service::ServiceArgs),
     /// Load-test any Agent Mail server (mailroom or the Python reference); compare results,
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Service(args) => {
             exit_code(commands::service::run(args).map(|()| Verdict::Clean), 1)
         }
+        Command::Setup(args) => exit_code(commands::setup::run(args).map(|()| Verdict::Clean), 1),
         Command::Docs(args) => exit_code(commands::docs::run(args).map(|()| Verdict::Clean), 1),
         Command::CheckInbox(args) => {
             exit_code(commands::check_inbox::run(args).map(|()| Verdict::Clean), 1)

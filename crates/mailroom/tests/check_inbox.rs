@@ -32,6 +32,7 @@ fn hook(data: &Path, args: &[&str], input: &str) -> String {
         .args(["check-inbox", "--format", "hook", "--data-dir"])
         .arg(data)
         .args(args)
+        .env_remove("AGENT_NAME")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -95,6 +96,9 @@ async fn the_count_follows_fetch_inbox_and_read_marks() {
     assert!(context.contains("3 unread messages (1 urgent)"), "{context}");
     let default_event = hook(&data, &["--agent", "GreenCastle", "--project", PROJECT], "");
     assert!(default_event.contains("\"PostToolUse\""), "no input: {default_event}");
+    // A hook in a session that never named its agent stays quiet (and succeeds) rather than
+    // fail the agent's tool call; AGENT_NAME names it.
+    assert_eq!(hook(&data, &[], &hook_input.to_string()), "", "no agent: silent");
 
     // Read marks count: the urgent one read leaves two, none urgent.
     let urgent_id = ids[1];

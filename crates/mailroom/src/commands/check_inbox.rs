@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use mailroom_core::ops::messaging::inbox::{UnreadMail, unread_mail};
 
@@ -47,10 +47,13 @@ const HOOK_INPUT_LIMIT: u64 = 1 << 20;
 pub fn run(args: CheckInboxArgs) -> Result<()> {
     let data_dir = shared::data_dir(args.data_dir);
     let database = shared::core_config(&data_dir)?.database_path;
-    let agent = args
-        .agent
-        .or_else(|| env("AGENT_NAME"))
-        .context("name the agent: --agent NAME or the AGENT_NAME environment variable")?;
+    let agent = match args.agent.or_else(|| env("AGENT_NAME")) {
+        Some(agent) => agent,
+        // A hook set up for every session of a coding agent runs in sessions that never named
+        // their agent: it must stay quiet there, not fail the agent's tool call.
+        None if args.format == Format::Hook => return Ok(()),
+        None => bail!("name the agent: --agent NAME or the AGENT_NAME environment variable"),
+    };
     let hook = (args.format == Format::Hook).then(read_hook_input).unwrap_or_default();
     let project = match args.project.or_else(|| hook["cwd"].as_str().map(str::to_string)) {
         Some(project) => project,

@@ -7,5 +7,6 @@ pub mod docs;
 pub mod guard;
 pub mod serve;
 pub mod service;
+pub mod setup;
 pub mod shared;
 pub mod stdio;

@@ -1,0 +1,320 @@
+//! The coding agents setup knows, one file each: where the agent keeps its MCP settings, in
+//! what shape, and its reminder hooks where it has them. Every path and shape is cited in
+//! docs/setup/clients.md. Home directories and the variables that move them come from
+//! [`Home`], so tests run against a temporary home.
+
+mod antigravity;
+mod claude_code;
+mod cline;
+mod codex;
+mod cursor;
+mod droid;
+mod gemini;
+mod opencode;
+mod vscode;
+mod windsurf;
+mod zed;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::edit::{Change, Format};
+use super::value::Value;
+
+/// A coding agent setup can wire.
+pub struct Client {
+    /// The name `--client` takes.
+    pub id: &'static str,
+    /// The product's name.
+    pub name: &'static str,
+    /// Other names `--client` accepts.
+    pub aliases: &'static [&'static str],
+    /// Its command, when it has one: found on PATH, the client counts as present.
+    pub binary: Option<&'static str>,
+    /// Whether its settings directory shows it is used on this machine.
+    pub present: fn(&Home) -> bool,
+    /// The files to change for `wiring`, and what to keep in each.
+    pub edits: fn(&Home, &Wiring) -> Result<Vec<Edit>>,
+    /// What the user still has to do after setup, if anything.
+    pub after: Option<&'static str>,
+}
+
+/// Every client, in the order they are reported.
+pub const ALL: &[&Client] = &[
+    &claude_code::CLIENT,
+    &codex::CLIENT,
+    &gemini::CLIENT,
+    &opencode::CLIENT,
+    &cursor::CLIENT,
+    &vscode::CLIENT,
+    &windsurf::CLIENT,
+    &cline::CLIENT,
+    &droid::CLIENT,
+    &antigravity::CLIENT,
+    &zed::CLIENT,
+];
+
+/// The client `--client` names.
+pub fn find(name: &str) -> Result<&'static Client> {
+    let name = name.to_ascii_lowercase();
+    ALL.iter().copied().find(|c| c.id == name || c.aliases.contains(&name.as_str())).with_context(
+        || {
+            let known: Vec<_> = ALL.iter().map(|c| c.id).collect();
+            format!("--client: no coding agent called {name:?}; known: {}", known.join(", "))
+        },
+    )
+}
+
+impl Client {
+    /// Whether the client is on this machine: its command on PATH or its settings present.
+    pub fn detected(&self, home: &Home) -> bool {
+        self.binary.is_some_and(|b| home.which(b).is_some()) || (self.present)(home)
+    }
+}
+
+/// One file and what setup keeps in it.
+#[derive(Clone, Debug)]
+pub struct Edit {
+    pub path: PathBuf,
+    pub format: Format,
+    pub changes: Vec<Change>,
+}
+
+impl Edit {
+    fn new(path: PathBuf, format: Format, changes: Vec<Change>) -> Self {
+        Self { path, format, changes }
+    }
+}
+
+/// The user's home and the variables clients use to move their settings.
+pub struct Home {
+    home: PathBuf,
+}
+
+impl Home {
+    /// From `HOME`.
+    pub fn from_env() -> Result<Self> {
+        let home =
+            var("HOME").context("HOME is not set; setup writes the agents' user settings")?;
+        Ok(Self { home: PathBuf::from(home) })
+    }
+
+    /// `rel` under the home directory.
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.home.join(rel)
+    }
+
+    /// A non-empty environment variable.
+    pub fn var(&self, name: &str) -> Option<String> {
+        var(name)
+    }
+
+    /// A path from a variable, if set.
+    pub fn var_path(&self, name: &str) -> Option<PathBuf> {
+        self.var(name).map(PathBuf::from)
+    }
+
+    /// `$XDG_CONFIG_HOME`, else `~/.config` (the place Linux tools and several cross-platform
+    /// ones, OpenCode and Zed, use on macOS too).
+    pub fn xdg_config(&self) -> PathBuf {
+        self.var_path("XDG_CONFIG_HOME").unwrap_or_else(|| self.join(".config"))
+    }
+
+    /// Where desktop applications keep settings: `~/Library/Application Support` on macOS,
+    /// the XDG config directory elsewhere.
+    pub fn app_config(&self) -> PathBuf {
+        if cfg!(target_os = "macos") {
+            self.join("Library/Application Support")
+        } else {
+            self.xdg_config()
+        }
+    }
+
+    /// `binary` on PATH.
+    pub fn which(&self, binary: &str) -> Option<PathBuf> {
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path).map(|dir| dir.join(binary)).find(|p| is_executable(p))
+    }
+
+    /// The first line `binary --version` prints, if the binary is on PATH and answers.
+    pub fn version_of(&self, binary: &str) -> Option<String> {
+        let program = self.which(binary)?;
+        let output = std::process::Command::new(program)
+            .arg("--version")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        text.lines().next().map(str::to_string)
+    }
+
+    /// The first `major.minor.patch` in `binary --version`.
+    pub fn semver_of(&self, binary: &str) -> Option<(u64, u64, u64)> {
+        parse_semver(&self.version_of(binary)?)
+    }
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The first `a.b.c` in `text` (`codex-cli 0.171.0`, `2.1.197 (Claude Code)`).
+pub fn parse_semver(text: &str) -> Option<(u64, u64, u64)> {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.')).find_map(|word| {
+        let mut parts = word.split('.').map(str::parse::<u64>);
+        match (parts.next(), parts.next(), parts.next()) {
+            (Some(Ok(a)), Some(Ok(b)), Some(Ok(c))) => Some((a, b, c)),
+            _ => None,
+        }
+    })
+}
+
+/// How an agent reaches mailroom, and the reminder its hooks run.
+pub struct Wiring {
+    /// The key of mailroom's entry in each server map.
+    pub name: String,
+    pub transport: Transport,
+    /// The reminder hook's command line; `None` with `--no-hooks`.
+    pub hook: Option<String>,
+}
+
+pub enum Transport {
+    /// Streamable HTTP at `url`.
+    Http { url: String, auth: Auth },
+    /// This binary, started by the client: `command args…`.
+    Stdio { command: String, args: Vec<String> },
+}
+
+/// The bearer token a client sends over HTTP.
+pub enum Auth {
+    None,
+    /// Written into the file as is (`HTTP_BEARER_TOKEN` when setup ran).
+    Token(String),
+    /// Read by the client from this environment variable when it starts (`--token-env`).
+    Env(String),
+}
+
+impl Wiring {
+    /// The `Authorization` header's value over HTTP, if any. `reference` spells a variable
+    /// reference in the client's own syntax; `None` when the client has none, which makes
+    /// `--token-env` an error for it.
+    fn bearer(
+        &self,
+        auth: &Auth,
+        reference: Option<fn(&str) -> String>,
+        client: &str,
+    ) -> Result<Option<String>> {
+        Ok(match auth {
+            Auth::None => None,
+            Auth::Token(token) => Some(format!("Bearer {token}")),
+            Auth::Env(name) => match reference {
+                Some(reference) => Some(format!("Bearer {}", reference(name))),
+                None => bail!(
+                    "{client} cannot read a token from the environment; drop --token-env \
+                     (setup then writes HTTP_BEARER_TOKEN's value) or leave {client} out"
+                ),
+            },
+        })
+    }
+
+    /// The server entry most clients share: `http` (`url`, `headers`) or `stdio`
+    /// (`command`, `args`), with `type` named as the client spells it.
+    fn typed_entry(
+        &self,
+        http_type: &str,
+        url_key: &str,
+        reference: Option<fn(&str) -> String>,
+        client: &str,
+    ) -> Result<Value> {
+        Ok(match &self.transport {
+            Transport::Http { url, auth } => {
+                let mut entry = Value::map([]);
+                if !http_type.is_empty() {
+                    entry = entry.with("type", Value::Str(http_type.into()));
+                }
+                entry = entry.with(url_key, Value::Str(url.clone()));
+                if let Some(bearer) = self.bearer(auth, reference, client)? {
+                    entry = entry.with("headers", authorization(bearer));
+                }
+                entry
+            }
+            Transport::Stdio { command, args } => {
+                let entry = if http_type.is_empty() {
+                    Value::map([])
+                } else {
+                    Value::map([("type", Value::Str("stdio".into()))])
+                };
+                entry
+                    .with("command", Value::Str(command.clone()))
+                    .with("args", Value::strings(args))
+            }
+        })
+    }
+
+    /// The reminder hook groups for the Claude Code hook shape (Codex and Droid share it):
+    /// at session start and after each tool call. `timeout` in the client's unit.
+    fn claude_style_hooks(
+        &self,
+        after_tool: &'static str,
+        timeout: i64,
+        name: bool,
+    ) -> Vec<Change> {
+        let Some(command) = &self.hook else { return Vec::new() };
+        let hook = |event: &'static str| {
+            let mut handler = Value::map([]);
+            if name {
+                handler = handler.with("name", Value::Str("mailroom".into()));
+            }
+            handler = handler
+                .with("type", Value::Str("command".into()))
+                .with("command", Value::Str(command.clone()))
+                .with("timeout", Value::Int(timeout));
+            Change::Hook { event, group: Value::map([("hooks", Value::List(vec![handler]))]) }
+        };
+        vec![hook("SessionStart"), hook(after_tool)]
+    }
+}
+
+/// `{"Authorization": bearer}`.
+fn authorization(bearer: String) -> Value {
+    Value::map([("Authorization", Value::Str(bearer))])
+}
+
+/// A server map entry under `table`.
+fn server(table: Vec<&'static str>, wiring: &Wiring, entry: Value) -> Change {
+    Change::Server { table, name: wiring.name.clone(), entry }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_read_from_each_clients_banner() {
+        assert_eq!(parse_semver("codex-cli 0.171.0"), Some((0, 171, 0)));
+        assert_eq!(parse_semver("2.1.197 (Claude Code)"), Some((2, 1, 197)));
+        assert_eq!(parse_semver("0.61.0"), Some((0, 61, 0)));
+        assert_eq!(parse_semver("no version"), None);
+    }
+
+    #[test]
+    fn every_client_has_a_unique_name() {
+        let mut names: Vec<&str> = ALL
+            .iter()
+            .flat_map(|c| std::iter::once(c.id).chain(c.aliases.iter().copied()))
+            .collect();
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count);
+        assert_eq!(ALL.len(), 11);
+        assert!(find("Claude").is_ok() && find("nope").is_err());
+    }
+}

@@ -1,0 +1,169 @@
+//! What setup does to files on disk: reading them, writing them whole (through a temporary
+//! file and a rename, into the target of a symlink, keeping the file's permissions), the
+//! backup it leaves beside each file it changes, the diff `--dry-run` prints, and its record
+//! of what it wrote (`~/.config/mailroom/setup.json`), by which `uninstall` knows whether a
+//! file is still as setup left it and can be put back byte for byte.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use sha1::{Digest as _, Sha1};
+
+use super::clients::Home;
+
+/// Beside each file setup changes: the file as it was without mailroom.
+pub fn backup_path(file: &Path) -> PathBuf {
+    let mut name = file.file_name().unwrap_or_default().to_os_string();
+    name.push(".mailroom-backup");
+    file.with_file_name(name)
+}
+
+/// The file's text, `None` when there is no file.
+pub fn read(path: &Path) -> Result<Option<String>> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| anyhow::anyhow!("{} is not UTF-8 text; not changing it", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// Replaces `path`'s contents with `text`. A symlink is followed (a dotfile manager's link
+/// stays a link); an existing file keeps its permissions; a new one is readable by its owner
+/// only when `private` (it holds a token). Returns the directories it had to create, outermost
+/// first.
+pub fn write(path: &Path, text: &str, private: bool) -> Result<Vec<PathBuf>> {
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(path)
+            .with_context(|| format!("{} is a symlink to nowhere", path.display()))?,
+        _ => path.to_path_buf(),
+    };
+    let dir = target.parent().context("a settings file has a directory")?;
+    let mut created: Vec<PathBuf> =
+        dir.ancestors().take_while(|d| !d.exists()).map(Path::to_path_buf).collect();
+    created.reverse();
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mode = match std::fs::metadata(&target) {
+        Ok(meta) => meta.permissions().mode() & 0o7777,
+        Err(_) if private => 0o600,
+        Err(_) => 0o644,
+    };
+    let mut temp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    temp.write_all(text.as_bytes())?;
+    temp.as_file().sync_all()?;
+    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(mode))?;
+    temp.persist(&target).with_context(|| format!("cannot replace {}", target.display()))?;
+    Ok(created)
+}
+
+/// Removes the directories setup created (innermost first) that are empty again.
+pub fn remove_dirs(dirs: &[PathBuf]) {
+    for dir in dirs.iter().rev() {
+        // A directory something else now uses is not empty, and stays.
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+/// Removes a file setup created.
+pub fn remove(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot remove {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The unified diff from `before` (`None`: no file) to `after` (`None`: file removed).
+pub fn diff(path: &Path, before: Option<&str>, after: Option<&str>) -> String {
+    let shown = path.display().to_string();
+    let old_name = if before.is_some() { shown.clone() } else { "/dev/null".into() };
+    let new_name = if after.is_some() { shown } else { "/dev/null".into() };
+    similar::TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""))
+        .unified_diff()
+        .context_radius(3)
+        .header(&old_name, &new_name)
+        .to_string()
+}
+
+/// SHA-1 of a file's text, in hex.
+pub fn digest(text: &str) -> String {
+    Sha1::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Setup's record of the files it wrote.
+#[derive(Default, Serialize, Deserialize)]
+pub struct Record {
+    /// By absolute path.
+    files: BTreeMap<PathBuf, Written>,
+    #[serde(skip)]
+    path: PathBuf,
+}
+
+/// One file setup wrote.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct Written {
+    /// The client it belongs to.
+    pub client: String,
+    /// Whether the file was there before setup first wrote it (then its backup holds it).
+    pub existed: bool,
+    /// The digest of what setup last wrote.
+    pub digest: String,
+    /// The directories setup created for the file, outermost first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dirs: Vec<PathBuf>,
+}
+
+impl Record {
+    /// `$XDG_CONFIG_HOME/mailroom/setup.json` (else `~/.config/...`); empty when missing.
+    pub fn load(home: &Home) -> Result<Self> {
+        let path = home.xdg_config().join("mailroom/setup.json");
+        let mut record: Self = match read(&path)? {
+            Some(text) => serde_json::from_str(&text).with_context(|| {
+                format!("{} is damaged; move it away to start afresh", path.display())
+            })?,
+            None => Self::default(),
+        };
+        record.path = path;
+        Ok(record)
+    }
+
+    pub fn get(&self, file: &Path) -> Option<&Written> {
+        self.files.get(file)
+    }
+
+    pub fn set(&mut self, file: &Path, written: Written) {
+        self.files.insert(file.to_path_buf(), written);
+    }
+
+    pub fn forget(&mut self, file: &Path) {
+        self.files.remove(file);
+    }
+
+    /// Writes the record (removing it, and its directory when empty, when it holds nothing).
+    pub fn save(&self) -> Result<()> {
+        if self.files.is_empty() {
+            remove(&self.path)?;
+            if let Some(dir) = self.path.parent() {
+                remove_dirs(&[dir.to_path_buf()]);
+            }
+            return Ok(());
+        }
+        let text = serde_json::to_string_pretty(self)? + "\n";
+        write(&self.path, &text, true).map(drop)
+    }
+}
+
+/// Checks that `path` can be written: an existing directory in its place is an error.
+pub fn check_writable(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        bail!("{} is a directory; not changing it", path.display());
+    }
+    Ok(())
+}
