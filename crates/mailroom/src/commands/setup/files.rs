@@ -44,9 +44,7 @@ pub fn write(path: &Path, text: &str, private: bool) -> Result<Vec<PathBuf>> {
         _ => path.to_path_buf(),
     };
     let dir = target.parent().context("a settings file has a directory")?;
-    let mut created: Vec<PathBuf> =
-        dir.ancestors().take_while(|d| !d.exists()).map(Path::to_path_buf).collect();
-    created.reverse();
+    let created = missing_dirs(dir);
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mode = match std::fs::metadata(&target) {
         Ok(meta) => meta.permissions().mode() & 0o7777,
@@ -62,9 +60,19 @@ pub fn write(path: &Path, text: &str, private: bool) -> Result<Vec<PathBuf>> {
     Ok(created)
 }
 
-/// Removes the directories setup created (innermost first) that are empty again.
-pub fn remove_dirs(dirs: &[PathBuf]) {
-    for dir in dirs.iter().rev() {
+/// `dir` and those of its ancestors that do not exist yet, outermost first.
+fn missing_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut missing: Vec<PathBuf> =
+        dir.ancestors().take_while(|d| !d.exists()).map(Path::to_path_buf).collect();
+    missing.reverse();
+    missing
+}
+
+/// Removes those of `dirs` (directories setup created) that are empty again, deepest first.
+pub fn remove_dirs(mut dirs: Vec<PathBuf>) {
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    dirs.dedup();
+    for dir in dirs {
         // A directory something else now uses is not empty, and stays.
         let _ = std::fs::remove_dir(dir);
     }
@@ -102,6 +110,9 @@ pub fn digest(text: &str) -> String {
 pub struct Record {
     /// By absolute path.
     files: BTreeMap<PathBuf, Written>,
+    /// The directories setup created for this record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    dirs: Vec<PathBuf>,
     #[serde(skip)]
     path: PathBuf,
 }
@@ -134,6 +145,12 @@ impl Record {
         Ok(record)
     }
 
+    /// The directories setup created for the files it wrote (and for this record).
+    pub fn dirs(&self) -> Vec<PathBuf> {
+        let files = self.files.values().flat_map(|w| w.dirs.iter());
+        files.chain(&self.dirs).cloned().collect()
+    }
+
     pub fn get(&self, file: &Path) -> Option<&Written> {
         self.files.get(file)
     }
@@ -146,14 +163,16 @@ impl Record {
         self.files.remove(file);
     }
 
-    /// Writes the record (removing it, and its directory when empty, when it holds nothing).
-    pub fn save(&self) -> Result<()> {
+    /// Writes the record; removes it, and the directories setup made for it, when it holds
+    /// nothing.
+    pub fn save(&mut self) -> Result<()> {
         if self.files.is_empty() {
             remove(&self.path)?;
-            if let Some(dir) = self.path.parent() {
-                remove_dirs(&[dir.to_path_buf()]);
-            }
+            remove_dirs(std::mem::take(&mut self.dirs));
             return Ok(());
+        }
+        if let Some(dir) = self.path.parent() {
+            self.dirs.extend(missing_dirs(dir));
         }
         let text = serde_json::to_string_pretty(self)? + "\n";
         write(&self.path, &text, true).map(drop)

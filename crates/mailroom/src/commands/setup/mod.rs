@@ -277,6 +277,8 @@ enum Outcome {
 fn apply(home: &Home, selection: &Selection, wiring: &Wiring, mode: Mode) -> Result<()> {
     let chosen = selected(home, &selection.clients, mode)?;
     let mut record = Record::load(home)?;
+    // The directories setup made: once every file is done, uninstall removes the empty ones.
+    let made = record.dirs();
     let mut failed = Vec::new();
     let mut reported = 0;
     for client in chosen {
@@ -304,6 +306,9 @@ fn apply(home: &Home, selection: &Selection, wiring: &Wiring, mode: Mode) -> Res
     }
     if !selection.dry_run {
         record.save()?;
+        if mode == Mode::Uninstall {
+            files::remove_dirs(made);
+        }
     }
     if reported == 0 && failed.is_empty() {
         println!("mailroom is in no coding agent's settings; nothing to take out");
@@ -412,12 +417,7 @@ fn commit(
                     files::write(path, original, false)?;
                     files::remove(&backup)?;
                 }
-                (Outcome::Restored, None) => {
-                    files::remove(path)?;
-                    files::remove_dirs(
-                        record.get(path).map(|w| w.dirs.as_slice()).unwrap_or_default(),
-                    );
-                }
+                (Outcome::Restored, None) => files::remove(path)?,
                 (_, Some(text)) => drop(files::write(path, text, false)?),
                 (_, None) => {}
             }
