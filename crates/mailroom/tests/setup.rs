@@ -126,17 +126,14 @@ fn json(text: &str) -> Value {
 
 /// A TOML file read into JSON.
 fn toml(text: &str) -> Value {
-    fn item(item: &toml_edit::Item) -> Value {
-        match item {
+    fn item(node: &toml_edit::Item) -> Value {
+        match node {
             toml_edit::Item::Value(v) => value(v),
             toml_edit::Item::Table(t) => {
-                Value::Object(t.iter().map(|(k, v)| (k.to_string(), item_ref(v))).collect())
+                Value::Object(t.iter().map(|(k, v)| (k.to_string(), item(v))).collect())
             }
             _ => Value::Null,
         }
-    }
-    fn item_ref(v: &toml_edit::Item) -> Value {
-        item(v)
     }
     fn value(v: &toml_edit::Value) -> Value {
         match v {
@@ -258,14 +255,11 @@ fn cases() -> Vec<Case> {
         Case {
             client: "droid",
             file: ".factory/mcp.json",
-            before: "{\"mcpServers\": {}}\n",
+            before: "{\"mcpServers\": {\"fs\": {\"type\": \"stdio\", \"command\": \"fs-mcp\", \"disabled\": true}}}\n",
             read: json,
             pointer: "/mcpServers/mcp-agent-mail",
             entry: json!({"type": "http", "url": URL, "headers": bearer(), "disabled": false}),
-            kept: (
-                "/mcpServers",
-                json!({"mcp-agent-mail": {"type": "http", "url": URL, "headers": bearer(), "disabled": false}}),
-            ),
+            kept: ("/mcpServers/fs/disabled", json!(true)),
             comment: None,
         },
         Case {
@@ -446,7 +440,7 @@ fn a_file_it_cannot_read_is_refused_and_the_others_are_still_set_up() {
     let said = text(&output);
     assert!(said.contains(".claude.json is not JSON setup can read"), "{said}");
     assert!(said.contains("`mcpServers` is not an object"), "{said}");
-    assert!(said.contains("not set up: Claude Code, Cursor"), "{said}");
+    assert!(said.contains("not done for: Claude Code, Cursor"), "{said}");
     assert_eq!(home.read(".claude.json"), broken, "a file it cannot read is left alone");
     assert!(!home.path(".claude.json.mailroom-backup").exists());
     let codex = toml(&home.read(".codex/config.toml"));
@@ -600,4 +594,186 @@ async fn the_hooks_it_writes_are_silent_until_mail_arrives() {
     let claude = json(&home.read(".claude/settings.json"));
     assert_eq!(claude["hooks"]["PostToolUse"].as_array().map(Vec::len), Some(1));
     assert!(!home.path(".codex/hooks.json").exists() && !home.path(".factory").exists());
+}
+
+#[test]
+fn reinstalling_after_the_client_rewrote_the_file_loses_nothing() {
+    let home = Home::new();
+    let before =
+        "{\n  \"mcpServers\": {\n    \"github\": {\"url\": \"https://example.com\"}\n  }\n}\n";
+    home.put(".cursor/mcp.json", before);
+    home.ok(&["install", "--client", "cursor", "--url", URL]);
+    // The client rewrites the file its own way and the user adds a server…
+    let mut rewritten = json(&home.read(".cursor/mcp.json"));
+    rewritten["mcpServers"]["linear"] = json!({"url": "https://l.example"});
+    rewritten["mcpServers"][NAME]["timeout"] = json!(90);
+    home.put(".cursor/mcp.json", &serde_json::to_string_pretty(&rewritten).expect("json"));
+    // …then setup runs again, for another server.
+    home.ok(&["install", "--client", "cursor", "--url", "http://127.0.0.1:9999/mcp"]);
+    let again = json(&home.read(".cursor/mcp.json"));
+    assert_eq!(again["mcpServers"][NAME]["url"], "http://127.0.0.1:9999/mcp");
+    assert_eq!(again["mcpServers"][NAME]["timeout"], 90, "a key added to the entry stays");
+    assert_eq!(home.read(".cursor/mcp.json.mailroom-backup"), before, "the first backup stays");
+
+    let out = home.ok(&["uninstall"]);
+    assert!(
+        out.contains("cleared of mailroom's entries"),
+        "not a restore over newer content: {out}"
+    );
+    assert!(out.contains("the file before setup is ~/.cursor/mcp.json.mailroom-backup"), "{out}");
+    let after = json(&home.read(".cursor/mcp.json"));
+    assert_eq!(
+        after["mcpServers"]["linear"]["url"], "https://l.example",
+        "the user's server stays"
+    );
+    assert!(after["mcpServers"].get(NAME).is_none(), "{after}");
+}
+
+#[test]
+fn an_entry_setup_did_not_write_is_left_alone_without_force() {
+    let home = Home::new();
+    // The reference's installer wrote this one.
+    let before = "{\"mcpServers\": {\"mcp-agent-mail\": {\"type\": \"http\", \"url\": \"http://127.0.0.1:8765/mcp/\"}}}\n";
+    home.put(".claude.json", before);
+    let out = home.ok(&["uninstall"]);
+    assert!(out.contains("setup did not write; left alone"), "{out}");
+    assert_eq!(home.read(".claude.json"), before);
+    home.ok(&["uninstall", "--force"]);
+    assert!(json(&home.read(".claude.json"))["mcpServers"].get(NAME).is_none());
+
+    // Installed over it, the entry becomes mailroom's; uninstall puts the reference's back.
+    home.put(".claude.json", before);
+    home.ok(&["install", "--client", "claude-code", "--url", URL, "--no-hooks"]);
+    assert_eq!(json(&home.read(".claude.json"))["mcpServers"][NAME]["url"], URL);
+    home.ok(&["uninstall"]);
+    assert_eq!(home.read(".claude.json"), before);
+}
+
+#[test]
+fn no_hooks_takes_out_hooks_an_earlier_run_wrote() {
+    let home = Home::new();
+    home.ok(&["install", "--client", "claude-code", "--url", URL]);
+    assert!(home.read(".claude/settings.json").contains("check-inbox --format hook"));
+    let out = home.ok(&["install", "--client", "claude-code", "--url", URL, "--no-hooks"]);
+    assert!(out.contains("settings.json: updated"), "{out}");
+    assert!(
+        !home.read(".claude/settings.json").contains("check-inbox"),
+        "{}",
+        home.read(".claude/settings.json")
+    );
+    // And with no file of hooks there, --no-hooks creates none.
+    let fresh = Home::new();
+    fresh.ok(&["install", "--client", "codex", "--url", URL, "--no-hooks"]);
+    assert!(!fresh.path(".codex/hooks.json").exists());
+}
+
+#[test]
+fn a_failed_write_keeps_the_record_of_what_was_written() {
+    let home = Home::new();
+    let before = "{\"mcpServers\": {}}\n";
+    home.put(".claude.json", before);
+    std::fs::create_dir_all(home.path(".codex")).expect("mkdir");
+    std::os::unix::fs::symlink(home.path("nowhere/config.toml"), home.path(".codex/config.toml"))
+        .expect("link");
+    let output = home.setup(&["install", "--url", URL]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(text(&output).contains("symlink to nowhere"), "{}", text(&output));
+    assert!(json(&home.read(".claude.json"))["mcpServers"].get(NAME).is_some());
+    home.ok(&["uninstall", "--client", "claude-code"]);
+    assert_eq!(home.read(".claude.json"), before, "restored: the record was kept");
+}
+
+#[test]
+fn a_file_in_windows_line_endings_stays_so_and_untouched_files_stay_untouched() {
+    let home = Home::new();
+    let before = "# settings\r\nmodel = \"o3\"\r\n";
+    home.put(".codex/config.toml", before);
+    let status = home.ok(&["status", "--json"]);
+    assert!(status.contains(r#""state":"not set up""#), "{status}");
+    home.ok(&["uninstall"]);
+    assert_eq!(home.read(".codex/config.toml"), before);
+    home.ok(&["install", "--client", "codex", "--url", URL, "--no-hooks"]);
+    let written = home.read(".codex/config.toml");
+    assert!(
+        written.starts_with(before) && !written.replace("\r\n", "").contains('\n'),
+        "{written:?}"
+    );
+    home.ok(&["uninstall"]);
+    assert_eq!(home.read(".codex/config.toml"), before);
+}
+
+#[test]
+fn an_old_backup_is_never_overwritten() {
+    let home = Home::new();
+    home.put(".cursor/mcp.json", "{\"a\": 1}\n");
+    home.put(".cursor/mcp.json.mailroom-backup", "an older backup\n");
+    home.ok(&["install", "--client", "cursor", "--url", URL]);
+    assert_eq!(home.read(".cursor/mcp.json.mailroom-backup"), "an older backup\n");
+    assert_eq!(home.read(".cursor/mcp.json.mailroom-backup.2"), "{\"a\": 1}\n");
+    home.ok(&["uninstall"]);
+    assert_eq!(home.read(".cursor/mcp.json"), "{\"a\": 1}\n");
+    assert!(!home.path(".cursor/mcp.json.mailroom-backup.2").exists());
+}
+
+/// A stand-in for a client's command: prints `version` for `--version` and `help` otherwise.
+fn fake_client(home: &Home, name: &str, version: &str, help: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = home.path(&format!(".no-agents-on-path/{name}"));
+    std::fs::create_dir_all(path.parent().expect("dir")).expect("mkdir");
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version}'; else echo '{help}'; fi\n"
+    );
+    std::fs::write(&path, script).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[test]
+fn the_installed_version_decides_what_is_written() {
+    let home = Home::new();
+    fake_client(&home, "gemini", "0.20.3", "");
+    home.ok(&["install", "--url", URL, "--no-hooks"]);
+    let gemini = jsonc(&home.read(".gemini/settings.json"));
+    assert_eq!(
+        gemini["mcpServers"][NAME],
+        json!({"httpUrl": URL, "headers": bearer()}),
+        "before 0.21"
+    );
+
+    fake_client(&home, "opencode", "3.0.0", "--scope  where to add it");
+    let refused = home.setup(&["install", "--url", URL, "--client", "opencode"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(text(&refused).contains("add mailroom with `opencode mcp add`"), "{}", text(&refused));
+    assert!(!home.path(".config/opencode").exists());
+}
+
+#[test]
+fn variables_that_move_a_clients_settings_are_followed() {
+    let home = Home::new();
+    let mut command = mailroom();
+    command
+        .args([
+            "setup",
+            "install",
+            "--url",
+            URL,
+            "--no-hooks",
+            "--client",
+            "claude-code",
+            "--client",
+            "codex",
+        ])
+        .env("HOME", home.path(""))
+        .env("XDG_CONFIG_HOME", home.path(".config"))
+        .env("PATH", "/nonexistent")
+        .env("CLAUDE_CONFIG_DIR", home.path("cc"))
+        .env("CODEX_HOME", home.path("cx"))
+        .env_remove("HTTP_BEARER_TOKEN");
+    let output = command.output().expect("setup");
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(
+        json(&home.read("cc/.claude.json"))["mcpServers"][NAME],
+        json!({"type": "http", "url": URL})
+    );
+    assert_eq!(toml(&home.read("cx/config.toml"))["mcp_servers"][NAME], json!({"url": URL}));
+    assert!(!home.path(".claude.json").exists() && !home.path(".codex").exists());
 }

@@ -15,11 +15,19 @@ use sha1::{Digest as _, Sha1};
 
 use super::clients::Home;
 
-/// Beside each file setup changes: the file as it was without mailroom.
-pub fn backup_path(file: &Path) -> PathBuf {
-    let mut name = file.file_name().unwrap_or_default().to_os_string();
-    name.push(".mailroom-backup");
-    file.with_file_name(name)
+/// Writes `text` (the file as it was before setup) beside `file`: `FILE.mailroom-backup`, or
+/// `FILE.mailroom-backup.2` and so on when that name is taken (a backup is never overwritten).
+pub fn write_backup(file: &Path, text: &str) -> Result<PathBuf> {
+    let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let free = (1..)
+        .map(|n| match n {
+            1 => file.with_file_name(format!("{name}.mailroom-backup")),
+            n => file.with_file_name(format!("{name}.mailroom-backup.{n}")),
+        })
+        .find(|path| std::fs::symlink_metadata(path).is_err())
+        .context("no free backup name")?;
+    write(&free, text, true)?;
+    Ok(free)
 }
 
 /// The file's text, `None` when there is no file.
@@ -34,9 +42,9 @@ pub fn read(path: &Path) -> Result<Option<String>> {
 }
 
 /// Replaces `path`'s contents with `text`. A symlink is followed (a dotfile manager's link
-/// stays a link); an existing file keeps its permissions; a new one is readable by its owner
-/// only when `private` (it holds a token). Returns the directories it had to create, outermost
-/// first.
+/// stays a link); an existing file keeps its permissions, but when `private` (it holds a
+/// token) neither it nor a new file is readable by others. Returns the directories it had to
+/// create, outermost first.
 pub fn write(path: &Path, text: &str, private: bool) -> Result<Vec<PathBuf>> {
     let target = match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(path)
@@ -48,9 +56,9 @@ pub fn write(path: &Path, text: &str, private: bool) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mode = match std::fs::metadata(&target) {
         Ok(meta) => meta.permissions().mode() & 0o7777,
-        Err(_) if private => 0o600,
         Err(_) => 0o644,
     };
+    let mode = if private { mode & 0o700 } else { mode };
     let mut temp = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot write in {}", dir.display()))?;
     temp.write_all(text.as_bytes())?;
@@ -122,8 +130,13 @@ pub struct Record {
 pub struct Written {
     /// The client it belongs to.
     pub client: String,
-    /// Whether the file was there before setup first wrote it (then its backup holds it).
-    pub existed: bool,
+    /// The file as it was before setup first wrote it; `None`: there was no file.
+    pub backup: Option<PathBuf>,
+    /// Whether every change since the backup was setup's own (so putting the backup back
+    /// loses nothing of anyone else's).
+    pub pristine: bool,
+    /// The server names setup wrote in it.
+    pub names: std::collections::BTreeSet<String>,
     /// The digest of what setup last wrote.
     pub digest: String,
     /// The directories setup created for the file, outermost first.
@@ -163,6 +176,18 @@ impl Record {
         self.files.remove(file);
     }
 
+    /// Uninstall took `name`'s entries out of `file`, which now has `digest`: the record of
+    /// the file goes with its last name (its backup stays, for the user).
+    pub fn taken_out(&mut self, file: &Path, name: &str, digest: &str) {
+        let Some(written) = self.files.get_mut(file) else { return };
+        written.names.remove(name);
+        written.digest = digest.to_string();
+        written.pristine = false;
+        if written.names.is_empty() {
+            self.files.remove(file);
+        }
+    }
+
     /// Writes the record; removes it, and the directories setup made for it, when it holds
     /// nothing.
     pub fn save(&mut self) -> Result<()> {
@@ -179,10 +204,15 @@ impl Record {
     }
 }
 
-/// Checks that `path` can be written: an existing directory in its place is an error.
+/// Checks that `path` can be written: a directory in its place, or a symlink to nowhere, is
+/// an error.
 pub fn check_writable(path: &Path) -> Result<()> {
     if path.is_dir() {
         bail!("{} is a directory; not changing it", path.display());
+    }
+    let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if link && !path.exists() {
+        bail!("{} is a symlink to nowhere; not changing it", path.display());
     }
     Ok(())
 }

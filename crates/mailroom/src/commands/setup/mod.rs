@@ -10,16 +10,20 @@
 mod clients;
 mod edit;
 mod files;
+mod plan;
 mod value;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 
 use clients::{Auth, Client, Edit, Home, Transport, Wiring};
-use edit::{HOOK_MARK, Mode};
-use files::{Record, Written};
+use edit::Mode;
+use files::Record;
+
+/// The server's name in each client's settings unless `--name`: the reference's installers'.
+const DEFAULT_NAME: &str = "mcp-agent-mail";
 
 /// `mailroom setup`.
 #[derive(Args, Debug)]
@@ -45,10 +49,9 @@ struct Selection {
     /// vscode, windsurf, cline, droid, antigravity, zed [default: every one found here]
     #[arg(long = "client", value_name = "NAME")]
     clients: Vec<String>,
-    /// The server's name in each agent's settings (its tools then show as
-    /// `mcp__<name>__send_message` and the like) [default: mcp-agent-mail, as the reference's
-    /// installers name it]
-    #[arg(long, default_value = "mcp-agent-mail")]
+    /// The server's name in each agent's settings, its tools then being
+    /// `mcp__<name>__send_message` and the like (the reference's installers' name by default)
+    #[arg(long, default_value = DEFAULT_NAME)]
     name: String,
     /// Print each file's diff; change nothing
     #[arg(long)]
@@ -75,7 +78,7 @@ struct InstallArgs {
     data_dir: Option<PathBuf>,
     /// The agent name the reminder hooks check mail for; without it they use AGENT_NAME from
     /// the agent's environment and stay silent when it is unset
-    #[arg(long)]
+    #[arg(long, value_name = "NAME")]
     agent: Option<String>,
     /// Leave out the reminder hooks
     #[arg(long)]
@@ -86,12 +89,15 @@ struct InstallArgs {
 struct UninstallArgs {
     #[command(flatten)]
     selection: Selection,
+    /// Also take out entries of that name setup did not write (the reference's installer's)
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args, Debug)]
 struct StatusArgs {
     /// The server's name in each agent's settings
-    #[arg(long, default_value = "mcp-agent-mail")]
+    #[arg(long, default_value = DEFAULT_NAME)]
     name: String,
     /// One JSON object per client, for scripts
     #[arg(long)]
@@ -110,16 +116,12 @@ pub fn run(args: SetupArgs) -> Result<()> {
     match args.command {
         SetupCommand::Install(args) => {
             let wiring = wiring(&args)?;
-            apply(&home, &args.selection, &wiring, Mode::Install)
+            apply(&home, &args.selection, &wiring, Mode::Install, false)?;
+            install_notes(&args, &wiring)
         }
         SetupCommand::Uninstall(args) => {
-            // Only the names and the hook mark matter for taking entries out.
-            let wiring = Wiring {
-                name: args.selection.name.clone(),
-                transport: Transport::Http { url: String::new(), auth: Auth::None },
-                hook: Some(HOOK_MARK.to_string()),
-            };
-            apply(&home, &args.selection, &wiring, Mode::Uninstall)
+            let wiring = Wiring::matching(&args.selection.name);
+            apply(&home, &args.selection, &wiring, Mode::Uninstall, args.force)
         }
         SetupCommand::Status(args) => status(&home, &args),
     }
@@ -252,273 +254,130 @@ fn selected(home: &Home, names: &[String], mode: Mode) -> Result<Vec<&'static Cl
     Ok(found)
 }
 
-/// One file's planned change.
-struct Planned {
-    path: PathBuf,
-    before: Option<String>,
-    /// `None`: the file is removed (uninstall of a file setup created).
-    after: Option<String>,
-    /// What the user is told.
-    outcome: Outcome,
+/// One run of install or uninstall over the selected clients. A client that fails is
+/// reported and skipped; the others go on.
+struct Run<'a> {
+    home: &'a Home,
+    selection: &'a Selection,
+    wiring: &'a Wiring,
+    mode: Mode,
+    force: bool,
+    /// The token written into files, masked in diffs.
+    token: Option<&'a str>,
 }
 
-enum Outcome {
-    Unchanged,
-    Added,
-    Updated,
-    /// Uninstall: the file is back as it was before setup.
-    Restored,
-    /// Uninstall: the file changed since setup; only mailroom's entries were taken out.
-    TakenOut,
-    /// Uninstall: nothing of mailroom's was there.
-    Absent,
-}
-
-fn apply(home: &Home, selection: &Selection, wiring: &Wiring, mode: Mode) -> Result<()> {
-    let chosen = selected(home, &selection.clients, mode)?;
+fn apply(
+    home: &Home,
+    selection: &Selection,
+    wiring: &Wiring,
+    mode: Mode,
+    force: bool,
+) -> Result<()> {
+    let token = match &wiring.transport {
+        Transport::Http { auth: Auth::Token(token), .. } => Some(token.as_str()),
+        _ => None,
+    };
+    let run = Run { home, selection, wiring, mode, force, token };
     let mut record = Record::load(home)?;
     // The directories setup made: once every file is done, uninstall removes the empty ones.
     let made = record.dirs();
-    let mut failed = Vec::new();
-    let mut reported = 0;
-    for client in chosen {
-        match plan(client, home, wiring, mode, &record) {
-            Ok(plans) => {
-                for planned in &plans {
-                    if selection.dry_run {
-                        print_dry_run(planned, wiring);
-                    } else {
-                        commit(client, planned, mode, &mut record, wiring)?;
-                    }
-                }
-                let idle = plans.iter().all(|p| matches!(p.outcome, Outcome::Absent));
-                if selection.clients.is_empty() && idle {
-                    continue;
-                }
-                report(client, &plans, mode, selection.dry_run);
-                reported += 1;
-            }
+    let (mut failed, mut reported) = (Vec::new(), 0);
+    for client in selected(home, &selection.clients, mode)? {
+        match run.client(client, &mut record) {
+            Ok(shown) => reported += usize::from(shown),
             Err(e) => {
-                println!("{:<18} not changed: {e:#}", client.name);
+                println!("{:<18} failed: {e:#}", client.name);
                 failed.push(client.name);
             }
         }
     }
-    if !selection.dry_run {
-        record.save()?;
-        if mode == Mode::Uninstall {
-            files::remove_dirs(made);
-        }
+    if mode == Mode::Uninstall && !selection.dry_run {
+        files::remove_dirs(made);
     }
     if reported == 0 && failed.is_empty() {
         println!("mailroom is in no coding agent's settings; nothing to take out");
     }
     if !failed.is_empty() {
-        bail!("not set up: {} (see above; nothing of theirs was changed)", failed.join(", "));
+        bail!("not done for: {} (see above)", failed.join(", "));
     }
     Ok(())
 }
 
-/// Every file `client` needs changed, computed before any is written, so that one unreadable
-/// file leaves all of the client's files alone.
-fn plan(
-    client: &Client,
-    home: &Home,
-    wiring: &Wiring,
-    mode: Mode,
-    record: &Record,
-) -> Result<Vec<Planned>> {
-    let edits = (client.edits)(home, wiring)?;
-    let mut plans = Vec::new();
-    for Edit { path, format, changes } in edits {
-        files::check_writable(&path)?;
-        let shown = path.display().to_string();
-        let before = files::read(&path)?;
-        let planned = match mode {
-            Mode::Install => {
-                let after =
-                    edit::apply(before.as_deref().unwrap_or(""), format, &changes, mode, &shown)?;
-                let outcome = match &before {
-                    Some(text) if *text == after => Outcome::Unchanged,
-                    Some(text) if edit::holds(text, format, &changes, &shown)? => Outcome::Updated,
-                    _ => Outcome::Added,
-                };
-                Planned { path, before, after: Some(after), outcome }
+impl Run<'_> {
+    /// Plans, writes (or prints) and reports one client's files; whether it was reported.
+    fn client(&self, client: &Client, record: &mut Record) -> Result<bool> {
+        let plans = plan::plan(client, self.home, self.wiring, self.mode, record, self.force)?;
+        if self.mode == Mode::Uninstall && self.selection.clients.is_empty() && plan::idle(&plans) {
+            return Ok(false);
+        }
+        for planned in &plans {
+            if self.selection.dry_run {
+                plan::print_diff(planned, self.token);
+            } else {
+                let private = self.token.is_some();
+                plan::commit(client, planned, self.mode, &self.wiring.name, private, record)?;
             }
-            Mode::Uninstall => {
-                let Some(text) = before.clone() else {
-                    plans.push(Planned { path, before, after: None, outcome: Outcome::Absent });
-                    continue;
-                };
-                let untouched = record.get(&path).filter(|w| w.digest == files::digest(&text));
-                match untouched {
-                    Some(written) if written.existed => {
-                        let backup = files::backup_path(&path);
-                        let original = files::read(&backup)?.with_context(|| {
-                            format!("{} is missing; cannot restore {shown}", backup.display())
-                        })?;
-                        Planned { path, before, after: Some(original), outcome: Outcome::Restored }
-                    }
-                    Some(_) => Planned { path, before, after: None, outcome: Outcome::Restored },
-                    None => {
-                        let after = edit::apply(&text, format, &changes, mode, &shown)?;
-                        let outcome =
-                            if after == text { Outcome::Absent } else { Outcome::TakenOut };
-                        Planned { path, before, after: Some(after), outcome }
-                    }
-                }
-            }
-        };
-        plans.push(planned);
+        }
+        plan::report(client, self.home, &plans, self.selection.dry_run);
+        if self.mode == Mode::Install && !self.selection.dry_run {
+            let hooks = client.after_hooks.filter(|_| self.wiring.hook.is_some());
+            let after =
+                hooks.map_or(client.after.to_string(), |h| format!("{}; {h}", client.after));
+            println!("{:<18} → {after}", "");
+        }
+        Ok(true)
     }
-    Ok(plans)
 }
 
-/// Writes one planned change, with the backup and the record that go with it.
-fn commit(
-    client: &Client,
-    planned: &Planned,
-    mode: Mode,
-    record: &mut Record,
-    wiring: &Wiring,
-) -> Result<()> {
-    let Planned { path, before, after, outcome } = planned;
-    let backup = files::backup_path(path);
-    match mode {
-        Mode::Install => {
-            let after = after.as_deref().unwrap_or_default();
-            if matches!(outcome, Outcome::Unchanged) {
-                return Ok(());
-            }
-            // The backup holds the file as it was before setup first wrote it. When the file
-            // has changed since setup last wrote it (or setup never did), what is there now is
-            // the new "before".
-            let still_ours = record
-                .get(path)
-                .filter(|w| before.as_deref().map(files::digest).as_ref() == Some(&w.digest))
-                .cloned();
-            let (existed, mut dirs) = match (still_ours, before) {
-                (Some(written), _) => (written.existed, written.dirs),
-                (None, Some(text)) => {
-                    files::write(&backup, text, true)?;
-                    (true, Vec::new())
-                }
-                (None, None) => (false, Vec::new()),
-            };
-            let private = matches!(&wiring.transport, Transport::Http { auth: Auth::Token(_), .. });
-            dirs.extend(files::write(path, after, private)?);
-            let digest = files::digest(after);
-            record.set(path, Written { client: client.id.to_string(), existed, digest, dirs });
-        }
-        Mode::Uninstall => {
-            match (outcome, after) {
-                (Outcome::Absent, _) => {}
-                (Outcome::Restored, Some(original)) => {
-                    files::write(path, original, false)?;
-                    files::remove(&backup)?;
-                }
-                (Outcome::Restored, None) => files::remove(path)?,
-                (_, Some(text)) => drop(files::write(path, text, false)?),
-                (_, None) => {}
-            }
-            record.forget(path);
-        }
+/// Notes on what the hooks and stdio entries will find, printed after install.
+fn install_notes(args: &InstallArgs, wiring: &Wiring) -> Result<()> {
+    let data_dir = super::shared::data_dir(args.data_dir.clone());
+    let database = super::shared::core_config(&data_dir)?.database_path;
+    let uses_data_dir =
+        wiring.hook.is_some() || matches!(wiring.transport, Transport::Stdio { .. });
+    if uses_data_dir && !database.exists() {
+        println!(
+            "note: {} holds no mailroom database yet; the hooks (and stdio) read that data \
+             directory: give --data-dir the server's if it is another",
+            data_dir.display()
+        );
+    }
+    if wiring.hook.is_some() && args.agent.is_none() {
+        println!(
+            "note: the reminder hooks count mail for the agent AGENT_NAME names in each agent's \
+             environment (or --agent NAME here); without one they stay silent"
+        );
     }
     Ok(())
-}
-
-fn print_dry_run(planned: &Planned, wiring: &Wiring) {
-    if planned.before.as_deref() == planned.after.as_deref() {
-        return;
-    }
-    let diff = files::diff(&planned.path, planned.before.as_deref(), planned.after.as_deref());
-    print!("{}", masked(&diff, wiring));
-}
-
-/// `text` with the bearer token written as `<token>`.
-fn masked(text: &str, wiring: &Wiring) -> String {
-    match &wiring.transport {
-        Transport::Http { auth: Auth::Token(token), .. } => text.replace(token.as_str(), "<token>"),
-        _ => text.to_string(),
-    }
-}
-
-fn report(client: &Client, plans: &[Planned], mode: Mode, dry_run: bool) {
-    let would = if dry_run { "would be " } else { "" };
-    for (i, planned) in plans.iter().enumerate() {
-        let what = match planned.outcome {
-            Outcome::Unchanged => "already set up".to_string(),
-            Outcome::Added => format!("{would}added"),
-            Outcome::Updated => format!("{would}updated"),
-            Outcome::Restored if planned.after.is_none() => {
-                format!("{would}removed (setup created it)")
-            }
-            Outcome::Restored => format!("{would}restored as it was before setup"),
-            Outcome::TakenOut => format!(
-                "{would}cleared of mailroom's entries (it changed since setup; the file before setup is {})",
-                files::backup_path(&planned.path).display()
-            ),
-            Outcome::Absent => "nothing of mailroom's there".to_string(),
-        };
-        let name = if i == 0 { client.name } else { "" };
-        println!("{name:<18} {}: {what}", tilde(&planned.path));
-    }
-    if let (Mode::Install, false, Some(after)) = (mode, dry_run, client.after) {
-        println!("{:<18} → {after}", "");
-    }
-}
-
-/// `path` with the home directory as `~`.
-fn tilde(path: &Path) -> String {
-    match (std::env::var_os("HOME"), path.to_str()) {
-        (Some(home), Some(p)) => match p.strip_prefix(home.to_string_lossy().as_ref()) {
-            Some(rest) if rest.starts_with('/') => format!("~{rest}"),
-            _ => p.to_string(),
-        },
-        _ => path.display().to_string(),
-    }
 }
 
 fn status(home: &Home, args: &StatusArgs) -> Result<()> {
-    let wiring = Wiring {
-        name: args.name.clone(),
-        transport: Transport::Http { url: String::new(), auth: Auth::None },
-        hook: Some(HOOK_MARK.to_string()),
-    };
+    let wiring = Wiring::matching(&args.name);
     for client in clients::ALL {
-        let detected = client.detected(home);
-        let mut files_json = Vec::new();
-        for Edit { path, format, changes } in (client.edits)(home, &wiring)? {
-            let text = files::read(&path).ok().flatten();
-            let state = match &text {
-                None => "no file",
-                Some(text) => {
-                    match edit::holds(text, format, &changes, &path.display().to_string()) {
-                        Ok(true) => "set up",
-                        Ok(false) => "not set up",
-                        Err(_) => "unreadable",
-                    }
-                }
-            };
-            files_json.push(serde_json::json!({"path": path, "state": state}));
-        }
+        let found = client.detected(home);
+        let files: Vec<(PathBuf, &str)> = (client.edits)(home, &wiring)?
+            .into_iter()
+            .map(|Edit { path, format, changes }| {
+                let state = plan::state(&path, format, &changes);
+                (path, state)
+            })
+            .collect();
         if args.json {
-            println!(
-                "{}",
-                serde_json::json!({"client": client.id, "name": client.name, "detected": detected, "files": files_json})
-            );
-        } else {
-            let found = if detected { "found" } else { "not found" };
-            for (i, file) in files_json.iter().enumerate() {
-                let name =
-                    if i == 0 { format!("{} ({found})", client.name) } else { String::new() };
-                let path = PathBuf::from(file["path"].as_str().unwrap_or_default());
-                println!(
-                    "{name:<30} {}: {}",
-                    tilde(&path),
-                    file["state"].as_str().unwrap_or_default()
-                );
-            }
+            let files: Vec<_> = files
+                .iter()
+                .map(|(path, state)| serde_json::json!({"path": path, "state": state}))
+                .collect();
+            let line = serde_json::json!({"client": client.id, "name": client.name, "detected": found, "files": files});
+            println!("{line}");
+            continue;
+        }
+        for (i, (path, state)) in files.iter().enumerate() {
+            let label = match (i, found) {
+                (0, true) => format!("{} (found)", client.name),
+                (0, false) => format!("{} (not found)", client.name),
+                _ => String::new(),
+            };
+            println!("{label:<30} {}: {state}", home.tilde(path));
         }
     }
     Ok(())

@@ -28,9 +28,8 @@ pub const CLIENT: Client = Client {
         }
         Ok(edits)
     },
-    after: Some(
-        "`cline config mcp --json` lists it; the VS Code extension shows it under MCP Servers",
-    ),
+    after: "`cline config mcp --json` lists it; the VS Code extension shows it under MCP Servers",
+    after_hooks: None,
 };
 
 fn shared_file(home: &Home) -> PathBuf {

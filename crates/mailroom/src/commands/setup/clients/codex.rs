@@ -32,20 +32,15 @@ pub const CLIENT: Client = Client {
                 ("args", Value::strings(args)),
             ]),
         };
-        let mut edits = vec![Edit::new(
-            dir(home).join("config.toml"),
-            Format::Toml,
-            vec![server(vec!["mcp_servers"], wiring, entry)],
-        )];
-        let hooks = wiring.claude_style_hooks("PostToolUse", 10, false);
-        if !hooks.is_empty() {
-            edits.push(Edit::new(dir(home).join("hooks.json"), Format::Json, hooks));
-        }
-        Ok(edits)
+        let servers = vec![server(vec!["mcp_servers"], wiring, entry)];
+        let hooks = wiring.hooks("PostToolUse", 10, false);
+        Ok(vec![
+            Edit::new(dir(home).join("config.toml"), Format::Toml, servers),
+            Edit::new(dir(home).join("hooks.json"), Format::Json, hooks),
+        ])
     },
-    after: Some(
-        "`codex mcp list` shows it; review and trust the reminder hook once in Codex's /hooks",
-    ),
+    after: "`codex mcp list` shows it (Codex does not probe servers)",
+    after_hooks: Some("review and trust the reminder hook once in Codex's /hooks"),
 };
 
 /// `$CODEX_HOME`, else `~/.codex`.

@@ -20,5 +20,6 @@ pub const CLIENT: Client = Client {
             vec![server(vec!["mcpServers"], wiring, entry)],
         )])
     },
-    after: Some("Cursor lists it under Settings → MCP"),
+    after: "Cursor lists it under Settings → MCP",
+    after_hooks: None,
 };

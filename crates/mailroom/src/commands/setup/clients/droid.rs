@@ -3,6 +3,7 @@
 
 use super::{Client, Edit, server};
 use crate::commands::setup::edit::Format;
+use crate::commands::setup::value::Value;
 
 pub const CLIENT: Client = Client {
     id: "droid",
@@ -11,19 +12,15 @@ pub const CLIENT: Client = Client {
     binary: Some("droid"),
     present: |home| home.join(".factory").is_dir(),
     edits: |home, wiring| {
-        let entry = wiring
-            .typed_entry("http", "url", None, CLIENT.name)?
-            .with("disabled", crate::commands::setup::value::Value::Bool(false));
-        let mut edits = vec![Edit::new(
-            home.join(".factory/mcp.json"),
-            Format::Json,
-            vec![server(vec!["mcpServers"], wiring, entry)],
-        )];
-        let hooks = wiring.claude_style_hooks("PostToolUse", 10, false);
-        if !hooks.is_empty() {
-            edits.push(Edit::new(home.join(".factory/hooks.json"), Format::Json, hooks));
-        }
-        Ok(edits)
+        let entry = wiring.typed_entry("http", "url", None, CLIENT.name)?;
+        let entry = entry.with("disabled", Value::Bool(false));
+        let servers = vec![server(vec!["mcpServers"], wiring, entry)];
+        let hooks = wiring.hooks("PostToolUse", 10, false);
+        Ok(vec![
+            Edit::new(home.join(".factory/mcp.json"), Format::Json, servers),
+            Edit::new(home.join(".factory/hooks.json"), Format::Json, hooks),
+        ])
     },
-    after: Some("`droid mcp list` shows it"),
+    after: "`droid mcp list` shows it connected",
+    after_hooks: Some("its hooks run in every session"),
 };

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::{Client, Edit, Home, Transport, server};
 use crate::commands::setup::edit::Format;
+use crate::commands::setup::value::Value;
 
 pub const CLIENT: Client = Client {
     id: "gemini",
@@ -18,26 +19,21 @@ pub const CLIENT: Client = Client {
     },
     edits: |home, wiring| {
         let reference = Some((|v: &str| format!("${{{v}}}")) as fn(&str) -> String);
-        let old = matches!(wiring.transport, Transport::Http { .. })
-            && home.semver_of("gemini").is_some_and(|v| v < (0, 21, 0));
-        let entry = if old {
-            wiring.typed_entry("", "httpUrl", reference, CLIENT.name)?
-        } else {
-            let entry = wiring.typed_entry("", "url", reference, CLIENT.name)?;
-            match wiring.transport {
-                Transport::Http { .. } => {
-                    entry.with("type", crate::commands::setup::value::Value::Str("http".into()))
-                }
-                Transport::Stdio { .. } => entry,
+        let entry = match wiring.transport {
+            Transport::Http { .. } if home.semver_of("gemini").is_some_and(|v| v < (0, 21, 0)) => {
+                wiring.typed_entry("", "httpUrl", reference, CLIENT.name)?
             }
+            Transport::Http { .. } => wiring
+                .typed_entry("", "url", reference, CLIENT.name)?
+                .with("type", Value::Str("http".into())),
+            Transport::Stdio { .. } => wiring.typed_entry("", "url", reference, CLIENT.name)?,
         };
         let mut changes = vec![server(vec!["mcpServers"], wiring, entry)];
-        changes.extend(wiring.claude_style_hooks("AfterTool", 5000, true));
-        Ok(vec![Edit::new(dir(home).join("settings.json"), Format::Jsonc, changes)])
+        changes.extend(wiring.hooks("AfterTool", 5000, true));
+        Ok(vec![Edit::new(dir(home).join("settings.json"), Format::Json, changes)])
     },
-    after: Some(
-        "`gemini mcp list` shows it in folders Gemini trusts (it disables servers elsewhere)",
-    ),
+    after: "`gemini mcp list` shows it connected in folders Gemini trusts (elsewhere it disables every server)",
+    after_hooks: Some("its hooks run from 0.28 on (0.24 to 0.27 need `tools.enableHooks: true`)"),
 };
 
 /// `$GEMINI_CLI_HOME/.gemini`, else `~/.gemini`.

@@ -20,6 +20,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::edit::{Change, Format};
+use crate::commands::shared::env;
+
+/// How long setup waits for a client's `--version` or `--help`.
+const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 use super::value::Value;
 
 /// A coding agent setup can wire.
@@ -36,8 +40,10 @@ pub struct Client {
     pub present: fn(&Home) -> bool,
     /// The files to change for `wiring`, and what to keep in each.
     pub edits: fn(&Home, &Wiring) -> Result<Vec<Edit>>,
-    /// What the user still has to do after setup, if anything.
-    pub after: Option<&'static str>,
+    /// What the user sees, or still has to do, after setup.
+    pub after: &'static str,
+    /// The same for the reminder hooks, for the clients that have them.
+    pub after_hooks: Option<&'static str>,
 }
 
 /// Every client, in the order they are reported.
@@ -96,7 +102,7 @@ impl Home {
     /// From `HOME`.
     pub fn from_env() -> Result<Self> {
         let home =
-            var("HOME").context("HOME is not set; setup writes the agents' user settings")?;
+            env("HOME").context("HOME is not set; setup writes the agents' user settings")?;
         Ok(Self { home: PathBuf::from(home) })
     }
 
@@ -105,14 +111,17 @@ impl Home {
         self.home.join(rel)
     }
 
-    /// A non-empty environment variable.
-    pub fn var(&self, name: &str) -> Option<String> {
-        var(name)
-    }
-
     /// A path from a variable, if set.
     pub fn var_path(&self, name: &str) -> Option<PathBuf> {
-        self.var(name).map(PathBuf::from)
+        env(name).map(PathBuf::from)
+    }
+
+    /// `path` with the home directory written `~`.
+    pub fn tilde(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.home) {
+            Ok(rest) => format!("~/{}", rest.display()),
+            Err(_) => path.display().to_string(),
+        }
     }
 
     /// `$XDG_CONFIG_HOME`, else `~/.config` (the place Linux tools and several cross-platform
@@ -137,27 +146,35 @@ impl Home {
         std::env::split_paths(&path).map(|dir| dir.join(binary)).find(|p| is_executable(p))
     }
 
-    /// The first line `binary --version` prints, if the binary is on PATH and answers.
-    pub fn version_of(&self, binary: &str) -> Option<String> {
-        let program = self.which(binary)?;
-        let output = std::process::Command::new(program)
-            .arg("--version")
+    /// What `binary ARGS` prints on stdout, if the binary is on PATH and answers within
+    /// [`ASK_TIMEOUT`].
+    pub fn ask(&self, binary: &str, args: &[&str]) -> Option<String> {
+        use std::io::Read as _;
+        let mut child = std::process::Command::new(self.which(binary)?)
+            .args(args)
             .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
-            .output()
+            .spawn()
             .ok()?;
-        let text = String::from_utf8_lossy(&output.stdout);
-        text.lines().next().map(str::to_string)
+        let deadline = std::time::Instant::now() + ASK_TIMEOUT;
+        while child.try_wait().ok()?.is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let mut out = String::new();
+        child.stdout.take()?.read_to_string(&mut out).ok()?;
+        Some(out)
     }
 
     /// The first `major.minor.patch` in `binary --version`.
     pub fn semver_of(&self, binary: &str) -> Option<(u64, u64, u64)> {
-        parse_semver(&self.version_of(binary)?)
+        parse_semver(&self.ask(binary, &["--version"])?)
     }
-}
-
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -202,6 +219,16 @@ pub enum Auth {
 }
 
 impl Wiring {
+    /// The wiring that finds what setup wrote under `name` (uninstall, status): only the
+    /// name and the hooks' mark matter there.
+    pub fn matching(name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            transport: Transport::Http { url: String::new(), auth: Auth::None },
+            hook: Some(super::edit::HOOK_MARK.to_string()),
+        }
+    }
+
     /// The `Authorization` header's value over HTTP, if any. `reference` spells a variable
     /// reference in the client's own syntax; `None` when the client has none, which makes
     /// `--token-env` an error for it.
@@ -258,27 +285,24 @@ impl Wiring {
         })
     }
 
-    /// The reminder hook groups for the Claude Code hook shape (Codex and Droid share it):
-    /// at session start and after each tool call. `timeout` in the client's unit.
-    fn claude_style_hooks(
-        &self,
-        after_tool: &'static str,
-        timeout: i64,
-        name: bool,
-    ) -> Vec<Change> {
-        let Some(command) = &self.hook else { return Vec::new() };
-        let hook = |event: &'static str| {
+    /// The reminder hooks in the Claude Code hook shape (Codex, Droid and Gemini share it),
+    /// at session start and after each tool call (`after_tool`, as the client names it);
+    /// `timeout` in the client's unit. With `--no-hooks`, changes that take mailroom's out.
+    fn hooks(&self, after_tool: &'static str, timeout: i64, named: bool) -> Vec<Change> {
+        let handler = self.hook.as_ref().map(|command| {
             let mut handler = Value::map([]);
-            if name {
+            if named {
                 handler = handler.with("name", Value::Str("mailroom".into()));
             }
-            handler = handler
+            handler
                 .with("type", Value::Str("command".into()))
                 .with("command", Value::Str(command.clone()))
-                .with("timeout", Value::Int(timeout));
-            Change::Hook { event, group: Value::map([("hooks", Value::List(vec![handler]))]) }
-        };
-        vec![hook("SessionStart"), hook(after_tool)]
+                .with("timeout", Value::Int(timeout))
+        });
+        ["SessionStart", after_tool]
+            .into_iter()
+            .map(|event| Change::Hook { event, handler: handler.clone() })
+            .collect()
     }
 }
 

@@ -1,10 +1,13 @@
 //! OpenCode: `~/.config/opencode/opencode.json[c]` (`$XDG_CONFIG_HOME/opencode`), JSONC,
 //! its own `mcp` block: `type: "remote"` with `url` and `headers`, or `type: "local"` with
-//! `command` as one array. Version 1 keeps servers directly under `mcp`; from version 2 they
-//! sit under `mcp.servers`, so the installed version decides. Tokens from the environment are
-//! spelled `{env:NAME}`.
+//! `command` as one array. Tokens from the environment are spelled `{env:NAME}`. A newer
+//! layout (servers in `.agents/mcp.json`, `opencode mcp add --scope`) is described in
+//! OpenCode's repository but in no release setup has seen: an OpenCode whose `mcp add` takes
+//! `--scope` is refused rather than given a file it may not read.
 
 use std::path::PathBuf;
+
+use anyhow::bail;
 
 use super::{Auth, Client, Edit, Home, Transport, authorization, server};
 use crate::commands::setup::edit::Format;
@@ -44,14 +47,17 @@ pub const CLIENT: Client = Client {
                 ])
             }
         };
-        let table = if home.semver_of("opencode").is_some_and(|v| v.0 >= 2) {
-            vec!["mcp", "servers"]
-        } else {
-            vec!["mcp"]
-        };
-        Ok(vec![Edit::new(file(home), Format::Jsonc, vec![server(table, wiring, entry)])])
+        let help = home.ask("opencode", &["mcp", "add", "--help"]).unwrap_or_default();
+        if help.contains("--scope") {
+            bail!(
+                "this OpenCode keeps servers in a layout setup does not know yet (its `mcp add` \
+                 has --scope); add mailroom with `opencode mcp add`"
+            );
+        }
+        Ok(vec![Edit::new(file(home), Format::Json, vec![server(vec!["mcp"], wiring, entry)])])
     },
-    after: Some("`opencode mcp list` shows it"),
+    after: "`opencode mcp list` shows it connected",
+    after_hooks: None,
 };
 
 fn dir(home: &Home) -> PathBuf {

@@ -19,13 +19,12 @@ pub const CLIENT: Client = Client {
             wiring.typed_entry("http", "url", Some(|v| format!("${{env:{v}}}")), CLIENT.name)?;
         Ok(vec![Edit::new(
             user_dir(home).join("mcp.json"),
-            Format::Jsonc,
+            Format::Json,
             vec![server(vec!["servers"], wiring, entry)],
         )])
     },
-    after: Some(
-        "VS Code asks once to trust the server when Copilot first starts it (MCP: List Servers)",
-    ),
+    after: "VS Code asks once to trust the server when Copilot first starts it (MCP: List Servers)",
+    after_hooks: None,
 };
 
 fn user_dir(home: &Home) -> PathBuf {

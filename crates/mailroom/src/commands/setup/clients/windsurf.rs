@@ -20,5 +20,6 @@ pub const CLIENT: Client = Client {
             vec![server(vec!["mcpServers"], wiring, entry)],
         )])
     },
-    after: Some("refresh Windsurf's MCP servers (Cascade → MCP) to load it"),
+    after: "refresh Windsurf's MCP servers (Cascade → MCP) to load it",
+    after_hooks: None,
 };

@@ -19,9 +19,10 @@ pub const CLIENT: Client = Client {
         }
         Ok(vec![Edit::new(
             home.xdg_config().join("zed/settings.json"),
-            Format::Jsonc,
+            Format::Json,
             vec![server(vec!["context_servers"], wiring, entry)],
         )])
     },
-    after: Some("Zed starts it in trusted worktrees (Agent panel → Settings shows it)"),
+    after: "Zed starts it in trusted worktrees (Agent panel → Settings shows it)",
+    after_hooks: None,
 };
