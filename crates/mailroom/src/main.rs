@@ -51,6 +51,18 @@ fn main() -> ExitCode {
         eprintln!("mailroom: warning: {e}");
     }
     let cli = Cli::parse();
+    // `.env` in the working directory, as the reference reads it; not for the commands coding
+    // agents run inside their projects (a project's `.env` belongs to the project): the stdio
+    // bridge and check-inbox read the one beside their data directory, the Git hooks none.
+    let agents_side = match &cli.command {
+        Command::Serve(args) => args.stdio,
+        Command::ServeStdio(_) | Command::CheckInbox(_) | Command::Guard(_) => true,
+        _ => false,
+    };
+    if !agents_side && let Err(e) = commands::shared::use_dotenv(std::path::Path::new(".")) {
+        eprintln!("mailroom: {e:#}");
+        return ExitCode::from(1);
+    }
     match cli.command {
         Command::Serve(args) => exit_code(commands::serve::run(args).map(|()| Verdict::Clean), 1),
         Command::ServeStdio(mut args) => {

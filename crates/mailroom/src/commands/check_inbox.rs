@@ -45,7 +45,9 @@ const HOOK_INPUT_LIMIT: u64 = 1 << 20;
 
 /// Prints the agent's unread mail. A data directory without a database has no mail yet.
 pub fn run(args: CheckInboxArgs) -> Result<()> {
-    let data_dir = shared::data_dir(args.data_dir);
+    let data_dir = std::path::absolute(shared::data_dir(args.data_dir))
+        .context("cannot resolve --data-dir")?;
+    shared::use_dotenv(shared::operator_dir(&data_dir))?;
     let database = shared::core_config(&data_dir)?.database_path;
     let agent = match args.agent.or_else(|| env("AGENT_NAME")) {
         Some(agent) => agent,

@@ -311,7 +311,9 @@ fn launchd_plist(plan: &Plan) -> String {
     let variables: String = plan
         .env_file
         .as_ref()
-        .map(|file| env_file_variables(&std::fs::read_to_string(file).unwrap_or_default()))
+        .map(|file| {
+            super::shared::env_file_variables(&std::fs::read_to_string(file).unwrap_or_default())
+        })
         .unwrap_or_default()
         .iter()
         .map(|(name, value)| {
@@ -339,24 +341,6 @@ fn launchd_plist(plan: &Plan) -> String {
          </dict>\n</plist>\n",
         dir = xml(&plan.data_dir.to_string_lossy()),
     )
-}
-
-/// The `NAME=value` lines of an environment file (blank lines and `#` comments skipped, one
-/// pair of quotes around a value removed), as systemd's `EnvironmentFile` reads them.
-fn env_file_variables(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .filter_map(|line| line.strip_prefix("export ").unwrap_or(line).split_once('='))
-        .map(|(name, value)| {
-            let value = value.trim();
-            let unquoted = ['"', '\'']
-                .iter()
-                .find_map(|q| value.strip_prefix(*q).and_then(|v| v.strip_suffix(*q)))
-                .unwrap_or(value);
-            (name.trim().to_string(), unquoted.to_string())
-        })
-        .collect()
 }
 
 fn launchd_log_in(data_dir: &Path) -> PathBuf {
@@ -419,7 +403,7 @@ mod tests {
     #[test]
     fn environment_files_read_as_systemd_reads_them() {
         let text = "# settings\nHTTP_PORT=9000\n\nexport LOG_LEVEL=debug\nTOKEN=\"a b\"\n";
-        let pairs = env_file_variables(text);
+        let pairs = super::shared::env_file_variables(text);
         let expected = [("HTTP_PORT", "9000"), ("LOG_LEVEL", "debug"), ("TOKEN", "a b")];
         let expected: Vec<_> =
             expected.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();

@@ -17,9 +17,62 @@ const LOCK_FILE: &str = "server.lock";
 const PID_FILE: &str = "server.pid";
 pub const LOG_FILE: &str = "server.log";
 
-/// A non-empty environment variable.
+/// The settings file read beside the process environment, as the reference reads its own.
+pub const DOTENV: &str = ".env";
+
+/// The variables of the `.env` in use ([`use_dotenv`]); none until one is chosen.
+static DOTENV_VARS: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+
+/// Reads `DIR/.env` for [`env`], once per process (a later call changes nothing). A missing
+/// file is no settings; an unreadable one is an error naming it.
+pub fn use_dotenv(dir: &Path) -> Result<()> {
+    let path = dir.join(DOTENV);
+    let vars = match std::fs::read_to_string(&path) {
+        Ok(text) => env_file_variables(&text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let _ = DOTENV_VARS.set(vars);
+    Ok(())
+}
+
+/// The directory holding an (absolute) data directory: where the operator keeps its `.env`
+/// when the commands agents start (stdio, check-inbox) run inside the agents' projects.
+pub fn operator_dir(data_dir: &Path) -> &Path {
+    data_dir.parent().unwrap_or(data_dir)
+}
+
+/// A setting: the process environment's value when the variable is set there (even empty, as
+/// the reference's python-decouple has it), else the `.env`'s; `None` when empty or unset.
 pub fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.is_empty())
+    let value = match std::env::var(name) {
+        Ok(value) => Some(value),
+        Err(std::env::VarError::NotPresent) => DOTENV_VARS
+            .get()
+            .and_then(|vars| vars.iter().rev().find(|(k, _)| k == name))
+            .map(|(_, v)| v.clone()),
+        Err(std::env::VarError::NotUnicode(_)) => None,
+    };
+    value.filter(|v| !v.is_empty())
+}
+
+/// The `NAME=value` lines of an environment file (blank lines and `#` comments skipped, an
+/// `export ` prefix and one pair of quotes around a value removed), as python-decouple and
+/// systemd's `EnvironmentFile` read them.
+pub fn env_file_variables(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .filter_map(|line| line.strip_prefix("export ").unwrap_or(line).split_once('='))
+        .map(|(name, value)| {
+            let value = value.trim();
+            let unquoted = ['"', '\'']
+                .iter()
+                .find_map(|q| value.strip_prefix(*q).and_then(|v| v.strip_suffix(*q)))
+                .unwrap_or(value);
+            (name.trim().to_string(), unquoted.to_string())
+        })
+        .collect()
 }
 
 /// The `--data-dir` flag or its default.

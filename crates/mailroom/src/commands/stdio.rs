@@ -39,8 +39,9 @@ const SERVER_ERROR: i64 = -32603;
 
 /// Bridges stdin/stdout to the data directory's server until stdin ends.
 pub fn run(args: &ServeArgs) -> Result<()> {
-    shared::init_logging();
     let data_dir = std::path::absolute(args.data_dir()).context("cannot resolve --data-dir")?;
+    shared::use_dotenv(shared::operator_dir(&data_dir))?;
+    shared::init_logging();
     let starter = Starter { data_dir, flags: args.listener_flags() };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -168,6 +169,8 @@ impl Starter {
         tracing::info!(data_dir = %self.data_dir.display(), "starting a server in the background");
         let mut command = std::process::Command::new(exe);
         command
+            // Where it reads its `.env`: beside the data directory, not in the agent's project.
+            .current_dir(shared::operator_dir(&self.data_dir))
             .arg("serve")
             .arg("--data-dir")
             .arg(&self.data_dir)
