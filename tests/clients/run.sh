@@ -4,16 +4,19 @@
 # the official MCP conformance suite's server scenarios against it
 # (tests/clients/conformance/run.sh, allow-list in tests/clients/conformance/expected-failures.yml);
 # then both SDKs' stdio clients, five at once on one data directory
-# (tests/clients/python_sdk_stdio.py, tests/clients/ts/stdio.mjs). Server helpers:
+# (tests/clients/python_sdk_stdio.py, tests/clients/ts/stdio.mjs); then the coding agents' own
+# CLIs (Claude Code, Codex, Gemini CLI, OpenCode) reading what `mailroom setup` wrote for them
+# (tests/clients/agents.sh, with a server of its own). Helpers shared with agents.sh:
 # tests/clients/lib.sh.
 #
 # Usage: tests/clients/run.sh [path/to/mailroom]     (default: target/debug/mailroom)
 #
 # Builds nothing. Needs .venv/bin/python with the `mcp` package, node >= 22, and `npm ci` done in
-# tests/clients/ts and tests/clients/conformance (.ci/run sets all of it up). Environment knobs:
+# tests/clients/ts, tests/clients/conformance and tests/clients/agents (.ci/run sets all of it
+# up). Environment knobs:
 #   MAILROOM_CLIENT_PYTHON  python interpreter for the Python client (default: <repo>/.venv/bin/python)
-#   MAILROOM_CLIENT_NODE    node (>= 22) for the TypeScript client and the conformance suite
-#                           (default: node on PATH)
+#   MAILROOM_CLIENT_NODE    node (>= 22) for the TypeScript client, the conformance suite and
+#                           the agents' CLIs (default: node on PATH)
 #   MAILROOM_CLIENT_TIMEOUT seconds each client may spend talking to the server (default: 60)
 #   MAILROOM_MCP_PATH       MCP endpoint path                          (default: /mcp)
 set -euo pipefail
@@ -46,6 +49,8 @@ fi
   || die "tests/clients/ts/node_modules is missing (run: npm ci --prefix tests/clients/ts)"
 [[ -d "$ROOT/tests/clients/conformance/node_modules/@modelcontextprotocol/conformance" ]] \
   || die "tests/clients/conformance/node_modules is missing (run: npm ci --prefix tests/clients/conformance)"
+[[ -d "$ROOT/tests/clients/agents/node_modules/@anthropic-ai/claude-code" ]] \
+  || die "tests/clients/agents/node_modules is missing (run: npm ci --prefix tests/clients/agents)"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mailroom-clients.XXXXXX")"
 DATA_DIR="$WORK/data"
@@ -106,6 +111,11 @@ run_client "python-sdk-stdio" "$BIN" env TMPDIR="$WORK" timeout "$STDIO_TIMEOUT"
   "$ROOT/tests/clients/python_sdk_stdio.py"
 run_client "ts-sdk-stdio" "$BIN" env TMPDIR="$WORK" timeout "$STDIO_TIMEOUT" "$NODE" \
   "$ROOT/tests/clients/ts/stdio.mjs"
+
+# The coding agents' CLIs, with a server of their own that demands a bearer token; each of
+# their commands is time-boxed. Their stdio round's data directory goes under $WORK too.
+run_client "agent-clis" "$BIN" env TMPDIR="$WORK" MAILROOM_CLIENT_NODE="$NODE" \
+  "$ROOT/tests/clients/agents.sh"
 
 if ! kill -0 "$SERVER_PID" 2>/dev/null; then
   say "FAIL: the server is no longer running after the clients ran"
