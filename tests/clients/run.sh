@@ -4,15 +4,19 @@
 # the official MCP conformance suite's server scenarios against it
 # (tests/clients/conformance/run.sh, allow-list in tests/clients/conformance/expected-failures.yml);
 # then both SDKs' stdio clients, five at once on one data directory
-# (tests/clients/python_sdk_stdio.py, tests/clients/ts/stdio.mjs).
+# (tests/clients/python_sdk_stdio.py, tests/clients/ts/stdio.mjs); then the coding agents' own
+# CLIs (Claude Code, Codex, Gemini CLI, OpenCode) reading what `mailroom setup` wrote for them
+# (tests/clients/agents.sh, with a server of its own). Helpers shared with agents.sh:
+# tests/clients/lib.sh.
 #
 # Usage: tests/clients/run.sh [path/to/mailroom]     (default: target/debug/mailroom)
 #
 # Builds nothing. Needs .venv/bin/python with the `mcp` package, node >= 22, and `npm ci` done in
-# tests/clients/ts and tests/clients/conformance (.ci/run sets all of it up). Environment knobs:
+# tests/clients/ts, tests/clients/conformance and tests/clients/agents (.ci/run sets all of it
+# up). Environment knobs:
 #   MAILROOM_CLIENT_PYTHON  python interpreter for the Python client (default: <repo>/.venv/bin/python)
-#   MAILROOM_CLIENT_NODE    node (>= 22) for the TypeScript client and the conformance suite
-#                           (default: node on PATH)
+#   MAILROOM_CLIENT_NODE    node (>= 22) for the TypeScript client, the conformance suite and
+#                           the agents' CLIs (default: node on PATH)
 #   MAILROOM_CLIENT_TIMEOUT seconds each client may spend talking to the server (default: 60)
 #   MAILROOM_MCP_PATH       MCP endpoint path                          (default: /mcp)
 set -euo pipefail
@@ -28,7 +32,6 @@ cd "$ROOT"
 PYTHON="${MAILROOM_CLIENT_PYTHON:-$ROOT/.venv/bin/python}"
 NODE="${MAILROOM_CLIENT_NODE:-node}"
 MCP_PATH="${MAILROOM_MCP_PATH:-/mcp}"
-STARTUP_TIMEOUT=30
 
 say() { printf '[clients] %s\n' "$*"; }
 die() { printf '[clients] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -46,40 +49,20 @@ fi
   || die "tests/clients/ts/node_modules is missing (run: npm ci --prefix tests/clients/ts)"
 [[ -d "$ROOT/tests/clients/conformance/node_modules/@modelcontextprotocol/conformance" ]] \
   || die "tests/clients/conformance/node_modules is missing (run: npm ci --prefix tests/clients/conformance)"
+[[ -d "$ROOT/tests/clients/agents/node_modules/@anthropic-ai/claude-code" ]] \
+  || die "tests/clients/agents/node_modules is missing (run: npm ci --prefix tests/clients/agents)"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mailroom-clients.XXXXXX")"
 DATA_DIR="$WORK/data"
 SERVER_LOG="$WORK/server.log"
-mkdir -p "$DATA_DIR"
-SERVER_PID=""
-
-stop_server() {
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 1 50); do
-      kill -0 "$SERVER_PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$SERVER_PID" 2>/dev/null; then
-      say "server did not stop on SIGTERM within 5 s; sending SIGKILL"
-      kill -KILL "$SERVER_PID" 2>/dev/null || true
-    fi
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  SERVER_PID=""
-}
-
-show_server_log() {
-  echo "----- server log ($SERVER_LOG), last 200 lines -----"
-  tail -n 200 "$SERVER_LOG" 2>/dev/null || echo "(no server log)"
-  echo "----- end of server log -----"
-}
+# shellcheck source=tests/clients/lib.sh
+source "$ROOT/tests/clients/lib.sh"
 
 cleanup() {
   stop_server
   # A stdio client killed by its timeout leaves the server it started in the background.
-  for pid_file in "$WORK"/mailroom-stdio-*/data/server.pid; do
-    [[ -f "$pid_file" ]] && kill -TERM "$(cat "$pid_file")" 2>/dev/null || true
+  for data_dir in "$WORK"/mailroom-stdio-*/data; do
+    [[ -d "$data_dir" ]] && stop_stdio_server "$data_dir"
   done
   rm -rf "$WORK"
 }
@@ -87,61 +70,10 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port() {
-  python3 - <<'PY'
-import socket
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()
-PY
-}
-
-http_status() {
-  # Prints the HTTP status of GET $1 and its body on the next line, or "000" when unreachable.
-  python3 - "$1" <<'PY'
-import sys, urllib.request, urllib.error
-try:
-    with urllib.request.urlopen(sys.argv[1], timeout=2) as r:
-        print(r.status); print(r.read().decode("utf-8", "replace"))
-except urllib.error.HTTPError as e:
-    print(e.code); print(e.read().decode("utf-8", "replace"))
-except Exception as e:  # connection refused, timeout, ...
-    print("000"); print(e)
-PY
-}
-
 PORT="$(free_port)"
 BASE="http://127.0.0.1:$PORT"
 URL="$BASE$MCP_PATH"
-
-say "server: $BIN serve --host 127.0.0.1 --port $PORT --data-dir $DATA_DIR"
-"$BIN" serve --host 127.0.0.1 --port "$PORT" --data-dir "$DATA_DIR" >"$SERVER_LOG" 2>&1 &
-SERVER_PID=$!
-
-deadline=$((SECONDS + STARTUP_TIMEOUT))
-ready=0
-while ((SECONDS < deadline)); do
-  if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-    wait "$SERVER_PID" && rc=0 || rc=$?
-    SERVER_PID=""
-    say "FAIL: server exited during start-up (exit code $rc)"
-    show_server_log
-    exit 1
-  fi
-  reply="$(http_status "$BASE/health/liveness")"
-  if [[ "$(head -n1 <<<"$reply")" == "200" ]]; then
-    ready=1
-    break
-  fi
-  sleep 0.25
-done
-if ((ready == 0)); then
-  say "FAIL: server did not answer 200 on GET /health/liveness within ${STARTUP_TIMEOUT} s (last: $(tr '\n' ' ' <<<"$reply"))"
-  show_server_log
-  exit 1
-fi
-say "server is up at $BASE (liveness: $(tail -n +2 <<<"$reply" | tr -d '\n'))"
+start_server "$BIN" "$PORT" "$DATA_DIR" || exit 1
 
 export MAILROOM_CLIENT_TIMEOUT="${MAILROOM_CLIENT_TIMEOUT:-60}"
 passed=0
@@ -179,6 +111,11 @@ run_client "python-sdk-stdio" "$BIN" env TMPDIR="$WORK" timeout "$STDIO_TIMEOUT"
   "$ROOT/tests/clients/python_sdk_stdio.py"
 run_client "ts-sdk-stdio" "$BIN" env TMPDIR="$WORK" timeout "$STDIO_TIMEOUT" "$NODE" \
   "$ROOT/tests/clients/ts/stdio.mjs"
+
+# The coding agents' CLIs, with a server of their own that demands a bearer token; each of
+# their commands is time-boxed. Their stdio round's data directory goes under $WORK too.
+run_client "agent-clis" "$BIN" env TMPDIR="$WORK" MAILROOM_CLIENT_NODE="$NODE" \
+  "$ROOT/tests/clients/agents.sh"
 
 if ! kill -0 "$SERVER_PID" 2>/dev/null; then
   say "FAIL: the server is no longer running after the clients ran"
