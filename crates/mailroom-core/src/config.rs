@@ -67,6 +67,9 @@ pub struct CoreConfig {
     /// `MCP_AGENT_MAIL_WINDOW_TTL_DAYS` (default 30): how long a window identity lives after
     /// its last registration.
     pub window_ttl_days: i64,
+    /// The background upkeep's schedules and thresholds (`AUTO_RETIRE_STALE_AGENTS_*`,
+    /// `FILE_RESERVATIONS_CLEANUP_*`, `ACK_TTL_*`).
+    pub upkeep: crate::ops::upkeep::UpkeepConfig,
 }
 
 /// Settings of the Git archive and its attachments.
@@ -141,6 +144,7 @@ impl CoreConfig {
             llm: crate::llm::LlmConfig::default(),
             window_id: None,
             window_ttl_days: 30,
+            upkeep: crate::ops::upkeep::UpkeepConfig::default(),
         }
     }
 
@@ -218,6 +222,7 @@ impl CoreConfig {
         }
         self.apply_archive_env(lookup, &flag)?;
         self.llm.apply_env(lookup)?;
+        self.upkeep.apply_env(lookup)?;
         if let Some(v) = lookup("AGENT_NAME_ENFORCEMENT_MODE") {
             self.name_enforcement = match v.trim().to_ascii_lowercase().as_str() {
                 "strict" => NameEnforcement::Strict,

@@ -5,6 +5,7 @@ pub mod config;
 pub mod http;
 pub mod mcp;
 pub mod state;
+pub mod upkeep;
 pub mod web;
 
 use std::future::Future;
@@ -34,6 +35,7 @@ pub async fn serve(
     let scorer = core.clone();
     let stop = state::until_stopping(stopping.subscribe());
     tokio::spawn(async move { scorer.score_siblings(stop).await });
+    upkeep::start(&state);
     let shutdown = async move {
         shutdown.await;
         stopping.send_replace(true);

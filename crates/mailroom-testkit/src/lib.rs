@@ -66,6 +66,9 @@ pub struct TestOptions {
     /// `HTTP_RATE_LIMIT_*`, `HTTP_CORS_*`, …), as `mailroom serve` reads them; the options
     /// above apply on top.
     pub server_env: Vec<(&'static str, String)>,
+    /// The background upkeep's schedules; `None` (the default) runs none, so that no sweep
+    /// changes a test's data behind its back.
+    pub upkeep: Option<mailroom_core::ops::upkeep::UpkeepConfig>,
 }
 
 impl TestApp {
@@ -81,6 +84,13 @@ impl TestApp {
         core_config.worktrees_enabled = options.worktrees_enabled;
         core_config.window_id = options.window_id;
         core_config.reservations_enforcement_enabled = !options.reservations_enforcement_off;
+        core_config.upkeep =
+            options.upkeep.unwrap_or_else(|| mailroom_core::ops::upkeep::UpkeepConfig {
+                retire_enabled: false,
+                reservations_enabled: false,
+                acks_enabled: false,
+                ..Default::default()
+            });
         if let Some(base_url) = options.llm_base_url {
             core_config.llm.enabled = true;
             core_config.llm.base_url = base_url;

@@ -21,6 +21,7 @@ pub mod projects;
 pub mod reservations;
 pub mod resolve;
 pub mod search;
+pub mod upkeep;
 
 use std::sync::Arc;
 

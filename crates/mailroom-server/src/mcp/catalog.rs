@@ -158,6 +158,7 @@ pub const CATALOG: &[ToolInfo] = &[
         agent(AGENT_NAME),
     ),
     info("rename_window", "identity", &["identity", "write"], OPEN),
+    info("run_upkeep", "other", &["audit", "write"], OPEN),
     info("renew_build_slot", "build_slots", &["build"], agent(AGENT_NAME)),
     info("renew_file_reservations", "file_reservations", &["file_reservations"], agent(AGENT_NAME)),
     info("reply_message", "messaging", &["messaging", "write"], sender()),

@@ -33,7 +33,31 @@ pub struct RecentCall {
 /// Counters per tool and the recent-call ring.
 pub struct Instruments {
     counters: HashMap<&'static str, Counters>,
-    recent: Mutex<VecDeque<RecentCall>>,
+    recent: Mutex<Recent>,
+}
+
+/// What the dispatcher notes under one lock on every call.
+#[derive(Default)]
+struct Recent {
+    ring: VecDeque<RecentCall>,
+    /// When each agent (by project, then name, as the caller spelled them) last made a call:
+    /// the upkeep's retirement counts reading and acknowledging as activity.
+    seen: HashMap<String, HashMap<String, Timestamp>>,
+}
+
+impl Recent {
+    fn see(&mut self, project: &str, agent: &str, at: Timestamp) {
+        // Looked up by borrowed names: a known agent's call allocates nothing.
+        match self.seen.get_mut(project) {
+            Some(agents) => match agents.get_mut(agent) {
+                Some(last) => *last = at,
+                None => drop(agents.insert(agent.to_string(), at)),
+            },
+            None => drop(
+                self.seen.insert(project.to_string(), HashMap::from([(agent.to_string(), at)])),
+            ),
+        }
+    }
 }
 
 /// Counts of one tool.
@@ -49,7 +73,10 @@ impl Instruments {
     pub fn new(tools: &[&'static str]) -> Self {
         Self {
             counters: tools.iter().map(|t| (*t, Counters::default())).collect(),
-            recent: Mutex::new(VecDeque::with_capacity(RECENT_CAPACITY)),
+            recent: Mutex::new(Recent {
+                ring: VecDeque::with_capacity(RECENT_CAPACITY),
+                seen: HashMap::new(),
+            }),
         }
     }
 
@@ -68,12 +95,14 @@ impl Instruments {
             project: text(&["project_key", "human_key", "project"]),
             agent: text(&["agent_name", "sender_name", "requester", "from_agent", "name"]),
         };
-        // A poisoned ring only means a panic elsewhere; keep recording into it.
-        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        if recent.len() == RECENT_CAPACITY {
-            recent.pop_front();
+        let mut recent = self.lock_recent();
+        if let (Some(project), Some(agent)) = (&call.project, &call.agent) {
+            recent.see(project, agent, call.at);
         }
-        recent.push_back(call);
+        if recent.ring.len() == RECENT_CAPACITY {
+            recent.ring.pop_front();
+        }
+        recent.ring.push_back(call);
     }
 
     /// Records a tool call a macro made on the caller's behalf, as the reference's registry
@@ -95,6 +124,29 @@ impl Instruments {
         let instruments = Arc::clone(self);
         let ring = serde_json::json!({"project_key": project, "agent_name": agent});
         move |tool, succeeded| instruments.record_nested(tool, &ring, succeeded)
+    }
+
+    /// The calls each agent made since `since`, for the upkeep's retirement; older notes are
+    /// dropped.
+    pub fn seen_since(&self, since: Timestamp) -> mailroom_core::ops::upkeep::Seen {
+        let mut recent = self.lock_recent();
+        let mut seen = mailroom_core::ops::upkeep::Seen::default();
+        recent.seen.retain(|project, agents| {
+            agents.retain(|agent, at| {
+                let keep = *at >= since;
+                if keep {
+                    seen.note(project, agent, *at);
+                }
+                keep
+            });
+            !agents.is_empty()
+        });
+        seen
+    }
+
+    /// The ring and the activity notes; a poisoned lock only means a panic elsewhere.
+    fn lock_recent(&self) -> std::sync::MutexGuard<'_, Recent> {
+        self.recent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Counts a failed call.
@@ -128,8 +180,9 @@ impl Instruments {
         project: Option<&str>,
         agent: Option<&str>,
     ) -> Vec<RecentCall> {
-        let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        let recent = self.lock_recent();
         recent
+            .ring
             .iter()
             .filter(|c| c.at >= since)
             .filter(|c| project.is_none_or(|p| c.project.as_deref() == Some(p)))

@@ -19,4 +19,5 @@ mod rest;
 mod security;
 mod tool_schemas;
 mod transport;
+mod upkeep;
 mod web;

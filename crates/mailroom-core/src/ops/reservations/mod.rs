@@ -259,6 +259,38 @@ impl Mailroom {
             .await
     }
 
+    /// The sweep alone (the upkeep's, every project in turn): the project's expired
+    /// reservations and its stale ones released; how many.
+    pub(crate) async fn sweep_reservations(&self, project_key: String) -> Result<usize> {
+        let stale = self.stale_reservation_ids(&project_key).await?;
+        let key = project_key.clone();
+        let expired = self
+            .store
+            .read(move |db| {
+                let project = resolve::project(db, &key)?;
+                db.has_expired_reservations(project.id, Timestamp::now())
+            })
+            .await?;
+        if stale.is_empty() && !expired {
+            // Nothing to release: no write (which would wake every page cache).
+            return Ok(0);
+        }
+        self.admit_archive_work().await?;
+        let active = Arc::clone(&self.active_reservations);
+        self.store
+            .write(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                let mut view = active.view(db, project.id)?;
+                let released = sweep_in_tx(db, project.id, &stale, Timestamp::now())?;
+                for &id in &released {
+                    view.record(Change::Released(id));
+                }
+                active.finish(db, view)?;
+                Ok(released.len())
+            })
+            .await
+    }
+
     /// Every reservation of a project (or only those in force), with staleness signals, in
     /// id order: the rows of `resource://file_reservations/{slug}`. Sweeps first.
     pub async fn list_file_reservations(

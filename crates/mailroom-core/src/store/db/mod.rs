@@ -16,6 +16,7 @@ pub mod reconstruct;
 pub mod reservations;
 pub mod search;
 pub mod siblings;
+pub mod upkeep;
 pub mod windows;
 
 use std::cell::Cell;

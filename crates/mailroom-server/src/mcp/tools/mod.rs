@@ -42,6 +42,7 @@ mod reply_message;
 mod request_contact;
 mod respond_contact;
 mod retire_agent;
+mod run_upkeep;
 mod search_messages;
 mod search_messages_product;
 mod send_message;
@@ -117,6 +118,7 @@ fn all_tools() -> Vec<Tool> {
         request_contact::tool(),
         respond_contact::tool(),
         retire_agent::tool(),
+        run_upkeep::tool(),
         search_messages::tool(),
         search_messages_product::tool(),
         send_message::tool(),

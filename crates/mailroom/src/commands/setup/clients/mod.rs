@@ -147,10 +147,18 @@ impl Home {
     }
 
     /// What `binary ARGS` prints on stdout, if the binary is on PATH and answers within
-    /// [`ASK_TIMEOUT`].
+    /// [`ASK_TIMEOUT`]. It runs in a throwaway home: asked only for its version, a client
+    /// still writes state files (Gemini) or whole settings directories (OpenCode), which in
+    /// the user's home would change it, or make a client look installed.
     pub fn ask(&self, binary: &str, args: &[&str]) -> Option<String> {
         use std::io::Read as _;
-        let mut child = std::process::Command::new(self.which(binary)?)
+        let scratch = tempfile::tempdir().ok()?;
+        let mut command = std::process::Command::new(self.which(binary)?);
+        command.env("HOME", scratch.path()).env_remove("GEMINI_CLI_HOME");
+        for var in ["XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"] {
+            command.env(var, scratch.path().join(var));
+        }
+        let mut child = command
             .args(args)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())

@@ -1,0 +1,330 @@
+//! Background upkeep (the reference's HTTP workers, docs/compat/upkeep.md): retiring agents
+//! idle past a threshold, sweeping expired and stale file reservations, and scanning for
+//! acknowledgements overdue. Each task is one call here; the server runs them on their
+//! schedules off the request path, and the `run_upkeep` tool and `mailroom upkeep` run them
+//! on demand.
+
+mod acks;
+mod retire;
+
+use serde::Serialize;
+
+use crate::config::parse_bool;
+use crate::error::Result;
+use crate::ops::Mailroom;
+
+pub use acks::AckReport;
+pub use retire::{RetireReport, Seen};
+
+/// One upkeep task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    /// Retire agents idle past `AUTO_RETIRE_STALE_AGENTS_THRESHOLD_SECONDS`.
+    Retire,
+    /// Release expired reservations and those whose holders went quiet, in every project.
+    Reservations,
+    /// Report acknowledgements overdue past `ACK_TTL_SECONDS`.
+    Acks,
+}
+
+impl Task {
+    pub const ALL: [Task; 3] = [Task::Retire, Task::Reservations, Task::Acks];
+
+    /// Its name in the tool, the command and the logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::Retire => "retire",
+            Task::Reservations => "reservations",
+            Task::Acks => "acks",
+        }
+    }
+
+    /// The task a name means.
+    pub fn parse(name: &str) -> Option<Task> {
+        Task::ALL.into_iter().find(|t| t.name() == name.trim().to_ascii_lowercase())
+    }
+}
+
+/// When and how each task runs (the reference's variables and defaults).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpkeepConfig {
+    /// `AUTO_RETIRE_STALE_AGENTS_ENABLED` (true).
+    pub retire_enabled: bool,
+    /// `AUTO_RETIRE_STALE_AGENTS_INTERVAL_SECONDS` (3600, at least 60).
+    pub retire_interval_seconds: u64,
+    /// `AUTO_RETIRE_STALE_AGENTS_THRESHOLD_SECONDS` (86400, at least 60).
+    pub retire_threshold_seconds: i64,
+    /// `FILE_RESERVATIONS_CLEANUP_ENABLED` (true).
+    pub reservations_enabled: bool,
+    /// `FILE_RESERVATIONS_CLEANUP_INTERVAL_SECONDS` (60, at least 1).
+    pub reservations_interval_seconds: u64,
+    /// `ACK_TTL_ENABLED` (false).
+    pub acks_enabled: bool,
+    /// `ACK_TTL_SCAN_INTERVAL_SECONDS` (60, at least 1).
+    pub acks_interval_seconds: u64,
+    /// `ACK_TTL_SECONDS` (1800): an acknowledgement is overdue this long after the message.
+    pub ack_ttl_seconds: i64,
+}
+
+impl Default for UpkeepConfig {
+    fn default() -> Self {
+        Self {
+            retire_enabled: true,
+            retire_interval_seconds: 3600,
+            retire_threshold_seconds: 86_400,
+            reservations_enabled: true,
+            reservations_interval_seconds: 60,
+            acks_enabled: false,
+            acks_interval_seconds: 60,
+            ack_ttl_seconds: 1800,
+        }
+    }
+}
+
+impl UpkeepConfig {
+    /// Reads the variables over `self`; a value that does not parse is an error naming it.
+    pub fn apply_env(&mut self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+        let flag =
+            |name: &str, current: bool| lookup(name).map_or(Ok(current), |v| parse_bool(name, &v));
+        let seconds = |name: &str, current: i64, least: i64| -> Result<i64, String> {
+            let value = match lookup(name) {
+                Some(v) => v
+                    .trim()
+                    .parse::<i64>()
+                    .map_err(|_| format!("{name} must be a number of seconds, got {v:?}"))?,
+                None => current,
+            };
+            let most = crate::model::bounds::MAX_DURATION_SECONDS;
+            if value > most {
+                return Err(format!(
+                    "{name} must be at most {most} seconds (ten years), got {value}"
+                ));
+            }
+            Ok(value.max(least))
+        };
+        let interval = |name: &str, current: u64, least: i64| -> Result<u64, String> {
+            let value = seconds(name, i64::try_from(current).unwrap_or(i64::MAX), least)?;
+            Ok(u64::try_from(value).unwrap_or(1))
+        };
+        self.retire_enabled = flag("AUTO_RETIRE_STALE_AGENTS_ENABLED", self.retire_enabled)?;
+        self.retire_interval_seconds = interval(
+            "AUTO_RETIRE_STALE_AGENTS_INTERVAL_SECONDS",
+            self.retire_interval_seconds,
+            60,
+        )?;
+        self.retire_threshold_seconds = seconds(
+            "AUTO_RETIRE_STALE_AGENTS_THRESHOLD_SECONDS",
+            self.retire_threshold_seconds,
+            60,
+        )?;
+        self.reservations_enabled =
+            flag("FILE_RESERVATIONS_CLEANUP_ENABLED", self.reservations_enabled)?;
+        self.reservations_interval_seconds = interval(
+            "FILE_RESERVATIONS_CLEANUP_INTERVAL_SECONDS",
+            self.reservations_interval_seconds,
+            1,
+        )?;
+        self.acks_enabled = flag("ACK_TTL_ENABLED", self.acks_enabled)?;
+        self.acks_interval_seconds =
+            interval("ACK_TTL_SCAN_INTERVAL_SECONDS", self.acks_interval_seconds, 1)?;
+        self.ack_ttl_seconds = seconds("ACK_TTL_SECONDS", self.ack_ttl_seconds, 0)?;
+        Ok(())
+    }
+
+    /// Whether `task` runs on its own schedule, and how often (seconds).
+    pub fn schedule(&self, task: Task) -> Option<u64> {
+        match task {
+            Task::Retire => self.retire_enabled.then_some(self.retire_interval_seconds),
+            Task::Reservations => {
+                self.reservations_enabled.then_some(self.reservations_interval_seconds)
+            }
+            Task::Acks => self.acks_enabled.then_some(self.acks_interval_seconds),
+        }
+    }
+}
+
+/// What one run of the reservation sweep did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SweepReport {
+    /// Projects whose reservations were swept.
+    pub projects: usize,
+    /// Reservations released (expired, or held by agents gone quiet).
+    pub released: usize,
+}
+
+/// What one run of a task did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "task", rename_all = "snake_case")]
+pub enum UpkeepReport {
+    Retire(RetireReport),
+    Reservations(SweepReport),
+    Acks(AckReport),
+}
+
+impl UpkeepReport {
+    /// How many things the run changed or found (agents retired, reservations released,
+    /// acknowledgements overdue), for logs and metrics.
+    pub fn count(&self) -> usize {
+        match self {
+            UpkeepReport::Retire(r) => r.retired.len(),
+            UpkeepReport::Reservations(r) => r.released,
+            UpkeepReport::Acks(r) => r.overdue.len(),
+        }
+    }
+}
+
+impl Mailroom {
+    /// Runs one upkeep task now. `seen` is the activity the caller saw beyond the database's
+    /// (the server's record of tool calls) and only matters to [`Task::Retire`].
+    pub async fn run_upkeep(&self, task: Task, seen: &Seen) -> Result<UpkeepReport> {
+        let settings = self.config.upkeep.clone();
+        Ok(match task {
+            Task::Retire => UpkeepReport::Retire(
+                self.retire_idle_agents(settings.retire_threshold_seconds, seen).await?,
+            ),
+            Task::Reservations => UpkeepReport::Reservations(self.sweep_all_reservations().await?),
+            Task::Acks => UpkeepReport::Acks(self.overdue_acks(settings.ack_ttl_seconds).await?),
+        })
+    }
+
+    /// Releases expired and stale reservations in every project that holds any.
+    async fn sweep_all_reservations(&self) -> Result<SweepReport> {
+        let projects = self.store.read(|db| db.projects_with_open_reservations()).await?;
+        let mut report = SweepReport { projects: projects.len(), released: 0 };
+        for slug in projects {
+            report.released += self.sweep_reservations(slug).await?;
+        }
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::CoreConfig;
+    use crate::model::time::Timestamp;
+    use crate::ops::agents::Registration;
+    use crate::ops::messaging::SendMessage;
+
+    const PROJECT: &str = "/work/upkeep";
+
+    async fn open(dir: &std::path::Path) -> Mailroom {
+        let mut config = CoreConfig::for_data_dir(dir);
+        config.archive.enabled = false;
+        config.contact_enforcement_enabled = false;
+        let core = Mailroom::open(config).expect("open");
+        core.ensure_project(PROJECT).await.expect("project");
+        for name in ["GreenCastle", "BlueLake", "RedStone", "SilentFox"] {
+            let registration = Registration {
+                project_key: PROJECT.into(),
+                program: "test".into(),
+                model: "test".into(),
+                name: Some(name.into()),
+                ..Registration::default()
+            };
+            core.register_agent(registration).await.expect("register");
+        }
+        core
+    }
+
+    /// Moves an agent's last activity `seconds` into the past.
+    async fn idle_for(core: &Mailroom, name: &'static str, seconds: i64) {
+        let at = Timestamp::now().plus_seconds(-seconds);
+        core.store
+            .write(move |db| {
+                let project = crate::ops::resolve::project(db, PROJECT)?;
+                let agent = db.agent_by_name(project.id, name)?.expect("agent");
+                db.touch_agent(agent.id, at)
+            })
+            .await
+            .expect("touch");
+    }
+
+    async fn retired(core: &Mailroom, name: &'static str) -> bool {
+        core.store
+            .read(move |db| {
+                let project = crate::ops::resolve::project(db, PROJECT)?;
+                Ok(db.agent_by_name(project.id, name)?.expect("agent").retired_at.is_some())
+            })
+            .await
+            .expect("read")
+    }
+
+    #[tokio::test]
+    async fn idle_agents_retire_and_busy_ones_stay() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let core = open(dir.path()).await;
+        for name in ["GreenCastle", "BlueLake", "RedStone"] {
+            idle_for(&core, name, 7200).await;
+        }
+        // The sender sends (which the database records); the orchestrator only reads, which
+        // the server saw as tool calls.
+        let send = SendMessage {
+            project_key: PROJECT.into(),
+            sender_name: "BlueLake".into(),
+            to: vec!["SilentFox".into()],
+            subject: "still here".into(),
+            body_md: "working".into(),
+            ..SendMessage::default()
+        };
+        core.send_message(send).await.expect("send");
+        let mut seen = Seen::default();
+        seen.note(PROJECT, "greencastle", Timestamp::now());
+        seen.note("elsewhere", "RedStone", Timestamp::now());
+
+        let report = core.retire_idle_agents(3600, &seen).await.expect("retire");
+        let names: Vec<_> = report.retired.iter().map(|r| r.agent.as_str()).collect();
+        assert_eq!(names, ["RedStone"], "{report:?}");
+        assert_eq!(report.kept_busy, 1, "the orchestrator, seen reading");
+        assert!(retired(&core, "RedStone").await);
+        for name in ["GreenCastle", "BlueLake", "SilentFox"] {
+            assert!(!retired(&core, name).await, "{name}");
+        }
+        // A second run finds nobody new.
+        let again = core.retire_idle_agents(3600, &seen).await.expect("retire");
+        assert!(again.retired.is_empty());
+    }
+
+    #[tokio::test]
+    async fn overdue_acknowledgements_are_found_once_each() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let core = open(dir.path()).await;
+        let send = SendMessage {
+            project_key: PROJECT.into(),
+            sender_name: "BlueLake".into(),
+            to: vec!["SilentFox".into(), "RedStone".into()],
+            subject: "sign off".into(),
+            body_md: "please ack".into(),
+            ack_required: true,
+            ..SendMessage::default()
+        };
+        core.send_message(send).await.expect("send");
+        let none = core.overdue_acks(60).await.expect("scan");
+        assert!(none.overdue.is_empty(), "not overdue yet");
+        let all = core.overdue_acks(-60).await.expect("scan");
+        let recipients: Vec<_> = all.overdue.iter().map(|a| a.recipient.as_str()).collect();
+        assert_eq!(recipients, ["RedStone", "SilentFox"], "oldest first, then by name");
+        assert_eq!(all.overdue[0].subject, "sign off");
+    }
+
+    #[test]
+    fn settings_have_the_references_defaults_and_floors() {
+        let mut config = UpkeepConfig::default();
+        assert_eq!(config.schedule(Task::Retire), Some(3600));
+        assert_eq!(config.schedule(Task::Acks), None);
+        let vars = [
+            ("AUTO_RETIRE_STALE_AGENTS_INTERVAL_SECONDS", "5"),
+            ("AUTO_RETIRE_STALE_AGENTS_THRESHOLD_SECONDS", "10"),
+            ("ACK_TTL_ENABLED", "yes"),
+        ];
+        config
+            .apply_env(&|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+            .expect("apply");
+        assert_eq!((config.retire_interval_seconds, config.retire_threshold_seconds), (60, 60));
+        assert_eq!(config.schedule(Task::Acks), Some(60));
+        let bad = UpkeepConfig::default()
+            .apply_env(&|name| (name == "ACK_TTL_SECONDS").then(|| "soon".to_string()));
+        assert!(bad.expect_err("refused").contains("ACK_TTL_SECONDS"));
+    }
+}

@@ -1,0 +1,44 @@
+//! run_upkeep: run the background upkeep's tasks now (mailroom extension; what the server's
+//! schedules do, docs/compat/upkeep.md), for operators and scripts: retire idle agents, sweep
+//! reservations, scan for overdue acknowledgements. Needs no agent's token.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use mailroom_core::Error;
+use mailroom_core::ops::upkeep::Task;
+
+use super::Tool;
+use crate::state::AppState;
+
+const DESCRIPTION: &str = "Run the server's upkeep now: task \"retire\" (agents idle past \
+     AUTO_RETIRE_STALE_AGENTS_THRESHOLD_SECONDS), \"reservations\" (release expired and stale \
+     file reservations in every project), \"acks\" (acknowledgements overdue past \
+     ACK_TTL_SECONDS), or \"all\" (the default). Returns what each did.";
+
+/// Arguments of run_upkeep.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// "retire", "reservations", "acks" or "all" (default).
+    #[serde(default)]
+    task: Option<String>,
+}
+
+pub fn tool() -> Tool {
+    Tool::new("run_upkeep", DESCRIPTION, |state: AppState, args: Args| async move {
+        let tasks = match args.task.as_deref().map(str::trim) {
+            None | Some("" | "all") => Task::ALL.to_vec(),
+            Some(name) => vec![Task::parse(name).ok_or_else(|| {
+                Error::invalid(format!(
+                    "task: expected \"retire\", \"reservations\", \"acks\" or \"all\", got {name:?}"
+                ))
+            })?],
+        };
+        let mut reports = Vec::new();
+        for task in tasks {
+            reports.push(crate::upkeep::run(&state, task).await?);
+        }
+        Ok(serde_json::json!({ "reports": reports }))
+    })
+}

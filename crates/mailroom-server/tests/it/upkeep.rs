@@ -1,0 +1,130 @@
+//! The background upkeep, run now through run_upkeep: idle agents retire while a reader and a
+//! sender stay; expired reservations are released in every project; overdue acknowledgements
+//! are reported; a bad task is refused by name; and the server goes on serving everyone.
+
+use mailroom_core::ops::agents::Registration;
+use mailroom_testkit::{InboxCall, ReserveCall, SendCall, TestApp, TestOptions, WhoisCall};
+use serde_json::json;
+
+const PROJECT: &str = "/work/upkeep";
+
+/// A database of the running server, for moving times into the past.
+fn database(app: &TestApp) -> rusqlite::Connection {
+    rusqlite::Connection::open(&app.core.config().database_path).expect("open database")
+}
+
+/// `SQL` text for a moment `days` ago, in the database's own form.
+fn days_ago(days: u32) -> String {
+    format!("strftime('%Y-%m-%d %H:%M:%f', 'now', '-{days} days') || '000'")
+}
+
+#[tokio::test]
+async fn idle_agents_retire_but_a_reader_and_a_sender_stay() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
+    // Registered before this server started: no call of RedStone's has been seen.
+    let registration = Registration {
+        project_key: slug.clone(),
+        program: "codex-cli".into(),
+        model: "gpt-5".into(),
+        name: Some("RedStone".into()),
+        ..Registration::default()
+    };
+    app.core.register_agent(registration).await.expect("register");
+    let sql = format!("UPDATE agents SET last_active_ts = {}", days_ago(3));
+    database(&app).execute(&sql, []).expect("back-date every agent");
+    // GreenCastle only reads; BlueLake sends; RedStone does nothing.
+    InboxCall::new(&slug, "GreenCastle").ok(&app).await;
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "still working").ok(&app).await;
+
+    let answer = app.tool_ok("run_upkeep", json!({"task": "retire"})).await;
+    let report = &answer["reports"][0];
+    assert_eq!(report["task"], "retire", "{answer}");
+    assert_eq!(report["threshold_seconds"], 86_400);
+    let retired: Vec<_> =
+        report["retired"].as_array().expect("retired").iter().map(|r| r["agent"].clone()).collect();
+    assert_eq!(retired, [json!("RedStone")], "{answer}");
+    assert_eq!(report["kept_busy"], 1, "the reader: {answer}");
+    let whois = WhoisCall::new(&slug, "RedStone").ok(&app).await;
+    assert!(whois["retired_at"].is_string(), "{whois}");
+    let reader = WhoisCall::new(&slug, "GreenCastle").ok(&app).await;
+    assert!(reader.get("retired_at").is_none_or(serde_json::Value::is_null), "{reader}");
+    app.assert_serves_everyone("after retiring").await;
+}
+
+#[tokio::test]
+async fn expired_reservations_are_released_and_overdue_acks_reported() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "sign here").ack_required(true).ok(&app).await;
+    database(&app)
+        .execute(&format!("UPDATE messages SET created_ts = {}", days_ago(1)), [])
+        .expect("age the message");
+    // Expired after the send (a delivery sweeps its project too).
+    ReserveCall::new(&slug, "BlueLake", &["src/**", "docs/**"]).ok(&app).await;
+    let sql = format!(
+        "UPDATE file_reservations SET expires_ts = {} WHERE path_pattern = 'src/**'",
+        days_ago(1)
+    );
+    database(&app).execute(&sql, []).expect("expire one");
+
+    let answer = app.tool_ok("run_upkeep", json!({})).await;
+    let reports = answer["reports"].as_array().expect("reports");
+    let tasks: Vec<_> = reports.iter().map(|r| r["task"].as_str().unwrap_or_default()).collect();
+    assert_eq!(tasks, ["retire", "reservations", "acks"], "all by default: {answer}");
+    assert_eq!(reports[1]["released"], 1, "{answer}");
+    assert_eq!(reports[1]["projects"], 1);
+    let overdue = &reports[2]["overdue"];
+    assert_eq!(overdue.as_array().map(Vec::len), Some(1), "{answer}");
+    assert_eq!(overdue[0]["recipient"], "GreenCastle");
+    assert_eq!(overdue[0]["subject"], "sign here");
+    // The other reservation is still in force; the sweep again finds nothing.
+    let again = app.tool_ok("run_upkeep", json!({"task": "reservations"})).await;
+    assert_eq!(again["reports"][0]["released"], 0);
+    let open: i64 = database(&app)
+        .query_row("SELECT COUNT(*) FROM file_reservations WHERE released_ts IS NULL", [], |r| {
+            r.get(0)
+        })
+        .expect("count");
+    assert_eq!(open, 1);
+}
+
+#[tokio::test]
+async fn an_unknown_task_is_refused_by_name() {
+    let app = TestApp::start().await;
+    let error = app.call_tool("run_upkeep", json!({"task": "vacuum"})).await.expect_err("refused");
+    assert!(error.contains("task") && error.contains("vacuum"), "{error}");
+    app.assert_serves_everyone("after a bad task").await;
+}
+
+#[tokio::test]
+async fn the_schedule_sweeps_without_being_asked() {
+    let upkeep = mailroom_core::ops::upkeep::UpkeepConfig {
+        reservations_interval_seconds: 1,
+        retire_enabled: false,
+        ..Default::default()
+    };
+    let app =
+        TestApp::start_with(TestOptions { upkeep: Some(upkeep), ..TestOptions::default() }).await;
+    let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
+    ReserveCall::new(&slug, "BlueLake", &["src/**"]).ok(&app).await;
+    let sql = format!("UPDATE file_reservations SET expires_ts = {}", days_ago(1));
+    database(&app).execute(&sql, []).expect("expire it");
+    let released = || -> i64 {
+        database(&app)
+            .query_row(
+                "SELECT COUNT(*) FROM file_reservations WHERE released_ts IS NOT NULL",
+                [],
+                |r| r.get(0),
+            )
+            .expect("count")
+    };
+    // The sweep runs every second; give a loaded machine a minute.
+    for _ in 0..600 {
+        if released() == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(released(), 1, "the scheduled sweep released the expired reservation");
+}
