@@ -36,6 +36,9 @@ enum Command {
     /// Wire the coding agents on this machine (Claude Code, Codex, Gemini CLI, OpenCode,
     /// Cursor, VS Code, Windsurf, Cline, Droid, Antigravity, Zed) to mailroom.
     Setup(commands::setup::SetupArgs),
+    /// Run the server's background upkeep now: retire idle agents, sweep reservations,
+    /// report overdue acknowledgements.
+    Upkeep(commands::upkeep::UpkeepArgs),
     /// Keep `mailroom serve` running as a systemd user service (launchd on macOS).
     Service(commands::service::ServiceArgs),
     /// Load-test any Agent Mail server (mailroom or the Python reference); compare results,
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         Command::Service(args) => {
             exit_code(commands::service::run(args).map(|()| Verdict::Clean), 1)
         }
+        Command::Upkeep(args) => exit_code(commands::upkeep::run(args).map(|()| Verdict::Clean), 1),
         Command::Setup(args) => exit_code(commands::setup::run(args).map(|()| Verdict::Clean), 1),
         Command::Docs(args) => exit_code(commands::docs::run(args).map(|()| Verdict::Clean), 1),
         Command::CheckInbox(args) => {

@@ -1,0 +1,82 @@
+//! The running server of a data directory, for the commands that prefer it (as the
+//! reference's CLI does): found by its lock and `server.json`, called over MCP with the
+//! bearer token when one is set. Without one they work on the database themselves.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use super::shared::{self, ServerAddress};
+
+/// How long a command waits for the server's answer (upkeep can scan a whole archive).
+const CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A running server.
+pub struct Remote {
+    url: String,
+    token: Option<String>,
+}
+
+impl Remote {
+    /// The server holding `data_dir`, if one does. A server whose lock is held but whose
+    /// address is unknown is an error: the command must not open the database beside it.
+    pub fn find(data_dir: &Path) -> Result<Option<Self>> {
+        if !shared::data_dir_in_use(data_dir) {
+            return Ok(None);
+        }
+        let address = ServerAddress::read(data_dir)
+            .filter(|a| shared::server_pid(data_dir) == Some(a.pid))
+            .with_context(|| {
+                format!(
+                    "a server holds {} but its address is unknown; try again",
+                    data_dir.display()
+                )
+            })?;
+        Ok(Some(Self { url: address.url, token: shared::env("HTTP_BEARER_TOKEN") }))
+    }
+
+    /// Calls the tool `name` and returns its JSON result; a tool error is this call's error.
+    pub fn call_tool(&self, name: &str, arguments: Value) -> Result<Value> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        runtime.block_on(self.post(name, arguments))
+    }
+
+    async fn post(&self, name: &str, arguments: Value) -> Result<Value> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}});
+        let http = reqwest::Client::builder().no_proxy().timeout(CALL_TIMEOUT).build()?;
+        let mut request = http
+            .post(format!("{}/mcp", self.url))
+            .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
+            .json(&body);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        let response =
+            request.send().await.with_context(|| format!("cannot reach {}", self.url))?;
+        let status = response.status();
+        let answer: Value = response
+            .json()
+            .await
+            .with_context(|| format!("{} answered {status} without JSON", self.url))?;
+        if let Some(error) = answer.get("error") {
+            bail!(
+                "{} refused the call: {}",
+                self.url,
+                error["message"].as_str().unwrap_or("unknown error")
+            );
+        }
+        let result = &answer["result"];
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        if result["isError"].as_bool().unwrap_or(false) {
+            bail!("{name}: {text}");
+        }
+        serde_json::from_str(text)
+            .with_context(|| format!("{name} answered with text that is not JSON: {text}"))
+    }
+}
