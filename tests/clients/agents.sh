@@ -477,9 +477,10 @@ mkdir -p "$HOME3"
 in_home "$HOME3" "$BIN" setup install --client claude-code --transport stdio \
   --data-dir "$STDIO_DATA" >"$WORK/out/install-stdio.txt" 2>&1 \
   || { cat "$WORK/out/install-stdio.txt"; die "setup install --transport stdio failed"; }
+# setup writes the program's real path (symlinks resolved), as the entry must outlive them.
 if client claude-stdio "$HOME3" claude mcp list; then
   expect claude-stdio \
-    "^$NAME: $(literal "$BIN") serve --stdio --data-dir $(literal "$STDIO_DATA") - ✔ Connected$" \
+    "^$NAME: $(literal "$(realpath "$BIN")") serve --stdio --data-dir $(literal "$STDIO_DATA") - ✔ Connected$" \
     "Claude Code starts mailroom over stdio and connects"
 fi
 pid="$(stdio_server_pid "$STDIO_DATA")"
