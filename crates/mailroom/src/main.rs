@@ -36,6 +36,25 @@ enum Command {
     /// Wire the coding agents on this machine (Claude Code, Codex, Gemini CLI, OpenCode,
     /// Cursor, VS Code, Windsurf, Cline, Droid, Antigravity, Zed) to mailroom.
     Setup(commands::setup::SetupArgs),
+    /// Mail from a shell, as a named agent: send, inbox, read, ack, reply.
+    Mail(commands::mail::MailArgs),
+    /// A project's agents.
+    Agents(commands::agents::AgentsArgs),
+    /// An agent's contact links.
+    Contacts(commands::contacts::ContactsArgs),
+    /// Every project (with --include-agents, their agents).
+    #[command(alias = "list_projects")]
+    ListProjects(commands::list_projects::ListProjectsArgs),
+    /// The acknowledgements an agent owes.
+    #[command(alias = "list_acks")]
+    ListAcks(commands::acks::ListAcksArgs),
+    /// Acknowledgements pending, to remind of, or overdue.
+    Acks(commands::acks::AcksArgs),
+    /// A project's file reservations: list, active, soon.
+    #[command(alias = "file_reservations")]
+    FileReservations(commands::file_reservations::FileReservationsArgs),
+    /// Bring the database to the current schema.
+    Migrate(commands::migrate::MigrateArgs),
     /// Run the server's background upkeep now: retire idle agents, sweep reservations,
     /// report overdue acknowledgements.
     Upkeep(commands::upkeep::UpkeepArgs),
@@ -80,6 +99,24 @@ fn main() -> ExitCode {
         Command::Guard(args) => exit_code(commands::guard::run(args), 1),
         Command::Service(args) => {
             exit_code(commands::service::run(args).map(|()| Verdict::Clean), 1)
+        }
+        Command::Mail(args) => exit_code(commands::mail::run(args).map(|()| Verdict::Clean), 1),
+        Command::Agents(args) => exit_code(commands::agents::run(args).map(|()| Verdict::Clean), 1),
+        Command::Contacts(args) => {
+            exit_code(commands::contacts::run(args).map(|()| Verdict::Clean), 1)
+        }
+        Command::ListProjects(args) => {
+            exit_code(commands::list_projects::run(args).map(|()| Verdict::Clean), 1)
+        }
+        Command::ListAcks(args) => {
+            exit_code(commands::acks::run_list(args).map(|()| Verdict::Clean), 1)
+        }
+        Command::Acks(args) => exit_code(commands::acks::run(args).map(|()| Verdict::Clean), 1),
+        Command::FileReservations(args) => {
+            exit_code(commands::file_reservations::run(args).map(|()| Verdict::Clean), 1)
+        }
+        Command::Migrate(args) => {
+            exit_code(commands::migrate::run(args).map(|()| Verdict::Clean), 1)
         }
         Command::Upkeep(args) => exit_code(commands::upkeep::run(args).map(|()| Verdict::Clean), 1),
         Command::Setup(args) => exit_code(commands::setup::run(args).map(|()| Verdict::Clean), 1),

@@ -39,16 +39,26 @@ impl Remote {
 
     /// Calls the tool `name` and returns its JSON result; a tool error is this call's error.
     pub fn call_tool(&self, name: &str, arguments: Value) -> Result<Value> {
+        let result = self.rpc("tools/call", json!({"name": name, "arguments": arguments}))?;
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        if result["isError"].as_bool().unwrap_or(false) {
+            bail!("{name}: {text}");
+        }
+        serde_json::from_str(text)
+            .with_context(|| format!("{name} answered with text that is not JSON: {text}"))
+    }
+
+    /// One JSON-RPC request; its `result`, or its error as this call's error.
+    pub fn rpc(&self, method: &str, params: Value) -> Result<Value> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        runtime.block_on(self.post(name, arguments))
+        runtime.block_on(self.request(method, params))
     }
 
-    async fn post(&self, name: &str, arguments: Value) -> Result<Value> {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": name, "arguments": arguments}});
+    async fn request(&self, method: &str, params: Value) -> Result<Value> {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let http = reqwest::Client::builder().no_proxy().timeout(CALL_TIMEOUT).build()?;
         let mut request = http
             .post(format!("{}/mcp", self.url))
@@ -60,23 +70,16 @@ impl Remote {
         let response =
             request.send().await.with_context(|| format!("cannot reach {}", self.url))?;
         let status = response.status();
-        let answer: Value = response
+        if status == reqwest::StatusCode::UNAUTHORIZED {
+            bail!("{} wants a bearer token: set HTTP_BEARER_TOKEN (or put it in .env)", self.url);
+        }
+        let mut answer: Value = response
             .json()
             .await
             .with_context(|| format!("{} answered {status} without JSON", self.url))?;
         if let Some(error) = answer.get("error") {
-            bail!(
-                "{} refused the call: {}",
-                self.url,
-                error["message"].as_str().unwrap_or("unknown error")
-            );
+            bail!("{}: {}", self.url, error["message"].as_str().unwrap_or("unknown error"));
         }
-        let result = &answer["result"];
-        let text = result["content"][0]["text"].as_str().unwrap_or_default();
-        if result["isError"].as_bool().unwrap_or(false) {
-            bail!("{name}: {text}");
-        }
-        serde_json::from_str(text)
-            .with_context(|| format!("{name} answered with text that is not JSON: {text}"))
+        Ok(answer["result"].take())
     }
 }

@@ -1,17 +1,15 @@
 //! `mailroom upkeep [TASK]`: the server's background upkeep now (retire idle agents, sweep
-//! reservations, report overdue acknowledgements; docs/compat/upkeep.md). Through the running
-//! server when there is one (its `run_upkeep` tool, which also knows which agents it saw
-//! working), else on the data directory directly.
+//! reservations, report overdue acknowledgements; docs/compat/upkeep.md): the `run_upkeep`
+//! tool of the data directory's running server (which also knows which agents it saw
+//! working), else of this process on the data directory (backend.rs).
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
-use mailroom_core::Mailroom;
-use mailroom_core::ops::upkeep::{Seen, Task};
 use serde_json::{Value, json};
 
-use super::remote::Remote;
+use super::backend::Backend;
 use super::shared;
 
 /// Flags of `mailroom upkeep`.
@@ -36,27 +34,13 @@ enum Which {
     All,
 }
 
-impl Which {
-    fn tasks(self) -> Vec<Task> {
-        match self {
-            Which::Retire => vec![Task::Retire],
-            Which::Reservations => vec![Task::Reservations],
-            Which::Acks => vec![Task::Acks],
-            Which::All => Task::ALL.to_vec(),
-        }
-    }
-}
-
 /// Runs the tasks and prints what they did.
 pub fn run(args: UpkeepArgs) -> Result<()> {
     let data_dir = shared::data_dir(args.data_dir.clone());
-    let reports = match Remote::find(&data_dir)? {
-        Some(server) => {
-            let task = format!("{:?}", args.task).to_ascii_lowercase();
-            server.call_tool("run_upkeep", json!({"task": task}))?["reports"].take()
-        }
-        None => offline(&data_dir, &args.task.tasks())?,
-    };
+    let task = format!("{:?}", args.task).to_ascii_lowercase();
+    let mut answer =
+        Backend::open(&data_dir, false)?.call_tool("run_upkeep", json!({"task": task}))?;
+    let reports = answer["reports"].take();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
     } else {
@@ -65,31 +49,6 @@ pub fn run(args: UpkeepArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The tasks on the database itself, holding the data directory's lock meanwhile.
-fn offline(data_dir: &std::path::Path, tasks: &[Task]) -> Result<Value> {
-    let config = shared::core_config(data_dir)?;
-    if !config.database_path.is_file() {
-        anyhow::bail!("{} holds no mailroom database", config.database_path.display());
-    }
-    let _lock = shared::lock_data_dir(data_dir)?;
-    let _database = shared::lock_database(&config.database_path, shared::Missing::Skip)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async {
-        let core = Mailroom::open(config)?;
-        let mut reports = Vec::new();
-        for &task in tasks {
-            // Offline, the database's activity is all there is.
-            reports.push(core.run_upkeep(task, &Seen::default()).await?);
-        }
-        let closing = core.clone();
-        tokio::task::spawn_blocking(move || closing.close()).await?;
-        Ok(serde_json::to_value(reports)?)
-    })
 }
 
 /// One line per report.

@@ -1,0 +1,38 @@
+//! `mailroom contacts`: an agent's contact links and their states (list_contacts).
+
+use anyhow::Result;
+use clap::Args;
+use serde_json::json;
+
+use super::output::{self, cell, items};
+use super::target::{AsAgent, Common};
+
+/// `mailroom contacts`.
+#[derive(Args, Debug)]
+pub struct ContactsArgs {
+    #[command(flatten)]
+    who: AsAgent,
+    #[command(flatten)]
+    common: Common,
+}
+
+pub fn run(args: ContactsArgs) -> Result<()> {
+    let call = json!({"project_key": args.who.project()?, "agent_name": args.who.agent()?});
+    let listed = args.common.backend()?.call_tool("list_contacts", call)?;
+    output::print(args.common.json, &listed, |v| {
+        let rows = items(v)
+            .iter()
+            .map(|c| {
+                vec![
+                    cell(&c["to"]),
+                    cell(&c["status"]),
+                    cell(&c["reason"]),
+                    cell(&c["updated_ts"]),
+                    cell(&c["expires_ts"]),
+                ]
+            })
+            .collect();
+        output::table(&["agent", "status", "reason", "updated", "expires"], rows)
+    });
+    Ok(())
+}

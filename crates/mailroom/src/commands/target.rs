@@ -1,0 +1,64 @@
+//! What the operator's and agents' shell commands share: the data directory and `--json`, the
+//! project (default: the working directory, as agents name it) and the acting agent (default:
+//! `$AGENT_NAME`).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use super::backend::Backend;
+use super::shared;
+
+/// `--data-dir` and `--json`.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// Directory for the database and the archive [default: ./mailroom-data]
+    #[arg(long, value_name = "DIR", global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// Print JSON (the server's own answer) instead of a table
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+impl Common {
+    /// The data directory's server, or the data directory itself.
+    pub fn backend(&self) -> Result<Backend> {
+        Backend::open(&shared::data_dir(self.data_dir.clone()), false)
+    }
+}
+
+/// `--project` and `--agent` of commands that act as an agent.
+#[derive(Args, Debug, Clone)]
+pub struct AsAgent {
+    /// The project: its key (an absolute path) or slug [default: the current directory]
+    #[arg(long)]
+    pub project: Option<String>,
+    /// The agent acting [env: AGENT_NAME]
+    #[arg(long)]
+    pub agent: Option<String>,
+}
+
+impl AsAgent {
+    pub fn project(&self) -> Result<String> {
+        project(self.project.clone())
+    }
+
+    pub fn agent(&self) -> Result<String> {
+        self.agent
+            .clone()
+            .or_else(|| shared::env("AGENT_NAME"))
+            .context("name the agent: --agent NAME or the AGENT_NAME environment variable")
+    }
+}
+
+/// `project` or the working directory.
+pub fn project(project: Option<String>) -> Result<String> {
+    match project {
+        Some(project) => Ok(project),
+        None => Ok(std::env::current_dir()
+            .context("cannot read the current directory")?
+            .to_string_lossy()
+            .into_owned()),
+    }
+}

@@ -1,0 +1,165 @@
+//! The shell commands (mail send/inbox/read/ack/reply, agents list, contacts, list-projects,
+//! list-acks, acks, file-reservations, migrate) against a live server and, with none, on the
+//! data directory itself: the same answers either way, in tables or JSON.
+
+mod common;
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use common::{KillOnDrop, mailroom, start_with, stop};
+use mailroom_testkit::{ProjectCall, RegisterCall, ReserveCall};
+use serde_json::Value;
+
+const PROJECT: &str = "/work/shell";
+
+/// Runs `mailroom ARGS --data-dir DATA` with `stdin`; its output.
+fn run(data: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = mailroom()
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .env_remove("AGENT_NAME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write");
+    child.wait_with_output().expect("wait")
+}
+
+/// Runs a command that must succeed; its stdout.
+fn ok(data: &Path, args: &[&str]) -> String {
+    let output = run(data, args, "");
+    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn json(data: &Path, args: &[&str]) -> Value {
+    serde_json::from_str(&ok(data, &[args, &["--json"]].concat())).expect("JSON")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mail_from_a_shell_with_and_without_a_server() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let (server, url) = start_with(&data, &[("CONTACT_ENFORCEMENT_ENABLED", "false")]);
+    let server = KillOnDrop(Some(server));
+    ProjectCall::new(PROJECT).ok_at(&url).await;
+    for name in ["BlueLake", "GreenCastle"] {
+        RegisterCall::new(PROJECT, name).ok_at(&url).await;
+    }
+    let blue = ["--project", PROJECT, "--agent", "BlueLake"];
+    let green = ["--project", PROJECT, "--agent", "GreenCastle"];
+
+    let sent = run(
+        &data,
+        &[
+            &["mail", "send"][..],
+            &blue,
+            &["--to", "GreenCastle", "--subject", "plan", "--ack-required"],
+        ]
+        .concat(),
+        "the **body**",
+    );
+    assert!(sent.status.success(), "{}", String::from_utf8_lossy(&sent.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&sent.stdout),
+        format!("sent message 1 to GreenCastle in {PROJECT}\n")
+    );
+
+    let inbox = ok(&data, &[&["mail", "inbox"][..], &green].concat());
+    assert!(
+        inbox.starts_with("id  sent") && inbox.contains("BlueLake") && inbox.contains("plan"),
+        "{inbox}"
+    );
+    let agents = json(&data, &["agents", "list", "--project", PROJECT]);
+    let unread = |agents: &Value| {
+        agents["agents"]
+            .as_array()
+            .expect("agents")
+            .iter()
+            .find(|a| a["name"] == "GreenCastle")
+            .map(|a| a["unread_count"].clone())
+    };
+    assert_eq!(unread(&agents), Some(Value::from(1)), "listing marks nothing read");
+    let message = ok(&data, &[&["mail", "read", "1"][..], &green].concat());
+    assert!(message.contains("subject:    plan") && message.contains("the **body**"), "{message}");
+    assert_eq!(
+        unread(&json(&data, &["agents", "list", "--project", PROJECT])),
+        Some(Value::from(1))
+    );
+    ok(&data, &[&["mail", "read", "1", "--mark-read"][..], &green].concat());
+    assert_eq!(
+        unread(&json(&data, &["agents", "list", "--project", PROJECT])),
+        Some(Value::from(0))
+    );
+
+    let pending = json(&data, &["acks", "pending", PROJECT, "GreenCastle"]);
+    assert_eq!(pending["count"], 1, "{pending}");
+    let listed = json(&data, &[&["list-acks"][..], &green].concat());
+    assert_eq!(listed["messages"][0]["subject"], "plan");
+    assert_eq!(
+        json(&data, &["acks", "remind", PROJECT, "GreenCastle", "--min-age-minutes", "0"])["count"],
+        1
+    );
+    assert_eq!(
+        json(&data, &["acks", "overdue", PROJECT, "GreenCastle"])["count"],
+        0,
+        "not an hour old"
+    );
+    let acked = ok(&data, &[&["mail", "ack", "1"][..], &green].concat());
+    assert!(acked.starts_with("acknowledged message 1 at "), "{acked}");
+    assert_eq!(json(&data, &["acks", "pending", PROJECT, "GreenCastle"])["count"], 0);
+    let replied = ok(&data, &[&["mail", "reply", "1", "--body", "on it"][..], &green].concat());
+    assert_eq!(replied, format!("sent message 2 to BlueLake in {PROJECT}\n"));
+
+    ReserveCall::new(PROJECT, "BlueLake", &["src/**"]).ok_at(&url).await;
+    let reservations = ok(&data, &["file-reservations", "active", PROJECT]);
+    assert!(
+        reservations.contains("src/**")
+            && reservations.contains("exclusive")
+            && reservations.contains(" min"),
+        "{reservations}"
+    );
+    assert_eq!(
+        json(&data, &["file_reservations", "soon", PROJECT, "--minutes", "1"])
+            .as_array()
+            .map(Vec::len),
+        Some(0)
+    );
+    assert_eq!(
+        json(&data, &["file-reservations", "list", PROJECT, "--no-active-only"])
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    let projects = json(&data, &["list-projects", "--include-agents"]);
+    assert_eq!(projects[0]["human_key"], PROJECT);
+    assert_eq!(projects[0]["agents"].as_array().map(Vec::len), Some(2));
+    let contacts = ok(&data, &[&["contacts"][..], &blue].concat());
+    assert!(contacts == "(none)\n" || contacts.starts_with("agent  status"), "{contacts}");
+    stop(server.take());
+
+    // No server: the command opens the data directory itself and answers alike.
+    let inbox = json(&data, &[&["mail", "inbox"][..], &blue].concat());
+    assert_eq!(inbox[0]["subject"], "Re: plan", "{inbox}");
+    assert!(ok(&data, &["migrate"]).ends_with("up to date\n"));
+    let nobody = run(&data, &["mail", "inbox", "--project", PROJECT], "");
+    assert_eq!(nobody.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&nobody.stderr).contains("AGENT_NAME"));
+}
+
+#[test]
+fn a_data_directory_without_a_database_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("none");
+    let output = run(&data, &["list-projects"], "");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("holds no mailroom database"));
+    assert!(!data.exists());
+    assert!(ok(&data, &["migrate"]).ends_with("up to date\n"), "migrate creates it");
+    assert!(ok(&data, &["list-projects"]).contains("(none)"));
+}
