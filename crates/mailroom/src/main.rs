@@ -53,6 +53,14 @@ enum Command {
     /// A project's file reservations: list, active, soon.
     #[command(alias = "file_reservations")]
     FileReservations(commands::file_reservations::FileReservationsArgs),
+    /// Delete an agent with all its mail (the database backed up first).
+    #[command(alias = "hard_delete_agent")]
+    HardDeleteAgent(commands::hard_delete::HardDeleteAgentArgs),
+    /// Delete a project with its agents and all their mail (the database backed up first).
+    #[command(alias = "hard_delete_project")]
+    HardDeleteProject(commands::hard_delete::HardDeleteProjectArgs),
+    /// HTTP_PORT in .env: set-port, show-port.
+    Config(commands::config::ConfigArgs),
     /// Bring the database to the current schema.
     Migrate(commands::migrate::MigrateArgs),
     /// Run the server's background upkeep now: retire idle agents, sweep reservations,
@@ -115,6 +123,13 @@ fn main() -> ExitCode {
         Command::FileReservations(args) => {
             exit_code(commands::file_reservations::run(args).map(|()| Verdict::Clean), 1)
         }
+        Command::HardDeleteAgent(args) => {
+            exit_code(commands::hard_delete::run_agent(args).map(|()| Verdict::Clean), 1)
+        }
+        Command::HardDeleteProject(args) => {
+            exit_code(commands::hard_delete::run_project(args).map(|()| Verdict::Clean), 1)
+        }
+        Command::Config(args) => exit_code(commands::config::run(args).map(|()| Verdict::Clean), 1),
         Command::Migrate(args) => {
             exit_code(commands::migrate::run(args).map(|()| Verdict::Clean), 1)
         }

@@ -163,3 +163,68 @@ fn a_data_directory_without_a_database_is_refused_and_left_alone() {
     assert!(ok(&data, &["migrate"]).ends_with("up to date\n"), "migrate creates it");
     assert!(ok(&data, &["list-projects"]).contains("(none)"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hard_deletes_back_up_first_and_need_the_words() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let (server, url) = start_with(&data, &[]);
+    let server = KillOnDrop(Some(server));
+    ProjectCall::new(PROJECT).ok_at(&url).await;
+    RegisterCall::new(PROJECT, "BlueLake").ok_at(&url).await;
+    RegisterCall::new(PROJECT, "GreenCastle").ok_at(&url).await;
+
+    let refused = run(&data, &["hard-delete-agent", PROJECT, "BlueLake", "--confirm", "yes"], "");
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("nothing deleted"));
+    let unasked = run(&data, &["hard-delete-agent", PROJECT, "BlueLake"], "");
+    assert!(String::from_utf8_lossy(&unasked.stderr).contains("--confirm \"I UNDERSTAND\""));
+    assert!(!data.join("backups").exists(), "nothing backed up when nothing is deleted");
+
+    let deleted = run(
+        &data,
+        &["hard_delete_agent", PROJECT, "BlueLake", "--confirm", "I UNDERSTAND", "--json"],
+        "",
+    );
+    assert!(deleted.status.success(), "{}", String::from_utf8_lossy(&deleted.stderr));
+    let answer: Value = serde_json::from_slice(&deleted.stdout).expect("JSON");
+    assert_eq!(answer["deleted_counts"]["agent"], 1, "{answer}");
+    let backups: Vec<_> = std::fs::read_dir(data.join("backups"))
+        .expect("backups")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(backups.len(), 1);
+    let copy = rusqlite::Connection::open(&backups[0]).expect("open the backup");
+    let names: i64 = copy
+        .query_row("SELECT COUNT(*) FROM agents WHERE name = 'BlueLake'", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(names, 1, "the backup holds the agent deleted since");
+    let agents = json(&data, &["agents", "list", "--project", PROJECT]);
+    assert_eq!(agents["agents"].as_array().map(Vec::len), Some(1));
+
+    ok(&data, &["hard-delete-project", PROJECT, "--confirm", "I UNDERSTAND"]);
+    assert!(json(&data, &["list-projects"]).as_array().is_some_and(Vec::is_empty));
+    stop(server.take());
+}
+
+#[test]
+fn config_sets_and_shows_the_port_in_env() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let env = dir.path().join(".env");
+    std::fs::write(&env, "# mine\nHTTP_BEARER_TOKEN=x\n").expect("env");
+    let config = |args: &[&str]| {
+        let output =
+            mailroom().current_dir(dir.path()).arg("config").args(args).output().expect("run");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    assert_eq!(config(&["show-port"]), "8765\n");
+    config(&["set-port", "9123"]);
+    assert_eq!(
+        std::fs::read_to_string(&env).expect("env"),
+        "# mine\nHTTP_BEARER_TOKEN=x\nHTTP_PORT=9123\n"
+    );
+    config(&["set_port", "9124"]);
+    assert_eq!(config(&["show-port"]), "9124\n");
+    assert_eq!(std::fs::read_to_string(&env).expect("env").matches("HTTP_PORT").count(), 1);
+}

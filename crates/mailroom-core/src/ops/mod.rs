@@ -9,6 +9,7 @@
 
 pub mod agents;
 pub mod archive_views;
+pub mod backups;
 pub mod build_slots;
 pub mod contacts;
 pub mod conventions;

@@ -295,6 +295,17 @@ impl Reader {
         Ok(Self { conn: open_connection(path, true)? })
     }
 
+    /// Writes a consistent copy of the database to `dest` (which must not exist), while
+    /// servers may go on writing it: SQLite's `VACUUM INTO`, one read snapshot, compacted.
+    pub fn copy_to(&self, dest: &Path) -> Result<()> {
+        if dest.exists() {
+            return Err(Error::internal(format!("{} exists already", dest.display())));
+        }
+        let dest =
+            dest.to_str().ok_or_else(|| Error::internal("the backup's path is not UTF-8"))?;
+        self.conn.execute("VACUUM INTO ?1", [dest]).map(drop).map_err(db::map_err)
+    }
+
     /// Runs `job` on this connection, in one read transaction (one consistent snapshot).
     pub fn read<R>(&mut self, job: impl FnOnce(&Db<'_>) -> Result<R>) -> Result<R> {
         let tx = self.conn.transaction().map_err(db::map_err)?;

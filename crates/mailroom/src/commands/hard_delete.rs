@@ -1,0 +1,115 @@
+//! `mailroom hard-delete-agent PROJECT AGENT` and `mailroom hard-delete-project PROJECT`: the
+//! CLI twins of the tools of those names (the reference's commands). Irreversible, so a copy of
+//! the database goes to `DATA_DIR/backups/` first, and the command goes on only with
+//! `--confirm "I UNDERSTAND"` (asked for on a terminal when not given).
+
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use mailroom_core::model::time::Timestamp;
+use serde_json::{Value, json};
+
+use super::output;
+use super::shared;
+use super::target::Common;
+
+/// The words the tools ask for.
+const CONFIRMATION: &str = "I UNDERSTAND";
+
+/// `mailroom hard-delete-agent`.
+#[derive(Args, Debug)]
+pub struct HardDeleteAgentArgs {
+    project: String,
+    agent: String,
+    #[command(flatten)]
+    confirm: Confirm,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// `mailroom hard-delete-project`.
+#[derive(Args, Debug)]
+pub struct HardDeleteProjectArgs {
+    project: String,
+    #[command(flatten)]
+    confirm: Confirm,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args, Debug)]
+struct Confirm {
+    /// "I UNDERSTAND" (asked for on a terminal when missing)
+    #[arg(long)]
+    confirm: Option<String>,
+    /// The acting agent's registration token, when the server asks for one
+    #[arg(long, short = 't')]
+    token: Option<String>,
+}
+
+impl Confirm {
+    /// The confirmation text, from the flag or typed at the terminal.
+    fn text(&self, what: &str) -> Result<String> {
+        if let Some(text) = &self.confirm {
+            return Ok(text.clone());
+        }
+        if !std::io::stdin().is_terminal() {
+            bail!("{what} cannot be undone: give --confirm \"{CONFIRMATION}\"");
+        }
+        print!("{what} cannot be undone. Type {CONFIRMATION} to go on: ");
+        std::io::stdout().flush()?;
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        Ok(line.trim().to_string())
+    }
+}
+
+pub fn run_agent(args: HardDeleteAgentArgs) -> Result<()> {
+    let what = format!("Deleting agent {} of {} with all its mail", args.agent, args.project);
+    let mut call = json!({"project_key": args.project, "agent_name": args.agent,
+        "confirmation": args.confirm.text(&what)?});
+    if let Some(token) = &args.confirm.token {
+        call["registration_token"] = json!(token);
+    }
+    delete(&args.common, "hard_delete_agent", call)
+}
+
+pub fn run_project(args: HardDeleteProjectArgs) -> Result<()> {
+    let what = format!("Deleting project {} with its agents and all their mail", args.project);
+    let mut call = json!({"project_key": args.project, "confirmation": args.confirm.text(&what)?});
+    if let Some(token) = &args.confirm.token {
+        call["registration_token"] = json!(token);
+    }
+    delete(&args.common, "hard_delete_project", call)
+}
+
+/// Backs the database up, then calls the tool.
+fn delete(common: &Common, tool: &str, call: Value) -> Result<()> {
+    if call["confirmation"] != CONFIRMATION {
+        bail!("not confirmed: nothing deleted (the confirmation is exactly \"{CONFIRMATION}\")");
+    }
+    let data_dir = shared::data_dir(common.data_dir.clone());
+    let backend = common.backend()?;
+    let backup = back_up(&data_dir, tool)?;
+    eprintln!("backed up the database to {}", backup.display());
+    let deleted = backend.call_tool(tool, call)?;
+    output::print(common.json, &deleted, |v| {
+        format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default())
+    });
+    Ok(())
+}
+
+/// A copy of the data directory's database in `DATA_DIR/backups/`, named for the moment and
+/// the operation.
+pub fn back_up(data_dir: &Path, operation: &str) -> Result<PathBuf> {
+    let database = shared::core_config(data_dir)?.database_path;
+    let dir = data_dir.join("backups");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let stamp = Timestamp::now().to_iso().replace([':', '+'], "-");
+    let dest = dir.join(format!("mailroom-{stamp}-before-{operation}.sqlite3"));
+    mailroom_core::ops::backups::copy_database(&database, &dest)
+        .with_context(|| format!("cannot back up {} to {}", database.display(), dest.display()))?;
+    Ok(dest)
+}
