@@ -61,6 +61,11 @@ enum Command {
     HardDeleteProject(commands::hard_delete::HardDeleteProjectArgs),
     /// HTTP_PORT in .env: set-port, show-port.
     Config(commands::config::ConfigArgs),
+    /// The variables build scripts key caches and artifacts by (`amctl env`).
+    Amctl(commands::amctl::AmctlArgs),
+    /// Run a command holding a build slot, renewed while it runs, released after.
+    #[command(alias = "am_run")]
+    AmRun(commands::am_run::AmRunArgs),
     /// Bring the database to the current schema.
     Migrate(commands::migrate::MigrateArgs),
     /// Run the server's background upkeep now: retire idle agents, sweep reservations,
@@ -130,6 +135,14 @@ fn main() -> ExitCode {
             exit_code(commands::hard_delete::run_project(args).map(|()| Verdict::Clean), 1)
         }
         Command::Config(args) => exit_code(commands::config::run(args).map(|()| Verdict::Clean), 1),
+        Command::Amctl(args) => exit_code(commands::amctl::run(args).map(|()| Verdict::Clean), 1),
+        Command::AmRun(args) => match commands::am_run::run(args) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("mailroom: {e:#}");
+                ExitCode::from(1)
+            }
+        },
         Command::Migrate(args) => {
             exit_code(commands::migrate::run(args).map(|()| Verdict::Clean), 1)
         }

@@ -14,12 +14,14 @@ use serde_json::Value;
 
 const PROJECT: &str = "/work/shell";
 
-/// Runs `mailroom ARGS --data-dir DATA` with `stdin`; its output.
+/// Runs `mailroom ARGS --data-dir DATA` with `stdin` (the flag before a `--`); its output.
 fn run(data: &Path, args: &[&str], stdin: &str) -> Output {
+    let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
     let mut child = mailroom()
-        .args(args)
+        .args(&args[..split])
         .arg("--data-dir")
         .arg(data)
+        .args(&args[split..])
         .env_remove("AGENT_NAME")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -227,4 +229,72 @@ fn config_sets_and_shows_the_port_in_env() {
     config(&["set_port", "9124"]);
     assert_eq!(config(&["show-port"]), "9124\n");
     assert_eq!(std::fs::read_to_string(&env).expect("env").matches("HTTP_PORT").count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn am_run_holds_a_build_slot_while_its_command_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(&repo).expect("repo");
+    mailroom_testkit::git(&repo, &["init", "-q", "-b", "main"]);
+    mailroom_testkit::git(&repo, &["commit", "-q", "--allow-empty", "-m", "start"]);
+    let repo_key = repo.to_string_lossy().into_owned();
+    let data = dir.path().join("data");
+    let (server, url) = start_with(&data, &[("WORKTREES_ENABLED", "true")]);
+    let server = KillOnDrop(Some(server));
+    ProjectCall::new(&repo_key).ok_at(&url).await;
+
+    let env = ok(&data, &["amctl", "env", "--path", &repo_key, "--agent", "BlueLake"]);
+    assert!(env.contains("BRANCH=main\n") && env.contains("AGENT=BlueLake\n"), "{env}");
+    assert!(
+        env.contains("CACHE_KEY=am-cache-") && env.contains("/artifacts/BlueLake/main\n"),
+        "{env}"
+    );
+
+    let status = ok(&data, &["mail", "status", &repo_key]);
+    assert!(status.contains("slug ") && status.contains("branch               main"), "{status}");
+    let marker = dir.path().join("ran");
+    let script = format!("echo \"$SLUG $BRANCH\" > '{}'; exit 7", marker.display());
+    let ran = run(
+        &data,
+        &[
+            "am-run", "frontend", "--path", &repo_key, "--agent", "BlueLake", "--", "sh", "-c",
+            &script,
+        ],
+        "",
+    );
+    assert_eq!(
+        ran.status.code(),
+        Some(7),
+        "the command's exit code: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    let seen = std::fs::read_to_string(&marker).expect("the command ran");
+    assert!(seen.ends_with(" main\n"), "{seen}");
+
+    // Another agent holds the slot: --block-on-conflicts does not start the command.
+    let other = serde_json::json!({"project_key": repo_key, "agent_name": "GreenCastle", "slot": "frontend"});
+    mailroom_testkit::tool_at(&url, "acquire_build_slot", other).await;
+    std::fs::remove_file(&marker).expect("reset");
+    let blocked = run(
+        &data,
+        &[
+            "am-run",
+            "frontend",
+            "--path",
+            &repo_key,
+            "--agent",
+            "BlueLake",
+            "--block-on-conflicts",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+        "",
+    );
+    assert_eq!(blocked.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&blocked.stderr).contains("also held by GreenCastle"));
+    assert!(!marker.exists(), "not run");
+    stop(server.take());
 }

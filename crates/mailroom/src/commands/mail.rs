@@ -33,6 +33,12 @@ enum MailCommand {
     Ack(OneArgs),
     /// Reply to a message, in its thread (the body from --body or standard input)
     Reply(ReplyArgs),
+    /// How a project directory is routed: the identity gate, mode, remote, slug and uid
+    Status {
+        /// The project directory
+        #[arg(default_value = ".")]
+        path: String,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -113,6 +119,9 @@ struct ReplyArgs {
 /// Runs `mailroom mail …`.
 pub fn run(args: MailArgs) -> Result<()> {
     let json = args.common.json;
+    if let MailCommand::Status { path } = &args.command {
+        return status(path, json);
+    }
     let backend = args.common.backend()?;
     match args.command {
         MailCommand::Send(a) => {
@@ -168,6 +177,7 @@ pub fn run(args: MailArgs) -> Result<()> {
                 format!("acknowledged message {} at {}\n", a.id, cell(&v["acknowledged_at"]))
             });
         }
+        MailCommand::Status { .. } => {}
         MailCommand::Reply(a) => {
             let call = json!({"project_key": a.who.project()?, "sender_name": a.who.agent()?,
                 "message_id": a.id, "body_md": body(a.body)?});
@@ -175,6 +185,33 @@ pub fn run(args: MailArgs) -> Result<()> {
             output::print(json, &sent, delivered);
         }
     }
+    Ok(())
+}
+
+/// `mail status`: what a project directory resolves to, read locally (the reference's routing
+/// diagnostics).
+fn status(path: &str, json: bool) -> Result<()> {
+    let report = mailroom_core::ops::projects::identity::path_identity(path)
+        .map_err(|e| anyhow::anyhow!(e.message))?;
+    let gate = ["WORKTREES_ENABLED", "GIT_IDENTITY_ENABLED"].iter().any(|v| {
+        super::shared::env(v)
+            .is_some_and(|x| mailroom_core::config::parse_bool(v, &x).unwrap_or(false))
+    });
+    let mut value = serde_json::to_value(&report)?;
+    value["worktrees_enabled"] = json!(gate);
+    output::print(json, &value, |v| {
+        let fields = [
+            "worktrees_enabled",
+            "identity_mode_used",
+            "human_key",
+            "slug",
+            "project_uid",
+            "normalized_remote",
+            "repo_root",
+            "branch",
+        ];
+        fields.iter().map(|f| format!("{f:<20} {}\n", cell(&v[*f]))).collect()
+    });
     Ok(())
 }
 

@@ -2,6 +2,8 @@
 
 pub mod acks;
 pub mod agents;
+pub mod am_run;
+pub mod amctl;
 pub mod archive;
 pub mod backend;
 pub mod bench;

@@ -71,6 +71,15 @@ impl Mailroom {
     }
 }
 
+/// The identity of a project directory given as a path (absolute, `~`, or relative to the
+/// working directory), without a server: for the command line (`mail status`, `amctl env`).
+/// Reads the file system.
+pub fn path_identity(path: &str) -> Result<IdentityReport> {
+    let path = absolute_path(path.trim())?;
+    let identity = dir_identity(&path);
+    Ok(IdentityReport { slug: slugify(&path), human_key: path, identity })
+}
+
 /// The `dir`-mode identity of an absolute, normalised path. Reads the file system (Git
 /// metadata, marker files): call it off the async workers.
 pub(crate) fn dir_identity(path: &str) -> ProjectIdentity {

@@ -1,0 +1,139 @@
+//! `mailroom am-run SLOT -- CMD…`: runs a command holding a build slot (the reference's
+//! `am-run`): acquires the slot (acquire_build_slot, on the running server or the data
+//! directory), prints the other holders, refuses to start with `--block-on-conflicts` when
+//! there are any, renews the lease every half TTL while the command runs, releases it when the
+//! command ends, and exits with the command's exit code. The command gets `amctl env`'s
+//! variables. Build slots exist with `WORKTREES_ENABLED`.
+
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::amctl::{self, EnvArgs};
+use super::backend::Backend;
+use super::output::{cell, items};
+use super::shared;
+
+/// `mailroom am-run`.
+#[derive(Args, Debug)]
+pub struct AmRunArgs {
+    /// The slot, e.g. frontend-build
+    slot: String,
+    /// The command and its arguments (after `--`)
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+    #[command(flatten)]
+    env: EnvArgs,
+    /// The agent's registration token, when the server asks for one
+    #[arg(long, alias = "registration_token")]
+    registration_token: Option<String>,
+    /// The lease's lifetime, renewed every half of it while the command runs
+    #[arg(long, default_value_t = 3600, alias = "ttl_seconds")]
+    ttl_seconds: i64,
+    /// Share the slot instead of holding it alone
+    #[arg(long)]
+    shared: bool,
+    /// Do not start the command when another agent holds the slot
+    #[arg(long, alias = "block_on_conflicts")]
+    block_on_conflicts: bool,
+}
+
+/// Runs the command in the slot; its exit code.
+pub fn run(args: AmRunArgs) -> Result<ExitCode> {
+    let vars = amctl::variables(&args.env)?;
+    let var = |name: &str| {
+        vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()).unwrap_or_default()
+    };
+    let agent = args
+        .env
+        .agent
+        .clone()
+        .or_else(|| shared::env("AGENT_NAME"))
+        .context("name the agent: --agent NAME or the AGENT_NAME environment variable")?;
+    let project =
+        std::path::absolute(&args.env.path).context("--path")?.to_string_lossy().into_owned();
+    let backend = Backend::open(&shared::data_dir(args.env.data_dir.clone()), false)?;
+    let mut lease = json!({"project_key": project, "agent_name": agent, "slot": args.slot});
+    if let Some(branch) = Some(var("BRANCH")).filter(|b| b != "unknown") {
+        lease["branch"] = json!(branch);
+    }
+    if let Some(token) = &args.registration_token {
+        lease["registration_token"] = json!(token);
+    }
+    let mut acquire = lease.clone();
+    acquire["ttl_seconds"] = json!(args.ttl_seconds);
+    acquire["exclusive"] = json!(!args.shared);
+    let granted = backend.call_tool("acquire_build_slot", acquire).map_err(|e| {
+        if format!("{e:#}").contains("Unknown tool") {
+            e.context(
+                "build slots need WORKTREES_ENABLED=true where the server (or this command) runs",
+            )
+        } else {
+            e
+        }
+    })?;
+    let conflicts = items(&granted["conflicts"]);
+    for other in conflicts {
+        eprintln!(
+            "am-run: slot {} also held by {} ({}) until {}",
+            args.slot,
+            cell(&other["agent"]),
+            cell(&other["branch"]),
+            cell(&other["expires_ts"])
+        );
+    }
+    if args.block_on_conflicts && !conflicts.is_empty() {
+        backend.call_tool("release_build_slot", lease.clone())?;
+        bail!("slot {} is held by others; not running (--block-on-conflicts)", args.slot);
+    }
+    let code = run_renewing(&backend, &lease, &args, &vars);
+    if let Err(e) = backend.call_tool("release_build_slot", lease) {
+        eprintln!("am-run: could not release slot {}: {e:#}", args.slot);
+    }
+    code
+}
+
+/// Runs the command with the variables, renewing the lease every half TTL until it ends.
+fn run_renewing(
+    backend: &Backend,
+    lease: &Value,
+    args: &AmRunArgs,
+    vars: &[(&str, String)],
+) -> Result<ExitCode> {
+    let mut child = std::process::Command::new(&args.command[0])
+        .args(&args.command[1..])
+        .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
+        .spawn()
+        .with_context(|| format!("cannot run {}", args.command[0]))?;
+    let every = Duration::from_secs(u64::try_from((args.ttl_seconds / 2).max(1)).unwrap_or(1));
+    let (done, ended) = mpsc::channel::<std::io::Result<std::process::ExitStatus>>();
+    let waiter = std::thread::spawn(move || {
+        let _ = done.send(child.wait());
+    });
+    let status = loop {
+        match ended.recv_timeout(every) {
+            Ok(status) => break status.context("waiting for the command failed")?,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let mut renew = lease.clone();
+                renew["extend_seconds"] = json!(args.ttl_seconds.max(60));
+                if let Err(e) = backend.call_tool("renew_build_slot", renew) {
+                    eprintln!("am-run: could not renew slot {}: {e:#}", args.slot);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => bail!("lost track of the command"),
+        }
+    };
+    let _ = waiter.join();
+    Ok(match status.code() {
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        // Killed by a signal: the shell's convention, 128 + the signal.
+        None => {
+            use std::os::unix::process::ExitStatusExt as _;
+            ExitCode::from(u8::try_from(128 + status.signal().unwrap_or(0)).unwrap_or(1))
+        }
+    })
+}
