@@ -71,7 +71,12 @@ async fn expired_reservations_are_released_and_overdue_acks_reported() {
     let answer = app.tool_ok("run_upkeep", json!({})).await;
     let reports = answer["reports"].as_array().expect("reports");
     let tasks: Vec<_> = reports.iter().map(|r| r["task"].as_str().unwrap_or_default()).collect();
-    assert_eq!(tasks, ["retire", "reservations", "acks"], "all by default: {answer}");
+    assert_eq!(
+        tasks,
+        ["retire", "reservations", "acks", "retention", "fds"],
+        "all by default: {answer}"
+    );
+    assert!(reports[4]["open"].as_u64().is_some_and(|open| open > 0), "{answer}");
     assert_eq!(reports[1]["released"], 1, "{answer}");
     assert_eq!(reports[1]["projects"], 1);
     let overdue = &reports[2]["overdue"];

@@ -15,7 +15,7 @@ use super::shared;
 /// Flags of `mailroom upkeep`.
 #[derive(Args, Debug)]
 pub struct UpkeepArgs {
-    /// Which task: retire, reservations, acks, or all
+    /// Which task: retire, reservations, acks, retention, fds, or all
     #[arg(value_enum, default_value_t = Which::All)]
     task: Which,
     /// Directory for the database and the archive [default: ./mailroom-data]
@@ -31,6 +31,8 @@ enum Which {
     Retire,
     Reservations,
     Acks,
+    Retention,
+    Fds,
     All,
 }
 
@@ -86,6 +88,22 @@ fn summary(report: &Value) -> String {
             "acks          {} acknowledgement(s) overdue past {} s",
             count("overdue"),
             report["ttl_seconds"]
+        ),
+        "retention" => {
+            let projects = report["projects"].as_array().map_or(&[][..], Vec::as_slice);
+            let old: u64 = projects.iter().filter_map(|p| p["old_messages"].as_u64()).sum();
+            let over: usize =
+                projects.iter().filter_map(|p| p["over_quota"].as_array()).map(Vec::len).sum();
+            format!(
+                "retention     {old} message file(s) older than {} days in {} project(s); {over} over quota",
+                report["max_age_days"],
+                projects.len()
+            )
+        }
+        "fds" => format!(
+            "fds           {} open of {}",
+            report["open"],
+            report["limit"].as_u64().map_or("unlimited".to_string(), |l| l.to_string())
         ),
         other => format!("{other}: {report}"),
     }

@@ -5,6 +5,8 @@
 //! on demand.
 
 mod acks;
+mod fds;
+mod retention;
 mod retire;
 
 use serde::Serialize;
@@ -14,6 +16,8 @@ use crate::error::Result;
 use crate::ops::Mailroom;
 
 pub use acks::AckReport;
+pub use fds::FdReport;
+pub use retention::{ProjectRetention, RetentionReport};
 pub use retire::{RetireReport, Seen};
 
 /// One upkeep task.
@@ -26,10 +30,15 @@ pub enum Task {
     Reservations,
     /// Report acknowledgements overdue past `ACK_TTL_SECONDS`.
     Acks,
+    /// Report old message files, inbox sizes and attachment bytes; warn over quota.
+    Retention,
+    /// Check the open file descriptors against the limit.
+    Fds,
 }
 
 impl Task {
-    pub const ALL: [Task; 3] = [Task::Retire, Task::Reservations, Task::Acks];
+    pub const ALL: [Task; 5] =
+        [Task::Retire, Task::Reservations, Task::Acks, Task::Retention, Task::Fds];
 
     /// Its name in the tool, the command and the logs.
     pub fn name(self) -> &'static str {
@@ -37,6 +46,8 @@ impl Task {
             Task::Retire => "retire",
             Task::Reservations => "reservations",
             Task::Acks => "acks",
+            Task::Retention => "retention",
+            Task::Fds => "fds",
         }
     }
 
@@ -65,6 +76,20 @@ pub struct UpkeepConfig {
     pub acks_interval_seconds: u64,
     /// `ACK_TTL_SECONDS` (1800): an acknowledgement is overdue this long after the message.
     pub ack_ttl_seconds: i64,
+    /// `RETENTION_REPORT_ENABLED` (false).
+    pub retention_enabled: bool,
+    /// `RETENTION_REPORT_INTERVAL_SECONDS` (3600, at least 60).
+    pub retention_interval_seconds: u64,
+    /// `RETENTION_MAX_AGE_DAYS` (180): message files older than this count as old.
+    pub retention_max_age_days: i64,
+    /// `QUOTA_ENABLED` (false): the report also runs, and warns over the limits.
+    pub quota_enabled: bool,
+    /// `QUOTA_ATTACHMENTS_LIMIT_BYTES` (0: none), per project.
+    pub quota_attachments_limit_bytes: u64,
+    /// `QUOTA_INBOX_LIMIT_COUNT` (0: none), per agent.
+    pub quota_inbox_limit_count: usize,
+    /// How often the file-descriptor headroom is checked (always on, as the reference's: 30 s).
+    pub fds_interval_seconds: u64,
 }
 
 impl Default for UpkeepConfig {
@@ -78,6 +103,13 @@ impl Default for UpkeepConfig {
             acks_enabled: false,
             acks_interval_seconds: 60,
             ack_ttl_seconds: 1800,
+            retention_enabled: false,
+            retention_interval_seconds: 3600,
+            retention_max_age_days: 180,
+            quota_enabled: false,
+            quota_attachments_limit_bytes: 0,
+            quota_inbox_limit_count: 0,
+            fds_interval_seconds: 30,
         }
     }
 }
@@ -129,6 +161,22 @@ impl UpkeepConfig {
         self.acks_interval_seconds =
             interval("ACK_TTL_SCAN_INTERVAL_SECONDS", self.acks_interval_seconds, 1)?;
         self.ack_ttl_seconds = seconds("ACK_TTL_SECONDS", self.ack_ttl_seconds, 0)?;
+        self.retention_enabled = flag("RETENTION_REPORT_ENABLED", self.retention_enabled)?;
+        self.retention_interval_seconds =
+            interval("RETENTION_REPORT_INTERVAL_SECONDS", self.retention_interval_seconds, 60)?;
+        self.retention_max_age_days =
+            seconds("RETENTION_MAX_AGE_DAYS", self.retention_max_age_days, 0)?;
+        self.quota_enabled = flag("QUOTA_ENABLED", self.quota_enabled)?;
+        let limit = |name: &str, current: u64| -> Result<u64, String> {
+            lookup(name).map_or(Ok(current), |v| {
+                v.trim().parse().map_err(|_| format!("{name} must be a whole number, got {v:?}"))
+            })
+        };
+        self.quota_attachments_limit_bytes =
+            limit("QUOTA_ATTACHMENTS_LIMIT_BYTES", self.quota_attachments_limit_bytes)?;
+        self.quota_inbox_limit_count =
+            usize::try_from(limit("QUOTA_INBOX_LIMIT_COUNT", self.quota_inbox_limit_count as u64)?)
+                .unwrap_or(usize::MAX);
         Ok(())
     }
 
@@ -140,6 +188,9 @@ impl UpkeepConfig {
                 self.reservations_enabled.then_some(self.reservations_interval_seconds)
             }
             Task::Acks => self.acks_enabled.then_some(self.acks_interval_seconds),
+            Task::Retention => (self.retention_enabled || self.quota_enabled)
+                .then_some(self.retention_interval_seconds),
+            Task::Fds => Some(self.fds_interval_seconds),
         }
     }
 }
@@ -160,6 +211,8 @@ pub enum UpkeepReport {
     Retire(RetireReport),
     Reservations(SweepReport),
     Acks(AckReport),
+    Retention(RetentionReport),
+    Fds(FdReport),
 }
 
 impl UpkeepReport {
@@ -170,6 +223,8 @@ impl UpkeepReport {
             UpkeepReport::Retire(r) => r.retired.len(),
             UpkeepReport::Reservations(r) => r.released,
             UpkeepReport::Acks(r) => r.overdue.len(),
+            UpkeepReport::Retention(r) => r.projects.iter().map(|p| p.over_quota.len()).sum(),
+            UpkeepReport::Fds(r) => usize::try_from(r.open).unwrap_or(usize::MAX),
         }
     }
 }
@@ -185,6 +240,8 @@ impl Mailroom {
             ),
             Task::Reservations => UpkeepReport::Reservations(self.sweep_all_reservations().await?),
             Task::Acks => UpkeepReport::Acks(self.overdue_acks(settings.ack_ttl_seconds).await?),
+            Task::Retention => UpkeepReport::Retention(self.retention_report().await?),
+            Task::Fds => UpkeepReport::Fds(fds::check()?),
         })
     }
 

@@ -14,13 +14,15 @@ use crate::state::AppState;
 const DESCRIPTION: &str = "Run the server's upkeep now: task \"retire\" (agents idle past \
      AUTO_RETIRE_STALE_AGENTS_THRESHOLD_SECONDS), \"reservations\" (release expired and stale \
      file reservations in every project), \"acks\" (acknowledgements overdue past \
-     ACK_TTL_SECONDS), or \"all\" (the default). Returns what each did.";
+     ACK_TTL_SECONDS), \"retention\" (old message files, inbox sizes, attachment bytes, \
+     quotas), \"fds\" (open file descriptors against the limit), or \"all\" (the default). \
+     Returns what each did.";
 
 /// Arguments of run_upkeep.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    /// "retire", "reservations", "acks" or "all" (default).
+    /// "retire", "reservations", "acks", "retention", "fds" or "all" (default).
     #[serde(default)]
     task: Option<String>,
 }
@@ -31,7 +33,7 @@ pub fn tool() -> Tool {
             None | Some("" | "all") => Task::ALL.to_vec(),
             Some(name) => vec![Task::parse(name).ok_or_else(|| {
                 Error::invalid(format!(
-                    "task: expected \"retire\", \"reservations\", \"acks\" or \"all\", got {name:?}"
+                    "task: expected \"retire\", \"reservations\", \"acks\", \"retention\", \"fds\" or \"all\", got {name:?}"
                 ))
             })?],
         };
