@@ -66,6 +66,8 @@ enum Command {
     /// Run a command holding a build slot, renewed while it runs, released after.
     #[command(alias = "am_run")]
     AmRun(commands::am_run::AmRunArgs),
+    /// Diagnose the data directory: locks, integrity, orphans, index, reservations, WAL.
+    Doctor(commands::doctor::DoctorArgs),
     /// Bring the database to the current schema.
     Migrate(commands::migrate::MigrateArgs),
     /// Run the server's background upkeep now: retire idle agents, sweep reservations,
@@ -141,6 +143,14 @@ fn main() -> ExitCode {
             Err(e) => {
                 eprintln!("mailroom: {e:#}");
                 ExitCode::from(1)
+            }
+        },
+        Command::Doctor(args) => match commands::doctor::run(args) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::from(1),
+            Err(e) => {
+                eprintln!("mailroom: {e:#}");
+                ExitCode::from(2)
             }
         },
         Command::Migrate(args) => {

@@ -298,3 +298,43 @@ async fn am_run_holds_a_build_slot_while_its_command_runs() {
     assert!(!marker.exists(), "not run");
     stop(server.take());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_beside_a_running_server() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let (server, url) = start_with(&data, &[]);
+    let server = KillOnDrop(Some(server));
+    ProjectCall::new(PROJECT).ok_at(&url).await;
+    RegisterCall::new(PROJECT, "BlueLake").ok_at(&url).await;
+    ReserveCall::new(PROJECT, "BlueLake", &["src/**"]).ok_at(&url).await;
+    let doctor = |data: &Path| {
+        let output = mailroom()
+            .args(["doctor", "check", "--json", "--data-dir"])
+            .arg(data)
+            .output()
+            .expect("run");
+        let checks: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        (output.status.code(), checks)
+    };
+    let (code, checks) = doctor(&data);
+    assert_eq!(code, Some(0), "{checks}");
+    let names: Vec<_> = checks
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| c["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(names, ["locks", "database", "orphans", "fts", "reservations", "wal"]);
+    assert!(checks.as_array().expect("checks").iter().all(|c| c["status"] == "ok"), "{checks}");
+
+    // An expired reservation the sweep has not reached yet is a warning, not a failure.
+    let db = rusqlite::Connection::open(data.join("mailroom.sqlite3")).expect("db");
+    db.execute("UPDATE file_reservations SET expires_ts = '2020-01-01 00:00:00.000000'", [])
+        .expect("expire");
+    let (code, checks) = doctor(&data);
+    assert_eq!(code, Some(0));
+    assert_eq!(checks[4]["status"], "warn", "{checks}");
+    assert!(checks[4]["detail"].as_str().unwrap_or_default().starts_with("1 expired"), "{checks}");
+    stop(server.take());
+}

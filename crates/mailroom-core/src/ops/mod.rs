@@ -13,6 +13,7 @@ pub mod backups;
 pub mod build_slots;
 pub mod contacts;
 pub mod conventions;
+pub mod doctor;
 pub mod health;
 pub mod macros;
 pub mod messaging;

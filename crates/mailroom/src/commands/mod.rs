@@ -11,6 +11,7 @@ pub mod check_inbox;
 pub mod config;
 pub mod contacts;
 pub mod docs;
+pub mod doctor;
 pub mod file_reservations;
 pub mod guard;
 pub mod hard_delete;

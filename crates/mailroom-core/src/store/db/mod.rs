@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod archive_queue;
 pub mod contacts;
+pub mod doctor;
 pub mod fleet;
 pub mod lifecycle;
 pub mod mailbox;
