@@ -89,11 +89,16 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     // `.env` in the working directory, as the reference reads it; not for the commands coding
-    // agents run inside their projects (a project's `.env` belongs to the project): the stdio
-    // bridge and check-inbox read the one beside their data directory, the Git hooks none.
+    // agents run inside their projects (a project's `.env` belongs to the project): those read
+    // the one beside their data directory (stdio.rs, shared::agent_dotenv), the Git hooks none.
     let agents_side = match &cli.command {
         Command::Serve(args) => args.stdio,
-        Command::ServeStdio(_) | Command::CheckInbox(_) | Command::Guard(_) => true,
+        Command::Guard(args) => args.is_check(),
+        Command::ServeStdio(_)
+        | Command::CheckInbox(_)
+        | Command::Mail(_)
+        | Command::Amctl(_)
+        | Command::AmRun(_) => true,
         _ => false,
     };
     if !agents_side && let Err(e) = commands::shared::use_dotenv(std::path::Path::new(".")) {

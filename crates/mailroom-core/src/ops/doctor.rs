@@ -36,6 +36,15 @@ impl Check {
     }
 }
 
+/// Whether `path` is a mailroom (or reference) database: migrated, with the mail tables. A
+/// command that would open a database another program owns (`DATABASE_URL` from a project's
+/// settings) checks first.
+pub fn is_mailroom_database(path: &Path) -> bool {
+    crate::store::Reader::open(path)
+        .and_then(|mut reader| reader.read(|db| db.has_mail_tables()))
+        .unwrap_or(false)
+}
+
 /// Runs every check on the data directory's database and archive.
 pub fn check(database: &Path, storage_root: &Path) -> Result<Vec<Check>> {
     let locks = crate::archive::lock_report::scan(storage_root);

@@ -44,6 +44,7 @@ pub struct AmRunArgs {
 
 /// Runs the command in the slot; its exit code.
 pub fn run(args: AmRunArgs) -> Result<ExitCode> {
+    shared::agent_dotenv(args.env.data_dir.clone())?;
     let vars = amctl::variables(&args.env)?;
     let var = |name: &str| {
         vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()).unwrap_or_default()

@@ -44,6 +44,7 @@ pub struct EnvArgs {
 
 pub fn run(args: AmctlArgs) -> Result<()> {
     let AmctlCommand::Env(env) = args.command;
+    shared::agent_dotenv(env.data_dir.clone())?;
     let vars = variables(&env)?;
     if env.json {
         let object: serde_json::Map<String, serde_json::Value> =

@@ -37,10 +37,17 @@ impl Backend {
             return Ok(Backend::Server(server));
         }
         let config = shared::core_config(data_dir)?;
-        if !create && !config.database_path.is_file() {
+        let database = &config.database_path;
+        if !create && !database.is_file() {
             bail!(
                 "{} holds no mailroom database (start the server there, or name --data-dir)",
                 data_dir.display()
+            );
+        }
+        if database.is_file() && !mailroom_core::ops::doctor::is_mailroom_database(database) {
+            bail!(
+                "{} is not a mailroom database (is DATABASE_URL another program's?); not opening it",
+                database.display()
             );
         }
         let lock = shared::lock_data_dir(data_dir)?;

@@ -31,6 +31,13 @@ pub struct GuardArgs {
     pub command: GuardCommand,
 }
 
+impl GuardArgs {
+    /// Whether this is `guard check`, which Git hooks run inside agents' repositories.
+    pub fn is_check(&self) -> bool {
+        matches!(self.command, GuardCommand::Check(_))
+    }
+}
+
 /// The guard subcommands.
 #[derive(Subcommand, Debug)]
 pub enum GuardCommand {

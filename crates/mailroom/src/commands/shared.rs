@@ -42,6 +42,14 @@ pub fn operator_dir(data_dir: &Path) -> &Path {
     data_dir.parent().unwrap_or(data_dir)
 }
 
+/// For the commands agents run inside their projects: reads the `.env` beside the data
+/// directory (`--data-dir` or its default), not the project's.
+pub fn agent_dotenv(data_dir: Option<PathBuf>) -> Result<()> {
+    let data_dir =
+        std::path::absolute(self::data_dir(data_dir)).context("cannot resolve --data-dir")?;
+    use_dotenv(operator_dir(&data_dir))
+}
+
 /// A setting: the process environment's value when the variable is set there (even empty, as
 /// the reference's python-decouple has it), else the `.env`'s; `None` when empty or unset.
 pub fn env(name: &str) -> Option<String> {

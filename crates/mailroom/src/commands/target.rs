@@ -22,8 +22,11 @@ pub struct Common {
 }
 
 impl Common {
-    /// The data directory's server, or the data directory itself.
+    /// The data directory's server, or the data directory itself. A command agents run in
+    /// their projects has not read a `.env` yet: it reads the one beside the data directory
+    /// (for the others this changes nothing).
     pub fn backend(&self) -> Result<Backend> {
+        shared::agent_dotenv(self.data_dir.clone())?;
         Backend::open(&shared::data_dir(self.data_dir.clone()), false)
     }
 }

@@ -21,6 +21,18 @@ pub struct DoctorCounts {
 }
 
 impl Db<'_> {
+    /// Whether the database holds mailroom's tables.
+    pub fn has_mail_tables(&self) -> Result<bool> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*) = 3 FROM sqlite_master WHERE type = 'table' \
+                 AND name IN ('projects', 'agents', 'message_recipients')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(map_err)
+    }
+
     pub fn doctor_counts(&self, now: Timestamp) -> Result<DoctorCounts> {
         let one = |sql: &str| -> Result<i64> {
             self.conn.query_row(sql, [], |r| r.get(0)).map_err(map_err)
