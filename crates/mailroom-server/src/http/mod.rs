@@ -1,8 +1,10 @@
-//! The axum router: health probes, REST routes, MCP mount points, OAuth-discovery stubs.
+//! The axum router: health probes and metrics, REST routes, MCP mount points, OAuth-discovery
+//! stubs, and the metrics middleware in front of them all.
 
 pub mod cors;
 pub mod error;
 pub mod health;
+pub mod metrics;
 pub mod rest;
 pub mod security;
 
@@ -25,7 +27,7 @@ pub fn app(state: AppState) -> cors::CorsForOrigins<Router> {
 
 /// The router: every route and the middleware in front of them.
 fn router(state: AppState) -> Router {
-    let mut router = health::router().merge(rest::router(&state));
+    let mut router = health::router(&state).merge(rest::router(&state));
     for path in mcp_paths(&state.config.mcp_path) {
         router = router.route(&path, any(transport::endpoint));
     }
@@ -37,8 +39,20 @@ fn router(state: AppState) -> Router {
         router =
             router.layer(middleware::from_fn_with_state(state.clone(), security::check_request));
     }
+    let router = router.layer(middleware::from_fn_with_state(state.clone(), metrics::track));
     let body_limit = DefaultBodyLimit::max(state.config.max_body_bytes);
     router.layer(body_limit).with_state(state)
+}
+
+/// Every route's pattern, from the tables [`router`] is built from: the routes the metrics
+/// know from the start (a route missing here is still counted, by a slower lookup).
+pub(crate) fn route_patterns(mcp_path: &str) -> Vec<String> {
+    let mut patterns: Vec<String> = health::paths().into_iter().map(String::from).collect();
+    patterns.extend(rest::table().into_iter().map(|route| route.path.to_string()));
+    patterns.extend(mcp_paths(mcp_path));
+    patterns.extend(oauth_discovery_paths(mcp_path));
+    patterns.extend(crate::web::patterns().into_iter().map(String::from));
+    patterns
 }
 
 /// `/mcp`, `/api` and HTTP_PATH, each with and without the trailing slash.
