@@ -3,23 +3,27 @@
 //! writer's batch sizes, upkeep runs, and gauges read when scraped: the database's size, the
 //! archive's queue and lag, the MCP sessions.
 //!
-//! The hot paths touch atomics only. A route's or a tool's series are found in a map built at
-//! start-up (the route tables' patterns, the registry's tool names) without allocating, and
-//! are made in their family on first use (`OnceLock`), so a scrape lists what was used.
+//! The hot paths touch atomics only. A request's route is found by its path in a matchit
+//! table of the route tables' patterns (the router axum itself routes with), a tool's series
+//! in a map of the registry's tool names, both built at start-up and read without allocating;
+//! a series is made in its family on first use (`OnceLock`), so a scrape lists what was used.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::OnceLock;
+use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::State;
+use axum::http::{Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use foldhash::fast::RandomState;
 use prometheus::{
     Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
+use tower::Service;
 
 use crate::state::AppState;
 
@@ -68,7 +72,10 @@ pub struct Metrics {
     registry: Registry,
     requests: IntCounterVec,
     request_seconds: HistogramVec,
-    routes: HashMap<String, RouteSeries, RandomState>,
+    /// Each route's pattern and series, by index; index 0 is [`UNMATCHED`].
+    routes: Vec<(String, RouteSeries)>,
+    /// A path to its route's index.
+    route_table: matchit::Router<usize>,
     tool_calls: IntCounterVec,
     tool_seconds: HistogramVec,
     tool_errors: IntCounterVec,
@@ -98,17 +105,9 @@ struct ToolSeries {
     seconds: OnceLock<Histogram>,
 }
 
-/// The route a request took, found before it runs.
-enum Route<'a> {
-    /// A pattern of the route tables, with its series.
-    Listed(&'a str, &'a RouteSeries),
-    /// A pattern the tables did not list (counted all the same, through the family's map).
-    Unlisted(String),
-}
-
 impl Metrics {
-    /// Registers every family. `routes` are the route tables' patterns, `tools` the tools
-    /// served, `batch_sizes` the database writer's histogram.
+    /// Registers every family. `routes` are the route tables' patterns (axum's syntax), `tools`
+    /// the tools served, `batch_sizes` the database writer's histogram.
     pub fn new(
         routes: impl IntoIterator<Item = String>,
         tools: &[&'static str],
@@ -178,14 +177,25 @@ impl Metrics {
         for bucket in RATE_LIMIT_BUCKETS {
             rate_limit_refusals.with_label_values(&[bucket]);
         }
-        let mut route_map: HashMap<_, _, _> =
-            routes.into_iter().map(|route| (route, RouteSeries::default())).collect();
-        route_map.insert(UNMATCHED.to_string(), RouteSeries::default());
+        let mut patterns: Vec<String> = routes.into_iter().collect();
+        patterns.sort();
+        patterns.dedup();
+        let mut route_table = matchit::Router::new();
+        for (index, pattern) in patterns.iter().enumerate() {
+            route_table
+                .insert(pattern.as_str(), index + 1)
+                .map_err(|e| format!("metrics: route {pattern}: {e}"))?;
+        }
+        let routes = std::iter::once(UNMATCHED.to_string())
+            .chain(patterns)
+            .map(|pattern| (pattern, RouteSeries::default()))
+            .collect();
         Ok(Self {
             registry,
             requests,
             request_seconds,
-            routes: route_map,
+            routes,
+            route_table,
             tool_calls,
             tool_seconds,
             tool_errors,
@@ -201,33 +211,20 @@ impl Metrics {
         })
     }
 
-    /// The route of a request, by the pattern it matched (`None`: no route matched).
-    fn route(&self, pattern: Option<&str>) -> Route<'_> {
-        let pattern = pattern.unwrap_or(UNMATCHED);
-        match self.routes.get_key_value(pattern) {
-            Some((pattern, series)) => Route::Listed(pattern, series),
-            None => Route::Unlisted(pattern.to_string()),
-        }
+    /// The index of the route a request's path matches (0: none does).
+    fn route_of(&self, path: &str) -> usize {
+        self.route_table.at(path).map_or(0, |found| *found.value)
     }
 
-    /// Counts a request's answer and its latency.
-    fn record_request(&self, route: &Route<'_>, status: StatusCode, elapsed: Duration) {
+    /// Counts a request's answer and its latency, by its route's index.
+    fn record_request(&self, route: usize, status: StatusCode, elapsed: Duration) {
+        let Some((pattern, series)) = self.routes.get(route) else { return };
         let class = usize::from(status.as_u16() / 100).clamp(1, 5) - 1;
-        let seconds = elapsed.as_secs_f64();
-        match route {
-            Route::Listed(pattern, series) => {
-                let labels = [*pattern, STATUS_CLASSES[class]];
-                let responses = &series.responses[class];
-                responses.get_or_init(|| self.requests.with_label_values(&labels)).inc();
-                let latency = || self.request_seconds.with_label_values(&[*pattern]);
-                series.seconds.get_or_init(latency).observe(seconds);
-            }
-            Route::Unlisted(pattern) => {
-                let pattern = pattern.as_str();
-                self.requests.with_label_values(&[pattern, STATUS_CLASSES[class]]).inc();
-                self.request_seconds.with_label_values(&[pattern]).observe(seconds);
-            }
-        }
+        let labels = [pattern.as_str(), STATUS_CLASSES[class]];
+        let responses = &series.responses[class];
+        responses.get_or_init(|| self.requests.with_label_values(&labels)).inc();
+        let latency = || self.request_seconds.with_label_values(&[pattern.as_str()]);
+        series.seconds.get_or_init(latency).observe(elapsed.as_secs_f64());
     }
 
     /// Counts a tool call the dispatcher ran, its latency and, when it failed, its error
@@ -326,14 +323,67 @@ impl Families<'_> {
     }
 }
 
-/// The middleware in front of every route: counts each answer and its latency by the route's
-/// pattern. Outermost but for CORS, so the request check's refusals count too.
-pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let route = state.metrics.route(request.extensions().get::<MatchedPath>().map(|p| p.as_str()));
-    let response = next.run(request).await;
-    state.metrics.record_request(&route, response.status(), started.elapsed());
-    response
+/// The finished router behind the metrics: every answer counted by its route's pattern and
+/// timed, the request check's refusals too. It wraps the router rather than being a layer on
+/// it (a router's layer is cloned with each route's service for every request), and finds
+/// the pattern itself: no boxed future, no allocation.
+#[derive(Clone)]
+pub struct Tracked<S> {
+    inner: S,
+    state: AppState,
+}
+
+impl<S> Tracked<S> {
+    /// `inner`'s answers, counted in `state`'s metrics.
+    pub fn new(inner: S, state: AppState) -> Self {
+        Self { inner, state }
+    }
+}
+
+impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for Tracked<S>
+where
+    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S::Future: Unpin,
+{
+    type Response = Response<ResBody>;
+    type Error = S::Error;
+    type Future = TrackedFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        let started = Instant::now();
+        let route = self.state.metrics.route_of(request.uri().path());
+        let answer = self.inner.call(request);
+        TrackedFuture { answer, state: self.state.clone(), route, started }
+    }
+}
+
+/// A request's answer on its way, with what recording it needs.
+pub struct TrackedFuture<F> {
+    answer: F,
+    state: AppState,
+    route: usize,
+    started: Instant,
+}
+
+impl<F, ResBody, E> Future for TrackedFuture<F>
+where
+    F: Future<Output = Result<Response<ResBody>, E>> + Unpin,
+{
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let answer = ready!(Pin::new(&mut this.answer).poll(cx));
+        if let Ok(response) = &answer {
+            let elapsed = this.started.elapsed();
+            this.state.metrics.record_request(this.route, response.status(), elapsed);
+        }
+        Poll::Ready(answer)
+    }
 }
 
 /// `GET /metrics`: the Prometheus text exposition format (version 0.0.4).
@@ -351,10 +401,13 @@ pub async fn scrape(State(state): State<AppState>) -> Response {
 mod tests {
     use super::*;
 
+    const INBOX: &str = "/mail/{project}/inbox/{agent}";
+
     fn metrics() -> Metrics {
         let options = HistogramOpts::new("mailroom_store_batch_size", "Jobs per batch.");
         let batch_sizes = Histogram::with_opts(options).expect("histogram");
-        Metrics::new(["/mcp".to_string()], &["whois"], batch_sizes).expect("metrics")
+        let routes = ["/mcp", INBOX, "/mcp"].map(String::from);
+        Metrics::new(routes, &["whois"], batch_sizes).expect("metrics")
     }
 
     fn text(metrics: &Metrics) -> String {
@@ -368,33 +421,47 @@ mod tests {
     }
 
     #[test]
-    fn listed_unlisted_and_unmatched_routes_count_alike() {
+    fn requests_count_by_the_pattern_their_path_matches() {
         let metrics = metrics();
-        assert!(matches!(metrics.route(Some("/mcp")), Route::Listed("/mcp", _)));
-        assert!(matches!(metrics.route(None), Route::Listed(UNMATCHED, _)));
-        assert!(matches!(metrics.route(Some("/elsewhere")), Route::Unlisted(_)));
+        assert_eq!(metrics.routes[metrics.route_of("/mcp")].0, "/mcp");
+        assert_eq!(metrics.routes[metrics.route_of("/mail/p/inbox/Blue%20Lake")].0, INBOX);
+        for path in ["/elsewhere", "/mcp/x", "/mail/p/inbox", ""] {
+            assert_eq!(metrics.route_of(path), 0, "{path}");
+        }
         let three_ms = Duration::from_millis(3);
-        for (route, status) in [
-            (Some("/mcp"), StatusCode::OK),
-            (Some("/mcp"), StatusCode::CREATED),
-            (Some("/elsewhere"), StatusCode::INTERNAL_SERVER_ERROR),
-            (None, StatusCode::NOT_FOUND),
+        for (path, status) in [
+            ("/mcp", StatusCode::OK),
+            ("/mcp", StatusCode::CREATED),
+            ("/mail/a/inbox/B", StatusCode::INTERNAL_SERVER_ERROR),
+            ("/elsewhere", StatusCode::NOT_FOUND),
         ] {
-            metrics.record_request(&metrics.route(route), status, three_ms);
+            metrics.record_request(metrics.route_of(path), status, three_ms);
         }
         let text = text(&metrics);
         assert_lines(
             &text,
             &[
                 r#"mailroom_http_requests_total{route="/mcp",status="2xx"} 2"#,
-                r#"mailroom_http_requests_total{route="/elsewhere",status="5xx"} 1"#,
+                r#"mailroom_http_requests_total{route="/mail/{project}/inbox/{agent}",status="5xx"} 1"#,
                 r#"mailroom_http_requests_total{route="unmatched",status="4xx"} 1"#,
                 r#"mailroom_http_request_duration_seconds_bucket{route="/mcp",le="0.0025"} 0"#,
                 r#"mailroom_http_request_duration_seconds_bucket{route="/mcp",le="0.005"} 2"#,
-                r#"mailroom_http_request_duration_seconds_count{route="/elsewhere"} 1"#,
+                r#"mailroom_http_request_duration_seconds_count{route="unmatched"} 1"#,
             ],
         );
         assert!(!text.contains(r#"status="3xx""#), "a series is made on first use:\n{text}");
+    }
+
+    /// The route tables' patterns, duplicates and all, make one table (axum accepted them).
+    #[test]
+    fn every_route_of_the_tables_has_its_place() {
+        let patterns = crate::http::route_patterns("/mcp");
+        let options = HistogramOpts::new("mailroom_store_batch_size", "Jobs per batch.");
+        let batch_sizes = Histogram::with_opts(options).expect("histogram");
+        let metrics = Metrics::new(patterns.clone(), &[], batch_sizes).expect("metrics");
+        for pattern in patterns.iter().filter(|p| !p.contains('{')) {
+            assert_eq!(&metrics.routes[metrics.route_of(pattern)].0, pattern);
+        }
     }
 
     #[test]

@@ -93,6 +93,10 @@ async fn counters_move_by_what_was_done() {
     assert_eq!(app.post("/api/inbox", inbox).await.0, 200);
     assert_eq!(app.post("/api/inbox", json!({"no": "such field"})).await.0, 400);
     assert_eq!(app.get("/no/such/route").await.0, 404);
+    // A route of each of the other tables: a probe, a page, an OAuth stub.
+    assert_eq!(app.get("/health").await.0, 200);
+    assert_eq!(app.get(&format!("/mail/{slug}")).await.0, 200);
+    assert_eq!(app.get("/.well-known/oauth-authorization-server").await.0, 404);
     let after = Scrape::of(&app).await;
     let moved = |name: &str, labels: &[(&str, &str)]| {
         after.value(name, labels) - before.value(name, labels)
@@ -113,6 +117,10 @@ async fn counters_move_by_what_was_done() {
     assert_eq!(moved("mailroom_http_requests_total", &route("/api/inbox", "2xx")), 1.0);
     assert_eq!(moved("mailroom_http_requests_total", &route("/api/inbox", "4xx")), 1.0);
     assert_eq!(moved("mailroom_http_requests_total", &route("unmatched", "4xx")), 1.0);
+    assert_eq!(moved("mailroom_http_requests_total", &route("/health", "2xx")), 1.0);
+    assert_eq!(moved("mailroom_http_requests_total", &route("/mail/{project}", "2xx")), 1.0);
+    let oauth = route("/.well-known/oauth-authorization-server", "4xx");
+    assert_eq!(moved("mailroom_http_requests_total", &oauth), 1.0);
     // The first scrape; the second is counted once it is answered.
     assert_eq!(moved("mailroom_http_requests_total", &route("/metrics", "2xx")), 1.0);
     let mcp = [("route", "/mcp")];
