@@ -3,17 +3,18 @@
 # (Python: tests/clients/python_sdk_client.py, TypeScript: tests/clients/ts/client.mjs), then run
 # the official MCP conformance suite's server scenarios against it
 # (tests/clients/conformance/run.sh, allow-list in tests/clients/conformance/expected-failures.yml);
-# then both SDKs' stdio clients, five at once on one data directory
-# (tests/clients/python_sdk_stdio.py, tests/clients/ts/stdio.mjs); then the coding agents' own
-# CLIs (Claude Code, Codex, Gemini CLI, OpenCode) reading what `mailroom setup` wrote for them
-# (tests/clients/agents.sh, with a server of its own). Helpers shared with agents.sh:
-# tests/clients/lib.sh.
+# then GET /metrics read by the Prometheus Python client's text parser
+# (tests/clients/prometheus_metrics.py); then both SDKs' stdio clients, five at once on one data
+# directory (tests/clients/python_sdk_stdio.py, tests/clients/ts/stdio.mjs); then the coding
+# agents' own CLIs (Claude Code, Codex, Gemini CLI, OpenCode) reading what `mailroom setup`
+# wrote for them (tests/clients/agents.sh, with a server of its own). Helpers shared with
+# agents.sh: tests/clients/lib.sh.
 #
 # Usage: tests/clients/run.sh [path/to/mailroom]     (default: target/debug/mailroom)
 #
-# Builds nothing. Needs .venv/bin/python with the `mcp` package, node >= 22, and `npm ci` done in
-# tests/clients/ts, tests/clients/conformance and tests/clients/agents (.ci/run sets all of it
-# up). Environment knobs:
+# Builds nothing. Needs .venv/bin/python with the `mcp` and `prometheus-client` packages, node
+# >= 22, and `npm ci` done in tests/clients/ts, tests/clients/conformance and
+# tests/clients/agents (.ci/run sets all of it up). Environment knobs:
 #   MAILROOM_CLIENT_PYTHON  python interpreter for the Python client (default: <repo>/.venv/bin/python)
 #   MAILROOM_CLIENT_NODE    node (>= 22) for the TypeScript client, the conformance suite and
 #                           the agents' CLIs (default: node on PATH)
@@ -37,7 +38,7 @@ say() { printf '[clients] %s\n' "$*"; }
 die() { printf '[clients] ERROR: %s\n' "$*" >&2; exit 1; }
 
 [[ -x "$BIN" ]] || die "mailroom binary not found or not executable: $BIN (build it first: cargo build -p mailroom)"
-[[ -x "$PYTHON" ]] || die "python interpreter not found: $PYTHON (create .venv and pip install mcp; see .ci/run)"
+[[ -x "$PYTHON" ]] || die "python interpreter not found: $PYTHON (create .venv and pip install mcp prometheus-client; see .ci/run)"
 command -v "$NODE" >/dev/null 2>&1 || die "node not found: $NODE"
 NODE_VERSION="$("$NODE" --version 2>/dev/null || true)"
 NODE_MAJOR="$(sed -E 's/^v([0-9]+).*/\1/' <<<"$NODE_VERSION")"
@@ -102,6 +103,8 @@ run_client "python-sdk-client" "$URL" "$PYTHON" "$ROOT/tests/clients/python_sdk_
 run_client "ts-sdk-client" "$URL" "$NODE" "$ROOT/tests/clients/ts/client.mjs"
 MAILROOM_CLIENT_NODE="$NODE" run_client "mcp-conformance-suite" "$URL" \
   "$ROOT/tests/clients/conformance/run.sh"
+# After the clients above, so the scrape holds their calls as well as its own.
+run_client "prometheus-metrics" "$BASE" "$PYTHON" "$ROOT/tests/clients/prometheus_metrics.py"
 
 # The stdio transport: each client starts its own `mailroom serve --stdio` processes on a data
 # directory of its own (they start and stop their background server themselves).

@@ -7,6 +7,7 @@ use std::time::Instant;
 use mailroom_core::Mailroom;
 
 use crate::config::ServerConfig;
+use crate::http::metrics::Metrics;
 use crate::mcp::auth::Bindings;
 use crate::mcp::metrics::Instruments;
 use crate::mcp::resources::Resources;
@@ -37,6 +38,9 @@ pub struct Shared {
     pub pages: crate::web::PageCache,
     /// Bearer token, roles and rate-limit buckets (`http/security/`).
     pub security: crate::http::security::Security,
+    /// The operator's Prometheus metrics (`http/metrics.rs`); background upkeep reports its
+    /// runs here ([`Metrics::record_upkeep_run`]).
+    pub metrics: Metrics,
 }
 
 impl std::ops::Deref for AppState {
@@ -63,6 +67,11 @@ impl AppState {
             crate::http::mcp_paths(&config.mcp_path),
             tools.names(),
         )?;
+        let metrics = Metrics::new(
+            crate::http::route_patterns(&config.mcp_path),
+            &tools.names(),
+            core.write_batch_sizes(),
+        )?;
         Ok(Self(Arc::new(Shared {
             core,
             config: Arc::new(config),
@@ -75,6 +84,7 @@ impl AppState {
             stopping: tokio::sync::watch::Sender::new(false),
             pages: crate::web::PageCache::default(),
             security,
+            metrics,
         })))
     }
 

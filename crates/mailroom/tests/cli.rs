@@ -57,6 +57,51 @@ fn invalid_environment_is_a_clear_start_up_error() {
     assert!(stderr.contains("CONTACT_ENFORCEMENT_ENABLED"), "{stderr}");
 }
 
+/// `LOG_FORMAT=json`: every line on stderr is one JSON object with the event's fields at the
+/// top level; a format that is neither text nor json stops start-up, naming the variable.
+#[test]
+fn json_logs_are_one_object_a_line_and_unknown_formats_are_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut server = mailroom()
+        .args(["serve", "--port", "0", "--data-dir"])
+        .arg(dir.path())
+        .env("LOG_LEVEL", "info")
+        .env("LOG_FORMAT", "JSON")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    let stdout = server.stdout.take().expect("stdout");
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).expect("line");
+    assert!(line.contains("http://127.0.0.1:"), "{line}");
+    let mut logs = server.stderr.take().expect("stderr");
+    common::stop(server);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut logs, &mut stderr).expect("stderr");
+    let events: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let listening = events
+        .iter()
+        .find(|e| e["message"] == "mailroom listening")
+        .unwrap_or_else(|| panic!("no listening event in {stderr}"));
+    assert_eq!(listening["level"], "INFO");
+    assert!(listening["local"].as_str().is_some_and(|a| a.starts_with("127.0.0.1:")));
+    assert!(listening["timestamp"].is_string() && listening["target"].is_string());
+
+    let refused = mailroom()
+        .args(["serve", "--port", "0", "--data-dir"])
+        .arg(dir.path())
+        .env("LOG_FORMAT", "xml")
+        .output()
+        .expect("run");
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("LOG_FORMAT must be text or json"), "{stderr}");
+}
+
 #[test]
 fn two_servers_cannot_share_one_archive() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -1,7 +1,11 @@
-//! Liveness and readiness facts about the core.
+//! Liveness and readiness facts about the core, and the storage facts the operator's
+//! metrics report.
+
+use std::time::Duration;
 
 use super::Mailroom;
 use crate::error::{Error, Result};
+use crate::model::time::Timestamp;
 
 impl Mailroom {
     /// Makes a real database round trip, and checks the database file is still where it was
@@ -46,6 +50,50 @@ impl Mailroom {
         // all there are: counted in memory, no query on the probe's path.
         // The writer clears its last error at its next success.
         Ok(ArchiveHealth { set_aside: archive.stats().set_aside, last_error: archive.last_error() })
+    }
+}
+
+/// What the operator's metrics report of storage, read when they are scraped.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StorageFacts {
+    /// Bytes of the database file.
+    pub database_bytes: u64,
+    /// Bytes of its write-ahead log (0 when there is none).
+    pub wal_bytes: u64,
+    /// Archive rows queued and not yet committed to Git (0 without an archive).
+    pub archive_queue: u64,
+    /// How long the oldest of them has waited; `None` when none waits.
+    pub archive_oldest_wait: Option<Duration>,
+}
+
+impl Mailroom {
+    /// The database's size on disk and the archive's backlog: the queue's length from the
+    /// archive's counters, the oldest row's age from one indexed read.
+    pub async fn storage_facts(&self) -> Result<StorageFacts> {
+        let path = &self.config.database_path;
+        let size = |path: &std::path::Path| std::fs::metadata(path).map_or(0, |m| m.len());
+        let mut wal = path.clone().into_os_string();
+        wal.push("-wal");
+        let mut facts = StorageFacts {
+            database_bytes: size(path),
+            wal_bytes: size(wal.as_ref()),
+            ..StorageFacts::default()
+        };
+        if let Some(archive) = self.archive() {
+            facts.archive_queue = archive.stats().lag;
+            let oldest = self.store.read_short(|db| db.oldest_queued_archive_ts()).await?;
+            facts.archive_oldest_wait = oldest.as_deref().and_then(Timestamp::parse_db).map(|at| {
+                let waited = Timestamp::now().as_micros().saturating_sub(at.as_micros());
+                Duration::from_micros(u64::try_from(waited).unwrap_or(0))
+            });
+        }
+        Ok(facts)
+    }
+
+    /// Jobs per database write batch (group commit), observed by the writer thread: the
+    /// histogram the server's `/metrics` registers.
+    pub fn write_batch_sizes(&self) -> prometheus::Histogram {
+        self.store.batch_sizes()
     }
 }
 

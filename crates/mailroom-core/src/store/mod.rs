@@ -33,6 +33,9 @@ const STATEMENT_CACHE_CAPACITY: usize = 128;
 /// Most jobs committed together; bounds the latency a long batch adds to its first job.
 const MAX_BATCH: usize = 256;
 
+/// The buckets of [`Store::batch_sizes`]: powers of two up to [`MAX_BATCH`].
+const BATCH_SIZE_BUCKETS: [f64; 9] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
+
 /// SQLite's soft heap limit, in bytes (see `Store::open`). Readers get the database's pages
 /// through the memory map, so the caches mostly hold the writer's pages and WAL pages.
 pub const SQLITE_HEAP_LIMIT: i64 = 24 << 20;
@@ -77,6 +80,8 @@ struct Inner {
     /// Set by [`Store::close`]: the writer ends after the batch it is running.
     closing: Arc<AtomicBool>,
     writer_thread: Mutex<Option<JoinHandle<()>>>,
+    /// Jobs per write batch, observed by the writer thread.
+    batch_sizes: prometheus::Histogram,
 }
 
 impl Store {
@@ -124,14 +129,17 @@ impl Store {
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE_CAPACITY);
         let (changed, changes) = watch::channel(0);
         let closing = Arc::new(AtomicBool::new(false));
-        let writer_closing = Arc::clone(&closing);
+        let batch_sizes = batch_size_histogram()?;
+        let writer = Writer {
+            archive_hook,
+            checkpointer,
+            changed,
+            closing: Arc::clone(&closing),
+            batch_sizes: batch_sizes.clone(),
+        };
         let writer_thread = std::thread::Builder::new()
             .name("mailroom-db-writer".to_string())
-            .spawn(move || {
-                let writer =
-                    Writer { archive_hook, checkpointer, changed, closing: writer_closing };
-                run_writer(writer_conn, receiver, writer);
-            })
+            .spawn(move || run_writer(writer_conn, receiver, writer))
             .map_err(|e| Error::internal(format!("cannot start database writer: {e}")))?;
         let permits = readers.len();
         Ok(Self {
@@ -144,8 +152,15 @@ impl Store {
                 reader_count: u32::try_from(permits).unwrap_or(u32::MAX),
                 closing,
                 writer_thread: Mutex::new(Some(writer_thread)),
+                batch_sizes,
             }),
         })
+    }
+
+    /// How many jobs each write batch committed together (group commit), as a Prometheus
+    /// histogram the server's `/metrics` registers; observed once per batch by the writer.
+    pub fn batch_sizes(&self) -> prometheus::Histogram {
+        self.inner.batch_sizes.clone()
     }
 
     /// Runs `job` in one write transaction on the writer thread; commits when it returns `Ok`.
@@ -451,10 +466,22 @@ struct Writer {
     checkpointer: Checkpointer,
     changed: watch::Sender<u64>,
     closing: Arc<AtomicBool>,
+    batch_sizes: prometheus::Histogram,
+}
+
+/// The histogram behind [`Store::batch_sizes`].
+fn batch_size_histogram() -> Result<prometheus::Histogram> {
+    let options = prometheus::HistogramOpts::new(
+        "mailroom_store_batch_size",
+        "Write jobs the database writer committed in one transaction (group commit).",
+    )
+    .buckets(BATCH_SIZE_BUCKETS.to_vec());
+    prometheus::Histogram::with_opts(options)
+        .map_err(|e| Error::internal(format!("batch size histogram: {e}")))
 }
 
 fn run_writer(mut conn: Connection, mut jobs: mpsc::Receiver<WriteJob>, writer: Writer) {
-    let Writer { archive_hook, checkpointer, changed, closing } = writer;
+    let Writer { archive_hook, checkpointer, changed, closing, batch_sizes } = writer;
     while let Some(first) = jobs.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -463,6 +490,7 @@ fn run_writer(mut conn: Connection, mut jobs: mpsc::Receiver<WriteJob>, writer: 
                 Err(_) => break,
             }
         }
+        batch_sizes.observe(batch.len() as f64);
         let result = run_batch(&mut conn, batch, archive_hook.is_some());
         // The archive hears of the rows before anyone hears "done", so a caller that waits
         // for the archive after its answer waits for its own rows too.
@@ -584,6 +612,10 @@ mod tests {
         let slugs = store.read(|db| db.project_keys()).await.expect("read");
         assert_eq!(slugs.len(), 32, "only the successful jobs' rows remain");
         assert!(slugs.iter().all(|(slug, _)| slug[1..].parse::<usize>().is_ok_and(|n| n % 2 == 0)));
+        // Every job, failed or not, was in exactly one observed batch.
+        let batches = store.batch_sizes();
+        assert_eq!(batches.get_sample_sum(), 64.0);
+        assert!((1..=64).contains(&batches.get_sample_count()), "{}", batches.get_sample_count());
     }
 
     /// The change count moves for a committed write that changed rows, and only then: not

@@ -1,8 +1,10 @@
-//! The axum router: health probes, REST routes, MCP mount points, OAuth-discovery stubs.
+//! The axum router: health probes and metrics, REST routes, MCP mount points, OAuth-discovery
+//! stubs; around it, the metrics and CORS.
 
 pub mod cors;
 pub mod error;
 pub mod health;
+pub mod metrics;
 pub mod rest;
 pub mod security;
 
@@ -16,16 +18,18 @@ use serde_json::json;
 use crate::mcp::transport;
 use crate::state::AppState;
 
-/// The whole application: the router behind CORS (outermost, so that a preflight is answered
-/// before any token is asked for).
-pub fn app(state: AppState) -> cors::CorsForOrigins<Router> {
+/// The whole application: the router behind the metrics (which count every answer it gives),
+/// behind CORS (outermost, so that a preflight is answered before any token is asked for).
+pub fn app(state: AppState) -> cors::CorsForOrigins<metrics::Tracked<Router>> {
     let cors = state.config.cors.as_ref().map(|c| c.layer(&state.config.allowed_origins));
-    cors::CorsForOrigins::new(cors, router(state))
+    cors::CorsForOrigins::new(cors, metrics::Tracked::new(router(state.clone()), state))
 }
 
-/// The router: every route and the middleware in front of them.
+/// The router: every route and the middleware in front of them. A route added here, outside
+/// the tables [`route_patterns`] reads, must be added there too, or metrics count it as
+/// `unmatched`.
 fn router(state: AppState) -> Router {
-    let mut router = health::router().merge(rest::router(&state));
+    let mut router = health::router(&state).merge(rest::router(&state));
     for path in mcp_paths(&state.config.mcp_path) {
         router = router.route(&path, any(transport::endpoint));
     }
@@ -39,6 +43,17 @@ fn router(state: AppState) -> Router {
     }
     let body_limit = DefaultBodyLimit::max(state.config.max_body_bytes);
     router.layer(body_limit).with_state(state)
+}
+
+/// Every route's pattern, from the tables [`router`] is built from: the routes metrics count
+/// requests by.
+pub(crate) fn route_patterns(mcp_path: &str) -> Vec<String> {
+    let mut patterns: Vec<String> = health::paths().into_iter().map(String::from).collect();
+    patterns.extend(rest::table().into_iter().map(|route| route.path.to_string()));
+    patterns.extend(mcp_paths(mcp_path));
+    patterns.extend(oauth_discovery_paths(mcp_path));
+    patterns.extend(crate::web::patterns().into_iter().map(String::from));
+    patterns
 }
 
 /// `/mcp`, `/api` and HTTP_PATH, each with and without the trailing slash.

@@ -9,9 +9,8 @@
 use std::future::Future;
 
 use axum::body::Bytes;
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::header;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, post};
 use axum::{Json, Router};
@@ -64,15 +63,8 @@ pub fn router(state: &AppState) -> Router<AppState> {
     let router = routes()
         .into_iter()
         .fold(Router::new(), |router, (route, handler)| router.route(route.path, handler));
+    let origin_and_host = crate::http::security::origin::origin_and_host;
     router.route_layer(axum::middleware::from_fn_with_state(state.clone(), origin_and_host))
-}
-
-/// MCP's Origin (403) and Host (421) checks, in front of the REST routes.
-async fn origin_and_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    match crate::http::security::origin::check_origin_and_host(&state, request.headers()) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => *refusal,
-    }
 }
 
 /// A route's body: where it is posted, which tool it mirrors and who it says is acting.

@@ -1,16 +1,18 @@
 //! JSON-RPC 2.0 dispatch of MCP methods. The transport decides *how* a reply travels; this
 //! module decides *what* it says.
 
+use std::time::Instant;
+
 use axum::body::Bytes;
 use serde_json::{Value, json};
 
 use super::auth::{Claim, authorize};
 use super::catalog::{AuthSpec, Rule};
 use super::chunks::Chunks;
-use super::error::code;
+use super::error::{ToolError, code};
 use super::format;
 use super::resources::ReadError;
-use super::tools::{Caller, Encoding, Output, Success, error_result, write_success_result};
+use super::tools::{Caller, Encoding, Output, Success, Tool, error_result, write_success_result};
 use super::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::state::AppState;
 
@@ -164,48 +166,17 @@ async fn call_tool(state: &AppState, mut params: Value, session: Option<&str>) -
         return Answer::Failure(error_result(format!("Unknown tool: {name}")));
     };
     let name = tool.name;
-    let mut arguments =
+    let arguments =
         params.as_object_mut().and_then(|p| p.remove("arguments")).unwrap_or(Value::Null);
     // Every call is counted here, once, whatever the tool (docs/compat/tools.md §1.8), before
     // authentication (the ring records the arguments as the caller sent them).
     state.instruments.record_call(name, &arguments);
-    // An invalid format fails argument validation inside `call`; here it is known good.
-    let requested = format::from_argument(arguments.get("format")).ok().flatten();
-    let chosen = requested.unwrap_or(state.config.default_format);
-    let auth = state.config.tool_auth.then_some(&tool.info.auth);
-    // Open tools need no check, so their arguments are decoded once, by the call itself.
-    if let Some(spec) = auth.filter(|spec| spec.rule != Rule::Open) {
-        let checked = match tool.validate(&arguments) {
-            Ok(()) => {
-                let claim = Claim::from_arguments(spec, &arguments);
-                authorize(state, name, spec, claim, session).await.map(|viewer| {
-                    fill_in_viewer(&mut arguments, spec, viewer);
-                })
-            }
-            Err(e) => Err(e),
-        };
-        if let Err(e) = checked {
-            state.instruments.record_error(name);
-            return Answer::Failure(error_result(e.result_text(name)));
-        }
-    }
-    let caller = Caller { session: session.map(str::to_string) };
-    // JSON results are serialised once, straight from the op's output; TOON re-encodes a tree.
-    let encoding =
-        if chosen == format::OutputFormat::Json { Encoding::Json } else { Encoding::Value };
-    match tool.call(state.clone(), arguments, caller, encoding).await {
-        Ok(Success { output, agent }) => {
-            // A registration binds the session (with authentication on) to the agent it names.
-            if let (Some(_), Some(agent)) = (auth, agent) {
-                state.bindings.bind(session, agent.project_id, agent.agent_id);
-            }
-            match output {
-                Output::Json(json) => Answer::Success(json),
-                Output::Value(value) => Answer::Success(
-                    format::apply(value, requested, state.config.default_format).to_string(),
-                ),
-            }
-        }
+    let started = Instant::now();
+    let outcome = run_tool(state, tool, arguments, session).await;
+    let error = outcome.as_ref().err().map(ToolError::kind);
+    state.metrics.record_tool_call(name, started.elapsed(), error);
+    match outcome {
+        Ok(json) => Answer::Success(json),
         Err(e) => {
             state.instruments.record_error(name);
             match e.storage_message() {
@@ -214,6 +185,42 @@ async fn call_tool(state: &AppState, mut params: Value, session: Option<&str>) -
             }
         }
     }
+}
+
+/// Authenticates a call (with tool authentication on), runs it and encodes its result.
+async fn run_tool(
+    state: &AppState,
+    tool: &Tool,
+    mut arguments: Value,
+    session: Option<&str>,
+) -> Result<String, ToolError> {
+    let name = tool.name;
+    // An invalid format fails argument validation inside `call`; here it is known good.
+    let requested = format::from_argument(arguments.get("format")).ok().flatten();
+    let chosen = requested.unwrap_or(state.config.default_format);
+    let auth = state.config.tool_auth.then_some(&tool.info.auth);
+    // Open tools need no check, so their arguments are decoded once, by the call itself.
+    if let Some(spec) = auth.filter(|spec| spec.rule != Rule::Open) {
+        tool.validate(&arguments)?;
+        let claim = Claim::from_arguments(spec, &arguments);
+        let viewer = authorize(state, name, spec, claim, session).await?;
+        fill_in_viewer(&mut arguments, spec, viewer);
+    }
+    let caller = Caller { session: session.map(str::to_string) };
+    // JSON results are serialised once, straight from the op's output; TOON re-encodes a tree.
+    let encoding =
+        if chosen == format::OutputFormat::Json { Encoding::Json } else { Encoding::Value };
+    let Success { output, agent } = tool.call(state.clone(), arguments, caller, encoding).await?;
+    // A registration binds the session (with authentication on) to the agent it names.
+    if let (Some(_), Some(agent)) = (auth, agent) {
+        state.bindings.bind(session, agent.project_id, agent.agent_id);
+    }
+    Ok(match output {
+        Output::Json(json) => json,
+        Output::Value(value) => {
+            format::apply(value, requested, state.config.default_format).to_string()
+        }
+    })
 }
 
 /// Names the session's agent as the viewer of a call that named none (see [`authorize`]).

@@ -36,6 +36,15 @@ impl ToolError {
         }
     }
 
+    /// The error's type, as the operator's metrics count it: the reference's
+    /// (docs/compat/errors.md §4), `INVALID_ARGUMENT` for arguments the schema refuses.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::InvalidArguments(_) => "INVALID_ARGUMENT",
+            Self::Domain(e) => e.kind,
+        }
+    }
+
     /// The text of the `isError` result for tool `tool`.
     pub fn result_text(&self, tool: &str) -> String {
         match self {

@@ -35,6 +35,11 @@ use axum::middleware;
 pub use self::cache::PageCache;
 use crate::state::AppState;
 
+/// The `/mail` routes' patterns (`routes.rs`).
+pub fn patterns() -> Vec<&'static str> {
+    routes::table().into_iter().map(|(pattern, _)| pattern).collect()
+}
+
 /// The `/mail` routes (`routes.rs`), each answer passing `protect_page`.
 pub fn router(state: AppState) -> Router<AppState> {
     let router = routes::table()

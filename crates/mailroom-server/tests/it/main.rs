@@ -11,6 +11,7 @@ mod lifecycle;
 mod macros;
 mod mail_enforcement;
 mod messaging;
+mod metrics;
 mod products;
 mod redis_limits;
 mod reservations;

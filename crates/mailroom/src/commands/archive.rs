@@ -80,7 +80,7 @@ pub fn run(args: ArchiveArgs) -> Result<Verdict> {
 fn verify(args: VerifyArgs) -> Result<Verdict> {
     let data_dir = shared::data_dir(args.data_dir);
     let config = shared::core_config(&data_dir)?;
-    shared::init_logging();
+    shared::init_logging()?;
     let report = maintenance::verify(&config).context("cannot verify the archive")?;
     print_verify(&report);
     Ok(if report.is_clean() { Verdict::Clean } else { Verdict::Differences })
@@ -89,7 +89,7 @@ fn verify(args: VerifyArgs) -> Result<Verdict> {
 fn rebuild(args: RebuildArgs) -> Result<()> {
     let data_dir = shared::data_dir(args.data_dir);
     let config = shared::core_config(&data_dir)?;
-    shared::init_logging();
+    shared::init_logging()?;
     let _lock = shared::lock_data_dir(&data_dir)?;
     let _database_lock = shared::lock_database(&config.database_path, shared::Missing::Skip)?;
     if args.reconstruct_database {

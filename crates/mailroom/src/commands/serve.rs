@@ -76,7 +76,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("--path {e}"))?;
         server_config.mcp_path = path;
     }
-    shared::init_logging();
+    shared::init_logging()?;
     let _lock = shared::lock_data_dir(&data_dir)?;
     let _database_lock =
         shared::lock_database(&core_config.database_path, shared::Missing::Create)?;

@@ -243,8 +243,9 @@ pub enum Missing {
     Skip,
 }
 
-/// Logs to stderr at `LOG_LEVEL` (default info).
-pub fn init_logging() {
+/// Logs to stderr at `LOG_LEVEL` (default info), as `LOG_FORMAT` says: `text` (the default)
+/// or `json`, one object a line for log collectors. Any other format is refused.
+pub fn init_logging() -> Result<()> {
     let level = match env("LOG_LEVEL").unwrap_or_default().to_ascii_lowercase().as_str() {
         "debug" => tracing::Level::DEBUG,
         "trace" => tracing::Level::TRACE,
@@ -252,11 +253,19 @@ pub fn init_logging() {
         "error" => tracing::Level::ERROR,
         _ => tracing::Level::INFO,
     };
-    // Colours only for a terminal: a log file (a background server's `server.log`) stays text.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr)
-        .init();
+    let json = match env("LOG_FORMAT").map(|f| f.to_ascii_lowercase()).as_deref() {
+        None | Some("text") => false,
+        Some("json") => true,
+        Some(other) => bail!("LOG_FORMAT must be text or json, not {other:?}"),
+    };
+    let logs = tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr);
+    if json {
+        // An event's fields at the top level beside `timestamp`, `level` and `target`.
+        logs.json().flatten_event(true).init();
+    } else {
+        // Colours only for a terminal: a log file (a background server's `server.log`) stays
+        // text.
+        logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init();
+    }
+    Ok(())
 }

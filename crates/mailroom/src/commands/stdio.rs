@@ -41,7 +41,7 @@ const SERVER_ERROR: i64 = -32603;
 pub fn run(args: &ServeArgs) -> Result<()> {
     let data_dir = std::path::absolute(args.data_dir()).context("cannot resolve --data-dir")?;
     shared::use_dotenv(shared::operator_dir(&data_dir))?;
-    shared::init_logging();
+    shared::init_logging()?;
     let starter = Starter { data_dir, flags: args.listener_flags() };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

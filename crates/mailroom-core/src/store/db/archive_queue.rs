@@ -151,6 +151,23 @@ impl Db<'_> {
             .map_err(map_err)
     }
 
+    /// When the oldest queued row this mailroom archives was queued (rows of a kind only a
+    /// newer mailroom knows stay queued and are left out), as stored; `None` when none waits.
+    pub fn oldest_queued_archive_ts(&self) -> Result<Option<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT kind, enqueued_ts FROM archive_queue ORDER BY id")
+            .map_err(map_err)?;
+        let mut rows = stmt.query([]).map_err(map_err)?;
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let kind: String = row.get(0).map_err(map_err)?;
+            if ArchiveKind::parse(&kind) != ArchiveKind::Unknown {
+                return row.get(1).map(Some).map_err(map_err);
+            }
+        }
+        Ok(None)
+    }
+
     /// The newest queued row's id (0 when the queue is empty): rows up to it may already be in
     /// the archive (a replay), rows after it are new.
     pub fn last_queued_archive_id(&self) -> Result<i64> {
@@ -248,5 +265,33 @@ impl Db<'_> {
             .and_then(|mut stmt| stmt.query_row([name], |r| r.get::<_, i64>(0)))
             .map(|n| n > 0)
             .map_err(map_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::Store;
+
+    /// The oldest row waiting is the first one this mailroom archives: a newer mailroom's
+    /// row, which stays queued, does not make the archive look ever further behind.
+    #[tokio::test]
+    async fn the_oldest_waiting_row_is_the_first_of_a_known_kind() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("db.sqlite3");
+        let store = Store::open(&path, 1, None).expect("open");
+        let oldest = || store.read(|db| db.oldest_queued_archive_ts());
+        assert_eq!(oldest().await.expect("read"), None, "an empty queue");
+        rusqlite::Connection::open(&path)
+            .and_then(|conn| {
+                conn.execute_batch(
+                    "INSERT INTO archive_queue (kind, ref_id, enqueued_ts) VALUES
+                         ('hologram', 1, '2026-01-01 00:00:00.000000'),
+                         ('message', 2, '2026-01-02 00:00:00.000000'),
+                         ('profile', 3, '2026-01-03 00:00:00.000000');",
+                )
+            })
+            .expect("rows queued");
+        let expected = Some("2026-01-02 00:00:00.000000".to_string());
+        assert_eq!(oldest().await.expect("read"), expected);
     }
 }

@@ -35,6 +35,7 @@ use self::jwt::JwtVerifier;
 use self::rate_limit::MemoryLimiter;
 use self::redis_limit::RedisLimiter;
 pub use self::settings::{RateLimits, SecuritySettings};
+use super::metrics::Refusal;
 use super::rest::RestRoute;
 use crate::state::AppState;
 
@@ -128,7 +129,10 @@ pub async fn check_request(
     let local = settings.allow_localhost && is_local(peer, request.headers());
     let claims = match authenticate(security, local, request.headers()).await {
         Ok(claims) => claims,
-        Err(()) => return refuse(StatusCode::UNAUTHORIZED, "Unauthorized"),
+        Err(()) => {
+            state.metrics.record_refusal(Refusal::Unauthorized);
+            return refuse(StatusCode::UNAUTHORIZED, "Unauthorized");
+        }
     };
     let enforce_roles = settings.rbac_enabled && !local;
     if !enforce_roles && security.limiter.is_none() {
@@ -144,32 +148,38 @@ pub async fn check_request(
             _ => std::slice::from_ref(&settings.default_role),
         };
         if !allowed(settings, roles, &kind) {
+            state.metrics.record_refusal(Refusal::Forbidden);
             return refuse(StatusCode::FORBIDDEN, "Forbidden");
         }
     }
     let subject = claims.as_ref().and_then(|c| c.subject.as_deref());
-    if !within_limits(security, &kind, subject, peer, request.headers()).await {
+    if let Err(bucket) = within_limits(security, &kind, subject, peer, request.headers()).await {
+        state.metrics.record_refusal(Refusal::RateLimited(bucket));
         return refuse(StatusCode::TOO_MANY_REQUESTS, "Rate limit exceeded");
     }
     next.run(request).await
 }
 
-/// Takes a token from the request's bucket (its JWT's subject's, else its client's); false
-/// when it is empty.
+/// Takes a token from the request's bucket (its JWT's subject's, else its client's); when it
+/// is empty, the kind of bucket (`tools`, `resources`, `other`).
 async fn within_limits(
     security: &Security,
     kind: &Kind,
     subject: Option<&str>,
     peer: Option<IpAddr>,
     headers: &HeaderMap,
-) -> bool {
-    let Some((limits, limiter)) = &security.limiter else { return true };
+) -> Result<(), &'static str> {
+    let Some((limits, limiter)) = &security.limiter else { return Ok(()) };
     let who = match subject {
         Some(subject) => Identity::Subject(subject),
         None => Identity::Client(client_identity(peer, headers)),
     };
     let (bucket, per_minute, burst) = bucket(limits, kind, &security.tools);
-    per_minute <= 0.0 || limiter.take(bucket, who, per_minute, burst).await
+    if per_minute <= 0.0 || limiter.take(bucket, who, per_minute, burst).await {
+        Ok(())
+    } else {
+        Err(bucket.0)
+    }
 }
 
 /// The bearer token (local requests need none) or the JWT (every request needs one): the

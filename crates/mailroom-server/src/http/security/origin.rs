@@ -2,10 +2,25 @@
 //! another origin is refused (403) unless `HTTP_ALLOWED_ORIGINS` names it, and a `Host` that
 //! is not the server's (a rebound name) is refused (421).
 
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::state::AppState;
+
+/// The Origin (403) and Host (421) checks as a middleware, in front of the REST routes and
+/// `/metrics` (MCP and the web UI run them in their own handlers).
+pub async fn origin_and_host(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match check_origin_and_host(&state, request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => *refusal,
+    }
+}
 
 /// DNS-rebinding protection: browsers on other origins get 403; a Host that is not ours
 /// (a rebound name) gets 421.
