@@ -41,6 +41,8 @@ pub struct Shared {
     /// The operator's Prometheus metrics (`http/metrics.rs`); background upkeep reports its
     /// runs here ([`Metrics::record_upkeep_run`]).
     pub metrics: Metrics,
+    /// Which upkeep tasks are running now: a run never overlaps another of its task.
+    pub upkeep: crate::upkeep::Running,
 }
 
 impl std::ops::Deref for AppState {
@@ -85,6 +87,7 @@ impl AppState {
             pages: crate::web::PageCache::default(),
             security,
             metrics,
+            upkeep: crate::upkeep::Running::default(),
         })))
     }
 

@@ -1,14 +1,29 @@
 //! The background upkeep's schedules (docs/compat/upkeep.md): each enabled task of
 //! `mailroom_core::ops::upkeep` runs every interval on a task of its own, off the request
-//! path, logging what it did; [`run`] runs one now (the `run_upkeep` tool).
+//! path, logged and counted (`mailroom_upkeep_runs_total`); [`run`] runs one now (the
+//! `run_upkeep` tool). A task never runs twice at once.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mailroom_core::Error;
 use mailroom_core::model::time::Timestamp;
-use mailroom_core::ops::upkeep::{Task, UpkeepReport};
+use mailroom_core::ops::upkeep::{Seen, Task};
+use serde_json::{Value, json};
 
+use crate::http::metrics::UpkeepOutcome;
 use crate::state::AppState;
+
+/// Which tasks are running, one flag per task of [`Task::ALL`].
+#[derive(Default)]
+pub struct Running([AtomicBool; Task::ALL.len()]);
+
+impl Running {
+    fn flag(&self, task: Task) -> &AtomicBool {
+        let index = Task::ALL.iter().position(|t| *t == task).unwrap_or(0);
+        &self.0[index]
+    }
+}
 
 /// Starts the schedule of every enabled task; each ends when `stopping` turns true.
 pub fn start(state: &AppState) {
@@ -24,29 +39,45 @@ pub fn start(state: &AppState) {
                     () = &mut stop => return,
                     () = tokio::time::sleep(Duration::from_secs(interval)) => {}
                 }
-                if task == Task::Retire && !seen_a_whole_threshold(&state) {
-                    // Calls made before the server started are unknown to it: an agent that
-                    // only reads could look idle. Retire once a whole threshold was watched.
-                    continue;
-                }
-                // Failures are logged by `run`; the schedule goes on.
-                let _ = run(&state, task).await;
+                // Failures are logged and counted by `run`; the schedule goes on.
+                let _ = run(&state, task, false).await;
             }
         });
     }
 }
 
-/// Whether the server has been up for a whole retirement threshold.
-fn seen_a_whole_threshold(state: &AppState) -> bool {
-    let threshold = state.core.config().upkeep.retire_threshold_seconds;
-    state.started.elapsed() >= Duration::from_secs(u64::try_from(threshold).unwrap_or(0))
+/// The tasks `all` means: those enabled here.
+pub fn enabled(state: &AppState) -> Vec<Task> {
+    let settings = &state.core.config().upkeep;
+    Task::ALL.into_iter().filter(|t| settings.schedule(*t).is_some()).collect()
 }
 
-/// Runs one task now and logs what it did.
-pub async fn run(state: &AppState, task: Task) -> Result<UpkeepReport, Error> {
+/// Runs one task now; its report, or why it did not run: the task is running already, or (for
+/// retirement without `force`) the server has not yet watched a whole threshold of calls, so an
+/// agent that only reads could look idle.
+pub async fn run(state: &AppState, task: Task, force: bool) -> Result<Value, Error> {
+    if task == Task::Retire && !force && !seen_a_whole_threshold(state) {
+        let reason =
+            "the server has not watched a whole threshold of calls yet (force retires now)";
+        return Ok(json!({"task": task.name(), "skipped": reason}));
+    }
+    let flag = state.upkeep.flag(task);
+    if flag.swap(true, Ordering::AcqRel) {
+        return Ok(json!({"task": task.name(), "skipped": "already running"}));
+    }
+    let outcome = run_task(state, task).await;
+    flag.store(false, Ordering::Release);
+    outcome
+}
+
+async fn run_task(state: &AppState, task: Task) -> Result<Value, Error> {
     let started = Instant::now();
-    let threshold = state.core.config().upkeep.retire_threshold_seconds;
-    let seen = state.instruments.seen_since(Timestamp::now().plus_seconds(-threshold));
+    let seen = if task == Task::Retire {
+        let threshold = state.core.config().upkeep.retire_threshold_seconds;
+        state.instruments.seen_since(Timestamp::now().plus_seconds(-threshold))
+    } else {
+        Seen::default()
+    };
     let outcome = state.core.run_upkeep(task, &seen).await;
     let elapsed_ms = started.elapsed().as_millis();
     match &outcome {
@@ -61,5 +92,13 @@ pub async fn run(state: &AppState, task: Task) -> Result<UpkeepReport, Error> {
             tracing::warn!(task = task.name(), error = %e.message, elapsed_ms, "upkeep failed")
         }
     }
-    outcome
+    let counted = if outcome.is_ok() { UpkeepOutcome::Ok } else { UpkeepOutcome::Failed };
+    state.metrics.record_upkeep_run(task.name(), counted);
+    outcome.map(|report| serde_json::to_value(report).unwrap_or(Value::Null))
+}
+
+/// Whether the server has been up for a whole retirement threshold.
+fn seen_a_whole_threshold(state: &AppState) -> bool {
+    let threshold = state.core.config().upkeep.retire_threshold_seconds;
+    state.started.elapsed() >= Duration::from_secs(u64::try_from(threshold).unwrap_or(0))
 }

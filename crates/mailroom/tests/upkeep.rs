@@ -48,7 +48,9 @@ async fn through_the_server_and_without_one() {
 
     // No server: the command opens the database itself. Every agent idle for years.
     back_date(&data, "UPDATE agents SET last_active_ts = '2020-01-01 00:00:00.000000'");
-    let retired = upkeep(&data, &["retire", "--json"]);
+    let waiting = upkeep(&data, &["retire"]);
+    assert!(text(&waiting).contains("retire        skipped: "), "{}", text(&waiting));
+    let retired = upkeep(&data, &["retire", "--json", "--force"]);
     assert!(retired.status.success(), "{}", text(&retired));
     let reports: Value = serde_json::from_slice(&retired.stdout).expect("JSON");
     let mut names: Vec<_> = reports[0]["retired"]
@@ -59,11 +61,11 @@ async fn through_the_server_and_without_one() {
         .collect();
     names.sort();
     assert_eq!(names, ["BlueLake", "GreenCastle", "RedStone"]);
-    let again = upkeep(&data, &[]);
+    let again = upkeep(&data, &["retire", "--force"]);
     assert!(again.status.success(), "{}", text(&again));
-    let said = text(&again);
-    assert!(said.contains("retire        0 agent(s)"), "{said}");
-    assert!(said.contains("acks          0 acknowledgement(s)"), "{said}");
+    assert!(text(&again).contains("retire        0 agent(s)"), "{}", text(&again));
+    let all = text(&upkeep(&data, &[]));
+    assert!(all.contains("reservations  0 released") && all.contains("fds           "), "{all}");
 }
 
 #[test]

@@ -12,6 +12,9 @@ use std::sync::{Arc, Mutex};
 use mailroom_core::model::time::Timestamp;
 use serde_json::Value;
 
+/// The most (project, agent) names the activity notes hold.
+const SEEN_CAPACITY: usize = 65_536;
+
 /// How many recent calls the ring keeps.
 pub const RECENT_CAPACITY: usize = 4096;
 
@@ -43,20 +46,24 @@ struct Recent {
     /// When each agent (by project, then name, as the caller spelled them) last made a call:
     /// the upkeep's retirement counts reading and acknowledging as activity.
     seen: HashMap<String, HashMap<String, Timestamp>>,
+    /// Agents in `seen`.
+    seen_entries: usize,
 }
 
 impl Recent {
     fn see(&mut self, project: &str, agent: &str, at: Timestamp) {
-        // Looked up by borrowed names: a known agent's call allocates nothing.
-        match self.seen.get_mut(project) {
-            Some(agents) => match agents.get_mut(agent) {
-                Some(last) => *last = at,
-                None => drop(agents.insert(agent.to_string(), at)),
-            },
-            None => drop(
-                self.seen.insert(project.to_string(), HashMap::from([(agent.to_string(), at)])),
-            ),
+        // Looked up by borrowed names: a known agent's call allocates nothing. Names arrive
+        // unchecked (this runs before authentication), so new ones stop being noted at
+        // SEEN_CAPACITY until the retirement's next look drops the old.
+        if let Some(last) = self.seen.get_mut(project).and_then(|agents| agents.get_mut(agent)) {
+            *last = at;
+            return;
         }
+        if self.seen_entries >= SEEN_CAPACITY {
+            return;
+        }
+        self.seen_entries += 1;
+        self.seen.entry(project.to_string()).or_default().insert(agent.to_string(), at);
     }
 }
 
@@ -76,6 +83,7 @@ impl Instruments {
             recent: Mutex::new(Recent {
                 ring: VecDeque::with_capacity(RECENT_CAPACITY),
                 seen: HashMap::new(),
+                seen_entries: 0,
             }),
         }
     }
@@ -131,16 +139,19 @@ impl Instruments {
     pub fn seen_since(&self, since: Timestamp) -> mailroom_core::ops::upkeep::Seen {
         let mut recent = self.lock_recent();
         let mut seen = mailroom_core::ops::upkeep::Seen::default();
+        let mut kept = 0;
         recent.seen.retain(|project, agents| {
             agents.retain(|agent, at| {
                 let keep = *at >= since;
                 if keep {
                     seen.note(project, agent, *at);
+                    kept += 1;
                 }
                 keep
             });
             !agents.is_empty()
         });
+        recent.seen_entries = kept;
         seen
     }
 

@@ -57,7 +57,6 @@ pub fn run(args: AmRunArgs) -> Result<ExitCode> {
         .context("name the agent: --agent NAME or the AGENT_NAME environment variable")?;
     let project =
         std::path::absolute(&args.env.path).context("--path")?.to_string_lossy().into_owned();
-    let backend = Backend::open(&shared::data_dir(args.env.data_dir.clone()), false)?;
     let mut lease = json!({"project_key": project, "agent_name": agent, "slot": args.slot});
     if let Some(branch) = Some(var("BRANCH")).filter(|b| b != "unknown") {
         lease["branch"] = json!(branch);
@@ -65,10 +64,11 @@ pub fn run(args: AmRunArgs) -> Result<ExitCode> {
     if let Some(token) = &args.registration_token {
         lease["registration_token"] = json!(token);
     }
-    let mut acquire = lease.clone();
+    let slot = Slot { data_dir: shared::data_dir(args.env.data_dir.clone()), lease };
+    let mut acquire = slot.lease.clone();
     acquire["ttl_seconds"] = json!(args.ttl_seconds);
     acquire["exclusive"] = json!(!args.shared);
-    let granted = backend.call_tool("acquire_build_slot", acquire).map_err(|e| {
+    let granted = slot.call("acquire_build_slot", acquire).map_err(|e| {
         if format!("{e:#}").contains("Unknown tool") {
             e.context(
                 "build slots need WORKTREES_ENABLED=true where the server (or this command) runs",
@@ -88,28 +88,40 @@ pub fn run(args: AmRunArgs) -> Result<ExitCode> {
         );
     }
     if args.block_on_conflicts && !conflicts.is_empty() {
-        backend.call_tool("release_build_slot", lease.clone())?;
+        slot.call("release_build_slot", slot.lease.clone())?;
         bail!("slot {} is held by others; not running (--block-on-conflicts)", args.slot);
     }
-    let code = run_renewing(&backend, &lease, &args, &vars);
-    if let Err(e) = backend.call_tool("release_build_slot", lease) {
+    let code = run_renewing(&slot, &args, &vars);
+    if let Err(e) = slot.call("release_build_slot", slot.lease.clone()) {
         eprintln!("am-run: could not release slot {}: {e:#}", args.slot);
     }
     code
 }
 
-/// Runs the command with the variables, renewing the lease every half TTL until it ends.
-fn run_renewing(
-    backend: &Backend,
-    lease: &Value,
-    args: &AmRunArgs,
-    vars: &[(&str, String)],
-) -> Result<ExitCode> {
+/// The lease held, and where to ask about it.
+struct Slot {
+    data_dir: std::path::PathBuf,
+    lease: Value,
+}
+
+impl Slot {
+    /// One call, on a backend opened for it: with no server running, the data directory is
+    /// held only for the call, never while the command runs (a server may start meanwhile).
+    fn call(&self, tool: &str, arguments: Value) -> Result<Value> {
+        Backend::open(&self.data_dir, false)?.call_tool(tool, arguments)
+    }
+}
+
+/// Runs the command with the variables, renewing the lease every half TTL until it ends;
+/// SIGINT, SIGTERM and SIGHUP go on to the command, whose end releases the slot as usual.
+fn run_renewing(slot: &Slot, args: &AmRunArgs, vars: &[(&str, String)]) -> Result<ExitCode> {
+    let signals = Signals::listen()?;
     let mut child = std::process::Command::new(&args.command[0])
         .args(&args.command[1..])
         .envs(vars.iter().map(|(k, v)| (*k, v.as_str())))
         .spawn()
         .with_context(|| format!("cannot run {}", args.command[0]))?;
+    signals.forward_to(child.id());
     let every = Duration::from_secs(u64::try_from((args.ttl_seconds / 2).max(1)).unwrap_or(1));
     let (done, ended) = mpsc::channel::<std::io::Result<std::process::ExitStatus>>();
     let waiter = std::thread::spawn(move || {
@@ -119,9 +131,9 @@ fn run_renewing(
         match ended.recv_timeout(every) {
             Ok(status) => break status.context("waiting for the command failed")?,
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                let mut renew = lease.clone();
+                let mut renew = slot.lease.clone();
                 renew["extend_seconds"] = json!(args.ttl_seconds.max(60));
-                if let Err(e) = backend.call_tool("renew_build_slot", renew) {
+                if let Err(e) = slot.call("renew_build_slot", renew) {
                     eprintln!("am-run: could not renew slot {}: {e:#}", args.slot);
                 }
             }
@@ -137,4 +149,49 @@ fn run_renewing(
             ExitCode::from(u8::try_from(128 + status.signal().unwrap_or(0)).unwrap_or(1))
         }
     })
+}
+
+/// SIGINT, SIGTERM and SIGHUP taken over from their default (which would end am-run with
+/// the slot still held), to be passed on to the command.
+struct Signals {
+    runtime: tokio::runtime::Runtime,
+    streams: [tokio::signal::unix::Signal; 3],
+}
+
+impl Signals {
+    fn listen() -> Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let streams = runtime.block_on(async {
+            Ok::<_, std::io::Error>([
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::hangup())?,
+            ])
+        })?;
+        Ok(Self { runtime, streams })
+    }
+
+    /// Passes every signal that comes on to `pid`, on a thread of its own.
+    fn forward_to(self, pid: u32) {
+        let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+            return;
+        };
+        let Self { runtime, streams: [mut int, mut term, mut hup] } = self;
+        std::thread::spawn(move || {
+            runtime.block_on(async move {
+                loop {
+                    let signal = tokio::select! {
+                        _ = int.recv() => rustix::process::Signal::INT,
+                        _ = term.recv() => rustix::process::Signal::TERM,
+                        _ = hup.recv() => rustix::process::Signal::HUP,
+                    };
+                    let _ = rustix::process::kill_process(pid, signal);
+                }
+            });
+        });
+    }
 }

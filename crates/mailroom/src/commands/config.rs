@@ -43,8 +43,7 @@ pub fn run(args: ConfigArgs) -> Result<()> {
                     return Err(e).with_context(|| format!("cannot read {}", env_file.display()));
                 }
             };
-            std::fs::write(&env_file, with_port(&text, port))
-                .with_context(|| format!("cannot write {}", env_file.display()))?;
+            write_whole(&env_file, &with_port(&text, port))?;
             println!("HTTP_PORT={port} in {}", env_file.display());
         }
         ConfigCommand::ShowPort { env_file } => {
@@ -60,8 +59,10 @@ pub fn run(args: ConfigArgs) -> Result<()> {
     Ok(())
 }
 
-/// `text` with its `HTTP_PORT` line set to `port` (appended when it has none).
+/// `text` with every `HTTP_PORT` line set to `port` (one appended when it has none), its line
+/// endings kept.
 fn with_port(text: &str, port: u16) -> String {
+    let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let is_port = |line: &str| {
         let line = line.trim_start();
         let line = line.strip_prefix("export ").unwrap_or(line);
@@ -71,7 +72,7 @@ fn with_port(text: &str, port: u16) -> String {
     let mut lines: Vec<String> = text
         .lines()
         .map(|line| {
-            if is_port(line) && !found {
+            if is_port(line) {
                 found = true;
                 format!("HTTP_PORT={port}")
             } else {
@@ -82,7 +83,23 @@ fn with_port(text: &str, port: u16) -> String {
     if !found {
         lines.push(format!("HTTP_PORT={port}"));
     }
-    lines.join("\n") + "\n"
+    lines.join(newline) + newline
+}
+
+/// Replaces `path` with `text` through a temporary file beside it and a rename, so a crash
+/// never leaves half a file.
+fn write_whole(path: &std::path::Path, text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let dir =
+        path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let mut temp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    temp.write_all(text.as_bytes())?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        temp.as_file().set_permissions(meta.permissions())?;
+    }
+    temp.persist(path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -98,5 +115,10 @@ mod tests {
         );
         assert_eq!(with_port("A=b", 9000), "A=b\nHTTP_PORT=9000\n");
         assert_eq!(with_port("export HTTP_PORT=1\n", 2), "HTTP_PORT=2\n");
+        assert_eq!(
+            with_port("HTTP_PORT=1\r\nA=b\r\nHTTP_PORT=2\r\n", 9),
+            "HTTP_PORT=9\r\nA=b\r\nHTTP_PORT=9\r\n",
+            "every line (the last wins when read), CRLF kept"
+        );
     }
 }

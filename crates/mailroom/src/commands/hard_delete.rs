@@ -58,8 +58,9 @@ impl Confirm {
         if !std::io::stdin().is_terminal() {
             bail!("{what} cannot be undone: give --confirm \"{CONFIRMATION}\"");
         }
-        print!("{what} cannot be undone. Type {CONFIRMATION} to go on: ");
-        std::io::stdout().flush()?;
+        // On stderr: stdout carries the answer, which a script may be capturing.
+        eprint!("{what} cannot be undone. Type {CONFIRMATION} to go on: ");
+        std::io::stderr().flush()?;
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line)?;
         Ok(line.trim().to_string())

@@ -24,6 +24,10 @@ pub struct UpkeepArgs {
     /// Print the reports as JSON
     #[arg(long)]
     json: bool,
+    /// Retire now even when the server has not yet watched a whole threshold of calls (with no
+    /// server running, nobody has: then only the database's activity counts)
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -40,8 +44,8 @@ enum Which {
 pub fn run(args: UpkeepArgs) -> Result<()> {
     let data_dir = shared::data_dir(args.data_dir.clone());
     let task = format!("{:?}", args.task).to_ascii_lowercase();
-    let mut answer =
-        Backend::open(&data_dir, false)?.call_tool("run_upkeep", json!({"task": task}))?;
+    let mut answer = Backend::open(&data_dir, false)?
+        .call_tool("run_upkeep", json!({"task": task, "force": args.force}))?;
     let reports = answer["reports"].take();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);
@@ -56,6 +60,9 @@ pub fn run(args: UpkeepArgs) -> Result<()> {
 /// One line per report.
 fn summary(report: &Value) -> String {
     let count = |key: &str| report[key].as_array().map_or(0, Vec::len);
+    if let Some(reason) = report["skipped"].as_str() {
+        return format!("{:<13} skipped: {reason}", report["task"].as_str().unwrap_or("?"));
+    }
     match report["task"].as_str().unwrap_or_default() {
         "retire" => {
             let names: Vec<_> = report["retired"]

@@ -250,7 +250,13 @@ impl Mailroom {
         let projects = self.store.read(|db| db.projects_with_open_reservations()).await?;
         let mut report = SweepReport { projects: projects.len(), released: 0 };
         for slug in projects {
-            report.released += self.sweep_reservations(slug).await?;
+            // One project's failure is logged; the others are still swept.
+            match self.sweep_reservations(slug.clone()).await {
+                Ok(released) => report.released += released,
+                Err(e) => {
+                    tracing::warn!(project = %slug, error = %e.message, "reservation sweep failed")
+                }
+            }
         }
         Ok(report)
     }

@@ -57,25 +57,31 @@ impl Mailroom {
         };
         let projects = self.store.read(|db| db.all_projects()).await?;
         let max_age_days = settings.retention_max_age_days;
-        tokio::task::spawn_blocking(move || {
-            crate::background::lower_thread_priority();
-            let cutoff = SystemTime::now() - Duration::from_secs(u64::try_from(max_age_days).unwrap_or(0) * 86_400);
-            let shown = projects.into_iter().filter(|p| {
-                !hidden.iter().any(|pattern| fnmatch(&p.slug, pattern) || fnmatch(&p.human_key, pattern))
-            });
-            let projects = shown
-                .map(|p| {
-                    let figures = measure(&root.join(&p.slug), &p.slug, cutoff, quota);
-                    for what in &figures.over_quota {
-                        tracing::warn!(event = "quota_exceeded", project = %p.slug, what = %what, "over quota");
-                    }
-                    figures
-                })
-                .collect();
-            RetentionReport { max_age_days, projects }
-        })
-        .await
-        .map_err(|e| Error::internal(format!("retention report stopped: {e}")))
+        // A thread of its own at background priority (a pooled blocking thread would keep the
+        // lowered priority for the requests it serves next).
+        let (done, report) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("mailroom-retention".into())
+            .spawn(move || {
+                crate::background::lower_thread_priority();
+                let cutoff = SystemTime::now()
+                    - Duration::from_secs(u64::try_from(max_age_days).unwrap_or(0) * 86_400);
+                let shown = projects.into_iter().filter(|p| {
+                    !hidden.iter().any(|pattern| fnmatch(&p.slug, pattern) || fnmatch(&p.human_key, pattern))
+                });
+                let projects = shown
+                    .map(|p| {
+                        let figures = measure(&root.join(&p.slug), &p.slug, cutoff, quota);
+                        for what in &figures.over_quota {
+                            tracing::warn!(event = "quota_exceeded", project = %p.slug, what = %what, "over quota");
+                        }
+                        figures
+                    })
+                    .collect();
+                let _ = done.send(RetentionReport { max_age_days, projects });
+            })
+            .map_err(|e| Error::internal(format!("cannot start the retention report: {e}")))?;
+        report.await.map_err(|_| Error::internal("the retention report stopped"))
     }
 }
 
