@@ -66,6 +66,8 @@ enum Command {
     /// Run a command holding a build slot, renewed while it runs, released after.
     #[command(alias = "am_run")]
     AmRun(commands::am_run::AmRunArgs),
+    /// The product bus: ensure, link, status, search, inbox, summarize-thread.
+    Products(commands::products::ProductsArgs),
     /// Diagnose the data directory: locks, integrity, orphans, index, reservations, WAL.
     Doctor(commands::doctor::DoctorArgs),
     /// Bring the database to the current schema.
@@ -150,6 +152,9 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::Products(args) => {
+            exit_code(commands::products::run(args).map(|()| Verdict::Clean), 1)
+        }
         Command::Doctor(args) => match commands::doctor::run(args) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(1),

@@ -338,3 +338,46 @@ async fn doctor_checks_beside_a_running_server() {
     assert!(checks[4]["detail"].as_str().unwrap_or_default().starts_with("1 expired"), "{checks}");
     stop(server.take());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn products_from_a_shell() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let (server, url) = start_with(
+        &data,
+        &[("WORKTREES_ENABLED", "true"), ("CONTACT_ENFORCEMENT_ENABLED", "false")],
+    );
+    let server = KillOnDrop(Some(server));
+    ProjectCall::new(PROJECT).ok_at(&url).await;
+    for name in ["BlueLake", "GreenCastle"] {
+        RegisterCall::new(PROJECT, name).ok_at(&url).await;
+    }
+    let product = json(&data, &["products", "ensure", "shop", "--name", "Shop"]);
+    let key = product["product_uid"].as_str().expect("a product uid").to_string();
+    assert_eq!(product["name"], "Shop");
+    ok(&data, &["products", "link", &key, PROJECT]);
+    let status = json(&data, &["products", "status", &key]);
+    assert!(status.to_string().contains(PROJECT), "{status} ({key})");
+    let sent = run(
+        &data,
+        &[
+            "mail",
+            "send",
+            "--project",
+            PROJECT,
+            "--agent",
+            "BlueLake",
+            "--to",
+            "GreenCastle",
+            "--subject",
+            "checkout flow",
+        ],
+        "the cart",
+    );
+    assert!(sent.status.success(), "{}", String::from_utf8_lossy(&sent.stderr));
+    let found = json(&data, &["products", "search", &key, "checkout"]);
+    assert!(found.to_string().contains("checkout flow"), "{found}");
+    let inbox = ok(&data, &["products", "inbox", &key, "GreenCastle"]);
+    assert!(inbox.contains("checkout flow"), "{inbox}");
+    stop(server.take());
+}

@@ -19,6 +19,7 @@ pub mod list_projects;
 pub mod mail;
 pub mod migrate;
 pub mod output;
+pub mod products;
 pub mod remote;
 pub mod serve;
 pub mod service;
