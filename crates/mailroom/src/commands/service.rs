@@ -278,7 +278,9 @@ fn systemd_unit(plan: &Plan) -> String {
          \n\
          [Install]\n\
          WantedBy=default.target\n",
-        dir = systemd_path(&plan.data_dir.to_string_lossy()),
+        // The directory holding the data directory: where its `.env` is read, as the stdio
+        // bridges' servers read it (shared::operator_dir).
+        dir = systemd_path(&super::shared::operator_dir(&plan.data_dir).to_string_lossy()),
     )
 }
 
@@ -339,7 +341,7 @@ fn launchd_plist(plan: &Plan) -> String {
          <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>\n  \
          <key>StandardErrorPath</key><string>{log}</string>\n\
          </dict>\n</plist>\n",
-        dir = xml(&plan.data_dir.to_string_lossy()),
+        dir = xml(&super::shared::operator_dir(&plan.data_dir).to_string_lossy()),
     )
 }
 
@@ -396,7 +398,7 @@ mod tests {
             "{unit}"
         );
         assert!(unit.contains("EnvironmentFile=/srv/agent mail/.env\n"), "{unit}");
-        assert!(unit.contains("WorkingDirectory=/srv/agent mail/100%%\n"), "{unit}");
+        assert!(unit.contains("WorkingDirectory=/srv/agent mail\n"), "the .env beside it: {unit}");
         assert!(unit.contains("WantedBy=default.target"));
     }
 
