@@ -66,6 +66,8 @@ enum Command {
     /// Run a command holding a build slot, renewed while it runs, released after.
     #[command(alias = "am_run")]
     AmRun(commands::am_run::AmRunArgs),
+    /// The files that pin a repository's project identity: mark-identity, discovery-init.
+    Projects(commands::projects::ProjectsArgs),
     /// The product bus: ensure, link, status, search, inbox, summarize-thread.
     Products(commands::products::ProductsArgs),
     /// Diagnose the data directory: locks, integrity, orphans, index, reservations, WAL.
@@ -152,6 +154,9 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::Projects(args) => {
+            exit_code(commands::projects::run(args).map(|()| Verdict::Clean), 1)
+        }
         Command::Products(args) => {
             exit_code(commands::products::run(args).map(|()| Verdict::Clean), 1)
         }

@@ -381,3 +381,45 @@ async fn products_from_a_shell() {
     assert!(inbox.contains("checkout flow"), "{inbox}");
     stop(server.take());
 }
+
+#[test]
+fn projects_pin_a_repositorys_identity() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repo = dir.path().join("repo");
+    std::fs::create_dir_all(repo.join("sub")).expect("repo");
+    mailroom_testkit::git(&repo, &["init", "-q", "-b", "main"]);
+    mailroom_testkit::git(&repo, &["commit", "-q", "--allow-empty", "-m", "start"]);
+    let sub = repo.join("sub").to_string_lossy().into_owned();
+    let projects = |args: &[&str]| {
+        let output = mailroom()
+            .arg("projects")
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "Test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_NAME", "Test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .output()
+            .expect("run");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = projects(&["mark-identity", &sub, "--commit"]);
+    assert_eq!(code, Some(0), "{err}");
+    let uid =
+        std::fs::read_to_string(repo.join(".agent-mail-project-id")).expect("marker at the root");
+    assert!(out.contains(uid.trim()), "{out}");
+    let log = mailroom_testkit::git(&repo, &["log", "--format=%s", "-1"]);
+    assert_eq!(log.trim(), "chore: add .agent-mail-project-id");
+
+    let (code, _, err) = projects(&["discovery-init", &sub, "--product", "p-123"]);
+    assert_eq!(code, Some(0), "{err}");
+    let yaml = std::fs::read_to_string(repo.join(".agent-mail.yaml")).expect("yaml");
+    assert_eq!(yaml, format!("project_uid: {}\nproduct_uid: p-123\n", uid.trim()));
+    let (code, _, err) = projects(&["discovery_init", &sub]);
+    assert_eq!(code, Some(1), "an existing file is kept");
+    assert!(err.contains("--force"), "{err}");
+}
