@@ -21,6 +21,8 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from checks import CheckFailed, check, logger
+
 PREFIX = "prometheus-metrics"
 # Family (as the parser names it: counters without `_total`) -> type.
 FAMILIES = {
@@ -42,17 +44,7 @@ FAMILIES = {
 OPTIONAL = {"mailroom_upkeep_runs"}
 
 
-class CheckFailed(Exception):
-    """A check against the server's metrics did not hold."""
-
-
-def log(msg: str) -> None:
-    print(f"[{PREFIX}] {msg}", flush=True)
-
-
-def check(cond: bool, msg: str) -> None:
-    if not cond:
-        raise CheckFailed(msg)
+log = logger(PREFIX)
 
 
 def request(url: str, body: dict | None = None) -> tuple[int, str, str]:

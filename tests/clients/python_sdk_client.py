@@ -26,21 +26,13 @@ import uuid
 from importlib import metadata
 from typing import Any
 
+from checks import CheckFailed, check, logger
+
 PREFIX = "python-sdk-client"
 REQUIRED_TOOLS = ("ensure_project", "register_agent", "send_message", "fetch_inbox", "set_contact_policy")
 
 
-class CheckFailed(Exception):
-    """A check against the server's behaviour did not hold."""
-
-
-def log(msg: str) -> None:
-    print(f"[{PREFIX}] {msg}", flush=True)
-
-
-def check(cond: bool, msg: str) -> None:
-    if not cond:
-        raise CheckFailed(msg)
+log = logger(PREFIX)
 
 
 def sdk_version() -> str:

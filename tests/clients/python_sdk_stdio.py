@@ -27,22 +27,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from checks import CheckFailed, check, logger
+
 PREFIX = "python-sdk-stdio"
 CLIENTS = 5
 PROJECT = "/tmp/mailroom-stdio-project"
 
 
-class CheckFailed(Exception):
-    """A check against the server's behaviour did not hold."""
-
-
-def log(msg: str) -> None:
-    print(f"[{PREFIX}] {msg}", flush=True)
-
-
-def check(cond: bool, msg: str) -> None:
-    if not cond:
-        raise CheckFailed(msg)
+log = logger(PREFIX)
 
 
 async def call(session: Any, tool: str, args: dict[str, Any]) -> Any:

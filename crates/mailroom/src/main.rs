@@ -106,14 +106,13 @@ fn main() -> ExitCode {
         _ => false,
     };
     if !agents_side && let Err(e) = commands::shared::use_dotenv(std::path::Path::new(".")) {
-        eprintln!("mailroom: {e:#}");
-        return ExitCode::from(1);
+        return failed(&e, 1);
     }
     match cli.command {
-        Command::Serve(args) => exit_code(commands::serve::run(args).map(|()| Verdict::Clean), 1),
+        Command::Serve(args) => done(commands::serve::run(args)),
         Command::ServeStdio(mut args) => {
             args.stdio = true;
-            exit_code(commands::serve::run(args).map(|()| Verdict::Clean), 1)
+            done(commands::serve::run(args))
         }
         Command::Archive(args) => {
             // `verify` keeps 1 for "differences found", so its errors exit 2 (as diff does).
@@ -121,62 +120,28 @@ fn main() -> ExitCode {
             exit_code(commands::archive::run(args), on_error)
         }
         Command::Guard(args) => exit_code(commands::guard::run(args), 1),
-        Command::Service(args) => {
-            exit_code(commands::service::run(args).map(|()| Verdict::Clean), 1)
-        }
-        Command::Mail(args) => exit_code(commands::mail::run(args).map(|()| Verdict::Clean), 1),
-        Command::Agents(args) => exit_code(commands::agents::run(args).map(|()| Verdict::Clean), 1),
-        Command::Contacts(args) => {
-            exit_code(commands::contacts::run(args).map(|()| Verdict::Clean), 1)
-        }
-        Command::ListProjects(args) => {
-            exit_code(commands::list_projects::run(args).map(|()| Verdict::Clean), 1)
-        }
-        Command::ListAcks(args) => {
-            exit_code(commands::acks::run_list(args).map(|()| Verdict::Clean), 1)
-        }
-        Command::Acks(args) => exit_code(commands::acks::run(args).map(|()| Verdict::Clean), 1),
-        Command::FileReservations(args) => {
-            exit_code(commands::file_reservations::run(args).map(|()| Verdict::Clean), 1)
-        }
-        Command::HardDeleteAgent(args) => {
-            exit_code(commands::hard_delete::run_agent(args).map(|()| Verdict::Clean), 1)
-        }
-        Command::HardDeleteProject(args) => {
-            exit_code(commands::hard_delete::run_project(args).map(|()| Verdict::Clean), 1)
-        }
-        Command::Config(args) => exit_code(commands::config::run(args).map(|()| Verdict::Clean), 1),
-        Command::Amctl(args) => exit_code(commands::amctl::run(args).map(|()| Verdict::Clean), 1),
-        Command::AmRun(args) => match commands::am_run::run(args) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("mailroom: {e:#}");
-                ExitCode::from(1)
-            }
-        },
-        Command::Projects(args) => {
-            exit_code(commands::projects::run(args).map(|()| Verdict::Clean), 1)
-        }
-        Command::Products(args) => {
-            exit_code(commands::products::run(args).map(|()| Verdict::Clean), 1)
-        }
-        Command::Doctor(args) => match commands::doctor::run(args) {
-            Ok(true) => ExitCode::SUCCESS,
-            Ok(false) => ExitCode::from(1),
-            Err(e) => {
-                eprintln!("mailroom: {e:#}");
-                ExitCode::from(2)
-            }
-        },
-        Command::Migrate(args) => {
-            exit_code(commands::migrate::run(args).map(|()| Verdict::Clean), 1)
-        }
-        Command::Upkeep(args) => exit_code(commands::upkeep::run(args).map(|()| Verdict::Clean), 1),
-        Command::Setup(args) => exit_code(commands::setup::run(args).map(|()| Verdict::Clean), 1),
-        Command::Docs(args) => exit_code(commands::docs::run(args).map(|()| Verdict::Clean), 1),
-        Command::CheckInbox(args) => {
-            exit_code(commands::check_inbox::run(args).map(|()| Verdict::Clean), 1)
-        }
+        Command::Service(args) => done(commands::service::run(args)),
+        Command::Mail(args) => done(commands::mail::run(args)),
+        Command::Agents(args) => done(commands::agents::run(args)),
+        Command::Contacts(args) => done(commands::contacts::run(args)),
+        Command::ListProjects(args) => done(commands::list_projects::run(args)),
+        Command::ListAcks(args) => done(commands::acks::run_list(args)),
+        Command::Acks(args) => done(commands::acks::run(args)),
+        Command::FileReservations(args) => done(commands::file_reservations::run(args)),
+        Command::HardDeleteAgent(args) => done(commands::hard_delete::run_agent(args)),
+        Command::HardDeleteProject(args) => done(commands::hard_delete::run_project(args)),
+        Command::Config(args) => done(commands::config::run(args)),
+        Command::Amctl(args) => done(commands::amctl::run(args)),
+        Command::AmRun(args) => commands::am_run::run(args).unwrap_or_else(|e| failed(&e, 1)),
+        Command::Projects(args) => done(commands::projects::run(args)),
+        Command::Products(args) => done(commands::products::run(args)),
+        // A failed check exits 1, so doctor's own errors exit 2 as verify's do.
+        Command::Doctor(args) => exit_code(commands::doctor::run(args), 2),
+        Command::Migrate(args) => done(commands::migrate::run(args)),
+        Command::Upkeep(args) => done(commands::upkeep::run(args)),
+        Command::Setup(args) => done(commands::setup::run(args)),
+        Command::Docs(args) => done(commands::docs::run(args)),
+        Command::CheckInbox(args) => done(commands::check_inbox::run(args)),
         Command::Bench(args) => {
             // `bench check` exits 1 on a regression, so its errors exit 2 as verify's do.
             let on_error = if args.is_check() { 2 } else { 1 };
@@ -185,13 +150,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// The exit code of a command that either works (0) or fails (1).
+fn done(outcome: anyhow::Result<()>) -> ExitCode {
+    exit_code(outcome.map(|()| Verdict::Clean), 1)
+}
+
 fn exit_code(outcome: anyhow::Result<Verdict>, on_error: u8) -> ExitCode {
     match outcome {
         Ok(Verdict::Clean) => ExitCode::SUCCESS,
         Ok(Verdict::Differences) => ExitCode::from(1),
-        Err(e) => {
-            eprintln!("mailroom: {e:#}");
-            ExitCode::from(on_error)
-        }
+        Err(e) => failed(&e, on_error),
     }
+}
+
+/// Reports `error` and exits with `code`.
+fn failed(error: &anyhow::Error, code: u8) -> ExitCode {
+    eprintln!("mailroom: {error:#}");
+    ExitCode::from(code)
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::backend::Backend;
 use super::mail::encode;
-use super::output::{self, cell, items};
+use super::output::{self, fields, items};
 use super::target::{AsAgent, Common};
 
 /// `mailroom list-acks`.
@@ -105,14 +105,7 @@ fn read(backend: &Backend, view: &str, agent: &str, project: &str, query: &str) 
 fn table(view: &Value) -> String {
     let rows = items(&view["messages"])
         .iter()
-        .map(|m| {
-            vec![
-                cell(&m["id"]),
-                cell(&m["created_ts"]),
-                cell(&m["importance"]),
-                cell(&m["subject"]),
-            ]
-        })
+        .map(|m| fields(m, &["id", "created_ts", "importance", "subject"]))
         .collect();
     output::table(&["id", "sent", "importance", "subject"], rows)
 }

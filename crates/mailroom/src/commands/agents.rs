@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::output::{self, cell, items};
+use super::output::{self, fields, items};
 use super::target::{Common, project};
 
 /// `mailroom agents`.
@@ -34,15 +34,10 @@ pub fn run(args: AgentsArgs) -> Result<()> {
         let rows = items(&v["agents"])
             .iter()
             .map(|a| {
-                let retired = if a["retired_at"].is_string() { "retired" } else { "" };
-                vec![
-                    cell(&a["name"]),
-                    cell(&a["program"]),
-                    cell(&a["model"]),
-                    cell(&a["unread_count"]),
-                    cell(&a["last_active_ts"]),
-                    retired.to_string(),
-                ]
+                let mut row =
+                    fields(a, &["name", "program", "model", "unread_count", "last_active_ts"]);
+                row.push(if a["retired_at"].is_string() { "retired" } else { "" }.into());
+                row
             })
             .collect();
         output::table(&["name", "program", "model", "unread", "last active", ""], rows)

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::amctl::{self, EnvArgs};
+use super::amctl::{BuildEnv, EnvArgs};
 use super::backend::Backend;
 use super::output::{cell, items};
 use super::shared;
@@ -45,25 +45,14 @@ pub struct AmRunArgs {
 /// Runs the command in the slot; its exit code.
 pub fn run(args: AmRunArgs) -> Result<ExitCode> {
     shared::agent_dotenv(args.env.data_dir.clone())?;
-    let vars = amctl::variables(&args.env)?;
-    let var = |name: &str| {
-        vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()).unwrap_or_default()
-    };
-    let agent = args
-        .env
+    let env = BuildEnv::of(&args.env)?;
+    let agent = env
         .agent
         .clone()
-        .or_else(|| shared::env("AGENT_NAME"))
         .context("name the agent: --agent NAME or the AGENT_NAME environment variable")?;
-    let project =
-        std::path::absolute(&args.env.path).context("--path")?.to_string_lossy().into_owned();
-    let mut lease = json!({"project_key": project, "agent_name": agent, "slot": args.slot});
-    if let Some(branch) = Some(var("BRANCH")).filter(|b| b != "unknown") {
-        lease["branch"] = json!(branch);
-    }
-    if let Some(token) = &args.registration_token {
-        lease["registration_token"] = json!(token);
-    }
+    let lease = json!({"project_key": env.project, "agent_name": agent, "slot": args.slot,
+        "branch": env.branch, "registration_token": args.registration_token});
+    let vars = env.variables();
     let slot = Slot { data_dir: shared::data_dir(args.env.data_dir.clone()), lease };
     let mut acquire = slot.lease.clone();
     acquire["ttl_seconds"] = json!(args.ttl_seconds);

@@ -45,7 +45,7 @@ pub struct EnvArgs {
 pub fn run(args: AmctlArgs) -> Result<()> {
     let AmctlCommand::Env(env) = args.command;
     shared::agent_dotenv(env.data_dir.clone())?;
-    let vars = variables(&env)?;
+    let vars = BuildEnv::of(&env)?.variables();
     if env.json {
         let object: serde_json::Map<String, serde_json::Value> =
             vars.into_iter().map(|(k, v)| (k.to_string(), v.into())).collect();
@@ -58,27 +58,50 @@ pub fn run(args: AmctlArgs) -> Result<()> {
     Ok(())
 }
 
-/// The variables, in the reference's order.
-pub fn variables(args: &EnvArgs) -> Result<Vec<(&'static str, String)>> {
-    let identity =
-        path_identity(&args.path).map_err(|e| anyhow::anyhow!(e.message)).context("--path")?;
-    let agent = args
-        .agent
-        .clone()
-        .or_else(|| shared::env("AGENT_NAME"))
-        .unwrap_or_else(|| "unknown".into());
-    let branch = identity.identity.branch.clone().unwrap_or_else(|| "unknown".into());
-    let uid = identity.identity.project_uid.clone();
-    let storage = shared::core_config(&shared::data_dir(args.data_dir.clone()))?.storage_root;
-    let storage = std::path::absolute(&storage).unwrap_or(storage);
-    let artifacts =
-        storage.join("projects").join(&identity.slug).join("artifacts").join(&agent).join(&branch);
-    Ok(vec![
-        ("SLUG", identity.slug.clone()),
-        ("PROJECT_UID", uid.clone()),
-        ("BRANCH", branch.clone()),
-        ("AGENT", agent.clone()),
-        ("CACHE_KEY", format!("am-cache-{uid}-{agent}-{branch}")),
-        ("ARTIFACT_DIR", artifacts.to_string_lossy().into_owned()),
-    ])
+/// A project directory as build scripts see it.
+pub struct BuildEnv {
+    /// The project's key: the directory's absolute, normalised path.
+    pub project: String,
+    pub slug: String,
+    pub project_uid: String,
+    /// The branch checked out there, if a Git repository with one.
+    pub branch: Option<String>,
+    /// `--agent`, else `AGENT_NAME`.
+    pub agent: Option<String>,
+    storage_root: PathBuf,
+}
+
+impl BuildEnv {
+    pub fn of(args: &EnvArgs) -> Result<Self> {
+        let identity = path_identity(&args.path).context("--path")?;
+        let storage_root =
+            shared::core_config(&shared::data_dir(args.data_dir.clone()))?.storage_root;
+        Ok(Self {
+            project: identity.human_key,
+            slug: identity.slug,
+            project_uid: identity.identity.project_uid,
+            branch: identity.identity.branch,
+            agent: args.agent.clone().or_else(|| shared::env("AGENT_NAME")),
+            storage_root: std::path::absolute(&storage_root).unwrap_or(storage_root),
+        })
+    }
+
+    /// The variables, in the reference's order (`unknown` for a missing branch or agent).
+    pub fn variables(&self) -> Vec<(&'static str, String)> {
+        let unknown = || "unknown".to_string();
+        let agent = self.agent.clone().unwrap_or_else(unknown);
+        let branch = self.branch.clone().unwrap_or_else(unknown);
+        let uid = &self.project_uid;
+        let artifacts = self.storage_root.join("projects").join(&self.slug).join("artifacts");
+        let artifacts = artifacts.join(&agent).join(&branch);
+        let cache_key = format!("am-cache-{uid}-{agent}-{branch}");
+        vec![
+            ("SLUG", self.slug.clone()),
+            ("PROJECT_UID", uid.clone()),
+            ("BRANCH", branch),
+            ("AGENT", agent),
+            ("CACHE_KEY", cache_key),
+            ("ARTIFACT_DIR", artifacts.to_string_lossy().into_owned()),
+        ]
+    }
 }

@@ -71,30 +71,29 @@ impl Backend {
 
     /// Calls the tool `name`; its JSON result, or its error as this call's error.
     pub fn call_tool(&self, name: &str, arguments: Value) -> Result<Value> {
-        match self {
-            Backend::Server(server) => server.call_tool(name, arguments),
-            Backend::Local(local) => {
-                let answer =
-                    local.rpc("tools/call", json!({"name": name, "arguments": arguments}))?;
-                let text = answer["content"][0]["text"].as_str().unwrap_or_default();
-                if answer["isError"].as_bool().unwrap_or(false) {
-                    bail!("{name}: {text}");
-                }
-                serde_json::from_str(text)
-                    .with_context(|| format!("{name} answered text that is not JSON: {text}"))
-            }
+        let result = self.rpc("tools/call", json!({"name": name, "arguments": arguments}))?;
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        if result["isError"].as_bool().unwrap_or(false) {
+            bail!("{name}: {text}");
         }
+        serde_json::from_str(text)
+            .with_context(|| format!("{name} answered text that is not JSON: {text}"))
     }
 
     /// Reads the resource `uri`; its JSON.
     pub fn read_resource(&self, uri: &str) -> Result<Value> {
-        let answer = match self {
-            Backend::Server(server) => server.rpc("resources/read", json!({"uri": uri}))?,
-            Backend::Local(local) => local.rpc("resources/read", json!({"uri": uri}))?,
-        };
-        let text = answer["contents"][0]["text"].as_str().unwrap_or_default();
+        let result = self.rpc("resources/read", json!({"uri": uri}))?;
+        let text = result["contents"][0]["text"].as_str().unwrap_or_default();
         serde_json::from_str(text)
             .with_context(|| format!("{uri} answered text that is not JSON: {text}"))
+    }
+
+    /// One JSON-RPC request; its `result`.
+    fn rpc(&self, method: &str, params: Value) -> Result<Value> {
+        match self {
+            Backend::Server(server) => server.rpc(method, params),
+            Backend::Local(local) => local.rpc(method, params),
+        }
     }
 }
 

@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::json;
 
-use super::output::{self, cell, items};
+use super::output::{self, fields, items};
 use super::target::{AsAgent, Common};
 
 /// `mailroom contacts`.
@@ -22,15 +22,7 @@ pub fn run(args: ContactsArgs) -> Result<()> {
     output::print(args.common.json, &listed, |v| {
         let rows = items(v)
             .iter()
-            .map(|c| {
-                vec![
-                    cell(&c["to"]),
-                    cell(&c["status"]),
-                    cell(&c["reason"]),
-                    cell(&c["updated_ts"]),
-                    cell(&c["expires_ts"]),
-                ]
-            })
+            .map(|c| fields(c, &["to", "status", "reason", "updated_ts", "expires_ts"]))
             .collect();
         output::table(&["agent", "status", "reason", "updated", "expires"], rows)
     });

@@ -1,14 +1,14 @@
 //! `mailroom file-reservations list | active | soon PROJECT`: a project's file reservations
 //! (resource://file_reservations, which sweeps first), as the reference's commands.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use mailroom_core::model::time::Timestamp;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::backend::Backend;
 use super::mail::encode;
-use super::output::{self, cell, items};
+use super::output::{self, cell, fields, items};
 use super::target::Common;
 
 /// `mailroom file-reservations`.
@@ -79,13 +79,9 @@ pub fn run(args: FileReservationsArgs) -> Result<()> {
 
 /// The project's reservations; `project` may be a key or a slug.
 fn read(backend: &Backend, project: &str, active_only: bool) -> Result<Value> {
-    let found = backend.call_tool("list_agents", json!({"project_key": project}))?;
-    let slug =
-        found["project"]["slug"].as_str().context("the server named no slug for the project")?;
-    backend.read_resource(&format!(
-        "resource://file_reservations/{}?active_only={active_only}",
-        encode(slug)
-    ))
+    let project = encode(project);
+    backend
+        .read_resource(&format!("resource://file_reservations/{project}?active_only={active_only}"))
 }
 
 fn table(rows: &Value, active_only: bool) -> String {
@@ -107,14 +103,9 @@ fn table(rows: &Value, active_only: bool) -> String {
             } else {
                 left
             };
-            vec![
-                cell(&r["id"]),
-                cell(&r["agent"]),
-                cell(&r["path_pattern"]),
-                exclusive.to_string(),
-                state,
-                cell(&r["reason"]),
-            ]
+            let mut row = fields(r, &["id", "agent", "path_pattern"]);
+            row.extend([exclusive.to_string(), state, cell(&r["reason"])]);
+            row
         })
         .collect();
     let state = if active_only { "left" } else { "state" };

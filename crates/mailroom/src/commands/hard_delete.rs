@@ -69,28 +69,34 @@ impl Confirm {
 
 pub fn run_agent(args: HardDeleteAgentArgs) -> Result<()> {
     let what = format!("Deleting agent {} of {} with all its mail", args.agent, args.project);
-    let mut call = json!({"project_key": args.project, "agent_name": args.agent,
-        "confirmation": args.confirm.text(&what)?});
-    if let Some(token) = &args.confirm.token {
-        call["registration_token"] = json!(token);
-    }
-    delete(&args.common, "hard_delete_agent", call)
+    let call = json!({"project_key": args.project, "agent_name": args.agent});
+    delete(&args.common, &args.confirm, &what, "hard_delete_agent", call)
 }
 
 pub fn run_project(args: HardDeleteProjectArgs) -> Result<()> {
     let what = format!("Deleting project {} with its agents and all their mail", args.project);
-    let mut call = json!({"project_key": args.project, "confirmation": args.confirm.text(&what)?});
-    if let Some(token) = &args.confirm.token {
-        call["registration_token"] = json!(token);
-    }
-    delete(&args.common, "hard_delete_project", call)
+    delete(
+        &args.common,
+        &args.confirm,
+        &what,
+        "hard_delete_project",
+        json!({"project_key": args.project}),
+    )
 }
 
-/// Backs the database up, then calls the tool.
-fn delete(common: &Common, tool: &str, call: Value) -> Result<()> {
-    if call["confirmation"] != CONFIRMATION {
+/// Confirms, backs the database up, then calls the tool.
+fn delete(
+    common: &Common,
+    confirm: &Confirm,
+    what: &str,
+    tool: &str,
+    mut call: Value,
+) -> Result<()> {
+    if confirm.text(what)? != CONFIRMATION {
         bail!("not confirmed: nothing deleted (the confirmation is exactly \"{CONFIRMATION}\")");
     }
+    call["confirmation"] = json!(CONFIRMATION);
+    call["registration_token"] = json!(confirm.token);
     let data_dir = shared::data_dir(common.data_dir.clone());
     let backend = common.backend()?;
     let backup = back_up(&data_dir, tool)?;

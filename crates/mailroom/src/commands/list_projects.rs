@@ -5,7 +5,7 @@ use anyhow::Result;
 use clap::Args;
 use serde_json::{Value, json};
 
-use super::output::{self, cell, items};
+use super::output::{self, cell, fields, items};
 use super::target::Common;
 
 /// `mailroom list-projects`.
@@ -32,12 +32,7 @@ pub fn run(args: ListProjectsArgs) -> Result<()> {
         let rows = items(v)
             .iter()
             .map(|p| {
-                let mut row = vec![
-                    cell(&p["id"]),
-                    cell(&p["slug"]),
-                    cell(&p["human_key"]),
-                    cell(&p["created_at"]),
-                ];
+                let mut row = fields(p, &["id", "slug", "human_key", "created_at"]);
                 if args.include_agents {
                     row.push(names(&p["agents"]));
                 }

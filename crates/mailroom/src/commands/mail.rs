@@ -9,7 +9,9 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use super::output::{self, cell, items};
+use super::backend::Backend;
+use super::output::{self, cell, fields, items};
+use super::shared;
 use super::target::{AsAgent, Common};
 
 /// `mailroom mail`.
@@ -23,6 +25,19 @@ pub struct MailArgs {
 
 #[derive(Subcommand, Debug)]
 enum MailCommand {
+    #[command(flatten)]
+    AsAgent(Box<AgentMail>),
+    /// How a project directory is routed: the identity gate, mode, remote, slug and uid
+    Status {
+        /// The project directory
+        #[arg(default_value = ".")]
+        path: String,
+    },
+}
+
+/// What an agent does with its mail, through the server.
+#[derive(Subcommand, Debug)]
+enum AgentMail {
     /// Send a message (the body from --body or standard input)
     Send(SendArgs),
     /// The agent's inbox, newest first (marks nothing read unless --mark-read)
@@ -33,12 +48,6 @@ enum MailCommand {
     Ack(OneArgs),
     /// Reply to a message, in its thread (the body from --body or standard input)
     Reply(ReplyArgs),
-    /// How a project directory is routed: the identity gate, mode, remote, slug and uid
-    Status {
-        /// The project directory
-        #[arg(default_value = ".")]
-        path: String,
-    },
 }
 
 #[derive(Args, Debug)]
@@ -118,44 +127,38 @@ struct ReplyArgs {
 
 /// Runs `mailroom mail …`.
 pub fn run(args: MailArgs) -> Result<()> {
-    let json = args.common.json;
-    if let MailCommand::Status { path } = &args.command {
-        return status(path, json);
-    }
-    let backend = args.common.backend()?;
     match args.command {
-        MailCommand::Send(a) => {
-            let mut call = json!({"project_key": a.who.project()?, "sender_name": a.who.agent()?,
+        MailCommand::Status { path } => status(&path, &args.common),
+        MailCommand::AsAgent(mail) => act(*mail, &args.common),
+    }
+}
+
+fn act(mail: AgentMail, common: &Common) -> Result<()> {
+    let backend = common.backend()?;
+    let json = common.json;
+    match mail {
+        AgentMail::Send(a) => {
+            // Options not given go as null, which the tool reads as absent.
+            let call = json!({"project_key": a.who.project()?, "sender_name": a.who.agent()?,
                 "to": a.to, "cc": a.cc, "bcc": a.bcc, "subject": a.subject, "body_md": body(a.body)?,
-                "ack_required": a.ack_required});
-            for (key, value) in
-                [("importance", a.importance), ("thread_id", a.thread), ("topic", a.topic)]
-            {
-                if let Some(value) = value {
-                    call[key] = json!(value);
-                }
-            }
+                "ack_required": a.ack_required, "importance": a.importance,
+                "thread_id": a.thread, "topic": a.topic});
             let sent = backend.call_tool("send_message", call)?;
             output::print(json, &sent, delivered);
         }
-        MailCommand::Inbox(a) => {
+        AgentMail::Inbox(a) => {
             let (project, agent) = (a.who.project()?, a.who.agent()?);
-            let mut call = json!({"project_key": project, "agent_name": agent, "limit": a.limit,
-                "urgent_only": a.urgent_only, "include_bodies": a.bodies});
-            if let Some(since) = a.since {
-                call["since_ts"] = json!(since);
-            }
+            let call = json!({"project_key": project, "agent_name": agent, "limit": a.limit,
+                "urgent_only": a.urgent_only, "include_bodies": a.bodies, "since_ts": a.since});
             let inbox = backend.call_tool("fetch_inbox", call)?;
             output::print(json, &inbox, |v| inbox_table(v, a.bodies));
             if a.mark_read {
                 for id in items(&inbox).iter().filter_map(|m| m["id"].as_i64()) {
-                    let call =
-                        json!({"project_key": project, "agent_name": agent, "message_id": id});
-                    backend.call_tool("mark_message_read", call)?;
+                    mark_read(&backend, &project, &agent, id)?;
                 }
             }
         }
-        MailCommand::Read(a) => {
+        AgentMail::Read(a) => {
             let (project, agent) = (a.who.project()?, a.who.agent()?);
             let uri = format!(
                 "resource://message/{}?project={}&agent={}",
@@ -166,19 +169,18 @@ pub fn run(args: MailArgs) -> Result<()> {
             let message = backend.read_resource(&uri)?;
             output::print(json, &message, show);
             if a.mark_read {
-                let call = json!({"project_key": project, "agent_name": agent, "message_id": a.id});
-                backend.call_tool("mark_message_read", call)?;
+                mark_read(&backend, &project, &agent, a.id)?;
             }
         }
-        MailCommand::Ack(a) => {
-            let call = json!({"project_key": a.who.project()?, "agent_name": a.who.agent()?, "message_id": a.id});
+        AgentMail::Ack(a) => {
+            let call = json!({"project_key": a.who.project()?, "agent_name": a.who.agent()?,
+                "message_id": a.id});
             let acked = backend.call_tool("acknowledge_message", call)?;
             output::print(json, &acked, |v| {
                 format!("acknowledged message {} at {}\n", a.id, cell(&v["acknowledged_at"]))
             });
         }
-        MailCommand::Status { .. } => {}
-        MailCommand::Reply(a) => {
+        AgentMail::Reply(a) => {
             let call = json!({"project_key": a.who.project()?, "sender_name": a.who.agent()?,
                 "message_id": a.id, "body_md": body(a.body)?});
             let sent = backend.call_tool("reply_message", call)?;
@@ -188,18 +190,21 @@ pub fn run(args: MailArgs) -> Result<()> {
     Ok(())
 }
 
+/// The agent's read receipt for one message.
+fn mark_read(backend: &Backend, project: &str, agent: &str, id: i64) -> Result<()> {
+    let call = json!({"project_key": project, "agent_name": agent, "message_id": id});
+    backend.call_tool("mark_message_read", call).map(drop)
+}
+
 /// `mail status`: what a project directory resolves to, read locally (the reference's routing
-/// diagnostics).
-fn status(path: &str, json: bool) -> Result<()> {
-    let report = mailroom_core::ops::projects::identity::path_identity(path)
-        .map_err(|e| anyhow::anyhow!(e.message))?;
-    let gate = ["WORKTREES_ENABLED", "GIT_IDENTITY_ENABLED"].iter().any(|v| {
-        super::shared::env(v)
-            .is_some_and(|x| mailroom_core::config::parse_bool(v, &x).unwrap_or(false))
-    });
+/// diagnostics), with the identity gate as the data directory's settings have it.
+fn status(path: &str, common: &Common) -> Result<()> {
+    shared::agent_dotenv(common.data_dir.clone())?;
+    let gate = shared::core_config(&shared::data_dir(common.data_dir.clone()))?.worktrees_enabled;
+    let report = mailroom_core::ops::projects::identity::path_identity(path)?;
     let mut value = serde_json::to_value(&report)?;
     value["worktrees_enabled"] = json!(gate);
-    output::print(json, &value, |v| {
+    output::print(common.json, &value, |v| {
         let fields = [
             "worktrees_enabled",
             "identity_mode_used",
@@ -254,18 +259,10 @@ fn inbox_table(inbox: &Value, bodies: bool) -> String {
     let rows = items(inbox)
         .iter()
         .map(|m| {
-            vec![
-                cell(&m["id"]),
-                cell(&m["created_ts"]),
-                cell(&m["from"]),
-                cell(&m["importance"]),
-                if m["ack_required"].as_bool() == Some(true) {
-                    "ack".into()
-                } else {
-                    String::new()
-                },
-                cell(&m["subject"]),
-            ]
+            let mut row = fields(m, &["id", "created_ts", "from", "importance"]);
+            row.push(if m["ack_required"].as_bool() == Some(true) { "ack" } else { "" }.into());
+            row.push(cell(&m["subject"]));
+            row
         })
         .collect();
     let mut out = output::table(&["id", "sent", "from", "importance", "", "subject"], rows);

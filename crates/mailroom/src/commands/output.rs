@@ -43,6 +43,11 @@ pub fn cell(value: &Value) -> String {
     }
 }
 
+/// The cells of `keys` in `item`, in that order: a table's row.
+pub fn fields(item: &Value, keys: &[&str]) -> Vec<String> {
+    keys.iter().map(|key| cell(&item[*key])).collect()
+}
+
 /// The items of a JSON array (none when it is not one).
 pub fn items(value: &Value) -> &[Value] {
     value.as_array().map_or(&[], Vec::as_slice)

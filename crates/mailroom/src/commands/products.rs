@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::backend::Backend;
 use super::mail::encode;
-use super::output::{self, cell};
+use super::output::{self, fields};
 use super::target::Common;
 
 /// `mailroom products`.
@@ -81,18 +81,8 @@ pub fn run(args: ProductsArgs) -> Result<()> {
     let answer = call(&backend, args.command)?;
     output::print(json, &answer, |v| match v {
         Value::Array(rows) => {
-            let rows = rows
-                .iter()
-                .map(|m| {
-                    vec![
-                        cell(&m["id"]),
-                        cell(&m["project"]),
-                        cell(&m["created_ts"]),
-                        cell(&m["from"]),
-                        cell(&m["subject"]),
-                    ]
-                })
-                .collect();
+            let keys = ["id", "project", "created_ts", "from", "subject"];
+            let rows = rows.iter().map(|m| fields(m, &keys)).collect();
             output::table(&["id", "project", "sent", "from", "subject"], rows)
         }
         other => format!("{}\n", serde_json::to_string_pretty(other).unwrap_or_default()),
@@ -100,57 +90,52 @@ pub fn run(args: ProductsArgs) -> Result<()> {
     Ok(())
 }
 
-/// The tool call (or resource read) a subcommand means.
+/// The tool call (or resource read) a subcommand means. Options not given go as null, which
+/// the tools read as absent.
 fn call(backend: &Backend, command: ProductsCommand) -> Result<Value> {
-    let with = |mut call: Value, optional: &[(&str, Option<Value>)]| {
-        for (key, value) in optional {
-            if let Some(value) = value {
-                call[*key] = value.clone();
-            }
-        }
-        call
-    };
     match command {
-        ProductsCommand::Ensure { product_key, name } => backend.call_tool(
-            "ensure_product",
-            with(json!({}), &[("product_key", product_key.map(Value::from)), ("name", name.map(Value::from))]),
-        ),
-        ProductsCommand::Link { product, project } => {
-            backend.call_tool("products_link", json!({"product_key": product, "project_key": project}))
+        ProductsCommand::Ensure { product_key, name } => {
+            backend.call_tool("ensure_product", json!({"product_key": product_key, "name": name}))
         }
-        ProductsCommand::Status { product } => backend.read_resource(&format!("resource://product/{}", encode(&product))),
+        ProductsCommand::Link { product, project } => backend
+            .call_tool("products_link", json!({"product_key": product, "project_key": project})),
+        ProductsCommand::Status { product } => {
+            backend.read_resource(&format!("resource://product/{}", encode(&product)))
+        }
         ProductsCommand::Search { product, query, agent, registration_token, limit } => {
             let found = backend.call_tool(
                 "search_messages_product",
-                with(
-                    json!({"product_key": product, "query": query, "limit": limit}),
-                    &[("agent_name", agent.map(Value::from)), ("registration_token", registration_token.map(Value::from))],
-                ),
+                json!({"product_key": product, "query": query, "limit": limit,
+                    "agent_name": agent, "registration_token": registration_token}),
             )?;
             Ok(found.get("result").cloned().unwrap_or(found))
         }
-        ProductsCommand::Inbox { product, agent, limit, urgent_only, include_bodies, since_ts, registration_token } => {
-            backend.call_tool(
-                "fetch_inbox_product",
-                with(
-                    json!({"product_key": product, "agent_name": agent, "limit": limit,
-                        "urgent_only": urgent_only, "include_bodies": include_bodies}),
-                    &[("since_ts", since_ts.map(Value::from)), ("registration_token", registration_token.map(Value::from))],
-                ),
-            )
-        }
-        ProductsCommand::SummarizeThread { product, thread, agent, per_thread_limit, no_llm, registration_token } => {
-            backend.call_tool(
-                "summarize_thread_product",
-                with(
-                    json!({"product_key": product, "thread_id": thread, "per_thread_limit": per_thread_limit}),
-                    &[
-                        ("agent_name", agent.map(Value::from)),
-                        ("registration_token", registration_token.map(Value::from)),
-                        ("llm_mode", no_llm.then(|| Value::from(false))),
-                    ],
-                ),
-            )
-        }
+        ProductsCommand::Inbox {
+            product,
+            agent,
+            limit,
+            urgent_only,
+            include_bodies,
+            since_ts,
+            registration_token,
+        } => backend.call_tool(
+            "fetch_inbox_product",
+            json!({"product_key": product, "agent_name": agent, "limit": limit,
+                "urgent_only": urgent_only, "include_bodies": include_bodies,
+                "since_ts": since_ts, "registration_token": registration_token}),
+        ),
+        ProductsCommand::SummarizeThread {
+            product,
+            thread,
+            agent,
+            per_thread_limit,
+            no_llm,
+            registration_token,
+        } => backend.call_tool(
+            "summarize_thread_product",
+            json!({"product_key": product, "thread_id": thread,
+                "per_thread_limit": per_thread_limit, "agent_name": agent,
+                "registration_token": registration_token, "llm_mode": no_llm.then_some(false)}),
+        ),
     }
 }

@@ -86,7 +86,7 @@ pub fn run(args: ProjectsArgs) -> Result<()> {
 
 /// The repository's root (the directory itself outside Git) and the project uid it resolves to.
 fn identity(path: &str) -> Result<(PathBuf, String)> {
-    let report = path_identity(path).map_err(|e| anyhow::anyhow!(e.message))?;
+    let report = path_identity(path)?;
     let root = report.identity.repo_root.clone().unwrap_or(report.human_key.clone());
     if !Path::new(&root).is_dir() {
         bail!("{root} is not a directory");

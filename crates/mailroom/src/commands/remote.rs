@@ -13,10 +13,13 @@ use super::shared::{self, ServerAddress};
 /// How long a command waits for the server's answer (upkeep can scan a whole archive).
 const CALL_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// A running server.
+/// A running server, with the client (and the runtime it runs on) every call of the command
+/// shares.
 pub struct Remote {
     url: String,
     token: Option<String>,
+    http: reqwest::Client,
+    runtime: tokio::runtime::Runtime,
 }
 
 impl Remote {
@@ -34,33 +37,24 @@ impl Remote {
                     data_dir.display()
                 )
             })?;
-        Ok(Some(Self { url: address.url, token: shared::env("HTTP_BEARER_TOKEN") }))
-    }
-
-    /// Calls the tool `name` and returns its JSON result; a tool error is this call's error.
-    pub fn call_tool(&self, name: &str, arguments: Value) -> Result<Value> {
-        let result = self.rpc("tools/call", json!({"name": name, "arguments": arguments}))?;
-        let text = result["content"][0]["text"].as_str().unwrap_or_default();
-        if result["isError"].as_bool().unwrap_or(false) {
-            bail!("{name}: {text}");
-        }
-        serde_json::from_str(text)
-            .with_context(|| format!("{name} answered with text that is not JSON: {text}"))
-    }
-
-    /// One JSON-RPC request; its `result`, or its error as this call's error.
-    pub fn rpc(&self, method: &str, params: Value) -> Result<Value> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        runtime.block_on(self.request(method, params))
+        let http = reqwest::Client::builder().no_proxy().timeout(CALL_TIMEOUT).build()?;
+        let token = shared::env("HTTP_BEARER_TOKEN");
+        Ok(Some(Self { url: address.url, token, http, runtime }))
+    }
+
+    /// One JSON-RPC request; its `result`, or its error as this call's error.
+    pub fn rpc(&self, method: &str, params: Value) -> Result<Value> {
+        self.runtime.block_on(self.request(method, params))
     }
 
     async fn request(&self, method: &str, params: Value) -> Result<Value> {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let http = reqwest::Client::builder().no_proxy().timeout(CALL_TIMEOUT).build()?;
-        let mut request = http
+        let mut request = self
+            .http
             .post(format!("{}/mcp", self.url))
             .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
             .json(&body);

@@ -3,14 +3,11 @@
 //! tool of the data directory's running server (which also knows which agents it saw
 //! working), else of this process on the data directory (backend.rs).
 
-use std::path::PathBuf;
-
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
-use super::backend::Backend;
-use super::shared;
+use super::target::Common;
 
 /// Flags of `mailroom upkeep`.
 #[derive(Args, Debug)]
@@ -18,12 +15,8 @@ pub struct UpkeepArgs {
     /// Which task: retire, reservations, acks, retention, fds, or all
     #[arg(value_enum, default_value_t = Which::All)]
     task: Which,
-    /// Directory for the database and the archive [default: ./mailroom-data]
-    #[arg(long, value_name = "DIR")]
-    data_dir: Option<PathBuf>,
-    /// Print the reports as JSON
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    common: Common,
     /// Retire now even when the server has not yet watched a whole threshold of calls (with no
     /// server running, nobody has: then only the database's activity counts)
     #[arg(long)]
@@ -42,18 +35,15 @@ enum Which {
 
 /// Runs the tasks and prints what they did.
 pub fn run(args: UpkeepArgs) -> Result<()> {
-    let data_dir = shared::data_dir(args.data_dir.clone());
-    let task = format!("{:?}", args.task).to_ascii_lowercase();
-    let mut answer = Backend::open(&data_dir, false)?
-        .call_tool("run_upkeep", json!({"task": task, "force": args.force}))?;
+    let task = args.task.to_possible_value().context("every task has a name")?;
+    let mut answer = args
+        .common
+        .backend()?
+        .call_tool("run_upkeep", json!({"task": task.get_name(), "force": args.force}))?;
     let reports = answer["reports"].take();
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&reports)?);
-    } else {
-        for report in reports.as_array().into_iter().flatten() {
-            println!("{}", summary(report));
-        }
-    }
+    super::output::print(args.common.json, &reports, |reports| {
+        super::output::items(reports).iter().map(|report| summary(report) + "\n").collect()
+    });
     Ok(())
 }
 
