@@ -362,6 +362,17 @@ impl Db<'_> {
         Ok(changed > 0)
     }
 
+    /// Whether the project holds reservations expired but not released.
+    pub fn has_expired_reservations(&self, project_id: ProjectId, now: Timestamp) -> Result<bool> {
+        self.conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM file_reservations WHERE project_id = ?1 \
+                 AND released_ts IS NULL AND expires_ts < ?2)",
+            )
+            .and_then(|mut stmt| stmt.query_row(params![project_id, now.to_db()], |r| r.get(0)))
+            .map_err(map_err)
+    }
+
     /// Releases, at `now`, every unreleased reservation of the project that expired before
     /// `now`; returns their ids.
     pub fn release_expired_reservations(
@@ -372,15 +383,7 @@ impl Db<'_> {
         // Every delivery sweeps, and there is seldom anything to release: a read of the
         // covering index first costs far less than an UPDATE that finds nothing (a write
         // statement opens its own statement journal).
-        let expired: bool = self
-            .conn
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM file_reservations WHERE project_id = ?1 \
-                 AND released_ts IS NULL AND expires_ts < ?2)",
-            )
-            .and_then(|mut stmt| stmt.query_row(params![project_id, now.to_db()], |r| r.get(0)))
-            .map_err(map_err)?;
-        if !expired {
+        if !self.has_expired_reservations(project_id, now)? {
             return Ok(Vec::new());
         }
         let mut stmt = self

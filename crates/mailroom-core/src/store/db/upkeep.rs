@@ -6,7 +6,7 @@ use rusqlite::params;
 use super::{Db, map_err, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
-use crate::records::{AgentId, MessageId, ProjectId};
+use crate::records::{AgentId, MessageId};
 
 /// An agent not retired whose last activity the database knows is before a cutoff.
 #[derive(Debug, Clone)]
@@ -64,17 +64,6 @@ impl Db<'_> {
             )
             .and_then(|mut stmt| stmt.execute(params![id, now.to_db(), cutoff.to_db()]))
             .map(|changed| changed > 0)
-            .map_err(map_err)
-    }
-
-    /// Whether the project holds reservations expired but not released.
-    pub fn has_expired_reservations(&self, project_id: ProjectId, now: Timestamp) -> Result<bool> {
-        self.conn
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM file_reservations WHERE project_id = ?1 \
-                 AND released_ts IS NULL AND expires_ts < ?2)",
-            )
-            .and_then(|mut stmt| stmt.query_row(params![project_id, now.to_db()], |r| r.get(0)))
             .map_err(map_err)
     }
 
