@@ -6,6 +6,7 @@
 
 pub mod archive;
 mod background;
+pub mod database_files;
 pub mod config;
 mod env_value;
 pub mod error;

@@ -7,16 +7,15 @@
 //! work tree), so it may run beside a live server. `rebuild` and `reconstruct` write; they take
 //! the archive's owner lock, and their caller must make sure no server runs on the data.
 
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use mailroom_git::{ArchiveRepo, CommittedFiles};
 
 use super::rebuild::REBUILD_COMMIT_MESSAGE;
 use super::{ArchiveSettings, LAYOUT, locks, rebuild, reconstruct, verify};
 use crate::config::CoreConfig;
+use crate::database_files::{move_aside, remove_database_files, rename, with_suffix};
 use crate::error::{Category, Error, Result};
-use crate::model::time::Timestamp;
 use crate::records::MessageId;
 use crate::store::{self, Reader};
 
@@ -102,7 +101,7 @@ pub fn reconstruct(config: &CoreConfig, force: bool) -> Result<ReconstructReport
             return Err(e);
         }
     };
-    report.moved_aside = move_aside(database)?;
+    report.moved_aside = move_aside(database, "pre-reconstruct")?;
     rename(&building, database)?;
     report.database = database.clone();
     Ok(report)
@@ -114,60 +113,6 @@ fn committed_files(root: &Path) -> Result<CommittedFiles> {
 
 fn no_archive(root: &Path) -> Error {
     Error::not_found(format!("there is no Git archive at {}", root.display()))
-}
-
-/// The files SQLite keeps for a database: the file itself, then its WAL and shared memory.
-fn database_files(database: &Path) -> [PathBuf; 3] {
-    [database.to_path_buf(), with_suffix(database, "-wal"), with_suffix(database, "-shm")]
-}
-
-/// Moves the database and its sidecar files to `<db>.pre-reconstruct-<timestamp>` (plus
-/// `-wal`/`-shm`, so the moved copy still opens with everything it committed). `None` when
-/// there was nothing to move.
-fn move_aside(database: &Path) -> Result<Option<PathBuf>> {
-    let present: Vec<PathBuf> =
-        database_files(database).into_iter().filter(|p| p.exists()).collect();
-    if present.is_empty() {
-        return Ok(None);
-    }
-    let stamp = Timestamp::now().archive_stamp();
-    let mut target = with_suffix(database, &format!(".pre-reconstruct-{stamp}"));
-    let mut attempt = 1;
-    while database_files(&target).iter().any(|p| p.exists()) {
-        attempt += 1;
-        target = with_suffix(database, &format!(".pre-reconstruct-{stamp}-{attempt}"));
-    }
-    for (from, to) in database_files(database).iter().zip(database_files(&target)) {
-        if from.exists() {
-            rename(from, &to)?;
-        }
-    }
-    Ok(Some(target))
-}
-
-fn remove_database_files(database: &Path) -> Result<()> {
-    for path in database_files(database) {
-        match std::fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(Error::internal(format!("cannot remove {}: {e}", path.display())));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn rename(from: &Path, to: &Path) -> Result<()> {
-    std::fs::rename(from, to).map_err(|e| {
-        Error::internal(format!("cannot move {} to {}: {e}", from.display(), to.display()))
-    })
-}
-
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = OsString::from(path.as_os_str());
-    name.push(suffix);
-    PathBuf::from(name)
 }
 
 /// What a committed path is, as far as maintenance cares.
