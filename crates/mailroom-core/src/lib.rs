@@ -6,8 +6,8 @@
 
 pub mod archive;
 mod background;
-pub mod database_files;
 pub mod config;
+pub mod database_files;
 mod env_value;
 pub mod error;
 pub mod guard;

@@ -74,6 +74,9 @@ enum Command {
     Doctor(commands::doctor::DoctorArgs),
     /// Bring the database to the current schema.
     Migrate(commands::migrate::MigrateArgs),
+    /// Bring a mailbox of the Python reference over: its database and Git archive, copied
+    /// into the data directory or converted in place.
+    Import(commands::import::ImportArgs),
     /// Run the server's background upkeep now: retire idle agents, sweep reservations,
     /// report overdue acknowledgements.
     Upkeep(commands::upkeep::UpkeepArgs),
@@ -94,18 +97,20 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // `.env` in the working directory, as the reference reads it; not for the commands coding
     // agents run inside their projects (a project's `.env` belongs to the project): those read
-    // the one beside their data directory (stdio.rs, shared::agent_dotenv), the Git hooks none.
-    let agents_side = match &cli.command {
+    // the one beside their data directory (stdio.rs, shared::agent_dotenv), the Git hooks none;
+    // nor for `import`, which reads the reference's `.env` as the reference's own settings.
+    let skip_dotenv = match &cli.command {
         Command::Serve(args) => args.stdio,
         Command::Guard(args) => args.is_check(),
         Command::ServeStdio(_)
         | Command::CheckInbox(_)
         | Command::Mail(_)
         | Command::Amctl(_)
-        | Command::AmRun(_) => true,
+        | Command::AmRun(_)
+        | Command::Import(_) => true,
         _ => false,
     };
-    if !agents_side && let Err(e) = commands::shared::use_dotenv(std::path::Path::new(".")) {
+    if !skip_dotenv && let Err(e) = commands::shared::use_dotenv(std::path::Path::new(".")) {
         return failed(&e, 1);
     }
     match cli.command {
@@ -138,6 +143,7 @@ fn main() -> ExitCode {
         // A failed check exits 1, so doctor's own errors exit 2 as verify's do.
         Command::Doctor(args) => exit_code(commands::doctor::run(args), 2),
         Command::Migrate(args) => done(commands::migrate::run(args)),
+        Command::Import(args) => done(commands::import::run(args)),
         Command::Upkeep(args) => done(commands::upkeep::run(args)),
         Command::Setup(args) => done(commands::setup::run(args)),
         Command::Docs(args) => done(commands::docs::run(args)),

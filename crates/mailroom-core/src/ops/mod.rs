@@ -15,6 +15,7 @@ pub mod contacts;
 pub mod conventions;
 pub mod doctor;
 pub mod health;
+pub mod import;
 pub mod macros;
 pub mod messaging;
 pub mod output;

@@ -10,6 +10,7 @@
 
 mod checkpointer;
 pub mod db;
+pub mod import;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};

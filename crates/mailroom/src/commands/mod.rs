@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod file_reservations;
 pub mod guard;
 pub mod hard_delete;
+pub mod import;
 pub mod list_projects;
 pub mod mail;
 pub mod migrate;

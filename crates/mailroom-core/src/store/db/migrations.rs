@@ -36,6 +36,15 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
             MIGRATIONS.len()
         )));
     }
+    if current == 0 && has_table(conn, "projects")? {
+        // Version 0 with the tables already there: the Python reference made this database.
+        return Err(Error::new(
+            crate::error::Category::InvalidArgument,
+            "REFERENCE_DATABASE",
+            "this database was made by the Python reference (MCP Agent Mail): bring it over \
+             with `mailroom import` (copied into a data directory, or --in-place)",
+        ));
+    }
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(current) {
         let tx = conn.transaction().map_err(map_err)?;
         tx.execute_batch(sql).map_err(map_err)?;
@@ -45,9 +54,30 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
     Ok(())
 }
 
+fn has_table(conn: &Connection, name: &str) -> Result<bool> {
+    conn.query_row(
+        "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [name],
+        |r| r.get(0),
+    )
+    .map_err(map_err)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reference's database has the tables at version 0: it is pointed at `import`, not
+    /// migrated into a half-converted state.
+    #[test]
+    fn a_reference_database_is_sent_to_import() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        conn.execute_batch("CREATE TABLE projects (id INTEGER PRIMARY KEY, slug TEXT)").expect("t");
+        let err = migrate(&mut conn).expect_err("refused").to_string();
+        assert!(err.contains("mailroom import"), "{err}");
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).expect("v");
+        assert_eq!(version, 0, "nothing applied");
+    }
 
     /// A database written before migration 0004 keeps its messages searchable, now scoped by
     /// project inside the index.
