@@ -82,9 +82,14 @@ fn summary(report: &Value) -> String {
             report["projects"].as_u64().unwrap_or(0)
         ),
         "acks" => format!(
-            "acks          {} acknowledgement(s) overdue past {} s",
+            "acks          {} acknowledgement(s) overdue past {} s{}",
             count("overdue"),
-            report["ttl_seconds"]
+            report["ttl_seconds"],
+            match (count("escalated"), count("escalation_errors")) {
+                (0, 0) => String::new(),
+                (done, 0) => format!(", {done} escalated"),
+                (done, failed) => format!(", {done} escalated, {failed} failed"),
+            }
         ),
         "retention" => {
             let projects = report["projects"].as_array().map_or(&[][..], Vec::as_slice);

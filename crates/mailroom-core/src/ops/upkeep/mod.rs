@@ -15,7 +15,7 @@ use crate::config::parse_bool;
 use crate::error::Result;
 use crate::ops::Mailroom;
 
-pub use acks::AckReport;
+pub use acks::{AckReport, ESCALATION_REASON, Escalated};
 pub use fds::FdReport;
 pub use retention::{ProjectRetention, RetentionReport};
 pub use retire::{RetireReport, Seen};
@@ -76,6 +76,8 @@ pub struct UpkeepConfig {
     pub acks_interval_seconds: u64,
     /// `ACK_TTL_SECONDS` (1800): an acknowledgement is overdue this long after the message.
     pub ack_ttl_seconds: i64,
+    /// `ACK_ESCALATION_*`: what the scan does beyond logging.
+    pub ack_escalation: AckEscalation,
     /// `RETENTION_REPORT_ENABLED` (false).
     pub retention_enabled: bool,
     /// `RETENTION_REPORT_INTERVAL_SECONDS` (3600, at least 60).
@@ -103,6 +105,7 @@ impl Default for UpkeepConfig {
             acks_enabled: false,
             acks_interval_seconds: 60,
             ack_ttl_seconds: 1800,
+            ack_escalation: AckEscalation::default(),
             retention_enabled: false,
             retention_interval_seconds: 3600,
             retention_max_age_days: 180,
@@ -161,6 +164,18 @@ impl UpkeepConfig {
         self.acks_interval_seconds =
             interval("ACK_TTL_SCAN_INTERVAL_SECONDS", self.acks_interval_seconds, 1)?;
         self.ack_ttl_seconds = seconds("ACK_TTL_SECONDS", self.ack_ttl_seconds, 0)?;
+        let escalation = &mut self.ack_escalation;
+        escalation.enabled = flag("ACK_ESCALATION_ENABLED", escalation.enabled)?;
+        if let Some(mode) = lookup("ACK_ESCALATION_MODE") {
+            escalation.mode = EscalationMode::parse(&mode)?;
+        }
+        escalation.claim_ttl_seconds =
+            seconds("ACK_ESCALATION_CLAIM_TTL_SECONDS", escalation.claim_ttl_seconds, 1)?;
+        escalation.claim_exclusive =
+            flag("ACK_ESCALATION_CLAIM_EXCLUSIVE", escalation.claim_exclusive)?;
+        if let Some(name) = lookup("ACK_ESCALATION_CLAIM_HOLDER_NAME") {
+            escalation.holder_name = Some(name.trim().to_owned()).filter(|n| !n.is_empty());
+        }
         self.retention_enabled = flag("RETENTION_REPORT_ENABLED", self.retention_enabled)?;
         self.retention_interval_seconds =
             interval("RETENTION_REPORT_INTERVAL_SECONDS", self.retention_interval_seconds, 60)?;
@@ -191,6 +206,53 @@ impl UpkeepConfig {
             Task::Retention => (self.retention_enabled || self.quota_enabled)
                 .then_some(self.retention_interval_seconds),
             Task::Fds => Some(self.fds_interval_seconds),
+        }
+    }
+}
+
+/// `ACK_ESCALATION_*` (the reference's defaults: off, `log`, 3600, not exclusive, no holder).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AckEscalation {
+    /// `ACK_ESCALATION_ENABLED` (false).
+    pub enabled: bool,
+    /// `ACK_ESCALATION_MODE` (`log`).
+    pub mode: EscalationMode,
+    /// `ACK_ESCALATION_CLAIM_TTL_SECONDS` (3600).
+    pub claim_ttl_seconds: i64,
+    /// `ACK_ESCALATION_CLAIM_EXCLUSIVE` (false). Exclusive, it refuses other senders'
+    /// deliveries into that inbox month (the reservation covers a mail-archive path).
+    pub claim_exclusive: bool,
+    /// `ACK_ESCALATION_CLAIM_HOLDER_NAME` (none: the recipient holds it).
+    pub holder_name: Option<String>,
+}
+
+impl Default for AckEscalation {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            mode: EscalationMode::Log,
+            claim_ttl_seconds: 3600,
+            claim_exclusive: false,
+            holder_name: None,
+        }
+    }
+}
+
+/// `ACK_ESCALATION_MODE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EscalationMode {
+    /// The scan's log lines only.
+    Log,
+    /// A reservation on the recipient's inbox month.
+    FileReservation,
+}
+
+impl EscalationMode {
+    fn parse(value: &str) -> Result<Self, String> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "log" => Ok(Self::Log),
+            "file_reservation" => Ok(Self::FileReservation),
+            _ => Err(format!("ACK_ESCALATION_MODE must be log or file_reservation, got {value:?}")),
         }
     }
 }
