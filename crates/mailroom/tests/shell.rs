@@ -418,3 +418,53 @@ fn projects_pin_a_repositorys_identity() {
     assert_eq!(code, Some(1), "an existing file is kept");
     assert!(err.contains("--force"), "{err}");
 }
+
+/// With `MAILROOM_TOOL_AUTH` the tools ask for proof: the commands send the token given
+/// (`--registration-token`, `$AGENT_MAIL_REGISTRATION_TOKEN`), else the one the data
+/// directory's database keeps for the agent; a wrong one is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_prove_the_agent_when_the_server_asks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let env = [("CONTACT_ENFORCEMENT_ENABLED", "false"), ("MAILROOM_TOOL_AUTH", "true")];
+    let (data, server, _url) = server_with(dir.path(), &env, &["BlueLake", "GreenCastle"]).await;
+    let blue = ["--project", PROJECT, "--agent", "BlueLake"];
+    let green = ["--project", PROJECT, "--agent", "GreenCastle"];
+    let sent = ok(
+        &data,
+        &[&["mail", "send"][..], &blue, &["--to", "GreenCastle", "--subject", "proved", "--body", "b"]]
+            .concat(),
+    );
+    assert!(sent.contains("sent message"), "{sent}");
+
+    let wrong = run(
+        &data,
+        &[&["mail", "inbox"][..], &green, &["--registration-token", "not-the-token"]].concat(),
+        "",
+    );
+    assert!(!wrong.status.success(), "a wrong token is refused");
+    let stderr = String::from_utf8_lossy(&wrong.stderr).to_lowercase();
+    assert!(stderr.contains("token"), "{stderr}");
+
+    let stored: String = rusqlite::Connection::open(data.join("mailroom.sqlite3"))
+        .expect("database")
+        .query_row(
+            "SELECT registration_token FROM agents WHERE name = 'GreenCastle'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("token");
+    let output = mailroom()
+        .args(["mail", "inbox", "--json"])
+        .args(green)
+        .arg("--data-dir")
+        .arg(&data)
+        .env("AGENT_MAIL_REGISTRATION_TOKEN", &stored)
+        .output()
+        .expect("run");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let inbox: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(inbox[0]["subject"], "proved");
+    let listed = ok(&data, &[&["contacts"][..], &green].concat());
+    assert!(listed.contains("(none)") || listed.contains("agent"), "{listed}");
+    stop(server.take());
+}

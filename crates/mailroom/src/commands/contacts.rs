@@ -5,7 +5,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::output::{self, fields, items};
-use super::target::{AsAgent, Common};
+use super::target::{AsAgent, Common, Proof};
 
 /// `mailroom contacts`.
 #[derive(Args, Debug)]
@@ -13,12 +13,16 @@ pub struct ContactsArgs {
     #[command(flatten)]
     who: AsAgent,
     #[command(flatten)]
+    proof: Proof,
+    #[command(flatten)]
     common: Common,
 }
 
 pub fn run(args: ContactsArgs) -> Result<()> {
-    let call = json!({"project_key": args.who.project()?, "agent_name": args.who.agent()?});
-    let listed = args.common.backend()?.call_tool("list_contacts", call)?;
+    let backend = args.common.backend()?;
+    let call = json!({"project_key": args.who.project()?, "agent_name": args.who.agent()?,
+        "registration_token": args.proof.token(&args.who, &args.common)?});
+    let listed = backend.call_tool("list_contacts", call)?;
     output::print(args.common.json, &listed, |v| {
         let rows = items(v)
             .iter()

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::backend::Backend;
 use super::output::{self, cell, fields, items};
 use super::shared;
-use super::target::{AsAgent, Common};
+use super::target::{AsAgent, Common, Proof};
 
 /// `mailroom mail`.
 #[derive(Args, Debug)]
@@ -54,6 +54,8 @@ enum AgentMail {
 struct SendArgs {
     #[command(flatten)]
     who: AsAgent,
+    #[command(flatten)]
+    proof: Proof,
     /// A recipient (repeatable)
     #[arg(long, required = true)]
     to: Vec<String>,
@@ -86,6 +88,8 @@ struct SendArgs {
 struct InboxArgs {
     #[command(flatten)]
     who: AsAgent,
+    #[command(flatten)]
+    proof: Proof,
     /// At most this many messages
     #[arg(long, default_value_t = 20)]
     limit: u32,
@@ -107,6 +111,8 @@ struct InboxArgs {
 struct OneArgs {
     #[command(flatten)]
     who: AsAgent,
+    #[command(flatten)]
+    proof: Proof,
     /// The message's id
     id: i64,
     /// read: also mark it read
@@ -118,6 +124,8 @@ struct OneArgs {
 struct ReplyArgs {
     #[command(flatten)]
     who: AsAgent,
+    #[command(flatten)]
+    proof: Proof,
     /// The id of the message answered
     id: i64,
     /// The Markdown body [default: standard input]
@@ -142,19 +150,21 @@ fn act(mail: AgentMail, common: &Common) -> Result<()> {
             let call = json!({"project_key": a.who.project()?, "sender_name": a.who.agent()?,
                 "to": a.to, "cc": a.cc, "bcc": a.bcc, "subject": a.subject, "body_md": body(a.body)?,
                 "ack_required": a.ack_required, "importance": a.importance,
-                "thread_id": a.thread, "topic": a.topic});
+                "thread_id": a.thread, "topic": a.topic, "sender_token": a.proof.token(&a.who, common)?});
             let sent = backend.call_tool("send_message", call)?;
             output::print(json, &sent, delivered);
         }
         AgentMail::Inbox(a) => {
-            let (project, agent) = (a.who.project()?, a.who.agent()?);
+            let (project, agent, token) =
+                (a.who.project()?, a.who.agent()?, a.proof.token(&a.who, common)?);
             let call = json!({"project_key": project, "agent_name": agent, "limit": a.limit,
-                "urgent_only": a.urgent_only, "include_bodies": a.bodies, "since_ts": a.since});
+                "urgent_only": a.urgent_only, "include_bodies": a.bodies, "since_ts": a.since,
+                "registration_token": token});
             let inbox = backend.call_tool("fetch_inbox", call)?;
             output::print(json, &inbox, |v| inbox_table(v, a.bodies));
             if a.mark_read {
                 for id in items(&inbox).iter().filter_map(|m| m["id"].as_i64()) {
-                    mark_read(&backend, &project, &agent, id)?;
+                    mark_read(&backend, &project, &agent, token.as_deref(), id)?;
                 }
             }
         }
@@ -169,12 +179,18 @@ fn act(mail: AgentMail, common: &Common) -> Result<()> {
             let message = backend.read_resource(&uri)?;
             output::print(json, &message, show);
             if a.mark_read {
-                mark_read(&backend, &project, &agent, a.id)?;
+                mark_read(
+                    &backend,
+                    &project,
+                    &agent,
+                    a.proof.token(&a.who, common)?.as_deref(),
+                    a.id,
+                )?;
             }
         }
         AgentMail::Ack(a) => {
             let call = json!({"project_key": a.who.project()?, "agent_name": a.who.agent()?,
-                "message_id": a.id});
+                "message_id": a.id, "registration_token": a.proof.token(&a.who, common)?});
             let acked = backend.call_tool("acknowledge_message", call)?;
             output::print(json, &acked, |v| {
                 format!("acknowledged message {} at {}\n", a.id, cell(&v["acknowledged_at"]))
@@ -182,7 +198,7 @@ fn act(mail: AgentMail, common: &Common) -> Result<()> {
         }
         AgentMail::Reply(a) => {
             let call = json!({"project_key": a.who.project()?, "sender_name": a.who.agent()?,
-                "message_id": a.id, "body_md": body(a.body)?});
+                "message_id": a.id, "body_md": body(a.body)?, "sender_token": a.proof.token(&a.who, common)?});
             let sent = backend.call_tool("reply_message", call)?;
             output::print(json, &sent, delivered);
         }
@@ -191,8 +207,15 @@ fn act(mail: AgentMail, common: &Common) -> Result<()> {
 }
 
 /// The agent's read receipt for one message.
-fn mark_read(backend: &Backend, project: &str, agent: &str, id: i64) -> Result<()> {
-    let call = json!({"project_key": project, "agent_name": agent, "message_id": id});
+fn mark_read(
+    backend: &Backend,
+    project: &str,
+    agent: &str,
+    token: Option<&str>,
+    id: i64,
+) -> Result<()> {
+    let call = json!({"project_key": project, "agent_name": agent, "message_id": id,
+        "registration_token": token});
     backend.call_tool("mark_message_read", call).map(drop)
 }
 

@@ -42,6 +42,36 @@ pub struct AsAgent {
     pub agent: Option<String>,
 }
 
+/// `--registration-token` of commands whose tools may ask for proof of the agent.
+#[derive(Args, Debug, Clone)]
+pub struct Proof {
+    /// The acting agent's registration token, for a server that asks for proof
+    /// (MAILROOM_TOOL_AUTH) [env: AGENT_MAIL_REGISTRATION_TOKEN; default: the token the data
+    /// directory's database keeps for the agent]
+    #[arg(long, alias = "registration_token", value_name = "TOKEN")]
+    pub registration_token: Option<String>,
+}
+
+impl Proof {
+    /// The token to prove `who` with: the flag, else `$AGENT_MAIL_REGISTRATION_TOKEN`, else
+    /// the one stored for the agent in the data directory's database (none when it cannot be
+    /// read there: the server then decides whether proof is needed).
+    pub fn token(&self, who: &AsAgent, common: &Common) -> Result<Option<String>> {
+        if let Some(token) =
+            self.registration_token.clone().or_else(|| shared::env("AGENT_MAIL_REGISTRATION_TOKEN"))
+        {
+            return Ok(Some(token));
+        }
+        let config = shared::core_config(&shared::data_dir(common.data_dir.clone()))?;
+        let stored = mailroom_core::ops::agents::credentials::stored_token(
+            &config.database_path,
+            &who.project()?,
+            &who.agent()?,
+        );
+        Ok(stored.ok().flatten())
+    }
+}
+
 impl AsAgent {
     pub fn project(&self) -> Result<String> {
         project(self.project.clone())

@@ -77,6 +77,20 @@ impl Mailroom {
     }
 }
 
+/// The registration token stored for `agent_name` in `project_key` in the database at
+/// `database`, read-only beside a server: what the command line sends for an agent when the
+/// operator gave none (the reference's CLI, too, takes the token from the local database).
+pub fn stored_token(
+    database: &std::path::Path,
+    project_key: &str,
+    agent_name: &str,
+) -> Result<Option<String>> {
+    crate::store::Reader::open(database)?.read(|db| {
+        let project = resolve::project(db, project_key)?;
+        Ok(resolve::agent(db, &project, agent_name, "agent_name")?.registration_token)
+    })
+}
+
 /// Compares secrets without stopping at the first difference, so timing does not reveal how
 /// much of a guessed token was right (only its length).
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
