@@ -24,6 +24,10 @@ pub use super::rebuild::RebuildReport;
 pub use super::reconstruct::ReconstructReport;
 pub use super::verify::{CopyRole, Difference, VerifyReport};
 
+/// Told, as long work advances, how many items are done of how many (`mailroom archive`
+/// draws a progress bar with it).
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
+
 /// Compares the database with the archive's HEAD and lists every difference.
 ///
 /// The database is read in one snapshot taken before HEAD is listed, so everything the
@@ -42,7 +46,8 @@ pub fn verify(config: &CoreConfig) -> Result<VerifyReport> {
 
 /// Regenerates every archive file the database accounts for and commits those that differ
 /// from HEAD in one commit (none when nothing differs). Other files stay as they are.
-pub fn rebuild(config: &CoreConfig) -> Result<RebuildReport> {
+/// `progress` hears how many messages were rendered of how many.
+pub fn rebuild(config: &CoreConfig, progress: Progress<'_>) -> Result<RebuildReport> {
     let root = &config.storage_root;
     // The database is opened first: without one there is nothing to rebuild from, and the
     // archive should not be created or locked for nothing.
@@ -51,7 +56,7 @@ pub fn rebuild(config: &CoreConfig) -> Result<RebuildReport> {
     let mut repo =
         ArchiveRepo::open_or_init(root, ArchiveSettings::from_config(config).author, LAYOUT)?;
     let head = committed_files(root)?;
-    let regenerated = reader.read(|db| rebuild::regenerate(db, root, &head))?;
+    let regenerated = reader.read(|db| rebuild::regenerate(db, root, &head, progress))?;
     let mut report = regenerated.report;
     if !regenerated.files.is_empty() {
         let commit = repo.commit_files(&regenerated.files, REBUILD_COMMIT_MESSAGE)?;
@@ -65,8 +70,13 @@ pub fn rebuild(config: &CoreConfig) -> Result<RebuildReport> {
 ///
 /// An existing database is refused unless `force`; then it is moved aside (with its `-wal`
 /// and `-shm` files) to `<db>.pre-reconstruct-<timestamp>`, never deleted. The new database
-/// is built beside it first, so a failure leaves the old one where it was.
-pub fn reconstruct(config: &CoreConfig, force: bool) -> Result<ReconstructReport> {
+/// is built beside it first, so a failure leaves the old one where it was. `progress` hears
+/// how many messages were read from the archive of how many.
+pub fn reconstruct(
+    config: &CoreConfig,
+    force: bool,
+    progress: Progress<'_>,
+) -> Result<ReconstructReport> {
     let database = &config.database_path;
     if database.exists() && !force {
         return Err(Error::new(
@@ -86,7 +96,7 @@ pub fn reconstruct(config: &CoreConfig, force: bool) -> Result<ReconstructReport
     }
     let _owner = locks::acquire_owner_lock(root)?;
     let head = committed_files(root)?;
-    let recovered = reconstruct::read_archive(&head)?;
+    let recovered = reconstruct::read_archive(&head, progress)?;
     if let Some(parent) = database.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .map_err(|e| Error::internal(format!("cannot create {}: {e}", parent.display())))?;
@@ -102,7 +112,7 @@ pub fn reconstruct(config: &CoreConfig, force: bool) -> Result<ReconstructReport
             return Err(e);
         }
     };
-    report.moved_aside = move_aside(database)?;
+    report.moved_aside = move_database_aside(database, "pre-reconstruct")?;
     rename(&building, database)?;
     report.database = database.clone();
     Ok(report)
@@ -117,26 +127,21 @@ fn no_archive(root: &Path) -> Error {
 }
 
 /// The files SQLite keeps for a database: the file itself, then its WAL and shared memory.
-fn database_files(database: &Path) -> [PathBuf; 3] {
+pub fn database_files(database: &Path) -> [PathBuf; 3] {
     [database.to_path_buf(), with_suffix(database, "-wal"), with_suffix(database, "-shm")]
 }
 
-/// Moves the database and its sidecar files to `<db>.pre-reconstruct-<timestamp>` (plus
+/// Moves the database and its sidecar files to `<db>.<label>-<timestamp>` (plus
 /// `-wal`/`-shm`, so the moved copy still opens with everything it committed). `None` when
 /// there was nothing to move.
-fn move_aside(database: &Path) -> Result<Option<PathBuf>> {
+pub fn move_database_aside(database: &Path, label: &str) -> Result<Option<PathBuf>> {
     let present: Vec<PathBuf> =
         database_files(database).into_iter().filter(|p| p.exists()).collect();
     if present.is_empty() {
         return Ok(None);
     }
-    let stamp = Timestamp::now().archive_stamp();
-    let mut target = with_suffix(database, &format!(".pre-reconstruct-{stamp}"));
-    let mut attempt = 1;
-    while database_files(&target).iter().any(|p| p.exists()) {
-        attempt += 1;
-        target = with_suffix(database, &format!(".pre-reconstruct-{stamp}-{attempt}"));
-    }
+    let target =
+        aside_path(database, label, |target| database_files(target).iter().any(|p| p.exists()));
     for (from, to) in database_files(database).iter().zip(database_files(&target)) {
         if from.exists() {
             rename(from, &to)?;
@@ -145,7 +150,21 @@ fn move_aside(database: &Path) -> Result<Option<PathBuf>> {
     Ok(Some(target))
 }
 
-fn remove_database_files(database: &Path) -> Result<()> {
+/// Where to move `path` aside: `<path>.<label>-<timestamp>`, or the first of `…-2`, `…-3`, …
+/// that `taken` does not refuse, so an earlier copy is never overwritten.
+pub fn aside_path(path: &Path, label: &str, taken: impl Fn(&Path) -> bool) -> PathBuf {
+    let stamp = Timestamp::now().archive_stamp();
+    let mut target = with_suffix(path, &format!(".{label}-{stamp}"));
+    let mut attempt = 1;
+    while taken(&target) {
+        attempt += 1;
+        target = with_suffix(path, &format!(".{label}-{stamp}-{attempt}"));
+    }
+    target
+}
+
+/// Deletes the database and its sidecar files; those already missing are no error.
+pub fn remove_database_files(database: &Path) -> Result<()> {
     for path in database_files(database) {
         match std::fs::remove_file(&path) {
             Ok(()) => {}

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use mailroom_core::archive::maintenance::{self, RebuildReport, ReconstructReport, VerifyReport};
 
+use super::progress::Progress;
 use super::shared;
 
 /// Flags of `mailroom archive`.
@@ -93,11 +94,18 @@ fn rebuild(args: RebuildArgs) -> Result<()> {
     let _lock = shared::lock_data_dir(&data_dir)?;
     let _database_lock = shared::lock_database(&config.database_path, shared::Missing::Skip)?;
     if args.reconstruct_database {
-        let report = maintenance::reconstruct(&config, args.force)
-            .context("cannot reconstruct the database")?;
+        let progress = Progress::new("reading messages", 0);
+        let report = maintenance::reconstruct(&config, args.force, &mut |done, total| {
+            progress.update(done, total)
+        })
+        .context("cannot reconstruct the database")?;
+        drop(progress);
         print_reconstruct(&report);
     } else {
-        let report = maintenance::rebuild(&config).context("cannot rebuild the archive")?;
+        let progress = Progress::new("rendering messages", 0);
+        let report = maintenance::rebuild(&config, &mut |done, total| progress.update(done, total))
+            .context("cannot rebuild the archive")?;
+        drop(progress);
         print_rebuild(&report);
     }
     Ok(())

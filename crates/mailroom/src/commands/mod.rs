@@ -20,6 +20,7 @@ pub mod mail;
 pub mod migrate;
 pub mod output;
 pub mod products;
+pub mod progress;
 pub mod projects;
 pub mod remote;
 pub mod serve;
