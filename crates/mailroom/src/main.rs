@@ -25,7 +25,8 @@ enum Command {
     Serve(commands::serve::ServeArgs),
     /// MCP over stdin/stdout: `serve --stdio`.
     ServeStdio(commands::serve::ServeArgs),
-    /// Check the Git archive against the database, or rebuild one from the other.
+    /// Check the Git archive against the database, or rebuild one from the other; save,
+    /// list and restore the whole state of the data directory.
     Archive(commands::archive::ArchiveArgs),
     /// An agent's unread mail in one line (nothing when all is read), for reminder hooks.
     CheckInbox(commands::check_inbox::CheckInboxArgs),

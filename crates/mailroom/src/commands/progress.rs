@@ -28,10 +28,25 @@ impl Progress {
         Self { bar }
     }
 
+    /// One more item done.
+    pub fn step(&self) {
+        self.bar.inc(1);
+    }
+
     /// `done` of `total` items done (the form the core's maintenance reports in).
     pub fn update(&self, done: usize, total: usize) {
         self.bar.set_length(total as u64);
         self.bar.set_position(done as u64);
+    }
+
+    /// `more` items to do than said so far.
+    pub fn grow(&self, more: usize) {
+        self.bar.inc_length(more as u64);
+    }
+
+    /// Starts counting again from zero over `total` items (a copy begun anew).
+    pub fn restart(&self, total: usize) {
+        self.update(0, total);
     }
 }
 

@@ -183,6 +183,33 @@ pub fn data_dir_in_use(data_dir: &Path) -> bool {
     lock.try_lock_shared().is_err()
 }
 
+/// Refuses work that needs the data directory to itself (a restore, a reset) while a server
+/// runs on it.
+pub fn refuse_while_served(data_dir: &Path, doing: &str) -> Result<()> {
+    if data_dir_in_use(data_dir) {
+        let pid = server_pid(data_dir).map_or_else(|| "unknown".to_string(), |p| p.to_string());
+        bail!(
+            "a mailroom server is running on {} (PID: {pid}); stop it before {doing}",
+            data_dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Asks a yes-or-no `question` on the terminal (on stderr: stdout carries the command's
+/// answer); true for `y` or `yes`. Without a terminal to ask on, it refuses, naming `--force`.
+pub fn confirm(question: &str) -> Result<bool> {
+    use std::io::{BufRead as _, IsTerminal as _};
+    if !std::io::stdin().is_terminal() {
+        bail!("{question} Not asked, since standard input is not a terminal: pass --force");
+    }
+    eprint!("{question} [y/N] ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
 /// The pid the data directory's server last recorded (it holds the lock while it runs).
 pub fn server_pid(data_dir: &Path) -> Option<u32> {
     std::fs::read_to_string(data_dir.join(PID_FILE)).ok()?.trim().parse().ok()
