@@ -8,6 +8,7 @@ pub mod archive;
 pub mod backend;
 pub mod bench;
 pub mod check_inbox;
+pub mod clear_and_reset;
 pub mod config;
 pub mod contacts;
 pub mod docs;
