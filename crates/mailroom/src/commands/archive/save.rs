@@ -21,20 +21,20 @@ use clap::Args;
 use mailroom_core::CoreConfig;
 use mailroom_core::model::slug::slugify;
 use mailroom_core::model::time::Timestamp;
-use mailroom_core::ops::backups::{self, CopyScope, KeptProject};
-use serde::Serialize;
+use mailroom_core::ops::backups::{self, CopyScope};
 use serde_json::{Value, json};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
 
-use super::states::{self, METADATA, SNAPSHOT, STORAGE_DIR, VERSION};
+use super::states::{
+    self, ArchiveFile, DatabaseSnapshot, LOSSLESS_PRESET, METADATA, Metadata, SNAPSHOT,
+    STORAGE_DIR, ScrubSummary, StorageCopy, Tooling, VERSION,
+};
 use crate::commands::output;
 use crate::commands::progress::Progress;
 use crate::commands::shared;
 use crate::commands::target::Common;
 
-/// The only scrub preset: `archive`, which keeps everything.
-const LOSSLESS_PRESET: &str = "archive";
 /// How many times a live copy starts over before giving up.
 const ATTEMPTS: usize = 3;
 /// The longest label text kept in a file name.
@@ -486,88 +486,7 @@ struct Facts<'a> {
     created: Timestamp,
 }
 
-/// `metadata.json`, in the reference's shape and order.
-#[derive(Serialize)]
-struct Metadata<'a> {
-    version: u64,
-    created_at: String,
-    archive: ArchiveFile<'a>,
-    projects_requested: &'a [String],
-    projects_included: &'a [KeptProject],
-    projects_removed: usize,
-    scrub_preset: &'static str,
-    scrub_summary: ScrubSummary,
-    /// The snapshot carries mailroom's full-text index of the messages as it is.
-    fts_enabled: bool,
-    database: DatabaseSnapshot,
-    storage: StorageCopy<'a>,
-    label: Option<&'a str>,
-    tooling: Tooling,
-    notes: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct ArchiveFile<'a> {
-    filename: Option<std::borrow::Cow<'a, str>>,
-    directory: Option<&'a Path>,
-}
-
-#[derive(Serialize)]
-struct DatabaseSnapshot {
-    source_path: PathBuf,
-    snapshot: &'static str,
-    size_bytes: u64,
-}
-
-#[derive(Serialize)]
-struct StorageCopy<'a> {
-    source_path: PathBuf,
-    git_head: Option<&'a str>,
-    archive_dir: &'static str,
-}
-
-#[derive(Serialize)]
-struct Tooling {
-    package: &'static str,
-    version: &'static str,
-}
-
-/// The reference's scrub summary; its `archive` preset changes nothing.
-#[derive(Serialize)]
-struct ScrubSummary {
-    preset: &'static str,
-    pseudonym_salt: &'static str,
-    agents_total: usize,
-    agents_pseudonymized: usize,
-    ack_flags_cleared: usize,
-    recipients_cleared: usize,
-    file_reservations_removed: usize,
-    agent_links_removed: usize,
-    secrets_replaced: usize,
-    attachments_sanitized: usize,
-    bodies_redacted: usize,
-    attachments_cleared: usize,
-}
-
-impl ScrubSummary {
-    fn lossless(agents: usize) -> Self {
-        Self {
-            preset: LOSSLESS_PRESET,
-            pseudonym_salt: LOSSLESS_PRESET,
-            agents_total: agents,
-            agents_pseudonymized: 0,
-            ack_flags_cleared: 0,
-            recipients_cleared: 0,
-            file_reservations_removed: 0,
-            agent_links_removed: 0,
-            secrets_replaced: 0,
-            attachments_sanitized: 0,
-            bodies_redacted: 0,
-            attachments_cleared: 0,
-        }
-    }
-}
-
+/// `metadata.json` for this save.
 fn metadata<'a>(facts: &'a Facts<'a>, path: &'a Path) -> Metadata<'a> {
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     Metadata {

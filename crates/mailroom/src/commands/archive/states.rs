@@ -3,11 +3,14 @@
 //! the database snapshot `snapshot/mailbox.sqlite3` and the archive's files under
 //! `storage_repo/` (the reference's layout).
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use mailroom_core::CoreConfig;
+use mailroom_core::ops::backups::KeptProject;
+use serde::Serialize;
 use serde_json::Value;
 use zip::ZipArchive;
 
@@ -21,6 +24,95 @@ pub const SNAPSHOT: &str = "snapshot/mailbox.sqlite3";
 pub const STORAGE_DIR: &str = "storage_repo";
 /// The only format version written and read.
 pub const VERSION: u64 = 1;
+/// The only scrub preset: `archive`, which keeps everything.
+pub const LOSSLESS_PRESET: &str = "archive";
+
+/// `metadata.json`, in the reference's shape and order.
+#[derive(Serialize)]
+pub struct Metadata<'a> {
+    pub version: u64,
+    pub created_at: String,
+    pub archive: ArchiveFile<'a>,
+    pub projects_requested: &'a [String],
+    pub projects_included: &'a [KeptProject],
+    pub projects_removed: usize,
+    pub scrub_preset: &'static str,
+    pub scrub_summary: ScrubSummary,
+    /// The snapshot carries mailroom's full-text index of the messages as it is.
+    pub fts_enabled: bool,
+    pub database: DatabaseSnapshot,
+    pub storage: StorageCopy<'a>,
+    pub label: Option<&'a str>,
+    pub tooling: Tooling,
+    pub notes: Vec<String>,
+}
+
+/// `archive`: where the saved state was written.
+#[derive(Serialize)]
+pub struct ArchiveFile<'a> {
+    pub filename: Option<Cow<'a, str>>,
+    pub directory: Option<&'a Path>,
+}
+
+/// `database`: the database saved and its snapshot in the ZIP.
+#[derive(Serialize)]
+pub struct DatabaseSnapshot {
+    pub source_path: PathBuf,
+    pub snapshot: &'static str,
+    pub size_bytes: u64,
+}
+
+/// `storage`: the archive saved, its HEAD then, and its folder in the ZIP.
+#[derive(Serialize)]
+pub struct StorageCopy<'a> {
+    pub source_path: PathBuf,
+    pub git_head: Option<&'a str>,
+    pub archive_dir: &'static str,
+}
+
+/// `tooling`: the program that saved the state.
+#[derive(Serialize)]
+pub struct Tooling {
+    pub package: &'static str,
+    pub version: &'static str,
+}
+
+/// The reference's scrub summary; its `archive` preset changes nothing.
+#[derive(Serialize)]
+pub struct ScrubSummary {
+    pub preset: &'static str,
+    pub pseudonym_salt: &'static str,
+    pub agents_total: usize,
+    pub agents_pseudonymized: usize,
+    pub ack_flags_cleared: usize,
+    pub recipients_cleared: usize,
+    pub file_reservations_removed: usize,
+    pub agent_links_removed: usize,
+    pub secrets_replaced: usize,
+    pub attachments_sanitized: usize,
+    pub bodies_redacted: usize,
+    pub attachments_cleared: usize,
+}
+
+impl ScrubSummary {
+    /// The summary of the one preset, `archive`, which changes nothing.
+    pub fn lossless(agents: usize) -> Self {
+        Self {
+            preset: LOSSLESS_PRESET,
+            pseudonym_salt: LOSSLESS_PRESET,
+            agents_total: agents,
+            agents_pseudonymized: 0,
+            ack_flags_cleared: 0,
+            recipients_cleared: 0,
+            file_reservations_removed: 0,
+            agent_links_removed: 0,
+            secrets_replaced: 0,
+            attachments_sanitized: 0,
+            bodies_redacted: 0,
+            attachments_cleared: 0,
+        }
+    }
+}
 
 /// Where the data directory's saved states live.
 pub fn states_dir(data_dir: &Path) -> PathBuf {
