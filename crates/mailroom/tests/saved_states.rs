@@ -6,9 +6,8 @@ mod common;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
 
-use common::{KillOnDrop, mailroom, start_with, stop};
+use common::{KillOnDrop, run_on, start_with, stop};
 use mailroom_testkit::{InboxCall, ProjectCall, RegisterCall, SendCall, git};
 use serde_json::Value;
 
@@ -16,32 +15,16 @@ const ALPHA: &str = "/work/alpha";
 const BETA: &str = "/work/beta";
 const ENV: [(&str, &str); 1] = [("CONTACT_ENFORCEMENT_ENABLED", "false")];
 
-/// Runs `mailroom ARGS --data-dir DATA` with `stdin` piped in (so never a terminal).
-fn run(data: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = mailroom()
-        .args(args)
-        .arg("--data-dir")
-        .arg(data)
-        .env("LOG_LEVEL", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write");
-    child.wait_with_output().expect("wait")
-}
-
 /// Runs a command that must succeed with `--json`; its JSON.
 fn json(data: &Path, args: &[&str]) -> Value {
-    let output = run(data, &[args, &["--json"]].concat(), "");
+    let output = run_on(data, args, &["--json"], "");
     assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).expect("JSON")
 }
 
 /// Runs a command that must fail with exit code 1; its stderr.
 fn refused(data: &Path, args: &[&str], stdin: &str) -> String {
-    let output = run(data, args, stdin);
+    let output = run_on(data, args, &[], stdin);
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert_eq!(output.status.code(), Some(1), "{args:?} should fail: {stderr}");
     stderr
@@ -55,6 +38,18 @@ async fn server_on(data: &Path) -> (KillOnDrop, String) {
         RegisterCall::new(project, agent).ok_at(&url).await;
     }
     (KillOnDrop(Some(server)), url)
+}
+
+/// A data directory under `dir` filled by a server that is stopped again: the agents of
+/// [`server_on`] and one message, `subject`, from BlueLake to GreenCastle. The data directory,
+/// its database and its archive.
+async fn data_with_mail(dir: &Path, subject: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let data = dir.join("data");
+    let (server, url) = server_on(&data).await;
+    SendCall::new(ALPHA, "BlueLake", "GreenCastle", subject).ok_at(&url).await;
+    stop(server.take());
+    let (database, archive) = (data.join("mailroom.sqlite3"), data.join("archive"));
+    (data, database, archive)
 }
 
 /// The messages of the data directory's database: (id, subject), in id order.
@@ -93,11 +88,7 @@ fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_saved_state_comes_back_whole_and_serves_its_mail() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let data = dir.path().join("data");
-    let (database, archive) = (data.join("mailroom.sqlite3"), data.join("archive"));
-    let (server, url) = server_on(&data).await;
-    SendCall::new(ALPHA, "BlueLake", "GreenCastle", "before the save").ok_at(&url).await;
-    stop(server.take());
+    let (data, database, archive) = data_with_mail(dir.path(), "before the save").await;
     let (saved_head, saved_log, saved_rows) = (head(&archive), log(&archive), messages(&database));
 
     let saved = json(&data, &["archive", "save", "--label", "first state"]);
@@ -146,7 +137,7 @@ async fn a_saved_state_comes_back_whole_and_serves_its_mail() {
     let archive_aside = restored["archive"]["moved_aside_to"].as_str().expect("archive aside");
     assert!(Path::new(archive_aside).join(".git").is_dir());
 
-    let verified = run(&data, &["archive", "verify"], "");
+    let verified = run_on(&data, &["archive", "verify"], &[], "");
     assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
     let (server, url) = start_with(&data, &ENV);
     let server = KillOnDrop(Some(server));
@@ -212,7 +203,7 @@ fn hostile_zip(path: &Path, extra: &[&str]) {
 fn a_zip_whose_entries_escape_is_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
-    assert!(run(&data, &["migrate"], "").status.success());
+    assert!(run_on(&data, &["migrate"], &[], "").status.success());
     let database = data.join("mailroom.sqlite3");
     let before = std::fs::read(&database).expect("database");
     let absolute = dir.path().join("absolute.txt");
@@ -261,11 +252,7 @@ async fn restore_and_clear_are_refused_while_a_server_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clear_and_reset_asks_first_then_saves_and_empties() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let data = dir.path().join("data");
-    let (database, archive) = (data.join("mailroom.sqlite3"), data.join("archive"));
-    let (server, url) = server_on(&data).await;
-    SendCall::new(ALPHA, "BlueLake", "GreenCastle", "cleared").ok_at(&url).await;
-    stop(server.take());
+    let (data, database, archive) = data_with_mail(dir.path(), "cleared").await;
     let states = data.join("archived_mailbox_states");
 
     let unasked = refused(&data, &["clear-and-reset-everything"], "y\n");

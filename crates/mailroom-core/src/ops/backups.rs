@@ -78,20 +78,30 @@ fn unknown_project(name: &str, projects: &[Project]) -> Error {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
     use crate::config::CoreConfig;
     use crate::ops::Mailroom;
 
-    #[tokio::test]
-    async fn the_copy_holds_what_the_database_holds() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut config = CoreConfig::for_data_dir(dir.path());
+    /// A database in `dir` with `projects`, and the path of its copy (made once).
+    async fn copied(dir: &Path, projects: &[&str]) -> (PathBuf, PathBuf) {
+        let mut config = CoreConfig::for_data_dir(dir);
         config.archive.enabled = false;
         let database = config.database_path.clone();
         let core = Mailroom::open(config).expect("open");
-        core.ensure_project("/work/backed-up").await.expect("project");
-        let dest = dir.path().join("copy.sqlite3");
-        copy_database(&database, &dest).expect("copy");
+        for project in projects {
+            core.ensure_project(project).await.expect("project");
+        }
+        let copy = dir.join("copy.sqlite3");
+        copy_database(&database, &copy).expect("copy");
+        (database, copy)
+    }
+
+    #[tokio::test]
+    async fn the_copy_holds_what_the_database_holds() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (database, dest) = copied(dir.path(), &["/work/backed-up"]).await;
         let copied =
             Reader::open(&dest).expect("open copy").read(|db| db.all_projects()).expect("read");
         assert_eq!(copied.len(), 1);
@@ -101,14 +111,7 @@ mod tests {
     #[tokio::test]
     async fn a_scoped_copy_keeps_only_the_named_projects() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut config = CoreConfig::for_data_dir(dir.path());
-        config.archive.enabled = false;
-        let database = config.database_path.clone();
-        let core = Mailroom::open(config).expect("open");
-        core.ensure_project("/work/kept").await.expect("project");
-        core.ensure_project("/work/dropped").await.expect("project");
-        let copy = dir.path().join("copy.sqlite3");
-        copy_database(&database, &copy).expect("copy");
+        let (_, copy) = copied(dir.path(), &["/work/kept", "/work/dropped"]).await;
 
         let unknown = keep_projects(&copy, &["/work/nowhere".to_owned()]).expect_err("unknown");
         assert!(unknown.message.contains("work-kept, work-dropped"), "{}", unknown.message);

@@ -196,18 +196,28 @@ pub fn refuse_while_served(data_dir: &Path, doing: &str) -> Result<()> {
     Ok(())
 }
 
-/// Asks a yes-or-no `question` on the terminal (on stderr: stdout carries the command's
-/// answer); true for `y` or `yes`. Without a terminal to ask on, it refuses, naming `--force`.
+/// Asks a yes-or-no `question` on the terminal; true for `y` or `yes`. Without a terminal to
+/// ask on, it refuses, naming `--force`.
 pub fn confirm(question: &str) -> Result<bool> {
+    let Some(answer) = ask(&format!("{question} [y/N] "))? else {
+        bail!("{question} Not asked, since standard input is not a terminal: pass --force");
+    };
+    Ok(matches!(answer.to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
+/// Prints `prompt` on stderr (stdout carries the command's answer, which a script may be
+/// capturing) and reads one line from the terminal, trimmed; `None` when standard input is
+/// not a terminal, where nobody could answer.
+pub fn ask(prompt: &str) -> Result<Option<String>> {
     use std::io::{BufRead as _, IsTerminal as _};
     if !std::io::stdin().is_terminal() {
-        bail!("{question} Not asked, since standard input is not a terminal: pass --force");
+        return Ok(None);
     }
-    eprint!("{question} [y/N] ");
+    eprint!("{prompt}");
     std::io::stderr().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+    Ok(Some(answer.trim().to_string()))
 }
 
 /// The pid the data directory's server last recorded (it holds the lock while it runs).
