@@ -1,6 +1,6 @@
 //! A SQLite database on disk as SQLite keeps it: the file and, beside it, its write-ahead log
 //! (`-wal`) and shared memory (`-shm`), which move, and go, together. For the maintenance
-//! that replaces a database while no server runs on it (reconstruction, import).
+//! that replaces a database while no server runs on it (reconstruction, import, restores).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -20,19 +20,28 @@ pub fn move_aside(database: &Path, label: &str) -> Result<Option<PathBuf>> {
     if !database_files(database).iter().any(|p| p.exists()) {
         return Ok(None);
     }
-    let stamp = Timestamp::now().archive_stamp();
-    let mut target = with_suffix(database, &format!(".{label}-{stamp}"));
-    let mut attempt = 1;
-    while database_files(&target).iter().any(|p| p.exists()) {
-        attempt += 1;
-        target = with_suffix(database, &format!(".{label}-{stamp}-{attempt}"));
-    }
+    let target =
+        aside_path(database, label, |target| database_files(target).iter().any(|p| p.exists()));
     for (from, to) in database_files(database).iter().zip(database_files(&target)) {
         if from.exists() {
             rename(from, &to)?;
         }
     }
     Ok(Some(target))
+}
+
+/// Where to move `path` (a database, a directory) aside: `<path>.<label>-<timestamp>`, or the
+/// first of `…-2`, `…-3`, … that `taken` does not refuse, so an earlier copy is never
+/// overwritten.
+pub fn aside_path(path: &Path, label: &str, taken: impl Fn(&Path) -> bool) -> PathBuf {
+    let stamp = Timestamp::now().archive_stamp();
+    let mut target = with_suffix(path, &format!(".{label}-{stamp}"));
+    let mut attempt = 1;
+    while taken(&target) {
+        attempt += 1;
+        target = with_suffix(path, &format!(".{label}-{stamp}-{attempt}"));
+    }
+    target
 }
 
 /// Removes the database and its sidecar files; those absent are no error.

@@ -25,8 +25,12 @@ enum Command {
     Serve(commands::serve::ServeArgs),
     /// MCP over stdin/stdout: `serve --stdio`.
     ServeStdio(commands::serve::ServeArgs),
-    /// Check the Git archive against the database, or rebuild one from the other.
+    /// Check the Git archive against the database, or rebuild one from the other; save,
+    /// list and restore the whole state of the data directory.
     Archive(commands::archive::ArchiveArgs),
+    /// Delete the database and empty the archive (after saving them, unless --no-archive).
+    #[command(alias = "clear_and_reset_everything")]
+    ClearAndResetEverything(commands::clear_and_reset::ClearAndResetArgs),
     /// An agent's unread mail in one line (nothing when all is read), for reminder hooks.
     CheckInbox(commands::check_inbox::CheckInboxArgs),
     /// The agent-mail section of a repository's AGENTS.md, CLAUDE.md and GEMINI.md.
@@ -124,6 +128,7 @@ fn main() -> ExitCode {
             let on_error = if matches!(args.command, ArchiveCommand::Verify(_)) { 2 } else { 1 };
             exit_code(commands::archive::run(args), on_error)
         }
+        Command::ClearAndResetEverything(args) => done(commands::clear_and_reset::run(args)),
         Command::Guard(args) => exit_code(commands::guard::run(args), 1),
         Command::Service(args) => done(commands::service::run(args)),
         Command::Mail(args) => done(commands::mail::run(args)),

@@ -4,11 +4,10 @@
 
 mod common;
 
-use std::io::Write as _;
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
-use common::{KillOnDrop, mailroom, start_with, stop};
+use common::{KillOnDrop, mailroom, run_on, start_with, stop};
 use mailroom_testkit::{ProjectCall, RegisterCall, ReserveCall};
 use serde_json::Value;
 
@@ -17,19 +16,7 @@ const PROJECT: &str = "/work/shell";
 /// Runs `mailroom ARGS --data-dir DATA` with `stdin` (the flag before a `--`); its output.
 fn run(data: &Path, args: &[&str], stdin: &str) -> Output {
     let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-    let mut child = mailroom()
-        .args(&args[..split])
-        .arg("--data-dir")
-        .arg(data)
-        .args(&args[split..])
-        .env_remove("AGENT_NAME")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write");
-    child.wait_with_output().expect("wait")
+    run_on(data, &args[..split], &args[split..], stdin)
 }
 
 /// Runs a command that must succeed; its stdout.
@@ -431,8 +418,12 @@ async fn tokens_prove_the_agent_when_the_server_asks() {
     let green = ["--project", PROJECT, "--agent", "GreenCastle"];
     let sent = ok(
         &data,
-        &[&["mail", "send"][..], &blue, &["--to", "GreenCastle", "--subject", "proved", "--body", "b"]]
-            .concat(),
+        &[
+            &["mail", "send"][..],
+            &blue,
+            &["--to", "GreenCastle", "--subject", "proved", "--body", "b"],
+        ]
+        .concat(),
     );
     assert!(sent.contains("sent message"), "{sent}");
 
@@ -447,11 +438,9 @@ async fn tokens_prove_the_agent_when_the_server_asks() {
 
     let stored: String = rusqlite::Connection::open(data.join("mailroom.sqlite3"))
         .expect("database")
-        .query_row(
-            "SELECT registration_token FROM agents WHERE name = 'GreenCastle'",
-            [],
-            |r| r.get(0),
-        )
+        .query_row("SELECT registration_token FROM agents WHERE name = 'GreenCastle'", [], |r| {
+            r.get(0)
+        })
         .expect("token");
     let output = mailroom()
         .args(["mail", "inbox", "--json"])

@@ -23,6 +23,10 @@ pub use super::rebuild::RebuildReport;
 pub use super::reconstruct::ReconstructReport;
 pub use super::verify::{CopyRole, Difference, VerifyReport};
 
+/// Told, as long work advances, how many items are done of how many (`mailroom archive`
+/// draws a progress bar with it).
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
+
 /// Compares the database with the archive's HEAD and lists every difference.
 ///
 /// The database is read in one snapshot taken before HEAD is listed, so everything the
@@ -41,7 +45,8 @@ pub fn verify(config: &CoreConfig) -> Result<VerifyReport> {
 
 /// Regenerates every archive file the database accounts for and commits those that differ
 /// from HEAD in one commit (none when nothing differs). Other files stay as they are.
-pub fn rebuild(config: &CoreConfig) -> Result<RebuildReport> {
+/// `progress` hears how many messages were rendered of how many.
+pub fn rebuild(config: &CoreConfig, progress: Progress<'_>) -> Result<RebuildReport> {
     let root = &config.storage_root;
     // The database is opened first: without one there is nothing to rebuild from, and the
     // archive should not be created or locked for nothing.
@@ -50,7 +55,7 @@ pub fn rebuild(config: &CoreConfig) -> Result<RebuildReport> {
     let mut repo =
         ArchiveRepo::open_or_init(root, ArchiveSettings::from_config(config).author, LAYOUT)?;
     let head = committed_files(root)?;
-    let regenerated = reader.read(|db| rebuild::regenerate(db, root, &head))?;
+    let regenerated = reader.read(|db| rebuild::regenerate(db, root, &head, progress))?;
     let mut report = regenerated.report;
     if !regenerated.files.is_empty() {
         let commit = repo.commit_files(&regenerated.files, REBUILD_COMMIT_MESSAGE)?;
@@ -64,8 +69,13 @@ pub fn rebuild(config: &CoreConfig) -> Result<RebuildReport> {
 ///
 /// An existing database is refused unless `force`; then it is moved aside (with its `-wal`
 /// and `-shm` files) to `<db>.pre-reconstruct-<timestamp>`, never deleted. The new database
-/// is built beside it first, so a failure leaves the old one where it was.
-pub fn reconstruct(config: &CoreConfig, force: bool) -> Result<ReconstructReport> {
+/// is built beside it first, so a failure leaves the old one where it was. `progress` hears
+/// how many messages were read from the archive of how many.
+pub fn reconstruct(
+    config: &CoreConfig,
+    force: bool,
+    progress: Progress<'_>,
+) -> Result<ReconstructReport> {
     let database = &config.database_path;
     if database.exists() && !force {
         return Err(Error::new(
@@ -85,7 +95,7 @@ pub fn reconstruct(config: &CoreConfig, force: bool) -> Result<ReconstructReport
     }
     let _owner = locks::acquire_owner_lock(root)?;
     let head = committed_files(root)?;
-    let recovered = reconstruct::read_archive(&head)?;
+    let recovered = reconstruct::read_archive(&head, progress)?;
     if let Some(parent) = database.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)
             .map_err(|e| Error::internal(format!("cannot create {}: {e}", parent.display())))?;

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use mailroom_git::CommittedFiles;
 
+use super::maintenance::Progress;
 use super::{format, render, verify};
 use crate::error::Result;
 use crate::store::Db;
@@ -53,11 +54,19 @@ pub(super) struct Regenerated {
 }
 
 /// Renders every archive file the database accounts for and keeps those HEAD lacks.
-pub(super) fn regenerate(db: &Db<'_>, root: &Path, head: &CommittedFiles) -> Result<Regenerated> {
+pub(super) fn regenerate(
+    db: &Db<'_>,
+    root: &Path,
+    head: &CommittedFiles,
+    progress: Progress<'_>,
+) -> Result<Regenerated> {
     let mut out = Collector { head, files: Vec::new(), report: RebuildReport::default() };
     let mut digests: BTreeMap<String, String> = BTreeMap::new();
     let mut attachments_seen = HashSet::new();
-    for (id, _) in db.message_ids_with_project_slug()? {
+    let ids = db.message_ids_with_project_slug()?;
+    let total = ids.len();
+    for (done, (id, _)) in ids.into_iter().enumerate() {
+        progress(done, total);
         let Some((doc, sender_is_local)) = render::message_doc(db, id)? else { continue };
         let bytes = format::render_message(&doc).into_bytes();
         let paths = format::message_paths(&doc, sender_is_local);
@@ -78,6 +87,7 @@ pub(super) fn regenerate(db: &Db<'_>, root: &Path, head: &CommittedFiles) -> Res
         }
         out.report.messages += 1;
     }
+    progress(total, total);
     out.report.digests = digests.len();
     for (path, text) in digests {
         out.offer(path, text.into_bytes());

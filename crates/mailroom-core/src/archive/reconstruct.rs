@@ -20,7 +20,7 @@ use mailroom_git::CommittedFiles;
 use serde_json::Value;
 
 use super::format::{self, MessageDoc};
-use super::maintenance::{ArchivePath, classify_path};
+use super::maintenance::{ArchivePath, Progress, classify_path};
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 use crate::records::{
@@ -123,7 +123,8 @@ impl AgentSketch {
 }
 
 /// Reads projects, profiles and messages from the files of HEAD.
-pub(super) fn read_archive(files: &CommittedFiles) -> Result<Recovered> {
+/// `progress` hears how many messages were read of how many.
+pub(super) fn read_archive(files: &CommittedFiles, progress: Progress<'_>) -> Result<Recovered> {
     let mut paths: Vec<&str> = files.paths().collect();
     paths.sort_unstable();
     let mut recovered = Recovered {
@@ -156,10 +157,13 @@ pub(super) fn read_archive(files: &CommittedFiles) -> Result<Recovered> {
             None => {}
         }
     }
-    for (id, mut candidates) in copies {
+    let total = copies.len();
+    for (done, (id, mut candidates)) in copies.into_iter().enumerate() {
+        progress(done, total);
         candidates.sort_by_key(|(is_mailbox, ..)| *is_mailbox);
         recovered.read_message(files, id, &candidates)?;
     }
+    progress(total, total);
     for (slug, agent, path) in profiles {
         recovered.read_profile(files, slug, agent, path)?;
     }

@@ -18,10 +18,10 @@ use std::path::{Path, PathBuf};
 
 use crate::archive::maintenance;
 use crate::config::CoreConfig;
-use crate::database_files::{move_aside, remove_database_files, rename, with_suffix};
+use crate::database_files::{aside_path, move_aside, remove_database_files, rename, with_suffix};
 use crate::error::{Category, Error, Result};
-use crate::model::time::Timestamp;
 use crate::store::Reader;
+pub use crate::store::import::REFERENCE_TABLES;
 use crate::store::import::{DatabaseImport, import_reference_database};
 
 /// Where the reference keeps its mailbox.
@@ -49,8 +49,8 @@ pub enum Step<'a> {
     Table { name: &'a str, rows: u64 },
     /// Archive files copied so far, of all.
     ArchiveFiles { done: u64, total: u64 },
-    /// The archive is being brought in line with the new database.
-    Aligning,
+    /// Messages rendered so far, of all, bringing the archive in line with the database.
+    Aligning { done: usize, total: usize },
     /// The archive is being checked against the new database.
     Verifying,
 }
@@ -142,7 +142,7 @@ pub fn import_reference(
     } else {
         moved_aside.extend(move_aside(&database, "pre-import")?);
         if storage_root.exists() {
-            let aside = aside_name(&storage_root);
+            let aside = aside_path(&storage_root, "pre-import", |p| p.exists());
             rename(&storage_root, &aside)?;
             moved_aside.push(aside);
         }
@@ -164,8 +164,8 @@ pub fn import_reference(
         };
         // The reference commits an attachment's image but not its manifest and audit log
         // (spec storage §7), which mailroom's archive holds: one commit adds what differs.
-        progress(Step::Aligning);
-        archive_commit = maintenance::rebuild(&config)?.commit;
+        let mut aligning = |done, total| progress(Step::Aligning { done, total });
+        archive_commit = maintenance::rebuild(&config, &mut aligning)?.commit;
         progress(Step::Verifying);
         let report = maintenance::verify(&config)?;
         archive_differences = report.differences.iter().map(ToString::to_string).collect();
@@ -237,17 +237,6 @@ fn refuse_occupied(database: &Path, storage_root: &Path) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-fn aside_name(path: &Path) -> PathBuf {
-    let stamp = Timestamp::now().archive_stamp();
-    let mut target = with_suffix(path, &format!(".pre-import-{stamp}"));
-    let mut attempt = 1;
-    while target.exists() {
-        attempt += 1;
-        target = with_suffix(path, &format!(".pre-import-{stamp}-{attempt}"));
-    }
-    target
 }
 
 fn remove_dir(path: &Path) -> Result<()> {

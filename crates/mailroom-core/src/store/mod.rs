@@ -351,6 +351,24 @@ pub fn create_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -
     Ok(outcome)
 }
 
+/// Changes a database file no server uses (a copy being saved), then compacts it: `job` runs
+/// in one transaction, the full-text index is merged (so deleted messages leave no terms in
+/// it) and `VACUUM` rewrites the file, so what `job` deleted is gone from its free pages too.
+/// The schema is left as it is: no migration runs.
+pub fn edit_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -> Result<R> {
+    if !path.is_file() {
+        return Err(Error::internal(format!("no database at {}", path.display())));
+    }
+    let mut conn = open_connection(path, false)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db::map_err)?;
+    let outcome = job(&Db::new(&tx, false))?;
+    db::search::optimize_index(&tx)?;
+    tx.commit().map_err(db::map_err)?;
+    conn.execute_batch("VACUUM").map_err(db::map_err)?;
+    conn.close().map_err(|(_, e)| db::map_err(e))?;
+    Ok(outcome)
+}
+
 /// Wraps a typed job for the writer thread; the receiver yields its answer after commit.
 fn boxed_job<R, F>(job: F, seen: bool) -> (WriteJob, oneshot::Receiver<Result<R>>)
 where

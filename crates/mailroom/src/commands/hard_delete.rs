@@ -3,7 +3,6 @@
 //! the database goes to `DATA_DIR/backups/` first, and the command goes on only with
 //! `--confirm "I UNDERSTAND"` (asked for on a terminal when not given).
 
-use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -55,15 +54,10 @@ impl Confirm {
         if let Some(text) = &self.confirm {
             return Ok(text.clone());
         }
-        if !std::io::stdin().is_terminal() {
-            bail!("{what} cannot be undone: give --confirm \"{CONFIRMATION}\"");
+        match shared::ask(&format!("{what} cannot be undone. Type {CONFIRMATION} to go on: "))? {
+            Some(line) => Ok(line),
+            None => bail!("{what} cannot be undone: give --confirm \"{CONFIRMATION}\""),
         }
-        // On stderr: stdout carries the answer, which a script may be capturing.
-        eprint!("{what} cannot be undone. Type {CONFIRMATION} to go on: ");
-        std::io::stderr().flush()?;
-        let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line)?;
-        Ok(line.trim().to_string())
     }
 }
 

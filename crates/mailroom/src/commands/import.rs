@@ -5,15 +5,17 @@
 //! destination from `--data-dir` and the process environment, not the working directory's
 //! `.env`, which may well be the reference's own.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
 use mailroom_core::config::database_path_from_url;
-use mailroom_core::ops::import::{self, Destination, ImportReport, ReferenceMailbox, Step};
+use mailroom_core::ops::import::{
+    self, Destination, ImportReport, REFERENCE_TABLES, ReferenceMailbox, Step,
+};
 
 use super::output;
+use super::progress::Progress;
 use super::shared::{self, Missing};
 use super::target::Common;
 
@@ -69,23 +71,30 @@ pub fn run(args: ImportArgs) -> Result<()> {
             None
         }
     };
-    let show = std::io::stderr().is_terminal() && !args.common.json;
+    // One bar per phase on a terminal (tables, archive files, messages re-rendered).
+    let mut bar: Option<(&str, Progress)> = None;
     let mut progress = |step: Step<'_>| {
-        if !show {
-            return;
-        }
-        match step {
-            Step::Table { name, rows } => eprintln!("copied {rows} rows of {name}"),
-            Step::ArchiveFiles { done, total } if done == total || done % 500 == 0 => {
-                eprintln!("copied {done} of {total} archive files");
+        let (phase, done, total) = match step {
+            Step::Table { .. } => ("copying tables", None, REFERENCE_TABLES.len()),
+            Step::ArchiveFiles { done, total } => {
+                ("copying the archive", Some(done as usize), total as usize)
             }
-            Step::ArchiveFiles { .. } => {}
-            Step::Aligning => eprintln!("bringing the archive in line with the new database"),
-            Step::Verifying => eprintln!("checking the archive against the new database"),
+            Step::Aligning { done, total } => ("aligning the archive", Some(done), total),
+            Step::Verifying => ("verifying the archive", Some(0), 0),
+        };
+        if bar.as_ref().is_none_or(|(current, _)| *current != phase) {
+            bar = Some((phase, Progress::new(phase, total)));
+        }
+        if let Some((_, bar)) = &bar {
+            match done {
+                Some(done) => bar.update(done, total),
+                None => bar.step(),
+            }
         }
     };
     let report = import::import_reference(&source, &destination, args.leave_unknown, &mut progress)
         .context("cannot import the reference's mailbox")?;
+    drop(bar);
     let value = serde_json::to_value(&report)?;
     output::print(args.common.json, &value, |_| describe(&report));
     Ok(())

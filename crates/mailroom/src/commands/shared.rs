@@ -183,6 +183,43 @@ pub fn data_dir_in_use(data_dir: &Path) -> bool {
     lock.try_lock_shared().is_err()
 }
 
+/// Refuses work that needs the data directory to itself (a restore, a reset) while a server
+/// runs on it.
+pub fn refuse_while_served(data_dir: &Path, doing: &str) -> Result<()> {
+    if data_dir_in_use(data_dir) {
+        let pid = server_pid(data_dir).map_or_else(|| "unknown".to_string(), |p| p.to_string());
+        bail!(
+            "a mailroom server is running on {} (PID: {pid}); stop it before {doing}",
+            data_dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Asks a yes-or-no `question` on the terminal; true for `y` or `yes`. Without a terminal to
+/// ask on, it refuses, naming `--force`.
+pub fn confirm(question: &str) -> Result<bool> {
+    let Some(answer) = ask(&format!("{question} [y/N] "))? else {
+        bail!("{question} Not asked, since standard input is not a terminal: pass --force");
+    };
+    Ok(matches!(answer.to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
+/// Prints `prompt` on stderr (stdout carries the command's answer, which a script may be
+/// capturing) and reads one line from the terminal, trimmed; `None` when standard input is
+/// not a terminal, where nobody could answer.
+pub fn ask(prompt: &str) -> Result<Option<String>> {
+    use std::io::{BufRead as _, IsTerminal as _};
+    if !std::io::stdin().is_terminal() {
+        return Ok(None);
+    }
+    eprint!("{prompt}");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(Some(answer.trim().to_string()))
+}
+
 /// The pid the data directory's server last recorded (it holds the lock while it runs).
 pub fn server_pid(data_dir: &Path) -> Option<u32> {
     std::fs::read_to_string(data_dir.join(PID_FILE)).ok()?.trim().parse().ok()

@@ -4,13 +4,31 @@
 //! Each test file is its own crate and uses a subset of these.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write as _};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 /// The built binary.
 pub fn mailroom() -> Command {
     Command::new(env!("CARGO_BIN_EXE_mailroom"))
+}
+
+/// Runs `mailroom ARGS --data-dir DATA REST` with `stdin` piped in (so never a terminal) and
+/// `AGENT_NAME` unset; its output.
+pub fn run_on(data: &Path, args: &[&str], rest: &[&str], stdin: &str) -> Output {
+    let mut child = mailroom()
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .args(rest)
+        .env_remove("AGENT_NAME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write");
+    child.wait_with_output().expect("wait")
 }
 
 /// Starts `mailroom serve` on a free port and returns it with the URL it printed.

@@ -146,13 +146,15 @@ fn verify_names_every_kind_of_damage_and_rebuild_repairs_what_the_database_knows
     ];
     check("damaged", lines(&damaged), expected.to_vec());
 
-    let rebuilt = rebuild(&config).expect("rebuild");
+    let mut heard = Vec::new();
+    let rebuilt = rebuild(&config, &mut |done, total| heard.push((done, total))).expect("rebuild");
+    check("progress", heard, vec![(0, 2), (1, 2), (2, 2)]);
     check("written", rebuilt.files_written, 4);
     check("messages", (rebuilt.messages, rebuilt.message_files), (2, 7));
     check("digests and profiles", (rebuilt.digests, rebuilt.profiles), (1, 3));
     assert!(rebuilt.commit.is_some());
     check("left in place", lines(&verify(&config).expect("verify")), expected[5..].to_vec());
-    let again = rebuild(&config).expect("rebuild again");
+    let again = rebuild(&config, &mut |_, _| {}).expect("rebuild again");
     check("nothing to do", (again.files_written, again.commit), (0, None));
 }
 
@@ -227,11 +229,14 @@ fn reconstruct_brings_back_ids_recipients_and_search() {
     git(&root, &["rm", "-q", &profile]);
     git(&root, &["commit", "-qm", "RedStone is known from messages only"]);
 
-    let refused = reconstruct(&original, false).expect_err("the database exists");
+    let refused = reconstruct(&original, false, &mut |_, _| {}).expect_err("the database exists");
     assert!(refused.message.contains("--force"), "{}", refused.message);
     let mut rebuilt = original.clone();
     rebuilt.database_path = dir.path().join("rebuilt.sqlite3");
-    let report = reconstruct(&rebuilt, false).expect("reconstruct");
+    let mut heard = None;
+    let report = reconstruct(&rebuilt, false, &mut |done, total| heard = Some((done, total)))
+        .expect("reconstruct");
+    check("progress at the end", heard, Some((2, 2)));
     check("projects", report.projects, 1);
     check("agents", (report.agents_from_profiles, report.agents_from_messages), (2, 1));
     check("messages", (report.messages, report.recipients), (2, 3));
@@ -368,7 +373,7 @@ fn attachment_files_missing_from_head_are_reported_and_restored_from_the_work_tr
     ];
     check("damaged", lines(&verify(&config).expect("verify")), expected.to_vec());
 
-    let rebuilt = rebuild(&config).expect("rebuild");
+    let rebuilt = rebuild(&config, &mut |_, _| {}).expect("rebuild");
     check("restored", rebuilt.attachments_restored, 1);
     check("lost", rebuilt.attachments_missing, vec![manifest]);
     check("left", lines(&verify(&config).expect("verify")), expected[1..].to_vec());
@@ -402,11 +407,11 @@ fn reservation_artifacts_pass_verify_and_rebuild_restores_missing_ones() {
     let committed_bytes = std::fs::read(root.join(&by_id)).expect("artifact in the work tree");
     git(&root, &["rm", "-q", &by_id]);
     git(&root, &["commit", "-qm", "lose a reservation artifact"]);
-    let rebuilt = rebuild(&config).expect("rebuild");
+    let rebuilt = rebuild(&config, &mut |_, _| {}).expect("rebuild");
     check("reservations rendered", rebuilt.reservations, 1);
     let files = CommittedFiles::open(&root).expect("open").expect("repository");
     assert!(files.holds(&by_id, &committed_bytes), "restored byte for byte");
-    let again = rebuild(&config).expect("rebuild again");
+    let again = rebuild(&config, &mut |_, _| {}).expect("rebuild again");
     check("nothing left to write", again.commit, None);
 }
 
@@ -439,7 +444,7 @@ fn reconstruct_brings_back_file_reservations_with_their_ids() {
 
     let mut rebuilt = original.clone();
     rebuilt.database_path = dir.path().join("rebuilt.sqlite3");
-    let report = reconstruct(&rebuilt, false).expect("reconstruct");
+    let report = reconstruct(&rebuilt, false, &mut |_, _| {}).expect("reconstruct");
     check("reservations", report.reservations, 2);
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
     let core = Mailroom::open(rebuilt).expect("open rebuilt");

@@ -90,6 +90,13 @@ pub(crate) fn index_pending_messages(conn: &rusqlite::Connection) -> Result<()> 
     .map_err(map_err)
 }
 
+/// Merges the full-text index into one segment, dropping the entries of deleted messages.
+pub(crate) fn optimize_index(conn: &rusqlite::Connection) -> Result<()> {
+    conn.execute("INSERT INTO fts_messages (fts_messages) VALUES ('optimize')", [])
+        .map(drop)
+        .map_err(map_err)
+}
+
 /// [`index_pending_messages`] for notes that may name messages already in the index (left by
 /// another program): those are taken out of the index first, so none is indexed twice.
 pub(crate) fn reindex_pending_messages(conn: &rusqlite::Connection) -> Result<()> {

@@ -1,7 +1,13 @@
-//! `mailroom archive verify|rebuild`: check the Git archive against the database, regenerate
-//! it from the database, or reconstruct the database from it. The work is done by
-//! `mailroom_core::archive::maintenance`; this module resolves the data directory, takes the
-//! data-dir lock where a command writes, and prints.
+//! `mailroom archive`: check the Git archive against the database, regenerate it from the
+//! database or the database from it (`mailroom_core::archive::maintenance` does the work;
+//! this module resolves the data directory, takes the data-dir lock where a command writes,
+//! and prints), and save, list and restore whole states of the data directory (`save.rs`,
+//! `list.rs`, `restore.rs`, their layout in `states.rs`).
+
+pub mod list;
+pub mod restore;
+pub mod save;
+pub mod states;
 
 use std::path::PathBuf;
 
@@ -9,6 +15,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use mailroom_core::archive::maintenance::{self, RebuildReport, ReconstructReport, VerifyReport};
 
+use super::progress::Progress;
 use super::shared;
 
 /// Flags of `mailroom archive`.
@@ -34,6 +41,19 @@ pub enum ArchiveCommand {
     /// --reconstruct-database: builds a new database from the archive's committed files.
     /// Refused while a server runs on the data directory.
     Rebuild(RebuildArgs),
+    /// Save the database and the archive in one ZIP file (lossless), in
+    /// DATA_DIR/archived_mailbox_states.
+    ///
+    /// The database is a consistent snapshot taken while a server may go on running; the
+    /// archive is copied whole, its Git history included. With --project, only those
+    /// projects' rows and archive directories.
+    Save(save::SaveArgs),
+    /// The saved states, newest first.
+    List(list::ListArgs),
+    /// Restore a saved state: the current database and archive are moved aside first.
+    ///
+    /// Asks first unless --force; refused while a server runs on the data directory.
+    Restore(restore::RestoreArgs),
 }
 
 /// Flags of `mailroom archive verify`.
@@ -74,6 +94,9 @@ pub fn run(args: ArchiveArgs) -> Result<Verdict> {
     match args.command {
         ArchiveCommand::Verify(args) => verify(args),
         ArchiveCommand::Rebuild(args) => rebuild(args).map(|()| Verdict::Clean),
+        ArchiveCommand::Save(args) => save::run(args).map(|()| Verdict::Clean),
+        ArchiveCommand::List(args) => list::run(args).map(|()| Verdict::Clean),
+        ArchiveCommand::Restore(args) => restore::run(args).map(|()| Verdict::Clean),
     }
 }
 
@@ -93,11 +116,18 @@ fn rebuild(args: RebuildArgs) -> Result<()> {
     let _lock = shared::lock_data_dir(&data_dir)?;
     let _database_lock = shared::lock_database(&config.database_path, shared::Missing::Skip)?;
     if args.reconstruct_database {
-        let report = maintenance::reconstruct(&config, args.force)
-            .context("cannot reconstruct the database")?;
+        let progress = Progress::new("reading messages", 0);
+        let report = maintenance::reconstruct(&config, args.force, &mut |done, total| {
+            progress.update(done, total)
+        })
+        .context("cannot reconstruct the database")?;
+        drop(progress);
         print_reconstruct(&report);
     } else {
-        let report = maintenance::rebuild(&config).context("cannot rebuild the archive")?;
+        let progress = Progress::new("rendering messages", 0);
+        let report = maintenance::rebuild(&config, &mut |done, total| progress.update(done, total))
+            .context("cannot rebuild the archive")?;
+        drop(progress);
         print_rebuild(&report);
     }
     Ok(())
