@@ -361,6 +361,13 @@ async fn products_from_a_shell() {
     assert!(found.to_string().contains("checkout flow"), "{found}");
     let inbox = ok(&data, &["products", "inbox", &key, "GreenCastle"]);
     assert!(inbox.contains("checkout flow"), "{inbox}");
+    let id = String::from_utf8_lossy(&sent.stdout)
+        .split_whitespace()
+        .nth(2)
+        .expect("sent message N")
+        .to_owned();
+    let summary = json(&data, &["products", "summarize-thread", &key, &id, "--no-llm"]);
+    assert!(summary.to_string().contains("BlueLake"), "the thread's participants: {summary}");
     stop(server.take());
 }
 
