@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use mailroom_git::{ArchiveRepo, CommittedFiles};
 
-use super::rebuild::REBUILD_COMMIT_MESSAGE;
+use super::rebuild::{Projects, REBUILD_COMMIT_MESSAGE};
 use super::{ArchiveSettings, LAYOUT, locks, rebuild, reconstruct, verify};
 use crate::config::CoreConfig;
 use crate::error::{Category, Error, Result};
@@ -51,7 +51,7 @@ pub fn rebuild(config: &CoreConfig) -> Result<RebuildReport> {
     let mut repo =
         ArchiveRepo::open_or_init(root, ArchiveSettings::from_config(config).author, LAYOUT)?;
     let head = committed_files(root)?;
-    let regenerated = reader.read(|db| rebuild::regenerate(db, root, &head))?;
+    let regenerated = reader.read(|db| rebuild::regenerate(db, root, &head, Projects::All))?;
     let mut report = regenerated.report;
     if !regenerated.files.is_empty() {
         let commit = repo.commit_files(&regenerated.files, REBUILD_COMMIT_MESSAGE)?;
@@ -102,7 +102,7 @@ pub fn reconstruct(config: &CoreConfig, force: bool) -> Result<ReconstructReport
             return Err(e);
         }
     };
-    report.moved_aside = move_aside(database)?;
+    report.moved_aside = move_database_aside(database, "pre-reconstruct")?;
     rename(&building, database)?;
     report.database = database.clone();
     Ok(report)
@@ -121,28 +121,36 @@ fn database_files(database: &Path) -> [PathBuf; 3] {
     [database.to_path_buf(), with_suffix(database, "-wal"), with_suffix(database, "-shm")]
 }
 
-/// Moves the database and its sidecar files to `<db>.pre-reconstruct-<timestamp>` (plus
-/// `-wal`/`-shm`, so the moved copy still opens with everything it committed). `None` when
-/// there was nothing to move.
-fn move_aside(database: &Path) -> Result<Option<PathBuf>> {
+/// Moves the database and its sidecar files to `<db>.<label>-<timestamp>` (plus `-wal`/`-shm`,
+/// so the moved copy still opens with everything it committed). `None` when there was
+/// nothing to move. The database must not be open (no server runs on it).
+pub fn move_database_aside(database: &Path, label: &str) -> Result<Option<PathBuf>> {
     let present: Vec<PathBuf> =
         database_files(database).into_iter().filter(|p| p.exists()).collect();
     if present.is_empty() {
         return Ok(None);
     }
-    let stamp = Timestamp::now().archive_stamp();
-    let mut target = with_suffix(database, &format!(".pre-reconstruct-{stamp}"));
-    let mut attempt = 1;
-    while database_files(&target).iter().any(|p| p.exists()) {
-        attempt += 1;
-        target = with_suffix(database, &format!(".pre-reconstruct-{stamp}-{attempt}"));
-    }
+    let target = aside_path(database, label, |candidate| {
+        database_files(candidate).iter().any(|p| p.exists())
+    });
     for (from, to) in database_files(database).iter().zip(database_files(&target)) {
         if from.exists() {
             rename(from, &to)?;
         }
     }
     Ok(Some(target))
+}
+
+/// `<path>.<label>-<timestamp>`, with `-2`, `-3`… added while `taken` says the name is.
+pub(crate) fn aside_path(path: &Path, label: &str, taken: impl Fn(&Path) -> bool) -> PathBuf {
+    let stamp = Timestamp::now().archive_stamp();
+    let mut target = with_suffix(path, &format!(".{label}-{stamp}"));
+    let mut attempt = 1;
+    while taken(&target) {
+        attempt += 1;
+        target = with_suffix(path, &format!(".{label}-{stamp}-{attempt}"));
+    }
+    target
 }
 
 fn remove_database_files(database: &Path) -> Result<()> {
@@ -158,13 +166,13 @@ fn remove_database_files(database: &Path) -> Result<()> {
     Ok(())
 }
 
-fn rename(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn rename(from: &Path, to: &Path) -> Result<()> {
     std::fs::rename(from, to).map_err(|e| {
         Error::internal(format!("cannot move {} to {}: {e}", from.display(), to.display()))
     })
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = OsString::from(path.as_os_str());
     name.push(suffix);
     PathBuf::from(name)

@@ -20,7 +20,7 @@ pub mod python_json;
 mod rebuild;
 mod reconstruct;
 mod render;
-pub use render::message_files;
+pub use render::{message_files, orphaned_message_files};
 mod verify;
 mod writer;
 

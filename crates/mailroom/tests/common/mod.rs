@@ -1,12 +1,15 @@
-//! Helpers shared by the binary's test files: start the built `mailroom` and signal it. Tool
-//! calls (`tool_at`, `SendCall`) and `git` come from mailroom-testkit.
+//! Helpers shared by the binary's test files: start the built `mailroom`, signal it, run its
+//! commands on a data directory. Tool calls (`tool_at`, `SendCall`) and `git` come from
+//! mailroom-testkit.
 //!
 //! Each test file is its own crate and uses a subset of these.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write as _};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
 
 /// The built binary.
 pub fn mailroom() -> Command {
@@ -77,4 +80,34 @@ pub fn signal_pid(pid: u32, name: &str) -> bool {
 pub fn stop(mut server: Child) {
     signal(&server, "-TERM");
     assert!(server.wait().expect("wait").success(), "graceful stop exits 0");
+}
+
+/// Runs `mailroom ARGS --data-dir DATA` with `stdin` (the flag before a `--`); its output.
+pub fn run(data: &Path, args: &[&str], stdin: &str) -> Output {
+    let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+    let mut child = mailroom()
+        .args(&args[..split])
+        .arg("--data-dir")
+        .arg(data)
+        .args(&args[split..])
+        .env_remove("AGENT_NAME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write");
+    child.wait_with_output().expect("wait")
+}
+
+/// Runs a command that must succeed; its stdout.
+pub fn ok(data: &Path, args: &[&str]) -> String {
+    let output = run(data, args, "");
+    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// [`ok`] with `--json`: its stdout parsed.
+pub fn json(data: &Path, args: &[&str]) -> Value {
+    serde_json::from_str(&ok(data, &[args, &["--json"]].concat())).expect("JSON")
 }
