@@ -66,7 +66,8 @@ enum Command {
     /// Run a command holding a build slot, renewed while it runs, released after.
     #[command(alias = "am_run")]
     AmRun(commands::am_run::AmRunArgs),
-    /// The files that pin a repository's project identity: mark-identity, discovery-init.
+    /// Projects: the files that pin a repository's identity (mark-identity, discovery-init);
+    /// a legacy project merged into another (adopt).
     Projects(commands::projects::ProjectsArgs),
     /// The product bus: ensure, link, status, search, inbox, summarize-thread.
     Products(commands::products::ProductsArgs),

@@ -8,6 +8,7 @@
 //! start replays; replays are idempotent. The queue is bounded: when the writer falls behind
 //! by `queue_capacity` rows, writers wait ([`Signal::admit`]).
 
+pub mod adopt;
 pub mod attachments;
 pub mod browse;
 pub mod build_slots;
