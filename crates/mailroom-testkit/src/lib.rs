@@ -26,6 +26,13 @@ pub use git::{GUARD_VARIABLES, git, git_command};
 pub use json_server::JsonServer;
 pub use redis_server::RedisServer;
 
+/// A 1x1 RGBA PNG, for tests that attach an image.
+pub const TINY_PNG: [u8; 70] = [
+    137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0,
+    0, 0, 31, 21, 196, 137, 0, 0, 0, 13, 73, 68, 65, 84, 120, 218, 99, 100, 248, 207, 80, 15, 0, 3,
+    134, 1, 128, 90, 52, 125, 107, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
+];
+
 /// A running server and an HTTP client for it.
 pub struct TestApp {
     pub base_url: String,

@@ -70,11 +70,13 @@ enum Command {
     /// Run a command holding a build slot, renewed while it runs, released after.
     #[command(alias = "am_run")]
     AmRun(commands::am_run::AmRunArgs),
-    /// The files that pin a repository's project identity: mark-identity, discovery-init.
+    /// Projects: the files that pin a repository's identity (mark-identity, discovery-init);
+    /// a legacy project merged into another (adopt).
     Projects(commands::projects::ProjectsArgs),
     /// The product bus: ensure, link, status, search, inbox, summarize-thread.
     Products(commands::products::ProductsArgs),
-    /// Diagnose the data directory: locks, integrity, orphans, index, reservations, WAL.
+    /// Diagnose the data directory (locks, integrity, orphans, index, reservations, WAL),
+    /// repair it after a backup, list and restore backups.
     Doctor(commands::doctor::DoctorArgs),
     /// Bring the database to the current schema.
     Migrate(commands::migrate::MigrateArgs),
@@ -145,8 +147,11 @@ fn main() -> ExitCode {
         Command::AmRun(args) => commands::am_run::run(args).unwrap_or_else(|e| failed(&e, 1)),
         Command::Projects(args) => done(commands::projects::run(args)),
         Command::Products(args) => done(commands::products::run(args)),
-        // A failed check exits 1, so doctor's own errors exit 2 as verify's do.
-        Command::Doctor(args) => exit_code(commands::doctor::run(args), 2),
+        Command::Doctor(args) => {
+            // A failed check exits 1, so check's own errors exit 2 as verify's do.
+            let on_error = if args.is_check() { 2 } else { 1 };
+            exit_code(commands::doctor::run(args), on_error)
+        }
         Command::Migrate(args) => done(commands::migrate::run(args)),
         Command::Import(args) => done(commands::import::run(args)),
         Command::Upkeep(args) => done(commands::upkeep::run(args)),

@@ -5,30 +5,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::Output;
 
-use common::{KillOnDrop, mailroom, run_on, start_with, stop};
+use common::{KillOnDrop, json, mailroom, ok, run, start_with, stop};
 use mailroom_testkit::{ProjectCall, RegisterCall, ReserveCall};
 use serde_json::Value;
 
 const PROJECT: &str = "/work/shell";
-
-/// Runs `mailroom ARGS --data-dir DATA` with `stdin` (the flag before a `--`); its output.
-fn run(data: &Path, args: &[&str], stdin: &str) -> Output {
-    let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
-    run_on(data, &args[..split], &args[split..], stdin)
-}
-
-/// Runs a command that must succeed; its stdout.
-fn ok(data: &Path, args: &[&str]) -> String {
-    let output = run(data, args, "");
-    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn json(data: &Path, args: &[&str]) -> Value {
-    serde_json::from_str(&ok(data, &[args, &["--json"]].concat())).expect("JSON")
-}
 
 /// A server on a fresh data directory under `dir` with `env`, and `agents` registered in
 /// PROJECT; the data directory and the server's URL.
@@ -190,7 +172,8 @@ async fn hard_deletes_back_up_first_and_need_the_words() {
         .map(|e| e.expect("entry").path())
         .collect();
     assert_eq!(backups.len(), 1);
-    let copy = rusqlite::Connection::open(&backups[0]).expect("open the backup");
+    assert!(backups[0].to_string_lossy().ends_with("_hard_delete_agent"), "{backups:?}");
+    let copy = rusqlite::Connection::open(backups[0].join("database.sqlite3")).expect("open");
     let names: i64 = copy
         .query_row("SELECT COUNT(*) FROM agents WHERE name = 'BlueLake'", [], |r| r.get(0))
         .expect("count");

@@ -552,6 +552,12 @@ pub fn render_reservation(reservation: &Value) -> String {
     json_file(reservation)
 }
 
+/// A project's `aliases.json` (`{"former_slugs": [...]}`, written by `projects adopt`), in
+/// the layout of the archive's other JSON files.
+pub fn render_aliases(aliases: &Value) -> String {
+    json_file(aliases)
+}
+
 /// The reference's `_write_json` layout, shared by every JSON file in the archive.
 fn json_file(value: &Value) -> String {
     let mut text = python_json(value);

@@ -159,8 +159,7 @@ fn age(path: &Path) -> Option<Duration> {
 ///   `.git/refs/**.lock`: stale after 2 s (and the branch's lock at once after a killed
 ///   owner: see [`take_ownership`]).
 pub fn heal_stale_locks(root: &Path) -> Vec<PathBuf> {
-    let mut removed = Vec::new();
-    walk_lock_files(root, &mut |path, name| heal(path, name, &mut removed));
+    let mut removed = heal_stale_lock_files(root);
     let git = root.join(".git");
     for name in ["index.lock", "config.lock"] {
         remove_if_older(&git.join(name), GIT_LOCK_STALE_AFTER, &mut removed);
@@ -219,6 +218,16 @@ fn heal(path: &Path, name: &str, removed: &mut Vec<PathBuf>) {
             remove(&owner, removed);
         }
     }
+}
+
+/// The first part of [`heal_stale_locks`]: the reference-style lock files (and orphaned owner
+/// records) under `root` whose owner is dead, not Git's own. Safe beside the archive's owner
+/// (a running server), whose live locks name a live pid or hold an OS lock: `doctor repair`
+/// heals with it while a server runs, on the whole archive or one project's directory.
+pub fn heal_stale_lock_files(root: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    walk_lock_files(root, &mut |path, name| heal(path, name, &mut removed));
+    removed
 }
 
 /// Removes Git ref locks (HEAD, refs, packed-refs) older than 2 s: what a commit retry needs.

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use mailroom_git::{ArchiveRepo, CommittedFiles};
 
-use super::rebuild::REBUILD_COMMIT_MESSAGE;
+use super::rebuild::{Projects, REBUILD_COMMIT_MESSAGE};
 use super::{ArchiveSettings, LAYOUT, locks, rebuild, reconstruct, verify};
 use crate::config::CoreConfig;
 use crate::database_files::{move_aside, remove_database_files, rename, with_suffix};
@@ -55,7 +55,8 @@ pub fn rebuild(config: &CoreConfig, progress: Progress<'_>) -> Result<RebuildRep
     let mut repo =
         ArchiveRepo::open_or_init(root, ArchiveSettings::from_config(config).author, LAYOUT)?;
     let head = committed_files(root)?;
-    let regenerated = reader.read(|db| rebuild::regenerate(db, root, &head, progress))?;
+    let regenerated =
+        reader.read(|db| rebuild::regenerate(db, root, &head, Projects::All, progress))?;
     let mut report = regenerated.report;
     if !regenerated.files.is_empty() {
         let commit = repo.commit_files(&regenerated.files, REBUILD_COMMIT_MESSAGE)?;

@@ -8,6 +8,7 @@
 //! start replays; replays are idempotent. The queue is bounded: when the writer falls behind
 //! by `queue_capacity` rows, writers wait ([`Signal::admit`]).
 
+pub mod adopt;
 pub mod attachments;
 pub mod browse;
 pub mod build_slots;
@@ -20,7 +21,7 @@ pub mod python_json;
 mod rebuild;
 mod reconstruct;
 mod render;
-pub use render::message_files;
+pub use render::{message_files, orphaned_message_files};
 mod verify;
 mod writer;
 

@@ -53,11 +53,36 @@ pub(super) struct Regenerated {
     pub report: RebuildReport,
 }
 
-/// Renders every archive file the database accounts for and keeps those HEAD lacks.
+/// Which projects' files a regeneration renders.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Projects<'a> {
+    All,
+    /// Only these (by slug): `projects adopt` renders the projects whose files it changes.
+    Only(&'a [String]),
+}
+
+impl Projects<'_> {
+    fn has_slug(self, slug: &str) -> bool {
+        match self {
+            Projects::All => true,
+            Projects::Only(slugs) => slugs.iter().any(|s| s == slug),
+        }
+    }
+
+    /// Whether `path` (repo-relative) lies in one of the projects.
+    fn has_path(self, path: &str) -> bool {
+        let slug = path.strip_prefix("projects/").and_then(|rest| rest.split('/').next());
+        matches!(self, Projects::All) || slug.is_some_and(|slug| self.has_slug(slug))
+    }
+}
+
+/// Renders every archive file the database accounts for (in `projects`) and keeps those HEAD
+/// lacks.
 pub(super) fn regenerate(
     db: &Db<'_>,
     root: &Path,
     head: &CommittedFiles,
+    projects: Projects<'_>,
     progress: Progress<'_>,
 ) -> Result<Regenerated> {
     let mut out = Collector { head, files: Vec::new(), report: RebuildReport::default() };
@@ -65,8 +90,11 @@ pub(super) fn regenerate(
     let mut attachments_seen = HashSet::new();
     let ids = db.message_ids_with_project_slug()?;
     let total = ids.len();
-    for (done, (id, _)) in ids.into_iter().enumerate() {
+    for (done, (id, slug)) in ids.into_iter().enumerate() {
         progress(done, total);
+        if !projects.has_slug(&slug) {
+            continue;
+        }
         let Some((doc, sender_is_local)) = render::message_doc(db, id)? else { continue };
         let bytes = format::render_message(&doc).into_bytes();
         let paths = format::message_paths(&doc, sender_is_local);
@@ -93,7 +121,9 @@ pub(super) fn regenerate(
         out.offer(path, text.into_bytes());
     }
     for agent_id in db.agent_ids()? {
-        if let Some((path, bytes, _)) = render::profile_file(db, agent_id)? {
+        if let Some((path, bytes, _)) = render::profile_file(db, agent_id)?
+            && projects.has_path(&path)
+        {
             out.offer_profile(path, bytes)?;
             out.report.profiles += 1;
         }
@@ -102,7 +132,9 @@ pub(super) fn regenerate(
     // code repo's branch at grant time, which the database does not keep.
     let mut reservation_files = BTreeMap::new();
     for id in db.reservation_ids()? {
-        if let Some(artifact) = render::reservation_files(db, id, false)? {
+        if let Some(artifact) = render::reservation_files(db, id, false)?
+            && artifact.files.iter().all(|(path, _)| projects.has_path(path))
+        {
             // Ids ascend, so the pattern-named file ends up with the newest reservation.
             reservation_files.extend(artifact.files);
             out.report.reservations += 1;

@@ -118,8 +118,36 @@ fn render_deletion(
     };
     // The engine passes over paths HEAD does not hold as files (a replay finds them gone).
     removals.extend(deletion.paths);
-    let line = format!("delete: {} message(s) via web UI", item.ref_id);
+    let via = deletion.via.as_deref().unwrap_or("web UI");
+    let line = format!("delete: {} message(s) via {via}", item.ref_id);
     Ok(Some(Entry { line, body: String::new(), reservation: None }))
+}
+
+/// The archive files of a message whose sender is gone (a row `doctor repair` deletes): its
+/// canonical copy and its recipients' inbox copies. The outbox copy is not named: its owner's
+/// name went with the sender's row. `None` when the message or its project does not exist.
+pub fn orphaned_message_files(db: &Db<'_>, id: MessageId) -> Result<Option<Vec<String>>> {
+    let Some(message) = db.message_by_id(id)? else { return Ok(None) };
+    let Some(project) = db.project_by_id(message.project_id)? else { return Ok(None) };
+    let RecipientLists { to, cc, bcc } = db.recipient_lists(id)?;
+    let doc = MessageDoc {
+        id,
+        thread_id: None,
+        project: project.human_key,
+        project_slug: project.slug,
+        from: String::new(),
+        from_project: None,
+        to,
+        cc,
+        bcc,
+        subject: message.subject,
+        importance: message.importance,
+        ack_required: message.ack_required,
+        created: message.created_ts,
+        attachments: Vec::new(),
+        body_md: String::new(),
+    };
+    Ok(Some(format::message_paths(&doc, false).all().cloned().collect()))
 }
 
 /// A message's project (its slug) and its archive files as it is stored now (canonical,

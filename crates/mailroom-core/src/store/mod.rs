@@ -331,6 +331,43 @@ impl Reader {
     }
 }
 
+/// A read-write connection of its own to an existing database, outside any [`Store`]: for the
+/// operator's repairs (`doctor repair`, `projects adopt`), which may run beside a server.
+///
+/// Each job is one `BEGIN IMMEDIATE` transaction, so SQLite serialises it with the server's
+/// write batches (each side waits for the other up to `busy_timeout`, a minute); what the
+/// server keeps in memory about rows notices a change from another connection (the
+/// reservation sets compare `data_version`). It bypasses the server's writer thread, so the
+/// server's change count does not move: a web page cached before the job may be served until
+/// the server's next write. The database is neither created nor migrated here.
+pub struct DirectWriter {
+    conn: Connection,
+    archive_enabled: bool,
+}
+
+impl DirectWriter {
+    /// Opens the database at `path`; `archive_enabled` says whether jobs queue archive work.
+    pub fn open(path: &Path, archive_enabled: bool) -> Result<Self> {
+        if !path.is_file() {
+            return Err(Error::internal(format!("no database at {}", path.display())));
+        }
+        Ok(Self { conn: open_connection(path, false)?, archive_enabled })
+    }
+
+    /// Runs `job` in one write transaction and commits it when it returns `Ok`; messages the
+    /// job changed are indexed for search before the commit, as the server's writer does.
+    pub fn write<R>(&mut self, job: impl FnOnce(&Db<'_>) -> Result<R>) -> Result<R> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db::map_err)?;
+        let outcome = job(&Db::new(&tx, self.archive_enabled))?;
+        db::search::index_pending_messages(&tx)?;
+        tx.commit().map_err(db::map_err)?;
+        Ok(outcome)
+    }
+}
+
 /// Creates the database at `path` (which must not exist yet) with the full schema, runs `job`
 /// in one transaction and closes it, so the file is complete on its own when this returns.
 ///

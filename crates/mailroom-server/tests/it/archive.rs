@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use mailroom_testkit::{
-    ContactResponseCall, ProjectCall, RegisterCall, ReplyCall, SendCall, TestApp, WhoisCall, git,
-    git_command, sent_message_id,
+    ContactResponseCall, ProjectCall, RegisterCall, ReplyCall, SendCall, TINY_PNG, TestApp,
+    WhoisCall, git, git_command, sent_message_id,
 };
 use serde_json::{Value, json};
 
@@ -136,13 +136,6 @@ async fn a_burst_of_sends_shares_few_commits_and_loses_nothing() {
     // asserted here; the benchmark reports the actual count.
     assert!(after - before < 40, "{} commits for 40 sends", after - before);
 }
-
-/// A 1x1 RGBA PNG.
-pub(crate) const TINY_PNG: [u8; 70] = [
-    137, 80, 78, 71, 13, 10, 26, 10, 0, 0, 0, 13, 73, 72, 68, 82, 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0,
-    0, 0, 31, 21, 196, 137, 0, 0, 0, 13, 73, 68, 65, 84, 120, 218, 99, 100, 248, 207, 80, 15, 0, 3,
-    134, 1, 128, 90, 52, 125, 107, 0, 0, 0, 0, 73, 69, 78, 68, 174, 66, 96, 130,
-];
 
 #[tokio::test]
 async fn image_attachments_become_webp_in_the_archive_and_bad_paths_are_refused() {

@@ -77,8 +77,9 @@ pub fn run(args: FileReservationsArgs) -> Result<()> {
     Ok(())
 }
 
-/// The project's reservations; `project` may be a key or a slug.
-fn read(backend: &Backend, project: &str, active_only: bool) -> Result<Value> {
+/// The project's reservations; `project` may be a key or a slug. Expired and stale ones
+/// are released first (the resource sweeps), which `doctor repair` relies on.
+pub fn read(backend: &Backend, project: &str, active_only: bool) -> Result<Value> {
     let project = encode(project);
     backend
         .read_resource(&format!("resource://file_reservations/{project}?active_only={active_only}"))

@@ -1,13 +1,13 @@
 //! `mailroom hard-delete-agent PROJECT AGENT` and `mailroom hard-delete-project PROJECT`: the
 //! CLI twins of the tools of those names (the reference's commands). Irreversible, so a copy of
-//! the database goes to `DATA_DIR/backups/` first, and the command goes on only with
+//! the database goes to `DATA_DIR/backups/` first (`doctor backups` lists it), and the command goes on only with
 //! `--confirm "I UNDERSTAND"` (asked for on a terminal when not given).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use mailroom_core::model::time::Timestamp;
+use mailroom_core::ops::backups::{self, BACKUPS_DIR, BackupRequest};
 use serde_json::{Value, json};
 
 use super::output;
@@ -102,15 +102,18 @@ fn delete(
     Ok(())
 }
 
-/// A copy of the data directory's database in `DATA_DIR/backups/`, named for the moment and
-/// the operation.
+/// A backup of the data directory's database in `DATA_DIR/backups/<time>_<operation>/`
+/// (ops/backups.rs, where `doctor backups` lists it).
 pub fn back_up(data_dir: &Path, operation: &str) -> Result<PathBuf> {
     let database = shared::core_config(data_dir)?.database_path;
-    let dir = data_dir.join("backups");
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let stamp = Timestamp::now().to_iso().replace([':', '+'], "-");
-    let dest = dir.join(format!("mailroom-{stamp}-before-{operation}.sqlite3"));
-    mailroom_core::ops::backups::copy_database(&database, &dest)
-        .with_context(|| format!("cannot back up {} to {}", database.display(), dest.display()))?;
-    Ok(dest)
+    let request = BackupRequest {
+        database: &database,
+        storage_root: None,
+        parent: &data_dir.join(BACKUPS_DIR),
+        reason: operation,
+        project: None,
+    };
+    let (dir, _) = backups::create_backup(&request)
+        .with_context(|| format!("cannot back up {}", database.display()))?;
+    Ok(dir)
 }

@@ -3,7 +3,7 @@
 //! address file and logging.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write as _;
+use std::io::{BufRead as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -278,6 +278,30 @@ pub fn lock_database(database: &Path, missing: Missing) -> Result<Option<File>> 
 pub enum Missing {
     Create,
     Skip,
+}
+
+/// Asks `question` on the terminal (on stderr: stdout carries the command's answer, which a
+/// script may be capturing); whether the answer was yes. The caller checks that stdin is a
+/// terminal.
+pub fn ask_yes(question: &str) -> Result<bool> {
+    eprint!("{question} [y/N] ");
+    std::io::stderr().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
+/// Refuses when a server runs on `data_dir` (it holds `server.lock`): `why` says what the
+/// command would replace under it.
+pub fn refuse_running_server(data_dir: &Path, why: &str) -> Result<()> {
+    if data_dir_in_use(data_dir) {
+        let pid = server_pid(data_dir).map_or("unknown".to_string(), |p| p.to_string());
+        bail!(
+            "a mailroom server is running on {} (PID: {pid}): stop it first; {why}",
+            data_dir.display()
+        );
+    }
+    Ok(())
 }
 
 /// Logs to stderr at `LOG_LEVEL` (default info), as `LOG_FORMAT` says: `text` (the default)

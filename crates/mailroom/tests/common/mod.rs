@@ -1,5 +1,6 @@
-//! Helpers shared by the binary's test files: start the built `mailroom` and signal it. Tool
-//! calls (`tool_at`, `SendCall`) and `git` come from mailroom-testkit.
+//! Helpers shared by the binary's test files: start the built `mailroom`, signal it, run its
+//! commands on a data directory. Tool calls (`tool_at`, `SendCall`) and `git` come from
+//! mailroom-testkit.
 //!
 //! Each test file is its own crate and uses a subset of these.
 #![allow(dead_code)]
@@ -7,6 +8,8 @@
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
 
 /// The built binary.
 pub fn mailroom() -> Command {
@@ -95,4 +98,22 @@ pub fn signal_pid(pid: u32, name: &str) -> bool {
 pub fn stop(mut server: Child) {
     signal(&server, "-TERM");
     assert!(server.wait().expect("wait").success(), "graceful stop exits 0");
+}
+
+/// Runs `mailroom ARGS --data-dir DATA` with `stdin` (the flag before a `--`); its output.
+pub fn run(data: &Path, args: &[&str], stdin: &str) -> Output {
+    let split = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+    run_on(data, &args[..split], &args[split..], stdin)
+}
+
+/// Runs a command that must succeed; its stdout.
+pub fn ok(data: &Path, args: &[&str]) -> String {
+    let output = run(data, args, "");
+    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// [`ok`] with `--json`: its stdout parsed.
+pub fn json(data: &Path, args: &[&str]) -> Value {
+    serde_json::from_str(&ok(data, &[args, &["--json"]].concat())).expect("JSON")
 }

@@ -76,7 +76,10 @@ impl Mailroom {
                     paths.sort();
                     paths.dedup();
                     let count = paths.len();
-                    db.enqueue_archive_deletion(deleted.len() as i64, &Deletion { paths })?;
+                    db.enqueue_archive_deletion(
+                        deleted.len() as i64,
+                        &Deletion { paths, via: None },
+                    )?;
                     count
                 };
                 Ok(Deleted {

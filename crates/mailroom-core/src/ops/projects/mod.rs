@@ -1,6 +1,7 @@
 //! Projects: ensure_project, the project list and a project's detail (docs/compat/resources.md
 //! §3), with their identity, lifecycle, fleet view and siblings in the modules below.
 
+pub mod adopt;
 pub mod fleet;
 pub mod identity;
 pub mod lifecycle;

@@ -51,6 +51,10 @@ impl ArchiveKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Deletion {
     pub paths: Vec<String>,
+    /// Who deleted them, for the commit's line (`delete: N message(s) via <via>`); the web UI
+    /// when absent (rows queued before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 /// One queued piece of archive work.

@@ -2,6 +2,7 @@
 //!
 //! Every statement goes through `prepare_cached`, so each is compiled once per connection.
 
+pub mod adopt;
 pub mod agents;
 pub mod archive_queue;
 pub mod contacts;

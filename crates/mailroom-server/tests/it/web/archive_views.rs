@@ -1,11 +1,10 @@
 //! The archive views: history, a commit's diff, the file browser and its traversal rules,
 //! the agent network, time travel, a project's attachments and agents list.
 
-use mailroom_testkit::{ProjectCall, SendCall, TestApp, sent_message_id};
+use mailroom_testkit::{ProjectCall, SendCall, TINY_PNG, TestApp, sent_message_id};
 use serde_json::{Value, json};
 
 use super::{mail, page};
-use crate::archive::TINY_PNG;
 
 /// The page at `path` once it shows `text` (checked every 100 ms, for up to 10 s); the last
 /// answer otherwise.
