@@ -220,3 +220,53 @@ fn insert_blurbs_adds_the_section_once_and_removes_it() {
     assert_eq!(read("AGENTS.md"), agents);
     assert_eq!(read("web/CLAUDE.md"), claude);
 }
+
+/// A command holding the data directory for its moment (not a server) is waited for: a shell
+/// command and a server started meanwhile take their turn instead of failing.
+#[test]
+fn commands_and_a_server_wait_for_a_command_that_holds_the_data_directory() {
+    use std::io::BufRead as _;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let migrated = mailroom().arg("migrate").arg("--data-dir").arg(data).output().expect("migrate");
+    assert!(migrated.status.success(), "{}", String::from_utf8_lossy(&migrated.stderr));
+    // This test plays the command in the way: it holds the lock, as a command does.
+    let hold = || {
+        let lock = std::fs::File::create(data.join("server.lock")).expect("lock file");
+        lock.try_lock().expect("the lock is free");
+        std::fs::write(data.join("server.pid"), format!("{}\n", std::process::id())).expect("pid");
+        lock
+    };
+
+    let lock = hold();
+    let listing = mailroom()
+        .args(["list-projects", "--json", "--data-dir"])
+        .arg(data)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    drop(lock);
+    let listed = listing.wait_with_output().expect("wait");
+    assert!(listed.status.success(), "it waited: {}", String::from_utf8_lossy(&listed.stderr));
+    assert_eq!(String::from_utf8_lossy(&listed.stdout).trim(), "[]");
+
+    let lock = hold();
+    let mut server = mailroom()
+        .args(["serve", "--port", "0", "--data-dir"])
+        .arg(data)
+        .env("LOG_LEVEL", "warn")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn server");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    drop(lock);
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("line");
+    assert!(line.contains("http://127.0.0.1:"), "the server started after the command: {line}");
+    common::stop(server);
+}

@@ -33,7 +33,9 @@ impl Backend {
     /// The running server of `data_dir`, or the data directory itself. A data directory
     /// without a database is an error (nothing is created) unless `create`.
     pub fn open(data_dir: &Path, create: bool) -> Result<Self> {
-        if let Some(server) = Remote::find(data_dir)? {
+        // A command holding the data directory for its moment (not a server) makes `find`
+        // fail; that is waited for below.
+        if let Ok(Some(server)) = Remote::find(data_dir) {
             return Ok(Backend::Server(server));
         }
         let config = shared::core_config(data_dir)?;
@@ -50,7 +52,12 @@ impl Backend {
                 database.display()
             );
         }
-        let lock = shared::lock_data_dir(data_dir)?;
+        // Another command holding it is waited for; a server that turns up meanwhile is asked.
+        let lock =
+            match shared::wait_for_data_dir(data_dir, || Remote::find(data_dir).ok().flatten())? {
+                Ok(lock) => lock,
+                Err(server) => return Ok(Backend::Server(server)),
+            };
         let database = shared::lock_database(&config.database_path, shared::Missing::Create)?;
         let mut server_config = ServerConfig::default();
         server_config

@@ -77,7 +77,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
         server_config.mcp_path = path;
     }
     shared::init_logging()?;
-    let _lock = shared::lock_data_dir(&data_dir)?;
+    // A command holding the data directory for its moment is waited for; a server is not.
+    let _lock = shared::wait_for_data_dir(&data_dir, || shared::served(&data_dir).then_some(()))?
+        .map_err(|()| shared::server_running(&data_dir))?;
     let _database_lock =
         shared::lock_database(&core_config.database_path, shared::Missing::Create)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

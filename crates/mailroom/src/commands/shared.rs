@@ -5,6 +5,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead as _, Write as _};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use mailroom_core::CoreConfig;
@@ -100,6 +101,52 @@ pub fn core_config(data_dir: &Path) -> Result<CoreConfig> {
 /// command that writes) on the same data directory is refused instead of corrupting shared
 /// state.
 pub fn lock_data_dir(data_dir: &Path) -> Result<File> {
+    try_lock_data_dir(data_dir)?.ok_or_else(|| server_running(data_dir))
+}
+
+/// How long a server or a command waits for a data directory another command (not a server)
+/// holds: the shell commands, upkeep and the like hold it for their moment.
+pub const COMMAND_WAIT: Duration = Duration::from_secs(30);
+
+/// [`lock_data_dir`], waiting up to [`COMMAND_WAIT`] while the holder is a command rather than
+/// a serving server (`server.json` names the lock holder's pid only when it serves): two
+/// commands run together take turns instead of one failing, and a server a stdio bridge starts
+/// waits for the command in its way. `serving` is asked on every turn whether to stop waiting
+/// (a server turned up); its answer is returned instead of a lock.
+pub fn wait_for_data_dir<T>(
+    data_dir: &Path,
+    mut serving: impl FnMut() -> Option<T>,
+) -> Result<Result<File, T>> {
+    let deadline = Instant::now() + COMMAND_WAIT;
+    loop {
+        if let Some(lock) = try_lock_data_dir(data_dir)? {
+            return Ok(Ok(lock));
+        }
+        if let Some(server) = serving() {
+            return Ok(Err(server));
+        }
+        if Instant::now() >= deadline {
+            let pid = std::fs::read_to_string(data_dir.join(PID_FILE)).unwrap_or_default();
+            bail!(
+                "Another mailroom command has held the data directory {} for {} s (PID: {}); \
+                 try again when it ends.",
+                data_dir.display(),
+                COMMAND_WAIT.as_secs(),
+                pid.trim()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// Whether the holder of the data directory's lock serves it (its pid is `server.json`'s).
+pub fn served(data_dir: &Path) -> bool {
+    ServerAddress::read(data_dir).is_some_and(|a| server_pid(data_dir) == Some(a.pid))
+}
+
+/// Takes the data directory's lock if it is free (writing this process's pid beside it);
+/// `None` when another process holds it.
+fn try_lock_data_dir(data_dir: &Path) -> Result<Option<File>> {
     std::fs::create_dir_all(data_dir)
         .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
     let lock_path = data_dir.join(LOCK_FILE);
@@ -111,18 +158,23 @@ pub fn lock_data_dir(data_dir: &Path) -> Result<File> {
         .open(&lock_path)
         .with_context(|| format!("cannot open {}", lock_path.display()))?;
     if lock.try_lock().is_err() {
-        let pid = std::fs::read_to_string(&pid_path).unwrap_or_default();
-        bail!(
-            "Another mailroom server is already running for this data directory {} (PID: {}). \
-             Stop it or choose another --data-dir.",
-            data_dir.display(),
-            pid.trim()
-        );
+        return Ok(None);
     }
     let mut pid_file =
         File::create(&pid_path).with_context(|| format!("cannot write {}", pid_path.display()))?;
     writeln!(pid_file, "{}", std::process::id())?;
-    Ok(lock)
+    Ok(Some(lock))
+}
+
+/// The refusal of a data directory a server holds.
+pub fn server_running(data_dir: &Path) -> anyhow::Error {
+    let pid = std::fs::read_to_string(data_dir.join(PID_FILE)).unwrap_or_default();
+    anyhow::anyhow!(
+        "Another mailroom server is already running for this data directory {} (PID: {}). \
+         Stop it or choose another --data-dir.",
+        data_dir.display(),
+        pid.trim()
+    )
 }
 
 /// The file in which a running server tells where it listens (`serve` writes it once bound,
