@@ -90,6 +90,10 @@ where
             return ApiError(Error::invalid(format!("Invalid request body: {e}"))).into_response();
         }
     };
+    // A route that acts as an agent is activity, for the upkeep's retirement as a tool call is.
+    if let Claim { project_key: Some(project), agent: Some((_, agent)), .. } = body.claim() {
+        state.instruments.note_activity(project, agent);
+    }
     if state.config.tool_auth
         && let Some(info) = catalog::lookup(B::TOOL)
         && let Err(e) = authorize(&state, B::TOOL, &info.auth, body.claim(), None).await

@@ -113,6 +113,12 @@ impl Instruments {
         recent.ring.push_back(call);
     }
 
+    /// Notes that `agent` of `project` (as the caller spelled them) did something other than
+    /// a tool call: read a resource about its own mail, or called a REST route as itself.
+    pub fn note_activity(&self, project: &str, agent: &str) {
+        self.lock_recent().see(project, agent, Timestamp::now());
+    }
+
     /// Records a tool call a macro made on the caller's behalf, as the reference's registry
     /// counts them (docs/compat/tools.md §1.8).
     pub fn record_nested(&self, tool: &'static str, arguments: &Value, succeeded: bool) {

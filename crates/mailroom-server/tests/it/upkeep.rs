@@ -30,11 +30,17 @@ async fn idle_agents_retire_but_a_reader_and_a_sender_stay() {
         name: Some("RedStone".into()),
         ..Registration::default()
     };
-    app.core.register_agent(registration).await.expect("register");
+    app.core.register_agent(registration.clone()).await.expect("register");
+    let reader = Registration { name: Some("PurpleBear".into()), ..registration };
+    app.core.register_agent(reader).await.expect("register");
     let sql = format!("UPDATE agents SET last_active_ts = {}", days_ago(3));
     database(&app).execute(&sql, []).expect("back-date every agent");
-    // GreenCastle only reads; BlueLake sends; RedStone does nothing.
+    // GreenCastle only reads its inbox (a tool); PurpleBear reads its inbox resource; BlueLake
+    // sends; RedStone does nothing.
     InboxCall::new(&slug, "GreenCastle").ok(&app).await;
+    app.read_resource(&format!("resource://inbox/PurpleBear?project={slug}"))
+        .await
+        .expect("the inbox resource");
     SendCall::new(&slug, "BlueLake", "GreenCastle", "still working").ok(&app).await;
 
     // Just started, the server has not watched a whole day of calls: retirement waits.
@@ -50,7 +56,7 @@ async fn idle_agents_retire_but_a_reader_and_a_sender_stay() {
     let retired: Vec<_> =
         report["retired"].as_array().expect("retired").iter().map(|r| r["agent"].clone()).collect();
     assert_eq!(retired, [json!("RedStone")], "{answer}");
-    assert_eq!(report["kept_busy"], 1, "the reader: {answer}");
+    assert_eq!(report["kept_busy"], 2, "the two readers: {answer}");
     let whois = WhoisCall::new(&slug, "RedStone").ok(&app).await;
     assert!(whois["retired_at"].is_string(), "{whois}");
     let reader = WhoisCall::new(&slug, "GreenCastle").ok(&app).await;

@@ -138,6 +138,10 @@ impl Resources {
             Ok(requested) => requested.flatten(),
             Err(message) => return Err(failed(message)),
         };
+        // Reading one's mail is activity, for the upkeep's retirement as a tool call is.
+        if let (Some(project), Some(agent)) = (params.get("project"), params.get("agent")) {
+            state.instruments.note_activity(project, agent);
+        }
         let default = state.config.default_format;
         match (resource.handler)(state, params).await {
             Ok(value) => Ok(super::format::apply(value, requested, default)),
