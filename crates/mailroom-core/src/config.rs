@@ -92,6 +92,10 @@ pub struct ArchiveConfig {
     pub keep_original_images: bool,
     /// `ALLOW_ABSOLUTE_ATTACHMENT_PATHS` (default false).
     pub allow_absolute_attachment_paths: bool,
+    /// Open the repository only when there is work for it, not at start (default false): for
+    /// a command that opens the data directory for one call, most of which only read, where
+    /// reading a large archive's index would cost more than the call.
+    pub open_on_first_work: bool,
 }
 
 impl Default for ArchiveConfig {
@@ -106,6 +110,7 @@ impl Default for ArchiveConfig {
             inline_image_max_bytes: 65_536,
             keep_original_images: false,
             allow_absolute_attachment_paths: false,
+            open_on_first_work: false,
         }
     }
 }

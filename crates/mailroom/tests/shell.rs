@@ -129,6 +129,25 @@ async fn mail_from_a_shell_with_and_without_a_server() {
     let inbox = json(&data, &[&["mail", "inbox"][..], &blue].concat());
     assert_eq!(inbox[0]["subject"], "Re: plan", "{inbox}");
     assert!(ok(&data, &["migrate"]).ends_with("up to date\n"));
+    // A read leaves the archive alone (its repository is not even opened); a send reaches it
+    // before the command ends.
+    let head = || mailroom_testkit::git(&data.join("archive"), &["rev-parse", "HEAD"]);
+    let before = head();
+    ok(&data, &[&["agents", "list"][..], &["--project", PROJECT]].concat());
+    assert_eq!(head(), before, "nothing committed by a read");
+    let sent = ok(
+        &data,
+        &[
+            &["mail", "send"][..],
+            &blue,
+            &["--to", "GreenCastle", "--subject", "offline", "--body", "b"],
+        ]
+        .concat(),
+    );
+    assert!(sent.contains("sent message"), "{sent}");
+    let files = mailroom_testkit::git(&data.join("archive"), &["ls-files"]);
+    assert!(files.contains("__offline__"), "the message is archived: {files}");
+    assert!(ok(&data, &["archive", "verify"]).starts_with("no differences"));
     let nobody = run(&data, &["mail", "inbox", "--project", PROJECT], "");
     assert_eq!(nobody.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&nobody.stderr).contains("AGENT_NAME"));

@@ -39,6 +39,14 @@ impl Drop for OwnerLock {
 /// Becomes the archive's writer: creates the root if needed, takes the ownership lock and
 /// then removes the lock files dead processes left behind (safe only once the lock is held).
 pub fn take_ownership(root: &Path) -> Result<OwnerLock> {
+    let (owner, healing) = take_ownership_unhealed(root)?;
+    healing.heal();
+    Ok(owner)
+}
+
+/// [`take_ownership`] with the healing left to the caller (a walk of the whole archive, which
+/// a command that may never touch the archive defers until it does).
+pub fn take_ownership_unhealed(root: &Path) -> Result<(OwnerLock, Healing)> {
     fs::create_dir_all(root).map_err(|e| {
         Error::internal(format!("cannot create archive root {}: {e}", root.display()))
     })?;
@@ -46,11 +54,24 @@ pub fn take_ownership(root: &Path) -> Result<OwnerLock> {
     // this process took the lock says the last owner died holding it.
     let killed = root.join(format!("{OWNER_LOCK}.owner.json")).exists();
     let owner = acquire_owner_lock(root)?;
-    heal_stale_locks(root);
-    if killed {
-        remove_branch_lock(root);
+    Ok((owner, Healing { root: root.to_path_buf(), killed }))
+}
+
+/// The healing an owner does on taking over: stale lock files cleared, and the branch lock a
+/// killed owner left.
+#[derive(Debug)]
+pub struct Healing {
+    root: std::path::PathBuf,
+    killed: bool,
+}
+
+impl Healing {
+    pub fn heal(self) {
+        heal_stale_locks(&self.root);
+        if self.killed {
+            remove_branch_lock(&self.root);
+        }
     }
-    Ok(owner)
 }
 
 /// Removes the lock on the branch HEAD names, however young. An owner killed while it moved

@@ -70,6 +70,8 @@ pub struct ArchiveSettings {
     pub commit_window: Duration,
     /// Rows the archive may lag behind before writers wait (`ARCHIVE_QUEUE_CAPACITY`).
     pub queue_capacity: u64,
+    /// Open the repository when the first work arrives rather than at start (nothing queued).
+    pub open_on_first_work: bool,
 }
 
 impl ArchiveSettings {
@@ -84,6 +86,7 @@ impl ArchiveSettings {
             },
             commit_window: Duration::from_millis(archive.commit_window_ms),
             queue_capacity: archive.queue_capacity,
+            open_on_first_work: archive.open_on_first_work,
         }
     }
 }
@@ -154,6 +157,19 @@ impl Signal {
     fn ring(&self, rows: usize) {
         self.enqueued.fetch_add(rows as u64, Ordering::SeqCst);
         self.wake();
+    }
+
+    /// Waits for the first ring (or the stop); whether any work was queued.
+    fn wait_for_first_work(&self) -> bool {
+        let Ok(mut bell) = self.state.lock() else { return false };
+        while !bell.rung && !bell.stopping {
+            bell = match self.bell.wait(bell) {
+                Ok(guard) => guard,
+                Err(_) => return false,
+            };
+        }
+        // `rung` stays set, so the writer drains at once.
+        self.enqueued.load(Ordering::SeqCst) > 0
     }
 
     fn wake(&self) {
@@ -270,14 +286,22 @@ pub(crate) struct PreparedArchive {
     settings: ArchiveSettings,
     signal: Arc<Signal>,
     owner: locks::OwnerLock,
+    /// Left for the writer when the repository is opened on first work.
+    healing: Option<locks::Healing>,
 }
 
 impl PreparedArchive {
     /// Takes ownership of the archive root and clears lock files left by dead processes.
     pub(crate) fn prepare(settings: ArchiveSettings) -> Result<Self> {
-        let owner = locks::take_ownership(&settings.root)?;
+        let (owner, healing) = locks::take_ownership_unhealed(&settings.root)?;
+        let healing = if settings.open_on_first_work {
+            Some(healing)
+        } else {
+            healing.heal();
+            None
+        };
         let signal = Arc::new(Signal::new(settings.queue_capacity, 0, ADMIT_TIMEOUT));
-        Ok(Self { settings, signal, owner })
+        Ok(Self { settings, signal, owner, healing })
     }
 
     /// The hook the store calls after commits that queued archive work.
@@ -296,21 +320,37 @@ impl PreparedArchive {
         let (opened, open_result) = std::sync::mpsc::sync_channel(1);
         let settings = self.settings.clone();
         let (store, signal) = (store.clone(), Arc::clone(&self.signal));
+        // With nothing to replay, a one-call command opens the repository only if it writes.
+        let lazy = settings.open_on_first_work && backlog <= 0;
+        let healing = self.healing;
         let handle = std::thread::Builder::new()
             .name("mailroom-archive".to_string())
             .spawn(move || {
                 crate::background::lower_thread_priority();
+                let _release_waiters = WriterExit(Arc::clone(&signal));
+                if lazy {
+                    let _ = opened.send(Ok(()));
+                    if !signal.wait_for_first_work() {
+                        return;
+                    }
+                }
+                if let Some(healing) = healing {
+                    healing.heal();
+                }
                 let author = settings.author.clone();
                 let repo = match ArchiveRepo::open_or_init(&settings.root, author, LAYOUT) {
                     Ok(repo) => repo,
                     Err(e) => {
-                        let _ = opened.send(Err(Error::from(e)));
+                        let e = Error::from(e);
+                        // Opened late, the rows stay queued for the next start.
+                        tracing::error!(error = %e.message, "cannot open the archive");
+                        signal.set_last_error(Some(e.message.clone()));
+                        let _ = opened.send(Err(e));
                         return;
                     }
                 };
+                // Lazily opened, nobody waits for this any more (the send fails quietly).
                 let _ = opened.send(Ok(()));
-                // Runs on return and on panic alike, so no caller waits on a dead writer.
-                let _release_waiters = WriterExit(Arc::clone(&signal));
                 writer::Writer::new(repo, store, reader, signal, &settings).run();
             })
             .map_err(|e| Error::internal(format!("cannot start archive writer: {e}")))?;

@@ -69,6 +69,9 @@ impl Backend {
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
+        // One call, most of them reads: the archive's repository is opened only if it writes.
+        let mut config = config;
+        config.archive.open_on_first_work = true;
         let state = runtime.block_on(async {
             let core = Mailroom::open(config)?;
             AppState::new(core, server_config).map_err(anyhow::Error::msg)
