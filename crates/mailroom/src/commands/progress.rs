@@ -1,4 +1,5 @@
-//! Progress of long operator commands (saving and restoring states, rebuilding the archive):
+//! Progress of long operator commands (saving and restoring states, rebuilding the archive,
+//! importing, backing up and restoring backups):
 //! a bar on stderr when it is a terminal, nothing at all when it is not, so logs, pipes and
 //! scripts see only the command's own output.
 
@@ -25,6 +26,17 @@ impl Progress {
         {
             bar.set_style(style.progress_chars("=> "));
         }
+        Self { bar }
+    }
+
+    /// A spinner for one step whose size is unknown (a backup, a restore), saying `what` is
+    /// being done; hidden unless stderr is a terminal, cleared when dropped.
+    pub fn spinner(what: String) -> Self {
+        if !std::io::stderr().is_terminal() {
+            return Self { bar: ProgressBar::hidden() };
+        }
+        let bar = ProgressBar::new_spinner().with_message(what);
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
         Self { bar }
     }
 

@@ -20,6 +20,7 @@ use mailroom_core::ops::doctor::{self, Fix, PlannedFix, Scope};
 use serde_json::{Value, json};
 
 use super::super::backend::Backend;
+use super::super::progress::Progress;
 use super::super::target::Common;
 use super::super::{file_reservations, output, shared};
 
@@ -67,10 +68,10 @@ pub fn run(args: RepairArgs) -> Result<()> {
             reason: "repair",
             project: scope.as_ref().map(|s| s.slug.as_str()),
         };
-        eprintln!("backing up to {} …", parent.display());
+        let spinner = Progress::spinner(format!("backing up to {}", parent.display()));
         let (dir, _) =
             backups::create_backup(&request).context("backup failed: nothing repaired")?;
-        eprintln!("backed up to {}", dir.display());
+        drop(spinner);
         backup = Some(dir);
         let mut repair =
             Repair { args: &args, config: &config, scope: scope.as_ref(), backend: None };
@@ -173,6 +174,9 @@ fn report(args: &RepairArgs, backup: Option<PathBuf>, outcomes: &[Outcome]) {
             return "nothing to repair\n".to_string();
         }
         let mut text = output::table(&["", "status", "fix", "detail"], rows);
+        if let Some(backup) = v["backup"].as_str() {
+            text.push_str(&format!("backed up first to {backup}\n"));
+        }
         if args.dry_run {
             text.push_str("dry run: nothing changed\n");
         }

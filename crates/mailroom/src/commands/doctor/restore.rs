@@ -11,6 +11,7 @@ use anyhow::{Result, bail};
 use clap::Args;
 use mailroom_core::ops::backups::{self, RestorePlan};
 
+use super::super::progress::Progress;
 use super::super::target::Common;
 use super::super::{output, shared};
 
@@ -56,8 +57,9 @@ pub fn run(args: RestoreArgs) -> Result<()> {
     }
     let _lock = shared::lock_data_dir(&data_dir)?;
     let _database_lock = shared::lock_database(&config.database_path, shared::Missing::Skip)?;
-    eprintln!("restoring {} …", args.path.display());
+    let spinner = Progress::spinner(format!("restoring {}", args.path.display()));
     let restored = backups::restore(&plan)?;
+    drop(spinner);
     let value = serde_json::to_value(&restored)?;
     output::print(args.common.json, &value, |_| {
         let mut text = format!("restored {}\n", args.path.display());
