@@ -100,6 +100,7 @@ run_client() {
 }
 
 run_client "python-sdk-client" "$URL" "$PYTHON" "$ROOT/tests/clients/python_sdk_client.py"
+run_client "python-sdk-push" "$URL" "$PYTHON" "$ROOT/tests/clients/python_sdk_push.py"
 run_client "ts-sdk-client" "$URL" "$NODE" "$ROOT/tests/clients/ts/client.mjs"
 MAILROOM_CLIENT_NODE="$NODE" run_client "mcp-conformance-suite" "$URL" \
   "$ROOT/tests/clients/conformance/run.sh"

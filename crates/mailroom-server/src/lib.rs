@@ -36,6 +36,8 @@ pub async fn serve(
     let stop = state::until_stopping(stopping.subscribe());
     tokio::spawn(async move { scorer.score_siblings(stop).await });
     upkeep::start(&state);
+    // Subscribed MCP sessions are told of messages as they commit.
+    tokio::spawn(mcp::subscriptions::watch(state.clone()));
     let shutdown = async move {
         shutdown.await;
         stopping.send_replace(true);

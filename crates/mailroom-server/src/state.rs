@@ -30,6 +30,8 @@ pub struct Shared {
     pub sessions: Arc<Sessions>,
     /// Agents each MCP session has authenticated as (tool authentication).
     pub bindings: Arc<Bindings>,
+    /// Resource subscriptions of MCP sessions, told of messages as they commit.
+    pub subscriptions: crate::mcp::subscriptions::Subscriptions,
     pub started: Instant,
     /// Turns true when the server starts shutting down: open event streams end, so the
     /// graceful shutdown does not wait on them.
@@ -82,6 +84,7 @@ impl AppState {
             instruments,
             sessions,
             bindings,
+            subscriptions: crate::mcp::subscriptions::Subscriptions::default(),
             started: Instant::now(),
             stopping: tokio::sync::watch::Sender::new(false),
             pages: crate::web::PageCache::default(),

@@ -145,6 +145,17 @@ impl TestApp {
         self.data_dir.path().to_path_buf()
     }
 
+    /// Opens the GET event stream of the MCP session `session`.
+    pub async fn event_stream(&self, session: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}/mcp", self.base_url))
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", session)
+            .send()
+            .await
+            .expect("GET the event stream")
+    }
+
     /// POSTs a JSON-RPC message to `/mcp` and returns the parsed JSON response.
     pub async fn rpc(&self, method: &str, params: Value) -> Value {
         rpc_at(&self.client, &self.base_url, method, params).await

@@ -21,6 +21,7 @@ pub mod messaging;
 pub mod output;
 pub mod products;
 pub mod projects;
+pub mod push;
 pub mod reservations;
 pub mod resolve;
 pub mod search;

@@ -116,8 +116,47 @@ pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -
             error(&id, code::INVALID_PARAMS, &format!("Unknown prompt: {name}"))
         }
         "resources/read" => read_resource(state, &id, &params).await,
+        "resources/subscribe" | "resources/unsubscribe" => {
+            subscription(state, &id, &method, &params, session).await
+        }
         _ => error(&id, code::METHOD_NOT_FOUND, &format!("Method not found: {method}")),
     }
+}
+
+/// `resources/subscribe` and `resources/unsubscribe`: kept per session (a stateless request
+/// has none to notify), answered `{}`; what cannot be watched is refused as invalid params.
+async fn subscription(
+    state: &AppState,
+    id: &Value,
+    method: &str,
+    params: &Value,
+    session: Option<&str>,
+) -> Response {
+    let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+        return error(id, code::INVALID_PARAMS, "Missing required parameter: uri");
+    };
+    let Some(session) = session else {
+        return error(
+            id,
+            code::INVALID_REQUEST,
+            "Subscriptions need a session: initialize first and send its Mcp-Session-Id.",
+        );
+    };
+    if method == "resources/unsubscribe" {
+        state.subscriptions.unsubscribe(session, uri);
+        return ok(id, &json!({}));
+    }
+    let watched = match super::subscriptions::resolve(state, uri).await {
+        Ok(watched) => watched,
+        Err(message) => return error(id, code::INVALID_PARAMS, &message),
+    };
+    if !state.subscriptions.subscribe(session, uri, watched) {
+        let limit = super::subscriptions::PER_SESSION;
+        let message =
+            format!("A session holds at most {limit} subscriptions; unsubscribe from some first.");
+        return error(id, code::INVALID_PARAMS, &message);
+    }
+    ok(id, &json!({}))
 }
 
 fn initialize_result(version: &str) -> Value {
@@ -125,7 +164,7 @@ fn initialize_result(version: &str) -> Value {
         "protocolVersion": version,
         "capabilities": {
             "tools": { "listChanged": false },
-            "resources": { "subscribe": false, "listChanged": false },
+            "resources": { "subscribe": true, "listChanged": false },
             "prompts": { "listChanged": false },
             "logging": {}
         },

@@ -11,6 +11,7 @@ mod json_string;
 pub mod metrics;
 pub mod resources;
 pub mod session;
+pub mod subscriptions;
 pub mod tools;
 pub mod transport;
 /// The debug-build check of a tool result's JSON text (`tools::encode`).

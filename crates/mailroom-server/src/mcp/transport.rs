@@ -169,35 +169,43 @@ fn session_of(
     }
 }
 
-/// GET opens the server-to-client event stream of a session. Nothing is pushed yet beyond
-/// keep-alive comments; the stream ends when the client disconnects or the server shuts down.
+/// GET opens the server-to-client event stream of a session: the session's resource
+/// subscriptions are notified there (`mcp/subscriptions.rs`), between keep-alive comments. The
+/// stream ends when the client disconnects or the server shuts down.
 fn get(state: &AppState, headers: &HeaderMap) -> Response {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !accept.contains("text/event-stream") {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "GET needs Accept: text/event-stream.");
     }
+    let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+        return plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "GET needs an Mcp-Session-Id from initialize.",
+        );
+    };
     match session_of(state, headers) {
         Err(rejection) => *rejection,
         Ok(None) => {
             plain(StatusCode::METHOD_NOT_ALLOWED, "GET needs an Mcp-Session-Id from initialize.")
         }
         Ok(Some(_)) => {
-            // The stream ends when the server shuts down, so the graceful shutdown does not
-            // wait on it.
-            let stopping = Box::pin(until_stopping(state.stopping.subscribe()));
-            let ticks = stream::unfold(stopping, |mut stopping| async move {
-                tokio::select! {
-                    () = tokio::time::sleep(KEEPALIVE_EVERY) => {
-                        let tick = Bytes::from_static(b": keep-alive\n\n");
-                        Some((Ok::<_, Infallible>(tick), stopping))
-                    }
-                    () = stopping.as_mut() => None,
-                }
+            let notifications =
+                stream::unfold(state.subscriptions.open_stream(id), |mut rx| async move {
+                    rx.recv().await.map(|event| (Ok::<_, Infallible>(event), rx))
+                });
+            let ticks = stream::unfold((), |()| async {
+                tokio::time::sleep(KEEPALIVE_EVERY).await;
+                Some((Ok::<_, Infallible>(Bytes::from_static(b": keep-alive\n\n")), ()))
             });
             let first = stream::once(async {
                 Ok::<_, Infallible>(Bytes::from_static(b": stream open\n\n"))
             });
-            let body = Body::from_stream(futures_util::StreamExt::chain(first, ticks));
+            // The stream ends when the server shuts down, so the graceful shutdown does not
+            // wait on it.
+            let stopping = Box::pin(until_stopping(state.stopping.subscribe()));
+            let events =
+                futures_util::StreamExt::chain(first, stream::select(notifications, ticks));
+            let body = Body::from_stream(futures_util::StreamExt::take_until(events, stopping));
             (
                 [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
                 body,
@@ -213,6 +221,7 @@ fn delete(state: &AppState, headers: &HeaderMap) -> Response {
     };
     if state.sessions.close(id) {
         state.bindings.forget(id);
+        state.subscriptions.forget(id);
         StatusCode::NO_CONTENT.into_response()
     } else {
         plain(StatusCode::NOT_FOUND, "Session not found.")

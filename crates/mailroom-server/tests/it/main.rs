@@ -13,6 +13,7 @@ mod mail_enforcement;
 mod messaging;
 mod metrics;
 mod products;
+mod push;
 mod redis_limits;
 mod reservations;
 mod resources;

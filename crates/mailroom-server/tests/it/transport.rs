@@ -64,14 +64,7 @@ async fn initialize_opens_a_session_that_get_and_delete_honour() {
     .await;
     assert_eq!(notified.status(), 202);
 
-    let stream = app
-        .client
-        .get(format!("{}/mcp", app.base_url))
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .expect("get");
+    let stream = app.event_stream(&session).await;
     assert_eq!(stream.status(), 200);
     assert_eq!(stream.headers()["content-type"], "text/event-stream");
     drop(stream);

@@ -14,6 +14,7 @@ pub mod messages;
 pub mod migrations;
 pub mod products;
 pub mod projects;
+pub mod push;
 pub mod reconstruct;
 pub mod reservations;
 pub mod search;

@@ -118,6 +118,11 @@ impl Resources {
         &self.templates_result
     }
 
+    /// The name of the resource `uri` reads and its parameters; `None` for an unknown URI.
+    pub fn matched(&self, uri: &str) -> Option<(&'static str, Params)> {
+        self.all.iter().find_map(|r| r.parsed.matches(uri).map(|p| (r.name, p)))
+    }
+
     /// Reads `uri`: the handler's JSON, in the requested format.
     pub async fn read(&self, state: AppState, uri: &str) -> Result<Value, ReadError> {
         let Some((resource, params)) =

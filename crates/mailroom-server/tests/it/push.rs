@@ -1,0 +1,122 @@
+//! Resource subscriptions (protocol 2025-11-25 and earlier): a session subscribes to an
+//! agent's inbox or outbox, and its GET stream carries `notifications/resources/updated` for
+//! each message that changes it, from any path (a tool here, REST too); unsubscribing stops
+//! them; what cannot be watched is refused by name; the server goes on serving everyone.
+
+use std::time::Duration;
+
+use mailroom_testkit::{SendCall, TestApp};
+use serde_json::{Value, json};
+
+const PROJECT: &str = "/work/push";
+
+/// An MCP session: its id after initialize.
+async fn session(app: &TestApp) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "push-test", "version": "0"}}});
+    let response = app
+        .client
+        .post(format!("{}/mcp", app.base_url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .expect("initialize");
+    let id = response.headers()["mcp-session-id"].to_str().expect("session").to_string();
+    let answer: Value = response.json().await.expect("json");
+    assert_eq!(answer["result"]["capabilities"]["resources"]["subscribe"], true, "{answer}");
+    id
+}
+
+/// One request in `session` (or none); its JSON-RPC answer.
+async fn call(app: &TestApp, session: Option<&str>, method: &str, params: Value) -> Value {
+    let mut request = app
+        .client
+        .post(format!("{}/mcp", app.base_url))
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}));
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    request.send().await.expect("request").json().await.expect("json")
+}
+
+/// The URIs the next `count` notifications name, read from the session's GET stream.
+async fn next_updates(
+    events: &mut reqwest::Response,
+    buffer: &mut String,
+    count: usize,
+) -> Vec<String> {
+    let mut uris = Vec::new();
+    while uris.len() < count {
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")) {
+                let note: Value = serde_json::from_str(data).expect("JSON notification");
+                assert_eq!(note["method"], "notifications/resources/updated", "{note}");
+                uris.push(note["params"]["uri"].as_str().expect("uri").to_string());
+            }
+        }
+        if uris.len() >= count {
+            break;
+        }
+        // Bounded so a missing notification fails the test instead of hanging it.
+        let chunk = tokio::time::timeout(Duration::from_secs(20), events.chunk())
+            .await
+            .expect("a notification within the bound")
+            .expect("a chunk")
+            .expect("the stream stays open");
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    uris
+}
+
+#[tokio::test]
+async fn a_subscribed_inbox_is_notified_as_mail_commits() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
+    mailroom_testkit::RegisterCall::new(&slug, "RedStone").ok(&app).await;
+    mailroom_testkit::PolicyCall::new(&slug, "RedStone", "open").ok(&app).await;
+    let session = session(&app).await;
+    let inbox = format!("resource://inbox/GreenCastle?project={slug}");
+    let outbox = format!("resource://outbox/BlueLake?project={slug}");
+    let subscribed = call(&app, Some(&session), "resources/subscribe", json!({"uri": inbox})).await;
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+
+    let mut events = app.event_stream(&session).await;
+    let mut buffer = String::new();
+
+    // Mail to someone else tells nothing; mail to GreenCastle tells its inbox.
+    SendCall::new(&slug, "BlueLake", "RedStone", "not for you").ok(&app).await;
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "for you").ok(&app).await;
+    assert_eq!(next_updates(&mut events, &mut buffer, 1).await, std::slice::from_ref(&inbox));
+
+    // Unsubscribed from the inbox, watching BlueLake's outbox: only the outbox is told.
+    let gone = call(&app, Some(&session), "resources/unsubscribe", json!({"uri": inbox})).await;
+    assert_eq!(gone["result"], json!({}));
+    SendCall::new(&slug, "RedStone", "GreenCastle", "after unsubscribing").ok(&app).await;
+    call(&app, Some(&session), "resources/subscribe", json!({"uri": outbox})).await;
+    SendCall::new(&slug, "BlueLake", "RedStone", "from the outbox").ok(&app).await;
+    assert_eq!(next_updates(&mut events, &mut buffer, 1).await, [outbox]);
+    drop(events);
+
+    // What cannot be watched is refused by name.
+    let refusals = [
+        (None, json!({"uri": format!("resource://inbox/GreenCastle?project={slug}")}), "session"),
+        (
+            Some(&session),
+            json!({"uri": "resource://inbox/Nobody?project=".to_owned() + &slug}),
+            "Nobody",
+        ),
+        (Some(&session), json!({"uri": "resource://projects"}), "project"),
+        (Some(&session), json!({"uri": "resource://nothing/here"}), "Unknown resource"),
+        (Some(&session), json!({}), "uri"),
+    ];
+    for (session, params, named) in refusals {
+        let answer = call(&app, session.map(String::as_str), "resources/subscribe", params).await;
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(named), "{named}: {answer}");
+    }
+    app.assert_serves_everyone("after subscriptions").await;
+}
