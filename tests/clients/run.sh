@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Independent-client tests: start a mailroom server and drive it with the official MCP SDKs
-# (Python: tests/clients/python_sdk_client.py, TypeScript: tests/clients/ts/client.mjs), then run
+# (Python: tests/clients/python_sdk_client.py, TypeScript: tests/clients/ts/client.mjs; push to
+# each: python_sdk_push.py, ts/push.mjs), then run
 # the official MCP conformance suite's server scenarios against it
 # (tests/clients/conformance/run.sh, allow-list in tests/clients/conformance/expected-failures.yml);
 # then GET /metrics read by the Prometheus Python client's text parser
@@ -102,6 +103,7 @@ run_client() {
 run_client "python-sdk-client" "$URL" "$PYTHON" "$ROOT/tests/clients/python_sdk_client.py"
 run_client "python-sdk-push" "$URL" "$PYTHON" "$ROOT/tests/clients/python_sdk_push.py"
 run_client "ts-sdk-client" "$URL" "$NODE" "$ROOT/tests/clients/ts/client.mjs"
+run_client "ts-sdk-push" "$URL" "$NODE" "$ROOT/tests/clients/ts/push.mjs"
 MAILROOM_CLIENT_NODE="$NODE" run_client "mcp-conformance-suite" "$URL" \
   "$ROOT/tests/clients/conformance/run.sh"
 # After the clients above, so the scrape holds their calls as well as its own.
