@@ -98,7 +98,8 @@ impl Start {
                 && digits.bytes().all(|b| b.is_ascii_digit())
                 && (digits == "0" || !digits.starts_with('0'))
         };
-        let known_id = !database_id.is_empty() && database_id.bytes().all(|b| b.is_ascii_hexdigit());
+        let known_id =
+            !database_id.is_empty() && database_id.bytes().all(|b| b.is_ascii_hexdigit());
         match id.parse::<i64>() {
             Ok(id_value) if known_id && canonical(id) => {
                 Ok(Start::After { database_id: database_id.to_string(), id: id_value })

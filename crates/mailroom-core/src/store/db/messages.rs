@@ -139,7 +139,10 @@ pub(super) fn listed(row: &Row<'_>, kind: bool) -> rusqlite::Result<ListedMessag
 /// Reads `COLUMNS, LISTED_COLUMNS` (and the recipient kind after them when `kind`), borrowing
 /// the text from the row: answers written straight from the statement (the inbox) skip a
 /// `String` per column and row.
-pub(super) fn listed_ref<'r>(row: &'r Row<'_>, kind: bool) -> rusqlite::Result<ListedMessage<&'r str>> {
+pub(super) fn listed_ref<'r>(
+    row: &'r Row<'_>,
+    kind: bool,
+) -> rusqlite::Result<ListedMessage<&'r str>> {
     Ok(ListedMessage {
         message: message_ref(row)?,
         sender_name: text(row, 11)?,

@@ -214,9 +214,8 @@ impl Db<'_> {
             query.unread_only
         ];
         let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt
-            .query_map(values, |row| super::messages::listed(row, false))
-            .map_err(map_err)?;
+        let rows =
+            stmt.query_map(values, |row| super::messages::listed(row, false)).map_err(map_err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
 
