@@ -313,6 +313,18 @@ text_enum! {
 }
 
 text_enum! {
+    /// What happened to an agent's mailbox (`mailbox_events`, fetch_inbox_events).
+    MailboxEventKind {
+        /// A message arrived for the agent (to, cc or bcc).
+        Delivered = "delivered",
+        /// The agent's read time was set.
+        Read = "read",
+        /// The agent's acknowledgement time was set.
+        Acknowledged = "acknowledged",
+    }
+}
+
+text_enum! {
     /// The state of a contact link.
     LinkStatus { Pending = "pending", Approved = "approved", Blocked = "blocked" }
 }

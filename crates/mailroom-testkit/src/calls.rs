@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 pub use contacts::{ContactRequestCall, ContactResponseCall, PolicyCall};
 pub use identity::{ProjectCall, RegisterCall, WhoisCall};
-pub use messaging::{AckCall, InboxCall, ReadCall, ReplyCall, SearchCall, SendCall};
+pub use messaging::{AckCall, EventsCall, InboxCall, ReadCall, ReplyCall, SearchCall, SendCall};
 pub use reservations::{ReleaseCall, RenewCall, ReserveCall};
 pub use summaries::{RecentSummaryCall, ThreadSummaryCall};
 

@@ -12,7 +12,7 @@ use std::cmp::Reverse;
 use serde::Serialize;
 
 use super::agents::credentials::constant_time_eq;
-use super::messaging::{InboxFilter, inbox_limit, parse_since};
+use super::messaging::{InboxFilter, inbox_limit, mark_listed_read, parse_since};
 use super::output::{MessageOut, ProjectOut};
 use super::search::{
     SearchItem, ThreadExample, examples_of, excerpts_of, search_hits, summarize_rows,
@@ -24,7 +24,7 @@ use crate::model::summary::ThreadSummary;
 use crate::model::time::Timestamp;
 use crate::records::ListedMessage;
 use crate::records::ProductId;
-use crate::records::{Agent, AgentId, Product, Project, ProjectId};
+use crate::records::{Agent, AgentId, MessageId, Product, Project, ProjectId};
 use crate::store::Db;
 use crate::store::db::messages::InboxQuery;
 use crate::store::db::search::SearchScope;
@@ -256,31 +256,44 @@ impl Mailroom {
     pub async fn fetch_inbox_product(&self, req: FetchInboxProduct) -> Result<Vec<MessageOut>> {
         let limit = inbox_limit(req.filter.limit)?;
         let since = parse_since(req.filter.since_ts.as_deref())?;
-        self.store
-            .read(move |db| {
-                let product = product(db, &req.product_key)?;
-                let viewer = ProductViewer {
-                    agent_name: Some(req.agent_name.clone()),
-                    registration_token: req.registration_token.clone(),
-                };
-                let mut rows = Vec::new();
-                for readable in readable_projects(db, &product, &viewer)? {
-                    let Some(agent) = readable.agent else { continue };
-                    rows.extend(db.inbox(&InboxQuery {
-                        project_id: readable.project.id,
-                        agent_id: agent.id,
-                        limit,
-                        urgent_only: req.filter.urgent_only,
-                        since,
-                        topic: None,
-                    })?);
+        let page = move |db: &Db<'_>| {
+            let product = product(db, &req.product_key)?;
+            let viewer = ProductViewer {
+                agent_name: Some(req.agent_name.clone()),
+                registration_token: req.registration_token.clone(),
+            };
+            let mut rows = Vec::new();
+            let mut inboxes = Vec::new();
+            for readable in readable_projects(db, &product, &viewer)? {
+                let Some(agent) = readable.agent else { continue };
+                rows.extend(db.inbox(&InboxQuery {
+                    project_id: readable.project.id,
+                    agent_id: agent.id,
+                    limit,
+                    urgent_only: req.filter.urgent_only,
+                    since,
+                    topic: None,
+                    unread_only: req.filter.unread_only,
+                })?);
+                inboxes.push((readable.project.id, agent.id));
+            }
+            rows.sort_by_key(|r| Reverse((r.message.created_ts, r.message.id)));
+            rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+            if req.filter.mark_read {
+                // Each project's marks take only its own messages of the list.
+                let ids: Vec<MessageId> = rows.iter().map(|r| r.message.id).collect();
+                for (project_id, agent_id) in inboxes {
+                    mark_listed_read(db, project_id, agent_id, &ids)?;
                 }
-                rows.sort_by_key(|r| Reverse((r.message.created_ts, r.message.id)));
-                rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-                let bodies = req.filter.include_bodies;
-                Ok(rows.iter().map(|r| MessageOut::from_listing(r, bodies)).collect())
-            })
-            .await
+            }
+            let bodies = req.filter.include_bodies;
+            Ok(rows.iter().map(|r| MessageOut::from_listing(r, bodies)).collect())
+        };
+        if req.filter.mark_read {
+            self.store.write(page).await
+        } else {
+            self.store.read(page).await
+        }
     }
 
     /// Summarises one thread across the product's readable projects.

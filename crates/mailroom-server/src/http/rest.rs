@@ -17,6 +17,7 @@ use axum::{Json, Router};
 use mailroom_core::Error;
 use mailroom_core::ops::agents::Registration;
 use mailroom_core::ops::conventions::Conventions;
+use mailroom_core::ops::messaging::events::FetchInboxEvents;
 use mailroom_core::ops::messaging::{FetchInbox, InboxFilter, SendMessage};
 use mailroom_core::ops::output::JsonText;
 use serde::Deserialize;
@@ -39,12 +40,13 @@ pub struct RestRoute {
 /// Every REST route, with its handler: the one table the router ([`router`]) and the security
 /// middleware ([`table`]) read. Adding a route: its body type (a [`RouteBody`] naming its
 /// path and tool), its handler, one row here.
-fn routes() -> [(RestRoute, MethodRouter<AppState>); 5] {
+fn routes() -> [(RestRoute, MethodRouter<AppState>); 6] {
     [
         row::<EnsureProjectBody>(post(ensure_project)),
         row::<RegisterBody>(post(register_agent)),
         row::<SendBody>(post(send_message)),
         row::<InboxBody>(post(inbox)),
+        row::<InboxEventsBody>(post(inbox_events)),
         row::<SearchBody>(post(search_messages)),
     ]
 }
@@ -241,6 +243,10 @@ struct InboxBody {
     since_ts: Option<String>,
     #[serde(default)]
     include_bodies: bool,
+    #[serde(default)]
+    unread_only: bool,
+    #[serde(default)]
+    mark_read: bool,
     registration_token: Option<String>,
 }
 
@@ -264,10 +270,45 @@ async fn inbox(State(state): State<AppState>, body: Bytes) -> Response {
                 include_bodies: b.include_bodies,
                 since_ts: b.since_ts,
                 urgent_only: false,
+                unread_only: b.unread_only,
+                mark_read: b.mark_read,
             },
             topic: None,
         };
         reply_text(state.core.fetch_inbox_json(request).await)
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InboxEventsBody {
+    project_slug: String,
+    agent_name: String,
+    cursor: Option<String>,
+    limit: Option<i64>,
+    registration_token: Option<String>,
+}
+
+impl RouteBody for InboxEventsBody {
+    const PATH: &'static str = "/api/inbox/events";
+    const TOOL: &'static str = "fetch_inbox_events";
+    fn claim(&self) -> Claim<'_> {
+        let token = self.registration_token.as_deref();
+        Claim::new(&self.project_slug, "agent_name", Some(&self.agent_name), token)
+    }
+}
+
+/// `POST /api/inbox/events` → the fetch_inbox_events result.
+async fn inbox_events(State(state): State<AppState>, body: Bytes) -> Response {
+    route(state, body, |state, b: InboxEventsBody| async move {
+        let request = FetchInboxEvents {
+            project_key: b.project_slug,
+            agent_name: b.agent_name,
+            cursor: b.cursor,
+            limit: b.limit,
+        };
+        reply(state.core.fetch_inbox_events(request).await)
     })
     .await
 }

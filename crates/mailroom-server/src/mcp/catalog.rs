@@ -97,6 +97,7 @@ pub const CATALOG: &[ToolInfo] = &[
     low(info("ensure_project", "infrastructure", &["infrastructure", "storage"], OPEN)),
     info("expire_window", "identity", &["identity", "write"], OPEN),
     info("fetch_inbox", "messaging", &["messaging", "read"], agent(AGENT_NAME)),
+    info("fetch_inbox_events", "messaging", &["messaging", "read"], agent(AGENT_NAME)),
     // Product tools authorize per linked project inside the product bus
     // (docs/compat/tools.md §9.3).
     info("fetch_inbox_product", "product_bus", &["messaging", "read"], OPEN),

@@ -10,6 +10,7 @@ mod jwt;
 mod lifecycle;
 mod macros;
 mod mail_enforcement;
+mod mailbox_events;
 mod messaging;
 mod metrics;
 mod products;

@@ -164,3 +164,54 @@ async fn rest_names_that_are_not_identifiers_are_refused_by_field() {
         app.post("/api/inbox", json!({"project_slug": SEED_PROJECT, "agent_name": "x"})).await;
     assert_eq!(agents["error"]["type"], "NOT_FOUND", "nothing was registered: {agents}");
 }
+
+/// `/api/inbox` takes unread_only and mark_read; `/api/inbox/events` mirrors
+/// fetch_inbox_events, its cursor refusals as JSON errors with their type.
+#[tokio::test]
+async fn rest_reads_unread_mail_and_the_mailbox_events() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/rest-events", "BlueLake", "GreenCastle").await;
+    let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "hello").ok(&app).await;
+    let id = sent_message_id(&sent);
+    let unread = json!({"project_slug": slug, "agent_name": "GreenCastle", "unread_only": true,
+        "mark_read": true});
+    let (status, inbox) = app.post("/api/inbox", unread.clone()).await;
+    assert_eq!((status, inbox[0]["id"].as_i64()), (200, Some(id)), "{inbox}");
+    let (_, inbox) = app.post("/api/inbox", unread).await;
+    assert_eq!(inbox, json!([]), "marked read by the first call");
+
+    let events = json!({"project_slug": slug, "agent_name": "GreenCastle", "limit": 1});
+    let (status, page) = app.post("/api/inbox/events", events).await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(
+        (page["events"][0]["kind"].as_str(), page["events"][0]["message_id"].as_i64()),
+        (Some("delivered"), Some(id)),
+        "{page}"
+    );
+    let cursor = page["next_cursor"].clone();
+    let (_, rest) = app
+        .post(
+            "/api/inbox/events",
+            json!({"project_slug": slug, "agent_name": "GreenCastle",
+            "cursor": cursor}),
+        )
+        .await;
+    assert_eq!(rest["events"].as_array().map(Vec::len), Some(1), "{rest}");
+    assert_eq!(rest["events"][0]["kind"], "read", "{rest}");
+    let (status, body) = app
+        .post(
+            "/api/inbox/events",
+            json!({"project_slug": slug, "agent_name": "GreenCastle",
+            "cursor": "mb1.0123456789abcdef.1"}),
+        )
+        .await;
+    assert_eq!((status, body["error"]["type"].as_str()), (409, Some("CURSOR_AHEAD")), "{body}");
+    let (status, body) = app
+        .post(
+            "/api/inbox/events",
+            json!({"project_slug": slug, "agent_name": "GreenCastle",
+            "cursor": "garbage"}),
+        )
+        .await;
+    assert_eq!((status, body["error"]["type"].as_str()), (400, Some("INVALID_CURSOR")), "{body}");
+}

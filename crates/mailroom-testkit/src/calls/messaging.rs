@@ -57,8 +57,24 @@ tool_call! {
     include_bodies(include_bodies: bool);
     /// At most this many messages.
     limit(limit: i64);
+    /// Only the messages the agent has not read.
+    unread_only(unread_only: bool);
+    /// Marks the returned messages read.
+    mark_read(mark_read: bool);
     /// The agent's registration token, when tool authentication is on.
     token(registration_token: &str);
+}
+
+tool_call! {
+    /// A `fetch_inbox_events` call: what happened to an agent's mailbox since a cursor,
+    /// oldest first.
+    EventsCall => "fetch_inbox_events";
+    /// The events of `agent_name` in `project_key`, from the oldest kept.
+    new(project_key: &str, agent_name: &str);
+    /// Resume after this cursor (`"tail"`: only what happens from now on).
+    cursor(cursor: &str);
+    /// At most this many events.
+    limit(limit: i64);
 }
 
 tool_call! {

@@ -38,9 +38,10 @@ impl Mailroom {
         // pages go to a blocking thread.
         let short = limit <= SHORT_INBOX_LIMIT
             && !req.filter.urgent_only
+            && !req.filter.unread_only
             && since.is_none()
             && topic.is_none();
-        let urgent_only = req.filter.urgent_only;
+        let (urgent_only, unread_only) = (req.filter.urgent_only, req.filter.unread_only);
         let page = move |db: &Db<'_>, project_id: ProjectId, agent_id: AgentId| {
             let query = InboxQuery {
                 project_id,
@@ -49,9 +50,22 @@ impl Mailroom {
                 urgent_only,
                 since,
                 topic: topic.as_deref(),
+                unread_only,
             };
             page(db, &query)
         };
+        if req.filter.mark_read {
+            // The page and its read marks in one write: a message is marked read exactly
+            // when this answer lists it.
+            return self
+                .store
+                .write(move |db| {
+                    let project = resolve::project(db, &req.project_key)?;
+                    let agent = resolve::agent(db, &project, &req.agent_name, "agent_name")?;
+                    page(db, project.id, agent.id)
+                })
+                .await;
+        }
         if short {
             // Inline only while every step is an index lookup: a name that does not resolve
             // takes the blocking road below, where its error compares it with every name.
@@ -98,6 +112,20 @@ pub(crate) fn parse_since(raw: Option<&str>) -> Result<Option<Timestamp>> {
                 "since_ts '{text}' is not an ISO-8601 timestamp (e.g. 2025-01-15T10:30:00+00:00)"))
         }),
     }
+}
+
+/// Marks read, in the caller's write, the messages of a page asked for with `mark_read`
+/// (those the agent received in the project and had not read).
+pub(crate) fn mark_listed_read(
+    db: &Db<'_>,
+    project_id: ProjectId,
+    agent_id: AgentId,
+    ids: &[MessageId],
+) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    db.mark_read(project_id, agent_id, ids, Timestamp::now()).map(drop)
 }
 
 /// Records the receipt when the agent can see the message; `None` when it only sent it.

@@ -305,6 +305,7 @@ fn received(
         urgent_only,
         since,
         topic: None,
+        unread_only: false,
     })
 }
 

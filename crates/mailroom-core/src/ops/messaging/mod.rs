@@ -3,12 +3,14 @@
 //! This file holds the requests, the results and the entry points; the work is in `send`,
 //! `reply` and `inbox`, and both sends store their message through `delivery` (recipients
 //! found by `routing`). The other views of mail: `inbox` (also the web UI's inbox pages and
-//! read marks), `mailbox` and `ack_views` (the MCP resources), `overseer` (the Human
+//! read marks), `events` (fetch_inbox_events' log of deliveries, reads and acknowledgements),
+//! `mailbox` and `ack_views` (the MCP resources), `overseer` (the Human
 //! Overseer's messages), `deletion` (deleted from the web UI).
 
 pub mod ack_views;
 pub mod deletion;
 mod delivery;
+pub mod events;
 pub mod inbox;
 pub mod mailbox;
 pub mod overseer;
@@ -21,7 +23,7 @@ use serde::{Serialize, Serializer};
 
 pub(crate) use self::delivery::{Delivery, deliver};
 use self::inbox::receipt_after;
-pub(crate) use self::inbox::{inbox_limit, parse_since};
+pub(crate) use self::inbox::{inbox_limit, mark_listed_read, parse_since};
 use self::reply::reply_in_tx;
 pub use self::reply::reply_subject;
 pub use self::returned::{DeliveryError, ReturnedError, total_failure};
@@ -159,6 +161,10 @@ pub struct InboxFilter {
     pub urgent_only: bool,
     pub include_bodies: bool,
     pub since_ts: Option<String>,
+    /// Only messages the agent has not read.
+    pub unread_only: bool,
+    /// Mark the returned messages read, in the same write as the read.
+    pub mark_read: bool,
 }
 
 /// Arguments of fetch_inbox.
@@ -216,11 +222,15 @@ impl Mailroom {
         self.store.write(move |db| reply_in_tx(db, req, enforcement, guard)).await
     }
 
-    /// The agent's inbox, newest first. Read-only: marks nothing read.
+    /// The agent's inbox, newest first. Marks nothing read unless `mark_read` asks.
     pub async fn fetch_inbox(&self, req: FetchInbox) -> Result<Vec<MessageOut>> {
-        let include_bodies = req.filter.include_bodies;
+        let (include_bodies, mark_read) = (req.filter.include_bodies, req.filter.mark_read);
         self.inbox_page(req, move |db, query| {
             let rows = db.inbox(query)?;
+            if mark_read {
+                let ids: Vec<MessageId> = rows.iter().map(|r| r.message.id).collect();
+                mark_listed_read(db, query.project_id, query.agent_id, &ids)?;
+            }
             Ok(rows.iter().map(|r| MessageOut::from_listing(r, include_bodies)).collect())
         })
         .await
@@ -228,10 +238,17 @@ impl Mailroom {
 
     /// [`Self::fetch_inbox`]'s result as its JSON text, written straight from the rows.
     pub async fn fetch_inbox_json(&self, req: FetchInbox) -> Result<JsonText> {
-        let include_bodies = req.filter.include_bodies;
+        let (include_bodies, mark_read) = (req.filter.include_bodies, req.filter.mark_read);
         self.inbox_page(req, move |db, query| {
             let mut list = MessageListWriter::new(include_bodies);
-            db.inbox_each(query, |row| list.push(row))?;
+            let mut ids = Vec::new();
+            db.inbox_each(query, |row| {
+                if mark_read {
+                    ids.push(row.message.id);
+                }
+                list.push(row)
+            })?;
+            mark_listed_read(db, query.project_id, query.agent_id, &ids)?;
             list.finish()
         })
         .await

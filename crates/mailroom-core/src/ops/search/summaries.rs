@@ -13,12 +13,13 @@ use crate::error::{Error, Result};
 use crate::model::bounds;
 use crate::model::summary::ThreadSummary;
 use crate::model::time::Timestamp;
-use crate::ops::messaging::parse_since;
+use crate::ops::messaging::{mark_listed_read, parse_since};
 use crate::ops::output::MessageOut;
 use crate::ops::search::{excerpts_of, summarize_rows};
 use crate::ops::{Mailroom, resolve};
-use crate::records::ListedMessage;
-use crate::store::db::windows::{NewSummary, StoredSummary};
+use crate::records::{ListedMessage, MessageId};
+use crate::store::Db;
+use crate::store::db::windows::{NewSummary, StoredSummary, TopicQuery};
 
 /// Arguments of fetch_topic.
 #[derive(Debug, Clone, Default)]
@@ -31,6 +32,11 @@ pub struct FetchTopic {
     /// The viewer: only messages it sent or received are listed. `None` lists them all
     /// (the server requires a viewer when tool authentication is on).
     pub agent_name: Option<String>,
+    /// Only messages the viewer received and has not read (needs `agent_name`).
+    pub unread_only: bool,
+    /// Mark the returned messages the viewer received read, in the same write (needs
+    /// `agent_name`).
+    pub mark_read: bool,
 }
 
 /// Arguments of summarize_recent.
@@ -79,17 +85,33 @@ impl Mailroom {
         }
         let limit = req.limit.unwrap_or(50).clamp(1, MAX_TOPIC_LIMIT);
         let since = parse_since(req.since_ts.as_deref())?;
-        self.store
-            .read(move |db| {
-                let project = resolve::project(db, &req.project_key)?;
-                let viewer = match req.agent_name.as_deref().filter(|n| !n.trim().is_empty()) {
-                    Some(name) => Some(resolve::agent(db, &project, name, "agent_name")?.id),
-                    None => None,
-                };
-                let rows = db.topic_messages(project.id, &topic, viewer, since, limit)?;
-                Ok(rows.iter().map(|r| MessageOut::from_listing(r, req.include_bodies)).collect())
-            })
-            .await
+        let viewer_name = req.agent_name.clone().filter(|n| !n.trim().is_empty());
+        if viewer_name.is_none() && (req.unread_only || req.mark_read) {
+            return Err(Error::invalid(
+                "unread_only and mark_read need agent_name: whose reads they mean.",
+            ));
+        }
+        let page = move |db: &Db<'_>| {
+            let project = resolve::project(db, &req.project_key)?;
+            let viewer = match viewer_name.as_deref() {
+                Some(name) => Some(resolve::agent(db, &project, name, "agent_name")?.id),
+                None => None,
+            };
+            let rows = db.topic_messages(&TopicQuery {
+                project_id: project.id,
+                topic: &topic,
+                viewer,
+                since,
+                limit,
+                unread_only: req.unread_only,
+            })?;
+            if let (true, Some(viewer)) = (req.mark_read, viewer) {
+                let ids: Vec<MessageId> = rows.iter().map(|r| r.message.id).collect();
+                mark_listed_read(db, project.id, viewer, &ids)?;
+            }
+            Ok(rows.iter().map(|r| MessageOut::from_listing(r, req.include_bodies)).collect())
+        };
+        if req.mark_read { self.store.write(page).await } else { self.store.read(page).await }
     }
 
     /// Summarises the project's messages of the last `since_hours`, reusing a stored summary

@@ -26,7 +26,8 @@ pub use retire::{RetireReport, Seen};
 pub enum Task {
     /// Retire agents idle past `AUTO_RETIRE_STALE_AGENTS_THRESHOLD_SECONDS`.
     Retire,
-    /// Release expired reservations and those whose holders went quiet, in every project.
+    /// Release expired reservations and those whose holders went quiet, in every project;
+    /// prune mailbox events past `MAILBOX_EVENTS_RETENTION_DAYS`.
     Reservations,
     /// Report acknowledgements overdue past `ACK_TTL_SECONDS`.
     Acks,
@@ -70,6 +71,9 @@ pub struct UpkeepConfig {
     pub reservations_enabled: bool,
     /// `FILE_RESERVATIONS_CLEANUP_INTERVAL_SECONDS` (60, at least 1).
     pub reservations_interval_seconds: u64,
+    /// `MAILBOX_EVENTS_RETENTION_DAYS` (30, at least 1): fetch_inbox_events' log keeps
+    /// events this long; the reservation sweep prunes older ones.
+    pub mailbox_events_retention_days: i64,
     /// `ACK_TTL_ENABLED` (false).
     pub acks_enabled: bool,
     /// `ACK_TTL_SCAN_INTERVAL_SECONDS` (60, at least 1).
@@ -102,6 +106,7 @@ impl Default for UpkeepConfig {
             retire_threshold_seconds: 86_400,
             reservations_enabled: true,
             reservations_interval_seconds: 60,
+            mailbox_events_retention_days: 30,
             acks_enabled: false,
             acks_interval_seconds: 60,
             ack_ttl_seconds: 1800,
@@ -160,6 +165,12 @@ impl UpkeepConfig {
             self.reservations_interval_seconds,
             1,
         )?;
+        if let Some(v) = lookup("MAILBOX_EVENTS_RETENTION_DAYS") {
+            let days = v.trim().parse::<i64>().ok().filter(|d| (1..=3650).contains(d));
+            self.mailbox_events_retention_days = days.ok_or_else(|| {
+                format!("MAILBOX_EVENTS_RETENTION_DAYS must be a number of days from 1 to 3650, got {v:?}")
+            })?;
+        }
         self.acks_enabled = flag("ACK_TTL_ENABLED", self.acks_enabled)?;
         self.acks_interval_seconds =
             interval("ACK_TTL_SCAN_INTERVAL_SECONDS", self.acks_interval_seconds, 1)?;
@@ -264,6 +275,8 @@ pub struct SweepReport {
     pub projects: usize,
     /// Reservations released (expired, or held by agents gone quiet).
     pub released: usize,
+    /// Mailbox events pruned past `MAILBOX_EVENTS_RETENTION_DAYS` (fetch_inbox_events).
+    pub mailbox_events_pruned: usize,
 }
 
 /// What one run of a task did.
@@ -300,7 +313,12 @@ impl Mailroom {
             Task::Retire => UpkeepReport::Retire(
                 self.retire_idle_agents(settings.retire_threshold_seconds, seen).await?,
             ),
-            Task::Reservations => UpkeepReport::Reservations(self.sweep_all_reservations().await?),
+            Task::Reservations => {
+                let mut report = self.sweep_all_reservations().await?;
+                report.mailbox_events_pruned =
+                    self.prune_mailbox_events(settings.mailbox_events_retention_days).await?;
+                UpkeepReport::Reservations(report)
+            }
             Task::Acks => UpkeepReport::Acks(self.overdue_acks(settings.ack_ttl_seconds).await?),
             Task::Retention => UpkeepReport::Retention(self.retention_report().await?),
             Task::Fds => UpkeepReport::Fds(fds::check()?),
@@ -310,7 +328,7 @@ impl Mailroom {
     /// Releases expired and stale reservations in every project that holds any.
     async fn sweep_all_reservations(&self) -> Result<SweepReport> {
         let projects = self.store.read(|db| db.projects_with_open_reservations()).await?;
-        let mut report = SweepReport { projects: projects.len(), released: 0 };
+        let mut report = SweepReport { projects: projects.len(), ..SweepReport::default() };
         for slug in projects {
             // One project's failure is logged; the others are still swept.
             match self.sweep_reservations(slug.clone()).await {

@@ -63,6 +63,8 @@ pub struct InboxQuery<'a> {
     pub urgent_only: bool,
     pub since: Option<Timestamp>,
     pub topic: Option<&'a str>,
+    /// Only messages the agent has not read.
+    pub unread_only: bool,
 }
 
 /// Read and acknowledgement state of one recipient row.
@@ -82,17 +84,24 @@ pub(super) const LISTED_JOINS: &str =
 
 /// An agent's inbox page in one project, newest first (parameters: agent, project, urgent
 /// only, since, topic, limit). Built once, not per request: it is the hottest read.
-pub(super) static INBOX_SQL: LazyLock<String> = LazyLock::new(|| {
+pub(super) static INBOX_SQL: LazyLock<String> = LazyLock::new(|| inbox_sql(""));
+
+/// [`INBOX_SQL`] keeping only unread rows (`unread_only`): a statement of its own, so the
+/// plain inbox keeps reading its covering index alone.
+pub(super) static UNREAD_INBOX_SQL: LazyLock<String> =
+    LazyLock::new(|| inbox_sql("AND r.read_ts IS NULL"));
+
+fn inbox_sql(extra: &str) -> String {
     format!(
         "SELECT {COLUMNS}, {LISTED_COLUMNS}, r.kind FROM message_recipients r
          JOIN messages m ON m.id = r.message_id {LISTED_JOINS}
          WHERE r.agent_id = ?1 AND m.project_id = ?2
            AND (?3 = 0 OR m.importance IN {URGENT_IMPORTANCES})
            AND (?4 IS NULL OR m.created_ts > ?4)
-           AND (?5 IS NULL OR m.topic = ?5 COLLATE NOCASE)
+           AND (?5 IS NULL OR m.topic = ?5 COLLATE NOCASE) {extra}
          ORDER BY r.message_id DESC LIMIT ?6"
     )
-});
+}
 
 /// An agent's unread messages in a project and the urgent ones among them (parameters:
 /// agent, project). Counted from 0011's partial index of unread rows, which SQLite picks by
@@ -130,7 +139,10 @@ pub(super) fn listed(row: &Row<'_>, kind: bool) -> rusqlite::Result<ListedMessag
 /// Reads `COLUMNS, LISTED_COLUMNS` (and the recipient kind after them when `kind`), borrowing
 /// the text from the row: answers written straight from the statement (the inbox) skip a
 /// `String` per column and row.
-fn listed_ref<'r>(row: &'r Row<'_>, kind: bool) -> rusqlite::Result<ListedMessage<&'r str>> {
+pub(super) fn listed_ref<'r>(
+    row: &'r Row<'_>,
+    kind: bool,
+) -> rusqlite::Result<ListedMessage<&'r str>> {
     Ok(ListedMessage {
         message: message_ref(row)?,
         sender_name: text(row, 11)?,
@@ -268,7 +280,8 @@ impl Db<'_> {
         query: &InboxQuery<'_>,
         mut visit: impl FnMut(&ListedMessage<&str>) -> Result<()>,
     ) -> Result<()> {
-        let mut stmt = self.conn.prepare_cached(&INBOX_SQL).map_err(map_err)?;
+        let sql: &str = if query.unread_only { &UNREAD_INBOX_SQL } else { &INBOX_SQL };
+        let mut stmt = self.conn.prepare_cached(sql).map_err(map_err)?;
         let mut rows = stmt
             .query(params![
                 query.agent_id,

@@ -10,6 +10,7 @@ pub mod doctor;
 pub mod fleet;
 pub mod lifecycle;
 pub mod mailbox;
+pub mod mailbox_events;
 pub mod messages;
 pub mod migrations;
 pub mod products;
@@ -146,7 +147,8 @@ macro_rules! text_column {
 text_column!(
     crate::records::RecipientKind,
     crate::records::LinkStatus,
-    crate::records::ContactPolicy
+    crate::records::ContactPolicy,
+    crate::records::MailboxEventKind
 );
 
 /// Id newtypes (`records`) stored as their integer.

@@ -78,6 +78,18 @@ pub struct NewSummary<'a> {
     pub created_ts: Timestamp,
 }
 
+/// Filters of a topic listing (fetch_topic).
+pub struct TopicQuery<'a> {
+    pub project_id: ProjectId,
+    pub topic: &'a str,
+    /// Only messages this agent sent or received (all without one).
+    pub viewer: Option<AgentId>,
+    pub since: Option<Timestamp>,
+    pub limit: i64,
+    /// Only messages the viewer received and has not read.
+    pub unread_only: bool,
+}
+
 impl Db<'_> {
     /// Window identities of a project not expired at `now`, oldest first.
     pub fn live_windows(
@@ -176,34 +188,34 @@ impl Db<'_> {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Messages of a project with this topic (case-insensitive) that `viewer` sent or
-    /// received (every one when `viewer` is `None`), newest first.
-    pub fn topic_messages(
-        &self,
-        project_id: ProjectId,
-        topic: &str,
-        viewer: Option<AgentId>,
-        since: Option<Timestamp>,
-        limit: i64,
-    ) -> Result<Vec<ListedMessage>> {
+    /// Messages of a project with this topic (case-insensitive) that the viewer sent or
+    /// received (every one without a viewer), newest first.
+    pub fn topic_messages(&self, query: &TopicQuery<'_>) -> Result<Vec<ListedMessage>> {
         let sql = format!(
             "SELECT {}, {} FROM messages m {}
              WHERE m.project_id = ?1 AND m.topic = ?2 COLLATE NOCASE
                AND (?3 IS NULL OR m.created_ts > ?3)
                AND (?4 IS NULL OR m.sender_id = ?4 OR EXISTS (SELECT 1 FROM message_recipients r
                     WHERE r.message_id = m.id AND r.agent_id = ?4))
+               AND (?6 = 0 OR EXISTS (SELECT 1 FROM message_recipients r
+                    WHERE r.message_id = m.id AND r.agent_id = ?4 AND r.read_ts IS NULL))
              ORDER BY m.created_ts DESC, m.id DESC LIMIT ?5",
             super::messages::COLUMNS,
             super::messages::LISTED_COLUMNS,
             super::messages::LISTED_JOINS
         );
-        let since = since.map(Timestamp::to_db);
+        let since = query.since.map(Timestamp::to_db);
+        let values = params![
+            query.project_id,
+            query.topic,
+            since,
+            query.viewer,
+            query.limit,
+            query.unread_only
+        ];
         let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt
-            .query_map(params![project_id, topic, since, viewer, limit], |row| {
-                super::messages::listed(row, false)
-            })
-            .map_err(map_err)?;
+        let rows =
+            stmt.query_map(values, |row| super::messages::listed(row, false)).map_err(map_err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
 

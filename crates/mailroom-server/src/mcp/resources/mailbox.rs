@@ -91,6 +91,7 @@ async fn listing(
             include_bodies: params.bool("include_bodies", false),
             urgent_only: params.bool("urgent_only", false),
             since_ts: params.string("since_ts"),
+            ..InboxFilter::default()
         },
     };
     to_json(state.core.mailbox(request).await?)

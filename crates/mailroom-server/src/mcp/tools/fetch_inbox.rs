@@ -1,4 +1,5 @@
-//! fetch_inbox: the agent's recent messages, newest first. Read-only: it marks nothing read.
+//! fetch_inbox: the agent's recent messages, newest first. Marks nothing read unless
+//! `mark_read` asks.
 
 use mailroom_core::ops::messaging::{FetchInbox, InboxFilter};
 use schemars::JsonSchema;
@@ -30,6 +31,12 @@ struct Args {
     /// Only messages created after this ISO-8601 timestamp.
     #[serde(default)]
     since_ts: Option<String>,
+    /// Only messages you have not read.
+    #[serde(default)]
+    unread_only: Option<bool>,
+    /// Mark the returned messages read (in the same step; nothing is marked without it).
+    #[serde(default)]
+    mark_read: Option<bool>,
     /// Only messages with this topic (case-insensitive).
     #[serde(default)]
     topic: Option<String>,
@@ -53,6 +60,8 @@ pub fn tool() -> Tool {
                     urgent_only: args.urgent_only.unwrap_or(false),
                     include_bodies: args.include_bodies.unwrap_or(false),
                     since_ts: args.since_ts,
+                    unread_only: args.unread_only.unwrap_or(false),
+                    mark_read: args.mark_read.unwrap_or(false),
                 },
                 topic: args.topic,
             })

@@ -32,6 +32,12 @@ struct Args {
     /// Only messages created after this ISO-8601 timestamp.
     #[serde(default)]
     since_ts: Option<String>,
+    /// Only messages you have not read.
+    #[serde(default)]
+    unread_only: Option<bool>,
+    /// Mark the returned messages read (in the same step; nothing is marked without it).
+    #[serde(default)]
+    mark_read: Option<bool>,
     /// Your registration token; projects where it does not match are skipped.
     #[serde(default)]
     registration_token: Option<String>,
@@ -51,6 +57,8 @@ pub fn tool() -> Tool {
                 urgent_only: args.urgent_only.unwrap_or(false),
                 include_bodies: args.include_bodies.unwrap_or(false),
                 since_ts: args.since_ts,
+                unread_only: args.unread_only.unwrap_or(false),
+                mark_read: args.mark_read.unwrap_or(false),
             },
         };
         state.core.fetch_inbox_product(request).await

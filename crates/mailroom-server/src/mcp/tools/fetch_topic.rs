@@ -29,6 +29,13 @@ struct Args {
     /// The viewing agent: only messages it sent or received are listed.
     #[serde(default)]
     agent_name: Option<String>,
+    /// Only messages you (agent_name) received and have not read.
+    #[serde(default)]
+    unread_only: Option<bool>,
+    /// Mark the returned messages you (agent_name) received read (in the same step; nothing
+    /// is marked without it).
+    #[serde(default)]
+    mark_read: Option<bool>,
     /// Registration token of the acting agent (needed only when the server requires
     /// authentication).
     #[serde(default, rename = "registration_token")]
@@ -49,6 +56,8 @@ pub fn tool() -> Tool {
                 include_bodies: args.include_bodies.unwrap_or(true),
                 since_ts: args.since_ts,
                 agent_name: args.agent_name,
+                unread_only: args.unread_only.unwrap_or(false),
+                mark_read: args.mark_read.unwrap_or(false),
             })
             .await
     })

@@ -13,6 +13,7 @@ mod ensure_product;
 mod ensure_project;
 mod expire_window;
 mod fetch_inbox;
+mod fetch_inbox_events;
 mod fetch_inbox_product;
 mod fetch_summary;
 mod fetch_topic;
@@ -89,6 +90,7 @@ fn all_tools() -> Vec<Tool> {
         ensure_project::tool(),
         expire_window::tool(),
         fetch_inbox::tool(),
+        fetch_inbox_events::tool(),
         fetch_inbox_product::tool(),
         fetch_summary::tool(),
         fetch_topic::tool(),
