@@ -39,6 +39,9 @@ pub struct CoreConfig {
     pub reservations_enforcement_enabled: bool,
     /// `CONTACT_AUTO_TTL_SECONDS`: the recent-contact window of the `auto` policy.
     pub contact_auto_ttl_seconds: i64,
+    /// `IDEMPOTENCY_WINDOW_SECONDS`: how long the first answer of a write given an
+    /// `idempotency_key` is kept for its retries (default 86400, one day).
+    pub idempotency_window_seconds: i64,
     /// `MESSAGING_AUTO_HANDSHAKE_ON_BLOCK`: blocked sends file contact requests automatically.
     pub auto_handshake_on_block: bool,
     /// `MESSAGING_AUTO_REGISTER_RECIPIENTS`: unknown local recipients are registered on send.
@@ -129,6 +132,7 @@ impl CoreConfig {
             contact_enforcement_enabled: true,
             reservations_enforcement_enabled: true,
             contact_auto_ttl_seconds: 86_400,
+            idempotency_window_seconds: 86_400,
             auto_handshake_on_block: true,
             auto_register_recipients: false,
             name_enforcement: NameEnforcement::Coerce,
@@ -195,6 +199,8 @@ impl CoreConfig {
                 .parse()
                 .map_err(|_| format!("CONTACT_AUTO_TTL_SECONDS must be an integer, got {v:?}"))?;
         }
+        self.idempotency_window_seconds =
+            number(lookup, "IDEMPOTENCY_WINDOW_SECONDS", self.idempotency_window_seconds)?;
         self.reservation_inactivity_seconds = number(
             lookup,
             "FILE_RESERVATION_INACTIVITY_SECONDS",
@@ -216,6 +222,12 @@ impl CoreConfig {
             return Err(format!(
                 "CONTACT_AUTO_TTL_SECONDS must be between 0 and {max_seconds} (ten years), got {}",
                 self.contact_auto_ttl_seconds
+            ));
+        }
+        if !(1..=max_seconds).contains(&self.idempotency_window_seconds) {
+            return Err(format!(
+                "IDEMPOTENCY_WINDOW_SECONDS must be between 1 and {max_seconds} (ten years), got {}",
+                self.idempotency_window_seconds
             ));
         }
         if !(0..=max_seconds / 86_400).contains(&self.window_ttl_days) {

@@ -201,6 +201,8 @@ struct SendBody {
     #[serde(default)]
     ack_required: bool,
     sender_token: Option<String>,
+    /// As send_message's (docs/compat/tools.md §4.10).
+    idempotency_key: Option<String>,
 }
 
 impl RouteBody for SendBody {
@@ -229,7 +231,7 @@ async fn send_message(State(state): State<AppState>, body: Bytes) -> Response {
             conventions: Conventions::Script,
             ..SendMessage::default()
         };
-        reply(state.core.send_message(message).await)
+        reply(state.core.send_message_keyed(message, b.idempotency_key).await)
     })
     .await
 }

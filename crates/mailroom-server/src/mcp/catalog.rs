@@ -148,6 +148,7 @@ pub const CATALOG: &[ToolInfo] = &[
         registration("human_key", AGENT_NAME),
     ),
     info("mark_message_read", "messaging", &["messaging", "read"], agent(AGENT_NAME)),
+    info("message_receipts", "messaging", &["messaging", "read"], agent(AGENT_NAME)),
     info("products_link", "product_bus", &["product"], OPEN),
     info("purge_old_messages", "messaging", &["messaging", "write"], OPEN),
     info("register_agent", "identity", &["identity"], registration("project_key", &["name"])),

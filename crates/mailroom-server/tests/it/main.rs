@@ -6,6 +6,7 @@ mod fuzz;
 mod guard;
 mod health;
 mod hostile;
+mod idempotency;
 mod jwt;
 mod lifecycle;
 mod macros;

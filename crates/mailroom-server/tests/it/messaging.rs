@@ -260,3 +260,41 @@ async fn futures_join<T: Send + 'static>(
     }
     out
 }
+
+/// message_receipts: the sender sees, per recipient, delivery, read and acknowledgement;
+/// nobody else sees them.
+#[tokio::test]
+async fn the_sender_reads_each_recipients_receipt() {
+    let app = TestApp::start().await;
+    let slug = app.seed_pair("/work/receipts", "BlueLake", "GreenCastle").await;
+    RegisterCall::new(&slug, "RedStone").ok(&app).await;
+    PolicyCall::new(&slug, "RedStone", "open").ok(&app).await;
+    let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "Receipts")
+        .cc(&["RedStone"])
+        .ack_required(true)
+        .ok(&app)
+        .await;
+    let id = sent_message_id(&sent);
+    let ask = |agent: &str| json!({"project_key": slug, "agent_name": agent, "message_id": id});
+    let receipts = app.tool_ok("message_receipts", ask("BlueLake")).await;
+    let delivered = sent["deliveries"][0]["payload"]["created_ts"].clone();
+    assert_eq!(
+        (receipts["message_id"].as_i64(), &receipts["delivered_ts"]),
+        (Some(id), &delivered)
+    );
+    let recipients = receipts["recipients"].as_array().expect("recipients");
+    let names: Vec<_> = recipients.iter().map(|r| (&r["name"], &r["kind"])).collect();
+    assert_eq!(names, [(&json!("GreenCastle"), &json!("to")), (&json!("RedStone"), &json!("cc"))]);
+    assert!(recipients.iter().all(|r| r["read_ts"].is_null() && r["ack_ts"].is_null()));
+    assert!(recipients.iter().all(|r| r["delivered_ts"] == delivered));
+    let acked = AckCall::new(&slug, "GreenCastle", id).ok(&app).await;
+    ReadCall::new(&slug, "RedStone", id).ok(&app).await;
+    let receipts = app.tool_ok("message_receipts", ask("BlueLake")).await;
+    assert_eq!(receipts["recipients"][0]["ack_ts"], acked["acknowledged_at"]);
+    assert_eq!(receipts["recipients"][0]["read_ts"], acked["read_at"]);
+    assert!(receipts["recipients"][1]["read_ts"].is_string(), "{receipts}");
+    assert!(receipts["recipients"][1]["ack_ts"].is_null(), "{receipts}");
+    // A recipient is not the sender: its receipts are not its to read.
+    let text = app.call_tool("message_receipts", ask("GreenCastle")).await.expect_err("refused");
+    assert!(text.contains("not found or not sent by agent 'GreenCastle'"), "{text}");
+}

@@ -25,6 +25,8 @@ tool_call! {
     topic(topic: &str);
     /// The sender's registration token, when tool authentication is on.
     sender_token(sender_token: &str);
+    /// The key that makes a retry of this call safe (`idempotency_key`).
+    idempotency_key(idempotency_key: &str);
 }
 
 impl SendCall {
@@ -46,6 +48,8 @@ tool_call! {
         with body_md = "body";
     /// The Markdown body (`body_md`).
     body(body_md: &str);
+    /// The key that makes a retry of this call safe (`idempotency_key`).
+    idempotency_key(idempotency_key: &str);
 }
 
 tool_call! {
@@ -89,6 +93,8 @@ tool_call! {
     AckCall => "acknowledge_message";
     /// `agent_name` in `project_key` acknowledges the message `message_id`.
     new(project_key: &str, agent_name: &str, message_id: impl Into<serde_json::Value>);
+    /// The key that makes a retry of this call safe (`idempotency_key`).
+    idempotency_key(idempotency_key: &str);
 }
 
 tool_call! {

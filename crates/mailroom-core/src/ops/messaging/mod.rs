@@ -11,9 +11,11 @@ pub mod ack_views;
 pub mod deletion;
 mod delivery;
 pub mod events;
+pub mod idempotency;
 pub mod inbox;
 pub mod mailbox;
 pub mod overseer;
+mod receipts;
 mod reply;
 mod returned;
 mod routing;
@@ -22,8 +24,10 @@ pub(crate) mod send;
 use serde::{Serialize, Serializer};
 
 pub(crate) use self::delivery::{Delivery, deliver};
+use self::idempotency::{Answer, RetryKey, acting_agent, once};
 use self::inbox::receipt_after;
 pub(crate) use self::inbox::{inbox_limit, mark_listed_read, parse_since};
+pub use self::receipts::{MessageReceipts, RecipientReceiptOut};
 use self::reply::reply_in_tx;
 pub use self::reply::reply_subject;
 pub use self::returned::{DeliveryError, ReturnedError, total_failure};
@@ -196,6 +200,19 @@ pub struct AckReceipt {
 impl Mailroom {
     /// Sends a message; the reply goes out once message and recipients are committed.
     pub async fn send_message(&self, req: SendMessage) -> Result<SendOutcome> {
+        self.send_message_keyed(req, None).await?.into_own()
+    }
+
+    /// [`Self::send_message`] with an optional `idempotency_key`: a retry with the same key
+    /// and arguments gets the first answer and stores nothing (docs/compat/tools.md §4.10).
+    pub async fn send_message_keyed(
+        &self,
+        req: SendMessage,
+        idempotency_key: Option<String>,
+    ) -> Result<Answer<SendOutcome>> {
+        let window = self.config.idempotency_window_seconds;
+        let retry =
+            RetryKey::new("send_message", idempotency_key, || req.retry_arguments(), window)?;
         let enforcement = Enforcement::from_config(&self.config);
         let guard = self.config.reservations_enforcement_enabled;
         let processed = self.store_attachments(&req).await?;
@@ -204,22 +221,55 @@ impl Mailroom {
         // project) are kept even though the send fails, as in the reference: those outcomes
         // commit and are carried out inside `Ok`. Nothing else is written before they arise.
         // Every other error rolls the whole job back.
-        let outcome =
-            self.store.write(move |db| match send_in_tx(db, req, processed, enforcement, guard) {
+        let outcome = self.store.write(move |db| {
+            let (project_key, sender_name) = (req.project_key.clone(), req.sender_name.clone());
+            let sent = once(
+                db,
+                retry.as_ref(),
+                || acting_agent(db, &project_key, &sender_name, "sender_name"),
+                || send_in_tx(db, req, processed, enforcement, guard),
+                |outcome| !outcome.deliveries.is_empty(),
+            );
+            match sent {
                 Err(e) if e.kind == policy::CONTACT_REQUIRED || e.kind == RECIPIENT_NOT_FOUND => {
                     Ok(Err(e))
                 }
                 other => other.map(Ok),
-            });
+            }
+        });
         outcome.await?
     }
 
     /// Replies to a message, in its thread, by default to its sender.
     pub async fn reply_message(&self, req: ReplyMessage) -> Result<ReplyOutcome> {
+        self.reply_message_keyed(req, None).await?.into_own()
+    }
+
+    /// [`Self::reply_message`] with an optional `idempotency_key`, as
+    /// [`Self::send_message_keyed`].
+    pub async fn reply_message_keyed(
+        &self,
+        req: ReplyMessage,
+        idempotency_key: Option<String>,
+    ) -> Result<Answer<ReplyOutcome>> {
+        let window = self.config.idempotency_window_seconds;
+        let retry =
+            RetryKey::new("reply_message", idempotency_key, || req.retry_arguments(), window)?;
         let enforcement = Enforcement::from_config(&self.config);
         let guard = self.config.reservations_enforcement_enabled;
         self.admit_archive_work().await?;
-        self.store.write(move |db| reply_in_tx(db, req, enforcement, guard)).await
+        self.store
+            .write(move |db| {
+                let (project_key, sender_name) = (req.project_key.clone(), req.sender_name.clone());
+                once(
+                    db,
+                    retry.as_ref(),
+                    || acting_agent(db, &project_key, &sender_name, "sender_name"),
+                    || reply_in_tx(db, req, enforcement, guard),
+                    |outcome| !outcome.deliveries.is_empty(),
+                )
+            })
+            .await
     }
 
     /// The agent's inbox, newest first. Marks nothing read unless `mark_read` asks.
@@ -283,15 +333,34 @@ impl Mailroom {
         agent_name: String,
         message_id: MessageId,
     ) -> Result<AckReceipt> {
+        self.acknowledge_message_keyed(project_key, agent_name, message_id, None).await?.into_own()
+    }
+
+    /// [`Self::acknowledge_message`] with an optional `idempotency_key`, as
+    /// [`Self::send_message_keyed`]: the retry gets the first receipt again.
+    pub async fn acknowledge_message_keyed(
+        &self,
+        project_key: String,
+        agent_name: String,
+        message_id: MessageId,
+        idempotency_key: Option<String>,
+    ) -> Result<Answer<AckReceipt>> {
+        let window = self.config.idempotency_window_seconds;
+        let arguments = || serde_json::json!({ "message_id": message_id });
+        let retry = RetryKey::new("acknowledge_message", idempotency_key, arguments, window)?;
         self.store
             .write(move |db| {
-                let state = receipt_after(db, &project_key, &agent_name, message_id, true)?;
-                Ok(AckReceipt {
-                    message_id,
-                    acknowledged: state.is_some_and(|s| s.ack_ts.is_some()),
-                    acknowledged_at: state.and_then(|s| s.ack_ts),
-                    read_at: state.and_then(|s| s.read_ts),
-                })
+                let acknowledge = || {
+                    let state = receipt_after(db, &project_key, &agent_name, message_id, true)?;
+                    Ok(AckReceipt {
+                        message_id,
+                        acknowledged: state.is_some_and(|s| s.ack_ts.is_some()),
+                        acknowledged_at: state.and_then(|s| s.ack_ts),
+                        read_at: state.and_then(|s| s.read_ts),
+                    })
+                };
+                let scope = || acting_agent(db, &project_key, &agent_name, "agent_name");
+                once(db, retry.as_ref(), scope, acknowledge, |_| true)
             })
             .await
     }

@@ -105,6 +105,8 @@ impl Db<'_> {
         )?;
         let product_links =
             self.run_statement("DELETE FROM product_project_links WHERE project_id = ?1", id)?;
+        // The kept answers of keyed writes hold message texts: they go with their project.
+        self.run_statement("DELETE FROM idempotency_keys WHERE project_id = ?1", id)?;
         let agents = self.run_statement("DELETE FROM agents WHERE project_id = ?1", id)?;
         let project = self.run_statement("DELETE FROM projects WHERE id = ?1", id)?;
         Ok(ProjectDeletion {
@@ -149,6 +151,7 @@ impl Db<'_> {
             "DELETE FROM window_identities WHERE project_id = ?1 AND display_name = ?2",
             params![project_id, name],
         )?;
+        self.run_statement("DELETE FROM idempotency_keys WHERE agent_id = ?1", id)?;
         let agent = self.run_statement("DELETE FROM agents WHERE id = ?1", id)?;
         Ok(AgentDeletion {
             message_recipients,

@@ -67,6 +67,15 @@ pub struct InboxQuery<'a> {
     pub unread_only: bool,
 }
 
+/// One recipient row of a message, for its sender's receipts.
+#[derive(Debug, Clone)]
+pub struct RecipientReceipt {
+    pub name: String,
+    pub kind: RecipientKind,
+    pub read_ts: Option<Timestamp>,
+    pub ack_ts: Option<Timestamp>,
+}
+
 /// Read and acknowledgement state of one recipient row.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReceiptState {
@@ -247,6 +256,29 @@ impl Db<'_> {
             .map_err(map_err)?;
         let rows = stmt
             .query_map([message_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
+    /// A message's recipient rows with their read and acknowledgement times, in insertion
+    /// order.
+    pub fn receipts_of(&self, message_id: MessageId) -> Result<Vec<RecipientReceipt>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT a.name, r.kind, r.read_ts, r.ack_ts FROM message_recipients r
+                 JOIN agents a ON a.id = r.agent_id WHERE r.message_id = ?1 ORDER BY r.rowid",
+            )
+            .map_err(map_err)?;
+        let rows = stmt
+            .query_map([message_id], |row| {
+                Ok(RecipientReceipt {
+                    name: row.get(0)?,
+                    kind: row.get(1)?,
+                    read_ts: opt_ts(row, 2)?,
+                    ack_ts: opt_ts(row, 3)?,
+                })
+            })
             .map_err(map_err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }

@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0010_archive_set_aside.sql"),
     include_str!("migrations/0011_unread_index.sql"),
     include_str!("migrations/0012_ack_required_index.sql"),
+    include_str!("migrations/0013_idempotency.sql"),
     include_str!("migrations/0014_mailbox_events.sql"),
 ];
 

@@ -8,6 +8,7 @@ pub mod archive_queue;
 pub mod contacts;
 pub mod doctor;
 pub mod fleet;
+pub mod idempotency;
 pub mod lifecycle;
 pub mod mailbox;
 pub mod mailbox_events;

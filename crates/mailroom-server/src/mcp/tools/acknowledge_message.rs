@@ -20,6 +20,11 @@ struct Args {
     agent_name: String,
     /// The message to acknowledge.
     message_id: i64,
+    /// Makes the call safe to retry: the same key with the same arguments within
+    /// IDEMPOTENCY_WINDOW_SECONDS (default a day) returns the first call's result again and
+    /// stores nothing; the same key with other arguments is refused. 1-128 bytes.
+    #[serde(default)]
+    idempotency_key: Option<String>,
     /// Your registration token (needed only when the server requires authentication).
     #[serde(default, rename = "registration_token")]
     _registration_token: Option<String>,
@@ -32,7 +37,12 @@ pub fn tool() -> Tool {
     Tool::new("acknowledge_message", DESCRIPTION, |state: AppState, args: Args| async move {
         state
             .core
-            .acknowledge_message(args.project_key, args.agent_name, MessageId(args.message_id))
+            .acknowledge_message_keyed(
+                args.project_key,
+                args.agent_name,
+                MessageId(args.message_id),
+                args.idempotency_key,
+            )
             .await
     })
 }

@@ -31,6 +31,7 @@ mod macro_file_reservation_cycle;
 mod macro_prepare_thread;
 mod macro_start_session;
 mod mark_message_read;
+mod message_receipts;
 mod products_link;
 mod purge_old_messages;
 mod register_agent;
@@ -108,6 +109,7 @@ fn all_tools() -> Vec<Tool> {
         macro_prepare_thread::tool(),
         macro_start_session::tool(),
         mark_message_read::tool(),
+        message_receipts::tool(),
         products_link::tool(),
         purge_old_messages::tool(),
         register_agent::tool(),

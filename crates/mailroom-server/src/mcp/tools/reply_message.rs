@@ -35,6 +35,11 @@ struct Args {
     /// Subject prefix (default "Re:"; not repeated).
     #[serde(default)]
     subject_prefix: Option<String>,
+    /// Makes the call safe to retry: the same key with the same arguments within
+    /// IDEMPOTENCY_WINDOW_SECONDS (default a day) returns the first call's result again and
+    /// stores nothing; the same key with other arguments is refused. 1-128 bytes.
+    #[serde(default)]
+    idempotency_key: Option<String>,
     /// Your registration token (needed only when the server requires authentication).
     #[serde(default, rename = "sender_token")]
     _sender_token: Option<String>,
@@ -47,16 +52,19 @@ pub fn tool() -> Tool {
     Tool::new("reply_message", DESCRIPTION, |state: AppState, args: Args| async move {
         state
             .core
-            .reply_message(ReplyMessage {
-                project_key: args.project_key,
-                message_id: MessageId(args.message_id),
-                sender_name: args.sender_name,
-                body_md: args.body_md,
-                to: args.to,
-                cc: args.cc.unwrap_or_default(),
-                bcc: args.bcc.unwrap_or_default(),
-                subject_prefix: args.subject_prefix,
-            })
+            .reply_message_keyed(
+                ReplyMessage {
+                    project_key: args.project_key,
+                    message_id: MessageId(args.message_id),
+                    sender_name: args.sender_name,
+                    body_md: args.body_md,
+                    to: args.to,
+                    cc: args.cc.unwrap_or_default(),
+                    bcc: args.bcc.unwrap_or_default(),
+                    subject_prefix: args.subject_prefix,
+                },
+                args.idempotency_key,
+            )
             .await
     })
 }

@@ -56,6 +56,11 @@ struct Args {
     /// File contact requests automatically when recipients block you (default: on).
     #[serde(default)]
     auto_contact_if_blocked: Option<bool>,
+    /// Makes the call safe to retry: the same key with the same arguments within
+    /// IDEMPOTENCY_WINDOW_SECONDS (default a day) returns the first call's result again and
+    /// stores nothing; the same key with other arguments is refused. 1-128 bytes.
+    #[serde(default)]
+    idempotency_key: Option<String>,
     /// Your registration token (needed only when the server requires authentication).
     #[serde(default, rename = "sender_token")]
     _sender_token: Option<String>,
@@ -73,25 +78,28 @@ pub fn tool() -> Tool {
             let session_agents = state.session_agents(caller.session.as_deref());
             state
                 .core
-                .send_message(SendMessage {
-                    project_key: args.project_key,
-                    sender_name: args.sender_name,
-                    to: args.to,
-                    cc: args.cc.unwrap_or_default(),
-                    bcc: args.bcc.unwrap_or_default(),
-                    subject: args.subject,
-                    body_md: args.body_md,
-                    importance: args.importance,
-                    ack_required: args.ack_required.unwrap_or(false),
-                    thread_id: args.thread_id,
-                    topic: args.topic,
-                    broadcast: args.broadcast.unwrap_or(false),
-                    auto_contact_if_blocked: args.auto_contact_if_blocked,
-                    attachment_paths: args.attachment_paths.unwrap_or_default(),
-                    convert_images: args.convert_images,
-                    session_agents,
-                    ..SendMessage::default()
-                })
+                .send_message_keyed(
+                    SendMessage {
+                        project_key: args.project_key,
+                        sender_name: args.sender_name,
+                        to: args.to,
+                        cc: args.cc.unwrap_or_default(),
+                        bcc: args.bcc.unwrap_or_default(),
+                        subject: args.subject,
+                        body_md: args.body_md,
+                        importance: args.importance,
+                        ack_required: args.ack_required.unwrap_or(false),
+                        thread_id: args.thread_id,
+                        topic: args.topic,
+                        broadcast: args.broadcast.unwrap_or(false),
+                        auto_contact_if_blocked: args.auto_contact_if_blocked,
+                        attachment_paths: args.attachment_paths.unwrap_or_default(),
+                        convert_images: args.convert_images,
+                        session_agents,
+                        ..SendMessage::default()
+                    },
+                    args.idempotency_key,
+                )
                 .await
         },
     )
