@@ -131,6 +131,16 @@ async fn a_reader_reads_but_cannot_write_over_mcp_rest_or_the_ui() {
         reader.post("/api/inbox", json!({"project_slug": slug, "agent_name": "GreenCastle"})).await;
     assert_eq!(status, 200);
     assert_eq!(reader.get(&format!("/mail/{slug}")).await, 200, "pages are for readers");
+    // Reading is a reader's; marking read while reading is a change.
+    let mut marking = inbox.arguments();
+    marking["mark_read"] = json!(true);
+    assert_eq!(reader.tool("fetch_inbox", marking).await, (403, forbidden.clone()));
+    let rest_marking =
+        json!({"project_slug": slug, "agent_name": "GreenCastle", "mark_read": true});
+    assert_eq!(reader.post("/api/inbox", rest_marking).await, (403, forbidden.clone()));
+    let mut not_marking = inbox.arguments();
+    not_marking["mark_read"] = json!(false);
+    assert_eq!(reader.tool("fetch_inbox", not_marking).await.0, 200);
     let ui_change = format!("/mail/{slug}/inbox/GreenCastle/mark-all-read");
     assert_eq!(reader.post(&ui_change, json!({})).await, (403, forbidden));
     // Nothing was written: the inbox is still empty.

@@ -104,6 +104,9 @@ impl Security {
 enum Kind {
     /// A tool call (MCP `tools/call`, or the REST route standing for the tool).
     Tool(String),
+    /// A reading tool asked to mark what it lists read (`mark_read`): a change, so a writer's,
+    /// though the tool reads for readers.
+    MarkingRead(String),
     /// An MCP `resources/*` request.
     Resources,
     /// Any other POST: a state change of the web UI, or a route not classified here (needs a
@@ -314,19 +317,50 @@ async fn classify(
     if request.method() != Method::POST {
         return Ok((request, Kind::Other));
     }
-    if !security.mcp_paths.iter().any(|p| p == path) {
-        let kind = match security.rest_routes.iter().find(|route| route.path == path) {
-            Some(route) => Kind::Tool(route.tool.to_string()),
-            None => Kind::Change,
-        };
-        return Ok((request, kind));
-    }
+    let rest = if security.mcp_paths.iter().any(|p| p == path) {
+        None
+    } else {
+        match security.rest_routes.iter().find(|route| route.path == path) {
+            // Only a route whose tool can mark what it reads needs its body read.
+            Some(route) if MARKING_TOOLS.contains(&route.tool) => Some(route.tool),
+            Some(route) => return Ok((request, Kind::Tool(route.tool.to_string()))),
+            None => return Ok((request, Kind::Change)),
+        }
+    };
     let (parts, body) = request.into_parts();
     let bytes: Bytes = axum::body::to_bytes(body, max_body)
         .await
         .map_err(|_| Box::new(refuse(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large")))?;
-    let kind = rpc_kind(&bytes);
+    let kind = match rest {
+        Some(tool) if marks_read(&bytes, false) => Kind::MarkingRead(tool.to_string()),
+        Some(tool) => Kind::Tool(tool.to_string()),
+        None => match rpc_kind(&bytes) {
+            Kind::Tool(tool)
+                if MARKING_TOOLS.contains(&tool.as_str()) && marks_read(&bytes, true) =>
+            {
+                Kind::MarkingRead(tool)
+            }
+            kind => kind,
+        },
+    };
     Ok((Request::from_parts(parts, Body::from(bytes)), kind))
+}
+
+/// The reading tools that take `mark_read`.
+const MARKING_TOOLS: [&str; 3] = ["fetch_inbox", "fetch_topic", "fetch_inbox_product"];
+
+/// Whether a body asks to mark read: `mark_read: true` in a `tools/call`'s arguments (`rpc`)
+/// or at the top of a REST body. A body that does not parse is left to the route, which
+/// refuses it.
+fn marks_read(body: &[u8], rpc: bool) -> bool {
+    // Most reads do not mention it: no parse for them.
+    if memchr::memmem::find(body, b"mark_read").is_none() {
+        return false;
+    }
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else { return false };
+    let flag =
+        if rpc { value.pointer("/params/arguments/mark_read") } else { value.get("mark_read") };
+    flag.and_then(serde_json::Value::as_bool).unwrap_or(false)
 }
 
 #[derive(Deserialize)]
@@ -388,7 +422,7 @@ fn allowed(settings: &SecuritySettings, roles: &[String], kind: &Kind) -> bool {
         Kind::Tool(name) if settings.readonly_tools.contains(name) => {
             writer || roles.iter().any(|role| settings.reader_roles.contains(role))
         }
-        Kind::Tool(_) | Kind::Change => writer,
+        Kind::Tool(_) | Kind::MarkingRead(_) | Kind::Change => writer,
         Kind::Resources | Kind::Other => true,
     }
 }
@@ -402,7 +436,7 @@ fn bucket<'k>(
 ) -> ((&'static str, &'k str), f64, f64) {
     let burst = |burst: f64, rate: f64| if burst > 0.0 { burst } else { rate };
     match kind {
-        Kind::Tool(name) => (
+        Kind::Tool(name) | Kind::MarkingRead(name) => (
             ("tools", if tools.contains(&name.as_str()) { name.as_str() } else { "?" }),
             limits.tools_per_minute,
             burst(limits.tools_burst, limits.tools_per_minute),
