@@ -103,6 +103,18 @@ def no_console_errors(driver, where):
     assert not errors, f"{where}: console errors {errors}"
 
 
+
+def settled(read):
+    """`read()` of a live page, for a wait to retry: a live update may replace what it reads,
+    and chromedriver sometimes says so ("does not belong to the document") instead of the
+    stale-element error the waits ignore."""
+    try:
+        return read()
+    except WebDriverException as e:
+        if "does not belong to the document" in str(e):
+            raise StaleElementReferenceException(str(e)) from e
+        raise
+
 def main():
     seed()
     driver = browser()
@@ -152,15 +164,9 @@ def main():
 
         # Retire an agent from the agents panel, then bring it back.
         def red_fox_item():
-            try:
-                panel = driver.find_element(By.CSS_SELECTOR, "aside.panel")
-                return next(li for li in panel.find_elements(By.TAG_NAME, "li") if "RedFox" in li.text)
-            except WebDriverException as e:
-                # A live update replaced the panel while it was read: chromedriver sometimes
-                # says so in these words instead of a stale-element error, which the wait retries.
-                if "does not belong to the document" in str(e):
-                    raise StaleElementReferenceException(str(e)) from e
-                raise
+            panel = driver.find_element(By.CSS_SELECTOR, "aside.panel")
+            return settled(lambda: next(
+                li for li in panel.find_elements(By.TAG_NAME, "li") if "RedFox" in li.text))
         # Clicked inside a wait: a live update may replace the row between finding and clicking.
         wait.until(lambda d: red_fox_item().find_element(By.XPATH, ".//button[text()='Retire']").click() or True)
         wait.until(lambda d: "(retired)" in red_fox_item().text)
@@ -221,7 +227,8 @@ def main():
         driver.find_element(By.ID, "delete-selected").click()
         WebDriverWait(driver, 5).until(ec.alert_is_present())
         driver.switch_to.alert.accept()
-        wait.until(lambda d: "Pushed while you watched" not in d.find_element(By.ID, "main").text)
+        wait.until(lambda d: settled(
+            lambda: "Pushed while you watched" not in d.find_element(By.ID, "main").text))
         assert all(m["subject"] != "Pushed while you watched" for m in fetch_inbox_over_mcp("RedFox"))
         shot(driver, "agent-inbox-deleted")
 
