@@ -38,6 +38,8 @@ pub struct ServerConfig {
     /// Bearer token, roles and rate limits (`HTTP_BEARER_TOKEN`, `HTTP_RBAC_*`,
     /// `HTTP_RATE_LIMIT_*`).
     pub security: SecuritySettings,
+    /// `NOTIFICATIONS_*`: the reference's signal files.
+    pub signals: crate::signals::SignalSettings,
 }
 
 impl Default for ServerConfig {
@@ -56,6 +58,7 @@ impl Default for ServerConfig {
             default_format: OutputFormat::Json,
             cors: Some(crate::http::cors::CorsSettings::default()),
             security: SecuritySettings::default(),
+            signals: crate::signals::SignalSettings::default(),
         }
     }
 }
@@ -97,6 +100,7 @@ impl ServerConfig {
         }
         self.tool_filter = crate::mcp::catalog::ToolFilter::from_env(lookup)?;
         self.security.apply_env(lookup)?;
+        self.signals.apply_env(lookup)?;
         let format =
             lookup("MCP_AGENT_MAIL_OUTPUT_FORMAT").or_else(|| lookup("TOON_DEFAULT_FORMAT"));
         if let Some(format) = format {

@@ -4,6 +4,7 @@
 pub mod config;
 pub mod http;
 pub mod mcp;
+pub mod signals;
 pub mod state;
 pub mod upkeep;
 pub mod web;

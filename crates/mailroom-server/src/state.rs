@@ -32,6 +32,8 @@ pub struct Shared {
     pub bindings: Arc<Bindings>,
     /// Resource subscriptions of MCP sessions, told of messages as they commit.
     pub subscriptions: crate::mcp::subscriptions::Subscriptions,
+    /// The reference's notification signal files (`NOTIFICATIONS_*`).
+    pub signals: crate::signals::Signals,
     pub started: Instant,
     /// Turns true when the server starts shutting down: open event streams end, so the
     /// graceful shutdown does not wait on them.
@@ -76,6 +78,7 @@ impl AppState {
             &tools.names(),
             core.write_batch_sizes(),
         )?;
+        let signals = crate::signals::Signals::new(config.signals.clone());
         Ok(Self(Arc::new(Shared {
             core,
             config: Arc::new(config),
@@ -85,6 +88,7 @@ impl AppState {
             sessions,
             bindings,
             subscriptions: crate::mcp::subscriptions::Subscriptions::default(),
+            signals,
             started: Instant::now(),
             stopping: tokio::sync::watch::Sender::new(false),
             pages: crate::web::PageCache::default(),

@@ -8,7 +8,8 @@
 //! agent's stored name; [`Subscriptions::notify`] matches committed messages against that.
 //! The watcher ([`watch`]) looks at the messages committed after the last it saw whenever the
 //! store reports a write, so every path a message takes (tools, REST, the web UI, macros)
-//! notifies alike. Notifications for a session with no GET stream open are not kept.
+//! notifies alike. Notifications for a session with no GET stream open are not kept. The same
+//! watcher writes the reference's signal files when they are on (`signals.rs`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -200,7 +201,7 @@ pub async fn watch(state: AppState) {
             changed = changes.changed() => if changed.is_err() { return },
             _ = stopping.changed() => return,
         }
-        if !state.subscriptions.any_listening() {
+        if !state.subscriptions.any_listening() && !state.signals.enabled() {
             // Nobody to tell: only the watermark moves.
             if let Ok(id) = state.core.last_message_id().await {
                 seen = id;
@@ -218,6 +219,11 @@ pub async fn watch(state: AppState) {
             let Some(last) = committed.last() else { break };
             seen = i64::from(last.message_id);
             state.subscriptions.notify(&committed);
+            if state.signals.enabled() {
+                let signalled = state.clone();
+                let _ =
+                    tokio::task::spawn_blocking(move || signalled.signals.emit(&committed)).await;
+            }
         }
     }
 }

@@ -120,3 +120,46 @@ async fn a_subscribed_inbox_is_notified_as_mail_commits() {
     }
     app.assert_serves_everyone("after subscriptions").await;
 }
+
+/// `NOTIFICATIONS_ENABLED`: the reference's signal files, one per `to`/`cc` recipient (none for
+/// `bcc`), with the message's metadata; fetch_inbox removes the reader's.
+#[tokio::test]
+async fn signal_files_mark_new_mail_until_the_inbox_is_read() {
+    let signals = tempfile::tempdir().expect("signals dir");
+    let options = mailroom_testkit::TestOptions {
+        server_env: vec![
+            ("NOTIFICATIONS_ENABLED", "true".to_string()),
+            ("NOTIFICATIONS_SIGNALS_DIR", signals.path().to_string_lossy().into_owned()),
+            ("NOTIFICATIONS_DEBOUNCE_MS", "0".to_string()),
+        ],
+        ..Default::default()
+    };
+    let app = TestApp::start_with(options).await;
+    let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
+    mailroom_testkit::RegisterCall::new(&slug, "RedStone").ok(&app).await;
+    mailroom_testkit::PolicyCall::new(&slug, "RedStone", "open").ok(&app).await;
+    let send = SendCall::new(&slug, "BlueLake", "GreenCastle", "signalled")
+        .arg("bcc", json!(["RedStone"]));
+    let sent = send.ok(&app).await;
+    let id = sent["deliveries"][0]["payload"]["id"].as_i64().expect("id");
+    let agents = signals.path().join("projects").join(&slug).join("agents");
+    let green = agents.join("GreenCastle.signal");
+    // Written by the watcher after the commit: waited for, bounded.
+    for _ in 0..200 {
+        if green.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let signal: Value =
+        serde_json::from_str(&std::fs::read_to_string(&green).expect("the signal")).expect("JSON");
+    assert_eq!(signal["project"], slug.as_str());
+    assert_eq!(signal["agent"], "GreenCastle");
+    assert_eq!(signal["message"]["id"], id);
+    assert_eq!(signal["message"]["from"], "BlueLake");
+    assert_eq!(signal["message"]["subject"], "signalled");
+    assert!(!agents.join("RedStone.signal").exists(), "no signal for a bcc recipient");
+    mailroom_testkit::InboxCall::new(&slug, "GreenCastle").ok(&app).await;
+    assert!(!green.exists(), "reading the inbox clears the signal");
+    app.assert_serves_everyone("after signals").await;
+}

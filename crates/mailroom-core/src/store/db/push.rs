@@ -14,9 +14,13 @@ pub struct Committed {
     pub project_slug: String,
     /// Its thread, when it has one.
     pub thread_id: Option<String>,
+    pub subject: String,
+    pub importance: String,
     pub sender: String,
     /// Every recipient (to, cc and bcc).
     pub recipients: Vec<String>,
+    /// Those of `recipients` on the `bcc` line (the others are `to` or `cc`).
+    pub blind: Vec<String>,
 }
 
 impl Db<'_> {
@@ -34,9 +38,9 @@ impl Db<'_> {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT m.id, p.slug, m.thread_id, s.name, a.name FROM \
-                 (SELECT id, project_id, sender_id, thread_id FROM messages WHERE id > ?1 \
-                  ORDER BY id LIMIT ?2) m \
+                "SELECT m.id, p.slug, m.thread_id, m.subject, m.importance, s.name, a.name, r.kind \
+                 FROM (SELECT id, project_id, sender_id, thread_id, subject, importance \
+                  FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2) m \
                  JOIN projects p ON p.id = m.project_id \
                  JOIN agents s ON s.id = m.sender_id \
                  LEFT JOIN message_recipients r ON r.message_id = m.id \
@@ -46,23 +50,31 @@ impl Db<'_> {
             .map_err(map_err)?;
         let rows = stmt
             .query_map(params![after, limit], |row| {
-                Ok((
-                    row.get::<_, MessageId>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, Option<String>>(2)?,
-                    row.get::<_, String>(3)?,
-                    row.get::<_, Option<String>>(4)?,
-                ))
+                let message = Committed {
+                    message_id: row.get(0)?,
+                    project_slug: row.get(1)?,
+                    thread_id: row.get(2)?,
+                    subject: row.get(3)?,
+                    importance: row.get(4)?,
+                    sender: row.get(5)?,
+                    recipients: Vec::new(),
+                    blind: Vec::new(),
+                };
+                let recipient: Option<String> = row.get(6)?;
+                let kind: Option<String> = row.get(7)?;
+                Ok((message, recipient, kind))
             })
             .map_err(map_err)?;
         let mut out: Vec<Committed> = Vec::new();
         for row in rows {
-            let (message_id, project_slug, thread_id, sender, recipient) = row.map_err(map_err)?;
-            if out.last().is_none_or(|last| last.message_id != message_id) {
-                let recipients = Vec::new();
-                out.push(Committed { message_id, project_slug, thread_id, sender, recipients });
+            let (message, recipient, kind) = row.map_err(map_err)?;
+            if out.last().is_none_or(|last| last.message_id != message.message_id) {
+                out.push(message);
             }
             if let (Some(recipient), Some(last)) = (recipient, out.last_mut()) {
+                if kind.as_deref() == Some("bcc") {
+                    last.blind.push(recipient.clone());
+                }
                 last.recipients.push(recipient);
             }
         }

@@ -50,7 +50,10 @@ struct Args {
 
 pub fn tool() -> Tool {
     Tool::json_text("fetch_inbox", DESCRIPTION, |state: AppState, args: Args| async move {
-        state
+        // The reader's signal file goes once it has read its inbox (signals.rs).
+        let signalled =
+            state.signals.enabled().then(|| (args.project_key.clone(), args.agent_name.clone()));
+        let inbox = state
             .core
             .fetch_inbox_json(FetchInbox {
                 project_key: args.project_key,
@@ -65,6 +68,12 @@ pub fn tool() -> Tool {
                 },
                 topic: args.topic,
             })
-            .await
+            .await?;
+        if let Some((project_key, agent)) = signalled
+            && let Ok((slug, agent)) = state.core.mailbox_owner(project_key, agent).await
+        {
+            state.signals.clear(&slug, &agent);
+        }
+        Ok(inbox)
     })
 }
