@@ -170,6 +170,20 @@ async fn an_expired_key_lets_a_new_send_through() {
         .query_row("SELECT count(*) FROM idempotency_keys", [], |row| row.get(0))
         .expect("count keys");
     assert_eq!(kept, 1, "the expired answer was replaced");
+
+    // Kept answers past the window go with the reservation sweep too, keyed writes or not.
+    database(&app)
+        .execute(
+            "UPDATE idempotency_keys SET created_ts = datetime('now', '-2 days') || '.000000'",
+            [],
+        )
+        .expect("back-date");
+    let swept = app.tool_ok("run_upkeep", json!({"task": "reservations"})).await;
+    assert_eq!(swept["reports"][0]["idempotency_answers_forgotten"], 1, "{swept}");
+    let left: i64 = database(&app)
+        .query_row("SELECT count(*) FROM idempotency_keys", [], |row| row.get(0))
+        .expect("count keys");
+    assert_eq!(left, 0);
 }
 
 #[tokio::test]

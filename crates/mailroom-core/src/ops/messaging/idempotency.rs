@@ -151,6 +151,15 @@ pub(crate) fn once<T: Serialize>(
     Ok(Answer::Fresh(answer))
 }
 
+impl crate::ops::Mailroom {
+    /// Forgets the kept answers older than `IDEMPOTENCY_WINDOW_SECONDS` (the reservation sweep
+    /// calls it, so the table shrinks even when keyed writes stop); how many went.
+    pub async fn forget_expired_answers(&self) -> Result<usize> {
+        let cutoff = Timestamp::now().plus_seconds(-self.config.idempotency_window_seconds);
+        self.store.write(move |db| db.forget_answers_before(cutoff)).await
+    }
+}
+
 /// The acting agent of a keyed call: its project's id and its own.
 pub(crate) fn acting_agent(
     db: &Db<'_>,

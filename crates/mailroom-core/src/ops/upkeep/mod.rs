@@ -277,6 +277,8 @@ pub struct SweepReport {
     pub released: usize,
     /// Mailbox events pruned past `MAILBOX_EVENTS_RETENTION_DAYS` (fetch_inbox_events).
     pub mailbox_events_pruned: usize,
+    /// Answers kept for `idempotency_key` retries forgotten past `IDEMPOTENCY_WINDOW_SECONDS`.
+    pub idempotency_answers_forgotten: usize,
 }
 
 /// What one run of a task did.
@@ -317,6 +319,7 @@ impl Mailroom {
                 let mut report = self.sweep_all_reservations().await?;
                 report.mailbox_events_pruned =
                     self.prune_mailbox_events(settings.mailbox_events_retention_days).await?;
+                report.idempotency_answers_forgotten = self.forget_expired_answers().await?;
                 UpkeepReport::Reservations(report)
             }
             Task::Acks => UpkeepReport::Acks(self.overdue_acks(settings.ack_ttl_seconds).await?),
