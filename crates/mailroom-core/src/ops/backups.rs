@@ -31,6 +31,12 @@ pub const DATABASE_FILE: &str = "database.sqlite3";
 pub const BUNDLE_FILE: &str = "archive.bundle";
 pub const MANIFEST_FILE: &str = "manifest.json";
 
+/// Gives a database about to be restored a new identity for fetch_inbox_events' cursors
+/// (`store::renew_identity`): a cursor of the database it replaces is refused, not misread.
+pub fn renew_identity(database: &Path) -> Result<()> {
+    store::renew_identity(database)
+}
+
 /// Writes a consistent, compacted copy of the database at `database` to `dest`, which must not
 /// exist, without locking out a server that uses it.
 pub fn copy_database(database: &Path, dest: &Path) -> Result<()> {
@@ -359,6 +365,11 @@ pub fn restore(plan: &RestorePlan) -> Result<Restored> {
     let _ = std::fs::remove_file(&staged_database);
     std::fs::copy(&plan.database_from, &staged_database)
         .map_err(|e| io_error("cannot copy to", &staged_database, &e))?;
+    // Cursors the replaced database gave out must not read on in the restored one.
+    if let Err(e) = store::renew_identity(&staged_database) {
+        let _ = crate::database_files::remove_database_files(&staged_database);
+        return Err(e);
+    }
     let staged_archive = match &plan.bundle {
         Some(bundle) => match clone_bundle(bundle, &plan.archive_to) {
             Ok(staged) => Some(staged),
@@ -518,7 +529,16 @@ mod tests {
         core.ensure_project("/work/after").await.expect("project");
         core.close();
         let plan = plan_restore(&backup, database, &config.storage_root).expect("plan");
+        let identity = |path: &Path| -> String {
+            rusqlite::Connection::open(path)
+                .and_then(|c| {
+                    c.query_row("SELECT database_id FROM mailbox_events_log", [], |r| r.get(0))
+                })
+                .expect("identity")
+        };
+        let backed_up = identity(&backup.join(DATABASE_FILE));
         let restored = restore(&plan).expect("restore");
+        assert_ne!(identity(database), backed_up, "the restored copy has an identity of its own");
         let aside = restored.database_moved_to.expect("the current database moved aside");
         assert_eq!(projects(database), 1, "the backup's");
         assert_eq!(projects(&aside), 2, "the replaced database is kept");

@@ -392,6 +392,16 @@ pub fn create_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -
 /// in one transaction, the full-text index is merged (so deleted messages leave no terms in
 /// it) and `VACUUM` rewrites the file, so what `job` deleted is gone from its free pages too.
 /// The schema is left as it is: no migration runs.
+/// Gives the database at `path` (one no server uses: a copy about to be restored) a new
+/// identity for fetch_inbox_events' cursors, so a cursor handed out by the database it
+/// replaces is refused (`CURSOR_AHEAD`) instead of silently skipping what the older copy
+/// never had. A database from before the cursor's migration has none yet: nothing to do.
+pub fn renew_identity(path: &Path) -> Result<()> {
+    let conn = open_connection(path, false)?;
+    db::mailbox_events::renew_identity(&conn)?;
+    conn.close().map_err(|(_, e)| db::map_err(e))
+}
+
 pub fn edit_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -> Result<R> {
     if !path.is_file() {
         return Err(Error::internal(format!("no database at {}", path.display())));

@@ -250,6 +250,9 @@ fn restore(config: &CoreConfig, state: &mut SavedState) -> Result<Plan> {
         progress.step();
     }
     drop(progress);
+    // Cursors the replaced database gave out must not read on in the restored one.
+    mailroom_core::ops::backups::renew_identity(&database)
+        .context("cannot prepare the restored database")?;
     let database_aside = database_files::move_aside(&config.database_path, ASIDE)?;
     let mut plan = Plan {
         database: config.database_path.clone(),
