@@ -97,6 +97,19 @@ async fn mail_from_a_shell_with_and_without_a_server() {
     assert_eq!(json(&data, &["acks", "pending", PROJECT, "GreenCastle"])["count"], 0);
     let replied = ok(&data, &[&["mail", "reply", "1", "--body", "on it"][..], &green].concat());
     assert_eq!(replied, format!("sent message 2 to BlueLake in {PROJECT}\n"));
+    let unread_of = |name: &str| {
+        json(&data, &["agents", "list", "--project", PROJECT])["agents"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["name"] == name).map(|a| a["unread_count"].clone()))
+    };
+    assert_eq!(unread_of("BlueLake"), Some(Value::from(1)));
+    let listed = ok(&data, &[&["mail", "inbox", "--mark-read"][..], &blue].concat());
+    assert!(listed.contains("Re: plan"), "{listed}");
+    assert_eq!(
+        unread_of("BlueLake"),
+        Some(Value::from(0)),
+        "inbox --mark-read marks what it lists"
+    );
 
     ReserveCall::new(PROJECT, "BlueLake", &["src/**"]).ok_at(&url).await;
     let reservations = ok(&data, &["file-reservations", "active", PROJECT]);

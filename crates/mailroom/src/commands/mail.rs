@@ -9,7 +9,6 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use super::backend::Backend;
 use super::output::{self, cell, fields, items};
 use super::shared;
 use super::target::{AsAgent, Common, Proof};
@@ -155,18 +154,13 @@ fn act(mail: AgentMail, common: &Common) -> Result<()> {
             output::print(json, &sent, delivered);
         }
         AgentMail::Inbox(a) => {
-            let (project, agent, token) =
-                (a.who.project()?, a.who.agent()?, a.proof.token(&a.who, common)?);
-            let call = json!({"project_key": project, "agent_name": agent, "limit": a.limit,
-                "urgent_only": a.urgent_only, "include_bodies": a.bodies, "since_ts": a.since,
-                "registration_token": token});
+            // fetch_inbox marks what it lists read in the same write when asked.
+            let call = json!({"project_key": a.who.project()?, "agent_name": a.who.agent()?,
+                "limit": a.limit, "urgent_only": a.urgent_only, "include_bodies": a.bodies,
+                "since_ts": a.since, "mark_read": a.mark_read.then_some(true),
+                "registration_token": a.proof.token(&a.who, common)?});
             let inbox = backend.call_tool("fetch_inbox", call)?;
             output::print(json, &inbox, |v| inbox_table(v, a.bodies));
-            if a.mark_read {
-                for id in items(&inbox).iter().filter_map(|m| m["id"].as_i64()) {
-                    mark_read(&backend, &project, &agent, token.as_deref(), id)?;
-                }
-            }
         }
         AgentMail::Read(a) => {
             let (project, agent) = (a.who.project()?, a.who.agent()?);
@@ -179,13 +173,9 @@ fn act(mail: AgentMail, common: &Common) -> Result<()> {
             let message = backend.read_resource(&uri)?;
             output::print(json, &message, show);
             if a.mark_read {
-                mark_read(
-                    &backend,
-                    &project,
-                    &agent,
-                    a.proof.token(&a.who, common)?.as_deref(),
-                    a.id,
-                )?;
+                let call = json!({"project_key": project, "agent_name": agent,
+                    "message_id": a.id, "registration_token": a.proof.token(&a.who, common)?});
+                backend.call_tool("mark_message_read", call)?;
             }
         }
         AgentMail::Ack(a) => {
@@ -204,19 +194,6 @@ fn act(mail: AgentMail, common: &Common) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// The agent's read receipt for one message.
-fn mark_read(
-    backend: &Backend,
-    project: &str,
-    agent: &str,
-    token: Option<&str>,
-    id: i64,
-) -> Result<()> {
-    let call = json!({"project_key": project, "agent_name": agent, "message_id": id,
-        "registration_token": token});
-    backend.call_tool("mark_message_read", call).map(drop)
 }
 
 /// `mail status`: what a project directory resolves to, read locally (the reference's routing
