@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
 
-use crate::database_files::{aside_path, move_aside, rename, with_suffix};
+use crate::database_files::{aside_path, move_aside, remove_database_files, rename, with_suffix};
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 use crate::records::Project;
@@ -362,19 +362,20 @@ pub fn plan_restore(backup: &Path, database: &Path, storage_root: &Path) -> Resu
 /// server may run on them meanwhile (the caller holds the data directory's locks).
 pub fn restore(plan: &RestorePlan) -> Result<Restored> {
     let staged_database = with_suffix(&plan.database_to, ".restoring");
-    let _ = std::fs::remove_file(&staged_database);
+    // A leftover of an interrupted restore goes with its -wal, which would replay into the copy.
+    remove_database_files(&staged_database)?;
     std::fs::copy(&plan.database_from, &staged_database)
         .map_err(|e| io_error("cannot copy to", &staged_database, &e))?;
     // Cursors the replaced database gave out must not read on in the restored one.
     if let Err(e) = store::renew_identity(&staged_database) {
-        let _ = crate::database_files::remove_database_files(&staged_database);
+        let _ = remove_database_files(&staged_database);
         return Err(e);
     }
     let staged_archive = match &plan.bundle {
         Some(bundle) => match clone_bundle(bundle, &plan.archive_to) {
             Ok(staged) => Some(staged),
             Err(e) => {
-                let _ = std::fs::remove_file(&staged_database);
+                let _ = remove_database_files(&staged_database);
                 return Err(e);
             }
         },

@@ -388,10 +388,6 @@ pub fn create_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -
     Ok(outcome)
 }
 
-/// Changes a database file no server uses (a copy being saved), then compacts it: `job` runs
-/// in one transaction, the full-text index is merged (so deleted messages leave no terms in
-/// it) and `VACUUM` rewrites the file, so what `job` deleted is gone from its free pages too.
-/// The schema is left as it is: no migration runs.
 /// Gives the database at `path` (one no server uses: a copy about to be restored) a new
 /// identity for fetch_inbox_events' cursors, so a cursor handed out by the database it
 /// replaces is refused (`CURSOR_AHEAD`) instead of silently skipping what the older copy
@@ -402,6 +398,10 @@ pub fn renew_identity(path: &Path) -> Result<()> {
     conn.close().map_err(|(_, e)| db::map_err(e))
 }
 
+/// Changes a database file no server uses (a copy being saved), then compacts it: `job` runs
+/// in one transaction, the full-text index is merged (so deleted messages leave no terms in
+/// it) and `VACUUM` rewrites the file, so what `job` deleted is gone from its free pages too.
+/// The schema is left as it is: no migration runs.
 pub fn edit_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -> Result<R> {
     if !path.is_file() {
         return Err(Error::internal(format!("no database at {}", path.display())));

@@ -49,8 +49,8 @@ pub fn run(args: RestoreArgs) -> Result<()> {
     let mut state =
         SavedState::open(&path).with_context(|| format!("refusing {}", path.display()))?;
     shared::refuse_while_served(&data_dir, "restoring a saved state")?;
-    let plan = Plan::new(&config);
     if args.dry_run {
+        let plan = Plan::new(&config);
         output::print(args.common.json, &plan.to_json(&state, true), |_| {
             plan.describe(&state, true)
         });
@@ -305,6 +305,5 @@ fn parent(path: &Path) -> Result<PathBuf> {
 }
 
 fn rename(from: &Path, to: &Path) -> Result<()> {
-    std::fs::rename(from, to)
-        .with_context(|| format!("cannot move {} to {}", from.display(), to.display()))
+    Ok(database_files::rename(from, to)?)
 }
