@@ -138,6 +138,29 @@ async fn a_reader_reads_but_cannot_write_over_mcp_rest_or_the_ui() {
     let rest_marking =
         json!({"project_slug": slug, "agent_name": "GreenCastle", "mark_read": true});
     assert_eq!(reader.post("/api/inbox", rest_marking).await, (403, forbidden.clone()));
+    // Spelled with an escape, the key still means mark_read to the tool, and to the check.
+    let escaped = format!(
+        r#"{{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{{"name":"fetch_inbox","arguments":{{"project_key":"{slug}","agent_name":"GreenCastle","mark\u005fread":true}}}}}}"#
+    );
+    let response = reader
+        .request(reqwest::Method::POST, "/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(escaped)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(response.status().as_u16(), 403, "an escaped mark_read is a mark_read");
+    let rest_escaped =
+        format!(r#"{{"project_slug":"{slug}","agent_name":"GreenCastle","mark\u005fread":true}}"#);
+    let response = reader
+        .request(reqwest::Method::POST, "/api/inbox")
+        .header("content-type", "application/json")
+        .body(rest_escaped)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(response.status().as_u16(), 403, "over REST too");
     let mut not_marking = inbox.arguments();
     not_marking["mark_read"] = json!(false);
     assert_eq!(reader.tool("fetch_inbox", not_marking).await.0, 200);

@@ -332,16 +332,8 @@ async fn classify(
         .await
         .map_err(|_| Box::new(refuse(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large")))?;
     let kind = match rest {
-        Some(tool) if marks_read(&bytes, false) => Kind::MarkingRead(tool.to_string()),
-        Some(tool) => Kind::Tool(tool.to_string()),
-        None => match rpc_kind(&bytes) {
-            Kind::Tool(tool)
-                if MARKING_TOOLS.contains(&tool.as_str()) && marks_read(&bytes, true) =>
-            {
-                Kind::MarkingRead(tool)
-            }
-            kind => kind,
-        },
+        Some(tool) => tool_kind(tool, rest_marks_read(&bytes)),
+        None => rpc_kind(&bytes),
     };
     Ok((Request::from_parts(parts, Body::from(bytes)), kind))
 }
@@ -349,18 +341,26 @@ async fn classify(
 /// The reading tools that take `mark_read`.
 const MARKING_TOOLS: [&str; 3] = ["fetch_inbox", "fetch_topic", "fetch_inbox_product"];
 
-/// Whether a body asks to mark read: `mark_read: true` in a `tools/call`'s arguments (`rpc`)
-/// or at the top of a REST body. A body that does not parse is left to the route, which
-/// refuses it.
-fn marks_read(body: &[u8], rpc: bool) -> bool {
-    // Most reads do not mention it: no parse for them.
-    if memchr::memmem::find(body, b"mark_read").is_none() {
-        return false;
+/// A call of `tool`: a reading tool asked to mark what it lists read is a change.
+fn tool_kind(tool: &str, marks_read: bool) -> Kind {
+    if marks_read && MARKING_TOOLS.contains(&tool) {
+        Kind::MarkingRead(tool.to_string())
+    } else {
+        Kind::Tool(tool.to_string())
     }
-    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else { return false };
-    let flag =
-        if rpc { value.pointer("/params/arguments/mark_read") } else { value.get("mark_read") };
-    flag.and_then(serde_json::Value::as_bool).unwrap_or(false)
+}
+
+/// Whether a REST body asks to mark read, decoded as the route decodes it (escapes and all);
+/// a body the route would refuse marks nothing.
+fn rest_marks_read(body: &[u8]) -> bool {
+    serde_json::from_slice::<Flags>(body).ok().and_then(|f| f.mark_read).unwrap_or(false)
+}
+
+/// The arguments that make a reading call a change.
+#[derive(Deserialize)]
+struct Flags {
+    #[serde(default)]
+    mark_read: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -375,6 +375,8 @@ struct Envelope<'a> {
 struct Params<'a> {
     #[serde(borrow, default)]
     name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    arguments: Option<Flags>,
 }
 
 /// A JSON-RPC request's kind: `tools/call` with its tool, `resources/*`, else other. A body
@@ -390,8 +392,10 @@ fn rpc_kind(body: &[u8]) -> Kind {
         return Kind::Other;
     }
     match serde_json::from_slice::<Envelope<'_>>(body) {
-        Ok(envelope) => {
-            kind_of(envelope.method.as_deref(), envelope.params.and_then(|p| p.name).as_deref())
+        Ok(Envelope { method, params }) => {
+            let (name, arguments) = params.map_or((None, None), |p| (p.name, p.arguments));
+            let marks = arguments.and_then(|a| a.mark_read).unwrap_or(false);
+            kind_of(method.as_deref(), name.as_deref(), marks)
         }
         // The typed read refuses a key given twice, where the transport's (a `Value`) keeps
         // the last: read it the transport's way, so that `{"method":"tools/list",
@@ -400,15 +404,19 @@ fn rpc_kind(body: &[u8]) -> Kind {
             Ok(value) => kind_of(
                 value.get("method").and_then(serde_json::Value::as_str),
                 value.pointer("/params/name").and_then(serde_json::Value::as_str),
+                value
+                    .pointer("/params/arguments/mark_read")
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false),
             ),
             Err(_) => Kind::Other,
         },
     }
 }
 
-fn kind_of(method: Option<&str>, tool: Option<&str>) -> Kind {
+fn kind_of(method: Option<&str>, tool: Option<&str>, marks_read: bool) -> Kind {
     match method {
-        Some("tools/call") => Kind::Tool(tool.unwrap_or_default().to_string()),
+        Some("tools/call") => tool_kind(tool.unwrap_or_default(), marks_read),
         Some(method) if method.starts_with("resources/") => Kind::Resources,
         _ => Kind::Other,
     }
