@@ -254,8 +254,16 @@ fn a_running_reference_is_left_alone() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("running") && stderr.contains("4242"), "{stderr}");
     assert!(!data.join("mailroom.sqlite3").exists() && !data.join("archive").exists());
+    let original = std::fs::read(reference.join("storage.sqlite3")).expect("the database");
     let in_place = import(&reference, &["--in-place"]);
     assert!(!in_place.status.success());
-    assert!(!String::from_utf8_lossy(&in_place.stdout).contains("moved_aside"));
+    let after = std::fs::read(reference.join("storage.sqlite3")).expect("the database");
+    assert!(after == original, "the reference's database is untouched");
+    let beside: Vec<String> = std::fs::read_dir(&reference)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("storage.sqlite3."))
+        .collect();
+    assert!(beside.is_empty(), "nothing left beside it: {beside:?}");
     drop(lock);
 }

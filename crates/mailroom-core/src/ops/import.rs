@@ -95,7 +95,8 @@ pub fn import_reference(
             source.database.display()
         )));
     }
-    refuse_running_reference(&source.storage_root)?;
+    // Held until the import is done, so the reference cannot start on it meanwhile.
+    let _reference_lock = refuse_running_reference(&source.storage_root)?;
     let (database, storage_root) = match destination {
         Destination::Copy(config) => (config.database_path.clone(), config.storage_root.clone()),
         Destination::InPlace => (source.database.clone(), source.storage_root.clone()),
@@ -183,9 +184,10 @@ pub fn import_reference(
     })
 }
 
-/// The reference holds `server.lock` in its storage root while it serves.
-fn refuse_running_reference(storage_root: &Path) -> Result<()> {
-    let Ok(lock) = File::open(storage_root.join("server.lock")) else { return Ok(()) };
+/// The reference holds `server.lock` in its storage root while it serves; the lock, taken
+/// here, keeps it from starting until the caller drops it.
+fn refuse_running_reference(storage_root: &Path) -> Result<Option<File>> {
+    let Ok(lock) = File::open(storage_root.join("server.lock")) else { return Ok(None) };
     if lock.try_lock().is_err() {
         let pid = std::fs::read_to_string(storage_root.join("server.pid")).unwrap_or_default();
         return Err(Error::new(
@@ -198,7 +200,7 @@ fn refuse_running_reference(storage_root: &Path) -> Result<()> {
             ),
         ));
     }
-    Ok(())
+    Ok(Some(lock))
 }
 
 fn refuse_same_files(source: &ReferenceMailbox, database: &Path, root: &Path) -> Result<()> {

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::ops::{Mailroom, resolve};
 
 /// The most messages one look reads; a burst beyond it is read in several looks.
-const LOOK_LIMIT: i64 = 4096;
+pub const LOOK_LIMIT: usize = 4096;
 
 impl Mailroom {
     /// The highest message id committed so far (0 before the first): where looking starts.
@@ -19,7 +19,8 @@ impl Mailroom {
     /// The messages committed after `after`, oldest first, with their recipients; at most a
     /// few thousand per call (call again from the last id for more).
     pub async fn messages_after(&self, after: i64) -> Result<Vec<Committed>> {
-        self.store.read(move |db| db.messages_after(after, LOOK_LIMIT)).await
+        let limit = i64::try_from(LOOK_LIMIT).unwrap_or(i64::MAX);
+        self.store.read(move |db| db.messages_after(after, limit)).await
     }
 
     /// The project slug and the agent's stored name that `project_key` and `agent_name` name

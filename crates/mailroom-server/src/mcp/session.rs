@@ -24,20 +24,22 @@ impl Sessions {
         Self { table: Mutex::new(HashMap::new()), capacity: capacity.max(1) }
     }
 
-    /// Opens a session and returns its id (128 random bits, hex).
-    pub fn open(&self, protocol_version: &str) -> String {
+    /// Opens a session and returns its id (128 random bits, hex), with the id of the session
+    /// dropped to make room, if one was (its bindings and subscriptions go with it).
+    pub fn open(&self, protocol_version: &str) -> (String, Option<String>) {
         let id = new_session_id();
         let session =
             Session { protocol_version: protocol_version.to_string(), last_seen: Instant::now() };
         let mut table = self.lock();
+        let mut evicted = None;
         if table.len() >= self.capacity {
-            let oldest = table.iter().min_by_key(|(_, s)| s.last_seen).map(|(k, _)| k.clone());
-            if let Some(oldest) = oldest {
-                table.remove(&oldest);
+            evicted = table.iter().min_by_key(|(_, s)| s.last_seen).map(|(k, _)| k.clone());
+            if let Some(oldest) = &evicted {
+                table.remove(oldest);
             }
         }
         table.insert(id.clone(), session);
-        id
+        (id, evicted)
     }
 
     /// Marks the session seen; `None` if it does not exist (expired or deleted).
@@ -92,11 +94,12 @@ mod tests {
     #[test]
     fn sessions_open_touch_close_and_stay_bounded() {
         let sessions = Sessions::new(2);
-        let a = sessions.open("2025-06-18");
-        assert_eq!(a.len(), 32);
+        let (a, none) = sessions.open("2025-06-18");
+        assert_eq!((a.len(), none), (32, None));
         assert!(sessions.touch(&a).is_some());
         let _b = sessions.open("2025-06-18");
-        let _c = sessions.open("2025-11-25");
+        let (_c, evicted) = sessions.open("2025-11-25");
+        assert_eq!(evicted.as_deref(), Some(a.as_str()));
         assert_eq!(sessions.len(), 2);
         assert!(sessions.touch("nope").is_none());
         assert!(sessions.touch(&a).is_none(), "the least recently seen session is dropped");

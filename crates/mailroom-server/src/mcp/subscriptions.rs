@@ -218,11 +218,16 @@ pub async fn watch(state: AppState) {
             };
             let Some(last) = committed.last() else { break };
             seen = i64::from(last.message_id);
+            // A page short of the limit was the last: no second look for nothing.
+            let more = committed.len() >= mailroom_core::ops::push::LOOK_LIMIT;
             state.subscriptions.notify(&committed);
             if state.signals.enabled() {
                 let signalled = state.clone();
                 let _ =
                     tokio::task::spawn_blocking(move || signalled.signals.emit(&committed)).await;
+            }
+            if !more {
+                break;
             }
         }
     }

@@ -104,7 +104,11 @@ async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
     let initialize = method == "initialize";
     let new_session = (initialize && session.is_none()).then(|| {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
-        state.sessions.open(dispatch::negotiate_version(requested))
+        let (id, evicted) = state.sessions.open(dispatch::negotiate_version(requested));
+        if let Some(evicted) = evicted {
+            forget(state, &evicted);
+        }
+        id
     });
     let session_id =
         headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).filter(|_| session.is_some());
@@ -220,12 +224,17 @@ fn delete(state: &AppState, headers: &HeaderMap) -> Response {
         return plain(StatusCode::BAD_REQUEST, "DELETE needs the Mcp-Session-Id to end.");
     };
     if state.sessions.close(id) {
-        state.bindings.forget(id);
-        state.subscriptions.forget(id);
+        forget(state, id);
         StatusCode::NO_CONTENT.into_response()
     } else {
         plain(StatusCode::NOT_FOUND, "Session not found.")
     }
+}
+
+/// What a session that ended leaves behind: its bindings and subscriptions.
+fn forget(state: &AppState, id: &str) {
+    state.bindings.forget(id);
+    state.subscriptions.forget(id);
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response {

@@ -60,16 +60,15 @@ pub fn run(args: ImportArgs) -> Result<()> {
     } else {
         Destination::Copy(Box::new(shared::core_config(&data_dir)?))
     };
-    // No mailroom server may run on what is written: the data directory and the database.
+    // No mailroom server may run on what a copy writes: the data directory and the database.
+    // In place there is none yet (serve refuses a reference database), and the reference's
+    // own lock is held by the import.
     let _locks = match &destination {
         Destination::Copy(config) => Some((
             shared::lock_data_dir(&data_dir)?,
             shared::lock_database(&config.database_path, Missing::Skip)?,
         )),
-        Destination::InPlace => {
-            shared::lock_database(&source.database, Missing::Skip)?;
-            None
-        }
+        Destination::InPlace => None,
     };
     // One bar per phase on a terminal (tables, archive files, messages re-rendered).
     let mut bar: Option<(&str, Progress)> = None;

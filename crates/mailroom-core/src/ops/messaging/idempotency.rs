@@ -142,8 +142,6 @@ pub(crate) fn once<T: Serialize>(
     if keep(&answer) {
         let result_json = serde_json::to_string(&answer)
             .map_err(|e| Error::internal(format!("cannot encode the answer to keep: {e}")))?;
-        // Expired answers go here, with the next keyed write: the table holds one window.
-        db.forget_answers_before(cutoff)?;
         let kept =
             KeptAnswer { fingerprint: retry.fingerprint.clone(), result_json, created_ts: now };
         db.keep_answer(retry.scope(scope), &kept)?;

@@ -3,7 +3,7 @@
 -- IDEMPOTENCY_WINDOW_SECONDS so that a retry with the same key and the same arguments gets it
 -- again instead of storing the message twice. A key belongs to one project, one acting agent
 -- and one tool; `fingerprint` is the SHA-1 of the call's other arguments, to refuse the key's
--- reuse for a different call. Expired rows are deleted by the next keyed write.
+-- reuse for a different call. Expired rows are replaced by the next write of their key and deleted by the upkeep's reservation sweep.
 CREATE TABLE idempotency_keys (
     project_id INTEGER NOT NULL,
     agent_id INTEGER NOT NULL,
