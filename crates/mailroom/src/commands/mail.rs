@@ -42,9 +42,9 @@ enum AgentMail {
     /// The agent's inbox, newest first (marks nothing read unless --mark-read)
     Inbox(InboxArgs),
     /// One message whole (marks it read only with --mark-read)
-    Read(OneArgs),
+    Read(ReadArgs),
     /// Acknowledge a message (which marks it read too)
-    Ack(OneArgs),
+    Ack(MessageArgs),
     /// Reply to a message, in its thread (the body from --body or standard input)
     Reply(ReplyArgs),
 }
@@ -106,15 +106,22 @@ struct InboxArgs {
     mark_read: bool,
 }
 
+/// One message, acted on as an agent.
 #[derive(Args, Debug)]
-struct OneArgs {
+struct MessageArgs {
     #[command(flatten)]
     who: AsAgent,
     #[command(flatten)]
     proof: Proof,
     /// The message's id
     id: i64,
-    /// read: also mark it read
+}
+
+#[derive(Args, Debug)]
+struct ReadArgs {
+    #[command(flatten)]
+    m: MessageArgs,
+    /// Also mark it read
     #[arg(long)]
     mark_read: bool,
 }
@@ -122,11 +129,7 @@ struct OneArgs {
 #[derive(Args, Debug)]
 struct ReplyArgs {
     #[command(flatten)]
-    who: AsAgent,
-    #[command(flatten)]
-    proof: Proof,
-    /// The id of the message answered
-    id: i64,
+    m: MessageArgs,
     /// The Markdown body [default: standard input]
     #[arg(long)]
     body: Option<String>,
@@ -162,19 +165,19 @@ fn act(mail: AgentMail, common: &Common) -> Result<()> {
             let inbox = backend.call_tool("fetch_inbox", call)?;
             output::print(json, &inbox, |v| inbox_table(v, a.bodies));
         }
-        AgentMail::Read(a) => {
-            let (project, agent) = (a.who.project()?, a.who.agent()?);
+        AgentMail::Read(ReadArgs { m, mark_read }) => {
+            let (project, agent) = (m.who.project()?, m.who.agent()?);
             let uri = format!(
                 "resource://message/{}?project={}&agent={}",
-                a.id,
+                m.id,
                 encode(&project),
                 encode(&agent)
             );
             let message = backend.read_resource(&uri)?;
             output::print(json, &message, show);
-            if a.mark_read {
+            if mark_read {
                 let call = json!({"project_key": project, "agent_name": agent,
-                    "message_id": a.id, "registration_token": a.proof.token(&a.who, common)?});
+                    "message_id": m.id, "registration_token": m.proof.token(&m.who, common)?});
                 backend.call_tool("mark_message_read", call)?;
             }
         }
@@ -186,9 +189,10 @@ fn act(mail: AgentMail, common: &Common) -> Result<()> {
                 format!("acknowledged message {} at {}\n", a.id, cell(&v["acknowledged_at"]))
             });
         }
-        AgentMail::Reply(a) => {
-            let call = json!({"project_key": a.who.project()?, "sender_name": a.who.agent()?,
-                "message_id": a.id, "body_md": body(a.body)?, "sender_token": a.proof.token(&a.who, common)?});
+        AgentMail::Reply(ReplyArgs { m, body: text }) => {
+            let call = json!({"project_key": m.who.project()?, "sender_name": m.who.agent()?,
+                "message_id": m.id, "body_md": body(text)?,
+                "sender_token": m.proof.token(&m.who, common)?});
             let sent = backend.call_tool("reply_message", call)?;
             output::print(json, &sent, delivered);
         }
