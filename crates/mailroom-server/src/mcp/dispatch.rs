@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::auth::{Claim, authorize};
 use super::catalog::{AuthSpec, Rule};
 use super::chunks::Chunks;
+use super::envelope::{self, Era};
 use super::error::{ToolError, code};
 use super::format;
 use super::resources::ReadError;
@@ -35,31 +36,85 @@ pub struct Request {
 
 /// A serialised JSON-RPC response.
 pub enum Response {
-    /// Written whole for this request.
+    /// A success written whole for this request.
     Text(String),
+    /// An error response, with its code (a 2026-07-28 error's HTTP status follows it).
+    Error { code: i64, text: String },
     /// `head` (`{"jsonrpc":"2.0","id":…,"result":`, written for this request), then a result
     /// serialised once at start-up and shared rather than copied (a tools/list is 44 KB),
-    /// then the closing brace.
-    Shared { head: String, result: Bytes },
+    /// then `tail` (`}`, or the 2026-07-28 result members and the closing braces, `result`
+    /// then lacking its own closing brace).
+    Shared { head: String, result: Bytes, tail: &'static str },
 }
 
 impl Response {
     /// The response's bytes in order, `before` and `after` it (an event stream's framing;
     /// empty chunks are skipped when sent).
     pub fn into_parts(self, before: &'static str, after: &'static str) -> Chunks {
-        match self {
-            Response::Text(text) => Chunks::new(vec![
+        let framed = |text: String| {
+            Chunks::new(vec![
                 Bytes::from_static(before.as_bytes()),
                 Bytes::from(text),
                 Bytes::from_static(after.as_bytes()),
-            ]),
-            Response::Shared { head, result } => Chunks::new(vec![
+            ])
+        };
+        match self {
+            Response::Text(text) | Response::Error { text, .. } => framed(text),
+            Response::Shared { head, result, tail } => Chunks::new(vec![
                 Bytes::from_static(before.as_bytes()),
                 Bytes::from(head),
                 result,
-                Bytes::from_static(b"}"),
+                Bytes::from_static(tail.as_bytes()),
                 Bytes::from_static(after.as_bytes()),
             ]),
+        }
+    }
+
+    /// The whole response as one string.
+    pub fn into_text(self) -> String {
+        match self {
+            Response::Text(text) | Response::Error { text, .. } => text,
+            Response::Shared { head, result, tail } => {
+                format!("{head}{}{tail}", String::from_utf8_lossy(&result))
+            }
+        }
+    }
+
+    /// The JSON-RPC error code, for an error response.
+    pub fn error_code(&self) -> Option<i64> {
+        match self {
+            Response::Error { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Adds the 2026-07-28 result members (`envelope::result_members`) to a success's result,
+    /// which every success writes as its last member; an error is left as it is.
+    fn with_result_members(self, cacheable: bool) -> Response {
+        match self {
+            Response::Text(mut text) => {
+                // `…,"result":{…}}`: the result's closing brace is the second last byte.
+                let result_close = text.len().saturating_sub(2);
+                if text.as_bytes().get(result_close) == Some(&b'}') {
+                    let members = envelope::result_members(cacheable);
+                    let empty = text[..result_close].trim_end().ends_with('{');
+                    let insert = if empty { members.to_string() } else { format!(",{members}") };
+                    text.insert_str(result_close, &insert);
+                }
+                Response::Text(text)
+            }
+            // A shared result (a list) is a non-empty object: its closing brace gives way to
+            // the members' tail, and the bytes stay shared.
+            Response::Shared { head, result, tail: "}" }
+                if result.ends_with(b"}") && !result.ends_with(b"{}") =>
+            {
+                let open = result.slice(..result.len() - 1);
+                Response::Shared { head, result: open, tail: envelope::result_tail(cacheable) }
+            }
+            Response::Shared { .. } => {
+                Response::Text(self.into_text()).with_result_members(cacheable)
+            }
+            error @ Response::Error { .. } => error,
         }
     }
 }
@@ -73,8 +128,23 @@ pub fn negotiate_version(requested: Option<&str>) -> &'static str {
 }
 
 /// Answers one request. `session` is the request's MCP session id (`None` for a stateless
-/// request, which is then a session of its own for tool authentication).
-pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -> Response {
+/// request, which is then a session of its own for tool authentication); `era` the protocol
+/// generation it speaks (a 2026-07-28 request's envelope is checked by the transport).
+pub async fn handle(
+    state: &AppState,
+    request: Request,
+    session: Option<&str>,
+    era: Era,
+) -> Response {
+    match era {
+        Era::Handshake => handshake(state, request, session).await,
+        Era::Modern => modern(state, request).await,
+    }
+}
+
+/// 2025-11-25 and older: `initialize`, `ping`, `logging/setLevel` and the session's
+/// resource subscriptions beside the methods both generations share.
+async fn handshake(state: &AppState, request: Request, session: Option<&str>) -> Response {
     let Request { id, method, params } = request;
     match method.as_str() {
         "initialize" => {
@@ -92,6 +162,69 @@ pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -
                 &format!("Invalid log level; expected one of: {}.", LOG_LEVELS.join(", ")),
             ),
         },
+        "resources/subscribe" | "resources/unsubscribe" => {
+            subscription(state, &id, &method, &params, session).await
+        }
+        "server/discover" | "subscriptions/listen" => error(
+            &id,
+            code::METHOD_NOT_FOUND,
+            &format!(
+                "Method not found: {method} (protocol 2026-07-28; send its envelope in \
+                 params._meta and the MCP-Protocol-Version header)"
+            ),
+        ),
+        _ => shared(state, id, method, params, session).await,
+    }
+}
+
+/// 2026-07-28: `server/discover` beside the shared methods, every result carrying
+/// `resultType` and the server's name (and the caching hints where the revision asks for
+/// them). `subscriptions/listen` is an event stream, served by the transport (`listen.rs`).
+async fn modern(state: &AppState, request: Request) -> Response {
+    let Request { id, method, params } = request;
+    let cacheable = matches!(
+        method.as_str(),
+        "server/discover"
+            | "tools/list"
+            | "resources/list"
+            | "resources/templates/list"
+            | "resources/read"
+            | "prompts/list"
+    );
+    let response = match method.as_str() {
+        "server/discover" => ok(&id, &discover_result()),
+        "initialize"
+        | "ping"
+        | "logging/setLevel"
+        | "resources/subscribe"
+        | "resources/unsubscribe" => error(
+            &id,
+            code::METHOD_NOT_FOUND,
+            &format!(
+                "Method not found: {method} (removed in protocol 2026-07-28; resource \
+                 subscriptions are made with subscriptions/listen)"
+            ),
+        ),
+        "subscriptions/listen" => error(
+            &id,
+            code::INVALID_REQUEST,
+            "subscriptions/listen answers with an event stream: send it over HTTP with \
+             Accept: text/event-stream.",
+        ),
+        _ => shared(state, id, method, params, None).await,
+    };
+    response.with_result_members(cacheable)
+}
+
+/// The methods both generations answer alike.
+async fn shared(
+    state: &AppState,
+    id: Value,
+    method: String,
+    params: Value,
+    session: Option<&str>,
+) -> Response {
+    match method.as_str() {
         "tools/list" => ok_raw(&id, state.tools.list_result()),
         // A call without a tool name is a malformed request (a protocol error, as the
         // reference's SDK answers it); an unknown name is a tool error result, as the reference.
@@ -116,9 +249,6 @@ pub async fn handle(state: &AppState, request: Request, session: Option<&str>) -
             error(&id, code::INVALID_PARAMS, &format!("Unknown prompt: {name}"))
         }
         "resources/read" => read_resource(state, &id, &params).await,
-        "resources/subscribe" | "resources/unsubscribe" => {
-            subscription(state, &id, &method, &params, session).await
-        }
         _ => error(&id, code::METHOD_NOT_FOUND, &format!("Method not found: {method}")),
     }
 }
@@ -159,6 +289,20 @@ async fn subscription(
     ok(id, &json!({}))
 }
 
+/// `server/discover` (2026-07-28): the versions we speak and what we offer. Logging is not
+/// declared: that revision deprecates it and no tool logs to the client.
+fn discover_result() -> Value {
+    json!({
+        "supportedVersions": envelope::supported_versions(),
+        "capabilities": {
+            "tools": { "listChanged": false },
+            "resources": { "subscribe": true, "listChanged": false },
+            "prompts": { "listChanged": false }
+        },
+        "instructions": INSTRUCTIONS
+    })
+}
+
 fn initialize_result(version: &str) -> Value {
     json!({
         "protocolVersion": version,
@@ -185,7 +329,10 @@ async fn read_resource(state: &AppState, id: &Value, params: &Value) -> Response
             &json!({ "contents": [{ "uri": uri, "mimeType": "application/json",
                 "text": value.to_string() }] }),
         ),
-        Err(ReadError::Unknown(message)) => error(id, code::INVALID_PARAMS, &message),
+        // The URI in `data`, as the MCP specification asks for a resource that is not found.
+        Err(ReadError::Unknown(message)) => {
+            error_with_data(id, code::INVALID_PARAMS, &message, json!({ "uri": uri }))
+        }
         Err(ReadError::Failed(message)) => error(id, code::RESOURCE_FAILED, &message),
     }
 }
@@ -294,12 +441,19 @@ fn ok_tool(id: &Value, json: &str) -> Response {
 /// A success response around a result serialised once and shared (no re-encoding, no copy).
 fn ok_raw(id: &Value, result: &Bytes) -> Response {
     let head = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#);
-    Response::Shared { head, result: result.clone() }
+    Response::Shared { head, result: result.clone(), tail: "}" }
 }
 
 /// An error response; `id` is null when the request could not be read.
 pub fn error(id: &Value, code: i64, message: &str) -> Response {
     let error =
         json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
-    Response::Text(error.to_string())
+    Response::Error { code, text: error.to_string() }
+}
+
+/// An error response with `data`.
+pub fn error_with_data(id: &Value, code: i64, message: &str, data: Value) -> Response {
+    let error = json!({ "jsonrpc": "2.0", "id": id,
+        "error": { "code": code, "message": message, "data": data } });
+    Response::Error { code, text: error.to_string() }
 }

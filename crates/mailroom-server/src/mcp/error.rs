@@ -16,6 +16,12 @@ pub mod code {
     /// The server's storage refused a write (disk full, read-only): a server fault the call
     /// can be retried after, not a tool result (an implementation-defined server error).
     pub const STORAGE: i64 = -32001;
+    /// 2026-07-28: a routing header disagrees with the request's body.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// 2026-07-28: the request needs a client capability its `_meta` did not declare.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// 2026-07-28: the envelope names a protocol version we do not speak.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
 /// Why a tool call failed.

@@ -1,13 +1,16 @@
-//! MCP over Streamable HTTP: transport (HTTP rules), session table, JSON-RPC dispatch, the
+//! MCP over Streamable HTTP: transport (HTTP rules), the 2026-07-28 envelope and listen
+//! streams, session table, JSON-RPC dispatch, the
 //! tool registry and one file per tool, the resources, tool metrics and output formats.
 
 pub mod auth;
 pub mod catalog;
 mod chunks;
 pub mod dispatch;
+pub mod envelope;
 pub mod error;
 pub mod format;
 mod json_string;
+mod listen;
 pub mod metrics;
 pub mod resources;
 pub mod session;

@@ -1,7 +1,8 @@
-//! Resource subscriptions of MCP sessions (`resources/subscribe`, protocol 2025-11-25 and
-//! earlier) and the notifications they get on the session's GET stream
-//! (`notifications/resources/updated`), the moment a message that changes the resource
-//! commits (docs/compat/http.md §2.4).
+//! Resource subscriptions and the notifications they get (`notifications/resources/updated`),
+//! the moment a message that changes the resource commits: a session's, made with
+//! `resources/subscribe` (protocol 2025-11-25 and earlier) and told on its GET stream, and a
+//! 2026-07-28 `subscriptions/listen` stream's, made with the request and told on its response
+//! (`listen.rs`) (docs/compat/http.md §2.4, §2.5).
 //!
 //! A subscription names a mailbox resource: an agent's inbox, outbox or mailbox, or a
 //! thread, in a project. It is resolved once, when made, to the project's slug and the
@@ -13,10 +14,14 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::body::Bytes;
 use mailroom_core::ops::push::Committed;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
+
+use super::envelope::SUBSCRIPTION_ID_KEY;
 
 use crate::state::AppState;
 
@@ -66,14 +71,19 @@ impl Watched {
 struct SessionSubscriptions {
     /// The URIs as the client subscribed to them, and what each watches.
     watched: Vec<(String, Watched)>,
-    /// The session's open GET stream, if any.
+    /// The session's open GET stream, or the listen stream, if any.
     stream: Option<mpsc::Sender<Bytes>>,
+    /// A listen stream's request id, which stamps each of its notifications; `None` for a
+    /// session.
+    listen_id: Option<Value>,
 }
 
-/// Every session's subscriptions.
+/// Every session's and listen stream's subscriptions, keyed by session id or listen key.
 #[derive(Default)]
 pub struct Subscriptions {
     sessions: Mutex<HashMap<String, SessionSubscriptions>>,
+    /// Numbers listen streams' keys (`listen:N`, never a session id, which is hex).
+    listens: AtomicU64,
 }
 
 impl Subscriptions {
@@ -106,9 +116,30 @@ impl Subscriptions {
         receiver
     }
 
-    /// Forgets a session that ended.
-    pub fn forget(&self, session: &str) {
-        self.lock().remove(session);
+    /// Opens a listen stream watching `watched` (the URIs as the client sent them, resolved),
+    /// its notifications stamped with `listen_id`; its key (for [`Subscriptions::forget`]) and
+    /// its notifications. `None` when `limit` listen streams are open already.
+    pub fn open_listen(
+        &self,
+        listen_id: Value,
+        watched: Vec<(String, Watched)>,
+        limit: usize,
+    ) -> Option<(String, mpsc::Receiver<Bytes>)> {
+        let mut sessions = self.lock();
+        if sessions.values().filter(|s| s.listen_id.is_some()).count() >= limit {
+            return None;
+        }
+        let key = format!("listen:{}", self.listens.fetch_add(1, Ordering::Relaxed));
+        let (sender, receiver) = mpsc::channel(STREAM_BACKLOG);
+        let entry =
+            SessionSubscriptions { watched, stream: Some(sender), listen_id: Some(listen_id) };
+        sessions.insert(key.clone(), entry);
+        Some((key, receiver))
+    }
+
+    /// Forgets a session that ended, or a listen stream that closed.
+    pub fn forget(&self, key: &str) {
+        self.lock().remove(key);
     }
 
     /// Whether any session has a stream to tell.
@@ -117,25 +148,29 @@ impl Subscriptions {
     }
 
     /// Sends `notifications/resources/updated` for every subscribed URI a message changed,
-    /// once per URI per call; streams whose client went away are let go.
+    /// once per URI per call; streams whose client went away are let go. A listen stream whose
+    /// client reads nothing is ended at its backlog's bound (its client listens again and
+    /// reads what changed: nothing is lost unseen), a session's GET stream drops the excess.
     pub fn notify(&self, messages: &[Committed]) {
         let mut sessions = self.lock();
         for entry in sessions.values_mut() {
             let Some(stream) = &entry.stream else { continue };
-            let mut closed = false;
+            let mut ended = false;
             for (uri, watched) in &entry.watched {
                 if !messages.iter().any(|m| watched.matches(m)) {
                     continue;
                 }
-                let note = serde_json::json!({"jsonrpc": "2.0",
-                    "method": "notifications/resources/updated", "params": {"uri": uri}});
-                let event = Bytes::from(format!("event: message\ndata: {note}\n\n"));
-                if let Err(mpsc::error::TrySendError::Closed(_)) = stream.try_send(event) {
-                    closed = true;
+                let event = updated_event(uri, entry.listen_id.as_ref());
+                match stream.try_send(event) {
+                    Err(mpsc::error::TrySendError::Closed(_)) => ended = true,
+                    Err(mpsc::error::TrySendError::Full(_)) => ended = entry.listen_id.is_some(),
+                    Ok(()) => {}
+                }
+                if ended {
                     break;
                 }
             }
-            if closed {
+            if ended {
                 entry.stream = None;
             }
         }
@@ -144,6 +179,18 @@ impl Subscriptions {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionSubscriptions>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// One `notifications/resources/updated` event, stamped with the listen stream's id when it
+/// goes to one.
+fn updated_event(uri: &str, listen_id: Option<&Value>) -> Bytes {
+    let params = match listen_id {
+        Some(id) => json!({ "uri": uri, "_meta": { SUBSCRIPTION_ID_KEY: id } }),
+        None => json!({ "uri": uri }),
+    };
+    let note =
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params});
+    Bytes::from(format!("event: message\ndata: {note}\n\n"))
 }
 
 /// What `uri` watches, resolved against the database: the project's slug and the agent's

@@ -1,4 +1,9 @@
-//! Streamable HTTP (MCP 2025-06-18 / 2025-11-25) with the reference's stateless behaviour.
+//! Streamable HTTP (MCP 2025-06-18 / 2025-11-25, and 2026-07-28 beside them) with the
+//! reference's stateless behaviour.
+//!
+//! A POST carrying the 2026-07-28 envelope (`envelope.rs`) is served on its own, as that
+//! revision asks: no session, errors with their HTTP status, `subscriptions/listen` as an event
+//! stream (`listen.rs`). Older POSTs follow the rules below.
 //!
 //! A POST without `Mcp-Session-Id` is served on its own (the reference serves everyone that
 //! way: no initialize needed, JSON response). A client that initializes gets a session id and
@@ -18,6 +23,7 @@ use futures_util::stream;
 use serde_json::Value;
 
 use super::dispatch::{self, Request};
+use super::envelope::{self, Era};
 use super::error::code;
 use super::{SUPPORTED_PROTOCOL_VERSIONS, session};
 use crate::http::security::origin::check_origin_and_host;
@@ -55,10 +61,6 @@ pub async fn endpoint(
 }
 
 async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
-    let session = match session_of(state, headers) {
-        Ok(session) => session,
-        Err(rejection) => return *rejection,
-    };
     let message: Value = match serde_json::from_slice(&body) {
         Ok(value) => value,
         Err(e) => {
@@ -84,6 +86,15 @@ async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
             "Invalid Request: jsonrpc must be \"2.0\".",
         );
     }
+    let era = envelope::era(headers, &object);
+    // A 2026-07-28 request has no session: a session id it carries is not looked at.
+    let session = match era {
+        Era::Modern => None,
+        Era::Handshake => match session_of(state, headers) {
+            Ok(session) => session,
+            Err(rejection) => return *rejection,
+        },
+    };
     let Some(method) = object.get("method").and_then(Value::as_str).map(str::to_string) else {
         // A response or error sent by the client (we never ask it anything): acknowledge.
         return StatusCode::ACCEPTED.into_response();
@@ -101,6 +112,9 @@ async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
     };
     // Moved out, not cloned: the arguments travel on to the tool.
     let params = object.remove("params").unwrap_or(Value::Null);
+    if era == Era::Modern {
+        return modern(state, headers, Request { id, method, params }).await;
+    }
     let initialize = method == "initialize";
     let new_session = (initialize && session.is_none()).then(|| {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
@@ -112,12 +126,49 @@ async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
     });
     let session_id =
         headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).filter(|_| session.is_some());
-    let reply = dispatch::handle(state, Request { id, method, params }, session_id).await;
-    let mut response = respond(headers, reply);
+    let request = Request { id, method, params };
+    let reply = dispatch::handle(state, request, session_id, Era::Handshake).await;
+    let mut response = respond(headers, reply, StatusCode::OK);
     if let Some(id) = new_session.and_then(|id| HeaderValue::from_str(&id).ok()) {
         response.headers_mut().insert(SESSION_HEADER, id);
     }
     response
+}
+
+/// A 2026-07-28 request: its envelope checked (a refusal answers with the request's id and a
+/// 400), then dispatched statelessly, or served as a listen stream; an error's HTTP status
+/// follows its code (`envelope::status_of`).
+async fn modern(state: &AppState, headers: &HeaderMap, request: Request) -> Response {
+    let listen = request.method == "subscriptions/listen";
+    if listen && !accepts(headers, "text/event-stream") {
+        return plain(
+            StatusCode::NOT_ACCEPTABLE,
+            "subscriptions/listen answers with an event stream: send Accept: text/event-stream.",
+        );
+    }
+    if let Err(rejection) = envelope::check(headers, &request.method, &request.params) {
+        let reply = match rejection.data {
+            Some(data) => {
+                dispatch::error_with_data(&request.id, rejection.code, &rejection.message, data)
+            }
+            None => dispatch::error(&request.id, rejection.code, &rejection.message),
+        };
+        return respond(headers, reply, envelope::status_of(rejection.code));
+    }
+    if listen {
+        return super::listen::listen(state, request.id, &request.params).await;
+    }
+    let reply = dispatch::handle(state, request, None, Era::Modern).await;
+    let status = reply.error_code().map_or(StatusCode::OK, envelope::status_of);
+    respond(headers, reply, status)
+}
+
+fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains(media) || v.contains("*/*"))
 }
 
 fn valid_id(id: &Value) -> bool {
@@ -125,7 +176,7 @@ fn valid_id(id: &Value) -> bool {
 }
 
 /// JSON by default (as the reference); an event stream when the client accepts only that.
-fn respond(headers: &HeaderMap, reply: dispatch::Response) -> Response {
+fn respond(headers: &HeaderMap, reply: dispatch::Response, status: StatusCode) -> Response {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     let wants_sse_only = accept.contains("text/event-stream")
         && !accept.contains("application/json")
@@ -133,12 +184,13 @@ fn respond(headers: &HeaderMap, reply: dispatch::Response) -> Response {
     if wants_sse_only {
         let event = Body::new(reply.into_parts("event: message\ndata: ", "\n\n"));
         return (
+            status,
             [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
             event,
         )
             .into_response();
     }
-    ([(header::CONTENT_TYPE, "application/json")], Body::new(reply.into_parts("", "")))
+    (status, [(header::CONTENT_TYPE, "application/json")], Body::new(reply.into_parts("", "")))
         .into_response()
 }
 
@@ -156,7 +208,7 @@ fn session_of(
             code::INVALID_REQUEST,
             &format!(
                 "Unsupported MCP-Protocol-Version '{version}'; supported: {}.",
-                SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+                envelope::supported_versions().join(", ")
             ),
         )));
     }
@@ -180,6 +232,13 @@ fn get(state: &AppState, headers: &HeaderMap) -> Response {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !accept.contains("text/event-stream") {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "GET needs Accept: text/event-stream.");
+    }
+    let version = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok());
+    if version.is_some_and(|v| envelope::MODERN_PROTOCOL_VERSIONS.contains(&v)) {
+        return plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Protocol 2026-07-28 has no GET stream: POST subscriptions/listen instead.",
+        );
     }
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return plain(

@@ -6,6 +6,7 @@
 //! `/ready`).
 
 use mailroom_server::mcp::dispatch::{self, Request, Response};
+use mailroom_server::mcp::envelope::Era;
 use mailroom_testkit::TestApp;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -138,9 +139,12 @@ async fn random_arguments_never_panic_nor_fail_inside() {
                 method: "tools/call".to_string(),
                 params: json!({"name": name, "arguments": args}),
             };
-            let Response::Text(text) = dispatch::handle(&app.state, request, None).await else {
-                panic!("{name}: a tools/call answers with its own text");
-            };
+            let response = dispatch::handle(&app.state, request, None, Era::Handshake).await;
+            assert!(
+                !matches!(response, Response::Shared { .. }),
+                "{name}: a tools/call answers with its own text"
+            );
+            let text = response.into_text();
             let answer: Value = serde_json::from_str(&text).expect("JSON-RPC");
             let shown: String = args.to_string().chars().take(400).collect();
             let case = format!("{name} {shown}: {text:.400}");
@@ -297,9 +301,9 @@ async fn random_resource_uris_never_fail_inside() {
             method: "resources/read".to_string(),
             params: json!({"uri": uri}),
         };
-        let text = match dispatch::handle(&app.state, request, None).await {
-            Response::Text(text) => text,
+        let text = match dispatch::handle(&app.state, request, None, Era::Handshake).await {
             Response::Shared { .. } => continue,
+            response => response.into_text(),
         };
         let answer: Value = serde_json::from_str(&text).expect("JSON-RPC");
         let internal = text.contains("Internal error") || text.contains("Unexpected error");

@@ -9,6 +9,7 @@ mod hostile;
 mod idempotency;
 mod jwt;
 mod lifecycle;
+mod listen;
 mod macros;
 mod mail_enforcement;
 mod mailbox_events;

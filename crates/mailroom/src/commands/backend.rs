@@ -9,7 +9,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use mailroom_core::Mailroom;
-use mailroom_server::mcp::dispatch::{self, Request, Response};
+use mailroom_server::mcp::dispatch::{self, Request};
+use mailroom_server::mcp::envelope::Era;
 use mailroom_server::{AppState, ServerConfig};
 use serde_json::{Value, json};
 
@@ -111,13 +112,9 @@ impl Local {
     /// One JSON-RPC request through the dispatcher; its `result`, or its error.
     fn rpc(&self, method: &str, params: Value) -> Result<Value> {
         let request = Request { id: json!(1), method: method.to_string(), params };
-        let response = self.runtime.block_on(dispatch::handle(&self.state, request, None));
-        let text = match response {
-            Response::Text(text) => text,
-            Response::Shared { head, result } => {
-                format!("{head}{}}}", String::from_utf8_lossy(&result))
-            }
-        };
+        let response =
+            self.runtime.block_on(dispatch::handle(&self.state, request, None, Era::Handshake));
+        let text = response.into_text();
         let mut answer: Value =
             serde_json::from_str(&text).context("the dispatcher answered text that is not JSON")?;
         if let Some(error) = answer.get("error") {
