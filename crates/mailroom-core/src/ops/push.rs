@@ -2,9 +2,10 @@
 //! looked (`store/db/push.rs`), and what a subscription to an agent's mailbox resolves to.
 //! The server decides who is told (`mailroom-server` `mcp/subscriptions.rs`).
 
-pub use crate::store::db::push::Committed;
+pub use crate::store::db::push::{Committed, ReservationMark};
 
 use crate::error::Result;
+use crate::model::time::Timestamp;
 use crate::ops::{Mailroom, resolve};
 
 /// The most messages one look reads; a burst beyond it is read in several looks.
@@ -35,6 +36,27 @@ impl Mailroom {
                 let project = resolve::project(db, &project_key)?;
                 let agent = resolve::agent(db, &project, &agent_name, "agent")?;
                 Ok((project.slug, agent.name))
+            })
+            .await
+    }
+
+    /// The marks of the file reservations of the projects with these slugs, now (a project
+    /// that is gone has none): a subscription to a project's reservations is told when its
+    /// mark moves.
+    pub async fn reservation_marks(
+        &self,
+        slugs: Vec<String>,
+    ) -> Result<Vec<(String, Option<ReservationMark>)>> {
+        let now = Timestamp::now().to_db();
+        self.store
+            .read_short(move |db| {
+                slugs
+                    .into_iter()
+                    .map(|slug| {
+                        let mark = db.reservation_mark(&slug, &now)?;
+                        Ok((slug, mark))
+                    })
+                    .collect()
             })
             .await
     }

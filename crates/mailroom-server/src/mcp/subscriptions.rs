@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::body::Bytes;
-use mailroom_core::ops::push::Committed;
+use mailroom_core::ops::push::{Committed, ReservationMark};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -27,12 +27,14 @@ use crate::state::AppState;
 
 /// Subscriptions one session may hold; more are refused.
 pub const PER_SESSION: usize = 256;
+/// How long the watcher waits without a write before it looks for reservations that expired.
+const EXPIRY_LOOK: std::time::Duration = std::time::Duration::from_secs(5);
 /// Notifications a session's stream may have waiting; beyond that they are dropped (a client
 /// that does not read its stream learns of the rest when it reads the resource).
 const STREAM_BACKLOG: usize = 1024;
 
 /// What a subscription watches.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Watched {
     /// Messages delivered to the agent (its inbox).
     Received { project: String, agent: String },
@@ -42,6 +44,9 @@ pub enum Watched {
     Either { project: String, agent: String },
     /// Messages of a thread.
     Thread { project: String, thread: String },
+    /// A project's file reservations (made, renewed, released or expired), with their mark
+    /// when last told (taken when subscribing, so a change right after is not missed).
+    Reservations { project: String, mark: Option<ReservationMark> },
 }
 
 impl Watched {
@@ -63,6 +68,8 @@ impl Watched {
                     && (message.thread_id.as_deref() == Some(thread.as_str())
                         || message.message_id.to_string() == *thread)
             }
+            // Told by the reservations' marks, not by messages.
+            Watched::Reservations { .. } => false,
         }
     }
 }
@@ -152,20 +159,66 @@ impl Subscriptions {
     /// client reads nothing is ended at its backlog's bound (its client listens again and
     /// reads what changed: nothing is lost unseen), a session's GET stream drops the excess.
     pub fn notify(&self, messages: &[Committed]) {
+        self.tell(|watched| messages.iter().any(|m| watched.matches(m)));
+    }
+
+    /// The projects whose file reservations some stream watches (slugs, each once).
+    pub fn watched_reservations(&self) -> Vec<String> {
+        let sessions = self.lock();
+        let mut slugs: Vec<String> = sessions
+            .values()
+            .filter(|s| s.stream.is_some())
+            .flat_map(|s| s.watched.iter())
+            .filter_map(|(_, w)| match w {
+                Watched::Reservations { project, .. } => Some(project.clone()),
+                _ => None,
+            })
+            .collect();
+        slugs.sort_unstable();
+        slugs.dedup();
+        slugs
+    }
+
+    /// Tells each stream watching a project's reservations whose mark moved from the one it
+    /// was last told of (`current`: the projects' marks now), and keeps the new mark.
+    pub fn notify_reservations(&self, current: &[(String, Option<ReservationMark>)]) {
+        let mut sessions = self.lock();
+        for entry in sessions.values_mut() {
+            let Some(stream) = &entry.stream else { continue };
+            let mut ended = false;
+            for (uri, watched) in &mut entry.watched {
+                let Watched::Reservations { project, mark } = watched else { continue };
+                let Some((_, now)) = current.iter().find(|(slug, _)| slug == project) else {
+                    continue;
+                };
+                if now == mark {
+                    continue;
+                }
+                mark.clone_from(now);
+                let event = updated_event(uri, entry.listen_id.as_ref());
+                ended = !sent(stream, event, entry.listen_id.is_some());
+                if ended {
+                    break;
+                }
+            }
+            if ended {
+                entry.stream = None;
+            }
+        }
+    }
+
+    /// Sends `notifications/resources/updated` for every subscribed URI whose watch `changed`.
+    fn tell(&self, changed: impl Fn(&Watched) -> bool) {
         let mut sessions = self.lock();
         for entry in sessions.values_mut() {
             let Some(stream) = &entry.stream else { continue };
             let mut ended = false;
             for (uri, watched) in &entry.watched {
-                if !messages.iter().any(|m| watched.matches(m)) {
+                if !changed(watched) {
                     continue;
                 }
                 let event = updated_event(uri, entry.listen_id.as_ref());
-                match stream.try_send(event) {
-                    Err(mpsc::error::TrySendError::Closed(_)) => ended = true,
-                    Err(mpsc::error::TrySendError::Full(_)) => ended = entry.listen_id.is_some(),
-                    Ok(()) => {}
-                }
+                ended = !sent(stream, event, entry.listen_id.is_some());
                 if ended {
                     break;
                 }
@@ -178,6 +231,16 @@ impl Subscriptions {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionSubscriptions>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Puts `event` on a stream; false when the stream is to be let go: its client went away, or
+/// (`end_when_full`, a listen stream) it has read nothing for too long.
+fn sent(stream: &mpsc::Sender<Bytes>, event: Bytes, end_when_full: bool) -> bool {
+    match stream.try_send(event) {
+        Ok(()) => true,
+        Err(mpsc::error::TrySendError::Closed(_)) => false,
+        Err(mpsc::error::TrySendError::Full(_)) => !end_when_full,
     }
 }
 
@@ -199,7 +262,15 @@ fn updated_event(uri: &str, listen_id: Option<&Value>) -> Bytes {
 pub async fn resolve(state: &AppState, uri: &str) -> Result<Watched, String> {
     let supported = "subscriptions are offered for resource://inbox/{agent}, \
                      resource://outbox/{agent}, resource://mailbox/{agent} and \
-                     resource://thread/{thread_id}, each with ?project=";
+                     resource://thread/{thread_id}, each with ?project=, and for \
+                     resource://file_reservations/{slug}";
+    if let Some(("file_reservations", params)) = state.resources.matched(uri) {
+        let key = params.string("slug").unwrap_or_default();
+        let project = state.core.project_slug(key).await.map_err(|e| e.message)?;
+        let marks = state.core.reservation_marks(vec![project.clone()]).await;
+        let mark = marks.map_err(|e| e.message)?.pop().and_then(|(_, mark)| mark);
+        return Ok(Watched::Reservations { project, mark });
+    }
     let Some((name, params)) = state.resources.matched(uri) else {
         return Err(format!("Unknown resource: {uri}"));
     };
@@ -244,9 +315,13 @@ pub async fn watch(state: AppState) {
         }
     };
     loop {
+        // Reservations also change by expiring, which no write announces: while some are
+        // watched, their marks are also looked at after a quiet spell.
+        let expiries = !state.subscriptions.watched_reservations().is_empty();
         tokio::select! {
             changed = changes.changed() => if changed.is_err() { return },
             _ = stopping.changed() => return,
+            () = tokio::time::sleep(EXPIRY_LOOK), if expiries => {}
         }
         if !state.subscriptions.any_listening() && !state.signals.enabled() {
             // Nobody to tell: only the watermark moves.
@@ -277,5 +352,136 @@ pub async fn watch(state: AppState) {
                 break;
             }
         }
+        let watched = state.subscriptions.watched_reservations();
+        if !watched.is_empty() {
+            match state.core.reservation_marks(watched).await {
+                Ok(current) => state.subscriptions.notify_reservations(&current),
+                Err(e) => {
+                    tracing::warn!(error = %e.message, "push notifications: cannot read reservations");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mailroom_core::records::MessageId;
+
+    use super::*;
+
+    fn message(id: i64, sender: &str, to: &[&str], thread: Option<&str>) -> Committed {
+        Committed {
+            message_id: MessageId(id),
+            project_slug: "proj".to_string(),
+            thread_id: thread.map(str::to_string),
+            subject: "s".to_string(),
+            importance: "normal".to_string(),
+            sender: sender.to_string(),
+            recipients: to.iter().map(|r| (*r).to_string()).collect(),
+            blind: Vec::new(),
+        }
+    }
+
+    fn owned(project: &str, agent: &str) -> (String, String) {
+        (project.to_string(), agent.to_string())
+    }
+
+    #[test]
+    fn each_watch_matches_only_its_own_messages() {
+        let (project, agent) = owned("proj", "GreenCastle");
+        let inbox = Watched::Received { project: project.clone(), agent: agent.clone() };
+        let outbox = Watched::Sent { project: project.clone(), agent: agent.clone() };
+        let mailbox = Watched::Either { project: project.clone(), agent };
+        let thread = Watched::Thread { project: project.clone(), thread: "T-1".to_string() };
+        let reservations = Watched::Reservations { project, mark: None };
+        let to_green = message(1, "BlueLake", &["greencastle"], None);
+        let from_green = message(2, "GreenCastle", &["BlueLake"], Some("T-1"));
+        let elsewhere = message(3, "BlueLake", &["RedStone"], Some("T-2"));
+        let mut other_project = message(4, "BlueLake", &["GreenCastle"], None);
+        other_project.project_slug = "other".to_string();
+        let thread_root = message(9, "BlueLake", &["RedStone"], None);
+        let root_watch = Watched::Thread { project: "proj".to_string(), thread: "9".to_string() };
+        assert!(inbox.matches(&to_green), "names match whatever their case");
+        assert!(!inbox.matches(&from_green) && !inbox.matches(&elsewhere));
+        assert!(!inbox.matches(&other_project), "another project's agent of that name");
+        assert!(outbox.matches(&from_green) && !outbox.matches(&to_green));
+        assert!(mailbox.matches(&to_green) && mailbox.matches(&from_green));
+        assert!(!mailbox.matches(&elsewhere));
+        assert!(thread.matches(&from_green) && !thread.matches(&elsewhere));
+        assert!(root_watch.matches(&thread_root), "a thread is named by its first message too");
+        assert!(!reservations.matches(&to_green), "reservations are told by their marks");
+    }
+
+    fn drain(rx: &mut mpsc::Receiver<Bytes>) -> Vec<Value> {
+        let mut notes = Vec::new();
+        while let Ok(event) = rx.try_recv() {
+            let text = String::from_utf8_lossy(&event).to_string();
+            let data = text.lines().find_map(|l| l.strip_prefix("data: ")).expect("data line");
+            notes.push(serde_json::from_str(data).expect("json"));
+        }
+        notes
+    }
+
+    #[test]
+    fn notify_tells_each_stream_once_per_uri_stamped_for_listen_streams() {
+        let subscriptions = Subscriptions::default();
+        let inbox = Watched::Received { project: "proj".into(), agent: "GreenCastle".into() };
+        assert!(subscriptions.subscribe("s1", "uri:inbox", inbox.clone()));
+        let mut session = subscriptions.open_stream("s1");
+        let (key, mut listen) = subscriptions
+            .open_listen(json!("listen:1"), vec![("uri:inbox".into(), inbox)], 4)
+            .expect("a listen stream");
+        let batch = [
+            message(1, "BlueLake", &["GreenCastle"], None),
+            message(2, "RedStone", &["GreenCastle"], None),
+            message(3, "BlueLake", &["RedStone"], None),
+        ];
+        subscriptions.notify(&batch);
+        let told = drain(&mut session);
+        assert_eq!(told.len(), 1, "one notification per URI per batch: {told:?}");
+        assert_eq!(told[0]["params"], json!({ "uri": "uri:inbox" }));
+        let heard = drain(&mut listen);
+        assert_eq!(heard.len(), 1);
+        assert_eq!(heard[0]["params"]["_meta"][SUBSCRIPTION_ID_KEY], "listen:1");
+        subscriptions.notify(&[message(4, "BlueLake", &["RedStone"], None)]);
+        assert!(drain(&mut session).is_empty() && drain(&mut listen).is_empty());
+        subscriptions.forget(&key);
+        assert!(subscriptions.open_listen(json!(2), Vec::new(), 1).is_some());
+        assert!(subscriptions.open_listen(json!(3), Vec::new(), 1).is_none(), "the bound holds");
+    }
+
+    #[test]
+    fn a_listen_stream_that_reads_nothing_is_ended_at_its_bound() {
+        let subscriptions = Subscriptions::default();
+        let inbox = Watched::Received { project: "proj".into(), agent: "GreenCastle".into() };
+        let (_, mut listen) = subscriptions
+            .open_listen(json!(1), vec![("uri".into(), inbox)], 4)
+            .expect("a listen stream");
+        for id in 0..=STREAM_BACKLOG {
+            subscriptions.notify(&[message(id as i64, "BlueLake", &["GreenCastle"], None)]);
+        }
+        assert!(!subscriptions.any_listening(), "the overflowing listen stream is let go");
+        assert_eq!(drain(&mut listen).len(), STREAM_BACKLOG, "what was queued is still read");
+        assert!(listen.try_recv().is_err());
+    }
+
+    #[test]
+    fn reservation_watches_are_told_when_their_mark_moves() {
+        let subscriptions = Subscriptions::default();
+        let mark =
+            |made| ReservationMark { made, newest: made, released: 0, expiries: 0.0, active: made };
+        let watch = Watched::Reservations { project: "proj".into(), mark: Some(mark(1)) };
+        assert!(subscriptions.subscribe("s1", "uri:res", watch));
+        let mut session = subscriptions.open_stream("s1");
+        assert_eq!(subscriptions.watched_reservations(), ["proj"]);
+        subscriptions.notify_reservations(&[("proj".into(), Some(mark(1)))]);
+        assert!(drain(&mut session).is_empty(), "an unmoved mark tells nothing");
+        subscriptions.notify_reservations(&[("other".into(), Some(mark(5)))]);
+        assert!(drain(&mut session).is_empty(), "another project's mark tells nothing");
+        subscriptions.notify_reservations(&[("proj".into(), Some(mark(2)))]);
+        assert_eq!(drain(&mut session).len(), 1);
+        subscriptions.notify_reservations(&[("proj".into(), Some(mark(2)))]);
+        assert!(drain(&mut session).is_empty(), "the new mark is kept");
     }
 }

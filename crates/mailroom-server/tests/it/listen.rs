@@ -261,3 +261,31 @@ async fn a_listen_stream_is_told_of_its_inbox_and_ends_with_its_client_or_the_se
     assert_eq!(closing["result"]["resultType"], "complete");
     assert_eq!(closing["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7);
 }
+
+#[tokio::test]
+async fn a_listen_stream_on_file_reservations_is_told_of_holds_renewals_and_releases() {
+    use mailroom_testkit::{ReleaseCall, RenewCall, ReserveCall};
+    let app = TestApp::start().await;
+    let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
+    let uri = format!("resource://file_reservations/{slug}");
+    let inbox = format!("resource://inbox/GreenCastle?project={slug}");
+    let mut events = listen(&app, &[&uri, &inbox]).await;
+    let ack = events.next().await;
+    assert_eq!(ack["params"]["notifications"]["resourceSubscriptions"], json!([uri, inbox]));
+
+    // Each change to the project's reservations tells the URI once; mail tells the inbox only.
+    ReserveCall::new(&slug, "BlueLake", &["src/**"]).ttl(600).ok(&app).await;
+    assert_eq!(events.next().await["params"]["uri"], uri.as_str());
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "mail, not a hold").ok(&app).await;
+    assert_eq!(events.next().await["params"]["uri"], inbox.as_str());
+    RenewCall::new(&slug, "BlueLake").ok(&app).await;
+    assert_eq!(events.next().await["params"]["uri"], uri.as_str());
+    ReleaseCall::new(&slug, "BlueLake").ok(&app).await;
+    assert_eq!(events.next().await["params"]["uri"], uri.as_str());
+    // A second project's hold tells nothing here: the next event is the inbox's.
+    let other = app.seed_pair("/work/listen-other", "BlueLake", "GreenCastle").await;
+    ReserveCall::new(&other, "BlueLake", &["docs/**"]).ok(&app).await;
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "after the other hold").ok(&app).await;
+    assert_eq!(events.next().await["params"]["uri"], inbox.as_str());
+    app.assert_serves_everyone("after watching reservations").await;
+}

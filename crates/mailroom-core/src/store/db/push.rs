@@ -1,5 +1,6 @@
 //! What push notifications read: the messages committed after a watermark, with their
-//! project, sender and recipients (`ops/push.rs`).
+//! project, sender and recipients, and a mark of each watched project's file reservations
+//! (`ops/push.rs`).
 
 use rusqlite::params;
 
@@ -23,7 +24,50 @@ pub struct Committed {
     pub blind: Vec<String>,
 }
 
+/// What a project's file reservations look like at one moment: any reservation made,
+/// released, renewed or expired since gives another mark.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReservationMark {
+    /// Reservations ever made in the project.
+    pub made: i64,
+    /// The newest one's id.
+    pub newest: i64,
+    /// Those released.
+    pub released: i64,
+    /// The sum of every expiry (Julian days): a renewal moves it.
+    pub expiries: f64,
+    /// Those active (not released, not expired).
+    pub active: i64,
+}
+
 impl Db<'_> {
+    /// The mark of the reservations of the project with `slug` at `now`; `None` when no
+    /// project has that slug (any longer).
+    pub fn reservation_mark(&self, slug: &str, now: &str) -> Result<Option<ReservationMark>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(r.id), COALESCE(MAX(r.id), 0), COUNT(r.released_ts), \
+                  TOTAL(julianday(r.expires_ts)), \
+                  COALESCE(SUM(r.released_ts IS NULL AND r.expires_ts > ?2), 0) \
+                 FROM projects p LEFT JOIN file_reservations r ON r.project_id = p.id \
+                 WHERE p.slug = ?1 GROUP BY p.id",
+            )
+            .map_err(map_err)?;
+        let mut rows = stmt
+            .query_map(params![slug, now], |row| {
+                Ok(ReservationMark {
+                    made: row.get(0)?,
+                    newest: row.get(1)?,
+                    released: row.get(2)?,
+                    expiries: row.get(3)?,
+                    active: row.get(4)?,
+                })
+            })
+            .map_err(map_err)?;
+        rows.next().transpose().map_err(map_err)
+    }
+
     /// The highest message id committed; 0 before the first message.
     pub fn last_message_id(&self) -> Result<i64> {
         self.conn
