@@ -3,7 +3,7 @@
 //! over HTTP mirrors the version, the method and the name it acts on in headers
 //! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`). This module tells a 2026-07-28 request
 //! from an older one and checks its envelope rung by rung, the first failure answering
-//! (docs/compat/http.md §2.5); what a checked request may call is `dispatch`'s.
+//! (docs/compat/http.md §2.1); what a checked request may call is `dispatch`'s.
 
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine;

@@ -4,7 +4,7 @@
 //! subscribed resource is a `notifications/resources/updated`, every event stamped with the
 //! request's id in `_meta`. The stream ends with the request's result when the server shuts
 //! down (a graceful close); a client that goes away ends it too, and its subscriptions with it
-//! (docs/compat/http.md §2.5).
+//! (docs/compat/http.md §2.1).
 
 use std::convert::Infallible;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! the moment a message that changes the resource commits: a session's, made with
 //! `resources/subscribe` (protocol 2025-11-25 and earlier) and told on its GET stream, and a
 //! 2026-07-28 `subscriptions/listen` stream's, made with the request and told on its response
-//! (`listen.rs`) (docs/compat/http.md §2.4, §2.5).
+//! (`listen.rs`) (docs/compat/http.md §2, §2.1).
 //!
 //! A subscription names a mailbox resource: an agent's inbox, outbox or mailbox, or a
 //! thread, in a project. It is resolved once, when made, to the project's slug and the
