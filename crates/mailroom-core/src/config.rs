@@ -309,10 +309,13 @@ pub fn database_path_from_url(url: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(path))
 }
 
-fn expand_home(path: &str, lookup: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    match (path.strip_prefix("~/"), lookup("HOME")) {
-        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => PathBuf::from(path),
+/// `path` with a leading `~` or `~/` taken as the home directory (`HOME`, read through
+/// `lookup`); as it is otherwise, or when `HOME` is unset.
+pub fn expand_home(path: &str, lookup: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+    match (path, lookup("HOME")) {
+        ("~", Some(home)) => PathBuf::from(home),
+        (path, Some(home)) if path.starts_with("~/") => PathBuf::from(home).join(&path[2..]),
+        (path, _) => PathBuf::from(path),
     }
 }
 

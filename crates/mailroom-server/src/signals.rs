@@ -8,7 +8,7 @@
 //! (`mcp/subscriptions.rs`) hands over each committed message.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -50,10 +50,8 @@ impl SignalSettings {
         if let Some(dir) = lookup("NOTIFICATIONS_SIGNALS_DIR") {
             self.dir = PathBuf::from(dir.trim());
         }
-        if let (Some(rest), Some(home)) =
-            (self.dir.to_str().and_then(|d| d.strip_prefix("~/")), lookup("HOME"))
-        {
-            self.dir = Path::new(&home).join(rest);
+        if let Some(dir) = self.dir.to_str() {
+            self.dir = mailroom_core::config::expand_home(dir, lookup);
         }
         if let Some(ms) = lookup("NOTIFICATIONS_DEBOUNCE_MS") {
             let ms: u64 = ms.trim().parse().map_err(|_| {

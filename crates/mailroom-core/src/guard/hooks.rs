@@ -87,12 +87,7 @@ pub fn lexical_user_path(raw: &str) -> PathBuf {
 }
 
 fn expand_home(value: &str) -> PathBuf {
-    let home = std::env::var_os("HOME");
-    match (value, home) {
-        ("~", Some(home)) => PathBuf::from(home),
-        (v, Some(home)) if v.starts_with("~/") => PathBuf::from(home).join(&v[2..]),
-        (v, _) => PathBuf::from(v),
-    }
+    crate::config::expand_home(value, &|name| std::env::var(name).ok())
 }
 
 /// What the plugin runs: the `mailroom` executable and the reservations directory it checks.

@@ -221,7 +221,7 @@ impl Db<'_> {
     /// The work set aside, oldest first (empty for a database without the table, which a
     /// read-only reader of an older database meets).
     pub fn set_aside_archive_work(&self) -> Result<Vec<SetAside>> {
-        if !self.has_table("archive_set_aside")? {
+        if !super::has_table(self.conn, "archive_set_aside")? {
             return Ok(Vec::new());
         }
         let mut stmt = self
@@ -261,14 +261,6 @@ impl Db<'_> {
             .map_err(map_err)?;
         self.conn.execute("DELETE FROM archive_set_aside", []).map_err(map_err)?;
         Ok(moved)
-    }
-
-    fn has_table(&self, name: &str) -> Result<bool> {
-        self.conn
-            .prepare_cached("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1")
-            .and_then(|mut stmt| stmt.query_row([name], |r| r.get::<_, i64>(0)))
-            .map(|n| n > 0)
-            .map_err(map_err)
     }
 }
 

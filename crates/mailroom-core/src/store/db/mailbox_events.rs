@@ -142,15 +142,7 @@ impl Db<'_> {
 
 /// A new random identity in `mailbox_events_log`, when the table exists.
 pub(crate) fn renew_identity(conn: &rusqlite::Connection) -> Result<()> {
-    let has_log: bool = conn
-        .query_row(
-            "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' \
-             AND name = 'mailbox_events_log'",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(map_err)?;
-    if has_log {
+    if super::has_table(conn, "mailbox_events_log")? {
         conn.execute(
             "UPDATE mailbox_events_log SET database_id = lower(hex(randomblob(8))) WHERE id = 1",
             [],

@@ -4,7 +4,7 @@
 
 use rusqlite::Connection;
 
-use super::map_err;
+use super::{has_table, map_err};
 use crate::error::{Error, Result};
 
 /// Migrations in order; index + 1 is the `user_version` after applying it.
@@ -54,15 +54,6 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
         tx.commit().map_err(map_err)?;
     }
     Ok(())
-}
-
-fn has_table(conn: &Connection, name: &str) -> Result<bool> {
-    conn.query_row(
-        "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-        [name],
-        |r| r.get(0),
-    )
-    .map_err(map_err)
 }
 
 #[cfg(test)]

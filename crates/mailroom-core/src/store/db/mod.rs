@@ -89,6 +89,13 @@ pub fn map_err(e: rusqlite::Error) -> Error {
     }
 }
 
+/// Whether the database has a table called `name` (what migrations and optional tables ask).
+pub(crate) fn has_table(conn: &rusqlite::Connection, name: &str) -> crate::error::Result<bool> {
+    conn.prepare_cached("SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1")
+        .and_then(|mut stmt| stmt.query_row([name], |r| r.get(0)))
+        .map_err(map_err)
+}
+
 /// Reads a timestamp column written in either of the reference's text forms.
 pub(crate) fn ts(row: &Row<'_>, index: usize) -> rusqlite::Result<Timestamp> {
     opt_ts(row, index)?.ok_or(rusqlite::Error::InvalidColumnType(
