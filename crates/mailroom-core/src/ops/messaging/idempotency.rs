@@ -7,10 +7,8 @@
 //! keeping of its answer run in the write's own store job, on the one writer thread, so two
 //! calls racing with one key store one message: the second finds the first's answer.
 
-use std::fmt;
-
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde::ser::{Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::error::{Category, Error, Result};
@@ -49,16 +47,16 @@ impl<T: Serialize> Serialize for Answer<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         match self {
             Answer::Fresh(answer) => answer.serialize(serializer),
-            Answer::Replayed(json) => json.tree.serialize(serializer),
+            Answer::Replayed(json) => json.text.serialize(serializer),
         }
     }
 }
 
-/// A kept answer's JSON, serialised again with its members in their first order, so a replay
-/// over JSON is the first answer's text byte for byte.
+/// A kept answer's JSON text, written again as it is, so a replay over JSON is the first
+/// answer's text byte for byte (members in their first order).
 #[derive(Debug, Clone)]
 pub struct ReplayedJson {
-    tree: Node,
+    text: Box<RawValue>,
 }
 
 /// One call given a key: the key (checked), its tool and the fingerprint of its arguments.
@@ -134,9 +132,9 @@ pub(crate) fn once<T: Serialize>(
         if kept.fingerprint != retry.fingerprint {
             return Err(retry.reused());
         }
-        let tree = serde_json::from_str(&kept.result_json)
+        let text = RawValue::from_string(kept.result_json)
             .map_err(|e| Error::internal(format!("kept answer is not JSON: {e}")))?;
-        return Ok(Answer::Replayed(ReplayedJson { tree }));
+        return Ok(Answer::Replayed(ReplayedJson { text }));
     }
     let answer = write()?;
     if keep(&answer) {
@@ -194,89 +192,6 @@ impl ReplyMessage {
     }
 }
 
-/// A JSON value whose objects keep their members' order (`serde_json::Value` sorts them).
-#[derive(Debug, Clone)]
-enum Node {
-    Null,
-    Bool(bool),
-    Number(serde_json::Number),
-    Text(String),
-    List(Vec<Node>),
-    Object(Vec<(String, Node)>),
-}
-
-impl Serialize for Node {
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        match self {
-            Node::Null => serializer.serialize_unit(),
-            Node::Bool(b) => serializer.serialize_bool(*b),
-            Node::Number(n) => n.serialize(serializer),
-            Node::Text(s) => serializer.serialize_str(s),
-            Node::List(items) => {
-                let mut seq = serializer.serialize_seq(Some(items.len()))?;
-                items.iter().try_for_each(|item| seq.serialize_element(item))?;
-                seq.end()
-            }
-            Node::Object(members) => {
-                let mut map = serializer.serialize_map(Some(members.len()))?;
-                members.iter().try_for_each(|(k, v)| map.serialize_entry(k, v))?;
-                map.end()
-            }
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        deserializer.deserialize_any(NodeVisitor)
-    }
-}
-
-struct NodeVisitor;
-
-impl<'de> Visitor<'de> for NodeVisitor {
-    type Value = Node;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_unit<E: de::Error>(self) -> std::result::Result<Node, E> {
-        Ok(Node::Null)
-    }
-    fn visit_bool<E: de::Error>(self, b: bool) -> std::result::Result<Node, E> {
-        Ok(Node::Bool(b))
-    }
-    fn visit_i64<E: de::Error>(self, n: i64) -> std::result::Result<Node, E> {
-        Ok(Node::Number(n.into()))
-    }
-    fn visit_u64<E: de::Error>(self, n: u64) -> std::result::Result<Node, E> {
-        Ok(Node::Number(n.into()))
-    }
-    fn visit_f64<E: de::Error>(self, n: f64) -> std::result::Result<Node, E> {
-        serde_json::Number::from_f64(n).map(Node::Number).ok_or_else(|| E::custom("not finite"))
-    }
-    fn visit_str<E: de::Error>(self, s: &str) -> std::result::Result<Node, E> {
-        Ok(Node::Text(s.to_owned()))
-    }
-    fn visit_string<E: de::Error>(self, s: String) -> std::result::Result<Node, E> {
-        Ok(Node::Text(s))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Node, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
-        }
-        Ok(Node::List(items))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Node, A::Error> {
-        let mut members = Vec::new();
-        while let Some(member) = map.next_entry()? {
-            members.push(member);
-        }
-        Ok(Node::Object(members))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,9 +200,12 @@ mod tests {
     #[test]
     fn a_replay_writes_the_kept_text_again() {
         let text = r#"{"z":1,"a":[true,null,{"y":"x","b":-2.5}],"m":"é\n"}"#;
-        let tree: Node = serde_json::from_str(text).expect("parse");
-        let answer: Answer<()> = Answer::Replayed(ReplayedJson { tree });
+        let raw = RawValue::from_string(text.to_string()).expect("parse");
+        let answer: Answer<()> = Answer::Replayed(ReplayedJson { text: raw });
         assert_eq!(serde_json::to_string(&answer).expect("encode"), text);
+        // Encoded into a tree (the TOON format's way), it is the same value.
+        let tree = serde_json::to_value(&answer).expect("a tree");
+        assert_eq!(tree, serde_json::from_str::<Value>(text).expect("parse"));
     }
 
     #[test]
