@@ -6,6 +6,7 @@ use std::time::Instant;
 use axum::body::Bytes;
 use serde_json::{Value, json};
 
+use super::SUPPORTED_PROTOCOL_VERSIONS;
 use super::auth::{Claim, authorize};
 use super::catalog::{AuthSpec, Rule};
 use super::chunks::Chunks;
@@ -14,7 +15,6 @@ use super::error::{ToolError, code};
 use super::format;
 use super::resources::ReadError;
 use super::tools::{Caller, Encoding, Output, Success, Tool, error_result, write_success_result};
-use super::{SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS};
 use crate::state::AppState;
 
 /// Instructions shown to agents on initialize.
@@ -95,6 +95,7 @@ impl Response {
             Response::Text(mut text) => {
                 // `…,"result":{…}}`: the result's closing brace is the second last byte.
                 let result_close = text.len().saturating_sub(2);
+                debug_assert!(text.ends_with("}}"), "a success ends with its result: {text}");
                 if text.as_bytes().get(result_close) == Some(&b'}') {
                     let members = envelope::result_members(cacheable);
                     let empty = text[..result_close].trim_end().ends_with('{');
@@ -289,16 +290,11 @@ async fn subscription(
     ok(id, &json!({}))
 }
 
-/// `server/discover` (2026-07-28): the versions we speak and what we offer. Logging is not
-/// declared: that revision deprecates it and no tool logs to the client.
+/// `server/discover` (2026-07-28): the versions we speak and what we offer.
 fn discover_result() -> Value {
     json!({
         "supportedVersions": envelope::supported_versions(),
-        "capabilities": {
-            "tools": { "listChanged": false },
-            "resources": { "subscribe": true, "listChanged": false },
-            "prompts": { "listChanged": false }
-        },
+        "capabilities": capabilities(Era::Modern),
         "instructions": INSTRUCTIONS
     })
 }
@@ -306,15 +302,24 @@ fn discover_result() -> Value {
 fn initialize_result(version: &str) -> Value {
     json!({
         "protocolVersion": version,
-        "capabilities": {
-            "tools": { "listChanged": false },
-            "resources": { "subscribe": true, "listChanged": false },
-            "prompts": { "listChanged": false },
-            "logging": {}
-        },
-        "serverInfo": { "name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION") },
+        "capabilities": capabilities(Era::Handshake),
+        "serverInfo": envelope::server_info(),
         "instructions": INSTRUCTIONS
     })
+}
+
+/// What we offer. Logging is declared to the handshake generation only: 2026-07-28 deprecates
+/// it, and no tool logs to the client.
+fn capabilities(era: Era) -> Value {
+    let mut capabilities = json!({
+        "tools": { "listChanged": false },
+        "resources": { "subscribe": true, "listChanged": false },
+        "prompts": { "listChanged": false }
+    });
+    if era == Era::Handshake {
+        capabilities["logging"] = json!({});
+    }
+    capabilities
 }
 
 /// `resources/read`: one JSON text content, or a JSON-RPC error (code 0 for a failing
@@ -456,4 +461,51 @@ pub fn error_with_data(id: &Value, code: i64, message: &str, data: Value) -> Res
     let error = json!({ "jsonrpc": "2.0", "id": id,
         "error": { "code": code, "message": message, "data": data } });
     Response::Error { code, text: error.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stamped(response: Response, cacheable: bool) -> Value {
+        let text = response.with_result_members(cacheable).into_text();
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    }
+
+    #[test]
+    fn result_members_join_every_kind_of_success_and_leave_errors_alone() {
+        let id = json!(3);
+        let plain = stamped(ok(&id, &json!({ "prompts": [] })), true);
+        assert_eq!(plain["result"]["prompts"], json!([]));
+        assert_eq!(
+            (plain["result"]["resultType"].clone(), plain["result"]["ttlMs"].clone()),
+            (json!("complete"), json!(0))
+        );
+        let empty = stamped(ok(&id, &json!({})), false);
+        assert_eq!(empty["result"]["resultType"], "complete");
+        assert!(empty["result"].get("ttlMs").is_none());
+        let failure = stamped(ok(&id, &error_result("boom".to_string())), false);
+        assert_eq!(failure["result"]["isError"], true);
+        assert_eq!(failure["result"]["resultType"], "complete");
+        let tool = stamped(ok_tool(&id, r#"{"status":"ok"}"#), false);
+        assert_eq!(tool["result"]["structuredContent"]["status"], "ok");
+        assert_eq!(tool["result"]["resultType"], "complete");
+        let shared = Bytes::from_static(br#"{"tools":[{"name":"a"}]}"#);
+        let listed = stamped(ok_raw(&id, &shared), true);
+        assert_eq!(listed["result"]["tools"][0]["name"], "a");
+        assert_eq!(listed["result"]["cacheScope"], "private");
+        let shared_empty = stamped(ok_raw(&id, &Bytes::from_static(b"{}")), true);
+        assert_eq!(shared_empty["result"]["resultType"], "complete");
+        for parsed in [&plain, &empty, &tool, &listed] {
+            assert_eq!(parsed["id"], 3);
+            assert_eq!(
+                parsed["result"]["_meta"][envelope::SERVER_INFO_KEY]["name"],
+                "mcp-agent-mail"
+            );
+        }
+        let refused = error(&id, code::METHOD_NOT_FOUND, "nope").with_result_members(true);
+        assert_eq!(refused.error_code(), Some(code::METHOD_NOT_FOUND));
+        let refused: Value = serde_json::from_str(&refused.into_text()).expect("json");
+        assert!(refused.get("result").is_none() && refused["error"]["code"] == -32601);
+    }
 }

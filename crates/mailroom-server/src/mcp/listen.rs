@@ -6,24 +6,19 @@
 //! down (a graceful close); a client that goes away ends it too, and its subscriptions with it
 //! (docs/compat/http.md §2.1).
 
-use std::convert::Infallible;
-use std::time::Duration;
-
 use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use serde_json::{Value, json};
+use std::convert::Infallible;
 use tokio::sync::{mpsc, watch};
 
-use super::dispatch;
 use super::envelope::{self, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY};
 use super::error::code;
-use super::subscriptions::{self, PER_SESSION, Watched};
+use super::subscriptions::{self, PER_SESSION, Watched, event};
+use super::transport::KEEPALIVE_EVERY;
 use crate::state::{AppState, until_stopping};
-
-/// Comment lines keep an idle stream open through proxies.
-const KEEPALIVE_EVERY: Duration = Duration::from_secs(15);
 
 /// Serves one `subscriptions/listen` request (its envelope already checked): the event
 /// stream, or a JSON-RPC error (400) for a filter that cannot be honored.
@@ -122,6 +117,8 @@ struct Open {
 async fn next_event(open: Option<Open>) -> Option<(Result<Bytes, Infallible>, Option<Open>)> {
     let mut open = open?;
     tokio::select! {
+        // Notifications first: a stream closing at shutdown sends what waits before its result.
+        biased;
         note = open.notes.recv() => note.map(|note| (Ok(note), Some(open))),
         () = until_stopping(open.stopping.clone()) => {
             let closing = open.closing.clone();
@@ -145,13 +142,7 @@ impl Drop for Forget {
     }
 }
 
-fn event(message: &Value) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {message}\n\n"))
-}
-
 /// A JSON-RPC error for the listen request, with its 2026-07-28 status.
 fn refuse(id: &Value, error_code: i64, message: &str) -> Response {
-    let body = Body::new(dispatch::error(id, error_code, message).into_parts("", ""));
-    (envelope::status_of(error_code), [(header::CONTENT_TYPE, "application/json")], body)
-        .into_response()
+    super::transport::rpc_error_for(id, error_code, message, envelope::status_of(error_code))
 }

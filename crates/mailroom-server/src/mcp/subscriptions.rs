@@ -27,6 +27,8 @@ use crate::state::AppState;
 
 /// Subscriptions one session may hold; more are refused.
 pub const PER_SESSION: usize = 256;
+/// The longest URI a subscription may name (query parameters are kept as part of it).
+const MAX_URI_BYTES: usize = 2048;
 /// How long the watcher waits without a write before it looks for reservations that expired.
 const EXPIRY_LOOK: std::time::Duration = std::time::Duration::from_secs(5);
 /// Notifications a session's stream may have waiting; beyond that they are dropped (a client
@@ -91,6 +93,9 @@ pub struct Subscriptions {
     sessions: Mutex<HashMap<String, SessionSubscriptions>>,
     /// Numbers listen streams' keys (`listen:N`, never a session id, which is hex).
     listens: AtomicU64,
+    /// Wakes the watcher when a watch is added, so it starts looking for reservations that
+    /// expire even on a server nobody writes to.
+    added: tokio::sync::Notify,
 }
 
 impl Subscriptions {
@@ -105,6 +110,8 @@ impl Subscriptions {
             return false;
         }
         entry.watched.push((uri.to_string(), watched));
+        drop(sessions);
+        self.added.notify_one();
         true
     }
 
@@ -141,7 +148,14 @@ impl Subscriptions {
         let entry =
             SessionSubscriptions { watched, stream: Some(sender), listen_id: Some(listen_id) };
         sessions.insert(key.clone(), entry);
+        drop(sessions);
+        self.added.notify_one();
         Some((key, receiver))
+    }
+
+    /// How many listen streams are open.
+    pub fn listen_streams(&self) -> usize {
+        self.lock().values().filter(|s| s.listen_id.is_some()).count()
     }
 
     /// Forgets a session that ended, or a listen stream that closed.
@@ -183,7 +197,8 @@ impl Subscriptions {
     /// was last told of (`current`: the projects' marks now), and keeps the new mark.
     pub fn notify_reservations(&self, current: &[(String, Option<ReservationMark>)]) {
         let mut sessions = self.lock();
-        for entry in sessions.values_mut() {
+        let mut gone = Vec::new();
+        for (key, entry) in sessions.iter_mut() {
             let Some(stream) = &entry.stream else { continue };
             let mut ended = false;
             for (uri, watched) in &mut entry.watched {
@@ -202,15 +217,19 @@ impl Subscriptions {
                 }
             }
             if ended {
-                entry.stream = None;
+                let_go(key, entry, &mut gone);
             }
+        }
+        for key in gone {
+            sessions.remove(&key);
         }
     }
 
     /// Sends `notifications/resources/updated` for every subscribed URI whose watch `changed`.
     fn tell(&self, changed: impl Fn(&Watched) -> bool) {
         let mut sessions = self.lock();
-        for entry in sessions.values_mut() {
+        let mut gone = Vec::new();
+        for (key, entry) in sessions.iter_mut() {
             let Some(stream) = &entry.stream else { continue };
             let mut ended = false;
             for (uri, watched) in &entry.watched {
@@ -224,13 +243,25 @@ impl Subscriptions {
                 }
             }
             if ended {
-                entry.stream = None;
+                let_go(key, entry, &mut gone);
             }
+        }
+        for key in gone {
+            sessions.remove(&key);
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionSubscriptions>> {
         self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Lets a stream go: a session keeps its subscriptions for its next GET stream; a listen
+/// stream's entry goes at once (its slot is free before its connection is seen to close).
+fn let_go(key: &str, entry: &mut SessionSubscriptions, gone: &mut Vec<String>) {
+    entry.stream = None;
+    if entry.listen_id.is_some() {
+        gone.push(key.to_string());
     }
 }
 
@@ -251,9 +282,12 @@ fn updated_event(uri: &str, listen_id: Option<&Value>) -> Bytes {
         Some(id) => json!({ "uri": uri, "_meta": { SUBSCRIPTION_ID_KEY: id } }),
         None => json!({ "uri": uri }),
     };
-    let note =
-        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params});
-    Bytes::from(format!("event: message\ndata: {note}\n\n"))
+    event(&json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params}))
+}
+
+/// One server-sent event carrying a JSON-RPC message.
+pub fn event(message: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {message}\n\n"))
 }
 
 /// What `uri` watches, resolved against the database: the project's slug and the agent's
@@ -264,26 +298,27 @@ pub async fn resolve(state: &AppState, uri: &str) -> Result<Watched, String> {
                      resource://outbox/{agent}, resource://mailbox/{agent} and \
                      resource://thread/{thread_id}, each with ?project=, and for \
                      resource://file_reservations/{slug}";
-    if let Some(("file_reservations", params)) = state.resources.matched(uri) {
+    if uri.len() > MAX_URI_BYTES {
+        return Err(format!("a subscribed URI is at most {MAX_URI_BYTES} bytes"));
+    }
+    let Some((name, params)) = state.resources.matched(uri) else {
+        return Err(format!("Unknown resource: {uri}"));
+    };
+    if name == "file_reservations" {
         let key = params.string("slug").unwrap_or_default();
         let project = state.core.project_slug(key).await.map_err(|e| e.message)?;
         let marks = state.core.reservation_marks(vec![project.clone()]).await;
         let mark = marks.map_err(|e| e.message)?.pop().and_then(|(_, mark)| mark);
         return Ok(Watched::Reservations { project, mark });
     }
-    let Some((name, params)) = state.resources.matched(uri) else {
-        return Err(format!("Unknown resource: {uri}"));
-    };
     let Some(project_key) = params.string("project") else {
         return Err(format!("{uri}: the project parameter is required; {supported}"));
-    };
-    let owner = |agent: String| async move {
-        state.core.mailbox_owner(project_key.clone(), agent).await.map_err(|e| e.message)
     };
     match name {
         "inbox" | "outbox" | "mailbox" | "mailbox-with-commits" => {
             let agent = params.string("agent").unwrap_or_default();
-            let (project, agent) = owner(agent).await?;
+            let (project, agent) =
+                state.core.mailbox_owner(project_key, agent).await.map_err(|e| e.message)?;
             Ok(match name {
                 "inbox" => Watched::Received { project, agent },
                 "outbox" => Watched::Sent { project, agent },
@@ -292,11 +327,7 @@ pub async fn resolve(state: &AppState, uri: &str) -> Result<Watched, String> {
         }
         "thread" => {
             let thread = params.string("thread_id").unwrap_or_default();
-            let project = state
-                .core
-                .project_slug(params.string("project").unwrap_or_default())
-                .await
-                .map_err(|e| e.message)?;
+            let project = state.core.project_slug(project_key).await.map_err(|e| e.message)?;
             Ok(Watched::Thread { project, thread })
         }
         _ => Err(format!("{uri}: {supported}")),
@@ -322,10 +353,15 @@ pub async fn watch(state: AppState) {
             changed = changes.changed() => if changed.is_err() { return },
             _ = stopping.changed() => return,
             () = tokio::time::sleep(EXPIRY_LOOK), if expiries => {}
+            // A new watch: look again whether reservations are watched.
+            () = state.subscriptions.added.notified() => {}
         }
+        // The newest id is read before asking who listens: a message committed after a
+        // subscription is made is then never passed over by the watermark.
+        let newest = state.core.last_message_id().await;
         if !state.subscriptions.any_listening() && !state.signals.enabled() {
             // Nobody to tell: only the watermark moves.
-            if let Ok(id) = state.core.last_message_id().await {
+            if let Ok(id) = newest {
                 seen = id;
             }
             continue;

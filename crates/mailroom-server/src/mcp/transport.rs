@@ -23,16 +23,15 @@ use futures_util::stream;
 use serde_json::Value;
 
 use super::dispatch::{self, Request};
-use super::envelope::{self, Era};
+use super::envelope::{self, Era, VERSION_HEADER};
 use super::error::code;
 use super::{SUPPORTED_PROTOCOL_VERSIONS, session};
 use crate::http::security::origin::check_origin_and_host;
 use crate::state::{AppState, until_stopping};
 
 const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
 /// Comment lines keep idle event streams open through proxies.
-const KEEPALIVE_EVERY: Duration = Duration::from_secs(15);
+pub(super) const KEEPALIVE_EVERY: Duration = Duration::from_secs(15);
 
 /// Entry point for every method on every MCP mount path.
 pub async fn endpoint(
@@ -301,6 +300,11 @@ fn plain(status: StatusCode, text: &'static str) -> Response {
 }
 
 fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response {
-    let body = Body::new(dispatch::error(&Value::Null, code, message).into_parts("", ""));
+    rpc_error_for(&Value::Null, code, message, status)
+}
+
+/// A JSON-RPC error answering the request `id`, as JSON with `status`.
+pub(super) fn rpc_error_for(id: &Value, code: i64, message: &str, status: StatusCode) -> Response {
+    let body = Body::new(dispatch::error(id, code, message).into_parts("", ""));
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }

@@ -226,16 +226,16 @@ async fn a_listen_stream_is_told_of_its_inbox_and_ends_with_its_client_or_the_se
     assert_eq!(note["params"]["uri"], inbox.as_str());
     assert_eq!(note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7);
 
-    // A client that goes away takes its subscriptions with it.
+    // A client that goes away takes its subscriptions with it (the stream's entry is gone, not
+    // merely closed).
+    assert_eq!(app.state.subscriptions.listen_streams(), 1);
     drop(events);
     let mut forgotten = false;
     for _ in 0..400 {
-        if !app.state.subscriptions.any_listening() {
+        if app.state.subscriptions.listen_streams() == 0 {
             forgotten = true;
             break;
         }
-        // A write wakes the watcher, whose send finds the stream closed.
-        SendCall::new(&slug, "BlueLake", "GreenCastle", "anyone there?").ok(&app).await;
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(forgotten, "the closed listen stream's subscriptions were kept");
@@ -288,4 +288,23 @@ async fn a_listen_stream_on_file_reservations_is_told_of_holds_renewals_and_rele
     SendCall::new(&slug, "BlueLake", "GreenCastle", "after the other hold").ok(&app).await;
     assert_eq!(events.next().await["params"]["uri"], inbox.as_str());
     app.assert_serves_everyone("after watching reservations").await;
+}
+
+/// A reservation that expires is no write: a listen stream on an idle server hears of it all
+/// the same (the watcher looks again after a quiet spell while reservations are watched).
+#[tokio::test]
+async fn an_expiring_reservation_is_told_on_an_idle_server() {
+    use mailroom_testkit::ReserveCall;
+    let app = TestApp::start().await;
+    let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
+    ReserveCall::new(&slug, "BlueLake", &["tmp/**"]).ttl(2).ok(&app).await;
+    let uri = format!("resource://file_reservations/{slug}");
+    let mut events = listen(&app, &[&uri]).await;
+    events.next().await; // the acknowledgement
+    // Nothing writes from here on; the hold expires after two seconds.
+    let expired = events.next().await;
+    assert_eq!(expired["method"], "notifications/resources/updated", "{expired}");
+    assert_eq!(expired["params"]["uri"], uri.as_str());
+    let holds = app.read_resource(&uri).await.expect("reservations");
+    assert_eq!(holds.as_array().map(Vec::len), Some(0), "{holds}");
 }

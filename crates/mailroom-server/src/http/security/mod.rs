@@ -379,13 +379,14 @@ struct Params<'a> {
     arguments: Option<Flags>,
 }
 
-/// A JSON-RPC request's kind: `tools/call` with its tool, `resources/*`, else other. A body
-/// that is not JSON, or a batch (which the transport refuses), is left to the transport.
+/// A JSON-RPC request's kind: `tools/call` with its tool, `resources/*` or
+/// `subscriptions/listen`, else other. A body that is not JSON, or a batch (which the
+/// transport refuses), is left to the transport.
 fn rpc_kind(body: &[u8]) -> Kind {
-    // Without an escape, a `tools/call` or `resources/…` method appears literally; a body
-    // with neither (`tools/list`, `initialize`, …) needs no parse.
-    static NEEDLES: LazyLock<[memchr::memmem::Finder<'static>; 2]> = LazyLock::new(|| {
-        [memchr::memmem::Finder::new("tools/call"), memchr::memmem::Finder::new("resources/")]
+    // Without an escape, each of those methods appears literally; a body with none
+    // (`tools/list`, `initialize`, …) needs no parse.
+    static NEEDLES: LazyLock<[memchr::memmem::Finder<'static>; 3]> = LazyLock::new(|| {
+        ["tools/call", "resources/", "subscriptions/listen"].map(memchr::memmem::Finder::new)
     });
     let escaped = memchr::memchr(b'\\', body).is_some();
     if !escaped && NEEDLES.iter().all(|needle| needle.find(body).is_none()) {
@@ -417,7 +418,10 @@ fn rpc_kind(body: &[u8]) -> Kind {
 fn kind_of(method: Option<&str>, tool: Option<&str>, marks_read: bool) -> Kind {
     match method {
         Some("tools/call") => tool_kind(tool.unwrap_or_default(), marks_read),
-        Some(method) if method.starts_with("resources/") => Kind::Resources,
+        // A listen stream resolves and watches resources (2026-07-28): the resources bucket.
+        Some(method) if method.starts_with("resources/") || method == "subscriptions/listen" => {
+            Kind::Resources
+        }
         _ => Kind::Other,
     }
 }
@@ -491,6 +495,8 @@ mod tests {
         let escaped = br#"{"method":"tools\/call","params":{"name":"fetch_\u0069nbox"}}"#;
         assert_eq!(rpc_kind(escaped), Kind::Tool("fetch_inbox".into()));
         assert_eq!(rpc_kind(br#"{"method":"resources/read","params":{}}"#), Kind::Resources);
+        let listen = br#"{"method":"subscriptions/listen","params":{"notifications":{}}}"#;
+        assert_eq!(rpc_kind(listen), Kind::Resources);
         assert_eq!(rpc_kind(br#"{"method":"tools/list"}"#), Kind::Other);
         let hidden = br#"{"method":"\u0074ools/call","params":{"name":"send_message"}}"#;
         assert_eq!(rpc_kind(hidden), Kind::Tool("send_message".into()), "escapes are read");
