@@ -109,7 +109,9 @@ fn note(state: &AppState, delivery: i64, webhook: i64, outcome: Result<AttemptOu
                 }
             }
         }
-        Err(e) => tracing::warn!(webhook, delivery, error = %e.message, "webhook bookkeeping failed"),
+        Err(e) => {
+            tracing::warn!(webhook, delivery, error = %e.message, "webhook bookkeeping failed")
+        }
     }
 }
 

@@ -191,12 +191,8 @@ async fn deliveries_arrive_signed_once_each_for_the_project_and_for_one_agent() 
 
     // URLs that are not https:// or loopback http:// are refused, naming the field.
     for bad in ["http://example.com/hook", "ftp://127.0.0.1/", "not a url"] {
-        let error = tool_error(
-            &url,
-            "register_webhook",
-            json!({"project_key": PROJECT, "url": bad}),
-        )
-        .await;
+        let error =
+            tool_error(&url, "register_webhook", json!({"project_key": PROJECT, "url": bad})).await;
         assert!(error.contains("url must be an https:// URL"), "{bad}: {error}");
     }
 
@@ -224,7 +220,10 @@ async fn deliveries_arrive_signed_once_each_for_the_project_and_for_one_agent() 
     }
     let view = DeliveriesCall::new(PROJECT).status("all").ok_at(&url).await;
     assert_eq!(view["counts"], json!({"pending": 0, "failed": 0, "delivered": 15}));
-    assert_eq!(metric(&url, r#"mailroom_webhook_deliveries_total{outcome="delivered"}"#).await, 15.0);
+    assert_eq!(
+        metric(&url, r#"mailroom_webhook_deliveries_total{outcome="delivered"}"#).await,
+        15.0
+    );
     assert_eq!(metric(&url, "mailroom_webhook_queue_depth").await, 0.0);
     drop(receiver);
     stop(server.take());
@@ -244,7 +243,9 @@ async fn with_the_receiver_down_deliveries_queue_visibly_and_all_arrive_once_it_
         let view = DeliveriesCall::new(PROJECT).status("pending").ok_at(&url).await;
         let deliveries = view["deliveries"].as_array().cloned().unwrap_or_default();
         deliveries.len() == 6
-            && deliveries.iter().all(|d| d["attempts"].as_i64() >= Some(2) && d["last_error"].is_string())
+            && deliveries
+                .iter()
+                .all(|d| d["attempts"].as_i64() >= Some(2) && d["last_error"].is_string())
     })
     .await;
     assert_eq!(metric(&url, "mailroom_webhook_queue_depth").await, 6.0);
@@ -327,17 +328,16 @@ async fn a_hanging_and_a_failing_receiver_hold_up_no_other_webhook() {
         view["counts"]["failed"] == 8
     })
     .await;
-    let view = DeliveriesCall::new(PROJECT).webhook(failing_hook).status("failed").ok_at(&url).await;
+    let view =
+        DeliveriesCall::new(PROJECT).webhook(failing_hook).status("failed").ok_at(&url).await;
     for delivery in view["deliveries"].as_array().expect("deliveries") {
         assert_eq!(delivery["attempts"], 3);
         assert_eq!(delivery["last_error"], "HTTP 500");
     }
     assert_eq!(metric(&url, r#"mailroom_webhook_deliveries_total{outcome="failed"}"#).await, 8.0);
     // The hanging receiver got its first request and still holds it.
-    wait_for("the hanging receiver's first request", async || {
-        !received(&hanging.log).is_empty()
-    })
-    .await;
+    wait_for("the hanging receiver's first request", async || !received(&hanging.log).is_empty())
+        .await;
     // A send still goes through at once, and the healthy receiver gets it.
     send(&url, 1, false).await;
     wait_for("the healthy receiver's 9th", async || unique_ids(&healthy.log).len() >= 9).await;

@@ -19,11 +19,11 @@ use axum::extract::State;
 use axum::http::{Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use foldhash::fast::RandomState;
+use mailroom_core::ops::webhooks::AttemptOutcome;
 use prometheus::{
     Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
-use mailroom_core::ops::webhooks::AttemptOutcome;
 use tower::Service;
 
 use crate::state::AppState;

@@ -122,10 +122,10 @@ pub const CATALOG: &[ToolInfo] = &[
     // mailroom's own tool (not in the reference): its own cluster, as metrics.rs on main has it.
     info("list_agents", "other", &["audit", "identity"], OPEN),
     info("list_contacts", "contact", &["audit", "contact"], agent(AGENT_NAME)),
-    low(info("list_window_identities", "identity", &["identity"], OPEN)),
     // Webhooks (mailroom's): a project webhook sees every delivery of the project, so any of
     // its agents may manage them (docs/compat/tools.md §4.13).
     info("list_webhooks", "messaging", &["audit", "messaging"], admin()),
+    low(info("list_window_identities", "identity", &["identity"], OPEN)),
     info(
         "macro_contact_handshake",
         "workflow_macros",

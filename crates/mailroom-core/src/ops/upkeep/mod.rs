@@ -323,9 +323,8 @@ impl Mailroom {
                 report.mailbox_events_pruned =
                     self.prune_mailbox_events(settings.mailbox_events_retention_days).await?;
                 report.idempotency_answers_forgotten = self.forget_expired_answers().await?;
-                report.webhook_deliveries_forgotten = self
-                    .forget_old_webhook_deliveries(self.config.webhooks.retention_days)
-                    .await?;
+                report.webhook_deliveries_forgotten =
+                    self.forget_old_webhook_deliveries(self.config.webhooks.retention_days).await?;
                 UpkeepReport::Reservations(report)
             }
             Task::Acks => UpkeepReport::Acks(self.overdue_acks(settings.ack_ttl_seconds).await?),

@@ -284,7 +284,8 @@ impl Mailroom {
                     )));
                 }
                 let counts = db.webhook_queue_counts(project.id, webhook_id)?;
-                let rows = db.webhook_deliveries(project.id, webhook_id, filter.statuses(), limit)?;
+                let rows =
+                    db.webhook_deliveries(project.id, webhook_id, filter.statuses(), limit)?;
                 let deliveries = rows.into_iter().map(delivery_out).collect();
                 Ok(DeliveriesView { project: project.slug, webhook_id, counts, deliveries })
             })
@@ -385,3 +386,6 @@ fn delivery_out(row: DeliveryRow) -> DeliveryOut {
         finished_ts: row.finished_us.map(Timestamp::from_micros),
     }
 }
+
+#[cfg(test)]
+mod tests;

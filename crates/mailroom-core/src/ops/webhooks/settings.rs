@@ -44,11 +44,9 @@ impl WebhookConfig {
     pub fn apply_env(&mut self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
         let number = |name: &str, current: u64, least: u64, most: u64| -> Result<u64, String> {
             let Some(text) = lookup(name) else { return Ok(current) };
-            text.trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|v| (least..=most).contains(v))
-                .ok_or_else(|| format!("{name} must be a whole number from {least} to {most}, got {text:?}"))
+            text.trim().parse::<u64>().ok().filter(|v| (least..=most).contains(v)).ok_or_else(
+                || format!("{name} must be a whole number from {least} to {most}, got {text:?}"),
+            )
         };
         self.timeout_ms = number("WEBHOOK_TIMEOUT_MS", self.timeout_ms, 100, 300_000)?;
         self.retry_base_ms = number("WEBHOOK_RETRY_BASE_MS", self.retry_base_ms, 10, 86_400_000)?;
@@ -88,7 +86,8 @@ mod tests {
 
     #[test]
     fn backoff_doubles_from_the_base_up_to_the_maximum() {
-        let config = WebhookConfig { retry_base_ms: 5_000, retry_max_ms: 60_000, ..Default::default() };
+        let config =
+            WebhookConfig { retry_base_ms: 5_000, retry_max_ms: 60_000, ..Default::default() };
         let waits: Vec<u64> = (1..=7).map(|n| config.retry_delay(n).as_secs()).collect();
         assert_eq!(waits, [5, 10, 20, 40, 60, 60, 60]);
         // No overflow however many failures.
@@ -106,9 +105,8 @@ mod tests {
     fn variables_are_read_and_bad_values_named() {
         let apply = |pairs: &[(&str, &str)]| {
             let mut config = WebhookConfig::default();
-            let lookup = |name: &str| {
-                pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned())
-            };
+            let lookup =
+                |name: &str| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned());
             config.apply_env(&lookup).map(|()| config)
         };
         let config = apply(&[

@@ -87,7 +87,10 @@ mod tests {
         assert_eq!(signature, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
         // Any other id, time or body signs differently.
         assert_ne!(secret.sign("msg_other", 1_614_265_330, br#"{"test": 2432232314}"#), signature);
-        assert_ne!(secret.sign("msg_p5jXN8AQM9LWM0D4loKWxJek", 1, br#"{"test": 2432232314}"#), signature);
+        assert_ne!(
+            secret.sign("msg_p5jXN8AQM9LWM0D4loKWxJek", 1, br#"{"test": 2432232314}"#),
+            signature
+        );
     }
 
     #[test]

@@ -66,9 +66,14 @@ pub struct DeliveredMessage {
 pub enum AttemptOutcome {
     Delivered,
     /// Try again at this time (microseconds).
-    Retry { next_attempt_us: i64, error: String },
+    Retry {
+        next_attempt_us: i64,
+        error: String,
+    },
     /// No more attempts.
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
 }
 
 /// One delivery as the deliveries view shows it.
@@ -295,7 +300,9 @@ impl Db<'_> {
             AttemptOutcome::Retry { next_attempt_us, error } => {
                 ("pending", Some(*next_attempt_us), Some(error.as_str()), None)
             }
-            AttemptOutcome::Failed { error } => ("failed", None, Some(error.as_str()), Some(now_us)),
+            AttemptOutcome::Failed { error } => {
+                ("failed", None, Some(error.as_str()), Some(now_us))
+            }
         };
         self.conn
             .prepare_cached(
