@@ -73,6 +73,8 @@ pub struct CoreConfig {
     /// The background upkeep's schedules and thresholds (`AUTO_RETIRE_STALE_AGENTS_*`,
     /// `FILE_RESERVATIONS_CLEANUP_*`, `ACK_TTL_*`).
     pub upkeep: crate::ops::upkeep::UpkeepConfig,
+    /// Webhook deliveries: timeout, retries, concurrency, retention (`WEBHOOK_*`).
+    pub webhooks: crate::ops::webhooks::WebhookConfig,
 }
 
 /// Settings of the Git archive and its attachments.
@@ -154,6 +156,7 @@ impl CoreConfig {
             window_id: None,
             window_ttl_days: 30,
             upkeep: crate::ops::upkeep::UpkeepConfig::default(),
+            webhooks: crate::ops::webhooks::WebhookConfig::default(),
         }
     }
 
@@ -240,6 +243,7 @@ impl CoreConfig {
         self.apply_archive_env(lookup, &flag)?;
         self.llm.apply_env(lookup)?;
         self.upkeep.apply_env(lookup)?;
+        self.webhooks.apply_env(lookup)?;
         if let Some(v) = lookup("AGENT_NAME_ENFORCEMENT_MODE") {
             self.name_enforcement = match v.trim().to_ascii_lowercase().as_str() {
                 "strict" => NameEnforcement::Strict,

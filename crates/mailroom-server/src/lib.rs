@@ -8,6 +8,7 @@ pub mod signals;
 pub mod state;
 pub mod upkeep;
 pub mod web;
+pub mod webhooks;
 
 use std::future::Future;
 
@@ -39,6 +40,8 @@ pub async fn serve(
     upkeep::start(&state);
     // Subscribed MCP sessions are told of messages as they commit.
     tokio::spawn(mcp::subscriptions::watch(state.clone()));
+    // Webhooks are posted from their durable queue.
+    tokio::spawn(webhooks::deliver(state.clone()));
     let shutdown = async move {
         shutdown.await;
         stopping.send_replace(true);

@@ -9,6 +9,7 @@ mod identity;
 mod messaging;
 mod reservations;
 mod summaries;
+mod webhooks;
 
 use serde_json::{Value, json};
 
@@ -17,6 +18,7 @@ pub use identity::{ProjectCall, RegisterCall, WhoisCall};
 pub use messaging::{AckCall, EventsCall, InboxCall, ReadCall, ReplyCall, SearchCall, SendCall};
 pub use reservations::{ReleaseCall, RenewCall, ReserveCall};
 pub use summaries::{RecentSummaryCall, ThreadSummaryCall};
+pub use webhooks::{DeliveriesCall, RegisterWebhookCall};
 
 /// Declares the builder of one tool, as a table: the struct's doc and name `=>` the tool;
 /// then, optionally, `new(...)` with the required arguments (each parameter named as its

@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 pub use calls::{
-    AckCall, ContactRequestCall, ContactResponseCall, EventsCall, InboxCall, PolicyCall,
-    ProjectCall, ReadCall, RecentSummaryCall, RegisterCall, ReleaseCall, RenewCall, ReplyCall,
-    ReserveCall, SearchCall, SendCall, ThreadSummaryCall, WhoisCall, rpc_at, sent_message_id,
-    tool_at, tool_result,
+    AckCall, ContactRequestCall, ContactResponseCall, DeliveriesCall, EventsCall, InboxCall,
+    PolicyCall, ProjectCall, ReadCall, RecentSummaryCall, RegisterCall, RegisterWebhookCall,
+    ReleaseCall, RenewCall, ReplyCall, ReserveCall, SearchCall, SendCall, ThreadSummaryCall,
+    WhoisCall, rpc_at, sent_message_id, tool_at, tool_result,
 };
 pub use fake_llm::{FakeLlm, FakeLlmMode};
 pub use git::{GUARD_VARIABLES, git, git_command};

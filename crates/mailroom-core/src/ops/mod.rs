@@ -26,6 +26,7 @@ pub mod reservations;
 pub mod resolve;
 pub mod search;
 pub mod upkeep;
+pub mod webhooks;
 
 use std::sync::Arc;
 

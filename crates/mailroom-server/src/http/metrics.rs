@@ -1,7 +1,7 @@
 //! The operator's metrics: `GET /metrics` in Prometheus's text format (docs/compat/http.md §4).
 //! Requests and latency by route, calls, latency and errors by tool, refusals, the database
-//! writer's batch sizes, upkeep runs, and gauges read when scraped: the database's size, the
-//! archive's queue and lag, the MCP sessions.
+//! writer's batch sizes, upkeep runs, webhook delivery attempts, and gauges read when scraped:
+//! the database's size, the archive's queue and lag, the webhook queue, the MCP sessions.
 //!
 //! The hot paths touch atomics only. A request's route is found by its path in a matchit
 //! table of the route tables' patterns (the router axum itself routes with), a tool's series
@@ -19,6 +19,7 @@ use axum::extract::State;
 use axum::http::{Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use foldhash::fast::RandomState;
+use mailroom_core::ops::webhooks::AttemptOutcome;
 use prometheus::{
     Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -67,6 +68,9 @@ impl UpkeepOutcome {
     }
 }
 
+/// The outcomes of a webhook delivery attempt (`mailroom_webhook_deliveries_total`'s `outcome`).
+const WEBHOOK_OUTCOMES: [&str; 3] = ["delivered", "retried", "failed"];
+
 /// Every family, registered once at start-up, and the series the hot paths use.
 pub struct Metrics {
     registry: Registry,
@@ -83,6 +87,8 @@ pub struct Metrics {
     access_refusals: IntCounterVec,
     rate_limit_refusals: IntCounterVec,
     upkeep_runs: IntCounterVec,
+    webhook_deliveries: IntCounterVec,
+    webhook_queue_depth: IntGauge,
     database_bytes: IntGauge,
     wal_bytes: IntGauge,
     archive_queue_depth: IntGauge,
@@ -152,6 +158,16 @@ impl Metrics {
             "Background upkeep runs, by task and outcome (ok or failed).",
             &["task", "outcome"],
         )?;
+        let webhook_deliveries = family.counters(
+            "mailroom_webhook_deliveries_total",
+            "Webhook delivery attempts, by outcome: delivered, retried (failed, tried again \
+             later) or failed (given up).",
+            &["outcome"],
+        )?;
+        let webhook_queue_depth = family.gauge(
+            "mailroom_webhook_queue_depth",
+            "Webhook deliveries waiting for a first or further attempt.",
+        )?;
         let database = family.gauges(
             "mailroom_database_bytes",
             "Size of the SQLite database on disk, by file (database, wal).",
@@ -176,6 +192,9 @@ impl Metrics {
         }
         for bucket in RATE_LIMIT_BUCKETS {
             rate_limit_refusals.with_label_values(&[bucket]);
+        }
+        for outcome in WEBHOOK_OUTCOMES {
+            webhook_deliveries.with_label_values(&[outcome]);
         }
         let mut patterns: Vec<String> = routes.into_iter().collect();
         patterns.sort();
@@ -203,6 +222,8 @@ impl Metrics {
             access_refusals,
             rate_limit_refusals,
             upkeep_runs,
+            webhook_deliveries,
+            webhook_queue_depth,
             database_bytes: database.with_label_values(&["database"]),
             wal_bytes: database.with_label_values(&["wal"]),
             archive_queue_depth,
@@ -263,9 +284,23 @@ impl Metrics {
         self.upkeep_runs.with_label_values(&[task, outcome.label()]).inc();
     }
 
+    /// Counts one webhook delivery attempt (`mailroom_webhook_deliveries_total{outcome}`).
+    pub fn record_webhook_attempt(&self, outcome: &AttemptOutcome) {
+        let label = match outcome {
+            AttemptOutcome::Delivered => WEBHOOK_OUTCOMES[0],
+            AttemptOutcome::Retry { .. } => WEBHOOK_OUTCOMES[1],
+            AttemptOutcome::Failed { .. } => WEBHOOK_OUTCOMES[2],
+        };
+        self.webhook_deliveries.with_label_values(&[label]).inc();
+    }
+
     /// The text of a scrape: the gauges read now, then every family.
     async fn scrape(&self, state: &AppState) -> Result<String, String> {
         self.mcp_sessions.set(gauge_value(state.sessions.len() as u64));
+        match state.core.webhook_queue_depth().await {
+            Ok(depth) => self.webhook_queue_depth.set(depth),
+            Err(e) => tracing::warn!(error = %e.message, "metrics: webhook queue unavailable"),
+        }
         match state.core.storage_facts().await {
             Ok(facts) => {
                 self.database_bytes.set(gauge_value(facts.database_bytes));
@@ -474,6 +509,10 @@ mod tests {
         metrics.record_refusal(Refusal::Unauthorized);
         metrics.record_refusal(Refusal::RateLimited("tools"));
         metrics.record_upkeep_run("sweep", UpkeepOutcome::Failed);
+        metrics.record_webhook_attempt(&AttemptOutcome::Delivered);
+        let retry = AttemptOutcome::Retry { next_attempt_us: 0, error: "HTTP 500".into() };
+        metrics.record_webhook_attempt(&retry);
+        metrics.record_webhook_attempt(&retry);
         assert_lines(
             &text(&metrics),
             &[
@@ -487,6 +526,9 @@ mod tests {
                 r#"mailroom_rate_limit_refusals_total{bucket="tools"} 1"#,
                 r#"mailroom_rate_limit_refusals_total{bucket="resources"} 0"#,
                 r#"mailroom_upkeep_runs_total{outcome="failed",task="sweep"} 1"#,
+                r#"mailroom_webhook_deliveries_total{outcome="delivered"} 1"#,
+                r#"mailroom_webhook_deliveries_total{outcome="retried"} 2"#,
+                r#"mailroom_webhook_deliveries_total{outcome="failed"} 0"#,
                 "# TYPE mailroom_store_batch_size histogram",
             ],
         );

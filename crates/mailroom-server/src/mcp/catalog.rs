@@ -122,6 +122,9 @@ pub const CATALOG: &[ToolInfo] = &[
     // mailroom's own tool (not in the reference): its own cluster, as metrics.rs on main has it.
     info("list_agents", "other", &["audit", "identity"], OPEN),
     info("list_contacts", "contact", &["audit", "contact"], agent(AGENT_NAME)),
+    // Webhooks (mailroom's): a project webhook sees every delivery of the project, so any of
+    // its agents may manage them (docs/compat/tools.md §4.13).
+    info("list_webhooks", "messaging", &["audit", "messaging"], admin()),
     low(info("list_window_identities", "identity", &["identity"], OPEN)),
     info(
         "macro_contact_handshake",
@@ -152,6 +155,7 @@ pub const CATALOG: &[ToolInfo] = &[
     info("products_link", "product_bus", &["product"], OPEN),
     info("purge_old_messages", "messaging", &["messaging", "write"], OPEN),
     info("register_agent", "identity", &["identity"], registration("project_key", &["name"])),
+    info("register_webhook", "messaging", &["configure", "messaging"], admin()),
     info("release_build_slot", "build_slots", &["build"], agent(AGENT_NAME)),
     info(
         "release_file_reservations",
@@ -159,6 +163,7 @@ pub const CATALOG: &[ToolInfo] = &[
         &["file_reservations"],
         agent(AGENT_NAME),
     ),
+    info("remove_webhook", "messaging", &["configure", "messaging"], admin()),
     info("rename_window", "identity", &["identity", "write"], OPEN),
     info("renew_build_slot", "build_slots", &["build"], agent(AGENT_NAME)),
     info("renew_file_reservations", "file_reservations", &["file_reservations"], agent(AGENT_NAME)),
@@ -177,6 +182,7 @@ pub const CATALOG: &[ToolInfo] = &[
     info("unarchive_project", "infrastructure", &["infrastructure"], admin()),
     info("uninstall_precommit_guard", "infrastructure", &["infrastructure", "repository"], OPEN),
     info("unretire_agent", "identity", &["identity"], agent(AGENT_NAME)),
+    info("webhook_deliveries", "messaging", &["audit", "messaging"], admin()),
     info("whois", "identity", &["audit", "identity"], agent(AGENT_NAME)),
 ];
 

@@ -27,7 +27,8 @@ pub enum Task {
     /// Retire agents idle past `AUTO_RETIRE_STALE_AGENTS_THRESHOLD_SECONDS`.
     Retire,
     /// Release expired reservations and those whose holders went quiet, in every project;
-    /// prune mailbox events past `MAILBOX_EVENTS_RETENTION_DAYS`.
+    /// prune mailbox events past `MAILBOX_EVENTS_RETENTION_DAYS`, forget expired idempotency
+    /// answers and webhook deliveries finished past `WEBHOOK_RETENTION_DAYS`.
     Reservations,
     /// Report acknowledgements overdue past `ACK_TTL_SECONDS`.
     Acks,
@@ -279,6 +280,8 @@ pub struct SweepReport {
     pub mailbox_events_pruned: usize,
     /// Answers kept for `idempotency_key` retries forgotten past `IDEMPOTENCY_WINDOW_SECONDS`.
     pub idempotency_answers_forgotten: usize,
+    /// Delivered and failed webhook deliveries forgotten past `WEBHOOK_RETENTION_DAYS`.
+    pub webhook_deliveries_forgotten: usize,
 }
 
 /// What one run of a task did.
@@ -320,6 +323,8 @@ impl Mailroom {
                 report.mailbox_events_pruned =
                     self.prune_mailbox_events(settings.mailbox_events_retention_days).await?;
                 report.idempotency_answers_forgotten = self.forget_expired_answers().await?;
+                report.webhook_deliveries_forgotten =
+                    self.forget_old_webhook_deliveries(self.config.webhooks.retention_days).await?;
                 UpkeepReport::Reservations(report)
             }
             Task::Acks => UpkeepReport::Acks(self.overdue_acks(settings.ack_ttl_seconds).await?),

@@ -86,6 +86,7 @@ impl Db<'_> {
             .run_statement(&format!("DELETE FROM messages WHERE id IN ({PROJECT_MESSAGES})"), id)?;
         // Its agents' mailbox events go too: agent ids may be given out again.
         self.run_statement("DELETE FROM mailbox_events WHERE project_id = ?1", id)?;
+        self.delete_project_webhooks(project_id)?;
         let file_reservations =
             self.run_statement("DELETE FROM file_reservations WHERE project_id = ?1", id)?;
         let agent_links = self.run_statement(
@@ -141,6 +142,7 @@ impl Db<'_> {
         )?;
         let messages_sent = self.run_statement("DELETE FROM messages WHERE sender_id = ?1", id)?;
         self.delete_agent_mailbox_events(agent_id)?;
+        self.delete_agent_webhooks(agent_id)?;
         let file_reservations =
             self.run_statement("DELETE FROM file_reservations WHERE agent_id = ?1", id)?;
         let agent_links = self.run_statement(

@@ -23,6 +23,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0012_ack_required_index.sql"),
     include_str!("migrations/0013_idempotency.sql"),
     include_str!("migrations/0014_mailbox_events.sql"),
+    include_str!("migrations/0015_webhooks.sql"),
 ];
 
 /// Brings the database up to the latest schema.

@@ -22,6 +22,7 @@ pub mod reservations;
 pub mod search;
 pub mod siblings;
 pub mod upkeep;
+pub mod webhooks;
 pub mod windows;
 
 use std::cell::Cell;

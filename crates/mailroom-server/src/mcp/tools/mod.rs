@@ -25,6 +25,7 @@ mod health_check;
 mod install_precommit_guard;
 mod list_agents;
 mod list_contacts;
+mod list_webhooks;
 mod list_window_identities;
 mod macro_contact_handshake;
 mod macro_file_reservation_cycle;
@@ -35,8 +36,10 @@ mod message_receipts;
 mod products_link;
 mod purge_old_messages;
 mod register_agent;
+mod register_webhook;
 mod release_build_slot;
 mod release_file_reservations;
+mod remove_webhook;
 mod rename_window;
 mod renew_build_slot;
 mod renew_file_reservations;
@@ -55,6 +58,7 @@ mod summarize_thread_product;
 mod unarchive_project;
 mod uninstall_precommit_guard;
 mod unretire_agent;
+mod webhook_deliveries;
 mod whois;
 
 use std::collections::HashMap;
@@ -103,6 +107,7 @@ fn all_tools() -> Vec<Tool> {
         install_precommit_guard::tool(),
         list_agents::tool(),
         list_contacts::tool(),
+        list_webhooks::tool(),
         list_window_identities::tool(),
         macro_contact_handshake::tool(),
         macro_file_reservation_cycle::tool(),
@@ -113,8 +118,10 @@ fn all_tools() -> Vec<Tool> {
         products_link::tool(),
         purge_old_messages::tool(),
         register_agent::tool(),
+        register_webhook::tool(),
         release_build_slot::tool(),
         release_file_reservations::tool(),
+        remove_webhook::tool(),
         rename_window::tool(),
         renew_build_slot::tool(),
         renew_file_reservations::tool(),
@@ -133,6 +140,7 @@ fn all_tools() -> Vec<Tool> {
         unarchive_project::tool(),
         uninstall_precommit_guard::tool(),
         unretire_agent::tool(),
+        webhook_deliveries::tool(),
         whois::tool(),
     ]
 }

@@ -1,0 +1,391 @@
+//! Webhooks (docs/compat/tools.md §4.13): a project, or one agent, registers an endpoint,
+//! and every delivery of a message to a recipient it covers is POSTed there, signed by the
+//! Standard Webhooks rules (`signing.rs`). A trigger queues each delivery in the transaction
+//! that stores the recipient row (migration 0015), so none is lost to a crash; the server's
+//! delivery worker takes what is due ([`Mailroom::due_webhook_deliveries`]), posts it
+//! (`post.rs`) and records the outcome ([`Mailroom::attempt_webhook_delivery`]), retrying
+//! with backoff (`settings.rs`) until a bound. At least once: the `webhook-id` header, kept
+//! across retries and restarts, lets a receiver take each delivery once.
+
+mod endpoint;
+mod post;
+mod settings;
+mod signing;
+
+use serde::Serialize;
+
+pub use endpoint::MAX_URL_BYTES;
+pub use post::{MESSAGE_DELIVERED, Poster};
+pub use settings::WebhookConfig;
+pub use signing::Secret;
+
+pub use crate::store::db::webhooks::{AttemptOutcome, DeliveredMessage, DueDelivery, QueueCounts};
+
+use crate::error::{Category, Error, Result};
+use crate::model::time::Timestamp;
+use crate::ops::{Mailroom, resolve};
+use crate::store::db::webhooks::{DeliveryRow, NewWebhook};
+
+/// The most webhooks one project may have.
+pub const MAX_PER_PROJECT: i64 = 32;
+/// Deliveries the deliveries view lists by default, and at most.
+pub const DEFAULT_LIST: i64 = 50;
+pub const MAX_LIST: i64 = 500;
+/// Finished deliveries one sweep step forgets.
+const FORGET_BATCH: i64 = 5000;
+
+/// Result of register_webhook: the only answer that shows the secret.
+#[derive(Debug, Clone, Serialize)]
+pub struct RegisteredWebhook {
+    pub id: i64,
+    pub project: String,
+    /// The agent whose deliveries it receives; `null`: every recipient in the project.
+    pub agent: Option<String>,
+    pub url: String,
+    pub secret: String,
+    pub created_ts: Timestamp,
+}
+
+/// Result of list_webhooks.
+#[derive(Debug, Clone, Serialize)]
+pub struct WebhookList {
+    pub project: String,
+    pub webhooks: Vec<WebhookOut>,
+}
+
+/// A webhook as listed (never its secret).
+#[derive(Debug, Clone, Serialize)]
+pub struct WebhookOut {
+    pub id: i64,
+    pub agent: Option<String>,
+    pub url: String,
+    pub created_ts: Timestamp,
+    /// Deliveries waiting for a first or further attempt.
+    pub pending: i64,
+    /// Deliveries given up on (kept `WEBHOOK_RETENTION_DAYS`).
+    pub failed: i64,
+}
+
+/// Result of remove_webhook.
+#[derive(Debug, Clone, Serialize)]
+pub struct RemovedWebhook {
+    pub id: i64,
+    pub removed: bool,
+}
+
+/// Which deliveries the deliveries view lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryFilter {
+    /// Pending and failed (the default): what has not arrived.
+    Undelivered,
+    Pending,
+    Failed,
+    Delivered,
+    All,
+}
+
+impl DeliveryFilter {
+    /// The filter a `status` argument names; an error names the field.
+    pub fn parse(text: Option<&str>) -> Result<Self> {
+        let text = text.map(|t| t.trim().to_ascii_lowercase());
+        Ok(match text.as_deref() {
+            None | Some("" | "undelivered") => Self::Undelivered,
+            Some("pending") => Self::Pending,
+            Some("failed") => Self::Failed,
+            Some("delivered") => Self::Delivered,
+            Some("all") => Self::All,
+            Some(other) => {
+                return Err(Error::invalid(format!(
+                    "status must be undelivered, pending, failed, delivered or all; got {other:?}"
+                )));
+            }
+        })
+    }
+
+    fn statuses(self) -> &'static [&'static str] {
+        match self {
+            Self::Undelivered => &["pending", "failed"],
+            Self::Pending => &["pending"],
+            Self::Failed => &["failed"],
+            Self::Delivered => &["delivered"],
+            Self::All => &["pending", "failed", "delivered"],
+        }
+    }
+}
+
+/// Result of webhook_deliveries.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveriesView {
+    pub project: String,
+    pub webhook_id: Option<i64>,
+    /// Every delivery kept, by status (not only those listed).
+    pub counts: QueueCounts,
+    pub deliveries: Vec<DeliveryOut>,
+}
+
+/// One delivery as listed.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveryOut {
+    /// The `webhook-id` header: the receiver's idempotency key.
+    pub id: String,
+    pub webhook_id: i64,
+    pub message_id: i64,
+    pub recipient: Option<String>,
+    pub status: String,
+    pub attempts: i64,
+    /// When it is tried next (pending only).
+    pub next_attempt_ts: Option<Timestamp>,
+    pub last_error: Option<String>,
+    pub created_ts: Timestamp,
+    /// When it was delivered or given up on.
+    pub finished_ts: Option<Timestamp>,
+}
+
+impl Serialize for QueueCounts {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut counts = serializer.serialize_struct("QueueCounts", 3)?;
+        counts.serialize_field("pending", &self.pending)?;
+        counts.serialize_field("failed", &self.failed)?;
+        counts.serialize_field("delivered", &self.delivered)?;
+        counts.end()
+    }
+}
+
+impl Mailroom {
+    /// Registers a webhook for every recipient in the project, or for `agent_name`'s
+    /// deliveries only, posting to `url` and signing with `secret` (one is generated when
+    /// none is given).
+    pub async fn register_webhook(
+        &self,
+        project_key: String,
+        url: String,
+        agent_name: Option<String>,
+        secret: Option<String>,
+    ) -> Result<RegisteredWebhook> {
+        let url = endpoint::parse(&url)?.to_string();
+        let secret = match secret.filter(|s| !s.trim().is_empty()) {
+            Some(text) => Secret::parse(&text)?,
+            None => Secret::generate()?,
+        };
+        let created_ts = Timestamp::now();
+        self.store
+            .write(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                let agent = match agent_name.filter(|a| !a.trim().is_empty()) {
+                    Some(name) => Some(resolve::agent(db, &project, &name, "agent_name")?),
+                    None => None,
+                };
+                let agent_id = agent.as_ref().map(|a| a.id);
+                if let Some(id) = db.webhook_for(project.id, agent_id, &url)? {
+                    return Err(Error::new(
+                        Category::Conflict,
+                        "WEBHOOK_EXISTS",
+                        format!(
+                            "webhook {id} already posts {url} for this {}; remove it first to \
+                             register it again (with a new secret)",
+                            if agent.is_some() { "agent" } else { "project" }
+                        ),
+                    ));
+                }
+                if db.webhook_count(project.id)? >= MAX_PER_PROJECT {
+                    return Err(Error::new(
+                        Category::Conflict,
+                        "WEBHOOK_LIMIT",
+                        format!(
+                            "project '{}' has {MAX_PER_PROJECT} webhooks, the most it may have; \
+                             remove one first",
+                            project.slug
+                        ),
+                    ));
+                }
+                let new = NewWebhook {
+                    project_id: project.id,
+                    agent_id,
+                    url: &url,
+                    secret: secret.as_str(),
+                    created_ts,
+                };
+                let id = db.insert_webhook(&new)?;
+                Ok(RegisteredWebhook {
+                    id,
+                    project: project.slug,
+                    agent: agent.map(|a| a.name),
+                    url: url.clone(),
+                    secret: secret.as_str().to_owned(),
+                    created_ts,
+                })
+            })
+            .await
+    }
+
+    /// The project's webhooks, without their secrets.
+    pub async fn list_webhooks(&self, project_key: String) -> Result<WebhookList> {
+        self.store
+            .read(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                let webhooks = (db.webhooks_of(project.id)?.into_iter())
+                    .map(|w| WebhookOut {
+                        id: w.id,
+                        agent: w.agent,
+                        url: w.url,
+                        created_ts: w.created_ts,
+                        pending: w.pending,
+                        failed: w.failed,
+                    })
+                    .collect();
+                Ok(WebhookList { project: project.slug, webhooks })
+            })
+            .await
+    }
+
+    /// Removes one of the project's webhooks with every delivery it has queued or kept.
+    pub async fn remove_webhook(
+        &self,
+        project_key: String,
+        webhook_id: i64,
+    ) -> Result<RemovedWebhook> {
+        self.store
+            .write(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                if !db.delete_webhook(project.id, webhook_id)? {
+                    return Err(Error::not_found(format!(
+                        "Webhook '{webhook_id}' not found in project '{}'.",
+                        project.slug
+                    )));
+                }
+                Ok(RemovedWebhook { id: webhook_id, removed: true })
+            })
+            .await
+    }
+
+    /// The project's deliveries (or one webhook's) that `filter` keeps, newest first.
+    pub async fn webhook_deliveries(
+        &self,
+        project_key: String,
+        webhook_id: Option<i64>,
+        filter: DeliveryFilter,
+        limit: Option<i64>,
+    ) -> Result<DeliveriesView> {
+        let limit = limit.unwrap_or(DEFAULT_LIST);
+        if limit < 1 {
+            return Err(Error::invalid(format!("limit must be at least 1 (got {limit})")));
+        }
+        let limit = limit.min(MAX_LIST);
+        self.store
+            .read(move |db| {
+                let project = resolve::project(db, &project_key)?;
+                if let Some(id) = webhook_id
+                    && !db.webhooks_of(project.id)?.iter().any(|w| w.id == id)
+                {
+                    return Err(Error::not_found(format!(
+                        "Webhook '{id}' not found in project '{}'.",
+                        project.slug
+                    )));
+                }
+                let counts = db.webhook_queue_counts(project.id, webhook_id)?;
+                let rows =
+                    db.webhook_deliveries(project.id, webhook_id, filter.statuses(), limit)?;
+                let deliveries = rows.into_iter().map(delivery_out).collect();
+                Ok(DeliveriesView { project: project.slug, webhook_id, counts, deliveries })
+            })
+            .await
+    }
+
+    /// Pending deliveries due now, soonest first, at most `limit`.
+    pub async fn due_webhook_deliveries(&self, limit: usize) -> Result<Vec<DueDelivery>> {
+        let now = Timestamp::now().as_micros();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.store.read(move |db| db.due_webhook_deliveries(now, limit)).await
+    }
+
+    /// When the next delivery not yet due falls due, if one is pending.
+    pub async fn next_webhook_due(&self) -> Result<Option<Timestamp>> {
+        let now = Timestamp::now().as_micros();
+        let next = self.store.read_short(move |db| db.next_webhook_due(now)).await?;
+        Ok(next.map(Timestamp::from_micros))
+    }
+
+    /// Deliveries waiting for an attempt, over every webhook (the queue's depth).
+    pub async fn webhook_queue_depth(&self) -> Result<i64> {
+        self.store.read_short(|db| db.webhook_queue_depth()).await
+    }
+
+    /// Makes one attempt of `delivery` with `poster` and records how it went: delivered on
+    /// a 2xx, else retried after the backoff, or failed once `WEBHOOK_MAX_ATTEMPTS` are
+    /// spent (or at once when its message was deleted since). The record is bookkeeping no
+    /// page shows: it does not move the store's change count.
+    pub async fn attempt_webhook_delivery(
+        &self,
+        poster: &Poster,
+        delivery: &DueDelivery,
+    ) -> Result<AttemptOutcome> {
+        let outcome = match &delivery.message {
+            None => AttemptOutcome::Failed {
+                error: "its message was deleted before it was delivered".to_owned(),
+            },
+            Some(message) => match poster.post(delivery, message).await {
+                Ok(()) => AttemptOutcome::Delivered,
+                Err(error) => self.after_failure(delivery.attempts, error),
+            },
+        };
+        let store = self.store.clone();
+        let (id, recorded) = (delivery.id, outcome.clone());
+        let now = Timestamp::now().as_micros();
+        tokio::task::spawn_blocking(move || {
+            store.write_blocking_unseen(move |db| db.record_webhook_attempt(id, &recorded, now))
+        })
+        .await
+        .map_err(|e| Error::internal(format!("webhook bookkeeping: {e}")))??;
+        Ok(outcome)
+    }
+
+    /// The outcome of a failed attempt after `attempts_before` earlier ones.
+    fn after_failure(&self, attempts_before: i64, error: String) -> AttemptOutcome {
+        let settings = &self.config.webhooks;
+        let failures = u32::try_from(attempts_before + 1).unwrap_or(u32::MAX);
+        if failures >= settings.max_attempts {
+            return AttemptOutcome::Failed { error };
+        }
+        let delay = i64::try_from(settings.retry_delay(failures).as_micros()).unwrap_or(i64::MAX);
+        let next_attempt_us = Timestamp::now().as_micros().saturating_add(delay);
+        AttemptOutcome::Retry { next_attempt_us, error }
+    }
+
+    /// Forgets delivered and failed deliveries finished more than `retention_days` ago; how
+    /// many (the upkeep's reservation sweep).
+    pub async fn forget_old_webhook_deliveries(&self, retention_days: i64) -> Result<usize> {
+        let cutoff = Timestamp::now().plus_seconds(-retention_days.saturating_mul(86_400));
+        let cutoff = cutoff.as_micros();
+        let mut forgotten = 0;
+        loop {
+            let step = self
+                .store
+                .write(move |db| db.forget_finished_webhook_deliveries(cutoff, FORGET_BATCH))
+                .await?;
+            forgotten += step;
+            if i64::try_from(step).unwrap_or(i64::MAX) < FORGET_BATCH {
+                return Ok(forgotten);
+            }
+        }
+    }
+}
+
+fn delivery_out(row: DeliveryRow) -> DeliveryOut {
+    DeliveryOut {
+        id: row.event_id,
+        webhook_id: row.webhook_id,
+        message_id: row.message_id.0,
+        recipient: row.recipient,
+        next_attempt_ts: (row.status == "pending")
+            .then_some(Timestamp::from_micros(row.next_attempt_us)),
+        status: row.status,
+        attempts: row.attempts,
+        last_error: row.last_error,
+        created_ts: Timestamp::from_micros(row.created_us),
+        finished_ts: row.finished_us.map(Timestamp::from_micros),
+    }
+}
+
+#[cfg(test)]
+mod tests;

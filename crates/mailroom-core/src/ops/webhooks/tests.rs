@@ -1,0 +1,185 @@
+//! The webhook queue against a real SQLite database: what a send queues, for whom, and what
+//! registration, removal, attempts, retention and hard deletions do to it.
+
+use super::*;
+use crate::config::CoreConfig;
+use crate::ops::agents::Registration;
+use crate::ops::messaging::SendMessage;
+use crate::ops::projects::lifecycle::HARD_DELETE_CONFIRMATION;
+
+const PROJECT: &str = "/work/hooks";
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+async fn open(dir: &std::path::Path) -> Mailroom {
+    let mut config = CoreConfig::for_data_dir(dir);
+    config.archive.enabled = false;
+    config.contact_enforcement_enabled = false;
+    config.webhooks.max_attempts = 2;
+    let core = Mailroom::open(config).expect("open");
+    core.ensure_project(PROJECT).await.expect("project");
+    for name in ["BlueLake", "GreenCastle", "RedStone"] {
+        let registration = Registration {
+            project_key: PROJECT.into(),
+            program: "test".into(),
+            model: "test".into(),
+            name: Some(name.into()),
+            ..Registration::default()
+        };
+        core.register_agent(registration).await.expect("register");
+    }
+    core
+}
+
+async fn send(core: &Mailroom, to: &[&str], bcc: &[&str]) {
+    let send = SendMessage {
+        project_key: PROJECT.into(),
+        sender_name: "BlueLake".into(),
+        to: to.iter().map(|s| (*s).to_owned()).collect(),
+        bcc: bcc.iter().map(|s| (*s).to_owned()).collect(),
+        subject: "hello".into(),
+        body_md: "body".into(),
+        ..SendMessage::default()
+    };
+    core.send_message(send).await.expect("send");
+}
+
+async fn register(core: &Mailroom, url: &str, agent: Option<&str>) -> RegisteredWebhook {
+    let agent = agent.map(str::to_owned);
+    core.register_webhook(PROJECT.into(), url.into(), agent, Some(SECRET.into()))
+        .await
+        .expect("register")
+}
+
+async fn view(core: &Mailroom, filter: DeliveryFilter) -> DeliveriesView {
+    core.webhook_deliveries(PROJECT.into(), None, filter, None).await.expect("view")
+}
+
+#[tokio::test]
+async fn a_send_queues_one_delivery_per_recipient_and_webhook_covering_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let core = open(dir.path()).await;
+    // Mail from before a webhook existed is not queued for it.
+    send(&core, &["GreenCastle"], &[]).await;
+    let project = register(&core, "https://hooks.example.com/all", None).await;
+    let green = register(&core, "http://127.0.0.1:9/green", Some("greencastle")).await;
+    assert_eq!(green.agent.as_deref(), Some("GreenCastle"));
+    assert_eq!(project.secret, SECRET);
+
+    send(&core, &["GreenCastle"], &["RedStone"]).await;
+    let queued = view(&core, DeliveryFilter::Pending).await;
+    assert_eq!(queued.counts, QueueCounts { pending: 3, failed: 0, delivered: 0 });
+    let mut seen: Vec<(i64, String)> = (queued.deliveries.iter())
+        .map(|d| (d.webhook_id, d.recipient.clone().unwrap_or_default()))
+        .collect();
+    seen.sort();
+    let expected = [
+        (project.id, "GreenCastle".to_owned()),
+        (project.id, "RedStone".to_owned()),
+        (green.id, "GreenCastle".to_owned()),
+    ];
+    assert_eq!(seen, expected);
+    let ids: std::collections::HashSet<&str> =
+        queued.deliveries.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids.len(), 3, "each delivery has its own webhook-id");
+    assert!(ids.iter().all(|id| id.starts_with("msg_") && id.len() == 28));
+
+    // What the worker takes: due now, with the request's parts; the bcc recipient's kind.
+    let due = core.due_webhook_deliveries(10).await.expect("due");
+    assert_eq!(due.len(), 3);
+    let red = due.iter().find(|d| d.recipient == "RedStone").expect("RedStone's");
+    assert_eq!((red.kind.as_str(), red.secret.as_str()), ("bcc", SECRET));
+    let message = red.message.as_ref().expect("message");
+    let body: serde_json::Value = serde_json::from_slice(&post::body(red, message)).expect("json");
+    assert_eq!(body["type"], "message.delivered");
+    assert_eq!(body["data"]["message"]["sender"], "BlueLake");
+    assert_eq!(body["data"]["recipient_kind"], "bcc");
+    assert!(body["data"]["message"].get("body_md").is_none());
+    assert_eq!(core.webhook_queue_depth().await.expect("depth"), 3);
+
+    // Removing a webhook drops its deliveries.
+    core.remove_webhook(PROJECT.into(), green.id).await.expect("remove");
+    assert_eq!(view(&core, DeliveryFilter::All).await.counts.pending, 2);
+    let error = core.remove_webhook(PROJECT.into(), green.id).await.expect_err("gone");
+    assert_eq!(error.category, Category::NotFound);
+}
+
+#[tokio::test]
+async fn registration_refuses_duplicates_bad_urls_and_too_many() {
+    let dir = tempfile::tempdir().expect("dir");
+    let core = open(dir.path()).await;
+    register(&core, "https://hooks.example.com/a", None).await;
+    let again = core
+        .register_webhook(PROJECT.into(), "https://HOOKS.example.com/a".into(), None, None)
+        .await
+        .expect_err("duplicate");
+    assert_eq!(again.kind, "WEBHOOK_EXISTS");
+    // The same URL for one agent is another scope.
+    register(&core, "https://hooks.example.com/a", Some("RedStone")).await;
+    let bad = core
+        .register_webhook(PROJECT.into(), "http://example.com/".into(), None, None)
+        .await
+        .expect_err("plain http");
+    assert!(bad.message.starts_with("url must be"), "{}", bad.message);
+    let unknown = core
+        .register_webhook(PROJECT.into(), "https://h.example/".into(), Some("Nobody".into()), None)
+        .await
+        .expect_err("unknown agent");
+    assert_eq!(unknown.category, Category::NotFound);
+    for i in 2..MAX_PER_PROJECT {
+        register(&core, &format!("https://hooks.example.com/{i}"), None).await;
+    }
+    let over = core
+        .register_webhook(PROJECT.into(), "https://hooks.example.com/over".into(), None, None)
+        .await
+        .expect_err("limit");
+    assert_eq!(over.kind, "WEBHOOK_LIMIT");
+    let listed = core.list_webhooks(PROJECT.into()).await.expect("list");
+    assert_eq!(listed.webhooks.len(), usize::try_from(MAX_PER_PROJECT).expect("count"));
+}
+
+#[tokio::test]
+async fn failed_attempts_retry_then_give_up_and_old_ones_are_forgotten() {
+    let dir = tempfile::tempdir().expect("dir");
+    let core = open(dir.path()).await;
+    // Nothing listens on port 9 of loopback (discard is never served in a test box).
+    register(&core, "http://127.0.0.1:9/none", None).await;
+    send(&core, &["GreenCastle"], &[]).await;
+    let poster = Poster::new(&core.config.webhooks).expect("poster");
+    let due = core.due_webhook_deliveries(10).await.expect("due");
+    let first = core.attempt_webhook_delivery(&poster, &due[0]).await.expect("attempt");
+    assert!(matches!(first, AttemptOutcome::Retry { .. }), "{first:?}");
+    // Not due again until the backoff has passed.
+    assert!(core.due_webhook_deliveries(10).await.expect("due").is_empty());
+    assert!(core.next_webhook_due().await.expect("next").is_some());
+    let mut retry = due[0].clone();
+    retry.attempts = 1;
+    let second = core.attempt_webhook_delivery(&poster, &retry).await.expect("attempt");
+    assert!(matches!(second, AttemptOutcome::Failed { .. }), "{second:?}");
+    let failed = view(&core, DeliveryFilter::Failed).await;
+    assert_eq!(failed.counts, QueueCounts { pending: 0, failed: 1, delivered: 0 });
+    assert_eq!(failed.deliveries[0].attempts, 2);
+    assert!(failed.deliveries[0].last_error.is_some());
+
+    // Kept within the retention window, forgotten past it.
+    assert_eq!(core.forget_old_webhook_deliveries(1).await.expect("forget"), 0);
+    assert_eq!(core.forget_old_webhook_deliveries(-1).await.expect("forget"), 1);
+    assert_eq!(view(&core, DeliveryFilter::All).await.counts, QueueCounts::default());
+}
+
+#[tokio::test]
+async fn hard_deletions_take_their_webhooks_and_deliveries() {
+    let dir = tempfile::tempdir().expect("dir");
+    let core = open(dir.path()).await;
+    register(&core, "https://hooks.example.com/all", None).await;
+    register(&core, "https://hooks.example.com/red", Some("RedStone")).await;
+    send(&core, &["GreenCastle", "RedStone"], &[]).await;
+    assert_eq!(view(&core, DeliveryFilter::All).await.counts.pending, 3);
+    let confirm = HARD_DELETE_CONFIRMATION.to_owned();
+    core.hard_delete_agent(PROJECT.into(), "RedStone".into(), confirm.clone())
+        .await
+        .expect("agent");
+    assert_eq!(view(&core, DeliveryFilter::All).await.counts.pending, 1);
+    assert_eq!(core.list_webhooks(PROJECT.into()).await.expect("list").webhooks.len(), 1);
+    core.hard_delete_project(PROJECT.into(), confirm).await.expect("project");
+    assert_eq!(core.webhook_queue_depth().await.expect("depth"), 0);
+}

@@ -1,0 +1,414 @@
+//! Queries on `webhooks` and `webhook_deliveries` (migration 0015): the endpoints, and the
+//! durable queue a trigger on `message_recipients` fills in the delivering transaction.
+//! Times of the queue are microseconds since the Unix epoch.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::{Db, map_err, ts};
+use crate::error::Result;
+use crate::model::time::Timestamp;
+use crate::records::{AgentId, MessageId, ProjectId};
+
+/// A webhook as listed: never its secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookRow {
+    pub id: i64,
+    /// The agent whose deliveries it receives; `None`: every recipient in the project.
+    pub agent: Option<String>,
+    pub url: String,
+    pub created_ts: Timestamp,
+    pub pending: i64,
+    pub failed: i64,
+}
+
+/// A webhook about to be stored.
+pub struct NewWebhook<'a> {
+    pub project_id: ProjectId,
+    pub agent_id: Option<AgentId>,
+    pub url: &'a str,
+    pub secret: &'a str,
+    pub created_ts: Timestamp,
+}
+
+/// A delivery due now, with what its request is made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueDelivery {
+    pub id: i64,
+    /// The `webhook-id` header.
+    pub event_id: String,
+    pub webhook_id: i64,
+    pub url: String,
+    pub secret: String,
+    /// Attempts made before this one.
+    pub attempts: i64,
+    pub project: String,
+    pub recipient: String,
+    /// `to`, `cc` or `bcc`.
+    pub kind: String,
+    /// The message; `None` when it was deleted since it was delivered.
+    pub message: Option<DeliveredMessage>,
+}
+
+/// The summary of a delivered message a webhook's body carries (its `data.message`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DeliveredMessage {
+    pub id: MessageId,
+    pub thread_id: Option<String>,
+    pub subject: String,
+    pub sender: String,
+    pub importance: String,
+    pub ack_required: bool,
+    pub created_ts: Timestamp,
+}
+
+/// How one attempt ended, as the queue records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    Delivered,
+    /// Try again at this time (microseconds).
+    Retry {
+        next_attempt_us: i64,
+        error: String,
+    },
+    /// No more attempts.
+    Failed {
+        error: String,
+    },
+}
+
+/// One delivery as the deliveries view shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryRow {
+    pub event_id: String,
+    pub webhook_id: i64,
+    pub message_id: MessageId,
+    /// The recipient's name (`None` once the agent is gone).
+    pub recipient: Option<String>,
+    pub status: String,
+    pub attempts: i64,
+    pub next_attempt_us: i64,
+    pub last_error: Option<String>,
+    pub created_us: i64,
+    pub finished_us: Option<i64>,
+}
+
+/// Deliveries of a project (or one webhook) by status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    pub pending: i64,
+    pub failed: i64,
+    pub delivered: i64,
+}
+
+impl Db<'_> {
+    /// How many webhooks the project has.
+    pub fn webhook_count(&self, project_id: ProjectId) -> Result<i64> {
+        self.conn
+            .prepare_cached("SELECT count(*) FROM webhooks WHERE project_id = ?1")
+            .and_then(|mut stmt| stmt.query_row([project_id], |row| row.get(0)))
+            .map_err(map_err)
+    }
+
+    /// The id of the project's webhook for this scope and URL, if there is one.
+    pub fn webhook_for(
+        &self,
+        project_id: ProjectId,
+        agent_id: Option<AgentId>,
+        url: &str,
+    ) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached(
+                "SELECT id FROM webhooks WHERE project_id = ?1 AND agent_id IS ?2 AND url = ?3",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(params![project_id, agent_id, url], |row| row.get(0)).optional()
+            })
+            .map_err(map_err)
+    }
+
+    /// Stores a webhook; its id.
+    pub fn insert_webhook(&self, webhook: &NewWebhook<'_>) -> Result<i64> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO webhooks (project_id, agent_id, url, secret, created_ts)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    webhook.project_id,
+                    webhook.agent_id,
+                    webhook.url,
+                    webhook.secret,
+                    webhook.created_ts.to_db()
+                ])
+            })
+            .map_err(map_err)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The project's webhooks, oldest first, with their pending and failed deliveries.
+    pub fn webhooks_of(&self, project_id: ProjectId) -> Result<Vec<WebhookRow>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT w.id, a.name, w.url, w.created_ts,
+                   (SELECT count(*) FROM webhook_deliveries d
+                    WHERE d.webhook_id = w.id AND d.status = 'pending'),
+                   (SELECT count(*) FROM webhook_deliveries d
+                    WHERE d.webhook_id = w.id AND d.status = 'failed')
+                 FROM webhooks w LEFT JOIN agents a ON a.id = w.agent_id
+                 WHERE w.project_id = ?1 ORDER BY w.id",
+            )
+            .map_err(map_err)?;
+        let rows = stmt
+            .query_map([project_id], |row| {
+                Ok(WebhookRow {
+                    id: row.get(0)?,
+                    agent: row.get(1)?,
+                    url: row.get(2)?,
+                    created_ts: ts(row, 3)?,
+                    pending: row.get(4)?,
+                    failed: row.get(5)?,
+                })
+            })
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(map_err)
+    }
+
+    /// Deletes one of the project's webhooks and its deliveries; whether it existed.
+    pub fn delete_webhook(&self, project_id: ProjectId, webhook_id: i64) -> Result<bool> {
+        let deleted = self
+            .conn
+            .prepare_cached("DELETE FROM webhooks WHERE id = ?1 AND project_id = ?2")
+            .and_then(|mut stmt| stmt.execute(params![webhook_id, project_id]))
+            .map_err(map_err)?;
+        if deleted > 0 {
+            self.conn
+                .prepare_cached("DELETE FROM webhook_deliveries WHERE webhook_id = ?1")
+                .and_then(|mut stmt| stmt.execute([webhook_id]))
+                .map_err(map_err)?;
+        }
+        Ok(deleted > 0)
+    }
+
+    /// A project's webhooks and their deliveries, for its hard deletion.
+    pub fn delete_project_webhooks(&self, project_id: ProjectId) -> Result<()> {
+        self.run_each(
+            &[
+                "DELETE FROM webhook_deliveries
+                 WHERE webhook_id IN (SELECT id FROM webhooks WHERE project_id = ?1)",
+                "DELETE FROM webhooks WHERE project_id = ?1",
+            ],
+            project_id.0,
+        )
+    }
+
+    /// An agent's webhooks and every delivery to it, for its hard deletion.
+    pub fn delete_agent_webhooks(&self, agent_id: AgentId) -> Result<()> {
+        self.run_each(
+            &[
+                "DELETE FROM webhook_deliveries WHERE agent_id = ?1
+                 OR webhook_id IN (SELECT id FROM webhooks WHERE agent_id = ?1)",
+                "DELETE FROM webhooks WHERE agent_id = ?1",
+            ],
+            agent_id.0,
+        )
+    }
+
+    fn run_each(&self, statements: &[&str], id: i64) -> Result<()> {
+        for sql in statements {
+            self.conn
+                .prepare_cached(sql)
+                .and_then(|mut stmt| stmt.execute([id]))
+                .map_err(map_err)?;
+        }
+        Ok(())
+    }
+
+    /// Pending deliveries due at `now_us`, soonest first, at most `limit`.
+    pub fn due_webhook_deliveries(&self, now_us: i64, limit: i64) -> Result<Vec<DueDelivery>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT d.id, d.event_id, d.webhook_id, w.url, w.secret, d.attempts, p.slug,
+                        coalesce(r.name, ''), d.kind,
+                        m.id, m.thread_id, m.subject, s.name, m.importance, m.ack_required,
+                        m.created_ts
+                 FROM webhook_deliveries d
+                 JOIN webhooks w ON w.id = d.webhook_id
+                 JOIN projects p ON p.id = w.project_id
+                 LEFT JOIN agents r ON r.id = d.agent_id
+                 LEFT JOIN messages m ON m.id = d.message_id
+                 LEFT JOIN agents s ON s.id = m.sender_id
+                 WHERE d.status = 'pending' AND d.next_attempt_us <= ?1
+                 ORDER BY d.next_attempt_us, d.id LIMIT ?2",
+            )
+            .map_err(map_err)?;
+        let rows = stmt
+            .query_map(params![now_us, limit], |row| {
+                let message_id: Option<MessageId> = row.get(9)?;
+                let message = match message_id {
+                    Some(id) => Some(DeliveredMessage {
+                        id,
+                        thread_id: row.get(10)?,
+                        subject: row.get(11)?,
+                        sender: row.get::<_, Option<String>>(12)?.unwrap_or_default(),
+                        importance: row.get(13)?,
+                        ack_required: row.get(14)?,
+                        created_ts: ts(row, 15)?,
+                    }),
+                    None => None,
+                };
+                Ok(DueDelivery {
+                    id: row.get(0)?,
+                    event_id: row.get(1)?,
+                    webhook_id: row.get(2)?,
+                    url: row.get(3)?,
+                    secret: row.get(4)?,
+                    attempts: row.get(5)?,
+                    project: row.get(6)?,
+                    recipient: row.get(7)?,
+                    kind: row.get(8)?,
+                    message,
+                })
+            })
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(map_err)
+    }
+
+    /// When the next pending delivery after `after_us` falls due, if any is pending.
+    pub fn next_webhook_due(&self, after_us: i64) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached(
+                "SELECT min(next_attempt_us) FROM webhook_deliveries
+                 WHERE status = 'pending' AND next_attempt_us > ?1",
+            )
+            .and_then(|mut stmt| stmt.query_row([after_us], |row| row.get(0)))
+            .map_err(map_err)
+    }
+
+    /// Records one attempt of a pending delivery (nothing when it is gone or no longer
+    /// pending: its webhook was removed meanwhile).
+    pub fn record_webhook_attempt(
+        &self,
+        delivery_id: i64,
+        outcome: &AttemptOutcome,
+        now_us: i64,
+    ) -> Result<()> {
+        let (status, next, error, finished) = match outcome {
+            AttemptOutcome::Delivered => ("delivered", None, None, Some(now_us)),
+            AttemptOutcome::Retry { next_attempt_us, error } => {
+                ("pending", Some(*next_attempt_us), Some(error.as_str()), None)
+            }
+            AttemptOutcome::Failed { error } => {
+                ("failed", None, Some(error.as_str()), Some(now_us))
+            }
+        };
+        self.conn
+            .prepare_cached(
+                "UPDATE webhook_deliveries
+                 SET status = ?2, attempts = attempts + 1,
+                     next_attempt_us = coalesce(?3, next_attempt_us),
+                     last_error = coalesce(?4, last_error), finished_us = ?5
+                 WHERE id = ?1 AND status = 'pending'",
+            )
+            .and_then(|mut stmt| stmt.execute(params![delivery_id, status, next, error, finished]))
+            .map_err(map_err)
+            .map(drop)
+    }
+
+    /// A project's deliveries (or one webhook's) whose status is one of `statuses`, newest
+    /// first, at most `limit`.
+    pub fn webhook_deliveries(
+        &self,
+        project_id: ProjectId,
+        webhook_id: Option<i64>,
+        statuses: &[&str],
+        limit: i64,
+    ) -> Result<Vec<DeliveryRow>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT d.event_id, d.webhook_id, d.message_id, a.name, d.status, d.attempts,
+                        d.next_attempt_us, d.last_error, d.created_us, d.finished_us
+                 FROM webhook_deliveries d
+                 JOIN webhooks w ON w.id = d.webhook_id
+                 LEFT JOIN agents a ON a.id = d.agent_id
+                 WHERE w.project_id = ?1 AND (?2 IS NULL OR d.webhook_id = ?2)
+                   AND d.status IN (SELECT value FROM json_each(?3))
+                 ORDER BY d.id DESC LIMIT ?4",
+            )
+            .map_err(map_err)?;
+        let statuses = serde_json::to_string(statuses).unwrap_or_else(|_| "[]".to_owned());
+        let rows = stmt
+            .query_map(params![project_id, webhook_id, statuses, limit], |row| {
+                Ok(DeliveryRow {
+                    event_id: row.get(0)?,
+                    webhook_id: row.get(1)?,
+                    message_id: row.get(2)?,
+                    recipient: row.get(3)?,
+                    status: row.get(4)?,
+                    attempts: row.get(5)?,
+                    next_attempt_us: row.get(6)?,
+                    last_error: row.get(7)?,
+                    created_us: row.get(8)?,
+                    finished_us: row.get(9)?,
+                })
+            })
+            .map_err(map_err)?;
+        rows.collect::<rusqlite::Result<_>>().map_err(map_err)
+    }
+
+    /// A project's deliveries (or one webhook's) counted by status.
+    pub fn webhook_queue_counts(
+        &self,
+        project_id: ProjectId,
+        webhook_id: Option<i64>,
+    ) -> Result<QueueCounts> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT d.status, count(*) FROM webhook_deliveries d
+                 JOIN webhooks w ON w.id = d.webhook_id
+                 WHERE w.project_id = ?1 AND (?2 IS NULL OR d.webhook_id = ?2)
+                 GROUP BY d.status",
+            )
+            .map_err(map_err)?;
+        let mut counts = QueueCounts::default();
+        let rows = stmt
+            .query_map(params![project_id, webhook_id], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
+            })
+            .map_err(map_err)?;
+        for row in rows {
+            let (status, count) = row.map_err(map_err)?;
+            match status.as_str() {
+                "pending" => counts.pending = count,
+                "failed" => counts.failed = count,
+                "delivered" => counts.delivered = count,
+                _ => {}
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Pending deliveries of every webhook (the queue's depth).
+    pub fn webhook_queue_depth(&self) -> Result<i64> {
+        self.conn
+            .prepare_cached("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'")
+            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+            .map_err(map_err)
+    }
+
+    /// Deletes up to `batch` delivered or failed rows finished before `cutoff_us`; how many.
+    pub fn forget_finished_webhook_deliveries(&self, cutoff_us: i64, batch: i64) -> Result<usize> {
+        self.conn
+            .prepare_cached(
+                "DELETE FROM webhook_deliveries WHERE id IN
+                   (SELECT id FROM webhook_deliveries
+                    WHERE status <> 'pending' AND finished_us < ?1 LIMIT ?2)",
+            )
+            .and_then(|mut stmt| stmt.execute(params![cutoff_us, batch]))
+            .map_err(map_err)
+    }
+}

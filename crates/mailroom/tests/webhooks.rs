@@ -1,0 +1,346 @@
+//! Webhooks end to end, between real processes: the built `mailroom` and a receiver in
+//! Python (`tests/webhooks/receiver.py`) that checks each request's Standard Webhooks
+//! signature and records its webhook-id. Deliveries arrive signed and once each; with the
+//! receiver down they queue up, visible in webhook_deliveries and /metrics, and all arrive
+//! once it is back; a stop, a SIGKILL and a restart of mailroom lose none; a receiver that
+//! hangs or fails holds up no other webhook.
+
+mod common;
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{KillOnDrop, signal, start_with, stop};
+use mailroom_testkit::{
+    DeliveriesCall, PolicyCall, ProjectCall, RegisterCall, RegisterWebhookCall, SendCall, rpc_at,
+    sent_message_id, tool_at, tool_result,
+};
+use serde_json::{Value, json};
+
+const PROJECT: &str = "work-hooks";
+/// A fixed secret, so a receiver can start before its webhook is registered.
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYqr";
+/// Retries a few tenths of a second apart, so a test waits for no real backoff.
+const FAST_RETRIES: [(&str, &str); 3] = [
+    ("WEBHOOK_RETRY_BASE_MS", "50"),
+    ("WEBHOOK_RETRY_MAX_MS", "300"),
+    ("WEBHOOK_MAX_ATTEMPTS", "1000"),
+];
+/// The longest a test waits for deliveries (they take well under a second when nothing is
+/// wrong: the deadline only keeps a broken build from hanging the suite).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A receiver process, killed when dropped.
+struct Receiver {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Receiver {
+    /// Starts the receiver on `port` (0: any) in `mode`, recording into `log`.
+    fn start(port: u16, mode: &str, log: &Path) -> Receiver {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/webhooks/receiver.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .args(["--port", &port.to_string(), "--secret", SECRET, "--mode", mode, "--log"])
+            .arg(log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the receiver");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("stdout");
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
+            .expect("receiver's first line");
+        let port = line.trim().strip_prefix("listening ").and_then(|p| p.parse().ok());
+        let port = port.unwrap_or_else(|| panic!("receiver did not start: {line:?}"));
+        Receiver { child, port, log: log.to_path_buf() }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn stop(mut self) -> u16 {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.port
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Every request a receiver's log recorded.
+fn received(log: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str(l).expect("log line")).collect()
+}
+
+/// The distinct webhook-ids of the validly signed requests.
+fn unique_ids(log: &Path) -> BTreeSet<String> {
+    let requests = received(log);
+    for request in &requests {
+        assert_eq!(request["valid"], true, "a request failed the signature check: {request}");
+    }
+    requests.iter().map(|r| r["webhook_id"].as_str().expect("id").to_owned()).collect()
+}
+
+/// Waits until `done` holds, polling; fails the test with `what` after [`PATIENCE`].
+async fn wait_for(what: &str, mut done: impl AsyncFnMut() -> bool) {
+    let started = Instant::now();
+    while !done().await {
+        assert!(started.elapsed() < PATIENCE, "gave up waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
+}
+
+/// The project with BlueLake writing to GreenCastle and RedStone.
+async fn seed(url: &str) {
+    ProjectCall::new("/work/hooks").ok_at(url).await;
+    for name in ["BlueLake", "GreenCastle", "RedStone"] {
+        RegisterCall::new(PROJECT, name).program("test").model("m").ok_at(url).await;
+        PolicyCall::new(PROJECT, name, "open").ok_at(url).await;
+    }
+}
+
+/// BlueLake's `count` messages to GreenCastle (cc RedStone when `cc`); their ids.
+async fn send(url: &str, count: usize, cc: bool) -> Vec<i64> {
+    let mut ids = Vec::new();
+    for i in 0..count {
+        let mut call = SendCall::new(PROJECT, "BlueLake", "GreenCastle", &format!("note {i}"));
+        if cc {
+            call = call.arg("cc", json!(["RedStone"]));
+        }
+        ids.push(sent_message_id(&call.ok_at(url).await));
+    }
+    ids
+}
+
+/// A `/metrics` sample's value (0 when absent).
+async fn metric(url: &str, series: &str) -> f64 {
+    let text = reqwest::get(format!("{url}/metrics")).await.expect("metrics").text().await;
+    let text = text.expect("metrics text");
+    let line = text.lines().find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '));
+    line.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+}
+
+/// A tool call's error text (the test fails if it succeeds).
+async fn tool_error(url: &str, name: &str, arguments: Value) -> String {
+    let params = json!({"name": name, "arguments": arguments});
+    let response = rpc_at(&reqwest::Client::new(), url, "tools/call", params).await;
+    tool_result(&response["result"]).expect_err(name)
+}
+
+fn start(data: &Path, extra: &[(&str, &str)]) -> (KillOnDrop, String) {
+    let env: Vec<(&str, &str)> = FAST_RETRIES.iter().chain(extra).copied().collect();
+    let (server, url) = start_with(data, &env);
+    (KillOnDrop(Some(server)), url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_arrive_signed_once_each_for_the_project_and_for_one_agent() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server, url) = start(dir.path(), &[]);
+    seed(&url).await;
+    let log = dir.path().join("received.jsonl");
+    let receiver = Receiver::start(0, "ok", &log);
+
+    // A project webhook with a generated secret, shown once and never listed.
+    let project_hook = RegisterWebhookCall::new(PROJECT, &receiver.url("/all")).ok_at(&url).await;
+    assert!(project_hook["secret"].as_str().expect("secret").starts_with("whsec_"));
+    assert_eq!(project_hook["agent"], Value::Null);
+    // The receiver checks signatures with SECRET: the project webhook is registered again
+    // with it (a second one for the same URL is refused until the first is removed).
+    let again = tool_error(
+        &url,
+        "register_webhook",
+        json!({"project_key": PROJECT, "url": receiver.url("/all"), "secret": SECRET}),
+    )
+    .await;
+    assert!(again.contains("already posts"), "{again}");
+    let removed = tool_at(
+        &url,
+        "remove_webhook",
+        json!({"project_key": PROJECT, "webhook_id": project_hook["id"]}),
+    )
+    .await;
+    assert_eq!(removed["removed"], true);
+    RegisterWebhookCall::new(PROJECT, &receiver.url("/all")).secret(SECRET).ok_at(&url).await;
+    let agent_hook = RegisterWebhookCall::new(PROJECT, &receiver.url("/green"))
+        .agent("GreenCastle")
+        .secret(SECRET)
+        .ok_at(&url)
+        .await;
+    assert_eq!(agent_hook["agent"], "GreenCastle");
+    let listed = tool_at(&url, "list_webhooks", json!({"project_key": PROJECT})).await;
+    assert_eq!(listed["webhooks"].as_array().expect("webhooks").len(), 2);
+    assert!(!listed.to_string().contains("whsec_"), "a secret was listed: {listed}");
+
+    // URLs that are not https:// or loopback http:// are refused, naming the field.
+    for bad in ["http://example.com/hook", "ftp://127.0.0.1/", "not a url"] {
+        let error =
+            tool_error(&url, "register_webhook", json!({"project_key": PROJECT, "url": bad})).await;
+        assert!(error.contains("url must be an https:// URL"), "{bad}: {error}");
+    }
+
+    // Five messages to GreenCastle, cc RedStone: ten deliveries for the project's webhook,
+    // five for GreenCastle's.
+    let ids = send(&url, 5, true).await;
+    wait_for("15 deliveries", async || unique_ids(&log).len() >= 15).await;
+    let requests = received(&log);
+    assert_eq!(requests.len(), 15, "each delivery arrives once: {requests:#?}");
+    assert!(requests.iter().all(|r| r["duplicate"] == false));
+    let mut seen: HashSet<(String, i64, String)> = HashSet::new();
+    for request in &requests {
+        let body = &request["body"];
+        assert_eq!(body["type"], "message.delivered");
+        assert_eq!(body["data"]["project"], PROJECT);
+        assert_eq!(body["data"]["message"]["sender"], "BlueLake");
+        let recipient = body["data"]["recipient"].as_str().expect("recipient").to_owned();
+        let message = body["data"]["message"]["id"].as_i64().expect("message id");
+        assert!(ids.contains(&message));
+        let path = request["path"].as_str().expect("path").to_owned();
+        if path == "/green" {
+            assert_eq!(recipient, "GreenCastle");
+        }
+        assert!(seen.insert((path, message, recipient)), "twice: {request}");
+    }
+    let view = DeliveriesCall::new(PROJECT).status("all").ok_at(&url).await;
+    assert_eq!(view["counts"], json!({"pending": 0, "failed": 0, "delivered": 15}));
+    assert_eq!(
+        metric(&url, r#"mailroom_webhook_deliveries_total{outcome="delivered"}"#).await,
+        15.0
+    );
+    assert_eq!(metric(&url, "mailroom_webhook_queue_depth").await, 0.0);
+    drop(receiver);
+    stop(server.take());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_receiver_down_deliveries_queue_visibly_and_all_arrive_once_it_is_back() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server, url) = start(dir.path(), &[]);
+    seed(&url).await;
+    let port = free_port();
+    let hook_url = format!("http://127.0.0.1:{port}/in");
+    RegisterWebhookCall::new(PROJECT, &hook_url).secret(SECRET).ok_at(&url).await;
+
+    send(&url, 6, false).await;
+    wait_for("failed attempts of every delivery", async || {
+        let view = DeliveriesCall::new(PROJECT).status("pending").ok_at(&url).await;
+        let deliveries = view["deliveries"].as_array().cloned().unwrap_or_default();
+        deliveries.len() == 6
+            && deliveries
+                .iter()
+                .all(|d| d["attempts"].as_i64() >= Some(2) && d["last_error"].is_string())
+    })
+    .await;
+    assert_eq!(metric(&url, "mailroom_webhook_queue_depth").await, 6.0);
+    assert!(metric(&url, r#"mailroom_webhook_deliveries_total{outcome="retried"}"#).await >= 12.0);
+    let listed = tool_at(&url, "list_webhooks", json!({"project_key": PROJECT})).await;
+    assert_eq!(listed["webhooks"][0]["pending"], 6);
+
+    let log = dir.path().join("received.jsonl");
+    let receiver = Receiver::start(port, "ok", &log);
+    wait_for("6 deliveries", async || unique_ids(&log).len() >= 6).await;
+    wait_for("an empty queue", async || {
+        DeliveriesCall::new(PROJECT).ok_at(&url).await["counts"]["pending"] == 0
+    })
+    .await;
+    assert_eq!(unique_ids(&log).len(), 6);
+    assert!(received(&log).iter().all(|r| r["duplicate"] == false));
+    drop(receiver);
+    stop(server.take());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_deliveries_survive_a_stop_and_a_sigkill_of_mailroom() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server, url) = start(dir.path(), &[]);
+    seed(&url).await;
+    let port = free_port();
+    let hook_url = format!("http://127.0.0.1:{port}/in");
+    RegisterWebhookCall::new(PROJECT, &hook_url).secret(SECRET).ok_at(&url).await;
+
+    // Sent with the receiver down, then a graceful stop.
+    send(&url, 5, false).await;
+    stop(server.take());
+    // Restarted on the same data: five more, then SIGKILL while everything is queued.
+    let (server, url) = start(dir.path(), &[]);
+    send(&url, 5, false).await;
+    let mut killed = server.take();
+    signal(&killed, "-KILL");
+    killed.wait().expect("wait for the killed server");
+
+    let log = dir.path().join("received.jsonl");
+    let receiver = Receiver::start(port, "ok", &log);
+    let (server, url) = start(dir.path(), &[]);
+    wait_for("10 deliveries after the restart", async || unique_ids(&log).len() >= 10).await;
+    let view = DeliveriesCall::new(PROJECT).status("all").ok_at(&url).await;
+    assert_eq!(view["counts"], json!({"pending": 0, "failed": 0, "delivered": 10}));
+    assert_eq!(received(&log).len(), 10, "none twice: nothing was in flight at the kill");
+    drop(receiver);
+    stop(server.take());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_and_a_failing_receiver_hold_up_no_other_webhook() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A minute's timeout: a delivery stuck behind the hanging receiver would wait that long.
+    let settings = [
+        ("WEBHOOK_TIMEOUT_MS", "120000"),
+        ("WEBHOOK_CONCURRENCY", "4"),
+        ("WEBHOOK_MAX_ATTEMPTS", "3"),
+    ];
+    let (server, url) = start(dir.path(), &settings);
+    seed(&url).await;
+    let hanging = Receiver::start(0, "hang", &dir.path().join("hang.jsonl"));
+    let failing = Receiver::start(0, "fail", &dir.path().join("fail.jsonl"));
+    let healthy = Receiver::start(0, "ok", &dir.path().join("ok.jsonl"));
+    for receiver in [&hanging, &failing] {
+        RegisterWebhookCall::new(PROJECT, &receiver.url("/in")).secret(SECRET).ok_at(&url).await;
+    }
+    let failing_hook =
+        tool_at(&url, "list_webhooks", json!({"project_key": PROJECT})).await["webhooks"][1]["id"]
+            .as_i64()
+            .expect("id");
+    RegisterWebhookCall::new(PROJECT, &healthy.url("/in")).secret(SECRET).ok_at(&url).await;
+
+    // Every send is answered while the hanging receiver holds its requests open.
+    let ids = send(&url, 8, false).await;
+    assert_eq!(ids.len(), 8);
+    wait_for("the healthy receiver's 8", async || unique_ids(&healthy.log).len() >= 8).await;
+    wait_for("the failing receiver's deliveries given up", async || {
+        let view = DeliveriesCall::new(PROJECT).webhook(failing_hook).ok_at(&url).await;
+        view["counts"]["failed"] == 8
+    })
+    .await;
+    let view =
+        DeliveriesCall::new(PROJECT).webhook(failing_hook).status("failed").ok_at(&url).await;
+    for delivery in view["deliveries"].as_array().expect("deliveries") {
+        assert_eq!(delivery["attempts"], 3);
+        assert_eq!(delivery["last_error"], "HTTP 500");
+    }
+    assert_eq!(metric(&url, r#"mailroom_webhook_deliveries_total{outcome="failed"}"#).await, 8.0);
+    // The hanging receiver got its first request and still holds it.
+    wait_for("the hanging receiver's first request", async || !received(&hanging.log).is_empty())
+        .await;
+    // A send still goes through at once, and the healthy receiver gets it.
+    send(&url, 1, false).await;
+    wait_for("the healthy receiver's 9th", async || unique_ids(&healthy.log).len() >= 9).await;
+    drop((hanging, failing.stop(), healthy));
+    stop(server.take());
+}
