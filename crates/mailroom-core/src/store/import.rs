@@ -18,6 +18,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use super::db::{self, map_err};
 use crate::error::{Category, Error, Result};
+use crate::model::time::Timestamp;
 
 /// The reference's tables, parents before the rows that name them.
 pub const REFERENCE_TABLES: [&str; 11] = [
@@ -99,6 +100,7 @@ fn copy_all(
     }
     report.left_behind = unknown;
     check_agent_names(conn)?;
+    register_db_timestamp(conn)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(map_err)?;
     for table in REFERENCE_TABLES {
         if !source_tables.iter().any(|t| t == table) {
@@ -230,39 +232,31 @@ fn check_agent_names(conn: &Connection) -> Result<()> {
     ))
 }
 
-/// Rewrites `table.column`'s timestamps in mailroom's form; returns how many changed.
+/// Registers `mailroom_db_timestamp(text)`: the text as mailroom stores a timestamp
+/// (`YYYY-MM-DD HH:MM:SS.ffffff`, UTC) when it reads as ISO-8601 (a `T`, a missing fraction, an
+/// offset of any size, `Z`), else the text unchanged.
+fn register_db_timestamp(conn: &Connection) -> Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+    conn.create_scalar_function("mailroom_db_timestamp", 1, flags, |ctx| {
+        let text: String = ctx.get(0)?;
+        Ok(Timestamp::parse_iso(&text).map_or(text, Timestamp::to_db))
+    })
+    .map_err(map_err)
+}
+
+/// Rewrites a timestamp column's text into mailroom's one form; how many values changed.
 fn rewrite_timestamps(conn: &Connection, table: &str, column: &str) -> Result<u64> {
     let c = format!("\"{column}\"");
-    // A `T` separator, then an explicit UTC offset, then a missing fraction.
-    let statements = [
-        format!(
-            "UPDATE main.\"{table}\" SET {c} = substr({c}, 1, 10) || ' ' || substr({c}, 12) \
-             WHERE typeof({c}) = 'text' AND substr({c}, 11, 1) = 'T'"
-        ),
-        format!(
-            "UPDATE main.\"{table}\" SET {c} = substr({c}, 1, length({c}) - 6) \
-             WHERE typeof({c}) = 'text' AND ({c} LIKE '%+00:00' OR {c} LIKE '%-00:00')"
-        ),
-        format!(
-            "UPDATE main.\"{table}\" SET {c} = {c} || '.000000' \
-             WHERE typeof({c}) = 'text' AND length({c}) = 19"
-        ),
-    ];
-    // Counted before, as one value may need more than one of the rewrites.
-    let changed: i64 = conn
-        .query_row(
+    let changed = conn
+        .execute(
             &format!(
-                "SELECT COUNT(*) FROM main.\"{table}\" WHERE typeof({c}) = 'text' AND \
-                 (substr({c}, 11, 1) = 'T' OR {c} LIKE '%+00:00' OR {c} LIKE '%-00:00' \
-                 OR length({c}) = 19)"
+                "UPDATE main.\"{table}\" SET {c} = mailroom_db_timestamp({c}) \
+                 WHERE typeof({c}) = 'text' AND {c} IS NOT mailroom_db_timestamp({c})"
             ),
             [],
-            |r| r.get(0),
         )
         .map_err(map_err)?;
-    for sql in statements {
-        conn.execute(&sql, []).map_err(map_err)?;
-    }
     Ok(u64::try_from(changed).unwrap_or(0))
 }
 
@@ -329,7 +323,8 @@ mod tests {
                  '2025-10-01T08:00:01.250000', '2025-10-01T08:00:02', 'auto', 'auto');
              INSERT INTO messages VALUES (41, 3, 7, NULL, 'hello', 'unique-word body', 'normal', 1,
                  '2025-10-01 09:00:00.000000', '[]');
-             INSERT INTO message_recipients VALUES (41, 7, 'to', '2025-10-01T09:30:00+00:00', NULL);
+             INSERT INTO message_recipients VALUES (41, 7, 'to', '2025-10-01T09:30:00+00:00',
+                 '2025-10-01T11:45:00.5+02:00');
              {extra}"
         ))
         .expect("schema");
@@ -349,14 +344,14 @@ mod tests {
         let (dir, outcome) = import("", false);
         let report = outcome.expect("imported");
         assert!(report.absent_tables.contains(&"window_identities".to_owned()));
-        assert_eq!(report.timestamps_rewritten, 3, "T forms, a missing fraction, an offset");
+        assert_eq!(report.timestamps_rewritten, 4, "T forms, a missing fraction, offsets");
         let conn = Connection::open(dir.path().join("mailroom.sqlite3")).expect("open");
-        let texts: (String, String, String) = conn
+        let texts: (String, String, String, String) = conn
             .query_row(
-                "SELECT a.inception_ts, a.last_active_ts, r.read_ts FROM agents a \
+                "SELECT a.inception_ts, a.last_active_ts, r.read_ts, r.ack_ts FROM agents a \
                  JOIN message_recipients r ON r.agent_id = a.id",
                 [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
             .expect("row");
         assert_eq!(
@@ -364,8 +359,10 @@ mod tests {
             (
                 "2025-10-01 08:00:01.250000".to_owned(),
                 "2025-10-01 08:00:02.000000".to_owned(),
-                "2025-10-01 09:30:00.000000".to_owned()
-            )
+                "2025-10-01 09:30:00.000000".to_owned(),
+                "2025-10-01 09:45:00.500000".to_owned()
+            ),
+            "every form, a +02:00 offset too, is stored as UTC text"
         );
         let found: i64 = conn
             .query_row(
