@@ -86,6 +86,8 @@ enum Command {
     /// Run the server's background upkeep now: retire idle agents, sweep reservations,
     /// report overdue acknowledgements.
     Upkeep(commands::upkeep::UpkeepArgs),
+    /// A project's webhooks: add (the secret shown once), list, remove, deliveries.
+    Webhooks(commands::webhooks::WebhooksArgs),
     /// Keep `mailroom serve` running as a systemd user service (launchd on macOS).
     Service(commands::service::ServiceArgs),
     /// Load-test any Agent Mail server (mailroom or the Python reference); compare results,
@@ -155,6 +157,7 @@ fn main() -> ExitCode {
         Command::Migrate(args) => done(commands::migrate::run(args)),
         Command::Import(args) => done(commands::import::run(args)),
         Command::Upkeep(args) => done(commands::upkeep::run(args)),
+        Command::Webhooks(args) => done(commands::webhooks::run(args)),
         Command::Setup(args) => done(commands::setup::run(args)),
         Command::Docs(args) => done(commands::docs::run(args)),
         Command::CheckInbox(args) => done(commands::check_inbox::run(args)),

@@ -3,7 +3,8 @@
 //! signature and records its webhook-id. Deliveries arrive signed and once each; with the
 //! receiver down they queue up, visible in webhook_deliveries and /metrics, and all arrive
 //! once it is back; a stop, a SIGKILL and a restart of mailroom lose none; a receiver that
-//! hangs or fails holds up no other webhook.
+//! hangs or fails holds up no other webhook. And the operator's `mailroom webhooks` commands,
+//! with a server running and with none.
 
 mod common;
 
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{KillOnDrop, signal, start_with, stop};
+use common::{KillOnDrop, json as cli_json, ok, run, signal, start_with, stop};
 use mailroom_testkit::{
     DeliveriesCall, PolicyCall, ProjectCall, RegisterCall, RegisterWebhookCall, SendCall, rpc_at,
     sent_message_id, tool_at, tool_result,
@@ -342,5 +343,124 @@ async fn a_hanging_and_a_failing_receiver_hold_up_no_other_webhook() {
     send(&url, 1, false).await;
     wait_for("the healthy receiver's 9th", async || unique_ids(&healthy.log).len() >= 9).await;
     drop((hanging, failing.stop(), healthy));
+    stop(server.take());
+}
+
+/// `mailroom webhooks ARGS --project PROJECT`.
+fn webhooks<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    [&["webhooks"][..], args, &["--project", PROJECT]].concat()
+}
+
+/// A command that must fail with exit code 1; its stderr.
+fn refused(data: &Path, args: &[&str]) -> String {
+    let output = run(data, args, "");
+    assert_eq!(output.status.code(), Some(1), "{args:?}");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The number of webhooks `webhooks list` shows.
+fn webhook_count(data: &Path) -> usize {
+    cli_json(data, &webhooks(&["list"]))["webhooks"].as_array().map_or(0, Vec::len)
+}
+
+/// `mailroom webhooks add | list | remove | deliveries` against a running server, then on the
+/// data directory itself: the secret shown once, a bad URL refused naming `--url`, a
+/// delivery to a receiver that is down listed as pending with its last error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_commands_with_and_without_a_server() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let (server, url) = start(data, &[]);
+    seed(&url).await;
+    let down = format!("http://127.0.0.1:{}/in", free_port());
+
+    let added = cli_json(data, &webhooks(&["add", "--url", &down]));
+    assert!(added["secret"].as_str().expect("secret").starts_with("whsec_"), "{added}");
+    assert_eq!(added["agent"], Value::Null);
+    let text = ok(data, &webhooks(&["add", "--url", &down, "--agent", "GreenCastle"]));
+    assert!(
+        text.starts_with("registered webhook ") && text.contains(" for GreenCastle: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("\nsecret: whsec_") && text.contains("will not be shown again"),
+        "{text}"
+    );
+    let green_hook = text.split_whitespace().nth(2).expect("id").to_owned();
+
+    let error = refused(data, &webhooks(&["add", "--url", "http://example.com/hook"]));
+    assert!(error.starts_with("mailroom: --url: url must be an https:// URL"), "{error}");
+    let error = refused(data, &webhooks(&["add", "--url", &down, "--secret", "whsec_no*base64"]));
+    assert!(error.starts_with("mailroom: --secret: ") && !error.contains("no*base64"), "{error}");
+    assert_eq!(webhook_count(data), 2, "nothing registered by a refused add");
+    let listed = ok(data, &webhooks(&["list"]));
+    assert!(listed.starts_with("id  agent") && listed.contains("(all)"), "{listed}");
+    assert_eq!(listed.matches(&down).count(), 2, "{listed}");
+    assert!(!listed.contains("whsec_"), "a secret was listed: {listed}");
+    assert!(!cli_json(data, &webhooks(&["list"])).to_string().contains("whsec_"));
+
+    // One message to GreenCastle: a delivery for each webhook, both failing to connect.
+    send(&url, 1, false).await;
+    wait_for("two deliveries tried and failed", async || {
+        let view = cli_json(data, &webhooks(&["deliveries"]));
+        let deliveries = view["deliveries"].as_array().cloned().unwrap_or_default();
+        deliveries.len() == 2
+            && deliveries.iter().all(|d| {
+                d["status"] == "pending"
+                    && d["attempts"].as_i64() >= Some(1)
+                    && d["last_error"].is_string()
+            })
+    })
+    .await;
+    let table = ok(data, &webhooks(&["deliveries"]));
+    assert!(table.starts_with("pending 2, failed 0, delivered 0\ndelivery"), "{table}");
+    assert!(table.contains("last error") && table.contains("next attempt"), "{table}");
+    assert_eq!(table.matches("msg_").count(), 2, "{table}");
+    let one = cli_json(data, &webhooks(&["deliveries", "--all", "--webhook", &green_hook]));
+    assert_eq!(one["deliveries"].as_array().map(Vec::len), Some(1), "{one}");
+    assert_eq!(one["deliveries"][0]["recipient"], "GreenCastle");
+
+    assert_eq!(
+        ok(data, &webhooks(&["remove", &green_hook])),
+        format!("removed webhook {green_hook}\n")
+    );
+    assert!(refused(data, &webhooks(&["remove", &green_hook])).contains("not found"));
+    assert_eq!(webhook_count(data), 1);
+    stop(server.take());
+
+    // No server: the command opens the data directory itself; the queued delivery waits,
+    // its last error kept.
+    let listed = cli_json(data, &webhooks(&["list"]));
+    assert_eq!(listed["webhooks"][0]["pending"], 1, "{listed}");
+    let view = cli_json(data, &webhooks(&["deliveries"]));
+    assert!(view["deliveries"][0]["last_error"].is_string(), "{view}");
+    let error = refused(data, &webhooks(&["add", "--url", "ftp://127.0.0.1/"]));
+    assert!(error.starts_with("mailroom: --url: "), "{error}");
+    let offline = cli_json(data, &webhooks(&["add", "--url", "https://hooks.example.com/in"]));
+    assert_eq!(offline["url"], "https://hooks.example.com/in");
+    assert_eq!(webhook_count(data), 2);
+    let id = offline["id"].to_string();
+    assert_eq!(ok(data, &webhooks(&["remove", &id])), format!("removed webhook {id}\n"));
+    assert_eq!(webhook_count(data), 1);
+}
+
+/// With `MAILROOM_TOOL_AUTH` the webhook tools want a token of an agent of the project: the
+/// commands send the one the data directory's database keeps, unless given one; a wrong one
+/// is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_commands_prove_an_agent_of_the_project_when_the_server_asks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let (server, url) = start(data, &[("MAILROOM_TOOL_AUTH", "true")]);
+    ProjectCall::new("/work/hooks").ok_at(&url).await;
+    RegisterCall::new(PROJECT, "BlueLake").program("test").model("m").ok_at(&url).await;
+    let anonymous = tool_error(&url, "list_webhooks", json!({"project_key": PROJECT})).await;
+    assert!(anonymous.contains("registration_token"), "the server asks: {anonymous}");
+
+    let added = cli_json(data, &webhooks(&["add", "--url", "https://hooks.example.com/in"]));
+    assert!(added["id"].is_i64(), "{added}");
+    assert_eq!(webhook_count(data), 1);
+    let wrong = refused(data, &webhooks(&["list", "--registration-token", "not-a-token"]));
+    assert!(wrong.contains("not the token of any of its agents"), "{wrong}");
     stop(server.take());
 }

@@ -32,3 +32,4 @@ pub mod shared;
 pub mod stdio;
 pub mod target;
 pub mod upkeep;
+pub mod webhooks;

@@ -2,10 +2,11 @@
 //! project (default: the working directory, as agents name it) and the acting agent (default:
 //! `$AGENT_NAME`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
+use mailroom_core::ops::agents::credentials;
 
 use super::backend::Backend;
 use super::shared;
@@ -47,7 +48,8 @@ pub struct AsAgent {
 pub struct Proof {
     /// The acting agent's registration token, for a server that asks for proof
     /// (MAILROOM_TOOL_AUTH) [env: AGENT_MAIL_REGISTRATION_TOKEN; default: the token the data
-    /// directory's database keeps for the agent]
+    /// directory's database keeps for the agent (for a project's webhooks: for an agent of
+    /// the project)]
     #[arg(long, alias = "registration_token", value_name = "TOKEN")]
     pub registration_token: Option<String>,
 }
@@ -57,18 +59,35 @@ impl Proof {
     /// the one stored for the agent in the data directory's database (none when it cannot be
     /// read there: the server then decides whether proof is needed).
     pub fn token(&self, who: &AsAgent, common: &Common) -> Result<Option<String>> {
-        if let Some(token) =
-            self.registration_token.clone().or_else(|| shared::env("AGENT_MAIL_REGISTRATION_TOKEN"))
-        {
-            return Ok(Some(token));
+        self.given_or_stored(common, |database| {
+            Ok(credentials::stored_token(database, &who.project()?, &who.agent()?).ok().flatten())
+        })
+    }
+
+    /// The token for a tool any agent of `project` may call (the project admin rule,
+    /// docs/compat/tools.md §1.7): as [`Proof::token`], but the stored token is one the
+    /// database keeps for an agent of the project.
+    pub fn project_token(&self, project: &str, common: &Common) -> Result<Option<String>> {
+        self.given_or_stored(common, |database| {
+            Ok(credentials::stored_project_token(database, project).ok().flatten())
+        })
+    }
+
+    /// The flag, else `$AGENT_MAIL_REGISTRATION_TOKEN`, else what `stored` finds in the data
+    /// directory's database.
+    fn given_or_stored(
+        &self,
+        common: &Common,
+        stored: impl FnOnce(&Path) -> Result<Option<String>>,
+    ) -> Result<Option<String>> {
+        let given = self
+            .registration_token
+            .clone()
+            .or_else(|| shared::env("AGENT_MAIL_REGISTRATION_TOKEN"));
+        if given.is_some() {
+            return Ok(given);
         }
-        let config = shared::core_config(&shared::data_dir(common.data_dir.clone()))?;
-        let stored = mailroom_core::ops::agents::credentials::stored_token(
-            &config.database_path,
-            &who.project()?,
-            &who.agent()?,
-        );
-        Ok(stored.ok().flatten())
+        stored(&shared::core_config(&shared::data_dir(common.data_dir.clone()))?.database_path)
     }
 }
 

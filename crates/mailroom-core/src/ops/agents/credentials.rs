@@ -91,6 +91,21 @@ pub fn stored_token(
     })
 }
 
+/// A registration token stored for some agent of `project_key` (the oldest agent that has
+/// one) in the database at `database`, read-only beside a server: what the command line
+/// sends for a project admin tool (docs/compat/tools.md §1.7), where any agent's token
+/// proves the caller, when the operator gave none.
+pub fn stored_project_token(
+    database: &std::path::Path,
+    project_key: &str,
+) -> Result<Option<String>> {
+    crate::store::Reader::open(database)?.read(|db| {
+        let project = resolve::project(db, project_key)?;
+        let agents = db.agents_of_project(project.id)?;
+        Ok(agents.into_iter().find_map(|a| a.registration_token))
+    })
+}
+
 /// Compares secrets without stopping at the first difference, so timing does not reveal how
 /// much of a guessed token was right (only its length).
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

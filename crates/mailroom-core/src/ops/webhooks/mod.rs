@@ -14,7 +14,7 @@ mod signing;
 
 use serde::Serialize;
 
-pub use endpoint::MAX_URL_BYTES;
+pub use endpoint::{MAX_URL_BYTES, parse as parse_url};
 pub use post::{MESSAGE_DELIVERED, Poster};
 pub use settings::WebhookConfig;
 pub use signing::Secret;
