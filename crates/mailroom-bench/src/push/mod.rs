@@ -32,6 +32,11 @@ use crate::target::Implementation;
 
 /// How often awaited notifications are checked against the deadline.
 const SWEEP_EVERY: Duration = Duration::from_millis(50);
+/// Signal files are watched once none has been written for this long (the signals of the
+/// sends made with nobody listening are written all the same)…
+const SIGNALS_QUIET: Duration = Duration::from_millis(500);
+/// …or after this long at most.
+const SIGNALS_SETTLE_LIMIT: Duration = Duration::from_secs(60);
 
 /// The push scenario's parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -243,7 +248,10 @@ pub(crate) async fn run(config: &RunConfig, workers: usize) -> Result<Report> {
 
     let ledger = Arc::new(SharedLedger::new(fixture.receivers.len(), options.deadline));
     let (mut tasks, sessions) = match &options.signals_dir {
-        Some(dir) => (signals::watch(dir, &fixture.project, &fixture.receivers, &ledger)?, None),
+        Some(dir) => {
+            signals::settle(dir, &fixture.project, SIGNALS_QUIET, SIGNALS_SETTLE_LIMIT).await;
+            (signals::watch(dir, &fixture.project, &fixture.receivers, &ledger)?, None)
+        }
         None => {
             let (tasks, sessions) =
                 streams::subscribe(target, &fixture.project, &fixture.receivers, &ledger).await?;

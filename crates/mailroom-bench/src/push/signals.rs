@@ -9,6 +9,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use rustix::fs::inotify;
@@ -47,6 +48,27 @@ pub(crate) fn watch(
     let mut tasks = Tasks::default();
     tasks.push(tokio::spawn(read_events(fd, files, ledger.clone())));
     Ok(tasks)
+}
+
+/// Waits until no signal file of `project` under `dir` has been written for `quiet` (at most
+/// `limit`): a server writes the signals of the messages sent before anyone watched whether
+/// or not anyone does, and a backlog of them must not be taken for the watched sends'.
+pub(crate) async fn settle(dir: &Path, project: &str, quiet: Duration, limit: Duration) {
+    let folder = dir.join("projects").join(project).join("agents");
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        let newest = std::fs::read_dir(&folder)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| entry.metadata().and_then(|m| m.modified()).ok());
+        let newest = newest.max();
+        let idle = newest.map_or(Duration::MAX, |at| at.elapsed().unwrap_or_default());
+        if idle >= quiet {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Tells `ledger` of each agent's signal file written, until the watch fails; a failure
