@@ -7,7 +7,7 @@
 
 use std::io;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use hyper::{Method, StatusCode, Uri};
 use tokio::net::TcpStream;
 
@@ -22,18 +22,56 @@ pub struct Call {
 impl Call {
     /// `GET path` on `authority` (`host:port`, the Host header).
     pub fn get(authority: &str, path: impl AsRef<str>) -> Self {
-        Self::new(Method::GET, authority, path.as_ref(), None)
+        Self::new(Method::GET, authority, path.as_ref(), &[], None)
     }
 
     /// `POST path` on `authority` with a JSON body.
     pub fn post_json(authority: &str, path: impl AsRef<str>, body: &serde_json::Value) -> Self {
-        Self::new(Method::POST, authority, path.as_ref(), Some(body.to_string().as_bytes()))
+        Self::post_json_with(authority, path, &[], body)
     }
 
-    fn new(method: Method, authority: &str, path: &str, body: Option<&[u8]>) -> Self {
+    /// `POST path` with a JSON body and more headers (an MCP session's id, say).
+    pub fn post_json_with(
+        authority: &str,
+        path: impl AsRef<str>,
+        headers: &[(&str, &str)],
+        body: &serde_json::Value,
+    ) -> Self {
+        let body = body.to_string();
+        Self::new(Method::POST, authority, path.as_ref(), headers, Some(body.as_bytes()))
+    }
+
+    /// `GET path` asking for a server-sent event stream, with more headers.
+    pub fn event_stream(authority: &str, path: impl AsRef<str>, headers: &[(&str, &str)]) -> Self {
+        let mut all = vec![("Accept", "text/event-stream")];
+        all.extend_from_slice(headers);
+        Self::bodiless(Method::GET, authority, path, &all)
+    }
+
+    /// `method path` without a body, with more headers (`DELETE` with an MCP session's id,
+    /// to end it).
+    pub fn bodiless(
+        method: Method,
+        authority: &str,
+        path: impl AsRef<str>,
+        headers: &[(&str, &str)],
+    ) -> Self {
+        Self::new(method, authority, path.as_ref(), headers, None)
+    }
+
+    fn new(
+        method: Method,
+        authority: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> Self {
         let uri = origin(path);
         let target = uri.path_and_query().map_or("/", |p| p.as_str());
         let mut wire = format!("{method} {target} HTTP/1.1\r\nHost: {authority}\r\n").into_bytes();
+        for (name, value) in headers {
+            wire.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        }
         if let Some(body) = body {
             // MCP's Streamable HTTP transport insists on both; servers answer plain JSON.
             wire.extend_from_slice(
@@ -108,6 +146,11 @@ impl Connection {
 
     /// Sends `call` (built for this connection's authority) and reads the whole answer.
     pub async fn send(&mut self, call: &Call) -> Result<(StatusCode, Bytes), SendError> {
+        self.send_with_head(call).await.map(|answer| (answer.status, answer.body))
+    }
+
+    /// Sends `call` and reads the whole answer, its head kept for [`Answer::header`].
+    pub async fn send_with_head(&mut self, call: &Call) -> Result<Answer, SendError> {
         if self.closed {
             return Err(SendError::Closed);
         }
@@ -133,14 +176,33 @@ impl Connection {
         }
     }
 
-    async fn read_answer(&mut self, head_only: bool) -> io::Result<(StatusCode, Bytes)> {
+    /// Sends `call`, a GET for an event stream, and returns the stream once its head says 2xx.
+    /// The connection then belongs to the stream.
+    pub async fn open_event_stream(mut self, call: &Call) -> io::Result<EventStream> {
+        write_all(&self.stream, &call.wire).await?;
+        self.buffer.clear();
+        let (status, head_len, framing, _) = loop {
+            if let Some(head) = parse_head(&self.buffer)? {
+                break head;
+            }
+            self.fill().await?;
+        };
+        if !(200..300).contains(&status) {
+            return Err(invalid(&format!("the event stream was refused with HTTP {status}")));
+        }
+        let _head = self.buffer.split_to(head_len);
+        let chunked = matches!(framing, Framing::Chunked);
+        Ok(EventStream { connection: self, chunked, ended: false })
+    }
+
+    async fn read_answer(&mut self, head_only: bool) -> io::Result<Answer> {
         let (status, head_len, framing, keep_alive) = loop {
             if let Some(head) = parse_head(&self.buffer)? {
                 break head;
             }
             self.fill().await?;
         };
-        let _head = self.buffer.split_to(head_len);
+        let head = self.buffer.split_to(head_len).freeze();
         let bodiless = head_only || status == 204 || status == 304 || (100..200).contains(&status);
         let body = if bodiless {
             Bytes::new()
@@ -164,45 +226,16 @@ impl Connection {
             self.closed = true;
         }
         let status = StatusCode::from_u16(status).map_err(|_| invalid("invalid status code"))?;
-        Ok((status, body))
+        Ok(Answer { status, head, body })
     }
 
     /// Decodes a chunked body (RFC 9112 §7.1), trailers skipped.
     async fn read_chunked(&mut self) -> io::Result<Bytes> {
         let mut body = BytesMut::new();
-        loop {
-            let line_end = loop {
-                if let Some(at) = find_crlf(&self.buffer) {
-                    break at;
-                }
-                self.fill().await?;
-            };
-            let size = chunk_size(&self.buffer[..line_end])?;
-            let _line = self.buffer.split_to(line_end + 2);
-            if size == 0 {
-                // Trailer lines, then the empty line that ends the message.
-                loop {
-                    let end = loop {
-                        if let Some(at) = find_crlf(&self.buffer) {
-                            break at;
-                        }
-                        self.fill().await?;
-                    };
-                    let _trailer = self.buffer.split_to(end + 2);
-                    if end == 0 {
-                        return Ok(body.freeze());
-                    }
-                }
-            }
-            while self.buffer.len() < size + 2 {
-                self.fill().await?;
-            }
-            body.extend_from_slice(&self.buffer[..size]);
-            if &self.buffer[size..size + 2] != b"\r\n" {
-                return Err(invalid("chunk without its CRLF"));
-            }
-            let _chunk = self.buffer.split_to(size + 2);
+        while decode_chunks(&mut self.buffer, &mut body)? == Chunks::More {
+            self.fill().await?;
         }
+        Ok(body.freeze())
     }
 
     /// Reads more bytes; the stream ending here is an error.
@@ -228,6 +261,97 @@ impl Connection {
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+/// A whole answer, its head kept.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    /// The status line and headers, as received.
+    pub head: Bytes,
+    pub body: Bytes,
+}
+
+impl Answer {
+    /// The value of header `name` (any case), if the answer has it and it is text.
+    pub fn header(&self, name: &str) -> Option<String> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut response = httparse::Response::new(&mut headers);
+        response.parse(&self.head).ok()?;
+        let header = response.headers.iter().find(|h| h.name.eq_ignore_ascii_case(name))?;
+        std::str::from_utf8(header.value).ok().map(|v| v.trim().to_string())
+    }
+}
+
+/// The body of an answer that does not end: a server-sent event stream, read as it comes.
+pub struct EventStream {
+    connection: Connection,
+    chunked: bool,
+    ended: bool,
+}
+
+impl EventStream {
+    /// Waits for more of the body and appends it, decoded, to `out`; `false` once the stream
+    /// has ended (the server closed it, or sent its last chunk).
+    pub async fn read(&mut self, out: &mut BytesMut) -> io::Result<bool> {
+        loop {
+            if self.ended {
+                return Ok(false);
+            }
+            let before = out.len();
+            if self.chunked {
+                let buffer = &mut self.connection.buffer;
+                self.ended = decode_chunks(buffer, out)? == Chunks::Ended;
+            } else {
+                out.extend_from_slice(&self.connection.buffer.split());
+            }
+            if out.len() > before {
+                return Ok(true);
+            }
+            if !self.ended && !self.connection.fill_or_end().await? {
+                self.ended = true;
+            }
+        }
+    }
+}
+
+/// Where a chunked body stands after [`decode_chunks`].
+#[derive(Debug, PartialEq, Eq)]
+enum Chunks {
+    /// More chunks are to come (or the one at the front is incomplete).
+    More,
+    /// The last chunk and its trailers have been read.
+    Ended,
+}
+
+/// Moves the data of every complete chunk at the front of `raw` into `out` (RFC 9112 §7.1),
+/// consuming them; an incomplete chunk is left for more bytes. Trailers are skipped.
+fn decode_chunks(raw: &mut BytesMut, out: &mut BytesMut) -> io::Result<Chunks> {
+    loop {
+        let Some(line_end) = find_crlf(raw) else { return Ok(Chunks::More) };
+        let size = chunk_size(&raw[..line_end])?;
+        let data = line_end + 2;
+        if size == 0 {
+            // Trailer lines, then the empty line that ends the message.
+            let mut at = data;
+            loop {
+                let Some(end) = find_crlf(&raw[at..]) else { return Ok(Chunks::More) };
+                at += end + 2;
+                if end == 0 {
+                    raw.advance(at);
+                    return Ok(Chunks::Ended);
+                }
+            }
+        }
+        if raw.len() < data + size + 2 {
+            return Ok(Chunks::More);
+        }
+        if &raw[data + size..data + size + 2] != b"\r\n" {
+            return Err(invalid("chunk without its CRLF"));
+        }
+        out.extend_from_slice(&raw[data..data + size]);
+        raw.advance(data + size + 2);
     }
 }
 
@@ -346,6 +470,33 @@ mod tests {
         assert_eq!(chunk_size(b"1a").expect("hex"), 26);
         assert_eq!(chunk_size(b"0;name=value").expect("extension"), 0);
         assert!(chunk_size(b"zz").is_err());
+    }
+
+    #[test]
+    fn chunks_decode_as_they_complete_and_a_partial_one_waits() {
+        let mut raw = BytesMut::from(&b"5\r\nhello\r\n3\r\nab"[..]);
+        let mut out = BytesMut::new();
+        assert_eq!(decode_chunks(&mut raw, &mut out).expect("decodes"), Chunks::More);
+        assert_eq!((&out[..], &raw[..]), (&b"hello"[..], &b"3\r\nab"[..]));
+        raw.extend_from_slice(b"c\r\n0\r\nT: 1\r");
+        assert_eq!(decode_chunks(&mut raw, &mut out).expect("decodes"), Chunks::More);
+        assert_eq!(&out[..], b"helloabc", "the last chunk waits for its trailers' end");
+        raw.extend_from_slice(b"\n\r\n");
+        assert_eq!(decode_chunks(&mut raw, &mut out).expect("decodes"), Chunks::Ended);
+        assert!(raw.is_empty());
+        let mut broken = BytesMut::from(&b"2\r\nabXY"[..]);
+        assert!(decode_chunks(&mut broken, &mut out).is_err());
+    }
+
+    #[test]
+    fn answers_keep_their_headers() {
+        let answer = Answer {
+            status: StatusCode::OK,
+            head: Bytes::from_static(b"HTTP/1.1 200 OK\r\nMcp-Session-Id: abc \r\n\r\n"),
+            body: Bytes::new(),
+        };
+        assert_eq!(answer.header("mcp-session-id").as_deref(), Some("abc"));
+        assert_eq!(answer.header("content-type"), None);
     }
 
     /// A tiny server answering canned bytes, to read them through a real socket.

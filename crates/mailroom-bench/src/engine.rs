@@ -16,13 +16,16 @@ use tokio::time::{Instant, sleep, sleep_until, timeout};
 
 use crate::client::{Call, Connection, SendError};
 use crate::monitor::{self, MonitorReport};
+use crate::push::PushOptions;
 use crate::report::{BaselineFigures, GroupReport, Report};
-use crate::scenario::{MixedLoad, Plan, Scenario, Via, judge, prepare, prepare_mixed};
+use crate::scenario::{Choice, MixedLoad, Plan, Scenario, Via, judge, prepare, prepare_mixed};
 use crate::stats::{Failure, Pacer, Recorder, corrected_latency};
 use crate::target::Target;
 
 /// A pause after a refused connection, so a dead target is not hammered in a tight loop.
 const RECONNECT_PAUSE: Duration = Duration::from_millis(10);
+/// A pause before asking a plan's picker again when every call was busy.
+const BUSY_PAUSE: Duration = Duration::from_millis(1);
 
 /// The parameters of one run.
 #[derive(Debug, Clone)]
@@ -44,6 +47,8 @@ pub struct RunConfig {
     pub seed_messages: usize,
     /// The groups of the mixed scenario (`concurrency` does not apply to it).
     pub mixed: MixedLoad,
+    /// The push scenario's subscribers and how they are told.
+    pub push: PushOptions,
     /// What `--dataset` created before the run, for the report (the lab does not create it
     /// per run: profiles run several times on one dataset).
     pub dataset: Option<serde_json::Value>,
@@ -69,6 +74,7 @@ impl RunConfig {
             timeout: Duration::from_secs(5),
             seed_messages: 20,
             mixed: MixedLoad::default(),
+            push: PushOptions::default(),
             dataset: None,
             monitor_pid: None,
             monitor_interval: Duration::from_secs(5),
@@ -123,6 +129,9 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     if workers == 0 {
         bail!("a run needs at least one connection");
     }
+    if config.scenario == Scenario::Push {
+        return crate::push::run(config, workers).await;
+    }
     let (groups, setup) = if config.scenario == Scenario::Mixed {
         let prepared =
             prepare_mixed(&config.target, config.via, config.mixed, config.seed_messages).await?;
@@ -150,11 +159,11 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
     Ok(report)
 }
 
-struct Outcome {
-    total: crate::stats::Summary,
-    groups: Vec<crate::stats::Summary>,
-    timeline: Vec<u64>,
-    monitor: Option<MonitorReport>,
+pub(crate) struct Outcome {
+    pub(crate) total: crate::stats::Summary,
+    pub(crate) groups: Vec<crate::stats::Summary>,
+    pub(crate) timeline: Vec<u64>,
+    pub(crate) monitor: Option<MonitorReport>,
 }
 
 /// Measures the baseline server at `baseline` with the same connections, duration and rate
@@ -175,7 +184,11 @@ pub async fn run_with_baseline(config: &RunConfig, baseline: &Target) -> Result<
 
 /// Opens every connection, starts the clock, runs all groups' workers together and merges
 /// their recorders per group and in total.
-async fn drive(config: &RunConfig, groups: &[(String, usize, Plan)], workers: usize) -> Outcome {
+pub(crate) async fn drive(
+    config: &RunConfig,
+    groups: &[(String, usize, Plan)],
+    workers: usize,
+) -> Outcome {
     let connections = open_connections(&config.target.authority, workers).await;
     let shared = Arc::new(Shared {
         requests: AtomicU64::new(0),
@@ -339,10 +352,12 @@ impl Worker {
             if !self.shared.take() {
                 break;
             }
-            let call = self.cursor % self.plan.calls.len().max(1);
-            self.cursor += 1;
+            let Some(call) = self.choose().await else { break };
             let outcome = self.attempt(&mut connection, call).await;
             let done = self.start.elapsed();
+            if let Some(picker) = &self.plan.picker {
+                picker.answered(call, self.start + done, outcome.is_ok());
+            }
             recorder.record_completion(done);
             let latency = corrected_latency(intended, done);
             match outcome {
@@ -358,6 +373,24 @@ impl Worker {
             self.shared.requests.fetch_add(1, Ordering::Relaxed);
         }
         recorder
+    }
+
+    /// The call to send: the plan's picker's choice (asked again while every call is busy,
+    /// until the run's deadline), else the plan's next call in turn. `None` ends the worker.
+    async fn choose(&mut self) -> Option<usize> {
+        let Some(picker) = &self.plan.picker else {
+            let call = self.cursor % self.plan.calls.len().max(1);
+            self.cursor += 1;
+            return Some(call);
+        };
+        loop {
+            match picker.pick() {
+                Choice::Call(call) => return Some(call),
+                Choice::Exhausted => return None,
+                Choice::Busy if self.deadline.is_some_and(|d| Instant::now() >= d) => return None,
+                Choice::Busy => sleep(BUSY_PAUSE).await,
+            }
+        }
     }
 
     /// Waits for the next request's slot and returns its intended time since the start, or

@@ -14,6 +14,7 @@
 //! - [`report`]: JSON, text and Markdown reports, comparisons and budget checks;
 //! - [`chart`]: SVG charts for `--out` (throughput over time, latency against concurrency);
 //! - [`baseline`]: a constant-200 server, the machine's ceiling;
+//! - [`push`]: the push scenario: subscribed agents, notifications matched to sends;
 //! - `verdict`: a JSON-RPC answer judged from its bytes, plain or SSE-framed.
 
 pub mod baseline;
@@ -23,6 +24,7 @@ pub mod dataset;
 pub mod engine;
 pub mod monitor;
 pub mod profile;
+pub mod push;
 pub mod report;
 pub mod scenario;
 pub mod sse;
@@ -33,6 +35,7 @@ mod verdict;
 
 pub use dataset::DatasetScale;
 pub use engine::{RunConfig, run, run_with_baseline};
+pub use push::PushOptions;
 pub use report::{Budgets, Report, compare};
 pub use scenario::{MixedLoad, Scenario, Via};
 pub use target::{Implementation, Target};

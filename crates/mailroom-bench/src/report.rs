@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::engine::RunConfig;
 use crate::monitor::MonitorReport;
+use crate::push::PushFigures;
 use crate::stats::Summary;
 use crate::table::{Layout, render};
 
@@ -49,6 +50,9 @@ pub struct Report {
     /// The target process's RSS, CPU and open files over the run (`--pid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub monitor: Option<MonitorReport>,
+    /// The push scenario's notifications and send rates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<PushFigures>,
 }
 
 /// The baseline server's figures under the same load, and the run's share of its throughput.
@@ -133,6 +137,7 @@ impl Report {
             monitor: None,
             dataset: None,
             baseline: None,
+            push: None,
         }
     }
 
@@ -189,11 +194,17 @@ impl Report {
             return render(layout, &FIGURES, vec![figure_cells(&self.summary).collect()]);
         }
         let headers: Vec<&str> = std::iter::once("group").chain(FIGURES).collect();
-        let whole = (format!("all ({} connections)", self.concurrency), &self.summary);
+        // A push run's phases ran one after another: its figures are the listening phase's,
+        // already a row, not a whole.
+        let whole = self
+            .push
+            .is_none()
+            .then(|| (format!("all ({} connections)", self.concurrency), &self.summary));
         let groups = self.groups.iter().map(|group| {
             (format!("{} ({} connections)", group.name, group.concurrency), &group.summary)
         });
-        let rows = std::iter::once(whole)
+        let rows = whole
+            .into_iter()
             .chain(groups)
             .map(|(name, summary)| std::iter::once(name).chain(figure_cells(summary)).collect())
             .collect();
@@ -218,6 +229,9 @@ impl Report {
         }
         if let Some(baseline) = &self.baseline {
             let _ = writeln!(out, "{}", baseline.line());
+        }
+        for line in self.push.iter().flat_map(PushFigures::lines) {
+            let _ = writeln!(out, "{line}");
         }
         out
     }
@@ -250,6 +264,9 @@ impl Report {
         }
         if let Some(baseline) = &self.baseline {
             let _ = writeln!(out, "\n{}", baseline.line());
+        }
+        if let Some(push) = &self.push {
+            let _ = writeln!(out, "\n{}", push.lines().join("  \n"));
         }
         if !self.timeline_rps.is_empty() {
             let seconds: Vec<String> = self.timeline_rps.iter().map(u64::to_string).collect();
@@ -421,6 +438,7 @@ mod tests {
             monitor: None,
             dataset: None,
             baseline: None,
+            push: None,
         }
     }
 

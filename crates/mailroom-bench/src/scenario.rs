@@ -3,13 +3,15 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use bytes::Bytes;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
-use crate::client::{Call, Connection};
+use crate::client::{Answer, Call, Connection};
 use crate::sse::json_rpc_payload;
 use crate::stats::Failure;
 use crate::target::Target;
@@ -44,11 +46,15 @@ pub enum Scenario {
     /// `GET /mail/{project}/inbox/{agent}`: the web UI's first inbox page of the agent that
     /// received the seeded messages.
     UiAgentInbox,
+    /// `send_message` to one random agent of many, each subscribed to its inbox in its own MCP
+    /// session with its event stream open (or watching its signal file): the latency from a
+    /// send's reply to that agent's notification (`push.rs`).
+    Push,
 }
 
 impl Scenario {
     /// Every scenario, in the order reports list them.
-    pub const ALL: [Scenario; 11] = [
+    pub const ALL: [Scenario; 12] = [
         Scenario::Health,
         Scenario::Ready,
         Scenario::ToolsList,
@@ -60,6 +66,7 @@ impl Scenario {
         Scenario::Mixed,
         Scenario::UiInbox,
         Scenario::UiAgentInbox,
+        Scenario::Push,
     ];
 
     /// The name used on the command line and in reports.
@@ -76,6 +83,7 @@ impl Scenario {
             Scenario::Mixed => "mixed",
             Scenario::UiInbox => "ui-inbox",
             Scenario::UiAgentInbox => "ui-agent-inbox",
+            Scenario::Push => "push",
         }
     }
 }
@@ -146,17 +154,43 @@ pub fn judge(expect: Expect, status: u16, body: &Bytes) -> Result<(), Failure> {
 }
 
 /// What a group of workers sends, once its data exists: each worker cycles through `calls`
-/// (several calls spread the load over many inboxes).
+/// (several calls spread the load over many inboxes), or sends what `picker` chooses.
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub calls: Vec<Call>,
     pub expect: Expect,
+    pub picker: Option<Arc<dyn Picker>>,
 }
 
 impl Plan {
     fn one(call: Call, expect: Expect) -> Self {
-        Self { calls: vec![call], expect }
+        Self::new(vec![call], expect)
     }
+
+    /// Workers cycle through `calls`.
+    pub fn new(calls: Vec<Call>, expect: Expect) -> Self {
+        Self { calls, expect, picker: None }
+    }
+}
+
+/// Chooses the call of each request and hears how it went, for a plan whose calls are not
+/// simply taken in turn (the push scenario: a random agent with no notification outstanding).
+pub trait Picker: Send + Sync + fmt::Debug {
+    /// What to send next.
+    fn pick(&self) -> Choice;
+    /// The request of `call` was answered (`ok`: with success) or given up at `done`.
+    fn answered(&self, call: usize, done: Instant, ok: bool);
+}
+
+/// A [`Picker`]'s answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    /// Send this call of the plan.
+    Call(usize),
+    /// Every call is busy for now: ask again shortly.
+    Busy,
+    /// Nothing is left to send: the worker stops.
+    Exhausted,
 }
 
 /// Builds the requests of message scenarios for one target and transport.
@@ -258,6 +292,7 @@ pub async fn prepare(
         }
         Scenario::ToolsList => Plan::one(requests.rpc("tools/list", json!({})), Expect::JsonRpc),
         Scenario::Mixed => bail!("the mixed scenario is prepared by prepare_mixed"),
+        Scenario::Push => bail!("the push scenario is prepared by push::run"),
         _ => return prepare_messages(&requests, scenario, seed_messages).await,
     };
     Ok(Prepared { plan, setup: None })
@@ -316,7 +351,7 @@ async fn prepare_reservations(requests: &Requests<'_>, setup: &mut Setup) -> Res
         })
         .collect();
     let setup = json!({"project": project, "agent": agent, "paths": RESERVED_PATHS});
-    Ok(Prepared { plan: Plan { calls, expect: Expect::JsonRpc }, setup: Some(setup) })
+    Ok(Prepared { plan: Plan::new(calls, Expect::JsonRpc), setup: Some(setup) })
 }
 
 /// Sizes of the mixed load: each group has its own concurrency.
@@ -374,20 +409,32 @@ pub async fn prepare_mixed(
     let reads = ordinary.iter().map(|r| requests.inbox(project, r)).collect();
     let hot = celebrities.iter().map(|r| requests.inbox(project, r)).collect();
     let groups = vec![
-        ("writers".to_string(), load.writers, Plan { calls: writes, expect }),
-        ("readers".to_string(), load.readers, Plan { calls: reads, expect }),
-        ("celebrity".to_string(), load.celebrity_readers, Plan { calls: hot, expect }),
+        ("writers".to_string(), load.writers, Plan::new(writes, expect)),
+        ("readers".to_string(), load.readers, Plan::new(reads, expect)),
+        ("celebrity".to_string(), load.celebrity_readers, Plan::new(hot, expect)),
     ];
     let setup = json!({"project": project, "sender": sender, "inboxes": load.inboxes,
                        "celebrities": celebrities, "seeded_messages_per_inbox": seed_messages});
     Ok(PreparedMixed { groups: groups.into_iter().filter(|g| g.1 > 0).collect(), setup })
 }
 
+/// The send of each of `fixture`'s receivers, for `via`, and how its answer is judged.
+pub(crate) fn send_plan(
+    target: &Target,
+    via: Via,
+    fixture: &Fixture,
+) -> Result<(Vec<Call>, Expect)> {
+    let requests = requests(target, via)?;
+    let (project, sender) = (fixture.project.as_str(), fixture.sender.as_str());
+    let calls = fixture.receivers.iter().map(|r| requests.send(project, sender, r)).collect();
+    Ok((calls, requests.expect()))
+}
+
 /// The data of a message scenario.
-struct Fixture {
-    project: String,
-    sender: String,
-    receivers: Vec<String>,
+pub(crate) struct Fixture {
+    pub(crate) project: String,
+    pub(crate) sender: String,
+    pub(crate) receivers: Vec<String>,
 }
 
 fn send_arguments(project: &str, sender: &str, recipient: &str, subject: &str) -> Value {
@@ -412,19 +459,35 @@ impl Setup {
         Ok(Self { connection, authority: target.authority.clone(), mcp: target.mcp() })
     }
 
+    /// A POST of `body` to the MCP endpoint, with more headers.
+    pub(crate) fn mcp_call(&self, headers: &[(&str, &str)], body: &Value) -> Call {
+        Call::post_json_with(&self.authority, &self.mcp, headers, body)
+    }
+
+    /// A request to the MCP endpoint without a body (`DELETE`, say).
+    pub(crate) fn bodiless_call(&self, method: hyper::Method, headers: &[(&str, &str)]) -> Call {
+        Call::bodiless(method, &self.authority, &self.mcp, headers)
+    }
+
+    /// Sends `call` (`what`, in errors) and returns its answer, which must be a 2xx.
+    pub(crate) async fn exchange(&mut self, call: &Call, what: &str) -> Result<Answer> {
+        let answer = self
+            .connection
+            .send_with_head(call)
+            .await
+            .map_err(|e| anyhow::anyhow!("setup: {what}: {e:?}"))?;
+        if !answer.status.is_success() {
+            bail!("setup: {what} answered HTTP {} at {}", answer.status, self.mcp);
+        }
+        Ok(answer)
+    }
+
     /// Calls a tool and returns its parsed text content; tool errors become errors.
     pub(crate) async fn tool(&mut self, name: &str, arguments: Value) -> Result<Value> {
         let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                              "params": {"name": name, "arguments": arguments}});
-        let call = Call::post_json(&self.authority, &self.mcp, &request);
-        let (status, body) = self
-            .connection
-            .send(&call)
-            .await
-            .map_err(|e| anyhow::anyhow!("setup: {name}: {e:?}"))?;
-        if !status.is_success() {
-            bail!("setup: {name} answered HTTP {status} at {}", self.mcp);
-        }
+        let call = self.mcp_call(&[], &request);
+        let body = self.exchange(&call, name).await?.body;
         let payload = json_rpc_payload(&body)
             .with_context(|| format!("setup: {name}: the event stream held no response"))?;
         let answer: Value = serde_json::from_slice(&payload)
@@ -454,7 +517,7 @@ impl Setup {
     /// A fresh project (unique per run, so runs never share inboxes) with a sender and
     /// `receivers` agents that accept messages from anyone. Names are generated by the
     /// server, so they are valid for every implementation.
-    async fn fixture(&mut self, receivers: usize) -> Result<Fixture> {
+    pub(crate) async fn fixture(&mut self, receivers: usize) -> Result<Fixture> {
         let stamp = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
         let human_key = format!("/tmp/mailroom-bench/run-{stamp}");
         let project = self.tool("ensure_project", json!({"human_key": human_key})).await?;

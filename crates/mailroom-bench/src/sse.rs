@@ -55,6 +55,15 @@ pub(crate) fn events(body: &[u8]) -> Vec<Cow<'_, [u8]>> {
     events
 }
 
+/// The length of the complete events at the front of a stream read so far: up to the end of
+/// its last blank line (LF LF, CRLF CRLF or CR CR); 0 while no event is complete.
+pub(crate) fn complete_events(stream: &[u8]) -> usize {
+    let last = |separator: &[u8]| {
+        memchr::memmem::rfind(stream, separator).map_or(0, |at| at + separator.len())
+    };
+    last(b"\n\n").max(last(b"\r\n\r\n")).max(last(b"\r\r"))
+}
+
 /// Splits on LF, CRLF or CR.
 fn lines(body: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut rest = body;
@@ -116,6 +125,15 @@ mod tests {
             payload("event: message\rdata: {\"id\":1,\"result\":1}\r\r").as_deref(),
             Some("{\"id\":1,\"result\":1}")
         );
+    }
+
+    #[test]
+    fn complete_events_end_at_the_last_blank_line() {
+        assert_eq!(complete_events(b""), 0);
+        assert_eq!(complete_events(b": stream open\n"), 0);
+        assert_eq!(complete_events(b": stream open\n\ndata: {"), 15);
+        assert_eq!(complete_events(b"data: a\r\n\r\ndata: b\r\n\r\n"), 22);
+        assert_eq!(complete_events(b"data: a\r\rdata"), 9);
     }
 
     #[test]

@@ -79,6 +79,21 @@ pub struct TestOptions {
     pub upkeep: Option<mailroom_core::ops::upkeep::UpkeepConfig>,
 }
 
+impl TestOptions {
+    /// The reference's signal files on (`NOTIFICATIONS_*`), written under `dir` for every
+    /// message (no debounce).
+    pub fn signals(dir: &std::path::Path) -> Self {
+        Self {
+            server_env: vec![
+                ("NOTIFICATIONS_ENABLED", "true".to_string()),
+                ("NOTIFICATIONS_SIGNALS_DIR", dir.to_string_lossy().into_owned()),
+                ("NOTIFICATIONS_DEBOUNCE_MS", "0".to_string()),
+            ],
+            ..Self::default()
+        }
+    }
+}
+
 impl TestApp {
     /// Starts a server with default settings.
     pub async fn start() -> Self {

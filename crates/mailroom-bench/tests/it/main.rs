@@ -200,3 +200,84 @@ async fn a_dead_target_reports_connect_errors() {
     assert_eq!(report.summary.errors, 6);
     assert_eq!(report.summary.error_breakdown.get("connect"), Some(&6));
 }
+
+/// A push run of `requests` listened-to sends (half as many before and after, with nobody
+/// listening) to `subscribers` agents.
+async fn push(
+    app: &TestApp,
+    subscribers: usize,
+    signals_dir: Option<std::path::PathBuf>,
+) -> Report {
+    let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target, Scenario::Push);
+    config.concurrency = 4;
+    config.duration = Some(Duration::from_secs(60));
+    config.requests = Some(40);
+    config.push =
+        mailroom_bench::PushOptions { subscribers, signals_dir, deadline: Duration::from_secs(20) };
+    mailroom_bench::run(&config).await.expect("push run")
+}
+
+/// Every listened-to send is matched to its agent's notification, none missed or unexpected;
+/// the phases are reported with their send rates.
+fn assert_every_send_notified(report: &Report, notifier: &str) {
+    let push = report.push.as_ref().expect("push figures");
+    assert_eq!(push.notifier, notifier);
+    let phases: Vec<(&str, u64, u64)> =
+        report.groups.iter().map(|g| (g.name.as_str(), g.summary.ok, g.summary.errors)).collect();
+    let want = [
+        ("nobody listening, before", 20, 0),
+        ("listening", 40, 0),
+        ("nobody listening, after", 20, 0),
+    ];
+    assert_eq!(phases, want, "{}", report.table());
+    let tally = &push.tally;
+    assert_eq!(tally.delivered, 40, "{}", report.table());
+    assert_eq!(
+        (tally.missed, tally.late, tally.unexpected, tally.failed_sends, tally.streams_lost),
+        (0, 0, 0, 0, 0)
+    );
+    assert!(push.notify.p50_ms <= push.notify.p99_ms && push.notify.p99_ms <= push.notify.max_ms);
+    assert!(push.send_rps_subscribed > 0.0 && push.send_rps_unsubscribed > 0.0);
+    assert!(report.table().contains("missed 0"), "{}", report.table());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_matches_every_send_to_its_streams_notification() {
+    let app = TestApp::start().await;
+    let report = push(&app, 12, None).await;
+    assert_every_send_notified(&report, "mcp-stream");
+    // The sessions were ended: a second run starts with nobody listening, and is as clean.
+    let again = push(&app, 12, None).await;
+    assert_every_send_notified(&again, "mcp-stream");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_matches_every_send_to_its_signal_file() {
+    let signals = tempfile::tempdir().expect("signals dir");
+    let app = TestApp::start_with(mailroom_testkit::TestOptions::signals(signals.path())).await;
+    let report = push(&app, 12, Some(signals.path().to_path_buf())).await;
+    assert_every_send_notified(&report, "signal-file");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_counts_a_notification_that_never_comes_as_missed() {
+    // Signals are off: the watched files are never written, so every send is missed.
+    let signals = tempfile::tempdir().expect("signals dir");
+    let app = TestApp::start().await;
+    let target = Target::parse(&app.base_url, Implementation::Mailroom).expect("target");
+    let mut config = RunConfig::new(target, Scenario::Push);
+    config.concurrency = 2;
+    config.duration = Some(Duration::from_secs(60));
+    config.requests = Some(6);
+    config.push = mailroom_bench::PushOptions {
+        subscribers: 3,
+        signals_dir: Some(signals.path().to_path_buf()),
+        deadline: Duration::from_millis(200),
+    };
+    let report = mailroom_bench::run(&config).await.expect("push run");
+    let tally = &report.push.expect("push figures").tally;
+    // Each agent is sent one message, then leaves the draw when it is missed.
+    assert_eq!((tally.delivered, tally.missed), (0, 3), "{tally:?}");
+    assert_eq!(report.groups[1].summary.ok, 3);
+}

@@ -126,15 +126,7 @@ async fn a_subscribed_inbox_is_notified_as_mail_commits() {
 #[tokio::test]
 async fn signal_files_mark_new_mail_until_the_inbox_is_read() {
     let signals = tempfile::tempdir().expect("signals dir");
-    let options = mailroom_testkit::TestOptions {
-        server_env: vec![
-            ("NOTIFICATIONS_ENABLED", "true".to_string()),
-            ("NOTIFICATIONS_SIGNALS_DIR", signals.path().to_string_lossy().into_owned()),
-            ("NOTIFICATIONS_DEBOUNCE_MS", "0".to_string()),
-        ],
-        ..Default::default()
-    };
-    let app = TestApp::start_with(options).await;
+    let app = TestApp::start_with(mailroom_testkit::TestOptions::signals(signals.path())).await;
     let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
     mailroom_testkit::RegisterCall::new(&slug, "RedStone").ok(&app).await;
     mailroom_testkit::PolicyCall::new(&slug, "RedStone", "open").ok(&app).await;

@@ -8,7 +8,8 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use mailroom_bench::profile;
 use mailroom_bench::{
-    Budgets, DatasetScale, Implementation, MixedLoad, Report, RunConfig, Scenario, Target, Via,
+    Budgets, DatasetScale, Implementation, MixedLoad, PushOptions, Report, RunConfig, Scenario,
+    Target, Via,
 };
 
 use super::archive::Verdict;
@@ -57,7 +58,8 @@ struct RunArgs {
     /// The server under test.
     #[arg(long, default_value = "http://127.0.0.1:8765")]
     url: String,
-    /// health, ready, tools-list, send, inbox, search, reserve, sequential, mixed.
+    /// health, ready, tools-list, send, inbox, search, reserve, sequential, mixed, ui-inbox,
+    /// ui-agent-inbox, push.
     #[arg(long, default_value = "health")]
     scenario: Scenario,
     /// Concurrent keep-alive connections (the benchmark plan's standard is 100).
@@ -108,6 +110,18 @@ struct RunArgs {
     /// mixed: celebrity inboxes (a pool of 5, as in the comparison the mixed load comes from).
     #[arg(long, value_name = "N", default_value_t = 5)]
     celebrities: usize,
+    /// push: agents listening for their mail, each in an MCP session of its own with its
+    /// event stream open and its inbox subscribed (or watching its signal file).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    subscribers: usize,
+    /// push: watch the signal files under DIR instead of event streams (the server's
+    /// NOTIFICATIONS_SIGNALS_DIR as seen here; start it with NOTIFICATIONS_ENABLED=true and
+    /// NOTIFICATIONS_DEBOUNCE_MS=0).
+    #[arg(long, value_name = "DIR")]
+    signals_dir: Option<PathBuf>,
+    /// push: seconds after a send's reply before its notification counts as missed.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0)]
+    notify_deadline: f64,
     /// steady (one run), ramp (10, 25, 50, 100, 200, 500 connections: the breaking point) or
     /// soak (a long steady run, default an hour, with --pid required) or spike (baseline, then
     /// ×14 connections, or ×14 --rate, then recovery; each phase lasts --duration).
@@ -213,6 +227,14 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
         celebrity_readers: args.celebrity_readers,
         inboxes: args.inboxes,
         celebrities: args.celebrities,
+    };
+    if !(args.notify_deadline > 0.0 && args.notify_deadline.is_finite()) {
+        bail!("--notify-deadline must be a positive number of seconds");
+    }
+    config.push = PushOptions {
+        subscribers: args.subscribers,
+        signals_dir: args.signals_dir.clone(),
+        deadline: Duration::from_secs_f64(args.notify_deadline),
     };
     config.progress = !args.quiet;
     if args.profile == Profile::Soak && args.pid.is_none() {
