@@ -165,7 +165,10 @@ impl Subscriptions {
 
     /// Whether any session has a stream to tell.
     pub fn any_listening(&self) -> bool {
-        self.lock().values().any(|s| s.stream.is_some() && !s.watched.is_empty())
+        // A stream whose client went away without ending its session is nobody to tell.
+        self.lock().values().any(|s| {
+            s.stream.as_ref().is_some_and(|stream| !stream.is_closed()) && !s.watched.is_empty()
+        })
     }
 
     /// Sends `notifications/resources/updated` for every subscribed URI a message changed,
@@ -482,6 +485,9 @@ mod tests {
         assert_eq!(heard[0]["params"]["_meta"][SUBSCRIPTION_ID_KEY], "listen:1");
         subscriptions.notify(&[message(4, "BlueLake", &["RedStone"], None)]);
         assert!(drain(&mut session).is_empty() && drain(&mut listen).is_empty());
+        drop(session);
+        drop(listen);
+        assert!(!subscriptions.any_listening(), "streams whose clients went away tell nobody");
         subscriptions.forget(&key);
         assert!(subscriptions.open_listen(json!(2), Vec::new(), 1).is_some());
         assert!(subscriptions.open_listen(json!(3), Vec::new(), 1).is_none(), "the bound holds");
