@@ -185,8 +185,13 @@ async fn deliveries_arrive_signed_once_each_for_the_project_and_for_one_agent() 
         .ok_at(&url)
         .await;
     assert_eq!(agent_hook["agent"], "GreenCastle");
+    // Each scope lists its own: the project's, and GreenCastle's with its agent_name.
     let listed = tool_at(&url, "list_webhooks", json!({"project_key": PROJECT})).await;
-    assert_eq!(listed["webhooks"].as_array().expect("webhooks").len(), 2);
+    assert_eq!(listed["webhooks"].as_array().expect("webhooks").len(), 1);
+    assert!(!listed.to_string().contains("whsec_"), "a secret was listed: {listed}");
+    let green = json!({"project_key": PROJECT, "agent_name": "GreenCastle"});
+    let listed = tool_at(&url, "list_webhooks", green).await;
+    assert_eq!(listed["webhooks"][0]["id"], agent_hook["id"]);
     assert!(!listed.to_string().contains("whsec_"), "a secret was listed: {listed}");
 
     // URLs that are not https:// or loopback http:// are refused, naming the field.
@@ -219,7 +224,9 @@ async fn deliveries_arrive_signed_once_each_for_the_project_and_for_one_agent() 
         assert!(seen.insert((path, message, recipient)), "twice: {request}");
     }
     let view = DeliveriesCall::new(PROJECT).status("all").ok_at(&url).await;
-    assert_eq!(view["counts"], json!({"pending": 0, "failed": 0, "delivered": 15}));
+    assert_eq!(view["counts"], json!({"pending": 0, "failed": 0, "delivered": 10}));
+    let view = DeliveriesCall::new(PROJECT).agent("GreenCastle").status("all").ok_at(&url).await;
+    assert_eq!(view["counts"], json!({"pending": 0, "failed": 0, "delivered": 5}));
     assert_eq!(
         metric(&url, r#"mailroom_webhook_deliveries_total{outcome="delivered"}"#).await,
         15.0
