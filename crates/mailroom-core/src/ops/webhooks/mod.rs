@@ -295,11 +295,34 @@ impl Mailroom {
             .await
     }
 
-    /// Pending deliveries due now, soonest first, at most `limit`.
-    pub async fn due_webhook_deliveries(&self, limit: usize) -> Result<Vec<DueDelivery>> {
+    /// Pending deliveries due now, soonest first, at most `limit`, and for no webhook more
+    /// than its share of requests in flight (`WEBHOOK_CONCURRENCY`'s quarter). `in_flight`
+    /// pairs each delivery being posted with its webhook; those, and `held_back` ones, are
+    /// left out, and so are webhooks already at their share.
+    pub async fn due_webhook_deliveries(
+        &self,
+        limit: usize,
+        in_flight: &[(i64, i64)],
+        held_back: &[i64],
+    ) -> Result<Vec<DueDelivery>> {
         let now = Timestamp::now().as_micros();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.store.read(move |db| db.due_webhook_deliveries(now, limit)).await
+        let per_webhook = self.config.webhooks.per_webhook();
+        let mut skip_deliveries: Vec<i64> =
+            in_flight.iter().map(|(delivery, _)| *delivery).collect();
+        skip_deliveries.extend_from_slice(held_back);
+        let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+        for (_, webhook) in in_flight {
+            *counts.entry(*webhook).or_default() += 1;
+        }
+        let full: Vec<i64> =
+            counts.into_iter().filter(|(_, n)| *n >= per_webhook).map(|(w, _)| w).collect();
+        let per_webhook = i64::try_from(per_webhook).unwrap_or(i64::MAX);
+        self.store
+            .read(move |db| {
+                db.due_webhook_deliveries(now, limit, per_webhook, &skip_deliveries, &full)
+            })
+            .await
     }
 
     /// When the next delivery not yet due falls due, if one is pending.

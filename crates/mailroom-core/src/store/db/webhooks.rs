@@ -238,27 +238,48 @@ impl Db<'_> {
         Ok(())
     }
 
-    /// Pending deliveries due at `now_us`, soonest first, at most `limit`.
-    pub fn due_webhook_deliveries(&self, now_us: i64, limit: i64) -> Result<Vec<DueDelivery>> {
+    /// Pending deliveries due at `now_us`, soonest first, at most `limit` in all and
+    /// `per_webhook` of any one webhook, leaving out the deliveries `skip_deliveries` names
+    /// (in flight, or held back) and every delivery of the webhooks `skip_webhooks` names (at
+    /// their in-flight limit). Picking per webhook in SQL keeps one webhook with many due
+    /// rows from filling the page while its own are held up.
+    pub fn due_webhook_deliveries(
+        &self,
+        now_us: i64,
+        limit: i64,
+        per_webhook: i64,
+        skip_deliveries: &[i64],
+        skip_webhooks: &[i64],
+    ) -> Result<Vec<DueDelivery>> {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT d.id, d.event_id, d.webhook_id, w.url, w.secret, d.attempts, p.slug,
+                "WITH due AS (
+                   SELECT id, next_attempt_us, row_number() OVER
+                            (PARTITION BY webhook_id ORDER BY next_attempt_us, id) AS place
+                   FROM webhook_deliveries
+                   WHERE status = 'pending' AND next_attempt_us <= ?1
+                     AND id NOT IN (SELECT value FROM json_each(?4))
+                     AND webhook_id NOT IN (SELECT value FROM json_each(?5)))
+                 SELECT d.id, d.event_id, d.webhook_id, w.url, w.secret, d.attempts, p.slug,
                         coalesce(r.name, ''), d.kind,
                         m.id, m.thread_id, m.subject, s.name, m.importance, m.ack_required,
                         m.created_ts
-                 FROM webhook_deliveries d
+                 FROM due
+                 JOIN webhook_deliveries d ON d.id = due.id
                  JOIN webhooks w ON w.id = d.webhook_id
                  JOIN projects p ON p.id = w.project_id
                  LEFT JOIN agents r ON r.id = d.agent_id
                  LEFT JOIN messages m ON m.id = d.message_id
                  LEFT JOIN agents s ON s.id = m.sender_id
-                 WHERE d.status = 'pending' AND d.next_attempt_us <= ?1
-                 ORDER BY d.next_attempt_us, d.id LIMIT ?2",
+                 WHERE due.place <= ?3
+                 ORDER BY due.next_attempt_us, due.id LIMIT ?2",
             )
             .map_err(map_err)?;
+        let json = |ids: &[i64]| serde_json::to_string(ids).unwrap_or_else(|_| "[]".to_owned());
+        let (deliveries, webhooks) = (json(skip_deliveries), json(skip_webhooks));
         let rows = stmt
-            .query_map(params![now_us, limit], |row| {
+            .query_map(params![now_us, limit, per_webhook, deliveries, webhooks], |row| {
                 let message_id: Option<MessageId> = row.get(9)?;
                 let message = match message_id {
                     Some(id) => Some(DeliveredMessage {
