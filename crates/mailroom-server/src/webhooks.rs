@@ -44,8 +44,11 @@ pub async fn deliver(state: AppState) {
     let mut attempts: JoinSet<Finished> = JoinSet::new();
     loop {
         if in_flight.len() < settings.concurrency {
-            let page = settings.concurrency * 8 + in_flight.len();
-            match state.core.due_webhook_deliveries(page).await {
+            // The store picks at most each webhook's share, leaving out those in flight and
+            // webhooks at their share, so a busy webhook's backlog never fills the page.
+            let page = settings.concurrency * 2;
+            let pairs: Vec<(i64, i64)> = in_flight.iter().map(|(d, w)| (*d, *w)).collect();
+            match state.core.due_webhook_deliveries(page, &pairs, &[]).await {
                 Ok(due) => {
                     for delivery in due {
                         if in_flight.len() >= settings.concurrency {

@@ -214,7 +214,8 @@ pub async fn authorize(
     let token = claim.token;
     let core = &state.core;
     match (spec.rule, claim.agent) {
-        (Rule::ProjectAdmin, _) => {
+        // Naming an agent (a tool whose rule lists agent arguments) needs that agent.
+        (Rule::ProjectAdmin, None) => {
             project_admin(state, tool, spec, project_key, token, session).await.map(|()| None)
         }
         (Rule::Viewer, None) => {

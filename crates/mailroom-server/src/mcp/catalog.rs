@@ -20,6 +20,8 @@ pub enum Rule {
     /// scope results to a viewer).
     Viewer,
     /// Any agent of the project: the session's, or the holder of `token` (project admin).
+    /// When the tool lists `agent` arguments and the call names an agent, as `Agent` for
+    /// that agent instead: acting on one agent's things needs that agent.
     ProjectAdmin,
 }
 
@@ -60,6 +62,10 @@ const fn viewer() -> AuthSpec {
 }
 const fn admin() -> AuthSpec {
     AuthSpec { rule: Rule::ProjectAdmin, ..agent(&[]) }
+}
+/// Project admin, or the agent named by `agent_name` when the call names one.
+const fn admin_or_agent() -> AuthSpec {
+    AuthSpec { rule: Rule::ProjectAdmin, ..agent(AGENT_NAME) }
 }
 const fn sender() -> AuthSpec {
     AuthSpec { token: "sender_token", ..agent(&["sender_name"]) }
@@ -122,9 +128,9 @@ pub const CATALOG: &[ToolInfo] = &[
     // mailroom's own tool (not in the reference): its own cluster, as metrics.rs on main has it.
     info("list_agents", "other", &["audit", "identity"], OPEN),
     info("list_contacts", "contact", &["audit", "contact"], agent(AGENT_NAME)),
-    // Webhooks (mailroom's): a project webhook sees every delivery of the project, so any of
-    // its agents may manage them (docs/compat/tools.md §4.13).
-    info("list_webhooks", "messaging", &["audit", "messaging"], admin()),
+    // Webhooks (mailroom's): any agent of the project manages the project-wide ones; an
+    // agent's own need that agent (docs/compat/tools.md §4.13).
+    info("list_webhooks", "messaging", &["audit", "messaging"], admin_or_agent()),
     low(info("list_window_identities", "identity", &["identity"], OPEN)),
     info(
         "macro_contact_handshake",
@@ -155,7 +161,7 @@ pub const CATALOG: &[ToolInfo] = &[
     info("products_link", "product_bus", &["product"], OPEN),
     info("purge_old_messages", "messaging", &["messaging", "write"], OPEN),
     info("register_agent", "identity", &["identity"], registration("project_key", &["name"])),
-    info("register_webhook", "messaging", &["configure", "messaging"], admin()),
+    info("register_webhook", "messaging", &["configure", "messaging"], admin_or_agent()),
     info("release_build_slot", "build_slots", &["build"], agent(AGENT_NAME)),
     info(
         "release_file_reservations",
@@ -163,7 +169,7 @@ pub const CATALOG: &[ToolInfo] = &[
         &["file_reservations"],
         agent(AGENT_NAME),
     ),
-    info("remove_webhook", "messaging", &["configure", "messaging"], admin()),
+    info("remove_webhook", "messaging", &["configure", "messaging"], admin_or_agent()),
     info("rename_window", "identity", &["identity", "write"], OPEN),
     info("renew_build_slot", "build_slots", &["build"], agent(AGENT_NAME)),
     info("renew_file_reservations", "file_reservations", &["file_reservations"], agent(AGENT_NAME)),
@@ -182,7 +188,7 @@ pub const CATALOG: &[ToolInfo] = &[
     info("unarchive_project", "infrastructure", &["infrastructure"], admin()),
     info("uninstall_precommit_guard", "infrastructure", &["infrastructure", "repository"], OPEN),
     info("unretire_agent", "identity", &["identity"], agent(AGENT_NAME)),
-    info("webhook_deliveries", "messaging", &["audit", "messaging"], admin()),
+    info("webhook_deliveries", "messaging", &["audit", "messaging"], admin_or_agent()),
     info("whois", "identity", &["audit", "identity"], agent(AGENT_NAME)),
 ];
 

@@ -26,3 +26,4 @@ mod tool_schemas;
 mod transport;
 mod upkeep;
 mod web;
+mod webhooks;

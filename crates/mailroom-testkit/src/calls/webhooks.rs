@@ -18,6 +18,8 @@ tool_call! {
     DeliveriesCall => "webhook_deliveries";
     /// The deliveries of every webhook of `project_key`.
     new(project_key: &str);
+    /// The deliveries of this agent's webhooks instead of the project-wide ones.
+    agent(agent_name: &str);
     /// Only this webhook's.
     webhook(webhook_id: i64);
     /// `undelivered`, `pending`, `failed`, `delivered` or `all`.

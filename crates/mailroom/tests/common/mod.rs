@@ -11,9 +11,12 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
-/// The built binary.
+/// The built binary, or the one `MAILROOM_TEST_BINARY` names: where several worktrees share
+/// one target directory, another build may replace `target/debug/mailroom` while a test runs,
+/// and the copy cargo keeps under `target/debug/deps/` is this worktree's own.
 pub fn mailroom() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_mailroom"))
+    let binary = std::env::var_os("MAILROOM_TEST_BINARY");
+    Command::new(binary.unwrap_or_else(|| env!("CARGO_BIN_EXE_mailroom").into()))
 }
 
 /// Runs `mailroom ARGS --data-dir DATA REST` with `stdin` piped in (so never a terminal) and

@@ -24,7 +24,8 @@ pub use crate::store::db::webhooks::{AttemptOutcome, DeliveredMessage, DueDelive
 use crate::error::{Category, Error, Result};
 use crate::model::time::Timestamp;
 use crate::ops::{Mailroom, resolve};
-use crate::store::db::webhooks::{DeliveryRow, NewWebhook};
+use crate::store::Db;
+use crate::store::db::webhooks::{DeliveryRow, NewWebhook, WebhookScope};
 
 /// The most webhooks one project may have.
 pub const MAX_PER_PROJECT: i64 = 32;
@@ -219,12 +220,17 @@ impl Mailroom {
             .await
     }
 
-    /// The project's webhooks, without their secrets.
-    pub async fn list_webhooks(&self, project_key: String) -> Result<WebhookList> {
+    /// The project-wide webhooks, or with `agent_name` that agent's only, without their
+    /// secrets.
+    pub async fn list_webhooks(
+        &self,
+        project_key: String,
+        agent_name: Option<String>,
+    ) -> Result<WebhookList> {
         self.store
             .read(move |db| {
-                let project = resolve::project(db, &project_key)?;
-                let webhooks = (db.webhooks_of(project.id)?.into_iter())
+                let (project, scope) = scope(db, &project_key, agent_name)?;
+                let webhooks = (db.webhooks_of(scope)?.into_iter())
                     .map(|w| WebhookOut {
                         id: w.id,
                         agent: w.agent,
@@ -234,35 +240,36 @@ impl Mailroom {
                         failed: w.failed,
                     })
                     .collect();
-                Ok(WebhookList { project: project.slug, webhooks })
+                Ok(WebhookList { project, webhooks })
             })
             .await
     }
 
-    /// Removes one of the project's webhooks with every delivery it has queued or kept.
+    /// Removes one project-wide webhook (or, with `agent_name`, one of that agent's) with
+    /// every delivery it has queued or kept.
     pub async fn remove_webhook(
         &self,
         project_key: String,
+        agent_name: Option<String>,
         webhook_id: i64,
     ) -> Result<RemovedWebhook> {
         self.store
             .write(move |db| {
-                let project = resolve::project(db, &project_key)?;
-                if !db.delete_webhook(project.id, webhook_id)? {
-                    return Err(Error::not_found(format!(
-                        "Webhook '{webhook_id}' not found in project '{}'.",
-                        project.slug
-                    )));
+                let (project, scope) = scope(db, &project_key, agent_name)?;
+                if !db.delete_webhook(scope, webhook_id)? {
+                    return Err(not_found(webhook_id, &project));
                 }
                 Ok(RemovedWebhook { id: webhook_id, removed: true })
             })
             .await
     }
 
-    /// The project's deliveries (or one webhook's) that `filter` keeps, newest first.
+    /// The deliveries of the project-wide webhooks (or, with `agent_name`, of that agent's;
+    /// or of one of them) that `filter` keeps, newest first.
     pub async fn webhook_deliveries(
         &self,
         project_key: String,
+        agent_name: Option<String>,
         webhook_id: Option<i64>,
         filter: DeliveryFilter,
         limit: Option<i64>,
@@ -274,29 +281,48 @@ impl Mailroom {
         let limit = limit.min(MAX_LIST);
         self.store
             .read(move |db| {
-                let project = resolve::project(db, &project_key)?;
+                let (project, scope) = scope(db, &project_key, agent_name)?;
                 if let Some(id) = webhook_id
-                    && !db.webhooks_of(project.id)?.iter().any(|w| w.id == id)
+                    && !db.webhooks_of(scope)?.iter().any(|w| w.id == id)
                 {
-                    return Err(Error::not_found(format!(
-                        "Webhook '{id}' not found in project '{}'.",
-                        project.slug
-                    )));
+                    return Err(not_found(id, &project));
                 }
-                let counts = db.webhook_queue_counts(project.id, webhook_id)?;
-                let rows =
-                    db.webhook_deliveries(project.id, webhook_id, filter.statuses(), limit)?;
+                let counts = db.webhook_queue_counts(scope, webhook_id)?;
+                let rows = db.webhook_deliveries(scope, webhook_id, filter.statuses(), limit)?;
                 let deliveries = rows.into_iter().map(delivery_out).collect();
-                Ok(DeliveriesView { project: project.slug, webhook_id, counts, deliveries })
+                Ok(DeliveriesView { project, webhook_id, counts, deliveries })
             })
             .await
     }
 
-    /// Pending deliveries due now, soonest first, at most `limit`.
-    pub async fn due_webhook_deliveries(&self, limit: usize) -> Result<Vec<DueDelivery>> {
+    /// Pending deliveries due now, soonest first, at most `limit`, and for no webhook more
+    /// than its share of requests in flight (`WEBHOOK_CONCURRENCY`'s quarter). `in_flight`
+    /// pairs each delivery being posted with its webhook; those, and `held_back` ones, are
+    /// left out, and so are webhooks already at their share.
+    pub async fn due_webhook_deliveries(
+        &self,
+        limit: usize,
+        in_flight: &[(i64, i64)],
+        held_back: &[i64],
+    ) -> Result<Vec<DueDelivery>> {
         let now = Timestamp::now().as_micros();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.store.read(move |db| db.due_webhook_deliveries(now, limit)).await
+        let per_webhook = self.config.webhooks.per_webhook();
+        let mut skip_deliveries: Vec<i64> =
+            in_flight.iter().map(|(delivery, _)| *delivery).collect();
+        skip_deliveries.extend_from_slice(held_back);
+        let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+        for (_, webhook) in in_flight {
+            *counts.entry(*webhook).or_default() += 1;
+        }
+        let full: Vec<i64> =
+            counts.into_iter().filter(|(_, n)| *n >= per_webhook).map(|(w, _)| w).collect();
+        let per_webhook = i64::try_from(per_webhook).unwrap_or(i64::MAX);
+        self.store
+            .read(move |db| {
+                db.due_webhook_deliveries(now, limit, per_webhook, &skip_deliveries, &full)
+            })
+            .await
     }
 
     /// When the next delivery not yet due falls due, if one is pending.
@@ -369,6 +395,28 @@ impl Mailroom {
             }
         }
     }
+}
+
+/// The project's slug and the scope a webhook tool acts on: the project-wide webhooks, or
+/// the named agent's.
+fn scope(
+    db: &Db<'_>,
+    project_key: &str,
+    agent_name: Option<String>,
+) -> Result<(String, WebhookScope)> {
+    let project = resolve::project(db, project_key)?;
+    let agent_id = match agent_name.filter(|a| !a.trim().is_empty()) {
+        Some(name) => Some(resolve::agent(db, &project, &name, "agent_name")?.id),
+        None => None,
+    };
+    Ok((project.slug, WebhookScope { project_id: project.id, agent_id }))
+}
+
+fn not_found(webhook_id: i64, project: &str) -> Error {
+    Error::not_found(format!(
+        "Webhook '{webhook_id}' not found in project '{project}'. A project webhook is named \
+         without agent_name, an agent's with its agent_name."
+    ))
 }
 
 fn delivery_out(row: DeliveryRow) -> DeliveryOut {

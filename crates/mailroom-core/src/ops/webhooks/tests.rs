@@ -51,7 +51,12 @@ async fn register(core: &Mailroom, url: &str, agent: Option<&str>) -> Registered
 }
 
 async fn view(core: &Mailroom, filter: DeliveryFilter) -> DeliveriesView {
-    core.webhook_deliveries(PROJECT.into(), None, filter, None).await.expect("view")
+    core.webhook_deliveries(PROJECT.into(), None, None, filter, None).await.expect("view")
+}
+
+async fn agent_view(core: &Mailroom, agent: &str, filter: DeliveryFilter) -> DeliveriesView {
+    let agent = Some(agent.to_owned());
+    core.webhook_deliveries(PROJECT.into(), agent, None, filter, None).await.expect("view")
 }
 
 #[tokio::test]
@@ -66,41 +71,86 @@ async fn a_send_queues_one_delivery_per_recipient_and_webhook_covering_it() {
     assert_eq!(project.secret, SECRET);
 
     send(&core, &["GreenCastle"], &["RedStone"]).await;
+    // The project webhook gets GreenCastle's delivery, not the bcc'd RedStone's; each view
+    // shows its own scope's.
     let queued = view(&core, DeliveryFilter::Pending).await;
-    assert_eq!(queued.counts, QueueCounts { pending: 3, failed: 0, delivered: 0 });
-    let mut seen: Vec<(i64, String)> = (queued.deliveries.iter())
-        .map(|d| (d.webhook_id, d.recipient.clone().unwrap_or_default()))
-        .collect();
-    seen.sort();
-    let expected = [
-        (project.id, "GreenCastle".to_owned()),
-        (project.id, "RedStone".to_owned()),
-        (green.id, "GreenCastle".to_owned()),
-    ];
-    assert_eq!(seen, expected);
-    let ids: std::collections::HashSet<&str> =
-        queued.deliveries.iter().map(|d| d.id.as_str()).collect();
-    assert_eq!(ids.len(), 3, "each delivery has its own webhook-id");
+    assert_eq!(queued.counts, QueueCounts { pending: 1, failed: 0, delivered: 0 });
+    assert_eq!(queued.deliveries[0].webhook_id, project.id);
+    assert_eq!(queued.deliveries[0].recipient.as_deref(), Some("GreenCastle"));
+    let green_view = agent_view(&core, "GreenCastle", DeliveryFilter::Pending).await;
+    assert_eq!(green_view.counts.pending, 1);
+    assert_eq!(green_view.deliveries[0].webhook_id, green.id);
+    let ids = [&queued.deliveries[0].id, &green_view.deliveries[0].id];
+    assert_ne!(ids[0], ids[1], "each delivery has its own webhook-id");
     assert!(ids.iter().all(|id| id.starts_with("msg_") && id.len() == 28));
 
+    // RedStone's own webhook gets its bcc delivery, which only RedStone's scope shows.
+    let red_hook = register(&core, "https://hooks.example.com/red", Some("RedStone")).await;
+    send(&core, &["GreenCastle"], &["RedStone"]).await;
+    assert_eq!(view(&core, DeliveryFilter::Pending).await.counts.pending, 2);
+    let red_view = agent_view(&core, "RedStone", DeliveryFilter::Pending).await;
+    assert_eq!(red_view.counts.pending, 1);
+    assert_eq!(red_view.deliveries[0].webhook_id, red_hook.id);
+    let green_view = agent_view(&core, "GreenCastle", DeliveryFilter::All).await;
+    assert!(green_view.deliveries.iter().all(|d| d.webhook_id == green.id));
+
     // What the worker takes: due now, with the request's parts; the bcc recipient's kind.
-    let due = core.due_webhook_deliveries(10).await.expect("due");
-    assert_eq!(due.len(), 3);
+    let due = core.due_webhook_deliveries(10, &[], &[]).await.expect("due");
+    assert_eq!(due.len(), 5);
     let red = due.iter().find(|d| d.recipient == "RedStone").expect("RedStone's");
     assert_eq!((red.kind.as_str(), red.secret.as_str()), ("bcc", SECRET));
+    assert_eq!(red.webhook_id, red_hook.id);
     let message = red.message.as_ref().expect("message");
     let body: serde_json::Value = serde_json::from_slice(&post::body(red, message)).expect("json");
     assert_eq!(body["type"], "message.delivered");
     assert_eq!(body["data"]["message"]["sender"], "BlueLake");
     assert_eq!(body["data"]["recipient_kind"], "bcc");
     assert!(body["data"]["message"].get("body_md").is_none());
-    assert_eq!(core.webhook_queue_depth().await.expect("depth"), 3);
+    assert_eq!(core.webhook_queue_depth().await.expect("depth"), 5);
+
+    // A project webhook is not removed through an agent's scope, nor an agent's without it.
+    let green_name = Some("GreenCastle".to_owned());
+    let error = core.remove_webhook(PROJECT.into(), green_name.clone(), project.id).await;
+    assert_eq!(error.expect_err("other scope").category, Category::NotFound);
+    let error = core.remove_webhook(PROJECT.into(), None, green.id).await;
+    assert_eq!(error.expect_err("other scope").category, Category::NotFound);
+    let listed = core.list_webhooks(PROJECT.into(), None).await.expect("list");
+    assert_eq!(listed.webhooks.iter().map(|w| w.id).collect::<Vec<_>>(), [project.id]);
 
     // Removing a webhook drops its deliveries.
-    core.remove_webhook(PROJECT.into(), green.id).await.expect("remove");
-    assert_eq!(view(&core, DeliveryFilter::All).await.counts.pending, 2);
-    let error = core.remove_webhook(PROJECT.into(), green.id).await.expect_err("gone");
+    core.remove_webhook(PROJECT.into(), green_name.clone(), green.id).await.expect("remove");
+    assert_eq!(agent_view(&core, "GreenCastle", DeliveryFilter::All).await.counts.pending, 0);
+    assert_eq!(core.webhook_queue_depth().await.expect("depth"), 3);
+    let error = core.remove_webhook(PROJECT.into(), green_name, green.id).await.expect_err("gone");
     assert_eq!(error.category, Category::NotFound);
+}
+
+#[tokio::test]
+async fn a_webhook_with_many_due_deliveries_leaves_room_for_the_others() {
+    let dir = tempfile::tempdir().expect("dir");
+    let core = open(dir.path()).await;
+    let busy = register(&core, "https://busy.example.com/", None).await;
+    for _ in 0..10 {
+        send(&core, &["GreenCastle"], &[]).await;
+    }
+    let other = register(&core, "https://other.example.com/", None).await;
+    send(&core, &["GreenCastle"], &[]).await;
+    let webhooks = |due: &[DueDelivery]| due.iter().map(|d| d.webhook_id).collect::<Vec<_>>();
+    // A page of three: the busy webhook's share (two, WEBHOOK_CONCURRENCY 8), then the other's
+    // though its delivery is the newest.
+    let due = core.due_webhook_deliveries(3, &[], &[]).await.expect("due");
+    assert_eq!(webhooks(&due), [busy.id, busy.id, other.id]);
+    // With one of the busy webhook's in flight, it is left out and one more is its share.
+    let in_flight = [(due[0].id, busy.id)];
+    let due = core.due_webhook_deliveries(3, &in_flight, &[]).await.expect("due");
+    assert!(due.iter().all(|d| d.id != in_flight[0].0));
+    assert_eq!(webhooks(&due), [busy.id, busy.id, other.id]);
+    // At its share, none of it; held-back deliveries are left out too.
+    let in_flight = [(due[0].id, busy.id), (due[1].id, busy.id)];
+    let due = core.due_webhook_deliveries(3, &in_flight, &[]).await.expect("due");
+    assert_eq!(webhooks(&due), [other.id]);
+    let held = core.due_webhook_deliveries(3, &in_flight, &[due[0].id]).await.expect("due");
+    assert!(held.is_empty());
 }
 
 #[tokio::test]
@@ -133,8 +183,9 @@ async fn registration_refuses_duplicates_bad_urls_and_too_many() {
         .await
         .expect_err("limit");
     assert_eq!(over.kind, "WEBHOOK_LIMIT");
-    let listed = core.list_webhooks(PROJECT.into()).await.expect("list");
-    assert_eq!(listed.webhooks.len(), usize::try_from(MAX_PER_PROJECT).expect("count"));
+    // The limit counts every scope: 31 project webhooks and RedStone's.
+    let listed = core.list_webhooks(PROJECT.into(), None).await.expect("list");
+    assert_eq!(listed.webhooks.len(), usize::try_from(MAX_PER_PROJECT - 1).expect("count"));
 }
 
 #[tokio::test]
@@ -145,11 +196,11 @@ async fn failed_attempts_retry_then_give_up_and_old_ones_are_forgotten() {
     register(&core, "http://127.0.0.1:9/none", None).await;
     send(&core, &["GreenCastle"], &[]).await;
     let poster = Poster::new(&core.config.webhooks).expect("poster");
-    let due = core.due_webhook_deliveries(10).await.expect("due");
+    let due = core.due_webhook_deliveries(10, &[], &[]).await.expect("due");
     let first = core.attempt_webhook_delivery(&poster, &due[0]).await.expect("attempt");
     assert!(matches!(first, AttemptOutcome::Retry { .. }), "{first:?}");
     // Not due again until the backoff has passed.
-    assert!(core.due_webhook_deliveries(10).await.expect("due").is_empty());
+    assert!(core.due_webhook_deliveries(10, &[], &[]).await.expect("due").is_empty());
     assert!(core.next_webhook_due().await.expect("next").is_some());
     let mut retry = due[0].clone();
     retry.attempts = 1;
@@ -173,13 +224,13 @@ async fn hard_deletions_take_their_webhooks_and_deliveries() {
     register(&core, "https://hooks.example.com/all", None).await;
     register(&core, "https://hooks.example.com/red", Some("RedStone")).await;
     send(&core, &["GreenCastle", "RedStone"], &[]).await;
-    assert_eq!(view(&core, DeliveryFilter::All).await.counts.pending, 3);
+    assert_eq!(core.webhook_queue_depth().await.expect("depth"), 3);
     let confirm = HARD_DELETE_CONFIRMATION.to_owned();
     core.hard_delete_agent(PROJECT.into(), "RedStone".into(), confirm.clone())
         .await
         .expect("agent");
     assert_eq!(view(&core, DeliveryFilter::All).await.counts.pending, 1);
-    assert_eq!(core.list_webhooks(PROJECT.into()).await.expect("list").webhooks.len(), 1);
+    assert_eq!(core.list_webhooks(PROJECT.into(), None).await.expect("list").webhooks.len(), 1);
     core.hard_delete_project(PROJECT.into(), confirm).await.expect("project");
     assert_eq!(core.webhook_queue_depth().await.expect("depth"), 0);
 }

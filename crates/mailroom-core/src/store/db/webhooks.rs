@@ -21,6 +21,15 @@ pub struct WebhookRow {
     pub failed: i64,
 }
 
+/// Whose webhooks a call acts on: the project-wide ones (`agent_id` `None`) or one agent's
+/// only. An agent's webhook (its URL, often a capability URL, and its bcc deliveries) is not
+/// shown to other agents, nor a project's through an agent's scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WebhookScope {
+    pub project_id: ProjectId,
+    pub agent_id: Option<AgentId>,
+}
+
 /// A webhook about to be stored.
 pub struct NewWebhook<'a> {
     pub project_id: ProjectId,
@@ -146,8 +155,8 @@ impl Db<'_> {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// The project's webhooks, oldest first, with their pending and failed deliveries.
-    pub fn webhooks_of(&self, project_id: ProjectId) -> Result<Vec<WebhookRow>> {
+    /// The scope's webhooks, oldest first, with their pending and failed deliveries.
+    pub fn webhooks_of(&self, scope: WebhookScope) -> Result<Vec<WebhookRow>> {
         let mut stmt = self
             .conn
             .prepare_cached(
@@ -157,11 +166,11 @@ impl Db<'_> {
                    (SELECT count(*) FROM webhook_deliveries d
                     WHERE d.webhook_id = w.id AND d.status = 'failed')
                  FROM webhooks w LEFT JOIN agents a ON a.id = w.agent_id
-                 WHERE w.project_id = ?1 ORDER BY w.id",
+                 WHERE w.project_id = ?1 AND w.agent_id IS ?2 ORDER BY w.id",
             )
             .map_err(map_err)?;
         let rows = stmt
-            .query_map([project_id], |row| {
+            .query_map(params![scope.project_id, scope.agent_id], |row| {
                 Ok(WebhookRow {
                     id: row.get(0)?,
                     agent: row.get(1)?,
@@ -175,12 +184,16 @@ impl Db<'_> {
         rows.collect::<rusqlite::Result<_>>().map_err(map_err)
     }
 
-    /// Deletes one of the project's webhooks and its deliveries; whether it existed.
-    pub fn delete_webhook(&self, project_id: ProjectId, webhook_id: i64) -> Result<bool> {
+    /// Deletes one of the scope's webhooks and its deliveries; whether it existed.
+    pub fn delete_webhook(&self, scope: WebhookScope, webhook_id: i64) -> Result<bool> {
         let deleted = self
             .conn
-            .prepare_cached("DELETE FROM webhooks WHERE id = ?1 AND project_id = ?2")
-            .and_then(|mut stmt| stmt.execute(params![webhook_id, project_id]))
+            .prepare_cached(
+                "DELETE FROM webhooks WHERE id = ?1 AND project_id = ?2 AND agent_id IS ?3",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![webhook_id, scope.project_id, scope.agent_id])
+            })
             .map_err(map_err)?;
         if deleted > 0 {
             self.conn
@@ -225,27 +238,48 @@ impl Db<'_> {
         Ok(())
     }
 
-    /// Pending deliveries due at `now_us`, soonest first, at most `limit`.
-    pub fn due_webhook_deliveries(&self, now_us: i64, limit: i64) -> Result<Vec<DueDelivery>> {
+    /// Pending deliveries due at `now_us`, soonest first, at most `limit` in all and
+    /// `per_webhook` of any one webhook, leaving out the deliveries `skip_deliveries` names
+    /// (in flight, or held back) and every delivery of the webhooks `skip_webhooks` names (at
+    /// their in-flight limit). Picking per webhook in SQL keeps one webhook with many due
+    /// rows from filling the page while its own are held up.
+    pub fn due_webhook_deliveries(
+        &self,
+        now_us: i64,
+        limit: i64,
+        per_webhook: i64,
+        skip_deliveries: &[i64],
+        skip_webhooks: &[i64],
+    ) -> Result<Vec<DueDelivery>> {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT d.id, d.event_id, d.webhook_id, w.url, w.secret, d.attempts, p.slug,
+                "WITH due AS (
+                   SELECT id, next_attempt_us, row_number() OVER
+                            (PARTITION BY webhook_id ORDER BY next_attempt_us, id) AS place
+                   FROM webhook_deliveries
+                   WHERE status = 'pending' AND next_attempt_us <= ?1
+                     AND id NOT IN (SELECT value FROM json_each(?4))
+                     AND webhook_id NOT IN (SELECT value FROM json_each(?5)))
+                 SELECT d.id, d.event_id, d.webhook_id, w.url, w.secret, d.attempts, p.slug,
                         coalesce(r.name, ''), d.kind,
                         m.id, m.thread_id, m.subject, s.name, m.importance, m.ack_required,
                         m.created_ts
-                 FROM webhook_deliveries d
+                 FROM due
+                 JOIN webhook_deliveries d ON d.id = due.id
                  JOIN webhooks w ON w.id = d.webhook_id
                  JOIN projects p ON p.id = w.project_id
                  LEFT JOIN agents r ON r.id = d.agent_id
                  LEFT JOIN messages m ON m.id = d.message_id
                  LEFT JOIN agents s ON s.id = m.sender_id
-                 WHERE d.status = 'pending' AND d.next_attempt_us <= ?1
-                 ORDER BY d.next_attempt_us, d.id LIMIT ?2",
+                 WHERE due.place <= ?3
+                 ORDER BY due.next_attempt_us, due.id LIMIT ?2",
             )
             .map_err(map_err)?;
+        let json = |ids: &[i64]| serde_json::to_string(ids).unwrap_or_else(|_| "[]".to_owned());
+        let (deliveries, webhooks) = (json(skip_deliveries), json(skip_webhooks));
         let rows = stmt
-            .query_map(params![now_us, limit], |row| {
+            .query_map(params![now_us, limit, per_webhook, deliveries, webhooks], |row| {
                 let message_id: Option<MessageId> = row.get(9)?;
                 let message = match message_id {
                     Some(id) => Some(DeliveredMessage {
@@ -317,11 +351,11 @@ impl Db<'_> {
             .map(drop)
     }
 
-    /// A project's deliveries (or one webhook's) whose status is one of `statuses`, newest
+    /// The scope's deliveries (or one webhook's) whose status is one of `statuses`, newest
     /// first, at most `limit`.
     pub fn webhook_deliveries(
         &self,
-        project_id: ProjectId,
+        scope: WebhookScope,
         webhook_id: Option<i64>,
         statuses: &[&str],
         limit: i64,
@@ -334,14 +368,16 @@ impl Db<'_> {
                  FROM webhook_deliveries d
                  JOIN webhooks w ON w.id = d.webhook_id
                  LEFT JOIN agents a ON a.id = d.agent_id
-                 WHERE w.project_id = ?1 AND (?2 IS NULL OR d.webhook_id = ?2)
-                   AND d.status IN (SELECT value FROM json_each(?3))
-                 ORDER BY d.id DESC LIMIT ?4",
+                 WHERE w.project_id = ?1 AND w.agent_id IS ?2
+                   AND (?3 IS NULL OR d.webhook_id = ?3)
+                   AND d.status IN (SELECT value FROM json_each(?4))
+                 ORDER BY d.id DESC LIMIT ?5",
             )
             .map_err(map_err)?;
         let statuses = serde_json::to_string(statuses).unwrap_or_else(|_| "[]".to_owned());
+        let (project_id, agent_id) = (scope.project_id, scope.agent_id);
         let rows = stmt
-            .query_map(params![project_id, webhook_id, statuses, limit], |row| {
+            .query_map(params![project_id, agent_id, webhook_id, statuses, limit], |row| {
                 Ok(DeliveryRow {
                     event_id: row.get(0)?,
                     webhook_id: row.get(1)?,
@@ -359,10 +395,10 @@ impl Db<'_> {
         rows.collect::<rusqlite::Result<_>>().map_err(map_err)
     }
 
-    /// A project's deliveries (or one webhook's) counted by status.
+    /// The scope's deliveries (or one webhook's) counted by status.
     pub fn webhook_queue_counts(
         &self,
-        project_id: ProjectId,
+        scope: WebhookScope,
         webhook_id: Option<i64>,
     ) -> Result<QueueCounts> {
         let mut stmt = self
@@ -370,13 +406,14 @@ impl Db<'_> {
             .prepare_cached(
                 "SELECT d.status, count(*) FROM webhook_deliveries d
                  JOIN webhooks w ON w.id = d.webhook_id
-                 WHERE w.project_id = ?1 AND (?2 IS NULL OR d.webhook_id = ?2)
+                 WHERE w.project_id = ?1 AND w.agent_id IS ?2
+                   AND (?3 IS NULL OR d.webhook_id = ?3)
                  GROUP BY d.status",
             )
             .map_err(map_err)?;
         let mut counts = QueueCounts::default();
         let rows = stmt
-            .query_map(params![project_id, webhook_id], |row| {
+            .query_map(params![scope.project_id, scope.agent_id, webhook_id], |row| {
                 Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
             })
             .map_err(map_err)?;

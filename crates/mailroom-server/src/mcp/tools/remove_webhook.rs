@@ -7,8 +7,9 @@ use serde::Deserialize;
 use super::Tool;
 use crate::state::AppState;
 
-const DESCRIPTION: &str = "Remove one of the project's webhooks by id (list_webhooks shows \
-     them). Its pending deliveries are dropped; nothing more is posted to it.";
+const DESCRIPTION: &str = "Remove a project-wide webhook by id, or with agent_name one of that \
+     agent's (list_webhooks shows them). Its pending deliveries are dropped; nothing more is \
+     posted to it.";
 
 /// Arguments of remove_webhook.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -18,6 +19,10 @@ struct Args {
     project_key: String,
     /// The webhook's id.
     webhook_id: i64,
+    /// Act on this agent's webhooks only (it must prove itself when authentication is on);
+    /// leave out for the project-wide webhooks.
+    #[serde(default)]
+    agent_name: Option<String>,
     /// A registration token of an agent of the project (needed only when the server requires
     /// authentication).
     #[serde(default, rename = "registration_token")]
@@ -29,6 +34,6 @@ struct Args {
 
 pub fn tool() -> Tool {
     Tool::new("remove_webhook", DESCRIPTION, |state: AppState, args: Args| async move {
-        state.core.remove_webhook(args.project_key, args.webhook_id).await
+        state.core.remove_webhook(args.project_key, args.agent_name, args.webhook_id).await
     })
 }

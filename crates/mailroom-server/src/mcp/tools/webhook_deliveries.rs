@@ -9,7 +9,8 @@ use serde::Deserialize;
 use super::Tool;
 use crate::state::AppState;
 
-const DESCRIPTION: &str = "List the project's webhook deliveries, newest first: by default \
+const DESCRIPTION: &str = "List the deliveries of the project-wide webhooks (with agent_name: \
+     of that agent's), newest first: by default \
      those not delivered (pending, or failed after the last attempt), each with its webhook-id, \
      message, recipient, attempts, last error and next attempt; with counts by status.";
 
@@ -28,6 +29,10 @@ struct Args {
     /// Most deliveries to list (1-500, default 50).
     #[serde(default)]
     limit: Option<i64>,
+    /// Act on this agent's webhooks only (it must prove itself when authentication is on);
+    /// leave out for the project-wide webhooks.
+    #[serde(default)]
+    agent_name: Option<String>,
     /// A registration token of an agent of the project (needed only when the server requires
     /// authentication).
     #[serde(default, rename = "registration_token")]
@@ -40,6 +45,7 @@ struct Args {
 pub fn tool() -> Tool {
     Tool::new("webhook_deliveries", DESCRIPTION, |state: AppState, args: Args| async move {
         let filter = DeliveryFilter::parse(args.status.as_deref())?;
-        state.core.webhook_deliveries(args.project_key, args.webhook_id, filter, args.limit).await
+        let (project, agent) = (args.project_key, args.agent_name);
+        state.core.webhook_deliveries(project, agent, args.webhook_id, filter, args.limit).await
     })
 }

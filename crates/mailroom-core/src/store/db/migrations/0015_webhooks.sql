@@ -1,7 +1,9 @@
 -- Webhooks (docs/compat/tools.md §4.13): endpoints a project or one agent registered, and the
 -- durable queue of their deliveries. A trigger on message_recipients queues one delivery per
 -- matching webhook in the transaction that stores the recipient row, so a send's reply never
--- goes out before its deliveries are queued, and a crash keeps both or neither.
+-- goes out before its deliveries are queued, and a crash keeps both or neither. A project
+-- webhook is never queued a bcc recipient row: who was bcc'd is the sender's to see; an
+-- agent's webhook gets every delivery to that agent, bcc included.
 CREATE TABLE webhooks (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     project_id INTEGER NOT NULL,
@@ -49,6 +51,7 @@ CREATE TRIGGER webhook_deliveries_queued AFTER INSERT ON message_recipients BEGI
                CAST(unixepoch('subsec') * 1000000 AS INTEGER)
         FROM messages m
         JOIN webhooks w ON w.project_id = m.project_id
-                       AND (w.agent_id IS NULL OR w.agent_id = new.agent_id)
+                       AND (w.agent_id = new.agent_id
+                            OR (w.agent_id IS NULL AND new.kind <> 'bcc'))
         WHERE m.id = new.message_id;
 END;
