@@ -369,8 +369,11 @@ fn refused(data: &Path, args: &[&str]) -> String {
 }
 
 /// The number of webhooks `webhooks list` shows.
-fn webhook_count(data: &Path) -> usize {
-    cli_json(data, &webhooks(&["list"]))["webhooks"].as_array().map_or(0, Vec::len)
+/// The webhooks `list` shows: the project-wide ones, or with `agent` that agent's.
+fn webhook_count(data: &Path, agent: Option<&str>) -> usize {
+    let mut args = vec!["list"];
+    args.extend(agent.map(|a| ["--agent", a]).into_iter().flatten());
+    cli_json(data, &webhooks(&args))["webhooks"].as_array().map_or(0, Vec::len)
 }
 
 /// `mailroom webhooks add | list | remove | deliveries` against a running server, then on the
@@ -402,40 +405,55 @@ async fn the_operators_commands_with_and_without_a_server() {
     assert!(error.starts_with("mailroom: --url: url must be an https:// URL"), "{error}");
     let error = refused(data, &webhooks(&["add", "--url", &down, "--secret", "whsec_no*base64"]));
     assert!(error.starts_with("mailroom: --secret: ") && !error.contains("no*base64"), "{error}");
-    assert_eq!(webhook_count(data), 2, "nothing registered by a refused add");
+    assert_eq!(webhook_count(data, None), 1, "nothing registered by a refused add");
+    assert_eq!(webhook_count(data, Some("GreenCastle")), 1);
     let listed = ok(data, &webhooks(&["list"]));
     assert!(listed.starts_with("id  agent") && listed.contains("(all)"), "{listed}");
-    assert_eq!(listed.matches(&down).count(), 2, "{listed}");
+    assert_eq!(listed.matches(&down).count(), 1, "the project-wide one only: {listed}");
     assert!(!listed.contains("whsec_"), "a secret was listed: {listed}");
+    let green = ok(data, &webhooks(&["list", "--agent", "GreenCastle"]));
+    assert!(green.contains("GreenCastle") && !green.contains("(all)"), "{green}");
     assert!(!cli_json(data, &webhooks(&["list"])).to_string().contains("whsec_"));
 
     // One message to GreenCastle: a delivery for each webhook, both failing to connect.
     send(&url, 1, false).await;
-    wait_for("two deliveries tried and failed", async || {
-        let view = cli_json(data, &webhooks(&["deliveries"]));
+    let tried = |agent: Option<&'static str>| {
+        let mut args = vec!["deliveries"];
+        args.extend(agent.map(|a| ["--agent", a]).into_iter().flatten());
+        let view = cli_json(data, &webhooks(&args));
         let deliveries = view["deliveries"].as_array().cloned().unwrap_or_default();
-        deliveries.len() == 2
+        deliveries.len() == 1
             && deliveries.iter().all(|d| {
                 d["status"] == "pending"
                     && d["attempts"].as_i64() >= Some(1)
                     && d["last_error"].is_string()
             })
+    };
+    wait_for("each webhook's delivery tried and failed", async || {
+        tried(None) && tried(Some("GreenCastle"))
     })
     .await;
     let table = ok(data, &webhooks(&["deliveries"]));
-    assert!(table.starts_with("pending 2, failed 0, delivered 0\ndelivery"), "{table}");
+    assert!(table.starts_with("pending 1, failed 0, delivered 0\ndelivery"), "{table}");
     assert!(table.contains("last error") && table.contains("next attempt"), "{table}");
-    assert_eq!(table.matches("msg_").count(), 2, "{table}");
-    let one = cli_json(data, &webhooks(&["deliveries", "--all", "--webhook", &green_hook]));
+    assert_eq!(table.matches("msg_").count(), 1, "{table}");
+    let one = cli_json(
+        data,
+        &webhooks(&["deliveries", "--agent", "GreenCastle", "--all", "--webhook", &green_hook]),
+    );
     assert_eq!(one["deliveries"].as_array().map(Vec::len), Some(1), "{one}");
     assert_eq!(one["deliveries"][0]["recipient"], "GreenCastle");
 
+    assert!(
+        refused(data, &webhooks(&["remove", &green_hook])).contains("not found"),
+        "an agent's webhook is not removed as a project-wide one"
+    );
     assert_eq!(
-        ok(data, &webhooks(&["remove", &green_hook])),
+        ok(data, &webhooks(&["remove", "--agent", "GreenCastle", &green_hook])),
         format!("removed webhook {green_hook}\n")
     );
-    assert!(refused(data, &webhooks(&["remove", &green_hook])).contains("not found"));
-    assert_eq!(webhook_count(data), 1);
+    assert_eq!(webhook_count(data, Some("GreenCastle")), 0);
+    assert_eq!(webhook_count(data, None), 1);
     stop(server.take());
 
     // No server: the command opens the data directory itself; the queued delivery waits,
@@ -448,10 +466,10 @@ async fn the_operators_commands_with_and_without_a_server() {
     assert!(error.starts_with("mailroom: --url: "), "{error}");
     let offline = cli_json(data, &webhooks(&["add", "--url", "https://hooks.example.com/in"]));
     assert_eq!(offline["url"], "https://hooks.example.com/in");
-    assert_eq!(webhook_count(data), 2);
+    assert_eq!(webhook_count(data, None), 2);
     let id = offline["id"].to_string();
     assert_eq!(ok(data, &webhooks(&["remove", &id])), format!("removed webhook {id}\n"));
-    assert_eq!(webhook_count(data), 1);
+    assert_eq!(webhook_count(data, None), 1);
 }
 
 /// With `MAILROOM_TOOL_AUTH` the webhook tools want a token of an agent of the project: the
@@ -469,7 +487,11 @@ async fn the_operators_commands_prove_an_agent_of_the_project_when_the_server_as
 
     let added = cli_json(data, &webhooks(&["add", "--url", "https://hooks.example.com/in"]));
     assert!(added["id"].is_i64(), "{added}");
-    assert_eq!(webhook_count(data), 1);
+    assert_eq!(webhook_count(data, None), 1);
+    // An agent's webhook needs that agent's proof: its stored token is sent.
+    let mine = ["add", "--url", "https://hooks.example.com/blue", "--agent", "BlueLake"];
+    assert_eq!(cli_json(data, &webhooks(&mine))["agent"], "BlueLake");
+    assert_eq!(webhook_count(data, Some("BlueLake")), 1);
     let wrong = refused(data, &webhooks(&["list", "--registration-token", "not-a-token"]));
     assert!(wrong.contains("not the token of any of its agents"), "{wrong}");
     stop(server.take());

@@ -59,8 +59,18 @@ impl Proof {
     /// the one stored for the agent in the data directory's database (none when it cannot be
     /// read there: the server then decides whether proof is needed).
     pub fn token(&self, who: &AsAgent, common: &Common) -> Result<Option<String>> {
+        self.agent_token(&who.project()?, &who.agent()?, common)
+    }
+
+    /// As [`Proof::token`], for `agent` of `project`.
+    pub fn agent_token(
+        &self,
+        project: &str,
+        agent: &str,
+        common: &Common,
+    ) -> Result<Option<String>> {
         self.given_or_stored(common, |database| {
-            Ok(credentials::stored_token(database, &who.project()?, &who.agent()?).ok().flatten())
+            Ok(credentials::stored_token(database, project, agent).ok().flatten())
         })
     }
 

@@ -20,12 +20,17 @@ pub struct WebhooksArgs {
     common: Common,
 }
 
-/// The project a subcommand acts on, and the proof a server may ask for.
+/// The project a subcommand acts on, whose webhooks (an agent's, or the project-wide ones),
+/// and the proof a server may ask for.
 #[derive(Args, Debug)]
 struct Scope {
     /// The project: its key (an absolute path) or slug [default: the current directory]
     #[arg(long)]
     project: Option<String>,
+    /// This agent's webhooks (its own deliveries, bcc too; the server asks for its token)
+    /// [default: the project-wide webhooks, every recipient's deliveries but bcc]
+    #[arg(long)]
+    agent: Option<String>,
     #[command(flatten)]
     proof: Proof,
 }
@@ -39,9 +44,6 @@ enum WebhooksCommand {
         /// Where deliveries are POSTed: https://…, or http:// to a loopback address
         #[arg(long)]
         url: String,
-        /// Only this agent's deliveries [default: every recipient in the project]
-        #[arg(long)]
-        agent: Option<String>,
         /// The signing secret, `whsec_` and base64 [default: 32 random bytes]
         #[arg(long)]
         secret: Option<String>,
@@ -97,12 +99,16 @@ pub fn run(args: WebhooksArgs) -> Result<()> {
     let scope = args.command.scope();
     let project = project(scope.project.clone())?;
     let backend = args.common.backend()?;
-    let token = scope.proof.project_token(&project, &args.common)?;
-    let base = json!({"project_key": project, "registration_token": token});
+    let agent = scope.agent.clone();
+    let token = match &agent {
+        Some(agent) => scope.proof.agent_token(&project, agent, &args.common)?,
+        None => scope.proof.project_token(&project, &args.common)?,
+    };
+    let base = json!({"project_key": project, "agent_name": agent, "registration_token": token});
     let json = args.common.json;
     match args.command {
-        WebhooksCommand::Add { url, agent, secret, .. } => {
-            let call = with(base, json!({"url": url, "agent_name": agent, "secret": secret}));
+        WebhooksCommand::Add { url, secret, .. } => {
+            let call = with(base, json!({"url": url, "secret": secret}));
             let added = backend.call_tool("register_webhook", call)?;
             output::print(json, &added, added_text);
             if json {
