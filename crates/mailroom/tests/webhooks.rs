@@ -354,3 +354,45 @@ async fn a_hanging_and_a_failing_receiver_hold_up_no_other_webhook() {
     drop((hanging, failing.stop(), healthy));
     stop(server.take());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_the_store_refuses_to_record_is_not_posted_again_at_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The hold after a refused record is the retry base: ten minutes, longer than the test.
+    let settings = [("WEBHOOK_RETRY_BASE_MS", "600000"), ("WEBHOOK_RETRY_MAX_MS", "600000")];
+    let (server, url) = start(dir.path(), &settings);
+    seed(&url).await;
+    let refused = Receiver::start(0, "ok", &dir.path().join("refused.jsonl"));
+    let healthy = Receiver::start(0, "ok", &dir.path().join("ok.jsonl"));
+    let refused_hook =
+        RegisterWebhookCall::new(PROJECT, &refused.url("/in")).secret(SECRET).ok_at(&url).await;
+    // The store refuses to record any attempt of that webhook's deliveries (a real refusal,
+    // as a full disk or a read-only database would give).
+    let db = rusqlite::Connection::open(dir.path().join("mailroom.sqlite3")).expect("database");
+    db.busy_timeout(Duration::from_secs(10)).expect("busy timeout");
+    db.execute_batch(&format!(
+        "CREATE TRIGGER refuse_records BEFORE UPDATE ON webhook_deliveries
+         WHEN old.webhook_id = {} BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+        refused_hook["id"]
+    ))
+    .expect("trigger");
+
+    send(&url, 1, false).await;
+    wait_for("the first post", async || !received(&refused.log).is_empty()).await;
+    // Meanwhile another webhook is registered, a message sent, and its delivery recorded:
+    // the worker went round many times, and did not post the refused one again.
+    let healthy_hook =
+        RegisterWebhookCall::new(PROJECT, &healthy.url("/in")).secret(SECRET).ok_at(&url).await;
+    let healthy_id = healthy_hook["id"].as_i64().expect("id");
+    send(&url, 1, false).await;
+    wait_for("the healthy delivery recorded", async || {
+        let view = DeliveriesCall::new(PROJECT).webhook(healthy_id).status("all").ok_at(&url).await;
+        view["counts"]["delivered"] == 1
+    })
+    .await;
+    wait_for("both messages posted", async || unique_ids(&refused.log).len() >= 2).await;
+    let posts = received(&refused.log);
+    assert_eq!(posts.len(), 2, "posted again at once: {posts:#?}");
+    drop((refused, healthy));
+    stop(server.take());
+}
