@@ -179,7 +179,9 @@ async fn deliveries_arrive_signed_once_each_for_the_project_and_for_one_agent() 
     .await;
     assert_eq!(removed["removed"], true);
     RegisterWebhookCall::new(PROJECT, &receiver.url("/all")).secret(SECRET).ok_at(&url).await;
-    let agent_hook = RegisterWebhookCall::new(PROJECT, &receiver.url("/green"))
+    // By name: `localhost` passes the client's resolver, which keeps loopback for it only.
+    let by_name = receiver.url("/green").replace("127.0.0.1", "localhost");
+    let agent_hook = RegisterWebhookCall::new(PROJECT, &by_name)
         .agent("GreenCastle")
         .secret(SECRET)
         .ok_at(&url)
@@ -194,8 +196,10 @@ async fn deliveries_arrive_signed_once_each_for_the_project_and_for_one_agent() 
     assert_eq!(listed["webhooks"][0]["id"], agent_hook["id"]);
     assert!(!listed.to_string().contains("whsec_"), "a secret was listed: {listed}");
 
-    // URLs that are not https:// or loopback http:// are refused, naming the field.
-    for bad in ["http://example.com/hook", "ftp://127.0.0.1/", "not a url"] {
+    // URLs that are not https:// to a public host or loopback http:// are refused, naming
+    // the field.
+    let metadata = "https://169.254.169.254/latest/meta-data";
+    for bad in ["http://example.com/hook", "ftp://127.0.0.1/", "not a url", metadata] {
         let error =
             tool_error(&url, "register_webhook", json!({"project_key": PROJECT, "url": bad})).await;
         assert!(error.contains("url must be an https:// URL"), "{bad}: {error}");

@@ -164,7 +164,7 @@ impl Mailroom {
         agent_name: Option<String>,
         secret: Option<String>,
     ) -> Result<RegisteredWebhook> {
-        let url = endpoint::parse(&url)?.to_string();
+        let url = endpoint::parse(&url, self.config.webhooks.allow_private)?.to_string();
         let secret = match secret.filter(|s| !s.trim().is_empty()) {
             Some(text) => Secret::parse(&text)?,
             None => Secret::generate()?,
