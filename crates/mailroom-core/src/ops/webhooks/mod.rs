@@ -25,7 +25,7 @@ use crate::error::{Category, Error, Result};
 use crate::model::time::Timestamp;
 use crate::ops::{Mailroom, resolve};
 use crate::store::Db;
-use crate::store::db::webhooks::{DeliveryRow, NewWebhook, WebhookScope};
+use crate::store::db::webhooks::{DeliveryRow, NewWebhook, WebhookScope, redacted_url};
 
 /// The most webhooks one project may have.
 pub const MAX_PER_PROJECT: i64 = 32;
@@ -35,8 +35,8 @@ pub const MAX_LIST: i64 = 500;
 /// Finished deliveries one sweep step forgets.
 const FORGET_BATCH: i64 = 5000;
 
-/// Result of register_webhook: the only answer that shows the secret.
-#[derive(Debug, Clone, Serialize)]
+/// Result of register_webhook: the only answer that shows the secret (its `Debug` does not).
+#[derive(Clone, Serialize)]
 pub struct RegisteredWebhook {
     pub id: i64,
     pub project: String,
@@ -45,6 +45,19 @@ pub struct RegisteredWebhook {
     pub url: String,
     pub secret: String,
     pub created_ts: Timestamp,
+}
+
+impl std::fmt::Debug for RegisteredWebhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisteredWebhook")
+            .field("id", &self.id)
+            .field("project", &self.project)
+            .field("agent", &self.agent)
+            .field("url", &redacted_url(&self.url))
+            .field("secret", &"redacted")
+            .field("created_ts", &self.created_ts)
+            .finish()
+    }
 }
 
 /// Result of list_webhooks.

@@ -86,7 +86,8 @@ impl Poster {
             }
             Ok(answer) => Err(format!("HTTP {}", answer.status().as_u16())),
             Err(e) if e.is_timeout() => Err(format!("no answer within {} ms", self.timeout_ms)),
-            Err(e) => Err(shortened(&describe(&e))),
+            // Without the URL: it may carry a token, and the error is kept and shown.
+            Err(e) => Err(shortened(&describe(&e.without_url()))),
         }
     }
 }
