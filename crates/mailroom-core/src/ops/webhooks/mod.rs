@@ -32,8 +32,10 @@ pub const MAX_PER_PROJECT: i64 = 32;
 /// Deliveries the deliveries view lists by default, and at most.
 pub const DEFAULT_LIST: i64 = 50;
 pub const MAX_LIST: i64 = 500;
-/// Finished deliveries one sweep step forgets.
+/// Finished deliveries one sweep step forgets (one write job each).
 const FORGET_BATCH: i64 = 5000;
+/// Sweep steps one upkeep run takes at most.
+const FORGET_STEPS: usize = 20;
 
 /// Result of register_webhook: the only answer that shows the secret (its `Debug` does not).
 #[derive(Clone, Serialize)]
@@ -391,22 +393,34 @@ impl Mailroom {
         AttemptOutcome::Retry { next_attempt_us, error }
     }
 
-    /// Forgets delivered and failed deliveries finished more than `retention_days` ago; how
-    /// many (the upkeep's reservation sweep).
+    /// Forgets delivered and failed deliveries finished more than `retention_days` ago, at
+    /// most `FORGET_BATCH` × `FORGET_STEPS` (100,000) in one run, as the mailbox events'
+    /// pruning; how many (the upkeep's reservation sweep).
     pub async fn forget_old_webhook_deliveries(&self, retention_days: i64) -> Result<usize> {
         let cutoff = Timestamp::now().plus_seconds(-retention_days.saturating_mul(86_400));
-        let cutoff = cutoff.as_micros();
+        self.forget_finished_deliveries(cutoff.as_micros(), FORGET_BATCH, FORGET_STEPS).await
+    }
+
+    /// Forgets deliveries finished before `cutoff` (microseconds), `batch` per write job and
+    /// at most `steps` jobs, so a long backlog cannot hold the writer; how many.
+    async fn forget_finished_deliveries(
+        &self,
+        cutoff: i64,
+        batch: i64,
+        steps: usize,
+    ) -> Result<usize> {
         let mut forgotten = 0;
-        loop {
+        for _ in 0..steps {
             let step = self
                 .store
-                .write(move |db| db.forget_finished_webhook_deliveries(cutoff, FORGET_BATCH))
+                .write(move |db| db.forget_finished_webhook_deliveries(cutoff, batch))
                 .await?;
             forgotten += step;
-            if i64::try_from(step).unwrap_or(i64::MAX) < FORGET_BATCH {
-                return Ok(forgotten);
+            if i64::try_from(step).unwrap_or(i64::MAX) < batch {
+                break;
             }
         }
+        Ok(forgotten)
     }
 }
 

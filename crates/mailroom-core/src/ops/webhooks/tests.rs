@@ -222,6 +222,26 @@ async fn failed_attempts_retry_then_give_up_and_old_ones_are_forgotten() {
     assert_eq!(core.forget_old_webhook_deliveries(1).await.expect("forget"), 0);
     assert_eq!(core.forget_old_webhook_deliveries(-1).await.expect("forget"), 1);
     assert_eq!(view(&core, DeliveryFilter::All).await.counts, QueueCounts::default());
+
+    // One run forgets at most its steps' batches; the next one goes on.
+    for _ in 0..5 {
+        send(&core, &["GreenCastle"], &[]).await;
+    }
+    // Each given its last attempt (the store hands out a webhook's share at a time).
+    loop {
+        let due = core.due_webhook_deliveries(10, &[], &[]).await.expect("due");
+        if due.is_empty() {
+            break;
+        }
+        for mut last in due {
+            last.attempts = 1;
+            core.attempt_webhook_delivery(&poster, &last).await.expect("attempt");
+        }
+    }
+    assert_eq!(view(&core, DeliveryFilter::Failed).await.counts.failed, 5);
+    let later = Timestamp::now().plus_seconds(60).as_micros();
+    assert_eq!(core.forget_finished_deliveries(later, 2, 2).await.expect("forget"), 4);
+    assert_eq!(core.forget_finished_deliveries(later, 2, 2).await.expect("forget"), 1);
 }
 
 #[tokio::test]
