@@ -6,10 +6,14 @@ webhook-id, webhook-timestamp and webhook-signature headers, HMAC-SHA256 over
 request, in a log: the webhook-id, the path, the body, whether the signature held and whether
 that webhook-id was seen before. Standard library only.
 
-    receiver.py --port PORT --secret whsec_... --log FILE [--mode ok|fail|hang]
+    receiver.py --port PORT --secret whsec_... --log FILE [--mode ok|fail|hang|hang-first]
+                [--exit-after N]
 
 Prints "listening PORT" once it accepts connections. --mode fail answers 500 after checking
-and recording; hang records, then never answers; ok answers 204 (401 for a bad signature).
+and recording; hang records, then never answers; hang-first does so for its first request
+only and answers the others as ok does; ok answers 204 (401 for a bad signature).
+--exit-after N ends the process, unanswered, once it has recorded its Nth request (a
+receiver that dies mid-delivery).
 """
 
 import argparse
@@ -17,6 +21,7 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import sys
 import threading
 import time
@@ -48,9 +53,11 @@ def main():
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--secret", required=True)
     parser.add_argument("--log", required=True)
-    parser.add_argument("--mode", choices=["ok", "fail", "hang"], default="ok")
+    parser.add_argument("--mode", choices=["ok", "fail", "hang", "hang-first"], default="ok")
+    parser.add_argument("--exit-after", type=int, default=0)
     options = parser.parse_args()
     seen = set()
+    requests = [0]
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -65,7 +72,11 @@ def main():
                           "duplicate": duplicate, "body": json.loads(body or b"null")}
                 with open(options.log, "a", encoding="utf-8") as log:
                     log.write(json.dumps(record) + "\n")
-            if options.mode == "hang":
+                requests[0] += 1
+                first = requests[0] == 1
+                if requests[0] == options.exit_after:
+                    os._exit(0)
+            if options.mode == "hang" or (options.mode == "hang-first" and first):
                 time.sleep(3600)
             status = 401 if not valid else 500 if options.mode == "fail" else 204
             self.send_response(status)

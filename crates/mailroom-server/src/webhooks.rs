@@ -7,10 +7,14 @@
 //! never wait for any of it. Each outcome is counted in `/metrics`.
 //!
 //! An attempt cut short by a stop or a crash was never recorded: its delivery is still
-//! pending and is posted again after the restart, with the same `webhook-id`.
+//! pending and is posted again after the restart, with the same `webhook-id`. An attempt
+//! whose outcome the store refused to record is pending too: its delivery is held back in
+//! memory for `WEBHOOK_RETRY_BASE_MS` before it is posted again, so a store that refuses
+//! writes does not turn the worker into a resend loop; the first refusal of a run of them is
+//! logged.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mailroom_core::Error;
 use mailroom_core::model::time::Timestamp;
@@ -42,13 +46,15 @@ pub async fn deliver(state: AppState) {
     let mut in_flight: HashMap<i64, i64> = HashMap::new();
     let mut tasks: HashMap<tokio::task::Id, i64> = HashMap::new();
     let mut attempts: JoinSet<Finished> = JoinSet::new();
+    let mut held = HeldBack::new(settings.retry_delay(1));
     loop {
+        held.forget_expired(Instant::now());
         if in_flight.len() < settings.concurrency {
             // The store picks at most each webhook's share, leaving out those in flight and
             // webhooks at their share, so a busy webhook's backlog never fills the page.
             let page = settings.concurrency * 2;
             let pairs: Vec<(i64, i64)> = in_flight.iter().map(|(d, w)| (*d, *w)).collect();
-            match state.core.due_webhook_deliveries(page, &pairs, &[]).await {
+            match state.core.due_webhook_deliveries(page, &pairs, &held.ids()).await {
                 Ok(due) => {
                     for delivery in due {
                         if in_flight.len() >= settings.concurrency {
@@ -73,6 +79,7 @@ pub async fn deliver(state: AppState) {
             Ok(Some(due)) => until(due).min(IDLE_LOOK),
             _ => IDLE_LOOK,
         };
+        let wait = held.next_release(Instant::now()).map_or(wait, |release| release.min(wait));
         tokio::select! {
             changed = changes.changed() => if changed.is_err() { return },
             _ = stopping.changed() => return,
@@ -83,7 +90,9 @@ pub async fn deliver(state: AppState) {
                     in_flight.remove(&delivery);
                 }
                 if let Ok((_, (delivery, webhook, outcome))) = finished {
-                    note(&state, delivery, webhook, outcome);
+                    let refused = outcome.is_err();
+                    note(&state, delivery, webhook, outcome, held.is_quiet());
+                    held.record(delivery, refused, Instant::now());
                 }
             }
             () = tokio::time::sleep(wait) => {}
@@ -97,8 +106,55 @@ async fn attempt(state: AppState, poster: Poster, delivery: DueDelivery) -> Fini
     (delivery.id, delivery.webhook_id, outcome)
 }
 
-/// Counts and logs how an attempt went.
-fn note(state: &AppState, delivery: i64, webhook: i64, outcome: Result<AttemptOutcome, Error>) {
+/// Deliveries whose attempt the store refused to record, each held back until a time, and
+/// whether the current run of refusals was logged.
+struct HeldBack {
+    delay: Duration,
+    until: HashMap<i64, Instant>,
+    refusing: bool,
+}
+
+impl HeldBack {
+    fn new(delay: Duration) -> Self {
+        Self { delay, until: HashMap::new(), refusing: false }
+    }
+
+    /// Holds `delivery` back when its record was `refused`; a record that was kept ends the
+    /// run of refusals.
+    fn record(&mut self, delivery: i64, refused: bool, now: Instant) {
+        self.refusing = refused;
+        if refused {
+            self.until.insert(delivery, now + self.delay);
+        }
+    }
+
+    /// Whether no refusal was logged in the current run (the next one is logged).
+    fn is_quiet(&self) -> bool {
+        !self.refusing
+    }
+
+    fn forget_expired(&mut self, now: Instant) {
+        self.until.retain(|_, until| *until > now);
+    }
+
+    fn ids(&self) -> Vec<i64> {
+        self.until.keys().copied().collect()
+    }
+
+    /// How long until the first held delivery may be posted again.
+    fn next_release(&self, now: Instant) -> Option<Duration> {
+        self.until.values().min().map(|until| until.saturating_duration_since(now))
+    }
+}
+
+/// Counts and logs how an attempt went; a refused record is logged only when `log_refusal`.
+fn note(
+    state: &AppState,
+    delivery: i64,
+    webhook: i64,
+    outcome: Result<AttemptOutcome, Error>,
+    log_refusal: bool,
+) {
     match outcome {
         Ok(outcome) => {
             state.metrics.record_webhook_attempt(&outcome);
@@ -112,8 +168,15 @@ fn note(state: &AppState, delivery: i64, webhook: i64, outcome: Result<AttemptOu
                 }
             }
         }
+        Err(e) if log_refusal => tracing::warn!(
+            webhook,
+            delivery,
+            error = %e.message,
+            "webhook bookkeeping failed; deliveries whose outcome is not recorded are held back \
+             for WEBHOOK_RETRY_BASE_MS (further failures are not logged until one succeeds)"
+        ),
         Err(e) => {
-            tracing::warn!(webhook, delivery, error = %e.message, "webhook bookkeeping failed")
+            tracing::debug!(webhook, delivery, error = %e.message, "webhook bookkeeping failed")
         }
     }
 }
@@ -122,4 +185,27 @@ fn note(state: &AppState, delivery: i64, webhook: i64, outcome: Result<AttemptOu
 fn until(due: Timestamp) -> Duration {
     let micros = due.as_micros().saturating_sub(Timestamp::now().as_micros());
     Duration::from_micros(u64::try_from(micros).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_record_holds_its_delivery_back_for_the_delay() {
+        let start = Instant::now();
+        let mut held = HeldBack::new(Duration::from_secs(5));
+        held.record(7, false, start);
+        assert!(held.ids().is_empty() && held.is_quiet());
+        held.record(8, true, start);
+        assert_eq!(held.ids(), [8]);
+        assert!(!held.is_quiet(), "the run of refusals was logged");
+        assert_eq!(held.next_release(start), Some(Duration::from_secs(5)));
+        held.forget_expired(start + Duration::from_secs(4));
+        assert_eq!(held.ids(), [8]);
+        held.forget_expired(start + Duration::from_secs(5));
+        assert!(held.ids().is_empty());
+        held.record(9, false, start);
+        assert!(held.is_quiet(), "a kept record ends the run");
+    }
 }

@@ -8,7 +8,9 @@ mod common;
 use std::path::Path;
 
 use common::{KillOnDrop, json, ok, run, start_with, stop};
-use mailroom_testkit::{ProjectCall, RegisterCall, ReserveCall, SendCall, TINY_PNG, git};
+use mailroom_testkit::{
+    ProjectCall, RegisterCall, RegisterWebhookCall, ReserveCall, SendCall, TINY_PNG, git,
+};
 use serde_json::Value;
 
 fn database(data: &Path) -> rusqlite::Connection {
@@ -67,6 +69,8 @@ async fn a_worktrees_project_is_adopted_with_its_mail_and_files() {
         found.and_then(|p| p["slug"].as_str()).expect("slug").to_string()
     };
     let (old, new) = (slug(&feature), slug(&main));
+    // A webhook of the source project, with a delivery queued (nothing listens on port 9).
+    RegisterWebhookCall::new(&feature, "http://127.0.0.1:9/feature").ok_at(&url).await;
     // An image stored as a file in the source's attachments folder, linked from the body.
     RegisterCall::new(&feature, "GreenCastle").attachments_policy("file").ok_at(&url).await;
     let project_dir = data.join("archive/projects").join(&old);
@@ -95,6 +99,7 @@ async fn a_worktrees_project_is_adopted_with_its_mail_and_files() {
     assert_eq!(plan["rows"]["messages"], 2);
     assert_eq!(plan["rows"]["messages_with_attachment_paths"], 1);
     assert_eq!(plan["rows"]["file_reservations"], 1);
+    assert_eq!(plan["rows"]["webhooks"], 1);
     assert_eq!(plan["former_slugs"], serde_json::json!([old]));
     assert!(plan["git_common_dir"].as_str().unwrap_or_default().ends_with("/repo/.git"), "{plan}");
     stop(server.take());
@@ -107,7 +112,7 @@ async fn a_worktrees_project_is_adopted_with_its_mail_and_files() {
     let target: i64 = database(&data)
         .query_row("SELECT id FROM projects WHERE slug = ?1", [&new], |r| r.get(0))
         .expect("target");
-    for table in ["agents", "messages", "file_reservations"] {
+    for table in ["agents", "messages", "file_reservations", "webhooks"] {
         let sql = format!(
             "SELECT COUNT(*) FROM {table} WHERE project_id != {target} AND project_id IN \
              (SELECT id FROM projects WHERE human_key != '{elsewhere}')"
@@ -119,6 +124,11 @@ async fn a_worktrees_project_is_adopted_with_its_mail_and_files() {
         4
     );
     assert_eq!(count(&data, "SELECT COUNT(*) FROM projects"), 2, "the source is gone");
+    let deliveries = format!(
+        "SELECT COUNT(*) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id \
+         WHERE w.project_id = {target}"
+    );
+    assert_eq!(count(&data, &deliveries), 1, "the webhook's queued delivery went with it");
 
     // The archive: the old directory's files under the new one, in one commit.
     assert!(committed(&data, &format!("projects/{old}")).is_empty(), "nothing left under {old}");

@@ -2,9 +2,13 @@
 //! Python (`tests/webhooks/receiver.py`) that checks each request's Standard Webhooks
 //! signature and records its webhook-id. Deliveries arrive signed and once each; with the
 //! receiver down they queue up, visible in webhook_deliveries and /metrics, and all arrive
-//! once it is back; a stop, a SIGKILL and a restart of mailroom lose none; a receiver that
-//! hangs or fails holds up no other webhook. And the operator's `mailroom webhooks` commands,
-//! with a server running and with none.
+//! once it is back; a stop, a SIGKILL and a restart of mailroom lose none, and a request cut
+//! short by the SIGKILL is made again with its webhook-id; a receiver that dies mid-delivery
+//! and comes back gets everything; a receiver that hangs (with a backlog larger than the
+//! worker's page) or fails holds up no other webhook; an outcome the store refuses to
+//! record is not posted again at once. Outcomes are recorded after the receiver answered, so
+//! tests wait for records and metrics (bounded by PATIENCE), never for time. And the
+//! operator's `mailroom webhooks` commands, with a server running and with none.
 
 mod common;
 
@@ -43,11 +47,17 @@ struct Receiver {
 impl Receiver {
     /// Starts the receiver on `port` (0: any) in `mode`, recording into `log`.
     fn start(port: u16, mode: &str, log: &Path) -> Receiver {
+        Self::start_with(port, mode, log, &[])
+    }
+
+    /// As [`Receiver::start`], with more of the receiver's options (`--exit-after N`).
+    fn start_with(port: u16, mode: &str, log: &Path, options: &[&str]) -> Receiver {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/webhooks/receiver.py");
         let mut child = Command::new("python3")
             .arg(script)
             .args(["--port", &port.to_string(), "--secret", SECRET, "--mode", mode, "--log"])
             .arg(log)
+            .args(options)
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs the receiver");
@@ -138,6 +148,22 @@ async fn metric(url: &str, series: &str) -> f64 {
     line.and_then(|l| l.rsplit(' ').next()).and_then(|v| v.parse().ok()).unwrap_or(0.0)
 }
 
+/// Waits until a metric reads `value` (it is counted after the outcome is recorded).
+async fn wait_for_metric(url: &str, series: &str, value: f64) {
+    wait_for(&format!("{series} = {value}"), async || metric(url, series).await == value).await;
+}
+
+/// Waits until the deliveries `call` views (with every status) count `[pending, failed,
+/// delivered]`.
+async fn wait_for_counts(url: &str, call: DeliveriesCall, expected: Value) {
+    let call = call.status("all");
+    wait_for(&format!("deliveries {expected}"), async || {
+        let counts = &call.ok_at(url).await["counts"];
+        json!([counts["pending"], counts["failed"], counts["delivered"]]) == expected
+    })
+    .await;
+}
+
 /// A tool call's error text (the test fails if it succeeds).
 async fn tool_error(url: &str, name: &str, arguments: Value) -> String {
     let params = json!({"name": name, "arguments": arguments});
@@ -180,7 +206,9 @@ async fn deliveries_arrive_signed_once_each_for_the_project_and_for_one_agent() 
     .await;
     assert_eq!(removed["removed"], true);
     RegisterWebhookCall::new(PROJECT, &receiver.url("/all")).secret(SECRET).ok_at(&url).await;
-    let agent_hook = RegisterWebhookCall::new(PROJECT, &receiver.url("/green"))
+    // By name: `localhost` passes the client's resolver, which keeps loopback for it only.
+    let by_name = receiver.url("/green").replace("127.0.0.1", "localhost");
+    let agent_hook = RegisterWebhookCall::new(PROJECT, &by_name)
         .agent("GreenCastle")
         .secret(SECRET)
         .ok_at(&url)
@@ -195,8 +223,10 @@ async fn deliveries_arrive_signed_once_each_for_the_project_and_for_one_agent() 
     assert_eq!(listed["webhooks"][0]["id"], agent_hook["id"]);
     assert!(!listed.to_string().contains("whsec_"), "a secret was listed: {listed}");
 
-    // URLs that are not https:// or loopback http:// are refused, naming the field.
-    for bad in ["http://example.com/hook", "ftp://127.0.0.1/", "not a url"] {
+    // URLs that are not https:// to a public host or loopback http:// are refused, naming
+    // the field.
+    let metadata = "https://169.254.169.254/latest/meta-data";
+    for bad in ["http://example.com/hook", "ftp://127.0.0.1/", "not a url", metadata] {
         let error =
             tool_error(&url, "register_webhook", json!({"project_key": PROJECT, "url": bad})).await;
         assert!(error.contains("url must be an https:// URL"), "{bad}: {error}");
@@ -224,15 +254,12 @@ async fn deliveries_arrive_signed_once_each_for_the_project_and_for_one_agent() 
         }
         assert!(seen.insert((path, message, recipient)), "twice: {request}");
     }
-    let view = DeliveriesCall::new(PROJECT).status("all").ok_at(&url).await;
-    assert_eq!(view["counts"], json!({"pending": 0, "failed": 0, "delivered": 10}));
-    let view = DeliveriesCall::new(PROJECT).agent("GreenCastle").status("all").ok_at(&url).await;
-    assert_eq!(view["counts"], json!({"pending": 0, "failed": 0, "delivered": 5}));
-    assert_eq!(
-        metric(&url, r#"mailroom_webhook_deliveries_total{outcome="delivered"}"#).await,
-        15.0
-    );
-    assert_eq!(metric(&url, "mailroom_webhook_queue_depth").await, 0.0);
+    // mailroom records each outcome after the receiver answered: wait for the records.
+    wait_for_counts(&url, DeliveriesCall::new(PROJECT), json!([0, 0, 10])).await;
+    wait_for_counts(&url, DeliveriesCall::new(PROJECT).agent("GreenCastle"), json!([0, 0, 5]))
+        .await;
+    wait_for_metric(&url, r#"mailroom_webhook_deliveries_total{outcome="delivered"}"#, 15.0).await;
+    wait_for_metric(&url, "mailroom_webhook_queue_depth", 0.0).await;
     drop(receiver);
     stop(server.take());
 }
@@ -257,7 +284,9 @@ async fn with_the_receiver_down_deliveries_queue_visibly_and_all_arrive_once_it_
     })
     .await;
     assert_eq!(metric(&url, "mailroom_webhook_queue_depth").await, 6.0);
-    assert!(metric(&url, r#"mailroom_webhook_deliveries_total{outcome="retried"}"#).await >= 12.0);
+    // An attempt is counted after it is recorded: wait for the count.
+    let retried = r#"mailroom_webhook_deliveries_total{outcome="retried"}"#;
+    wait_for("12 retries counted", async || metric(&url, retried).await >= 12.0).await;
     let listed = tool_at(&url, "list_webhooks", json!({"project_key": PROJECT})).await;
     assert_eq!(listed["webhooks"][0]["pending"], 6);
 
@@ -297,8 +326,7 @@ async fn queued_deliveries_survive_a_stop_and_a_sigkill_of_mailroom() {
     let receiver = Receiver::start(port, "ok", &log);
     let (server, url) = start(dir.path(), &[]);
     wait_for("10 deliveries after the restart", async || unique_ids(&log).len() >= 10).await;
-    let view = DeliveriesCall::new(PROJECT).status("all").ok_at(&url).await;
-    assert_eq!(view["counts"], json!({"pending": 0, "failed": 0, "delivered": 10}));
+    wait_for_counts(&url, DeliveriesCall::new(PROJECT), json!([0, 0, 10])).await;
     assert_eq!(received(&log).len(), 10, "none twice: nothing was in flight at the kill");
     drop(receiver);
     stop(server.take());
@@ -345,7 +373,7 @@ async fn a_hanging_and_a_failing_receiver_hold_up_no_other_webhook() {
         assert_eq!(delivery["attempts"], 3);
         assert_eq!(delivery["last_error"], "HTTP 500");
     }
-    assert_eq!(metric(&url, r#"mailroom_webhook_deliveries_total{outcome="failed"}"#).await, 48.0);
+    wait_for_metric(&url, r#"mailroom_webhook_deliveries_total{outcome="failed"}"#, 48.0).await;
     // The hanging receiver got its first request and still holds it.
     wait_for("the hanging receiver's first request", async || !received(&hanging.log).is_empty())
         .await;
@@ -494,5 +522,103 @@ async fn the_operators_commands_prove_an_agent_of_the_project_when_the_server_as
     assert_eq!(webhook_count(data, Some("BlueLake")), 1);
     let wrong = refused(data, &webhooks(&["list", "--registration-token", "not-a-token"]));
     assert!(wrong.contains("not the token of any of its agents"), "{wrong}");
+    stop(server.take());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_the_store_refuses_to_record_is_not_posted_again_at_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The hold after a refused record is the retry base: ten minutes, longer than the test.
+    let settings = [("WEBHOOK_RETRY_BASE_MS", "600000"), ("WEBHOOK_RETRY_MAX_MS", "600000")];
+    let (server, url) = start(dir.path(), &settings);
+    seed(&url).await;
+    let refused = Receiver::start(0, "ok", &dir.path().join("refused.jsonl"));
+    let healthy = Receiver::start(0, "ok", &dir.path().join("ok.jsonl"));
+    let refused_hook =
+        RegisterWebhookCall::new(PROJECT, &refused.url("/in")).secret(SECRET).ok_at(&url).await;
+    // The store refuses to record any attempt of that webhook's deliveries (a real refusal,
+    // as a full disk or a read-only database would give).
+    let db = rusqlite::Connection::open(dir.path().join("mailroom.sqlite3")).expect("database");
+    db.busy_timeout(Duration::from_secs(10)).expect("busy timeout");
+    db.execute_batch(&format!(
+        "CREATE TRIGGER refuse_records BEFORE UPDATE ON webhook_deliveries
+         WHEN old.webhook_id = {} BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+        refused_hook["id"]
+    ))
+    .expect("trigger");
+
+    send(&url, 1, false).await;
+    wait_for("the first post", async || !received(&refused.log).is_empty()).await;
+    // Meanwhile another webhook is registered, a message sent, and its delivery recorded:
+    // the worker went round many times, and did not post the refused one again.
+    let healthy_hook =
+        RegisterWebhookCall::new(PROJECT, &healthy.url("/in")).secret(SECRET).ok_at(&url).await;
+    let healthy_id = healthy_hook["id"].as_i64().expect("id");
+    send(&url, 1, false).await;
+    wait_for("the healthy delivery recorded", async || {
+        let view = DeliveriesCall::new(PROJECT).webhook(healthy_id).status("all").ok_at(&url).await;
+        view["counts"]["delivered"] == 1
+    })
+    .await;
+    wait_for("both messages posted", async || unique_ids(&refused.log).len() >= 2).await;
+    let posts = received(&refused.log);
+    assert_eq!(posts.len(), 2, "posted again at once: {posts:#?}");
+    drop((refused, healthy));
+    stop(server.take());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_cut_short_by_a_sigkill_is_posted_again_with_its_webhook_id() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // The request the receiver holds must still be open when mailroom is killed.
+    let settings = [("WEBHOOK_TIMEOUT_MS", "120000")];
+    let (server, url) = start(dir.path(), &settings);
+    seed(&url).await;
+    let log = dir.path().join("received.jsonl");
+    let receiver = Receiver::start(0, "hang-first", &log);
+    RegisterWebhookCall::new(PROJECT, &receiver.url("/in")).secret(SECRET).ok_at(&url).await;
+    send(&url, 3, false).await;
+    wait_for("the first request, held open", async || !received(&log).is_empty()).await;
+    let held = received(&log)[0]["webhook_id"].clone();
+    let mut killed = server.take();
+    signal(&killed, "-KILL");
+    killed.wait().expect("wait for the killed server");
+
+    // The attempt was never recorded: after the restart it is made again, same webhook-id.
+    let (server, url) = start(dir.path(), &settings);
+    wait_for("every delivery", async || unique_ids(&log).len() >= 3).await;
+    wait_for("the held one again", async || {
+        received(&log).iter().filter(|r| r["webhook_id"] == held).count() >= 2
+    })
+    .await;
+    let again = received(&log).into_iter().filter(|r| r["webhook_id"] == held).nth(1);
+    assert_eq!(again.expect("again")["duplicate"], true, "the receiver can tell");
+    wait_for_counts(&url, DeliveriesCall::new(PROJECT), json!([0, 0, 3])).await;
+    drop(receiver);
+    stop(server.take());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_that_dies_mid_delivery_and_comes_back_gets_everything() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (server, url) = start(dir.path(), &[]);
+    seed(&url).await;
+    let log = dir.path().join("received.jsonl");
+    // It dies, unanswered, on its third request.
+    let receiver = Receiver::start_with(0, "ok", &log, &["--exit-after", "3"]);
+    let port = receiver.port;
+    RegisterWebhookCall::new(PROJECT, &receiver.url("/in")).secret(SECRET).ok_at(&url).await;
+    send(&url, 10, false).await;
+    wait_for("the receiver's death", async || received(&log).len() >= 3).await;
+    receiver.stop();
+    let died_on = received(&log)[2]["webhook_id"].clone();
+
+    // Back on the same port: every delivery arrives, the unanswered one again.
+    let receiver = Receiver::start(port, "ok", &log);
+    wait_for("every delivery", async || unique_ids(&log).len() >= 10).await;
+    wait_for_counts(&url, DeliveriesCall::new(PROJECT), json!([0, 0, 10])).await;
+    let times = received(&log).iter().filter(|r| r["webhook_id"] == died_on).count();
+    assert!(times >= 2, "the unanswered delivery was posted again");
+    drop(receiver);
     stop(server.take());
 }

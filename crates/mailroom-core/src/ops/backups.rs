@@ -473,6 +473,8 @@ mod tests {
         let core = Mailroom::open(config).expect("open");
         for project in projects {
             core.ensure_project(project).await.expect("project");
+            let url = "https://hooks.example.com/in".to_owned();
+            core.register_webhook((*project).to_owned(), url, None, None).await.expect("webhook");
         }
         let copy = dir.join("copy.sqlite3");
         copy_database(&database, &copy).expect("copy");
@@ -560,5 +562,12 @@ mod tests {
         assert_eq!((scope.kept, scope.removed, scope.agents), (vec![kept], 1, 0));
         let left = Reader::open(&copy).expect("open").read(|db| db.all_projects()).expect("read");
         assert_eq!(left.iter().map(|p| p.slug.as_str()).collect::<Vec<_>>(), ["work-kept"]);
+        let webhooks: Vec<i64> = rusqlite::Connection::open(&copy)
+            .and_then(|c| {
+                let mut stmt = c.prepare("SELECT project_id FROM webhooks")?;
+                stmt.query_map([], |r| r.get(0))?.collect()
+            })
+            .expect("webhooks");
+        assert_eq!(webhooks, [left[0].id.0], "no webhook of a dropped project is left");
     }
 }

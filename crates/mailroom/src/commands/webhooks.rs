@@ -9,6 +9,7 @@ use mailroom_core::ops::webhooks::{MAX_LIST, Secret, parse_url};
 use serde_json::{Value, json};
 
 use super::output::{self, cell, fields, items};
+use super::shared;
 use super::target::{Common, Proof, project};
 
 /// `mailroom webhooks`.
@@ -94,7 +95,9 @@ pub fn run(args: WebhooksArgs) -> Result<()> {
     // Flags are checked by the server's own rules before anything is asked, so an error
     // names the flag rather than the tool's argument.
     if let WebhooksCommand::Add { url, secret, .. } = &args.command {
-        check_flags(url, secret.as_deref())?;
+        // The data directory's settings say whether private addresses are allowed.
+        let config = shared::core_config(&shared::data_dir(args.common.data_dir.clone()))?;
+        check_flags(url, secret.as_deref(), config.webhooks.allow_private)?;
     }
     let scope = args.command.scope();
     let project = project(scope.project.clone())?;
@@ -135,8 +138,8 @@ pub fn run(args: WebhooksArgs) -> Result<()> {
 }
 
 /// `--url` and `--secret` by the rules register_webhook applies (an empty secret is absent).
-fn check_flags(url: &str, secret: Option<&str>) -> Result<()> {
-    if let Err(e) = parse_url(url) {
+fn check_flags(url: &str, secret: Option<&str>, allow_private: bool) -> Result<()> {
+    if let Err(e) = parse_url(url, allow_private) {
         bail!("--url: {}", e.message);
     }
     if let Some(secret) = secret.filter(|s| !s.trim().is_empty())

@@ -25,18 +25,20 @@ use crate::error::{Category, Error, Result};
 use crate::model::time::Timestamp;
 use crate::ops::{Mailroom, resolve};
 use crate::store::Db;
-use crate::store::db::webhooks::{DeliveryRow, NewWebhook, WebhookScope};
+use crate::store::db::webhooks::{DeliveryRow, NewWebhook, WebhookScope, redacted_url};
 
 /// The most webhooks one project may have.
 pub const MAX_PER_PROJECT: i64 = 32;
 /// Deliveries the deliveries view lists by default, and at most.
 pub const DEFAULT_LIST: i64 = 50;
 pub const MAX_LIST: i64 = 500;
-/// Finished deliveries one sweep step forgets.
+/// Finished deliveries one sweep step forgets (one write job each).
 const FORGET_BATCH: i64 = 5000;
+/// Sweep steps one upkeep run takes at most.
+const FORGET_STEPS: usize = 20;
 
-/// Result of register_webhook: the only answer that shows the secret.
-#[derive(Debug, Clone, Serialize)]
+/// Result of register_webhook: the only answer that shows the secret (its `Debug` does not).
+#[derive(Clone, Serialize)]
 pub struct RegisteredWebhook {
     pub id: i64,
     pub project: String,
@@ -45,6 +47,19 @@ pub struct RegisteredWebhook {
     pub url: String,
     pub secret: String,
     pub created_ts: Timestamp,
+}
+
+impl std::fmt::Debug for RegisteredWebhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisteredWebhook")
+            .field("id", &self.id)
+            .field("project", &self.project)
+            .field("agent", &self.agent)
+            .field("url", &redacted_url(&self.url))
+            .field("secret", &"redacted")
+            .field("created_ts", &self.created_ts)
+            .finish()
+    }
 }
 
 /// Result of list_webhooks.
@@ -164,7 +179,7 @@ impl Mailroom {
         agent_name: Option<String>,
         secret: Option<String>,
     ) -> Result<RegisteredWebhook> {
-        let url = endpoint::parse(&url)?.to_string();
+        let url = endpoint::parse(&url, self.config.webhooks.allow_private)?.to_string();
         let secret = match secret.filter(|s| !s.trim().is_empty()) {
             Some(text) => Secret::parse(&text)?,
             None => Secret::generate()?,
@@ -378,22 +393,34 @@ impl Mailroom {
         AttemptOutcome::Retry { next_attempt_us, error }
     }
 
-    /// Forgets delivered and failed deliveries finished more than `retention_days` ago; how
-    /// many (the upkeep's reservation sweep).
+    /// Forgets delivered and failed deliveries finished more than `retention_days` ago, at
+    /// most `FORGET_BATCH` × `FORGET_STEPS` (100,000) in one run, as the mailbox events'
+    /// pruning; how many (the upkeep's reservation sweep).
     pub async fn forget_old_webhook_deliveries(&self, retention_days: i64) -> Result<usize> {
         let cutoff = Timestamp::now().plus_seconds(-retention_days.saturating_mul(86_400));
-        let cutoff = cutoff.as_micros();
+        self.forget_finished_deliveries(cutoff.as_micros(), FORGET_BATCH, FORGET_STEPS).await
+    }
+
+    /// Forgets deliveries finished before `cutoff` (microseconds), `batch` per write job and
+    /// at most `steps` jobs, so a long backlog cannot hold the writer; how many.
+    async fn forget_finished_deliveries(
+        &self,
+        cutoff: i64,
+        batch: i64,
+        steps: usize,
+    ) -> Result<usize> {
         let mut forgotten = 0;
-        loop {
+        for _ in 0..steps {
             let step = self
                 .store
-                .write(move |db| db.forget_finished_webhook_deliveries(cutoff, FORGET_BATCH))
+                .write(move |db| db.forget_finished_webhook_deliveries(cutoff, batch))
                 .await?;
             forgotten += step;
-            if i64::try_from(step).unwrap_or(i64::MAX) < FORGET_BATCH {
-                return Ok(forgotten);
+            if i64::try_from(step).unwrap_or(i64::MAX) < batch {
+                break;
             }
         }
+        Ok(forgotten)
     }
 }
 

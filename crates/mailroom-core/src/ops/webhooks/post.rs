@@ -1,9 +1,13 @@
 //! One attempt of one delivery: its body, its Standard Webhooks headers, the POST, and what
 //! the answer means (a 2xx delivers; anything else, a timeout or no connection fails the
-//! attempt). Redirects are not followed: a redirect could lead past the URL rules.
+//! attempt). Redirects are not followed: a redirect could lead past the URL rules. The URL
+//! is checked again before each attempt (the rules may have changed since it was registered),
+//! names are resolved by [`PublicResolver`], and no proxy is used: a loopback POST must not
+//! leave the machine, nor a proxy reach inside for a receiver.
 
 use serde::Serialize;
 
+use super::endpoint::{self, PublicResolver};
 use super::settings::WebhookConfig;
 use super::signing::Secret;
 use crate::error::{Error, Result};
@@ -20,6 +24,7 @@ const MAX_ERROR_CHARS: usize = 300;
 pub struct Poster {
     client: reqwest::Client,
     timeout_ms: u64,
+    allow_private: bool,
 }
 
 /// The JSON body of a delivery (docs/compat/tools.md §4.13).
@@ -45,10 +50,12 @@ impl Poster {
         let client = reqwest::Client::builder()
             .timeout(config.timeout())
             .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(PublicResolver { allow_private: config.allow_private })
             .user_agent(concat!("mailroom-webhooks/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| Error::internal(format!("webhook client: {e}")))?;
-        Ok(Self { client, timeout_ms: config.timeout_ms })
+        Ok(Self { client, timeout_ms: config.timeout_ms, allow_private: config.allow_private })
     }
 
     /// Posts `delivery` of `message` once; `Err` says why the attempt failed.
@@ -57,6 +64,7 @@ impl Poster {
         delivery: &DueDelivery,
         message: &DeliveredMessage,
     ) -> std::result::Result<(), String> {
+        endpoint::parse(&delivery.url, self.allow_private).map_err(|e| e.message)?;
         let secret = Secret::parse(&delivery.secret).map_err(|e| e.message)?;
         let body = body(delivery, message);
         let timestamp = Timestamp::now().as_micros().div_euclid(1_000_000);
@@ -78,7 +86,8 @@ impl Poster {
             }
             Ok(answer) => Err(format!("HTTP {}", answer.status().as_u16())),
             Err(e) if e.is_timeout() => Err(format!("no answer within {} ms", self.timeout_ms)),
-            Err(e) => Err(shortened(&describe(&e))),
+            // Without the URL: it may carry a token, and the error is kept and shown.
+            Err(e) => Err(shortened(&describe(&e.without_url()))),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! How webhook deliveries are made and retried (`WEBHOOK_*`, docs/compat/settings.md §5):
 //! the request timeout, the exponential backoff between attempts, the bound on attempts,
-//! how many requests are in flight, and how long finished deliveries are kept.
+//! how many requests are in flight, how long finished deliveries are kept, and whether
+//! receivers inside the operator's network may be reached.
 
 use std::time::Duration;
 
@@ -23,6 +24,10 @@ pub struct WebhookConfig {
     /// `WEBHOOK_RETENTION_DAYS` (7, 1 to 3650): delivered and failed deliveries are kept this
     /// long for the deliveries view; the upkeep's reservation sweep forgets older ones.
     pub retention_days: i64,
+    /// `WEBHOOK_ALLOW_PRIVATE` (false): lets `https://` webhooks reach private, loopback,
+    /// link-local and unique-local addresses (by literal or by name), for receivers inside
+    /// the operator's network.
+    pub allow_private: bool,
 }
 
 impl Default for WebhookConfig {
@@ -34,6 +39,7 @@ impl Default for WebhookConfig {
             max_attempts: 12,
             concurrency: 8,
             retention_days: 7,
+            allow_private: false,
         }
     }
 }
@@ -58,6 +64,9 @@ impl WebhookConfig {
         self.concurrency = usize::try_from(concurrency).unwrap_or(1);
         let days = number("WEBHOOK_RETENTION_DAYS", self.retention_days as u64, 1, 3650)?;
         self.retention_days = i64::try_from(days).unwrap_or(3650);
+        if let Some(text) = lookup("WEBHOOK_ALLOW_PRIVATE") {
+            self.allow_private = crate::env_value::parse_bool("WEBHOOK_ALLOW_PRIVATE", &text)?;
+        }
         Ok(())
     }
 
@@ -116,6 +125,7 @@ mod tests {
             ("WEBHOOK_MAX_ATTEMPTS", "3"),
             ("WEBHOOK_CONCURRENCY", "2"),
             ("WEBHOOK_RETENTION_DAYS", "1"),
+            ("WEBHOOK_ALLOW_PRIVATE", "true"),
         ])
         .expect("valid");
         let expected = WebhookConfig {
@@ -125,6 +135,7 @@ mod tests {
             max_attempts: 3,
             concurrency: 2,
             retention_days: 1,
+            allow_private: true,
         };
         assert_eq!(config, expected);
         for (name, value) in [
@@ -132,6 +143,7 @@ mod tests {
             ("WEBHOOK_MAX_ATTEMPTS", "0"),
             ("WEBHOOK_CONCURRENCY", "1000"),
             ("WEBHOOK_RETRY_MAX_MS", "1000"),
+            ("WEBHOOK_ALLOW_PRIVATE", "maybe"),
         ] {
             let error = apply(&[(name, value)]).expect_err(name);
             assert!(error.starts_with(name), "{error}");

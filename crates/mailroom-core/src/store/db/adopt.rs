@@ -83,6 +83,9 @@ fn steps() -> Vec<Step> {
              WHERE a_project_id = :source OR b_project_id = :source",
         ),
         Step::moved("message_summaries"),
+        // Deliveries follow their webhook (by its id); an agent's webhook follows its agent.
+        // A project webhook on a URL the target's has too is kept: both post (tools.md §4.13).
+        Step::moved("webhooks"),
     ];
     let windows = ["window_identities_dropped", "window_identities"];
     steps.extend(Step::merged(windows, "window_identities", "window_uuid"));

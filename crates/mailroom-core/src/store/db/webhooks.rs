@@ -39,8 +39,9 @@ pub struct NewWebhook<'a> {
     pub created_ts: Timestamp,
 }
 
-/// A delivery due now, with what its request is made of.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A delivery due now, with what its request is made of. Its `Debug` shows neither the
+/// secret nor more of the URL than its origin (a URL may carry a token).
+#[derive(Clone, PartialEq, Eq)]
 pub struct DueDelivery {
     pub id: i64,
     /// The `webhook-id` header.
@@ -56,6 +57,31 @@ pub struct DueDelivery {
     pub kind: String,
     /// The message; `None` when it was deleted since it was delivered.
     pub message: Option<DeliveredMessage>,
+}
+
+impl std::fmt::Debug for DueDelivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DueDelivery")
+            .field("id", &self.id)
+            .field("event_id", &self.event_id)
+            .field("webhook_id", &self.webhook_id)
+            .field("url", &redacted_url(&self.url))
+            .field("secret", &"redacted")
+            .field("attempts", &self.attempts)
+            .field("project", &self.project)
+            .field("recipient", &self.recipient)
+            .field("kind", &self.kind)
+            .field("message", &self.message)
+            .finish()
+    }
+}
+
+/// A URL's origin (scheme, host, port) and `/…`: what may be logged of it.
+pub fn redacted_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(parsed) => format!("{}/…", parsed.origin().ascii_serialization()),
+        Err(_) => "(redacted)".to_owned(),
+    }
 }
 
 /// The summary of a delivered message a webhook's body carries (its `data.message`).
@@ -447,5 +473,31 @@ impl Db<'_> {
             )
             .and_then(|mut stmt| stmt.execute(params![cutoff_us, batch]))
             .map_err(map_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_due_delivery_debugs_without_its_secret_or_its_urls_path() {
+        let delivery = DueDelivery {
+            id: 1,
+            event_id: "msg_1".to_owned(),
+            webhook_id: 2,
+            url: "https://hooks.example.com:8443/in/tok-SECRETPATH?key=SECRETQUERY".to_owned(),
+            secret: "whsec_SECRETKEY".to_owned(),
+            attempts: 0,
+            project: "p".to_owned(),
+            recipient: "BlueLake".to_owned(),
+            kind: "to".to_owned(),
+            message: None,
+        };
+        let text = format!("{delivery:?}");
+        for hidden in ["SECRETPATH", "SECRETQUERY", "SECRETKEY"] {
+            assert!(!text.contains(hidden), "{hidden} in {text}");
+        }
+        assert!(text.contains("https://hooks.example.com:8443/…"), "{text}");
     }
 }

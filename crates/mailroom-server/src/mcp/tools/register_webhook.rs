@@ -12,8 +12,8 @@ use crate::state::AppState;
 const DESCRIPTION: &str = "Register a webhook: every delivery of a message to a recipient in \
      the project (or only to agent_name) is POSTed to url as JSON, signed by the Standard \
      Webhooks rules (webhook-id, webhook-timestamp, webhook-signature headers) and retried with \
-     backoff until it is answered with a 2xx. url must be https://, or http:// to a loopback \
-     address. The result shows the signing secret: keep it, it is not shown again.";
+     backoff until it is answered with a 2xx. url must be https:// to a public host, or \
+     http:// to a loopback address. The result shows the signing secret: keep it, it is not shown again.";
 
 /// Arguments of register_webhook.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -21,7 +21,8 @@ const DESCRIPTION: &str = "Register a webhook: every delivery of a message to a 
 struct Args {
     /// Project slug or absolute path (human_key).
     project_key: String,
-    /// Where deliveries are POSTed: https://…, or http:// to 127.0.0.0/8, [::1] or localhost.
+    /// Where deliveries are POSTed: https:// to a public host, or http:// to 127.0.0.0/8,
+    /// [::1] or localhost.
     url: String,
     /// Only this agent's deliveries; leave out for every recipient in the project.
     #[serde(default)]
