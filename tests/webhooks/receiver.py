@@ -6,12 +6,12 @@ webhook-id, webhook-timestamp and webhook-signature headers, HMAC-SHA256 over
 request, in a log: the webhook-id, the path, the body, whether the signature held and whether
 that webhook-id was seen before. Standard library only.
 
-    receiver.py --port PORT --secret whsec_... --log FILE [--mode ok|fail|hang|hang-first]
+    receiver.py --port PORT --secret whsec_... --log FILE [--mode ok|fail|hang|hang-first|gone|busy]
                 [--exit-after N]
 
 Prints "listening PORT" once it accepts connections. --mode fail answers 500 after checking
-and recording; hang records, then never answers; hang-first does so for its first request
-only and answers the others as ok does; ok answers 204 (401 for a bad signature).
+and recording, gone 410, busy 503 with Retry-After: 3600; hang records, then never answers;
+hang-first does so for its first request only and answers the others as ok does; ok answers 204 (401 for a bad signature).
 --exit-after N ends the process, unanswered, once it has recorded its Nth request (a
 receiver that dies mid-delivery).
 """
@@ -53,7 +53,8 @@ def main():
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--secret", required=True)
     parser.add_argument("--log", required=True)
-    parser.add_argument("--mode", choices=["ok", "fail", "hang", "hang-first"], default="ok")
+    parser.add_argument("--mode", choices=["ok", "fail", "hang", "hang-first", "gone", "busy"],
+                        default="ok")
     parser.add_argument("--exit-after", type=int, default=0)
     options = parser.parse_args()
     seen = set()
@@ -78,8 +79,10 @@ def main():
                     os._exit(0)
             if options.mode == "hang" or (options.mode == "hang-first" and first):
                 time.sleep(3600)
-            status = 401 if not valid else 500 if options.mode == "fail" else 204
-            self.send_response(status)
+            status = {"fail": 500, "gone": 410, "busy": 503}.get(options.mode, 204)
+            self.send_response(401 if not valid else status)
+            if options.mode == "busy":
+                self.send_header("retry-after", "3600")
             self.send_header("content-length", "0")
             self.end_headers()
 

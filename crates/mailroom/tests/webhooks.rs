@@ -622,3 +622,39 @@ async fn a_receiver_that_dies_mid_delivery_and_comes_back_gets_everything() {
     drop(receiver);
     stop(server.take());
 }
+
+/// A receiver that answers 410 Gone is not asked again: the delivery fails at its first
+/// attempt. One that answers 503 with `Retry-After: 3600` is asked again no sooner than that
+/// (the backoff alone would be 100 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gone_receiver_is_not_asked_again_and_a_busy_one_is_given_the_time_it_asks() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = [("WEBHOOK_RETRY_BASE_MS", "100"), ("WEBHOOK_RETRY_MAX_MS", "86400000")];
+    let (server, url) = start(dir.path(), &settings);
+    seed(&url).await;
+    let gone = Receiver::start(0, "gone", &dir.path().join("gone.jsonl"));
+    let busy = Receiver::start(0, "busy", &dir.path().join("busy.jsonl"));
+    let gone_hook =
+        RegisterWebhookCall::new(PROJECT, &gone.url("/in")).secret(SECRET).ok_at(&url).await;
+    let busy_hook =
+        RegisterWebhookCall::new(PROJECT, &busy.url("/in")).secret(SECRET).ok_at(&url).await;
+    let sent_at = mailroom_core::model::time::Timestamp::now().as_micros();
+    send(&url, 1, false).await;
+    let gone_view = DeliveriesCall::new(PROJECT).webhook(gone_hook["id"].as_i64().expect("id"));
+    wait_for_counts(&url, gone_view.clone(), json!([0, 1, 0])).await;
+    let failed = gone_view.status("all").ok_at(&url).await;
+    assert_eq!(failed["deliveries"][0]["attempts"], 1, "{failed}");
+    assert!(failed["deliveries"][0]["last_error"].as_str().unwrap_or("").contains("410"));
+
+    let busy_view = DeliveriesCall::new(PROJECT).webhook(busy_hook["id"].as_i64().expect("id"));
+    wait_for("the busy receiver's first answer recorded", async || {
+        busy_view.clone().ok_at(&url).await["deliveries"][0]["attempts"] == 1
+    })
+    .await;
+    let pending = busy_view.ok_at(&url).await;
+    let next = pending["deliveries"][0]["next_attempt_ts"].as_str().expect("next attempt");
+    let next = mailroom_core::model::time::Timestamp::parse_iso(next).expect("a time").as_micros();
+    assert!(next - sent_at >= 3_000_000_000, "asked again before its Retry-After: {pending}");
+    drop((gone, busy));
+    stop(server.take());
+}

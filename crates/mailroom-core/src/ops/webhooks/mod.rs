@@ -367,7 +367,7 @@ impl Mailroom {
             },
             Some(message) => match poster.post(delivery, message).await {
                 Ok(()) => AttemptOutcome::Delivered,
-                Err(error) => self.after_failure(delivery.attempts, error),
+                Err(refusal) => self.after_failure(delivery.attempts, refusal),
             },
         };
         let store = self.store.clone();
@@ -381,14 +381,20 @@ impl Mailroom {
         Ok(outcome)
     }
 
-    /// The outcome of a failed attempt after `attempts_before` earlier ones.
-    fn after_failure(&self, attempts_before: i64, error: String) -> AttemptOutcome {
+    /// The outcome of a failed attempt after `attempts_before` earlier ones: failed for good
+    /// when the attempts are spent or the receiver said it is gone; else retried after the
+    /// backoff, jittered (so receivers coming back are not met by every retry at once), or
+    /// after the receiver's `Retry-After` when that is longer (within the backoff's maximum).
+    fn after_failure(&self, attempts_before: i64, refusal: post::Refusal) -> AttemptOutcome {
         let settings = &self.config.webhooks;
         let failures = u32::try_from(attempts_before + 1).unwrap_or(u32::MAX);
-        if failures >= settings.max_attempts {
+        let post::Refusal { error, retry_after, permanent } = refusal;
+        if permanent || failures >= settings.max_attempts {
             return AttemptOutcome::Failed { error };
         }
-        let delay = i64::try_from(settings.retry_delay(failures).as_micros()).unwrap_or(i64::MAX);
+        let wait = settings.jittered(settings.retry_delay(failures), random_fraction());
+        let wait = retry_after.map_or(wait, |asked| wait.max(asked.min(settings.retry_max())));
+        let delay = i64::try_from(wait.as_micros()).unwrap_or(i64::MAX);
         let next_attempt_us = Timestamp::now().as_micros().saturating_add(delay);
         AttemptOutcome::Retry { next_attempt_us, error }
     }
@@ -464,3 +470,12 @@ fn delivery_out(row: DeliveryRow) -> DeliveryOut {
 
 #[cfg(test)]
 mod tests;
+
+/// A random number in [0, 1): the backoff's jitter.
+fn random_fraction() -> f64 {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        return 0.5;
+    }
+    (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64
+}

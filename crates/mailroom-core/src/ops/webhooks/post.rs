@@ -63,9 +63,9 @@ impl Poster {
         &self,
         delivery: &DueDelivery,
         message: &DeliveredMessage,
-    ) -> std::result::Result<(), String> {
-        endpoint::parse(&delivery.url, self.allow_private).map_err(|e| e.message)?;
-        let secret = Secret::parse(&delivery.secret).map_err(|e| e.message)?;
+    ) -> std::result::Result<(), Refusal> {
+        endpoint::parse(&delivery.url, self.allow_private).map_err(|e| Refusal::from(e.message))?;
+        let secret = Secret::parse(&delivery.secret).map_err(|e| Refusal::from(e.message))?;
         let body = body(delivery, message);
         let timestamp = Timestamp::now().as_micros().div_euclid(1_000_000);
         let signature = secret.sign(&delivery.event_id, timestamp, &body);
@@ -81,15 +81,51 @@ impl Poster {
             .await;
         match answer {
             Ok(answer) if answer.status().is_success() => Ok(()),
-            Ok(answer) if answer.status().is_redirection() => {
-                Err(format!("HTTP {} (redirects are not followed)", answer.status().as_u16()))
+            Ok(answer) if answer.status().is_redirection() => Err(Refusal::from(format!(
+                "HTTP {} (redirects are not followed)",
+                answer.status().as_u16()
+            ))),
+            // 410: the receiver says the endpoint is gone for good; asking again is no use.
+            Ok(answer) if answer.status() == reqwest::StatusCode::GONE => Err(Refusal {
+                error: "HTTP 410 (the receiver says it is gone: not retried)".to_owned(),
+                retry_after: None,
+                permanent: true,
+            }),
+            Ok(answer) => Err(Refusal {
+                error: format!("HTTP {}", answer.status().as_u16()),
+                retry_after: retry_after(answer.headers()),
+                permanent: false,
+            }),
+            Err(e) if e.is_timeout() => {
+                Err(Refusal::from(format!("no answer within {} ms", self.timeout_ms)))
             }
-            Ok(answer) => Err(format!("HTTP {}", answer.status().as_u16())),
-            Err(e) if e.is_timeout() => Err(format!("no answer within {} ms", self.timeout_ms)),
             // Without the URL: it may carry a token, and the error is kept and shown.
-            Err(e) => Err(shortened(&describe(&e.without_url()))),
+            Err(e) => Err(Refusal::from(shortened(&describe(&e.without_url())))),
         }
     }
+}
+
+/// Why an attempt failed, and what the receiver asked of the next one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub error: String,
+    /// The receiver's `Retry-After` (in seconds), when it gave one.
+    pub retry_after: Option<std::time::Duration>,
+    /// Not to be tried again (410 Gone).
+    pub permanent: bool,
+}
+
+impl From<String> for Refusal {
+    fn from(error: String) -> Self {
+        Self { error, retry_after: None, permanent: false }
+    }
+}
+
+/// A `Retry-After` header's delay in seconds (the HTTP-date form is not read: the backoff
+/// applies then).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::time::Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    value.trim().parse::<u64>().ok().map(std::time::Duration::from_secs)
 }
 
 /// The body's bytes: the same for every attempt of a delivery.

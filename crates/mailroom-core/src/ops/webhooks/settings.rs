@@ -78,6 +78,16 @@ impl WebhookConfig {
         Duration::from_millis(delay.min(self.retry_max_ms))
     }
 
+    /// `delay` jittered: between half of it and all of it, `fraction` (in [0, 1)) saying where.
+    pub fn jittered(&self, delay: Duration, fraction: f64) -> Duration {
+        delay.mul_f64(0.5 + 0.5 * fraction.clamp(0.0, 1.0))
+    }
+
+    /// The longest wait between attempts.
+    pub fn retry_max(&self) -> Duration {
+        Duration::from_millis(self.retry_max_ms)
+    }
+
     /// The requests one webhook may have in flight at once.
     pub fn per_webhook(&self) -> usize {
         self.concurrency.div_ceil(4).max(1)
@@ -92,6 +102,16 @@ impl WebhookConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jitter_keeps_a_wait_between_half_and_all_of_it() {
+        let config = WebhookConfig::default();
+        let delay = Duration::from_secs(10);
+        assert_eq!(config.jittered(delay, 0.0), Duration::from_secs(5));
+        assert_eq!(config.jittered(delay, 0.5), Duration::from_millis(7_500));
+        assert!(config.jittered(delay, 0.999_999) <= delay);
+        assert_eq!(config.jittered(delay, 7.0), delay, "a fraction out of range is clamped");
+    }
 
     #[test]
     fn backoff_doubles_from_the_base_up_to_the_maximum() {
