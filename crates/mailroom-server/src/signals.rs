@@ -7,7 +7,7 @@
 //! MCP session. Best effort: a failure is logged and never fails a call. The push watcher
 //! (`mcp/subscriptions.rs`) hands over each committed message.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -81,34 +81,47 @@ impl Signals {
     }
 
     /// Writes the signal of each `to` and `cc` recipient of `messages` not signalled within
-    /// the debounce (blocking file writes: call it off the async threads).
-    pub fn emit(&self, messages: &[Committed]) {
+    /// the debounce (blocking file writes: call it off the async threads); how many were
+    /// written. An agent with several of the messages is written once, with the newest: the
+    /// file it would be left with had each been written in turn. So a burst read in one look
+    /// costs a write per agent, not per message, and the writes cannot fall ever further
+    /// behind the sends.
+    pub fn emit(&self, messages: &[Committed]) -> usize {
         if !self.settings.enabled {
-            return;
+            return 0;
         }
-        for message in messages {
+        let mut seen: HashSet<(&str, &str)> = HashSet::new();
+        let mut written = 0;
+        for message in messages.iter().rev() {
             let told = message.recipients.iter().filter(|r| !message.blind.contains(r));
             for agent in told {
-                if !self.due(&message.project_slug, agent) {
-                    continue;
-                }
-                let mut signal = json!({"timestamp": mailroom_core::model::time::Timestamp::now().to_iso(),
-                    "project": message.project_slug, "agent": agent});
-                if self.settings.include_metadata {
-                    signal["message"] = json!({"id": i64::from(message.message_id),
-                        "from": message.sender, "subject": message.subject,
-                        "importance": message.importance});
-                }
-                let Some(path) = self.path(&message.project_slug, agent) else { continue };
-                let written =
-                    path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
-                        let text = serde_json::to_string_pretty(&signal).unwrap_or_default();
-                        std::fs::write(&path, text)
-                    });
-                if let Err(e) = written {
-                    tracing::warn!(path = %path.display(), error = %e, "cannot write a notification signal");
+                if seen.insert((&message.project_slug, agent))
+                    && self.due(&message.project_slug, agent)
+                {
+                    self.write(message, agent);
+                    written += 1;
                 }
             }
+        }
+        written
+    }
+
+    /// Writes `agent`'s signal of `message`.
+    fn write(&self, message: &Committed, agent: &str) {
+        let mut signal = json!({"timestamp": mailroom_core::model::time::Timestamp::now().to_iso(),
+            "project": message.project_slug, "agent": agent});
+        if self.settings.include_metadata {
+            signal["message"] = json!({"id": i64::from(message.message_id),
+                "from": message.sender, "subject": message.subject,
+                "importance": message.importance});
+        }
+        let Some(path) = self.path(&message.project_slug, agent) else { return };
+        let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
+            let text = serde_json::to_string_pretty(&signal).unwrap_or_default();
+            overwrite(&path, text.as_bytes())
+        });
+        if let Err(e) = written {
+            tracing::warn!(path = %path.display(), error = %e, "cannot write a notification signal");
         }
     }
 
@@ -148,5 +161,82 @@ impl Signals {
                 .join("agents")
                 .join(format!("{agent}.signal"))
         })
+    }
+}
+
+/// Writes `bytes` over the file at `path` (created if missing), in place, as the reference's
+/// `write_text` does, so a watcher sees the same events (a modification and a close after
+/// writing). The new content is written first and the file cut to its length after, rather
+/// than emptied first: on ext4 emptying a file that has data makes the next close write the
+/// old blocks back first (its "replace by truncate" heuristic), a disk write per signal.
+fn overwrite(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
+    file.write_all(bytes)?;
+    file.set_len(bytes.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use mailroom_core::records::MessageId;
+    use serde_json::Value;
+
+    use super::*;
+
+    fn message(id: i64, to: &[&str], bcc: &[&str]) -> Committed {
+        Committed {
+            message_id: MessageId(id),
+            project_slug: "proj".to_string(),
+            thread_id: None,
+            subject: format!("message {id}"),
+            importance: "normal".to_string(),
+            sender: "BlueLake".to_string(),
+            recipients: to.iter().chain(bcc).map(|r| (*r).to_string()).collect(),
+            blind: bcc.iter().map(|r| (*r).to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn an_overwrite_leaves_exactly_the_new_content() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("a.signal");
+        overwrite(&path, b"a longer first content").expect("first");
+        overwrite(&path, b"short").expect("second");
+        assert_eq!(std::fs::read(&path).expect("read"), b"short");
+        overwrite(&path, b"longer than short").expect("third");
+        assert_eq!(std::fs::read(&path).expect("read"), b"longer than short");
+    }
+
+    #[test]
+    fn a_burst_writes_each_agent_once_with_its_newest_message_and_never_for_bcc() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let settings = SignalSettings {
+            enabled: true,
+            dir: dir.path().to_path_buf(),
+            debounce: Duration::ZERO,
+            ..SignalSettings::default()
+        };
+        let signals = Signals::new(settings.clone());
+        let burst = [
+            message(1, &["GreenCastle"], &["RedStone"]),
+            message(2, &["GreenCastle", "GoldHill"], &[]),
+            message(3, &["GreenCastle"], &[]),
+        ];
+        assert_eq!(signals.emit(&burst), 2, "GreenCastle and GoldHill, once each");
+        let agents = dir.path().join("projects/proj/agents");
+        let read = |agent: &str| -> Value {
+            let text = std::fs::read_to_string(agents.join(format!("{agent}.signal")));
+            serde_json::from_str(&text.expect("a signal")).expect("JSON")
+        };
+        assert_eq!(read("GreenCastle")["message"]["id"], 3, "the newest message");
+        assert_eq!(read("GoldHill")["message"]["id"], 2);
+        assert!(!agents.join("RedStone.signal").exists(), "no signal for a bcc recipient");
+
+        // Within the debounce, an agent is not written again.
+        let slow = Signals::new(SignalSettings { debounce: Duration::from_secs(3600), ..settings });
+        assert_eq!(slow.emit(&[message(4, &["GreenCastle"], &[])]), 1);
+        assert_eq!(slow.emit(&[message(5, &["GreenCastle"], &[])]), 0);
+        assert_eq!(read("GreenCastle")["message"]["id"], 4);
     }
 }
