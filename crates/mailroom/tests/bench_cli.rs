@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Stdio};
 
-use common::{mailroom, start, stop};
+use common::{mailroom, ok, start, stop};
 use mailroom_bench::Report;
 
 /// A run's `--json` output, read as the lab's own report type (every figure is required).
@@ -104,4 +104,77 @@ fn runs_compares_and_checks_budgets() {
     baseline.kill().expect("kill baseline");
     let _ = baseline.wait();
     stop(server);
+}
+
+/// `mailroom bench archive-growth ARGS` on `data`; its stdout, after asserting the exit code.
+fn archive_growth(data: &Path, args: &[&str], code: i32) -> String {
+    let output = mailroom()
+        .args(["bench", "archive-growth", "--data-dir"])
+        .arg(data)
+        .args(args)
+        .env("LOG_LEVEL", "warn")
+        .output()
+        .expect("run archive-growth");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(code), "{stderr}");
+    String::from_utf8_lossy(&output.stdout).into_owned() + &stderr
+}
+
+/// The messages in the database, and the message copies in the archive's work tree.
+fn generated(data: &Path) -> (i64, usize) {
+    let db = rusqlite::Connection::open(data.join("mailroom.sqlite3")).expect("database");
+    let messages = db.query_row("SELECT count(*) FROM messages", [], |r| r.get(0)).expect("count");
+    let archive = data.join("archive/projects");
+    let copies = ["/messages/2", "/inbox/", "/outbox/"];
+    let is_copy = |p: &std::path::PathBuf| copies.iter().any(|c| p.to_string_lossy().contains(c));
+    let files = walk(&archive).filter(is_copy).count();
+    (messages, files)
+}
+
+fn walk(dir: &Path) -> impl Iterator<Item = std::path::PathBuf> {
+    let mut pending = vec![dir.to_path_buf()];
+    std::iter::from_fn(move || {
+        while let Some(path) = pending.pop() {
+            if path.is_dir() {
+                pending.extend(
+                    std::fs::read_dir(&path).expect("dir").map(|e| e.expect("entry").path()),
+                );
+            } else {
+                return Some(path);
+            }
+        }
+        None
+    })
+}
+
+/// The generator writes through the real database and archive writer, continues a data
+/// directory where it stopped (the same mix, the same projects), refuses another shape, and
+/// what it wrote verifies clean.
+#[test]
+fn archive_growth_fills_resumes_and_verifies() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let small = ["--projects", "2", "--agents", "5", "--probe-rounds", "1", "--probe-size", "7"];
+    let out = archive_growth(&data, &[&["--messages", "60"], &small[..]].concat(), 0);
+    assert!(out.contains("60 messages:"), "{out}");
+    assert!(out.contains("probe: 7 messages sent"), "{out}");
+    let (messages, files) = generated(&data);
+    assert_eq!(messages, 67, "60 generated and 7 of the probe");
+    // A canonical copy and an outbox copy per message, an inbox copy per recipient.
+    assert!(files >= 67 * 3, "{files} message files");
+
+    let out = archive_growth(&data, &[&["--messages", "150"], &small[..]].concat(), 0);
+    assert!(out.contains("150 messages:") && !out.contains("60 messages:"), "{out}");
+    let state: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("archive-growth.json")).expect("state"))
+            .expect("json");
+    assert_eq!(state["messages"], 157, "{state}");
+    assert_eq!(generated(&data).0, 157, "continued from 67, nothing sent twice");
+
+    let other = archive_growth(&data, &["--messages", "200", "--agents", "6"], 1);
+    assert!(other.contains("--projects 2 --agents 5"), "{other}");
+    assert_eq!(generated(&data).0, 157, "nothing written on refusal");
+
+    let verified = ok(&data, &["archive", "verify"]);
+    assert!(verified.contains("no differences: checked 157 messages"), "{verified}");
 }

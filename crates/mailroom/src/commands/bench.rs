@@ -50,6 +50,10 @@ enum BenchCommand {
         #[arg(long, default_value = "127.0.0.1")]
         host: String,
     },
+    /// Fill a data directory with N messages through the core's write path in this process
+    /// (database and Git archive, no HTTP), resuming one filled before, then time batches
+    /// reaching Git.
+    ArchiveGrowth(super::archive_growth::GrowthArgs),
 }
 
 /// The parameters of a run.
@@ -192,6 +196,10 @@ pub fn run(args: BenchArgs) -> Result<Verdict> {
         Some(BenchCommand::Check { budgets, result }) => check(&budgets, &result),
         Some(BenchCommand::BaselineServer { port, host }) => {
             runtime.block_on(baseline(&host, port)).map(|()| Verdict::Clean)
+        }
+        Some(BenchCommand::ArchiveGrowth(growth)) => {
+            drop(runtime);
+            super::archive_growth::run(growth).map(|()| Verdict::Clean)
         }
     }
 }

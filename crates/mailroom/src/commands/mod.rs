@@ -5,6 +5,7 @@ pub mod agents;
 pub mod am_run;
 pub mod amctl;
 pub mod archive;
+pub mod archive_growth;
 pub mod backend;
 pub mod bench;
 pub mod check_inbox;
