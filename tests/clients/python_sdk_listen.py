@@ -17,25 +17,12 @@ Exits 0 when every check passed, 1 otherwise. Needs the SDK's 2.x line (Client.l
 from __future__ import annotations
 
 import json
-import os
 import sys
 import uuid
-from typing import Any
 
-from checks import CheckFailed, check, logger
+from checks import CheckFailed, check, dump, logger, run_with_url, tool
 
 log = logger("python-sdk-listen")
-
-
-def dump(model: Any) -> Any:
-    return model.model_dump(by_alias=True, mode="json") if hasattr(model, "model_dump") else model
-
-
-async def tool(client: Any, name: str, args: dict[str, Any]) -> Any:
-    raw = dump(await client.call_tool(name, args))
-    text = raw["content"][0]["text"]
-    check(not raw.get("isError"), f"{name} failed: {text}")
-    return json.loads(text)
 
 
 async def amain(url: str, timeout: float) -> int:
@@ -116,17 +103,7 @@ async def amain(url: str, timeout: float) -> int:
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    import anyio
-
-    timeout = float(os.environ.get("MAILROOM_CLIENT_TIMEOUT", "60"))
-    try:
-        return anyio.run(amain, sys.argv[1], timeout)
-    except CheckFailed as failure:
-        log(f"FAIL: {failure}")
-        return 1
+    return run_with_url(amain, __doc__, log)
 
 
 if __name__ == "__main__":

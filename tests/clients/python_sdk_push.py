@@ -14,22 +14,17 @@ Exits 0 when every check passed, 1 otherwise. Works with the SDK's 1.x and 2.x l
 from __future__ import annotations
 
 import json
-import os
 import sys
 import uuid
 import warnings
 from typing import Any
 
-from checks import CheckFailed, check, logger
+from checks import CheckFailed, check, dump, logger, run_with_url, tool
 
 log = logger("python-sdk-push")
 # SDK 2.x warns that resources/subscribe is gone from the 2026-07-28 revision (Client.listen
 # replaces it); mailroom negotiates 2025-11-25, where subscribe is the way.
 warnings.filterwarnings("ignore", message=".*removed as of 2026-07-28.*")
-
-
-def dump(model: Any) -> Any:
-    return model.model_dump(by_alias=True, mode="json") if hasattr(model, "model_dump") else model
 
 
 def transport():
@@ -40,13 +35,6 @@ def transport():
         if factory is not None:
             return factory
     raise CheckFailed("no streamable HTTP client in this SDK")
-
-
-async def tool(session: Any, name: str, args: dict[str, Any]) -> Any:
-    raw = dump(await session.call_tool(name, args))
-    text = raw["content"][0]["text"]
-    check(not raw.get("isError"), f"{name} failed: {text}")
-    return json.loads(text)
 
 
 async def amain(url: str, timeout: float) -> int:
@@ -105,17 +93,7 @@ async def amain(url: str, timeout: float) -> int:
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    import anyio
-
-    timeout = float(os.environ.get("MAILROOM_CLIENT_TIMEOUT", "60"))
-    try:
-        return anyio.run(amain, sys.argv[1], timeout)
-    except CheckFailed as failure:
-        log(f"FAIL: {failure}")
-        return 1
+    return run_with_url(amain, __doc__, log)
 
 
 if __name__ == "__main__":

@@ -16,20 +16,10 @@ import { randomUUID } from "node:crypto";
 
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 
+import { CheckFailed, check, runWithUrl, tool } from "./checks.mjs";
+
 const log = (msg) => console.log(`[ts-sdk-listen] ${msg}`);
 
-class CheckFailed extends Error {}
-
-function check(cond, msg) {
-  if (!cond) throw new CheckFailed(msg);
-}
-
-async function tool(client, name, args) {
-  const result = await client.callTool({ name, arguments: args });
-  const text = result.content?.[0]?.text ?? "";
-  check(!result.isError, `${name} failed: ${text}`);
-  return JSON.parse(text);
-}
 
 async function main(url) {
   const client = new Client(
@@ -110,15 +100,4 @@ async function main(url) {
   log("PASS");
 }
 
-const url = process.argv[2];
-if (!url) {
-  console.error("usage: node listen.mjs http://127.0.0.1:PORT/mcp");
-  process.exit(2);
-}
-try {
-  await main(url);
-  process.exit(0);
-} catch (e) {
-  log(`FAIL: ${e instanceof CheckFailed ? e.message : e?.stack ?? e}`);
-  process.exit(1);
-}
+runWithUrl(main, "listen.mjs", log);

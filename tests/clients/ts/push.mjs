@@ -15,20 +15,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
+import { CheckFailed, check, runWithUrl, tool } from "./checks.mjs";
+
 const log = (msg) => console.log(`[ts-sdk-push] ${msg}`);
 
-class CheckFailed extends Error {}
-
-function check(cond, msg) {
-  if (!cond) throw new CheckFailed(msg);
-}
-
-async function tool(client, name, args) {
-  const result = await client.callTool({ name, arguments: args });
-  const text = result.content?.[0]?.text ?? "";
-  check(!result.isError, `${name} failed: ${text}`);
-  return JSON.parse(text);
-}
 
 async function connect(url) {
   const client = new Client({ name: "mailroom-ts-push", version: "0.0.0" });
@@ -82,15 +72,4 @@ async function main(url) {
   log("PASS");
 }
 
-const url = process.argv[2];
-if (!url) {
-  console.error("usage: node push.mjs http://127.0.0.1:PORT/mcp");
-  process.exit(2);
-}
-main(url).then(
-  () => process.exit(0),
-  (err) => {
-    log(`FAIL: ${err instanceof CheckFailed ? err.message : err?.stack ?? err}`);
-    process.exit(1);
-  },
-);
+runWithUrl(main, "push.mjs", log);

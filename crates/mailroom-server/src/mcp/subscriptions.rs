@@ -199,52 +199,32 @@ impl Subscriptions {
     /// Tells each stream watching a project's reservations whose mark moved from the one it
     /// was last told of (`current`: the projects' marks now), and keeps the new mark.
     pub fn notify_reservations(&self, current: &[(String, Option<ReservationMark>)]) {
-        let mut sessions = self.lock();
-        let mut gone = Vec::new();
-        for (key, entry) in sessions.iter_mut() {
-            let Some(stream) = &entry.stream else { continue };
-            let mut ended = false;
-            for (uri, watched) in &mut entry.watched {
-                let Watched::Reservations { project, mark } = watched else { continue };
-                let Some((_, now)) = current.iter().find(|(slug, _)| slug == project) else {
-                    continue;
-                };
-                if now == mark {
-                    continue;
+        self.tell(|watched| {
+            let Watched::Reservations { project, mark } = watched else { return false };
+            match current.iter().find(|(slug, _)| slug == project) {
+                Some((_, now)) if now != mark => {
+                    mark.clone_from(now);
+                    true
                 }
-                mark.clone_from(now);
-                let event = updated_event(uri, entry.listen_id.as_ref());
-                ended = !sent(stream, event, entry.listen_id.is_some());
-                if ended {
-                    break;
-                }
+                _ => false,
             }
-            if ended {
-                let_go(key, entry, &mut gone);
-            }
-        }
-        for key in gone {
-            sessions.remove(&key);
-        }
+        });
     }
 
-    /// Sends `notifications/resources/updated` for every subscribed URI whose watch `changed`.
-    fn tell(&self, changed: impl Fn(&Watched) -> bool) {
+    /// Sends `notifications/resources/updated` for every subscribed URI whose watch `changed`
+    /// says changed (it may note what it saw in the watch); streams whose client went away,
+    /// or a listen stream that reads nothing, are let go.
+    fn tell(&self, mut changed: impl FnMut(&mut Watched) -> bool) {
         let mut sessions = self.lock();
         let mut gone = Vec::new();
         for (key, entry) in sessions.iter_mut() {
-            let Some(stream) = &entry.stream else { continue };
-            let mut ended = false;
-            for (uri, watched) in &entry.watched {
-                if !changed(watched) {
-                    continue;
-                }
-                let event = updated_event(uri, entry.listen_id.as_ref());
-                ended = !sent(stream, event, entry.listen_id.is_some());
-                if ended {
-                    break;
-                }
-            }
+            let SessionSubscriptions { watched, stream: Some(stream), listen_id } = entry else {
+                continue;
+            };
+            let ended = watched.iter_mut().any(|(uri, w)| {
+                changed(w)
+                    && !sent(stream, updated_event(uri, listen_id.as_ref()), listen_id.is_some())
+            });
             if ended {
                 let_go(key, entry, &mut gone);
             }
