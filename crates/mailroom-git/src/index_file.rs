@@ -89,6 +89,14 @@ pub(crate) fn add_entries(git_dir: &Path, mut entries: Vec<IndexEntry>) -> Resul
     }
 }
 
+/// The number of entries the index of `git_dir` says it holds (its header's count; nothing
+/// else is read), or `None` when there is no index or its header is not Git's.
+pub(crate) fn entry_count(git_dir: &Path) -> Option<usize> {
+    let mut header = [0u8; HEADER_LEN];
+    std::io::Read::read_exact(&mut File::open(git_dir.join("index")).ok()?, &mut header).ok()?;
+    (&header[..4] == SIGNATURE).then(|| u32::from_be_bytes(word(&header[8..12])) as usize)
+}
+
 /// `index.lock` while this code holds it: removed when dropped unless it became the index
 /// (a failure or a panic must not leave it behind, or every later update would find the
 /// index busy).

@@ -8,16 +8,14 @@ use std::collections::hash_map::Entry;
 use std::fs;
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use git2::{Index, IndexEntry, IndexTime, ObjectType, Oid, Repository, Signature, Tree};
+use git2::{ObjectType, Oid, Repository, Signature, Tree};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::digest::sha1;
 use crate::error::{Error, Result, git_err, io_err};
-use crate::index_file::{self, Update};
 use crate::pack::{self, PackBuilder, PackObject};
 use crate::roll_up::CommitPack;
 use crate::tree_merge::{self, RecentTrees};
@@ -77,6 +75,11 @@ pub struct ArchiveRepo {
     /// Set when the index is of a form neither `index_file` nor libgit2 can update: it is
     /// then left alone (and said so once).
     index_abandoned: bool,
+    /// Set at open when the commit the index reflects is not known (an archive from before
+    /// the index's marker, or an index removed): the next index sync rebuilds it from HEAD.
+    index_rebuild: bool,
+    /// The commit the index's marker names, as last read or written (`repo/index.rs`).
+    index_marked: Option<Oid>,
 }
 
 /// A commit the archive made: its id, and its pack, for the roll-ups (`roll_up.rs`), which
@@ -89,7 +92,8 @@ pub struct Committed {
 
 impl ArchiveRepo {
     /// Opens the repository at `root`, creating it (with `layout`'s first commit) when
-    /// absent, and brings a stale index back in line with HEAD.
+    /// absent. Git's index is not read: what it lacks of HEAD is found from its marker and
+    /// left for the next [`sync_index`](Self::sync_index) (see `repo/index.rs`).
     pub fn open_or_init(root: &Path, author: Author, layout: Layout) -> Result<Self> {
         fs::create_dir_all(root).map_err(|e| io_err("cannot create", root, e))?;
         // Every object read would otherwise be re-hashed; the archive trusts its own writes
@@ -124,6 +128,8 @@ impl ArchiveRepo {
             recent_trees: RecentTrees::default(),
             pack: PackBuilder::new(),
             index_abandoned: false,
+            index_rebuild: false,
+            index_marked: None,
         };
         if fresh || archive.head_tree()?.is_none() {
             let files: Vec<(String, Vec<u8>)> = (layout.first_files.iter())
@@ -132,7 +138,7 @@ impl ArchiveRepo {
             archive.commit_files(&files, layout.first_message)?;
             archive.sync_index()?;
         } else {
-            archive.realign_index()?;
+            archive.catch_up_index()?;
         }
         Ok(archive)
     }
@@ -263,6 +269,16 @@ impl ArchiveRepo {
         Ok(commit_object(tree, parents, &signature, message))
     }
 
+    /// Flushes the archive's filesystem to disk, so that the commits made so far survive a
+    /// power loss. Called before the queue rows they carry are deleted: the packs are synced
+    /// as they are written (`pack.rs`), but libgit2 does not fsync the ref it moves, nor is
+    /// the work tree synced file by file; one `syncfs` per commit costs far less.
+    pub fn make_durable(&self) -> Result<()> {
+        let git_dir = self.root.join(".git");
+        let dir = fs::File::open(&git_dir).map_err(|e| io_err("cannot open", &git_dir, e))?;
+        rustix::fs::syncfs(&dir).map_err(|e| Error::Flush { path: git_dir, source: e.into() })
+    }
+
     /// Points the checked-out branch at `commit`, with the reflog line `git commit` writes; a
     /// detached HEAD is moved itself. Only from `parent`, the tip the commit was built on (or,
     /// for the first commit, only if the branch does not exist yet): a commit a human made in
@@ -371,170 +387,6 @@ impl ArchiveRepo {
                 dir = d.parent();
             }
         }
-        Ok(())
-    }
-
-    /// Entries in Git's index (about one per archived file).
-    pub fn index_entries(&self) -> usize {
-        self.index_len
-    }
-
-    /// Git's index as on disk (empty when there is none yet), apart from the repository's
-    /// own copy, so that it is freed when dropped.
-    fn load_index(&self) -> Result<Index> {
-        Index::open(&self.repo.path().join("index")).map_err(|e| git_err("index", e))
-    }
-
-    /// Flushes the archive's filesystem to disk, so that the commits made so far survive a
-    /// power loss. Called before the queue rows they carry are deleted: the packs are synced
-    /// as they are written (`pack.rs`), but libgit2 does not fsync the ref it moves, nor is
-    /// the work tree synced file by file; one `syncfs` per commit costs far less.
-    pub fn make_durable(&self) -> Result<()> {
-        let git_dir = self.root.join(".git");
-        let dir = fs::File::open(&git_dir).map_err(|e| io_err("cannot open", &git_dir, e))?;
-        rustix::fs::syncfs(&dir).map_err(|e| Error::Flush { path: git_dir, source: e.into() })
-    }
-
-    /// Whether committed paths still wait for the index.
-    pub fn index_stale(&self) -> bool {
-        !self.index_pending.is_empty() || !self.index_removals.is_empty()
-    }
-
-    /// How many committed paths wait for the index.
-    pub fn index_backlog(&self) -> usize {
-        self.index_pending.len() + self.index_removals.len()
-    }
-
-    /// Records the committed files in Git's index (with their stat data, so `git status`
-    /// stays fast) and writes it. Best effort: when a human's git command holds
-    /// `index.lock`, the paths wait for the next call.
-    pub fn sync_index(&mut self) -> Result<()> {
-        if self.index_abandoned {
-            self.index_pending.clear();
-            self.index_removals.clear();
-        }
-        self.sync_index_additions()?;
-        if self.index_pending.is_empty() && !self.index_removals.is_empty() {
-            self.sync_index_removals()?;
-        }
-        Ok(())
-    }
-
-    /// Takes the removed files out of Git's index through libgit2 (removals are rare: a
-    /// person deleting messages), after the additions before them. A busy index keeps them
-    /// for the next call.
-    fn sync_index_removals(&mut self) -> Result<()> {
-        let mut index = match self.load_index() {
-            Ok(index) => index,
-            Err(e) => {
-                tracing::warn!(error = %e, "the archive's Git index cannot be read; it is no \
-                    longer kept in step");
-                self.index_abandoned = true;
-                self.index_removals.clear();
-                return Ok(());
-            }
-        };
-        for path in &self.index_removals {
-            // A path the index lacks (never synced, or removed before a crash) is no error.
-            let _ = index.remove_path(Path::new(path));
-        }
-        match index.write() {
-            Ok(()) => {
-                self.index_len = index.len();
-                self.index_removals.clear();
-            }
-            Err(e) if e.code() == git2::ErrorCode::Locked => {
-                tracing::debug!(error = %e.message(), "archive index busy; will retry");
-            }
-            Err(e) => {
-                tracing::warn!(error = %e.message(), "the archive's Git index cannot be \
-                    written; it is no longer kept in step (`git status` will differ until it \
-                    is rebuilt, e.g. `rm .git/index && git reset`)");
-                self.index_abandoned = true;
-                self.index_removals.clear();
-            }
-        }
-        Ok(())
-    }
-
-    /// The additions of [`sync_index`](Self::sync_index).
-    fn sync_index_additions(&mut self) -> Result<()> {
-        if self.index_pending.is_empty() {
-            return Ok(());
-        }
-        let paths = std::mem::take(&mut self.index_pending);
-        match index_file::add_entries(self.repo.path(), self.index_entries_of(&paths)) {
-            Ok(Update::Written(entries)) => self.index_len = entries,
-            Ok(Update::Busy) => {
-                tracing::debug!("archive index busy; will retry");
-                self.index_pending = paths;
-            }
-            // A form a human's Git chose: libgit2 rewrites version 4; a split or sparse
-            // index, or a damaged one, it cannot read either.
-            Ok(update @ (Update::Unsupported | Update::Damaged(_))) => {
-                if let Err(e) = self.sync_index_with_libgit2(&paths) {
-                    if !self.index_abandoned {
-                        tracing::warn!(?update, error = %e, "the archive's Git index is of a \
-                            form mailroom cannot update; it is no longer kept in step (`git \
-                            status` will list the archive's files until it is rebuilt, e.g. \
-                            `rm .git/index && git reset`)");
-                    }
-                    self.index_abandoned = true;
-                }
-            }
-            Err(e) => {
-                self.index_pending = paths;
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
-    /// Index entries for committed files still in the work tree, with their stat data.
-    ///
-    /// Each path is stat'ed for itself, even a hard link of another path of its batch: the
-    /// paths wait here across batches, that other path may be rewritten meanwhile, and Git
-    /// takes a size differing from the index's as a change without reading the file.
-    fn index_entries_of(&self, paths: &[(String, Oid)]) -> Vec<IndexEntry> {
-        let stat = |path: &str| fs::metadata(self.root.join(path)).ok();
-        paths
-            .iter()
-            .filter_map(|(path, blob)| Some(index_entry(path, *blob, &stat(path)?)))
-            .collect()
-    }
-
-    /// `sync_index` through libgit2, which loads the whole index. A busy index keeps the
-    /// paths for the next call; another failure leaves them to the caller.
-    fn sync_index_with_libgit2(&mut self, paths: &[(String, Oid)]) -> Result<()> {
-        let mut index = self.load_index()?;
-        for entry in self.index_entries_of(paths) {
-            index.add(&entry).map_err(|e| git_err("index add", e))?;
-        }
-        match index.write() {
-            Ok(()) => self.index_len = index.len(),
-            Err(e) => {
-                tracing::debug!(error = %e.message(), "archive index busy; will retry");
-                self.index_pending = paths.to_vec();
-            }
-        }
-        Ok(())
-    }
-
-    /// After a crash the index can lag HEAD; reload it from HEAD's tree when they differ.
-    fn realign_index(&mut self) -> Result<()> {
-        let Some(head_tree) = head_tree(&self.repo)?.map(|t| t.id()) else { return Ok(()) };
-        let mut index = self.load_index()?;
-        let index_tree = index.write_tree_to(&self.repo).ok();
-        if index_tree != Some(head_tree) {
-            let tree = self.repo.find_tree(head_tree).map_err(|e| git_err("find tree", e))?;
-            index.read_tree(&tree).map_err(|e| git_err("index reload", e))?;
-            if let Err(e) = index.write() {
-                // The index is not kept: the next start re-aligns it.
-                tracing::warn!(error = %e.message(), "cannot rewrite the archive index");
-                return Ok(());
-            }
-        }
-        self.index_len = index.len();
         Ok(())
     }
 }
@@ -676,24 +528,7 @@ fn create_replacing(dir: BorrowedFd<'_>, name: &str) -> std::io::Result<fs::File
     Ok(fs::File::from(fd))
 }
 
-fn index_entry(path: &str, id: Oid, meta: &fs::Metadata) -> IndexEntry {
-    // Index stat fields are 32-bit by format; truncation is what Git itself stores.
-    let time = |secs: i64, nanos: i64| IndexTime::new(secs as i32, nanos as u32);
-    IndexEntry {
-        ctime: time(meta.ctime(), meta.ctime_nsec()),
-        mtime: time(meta.mtime(), meta.mtime_nsec()),
-        dev: meta.dev() as u32,
-        ino: meta.ino() as u32,
-        mode: 0o100644,
-        uid: meta.uid(),
-        gid: meta.gid(),
-        file_size: meta.size() as u32,
-        id,
-        flags: path.len().min(0xfff) as u16,
-        flags_extended: 0,
-        path: path.as_bytes().to_vec(),
-    }
-}
+mod index;
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
 use super::*;
 use crate::testing::{LAYOUT, git};
+use std::os::unix::fs::MetadataExt;
 
 fn author() -> Author {
     Author { name: "mailroom".to_string(), email: "mailroom@example.com".to_string() }
@@ -238,4 +239,76 @@ fn removals_leave_tree_work_tree_and_index() {
     git(&root, &["fsck", "--strict"]);
     let again = repo.commit_changes(&[], &gone, "delete: again\n").expect("replay");
     assert!(again.is_none(), "a replay changes nothing");
+}
+
+/// Files of `names` in the canonical and an inbox directory, each holding its name.
+fn mail(names: &[&str]) -> Vec<(String, Vec<u8>)> {
+    names
+        .iter()
+        .flat_map(|m| {
+            let bytes = format!("{m}\n").into_bytes();
+            [
+                (format!("projects/p/messages/2026/11/{m}.md"), bytes.clone()),
+                (format!("projects/p/agents/A/inbox/2026/11/{m}.md"), bytes),
+            ]
+        })
+        .collect()
+}
+
+fn marker(root: &Path) -> String {
+    fs::read_to_string(root.join(".git/mailroom-index")).expect("marker")
+}
+
+/// Commits made but never synced to the index (the server killed between the two) are
+/// found at the next open from the marker, without the index being read: they wait for the
+/// first sync like a commit's files, and `git status` is clean after it. A human's staged
+/// file survives the restart (the index is not reset to HEAD).
+#[test]
+fn commits_the_index_missed_are_caught_up_from_its_marker() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("init");
+    repo.commit_files(&mail(&["m1", "m2"]), "mail: two\n").expect("commit");
+    repo.sync_index().expect("index");
+    let synced = git(&root, &["rev-parse", "HEAD"]);
+    assert_eq!(marker(&root), synced);
+    fs::write(root.join("notes.txt"), "a human's file\n").expect("write");
+    git(&root, &["add", "notes.txt"]);
+    repo.commit_files(&mail(&["m3"]), "mail: three\n").expect("commit");
+    repo.commit_changes(&[], &["projects/p/messages/2026/11/m1.md".to_string()], "delete\n")
+        .expect("removal");
+    drop(repo);
+    assert_eq!(marker(&root), synced, "nothing synced since");
+
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("reopen");
+    assert_eq!(repo.index_backlog(), 3, "m3's two files and m1's removal, from the tree diff");
+    assert!(!repo.index_rebuild);
+    assert_eq!(repo.index_entries(), 6, "the header's count: .gitattributes, m1, m2, notes");
+    repo.sync_index().expect("index");
+    assert_eq!(git(&root, &["status", "--porcelain"]), "A  notes.txt\n");
+    assert_eq!(marker(&root), git(&root, &["rev-parse", "HEAD"]));
+    let staged = git(&root, &["diff", "--cached", "--name-only"]);
+    assert_eq!(staged, "notes.txt\n", "only the human's file differs from HEAD");
+}
+
+/// An archive from before the marker (or whose index was removed) gets its index rebuilt
+/// from HEAD at the first sync, not at open, and is marked after it.
+#[test]
+fn an_index_without_a_marker_is_rebuilt_at_the_first_sync() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("init");
+    repo.commit_files(&mail(&["m1", "m2"]), "mail: two\n").expect("commit");
+    drop(repo);
+    fs::remove_file(root.join(".git/mailroom-index")).expect("no marker");
+    fs::remove_file(root.join(".git/index")).expect("no index");
+
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("reopen");
+    assert!(repo.index_rebuild);
+    assert!(!root.join(".git/index").exists(), "open leaves the index to the sync");
+    repo.sync_index().expect("index");
+    assert!(!repo.index_rebuild);
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_eq!(repo.index_entries(), 5);
+    assert_eq!(marker(&root), git(&root, &["rev-parse", "HEAD"]));
 }
