@@ -10,9 +10,13 @@
 //! (`DIRC`, version, entry count), entries sorted by path (62 fixed bytes, 2 more in version
 //! 3 when the entry says so, the path, 1 to 8 NULs to a multiple of 8 bytes), extensions,
 //! and the SHA-1 of everything before it. Optional extensions (the cached tree, the untracked
-//! cache, offsets into the old file) are dropped: Git rebuilds them when missing. An index
-//! this code does not handle (version 4, or a required extension: a split or sparse index)
-//! is reported as [`Update::Unsupported`]. A path that is both a file and another entry's
+//! cache, offsets into the old file) are dropped: Git rebuilds them when missing. A sparse
+//! index (`sdir`: entries that stand for a whole directory outside the sparse checkout, with
+//! a directory's mode and the skip-worktree flag) is read and written like any other: such
+//! an entry is set, replaced or removed by its path ending in `/`, and `collapse` drops every
+//! entry under a directory its new sparse entry stands for. An index this code does not
+//! handle (version 4, or another required extension: a split index) is reported as
+//! [`Update::Unsupported`]. A path that is both a file and another entry's
 //! directory (which a human's `git add` could never produce, nor `tree_merge` commit) is not
 //! looked for.
 
@@ -33,6 +37,12 @@ const CHECKSUM_LEN: usize = 20;
 const FIXED_LEN: usize = 62;
 const FLAG_EXTENDED: u16 = 0x4000;
 const NAME_MASK: u16 = 0x0fff;
+/// The extension marking an index that may hold sparse directory entries.
+const SPARSE_EXTENSION: &[u8; 4] = b"sdir";
+/// A sparse directory entry's mode: a directory's (its id is the directory's tree).
+pub(crate) const DIRECTORY_MODE: u32 = 0o040000;
+/// The extended flag of an entry whose file is not in the work tree.
+pub(crate) const SKIP_WORKTREE: u16 = 1 << 14;
 
 /// What an update did.
 #[derive(Debug, PartialEq, Eq)]
@@ -47,14 +57,35 @@ pub(crate) enum Update {
     Damaged(&'static str),
 }
 
-/// Sets `entries` (stage 0, each with its path and stat data) in the index of `git_dir`,
-/// replacing any entry of the same path, in any stage. A path given twice keeps its last
-/// entry.
-pub(crate) fn add_entries(git_dir: &Path, mut entries: Vec<IndexEntry>) -> Result<Update> {
+/// What one update changes in the index.
+#[derive(Debug, Default)]
+pub(crate) struct Changes {
+    /// Entries set (a file's, or a sparse directory's), each replacing its path's entries in
+    /// any stage; of a path given twice the last is kept.
+    pub(crate) set: Vec<IndexEntry>,
+    /// Paths whose entries go.
+    pub(crate) remove: Vec<Vec<u8>>,
+    /// Directories, ending in `/`, whose entries all go (a sparse entry set for the same path
+    /// stands for them).
+    pub(crate) collapse: Vec<Vec<u8>>,
+    /// Whether the index on disk is ignored: the new one holds `set` alone.
+    pub(crate) rebuild: bool,
+}
+
+/// Sets `entries` (stage 0, each with its path and stat data) in the index of `git_dir`.
+#[cfg(test)]
+pub(crate) fn add_entries(git_dir: &Path, entries: Vec<IndexEntry>) -> Result<Update> {
+    update(git_dir, Changes { set: entries, ..Changes::default() })
+}
+
+/// Applies `changes` to the index of `git_dir`, as a stream into `index.lock`.
+pub(crate) fn update(git_dir: &Path, mut changes: Changes) -> Result<Update> {
     // Reversed, then sorted stably: of equal paths the last given comes first, and is kept.
-    entries.reverse();
-    entries.sort_by(|a, b| a.path.cmp(&b.path));
-    entries.dedup_by(|next, kept| next.path == kept.path);
+    changes.set.reverse();
+    changes.set.sort_by(|a, b| a.path.cmp(&b.path));
+    changes.set.dedup_by(|next, kept| next.path == kept.path);
+    changes.remove.sort();
+    changes.collapse.sort();
 
     let index_path = git_dir.join("index");
     let lock_path = git_dir.join("index.lock");
@@ -71,9 +102,13 @@ pub(crate) fn add_entries(git_dir: &Path, mut entries: Vec<IndexEntry>) -> Resul
     };
     // From here on the lock is ours: removed whatever happens, unless renamed into place.
     let mut held = HeldLock { path: &lock_path, published: false };
-    let merged = match File::open(&index_path) {
-        Ok(old) => merge(Some(BufReader::with_capacity(1 << 16, old)), &entries, lock),
-        Err(e) if e.kind() == ErrorKind::NotFound => merge(None::<&[u8]>, &entries, lock),
+    let old = match changes.rebuild {
+        true => Err(ErrorKind::NotFound.into()),
+        false => File::open(&index_path),
+    };
+    let merged = match old {
+        Ok(old) => merge(Some(BufReader::with_capacity(1 << 16, old)), &changes, lock),
+        Err(e) if e.kind() == ErrorKind::NotFound => merge(None::<&[u8]>, &changes, lock),
         Err(e) => Err(MergeError::Io(e)),
     };
     match merged {
@@ -130,24 +165,26 @@ impl From<std::io::Error> for MergeError {
 
 /// Writes to `out` the index read from `old` (`None`: there is none yet) with `entries`
 /// (sorted by path, one per path) merged in. Returns the number of entries written.
-fn merge(
-    old: Option<impl BufRead>,
-    entries: &[IndexEntry],
-    out: File,
-) -> Result<usize, MergeError> {
+fn merge(old: Option<impl BufRead>, changes: &Changes, out: File) -> Result<usize, MergeError> {
     let mut old = match old {
         Some(reader) => Some(OldIndex::open(reader)?),
         None => None,
     };
-    let version = old.as_ref().map_or(2, |index| index.version);
+    // Extended flags (a sparse entry's skip-worktree) need version 3.
+    let extended = changes.set.iter().any(|entry| entry.flags_extended != 0);
+    let old_version = old.as_ref().map_or(2, |index| index.version);
+    let version = if extended { old_version.max(3) } else { old_version };
     let mut writer = BufWriter::with_capacity(1 << 16, out);
     // The count is patched in once known (how many entries are replaced is not known ahead).
     writer.write_all(SIGNATURE)?;
     writer.write_all(&version.to_be_bytes())?;
     writer.write_all(&0u32.to_be_bytes())?;
 
-    let mut pending = entries.iter().peekable();
+    let mut pending = changes.set.iter().peekable();
+    let mut removed = changes.remove.iter().peekable();
+    let mut collapsed = changes.collapse.iter().peekable();
     let mut written = 0usize;
+    let mut sparse = changes.set.iter().any(is_sparse_directory);
     if let Some(old) = old.as_mut() {
         // The path whose entries (one per stage) a new entry replaced.
         let mut replaced: Option<Vec<u8>> = None;
@@ -160,19 +197,34 @@ fn merge(
                 write_entry(&mut writer, new)?;
                 written += 1;
             }
-            written += 1;
             if let Some(new) = pending.next_if(|new| new.path.as_slice() == path) {
                 write_entry(&mut writer, new)?;
+                written += 1;
                 replaced = Some(path.to_vec());
-            } else {
+                continue;
+            }
+            // A directory's entries follow it in order: one passed is passed for good.
+            while collapsed.next_if(|dir| dir.as_slice() < path && !path.starts_with(dir)).is_some()
+            {
+            }
+            while removed.next_if(|gone| gone.as_slice() < path).is_some() {}
+            let goes = collapsed.peek().is_some_and(|dir| path.starts_with(dir))
+                || removed.peek().is_some_and(|gone| gone.as_slice() == path);
+            if !goes {
                 writer.write_all(entry.bytes)?;
+                written += 1;
             }
         }
-        old.check_trailer()?;
+        sparse |= old.check_trailer()?;
     }
     for new in pending {
         write_entry(&mut writer, new)?;
         written += 1;
+    }
+    if sparse {
+        // `sdir`: the index may hold sparse directory entries (an empty extension).
+        writer.write_all(SPARSE_EXTENSION)?;
+        writer.write_all(&0u32.to_be_bytes())?;
     }
 
     let count = u32::try_from(written).map_err(|_| MergeError::Corrupt("too many entries"))?;
@@ -273,8 +325,10 @@ impl<R: BufRead> OldIndex<R> {
     }
 
     /// Reads what follows the entries: extensions, then the checksum of everything before
-    /// it, which must match. An extension that changes what the entries mean is unsupported.
-    fn check_trailer(&mut self) -> Result<(), MergeError> {
+    /// it, which must match. An extension that changes what the entries mean is unsupported,
+    /// but for `sdir` (sparse directory entries, which are copied like any other): whether
+    /// it is there.
+    fn check_trailer(&mut self) -> Result<bool, MergeError> {
         let mut rest = Vec::new();
         self.reader.read_to_end(&mut rest)?;
         if rest.len() < CHECKSUM_LEN {
@@ -288,20 +342,23 @@ impl<R: BufRead> OldIndex<R> {
             return Err(MergeError::Corrupt("its checksum does not match"));
         }
         let mut remaining = extensions;
+        let mut sparse = false;
         while !remaining.is_empty() {
             if remaining.len() < 8 {
                 return Err(MergeError::Corrupt("a truncated extension"));
             }
             // A signature not starting with `A`–`Z` marks an extension readers must
             // understand (a split index's `link`, a sparse index's `sdir`, …).
-            if !remaining[0].is_ascii_uppercase() {
+            if &remaining[..4] == SPARSE_EXTENSION {
+                sparse = true;
+            } else if !remaining[0].is_ascii_uppercase() {
                 return Err(MergeError::Unsupported);
             }
             let size = u32::from_be_bytes(word(&remaining[4..8])) as usize;
             remaining =
                 remaining.get(8 + size..).ok_or(MergeError::Corrupt("an extension overruns"))?;
         }
-        Ok(())
+        Ok(sparse)
     }
 }
 
@@ -323,14 +380,24 @@ fn write_entry(out: &mut impl Write, entry: &IndexEntry) -> std::io::Result<()> 
         slot.copy_from_slice(&value.to_be_bytes());
     }
     fixed[40..60].copy_from_slice(entry.id.as_bytes());
-    // Stage 0, no extended flags; the name length, or 0xfff when longer.
+    // Stage 0; the name length, or 0xfff when longer; then the extended flags, if any.
     let name_len = entry.path.len().min(usize::from(NAME_MASK)) as u16;
-    fixed[60..62].copy_from_slice(&name_len.to_be_bytes());
+    let extended = entry.flags_extended != 0;
+    let flags = if extended { name_len | FLAG_EXTENDED } else { name_len };
+    fixed[60..62].copy_from_slice(&flags.to_be_bytes());
     out.write_all(&fixed)?;
+    if extended {
+        out.write_all(&entry.flags_extended.to_be_bytes())?;
+    }
     out.write_all(&entry.path)?;
-    let unpadded = FIXED_LEN + entry.path.len();
+    let unpadded = FIXED_LEN + usize::from(extended) * 2 + entry.path.len();
     let padding = (unpadded + 1).div_ceil(8) * 8 - unpadded;
     out.write_all(&[0u8; 8][..padding])
+}
+
+/// Whether `entry` stands for a directory outside the sparse checkout.
+pub(crate) fn is_sparse_directory(entry: &IndexEntry) -> bool {
+    entry.mode == DIRECTORY_MODE
 }
 
 fn word(bytes: &[u8]) -> [u8; 4] {

@@ -19,6 +19,7 @@ use crate::error::{Error, Result, git_err, io_err};
 use crate::pack::{self, PackBuilder, PackObject};
 use crate::roll_up::CommitPack;
 use crate::tree_merge::{self, RecentTrees};
+use sparse::Sparse;
 
 /// Who commits to the archive (author and committer of every commit).
 #[derive(Debug, Clone)]
@@ -80,6 +81,10 @@ pub struct ArchiveRepo {
     index_rebuild: bool,
     /// The commit the index's marker names, as last read or written (`repo/index.rs`).
     index_marked: Option<Oid>,
+    /// Retired directories whose files the index still lists, for the next sync.
+    index_collapse: Vec<String>,
+    /// The directories retired from the work tree (`repo/sparse.rs`).
+    sparse: Sparse,
 }
 
 /// A commit the archive made: its id, and its pack, for the roll-ups (`roll_up.rs`), which
@@ -130,6 +135,8 @@ impl ArchiveRepo {
             index_abandoned: false,
             index_rebuild: false,
             index_marked: None,
+            index_collapse: Vec::new(),
+            sparse: Sparse::load(&root.join(".git")),
         };
         if fresh || archive.head_tree()?.is_none() {
             let files: Vec<(String, Vec<u8>)> = (layout.first_files.iter())
@@ -139,6 +146,7 @@ impl ArchiveRepo {
             archive.sync_index()?;
         } else {
             archive.catch_up_index()?;
+            archive.open_sparse()?;
         }
         Ok(archive)
     }
@@ -321,7 +329,8 @@ impl ArchiveRepo {
         let mut directories = Directories::new(&self.root);
         for ((path, bytes), blob) in files.iter().zip(blobs) {
             self.index_pending.push((path.clone(), *blob));
-            if (self.layout.written_by_owner)(path) {
+            // A retired directory stays out of the work tree (its index entry follows).
+            if (self.layout.written_by_owner)(path) || self.sparse.retired_dir_of(path).is_some() {
                 continue;
             }
             let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
@@ -529,6 +538,7 @@ fn create_replacing(dir: BorrowedFd<'_>, name: &str) -> std::io::Result<fs::File
 }
 
 mod index;
+mod sparse;
 
 #[cfg(test)]
 mod tests;

@@ -1,45 +1,51 @@
 //! Git's index, kept in step with the archive's commits for humans (`git status`), without
-//! ever being read whole on the way: additions are merged in as a stream (`index_file`).
+//! ever being held in memory: every update is a streamed merge (`index_file`).
 //!
 //! After each sync that leaves nothing waiting, the commit the index then reflects is
 //! written to `.git/mailroom-index` (its id and a newline). At open the marker replaces
 //! reading the index: naming HEAD, the index is in step; naming an older commit (a crash
 //! between a commit and the next sync, or a human's commit), the files that differ between
 //! the two trees wait for the next sync like a commit's (libgit2's tree diff skips the
-//! subtrees both share, so this costs what changed, not the archive's size). Reading the index
-//! and building its trees took 82 % of a start-up at 400,000 files and grew with them. Only
-//! without a usable marker (an archive from before it, an index removed) is the index
-//! rebuilt from HEAD as before, at the first sync rather than in the way of start-up.
+//! subtrees both share, so this costs what changed, not the archive's size). Reading the
+//! index and building its trees took 82 % of a start-up at 400,000 files and grew with them.
+//! Only without a usable marker (an archive from before it, an index removed, a retirement
+//! cut short) is the index rebuilt from HEAD's tree, at the first sync rather than in the
+//! way of start-up.
+//!
+//! A file under a retired directory (`repo/sparse.rs`) has no entry of its own: its
+//! directory's sparse entry is given the directory's new tree instead.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use git2::{Delta, DiffOptions, Index, IndexEntry, IndexTime, Oid};
+use git2::{
+    Delta, DiffOptions, IndexEntry, IndexTime, ObjectType, Oid, TreeWalkMode, TreeWalkResult,
+};
 
 use super::{ArchiveRepo, head_commit, head_tree};
 use crate::atomic_file::write_atomically;
-use crate::error::{Result, git_err};
-use crate::index_file::{self, Update};
+use crate::error::{Result, git_err, io_err};
+use crate::index_file::{self, Changes, DIRECTORY_MODE, SKIP_WORKTREE, Update};
 
 /// The marker's file name in the Git directory.
 const MARKER: &str = "mailroom-index";
+/// A file's mode in the index (what the archive writes).
+const FILE_MODE: u32 = 0o100644;
 
 impl ArchiveRepo {
-    /// Entries in Git's index (about one per archived file).
+    /// Entries in Git's index (about one per archived file in the work tree).
     pub fn index_entries(&self) -> usize {
         self.index_len
     }
 
-    /// Git's index as on disk (empty when there is none yet), apart from the repository's
-    /// own copy, so that it is freed when dropped.
-    fn load_index(&self) -> Result<Index> {
-        Index::open(&self.repo.path().join("index")).map_err(|e| git_err("index", e))
-    }
-
     /// Whether committed paths still wait for the index, or the index waits to be rebuilt.
     pub fn index_stale(&self) -> bool {
-        self.index_rebuild || !self.index_pending.is_empty() || !self.index_removals.is_empty()
+        self.index_rebuild
+            || !self.index_pending.is_empty()
+            || !self.index_removals.is_empty()
+            || !self.index_collapse.is_empty()
     }
 
     /// How many committed paths wait for the index.
@@ -54,15 +60,14 @@ impl ArchiveRepo {
         if self.index_abandoned {
             self.index_pending.clear();
             self.index_removals.clear();
+            self.index_collapse.clear();
             return Ok(());
         }
-        if self.index_rebuild {
-            self.realign_index()?;
-            self.index_rebuild = false;
+        if self.index_rebuild && !self.rebuild_index()? {
+            return Ok(());
         }
-        self.sync_index_additions()?;
-        if self.index_pending.is_empty() && !self.index_removals.is_empty() {
-            self.sync_index_removals()?;
+        if self.index_stale() {
+            self.apply_index_changes()?;
         }
         if !self.index_stale() {
             self.mark_index();
@@ -70,59 +75,27 @@ impl ArchiveRepo {
         Ok(())
     }
 
-    /// Takes the removed files out of Git's index through libgit2 (removals are rare: a
-    /// person deleting messages), after the additions before them. A busy index keeps them
-    /// for the next call.
-    fn sync_index_removals(&mut self) -> Result<()> {
-        let mut index = match self.load_index() {
-            Ok(index) => index,
-            Err(e) => {
-                tracing::warn!(error = %e, "the archive's Git index cannot be read; it is no \
-                    longer kept in step");
-                self.index_abandoned = true;
-                self.index_removals.clear();
-                return Ok(());
-            }
-        };
-        for path in &self.index_removals {
-            // A path the index lacks (never synced, or removed before a crash) is no error.
-            let _ = index.remove_path(Path::new(path));
-        }
-        match index.write() {
-            Ok(()) => {
-                self.index_len = index.len();
-                self.index_removals.clear();
-            }
-            Err(e) if e.code() == git2::ErrorCode::Locked => {
-                tracing::debug!(error = %e.message(), "archive index busy; will retry");
-            }
-            Err(e) => {
-                tracing::warn!(error = %e.message(), "the archive's Git index cannot be \
-                    written; it is no longer kept in step (`git status` will differ until it \
-                    is rebuilt, e.g. `rm .git/index && git reset`)");
-                self.index_abandoned = true;
-                self.index_removals.clear();
-            }
-        }
-        Ok(())
-    }
-
-    /// The additions of [`sync_index`](Self::sync_index).
-    fn sync_index_additions(&mut self) -> Result<()> {
-        if self.index_pending.is_empty() {
-            return Ok(());
-        }
+    /// Writes the waiting additions, removals and retirements into the index.
+    fn apply_index_changes(&mut self) -> Result<()> {
         let paths = std::mem::take(&mut self.index_pending);
-        match index_file::add_entries(self.repo.path(), self.index_entries_of(&paths)) {
-            Ok(Update::Written(entries)) => self.index_len = entries,
+        let removals = std::mem::take(&mut self.index_removals);
+        let collapse = std::mem::take(&mut self.index_collapse);
+        let changes = self.index_changes(&paths, &removals, &collapse)?;
+        match index_file::update(self.repo.path(), changes) {
+            Ok(Update::Written(entries)) => {
+                self.index_len = entries;
+                self.remove_retired_from_work_tree(&collapse);
+                self.note_new_directories(&paths);
+            }
             Ok(Update::Busy) => {
                 tracing::debug!("archive index busy; will retry");
-                self.index_pending = paths;
+                (self.index_pending, self.index_removals) = (paths, removals);
+                self.index_collapse = collapse;
             }
-            // A form a human's Git chose: libgit2 rewrites version 4; a split or sparse
-            // index, or a damaged one, it cannot read either.
+            // A form a human's Git chose: libgit2 rewrites version 4; a split index, or a
+            // damaged one, it cannot read either.
             Ok(update @ (Update::Unsupported | Update::Damaged(_))) => {
-                if let Err(e) = self.sync_index_with_libgit2(&paths) {
+                if let Err(e) = self.sync_index_with_libgit2(&paths, &removals) {
                     if !self.index_abandoned {
                         tracing::warn!(?update, error = %e, "the archive's Git index is of a \
                             form mailroom cannot update; it is no longer kept in step (`git \
@@ -133,11 +106,49 @@ impl ArchiveRepo {
                 }
             }
             Err(e) => {
-                self.index_pending = paths;
+                (self.index_pending, self.index_removals) = (paths, removals);
+                self.index_collapse = collapse;
                 return Err(e);
             }
         }
         Ok(())
+    }
+
+    /// The index changes for committed `paths` and `removals`, and for the directories to
+    /// `collapse` into sparse entries. A path under a retired directory refreshes that
+    /// directory's sparse entry instead of having one of its own.
+    fn index_changes(
+        &self,
+        paths: &[(String, Oid)],
+        removals: &[String],
+        collapse: &[String],
+    ) -> Result<Changes> {
+        let mut changes = Changes::default();
+        let mut retired: BTreeSet<&str> = collapse.iter().map(String::as_str).collect();
+        for dir in collapse {
+            changes.collapse.push(format!("{dir}/").into_bytes());
+        }
+        let mut files = Vec::with_capacity(paths.len());
+        for (path, blob) in paths {
+            match self.sparse.retired_dir_of(path) {
+                Some(dir) => _ = retired.insert(dir),
+                None => files.push((path.as_str(), *blob)),
+            }
+        }
+        changes.set = self.index_entries_of(&files);
+        for path in removals {
+            match self.sparse.retired_dir_of(path) {
+                Some(dir) => _ = retired.insert(dir),
+                None => changes.remove.push(path.clone().into_bytes()),
+            }
+        }
+        for dir in retired {
+            match self.head_directory(dir)? {
+                Some(tree) => changes.set.push(sparse_entry(dir, tree)),
+                None => changes.remove.push(format!("{dir}/").into_bytes()),
+            }
+        }
+        Ok(changes)
     }
 
     /// Index entries for committed files still in the work tree, with their stat data.
@@ -145,48 +156,85 @@ impl ArchiveRepo {
     /// Each path is stat'ed for itself, even a hard link of another path of its batch: the
     /// paths wait here across batches, that other path may be rewritten meanwhile, and Git
     /// takes a size differing from the index's as a change without reading the file.
-    fn index_entries_of(&self, paths: &[(String, Oid)]) -> Vec<IndexEntry> {
+    fn index_entries_of(&self, paths: &[(&str, Oid)]) -> Vec<IndexEntry> {
         let stat = |path: &str| fs::metadata(self.root.join(path)).ok();
         paths
             .iter()
-            .filter_map(|(path, blob)| Some(index_entry(path, *blob, &stat(path)?)))
+            .filter_map(|(path, blob)| Some(file_entry(path, *blob, FILE_MODE, Some(&stat(path)?))))
             .collect()
     }
 
-    /// `sync_index` through libgit2, which loads the whole index. A busy index keeps the
-    /// paths for the next call; another failure leaves them to the caller.
-    fn sync_index_with_libgit2(&mut self, paths: &[(String, Oid)]) -> Result<()> {
-        let mut index = self.load_index()?;
-        for entry in self.index_entries_of(paths) {
+    /// `sync_index` through libgit2, which loads the whole index (for forms `index_file`
+    /// does not write). A busy index keeps the paths for the next call; another failure
+    /// leaves them to the caller.
+    fn sync_index_with_libgit2(
+        &mut self,
+        paths: &[(String, Oid)],
+        removals: &[String],
+    ) -> Result<()> {
+        let path = self.repo.path().join("index");
+        let mut index = git2::Index::open(&path).map_err(|e| git_err("index", e))?;
+        let files: Vec<(&str, Oid)> = paths.iter().map(|(p, id)| (p.as_str(), *id)).collect();
+        for entry in self.index_entries_of(&files) {
             index.add(&entry).map_err(|e| git_err("index add", e))?;
+        }
+        for path in removals {
+            // A path the index lacks (never synced, or removed before a crash) is no error.
+            let _ = index.remove_path(Path::new(path));
         }
         match index.write() {
             Ok(()) => self.index_len = index.len(),
             Err(e) => {
                 tracing::debug!(error = %e.message(), "archive index busy; will retry");
                 self.index_pending = paths.to_vec();
+                self.index_removals = removals.to_vec();
             }
         }
         Ok(())
     }
 
-    /// Reloads the index from HEAD's tree when they differ: the whole index is read (and its
-    /// tree built), so this runs only when the marker cannot say what the index lacks.
-    fn realign_index(&mut self) -> Result<()> {
-        let Some(head_tree) = head_tree(&self.repo)?.map(|t| t.id()) else { return Ok(()) };
-        let mut index = self.load_index()?;
-        let index_tree = index.write_tree_to(&self.repo).ok();
-        if index_tree != Some(head_tree) {
-            let tree = self.repo.find_tree(head_tree).map_err(|e| git_err("find tree", e))?;
-            index.read_tree(&tree).map_err(|e| git_err("index reload", e))?;
-            if let Err(e) = index.write() {
-                // The index is not kept: the next start re-aligns it.
-                tracing::warn!(error = %e.message(), "cannot rewrite the archive index");
-                return Ok(());
+    /// Writes the index anew from HEAD's tree (a retired directory as its sparse entry), with
+    /// the work tree's stat data, and takes the retired directories' files out of the work
+    /// tree. Holds the entries of the files in the work tree (not the retired ones') while
+    /// it writes. False when a human's Git holds the index: the rebuild waits for the next
+    /// sync.
+    fn rebuild_index(&mut self) -> Result<bool> {
+        let Some(tree) = head_tree(&self.repo)? else {
+            self.index_rebuild = false;
+            return Ok(true);
+        };
+        let mut set = Vec::new();
+        tree.walk(TreeWalkMode::PreOrder, |parent, entry| {
+            let Ok(name) = entry.name() else { return TreeWalkResult::Skip };
+            let path = format!("{parent}{name}");
+            match entry.kind() {
+                Some(ObjectType::Tree) if self.sparse.is_retired(&path) => {
+                    set.push(sparse_entry(&path, entry.id()));
+                    TreeWalkResult::Skip
+                }
+                Some(ObjectType::Blob) => {
+                    let meta = fs::symlink_metadata(self.root.join(&path)).ok();
+                    let mode = entry.filemode() as u32;
+                    set.push(file_entry(&path, entry.id(), mode, meta.as_ref()));
+                    TreeWalkResult::Ok
+                }
+                _ => TreeWalkResult::Ok,
             }
+        })
+        .map_err(|e| git_err("tree walk", e))?;
+        let changes = Changes { set, rebuild: true, ..Changes::default() };
+        match index_file::update(self.repo.path(), changes)? {
+            Update::Written(entries) => self.index_len = entries,
+            _ => return Ok(false),
         }
-        self.index_len = index.len();
-        Ok(())
+        let retired: Vec<String> = self.sparse.retired().map(str::to_string).collect();
+        self.remove_retired_from_work_tree(&retired);
+        // HEAD holds every committed path: nothing waits any more.
+        self.index_pending.clear();
+        self.index_removals.clear();
+        self.index_collapse.clear();
+        self.index_rebuild = false;
+        Ok(true)
     }
 
     /// At open: what the index lacks of HEAD, from its marker, waits for the next sync;
@@ -262,23 +310,60 @@ impl ArchiveRepo {
             Err(e) => tracing::debug!(error = %e, "cannot write the index marker"),
         }
     }
+
+    /// Removes the marker before a change the index must not be trusted across (a crash
+    /// in the middle then rebuilds it).
+    pub(super) fn unmark_index(&mut self) -> Result<()> {
+        let path = self.marker_path();
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err("cannot remove", &path, e)),
+        }
+        self.index_marked = None;
+        Ok(())
+    }
 }
 
-fn index_entry(path: &str, id: Oid, meta: &fs::Metadata) -> IndexEntry {
+/// A file's index entry, with `meta`'s stat data (zero without: Git then reads the file).
+fn file_entry(path: &str, id: Oid, mode: u32, meta: Option<&fs::Metadata>) -> IndexEntry {
     // Index stat fields are 32-bit by format; truncation is what Git itself stores.
     let time = |secs: i64, nanos: i64| IndexTime::new(secs as i32, nanos as u32);
+    let zero = IndexTime::new(0, 0);
     IndexEntry {
-        ctime: time(meta.ctime(), meta.ctime_nsec()),
-        mtime: time(meta.mtime(), meta.mtime_nsec()),
-        dev: meta.dev() as u32,
-        ino: meta.ino() as u32,
-        mode: 0o100644,
-        uid: meta.uid(),
-        gid: meta.gid(),
-        file_size: meta.size() as u32,
+        ctime: meta.map_or(zero, |m| time(m.ctime(), m.ctime_nsec())),
+        mtime: meta.map_or(zero, |m| time(m.mtime(), m.mtime_nsec())),
+        dev: meta.map_or(0, |m| m.dev() as u32),
+        ino: meta.map_or(0, |m| m.ino() as u32),
+        mode,
+        uid: meta.map_or(0, MetadataExt::uid),
+        gid: meta.map_or(0, MetadataExt::gid),
+        file_size: meta.map_or(0, |m| m.size() as u32),
         id,
         flags: path.len().min(0xfff) as u16,
         flags_extended: 0,
         path: path.as_bytes().to_vec(),
+    }
+}
+
+/// The sparse entry of retired directory `dir` (no trailing `/`), whose tree is `tree`: Git
+/// writes these as the directory's path with a `/`, a directory's mode, no stat data and the
+/// skip-worktree flag.
+fn sparse_entry(dir: &str, tree: Oid) -> IndexEntry {
+    let path = format!("{dir}/");
+    let zero = IndexTime::new(0, 0);
+    IndexEntry {
+        ctime: zero,
+        mtime: zero,
+        dev: 0,
+        ino: 0,
+        mode: DIRECTORY_MODE,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id: tree,
+        flags: path.len().min(0xfff) as u16,
+        flags_extended: SKIP_WORKTREE,
+        path: path.into_bytes(),
     }
 }

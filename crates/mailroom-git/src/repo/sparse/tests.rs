@@ -1,0 +1,144 @@
+use std::fs;
+use std::path::Path;
+
+use crate::testing::{LAYOUT, assert_fsck_clean, git};
+use crate::{ArchiveRepo, Author};
+
+fn author() -> Author {
+    Author { name: "mailroom".to_string(), email: "mailroom@example.com".to_string() }
+}
+
+fn files(paths: &[&str]) -> Vec<(String, Vec<u8>)> {
+    paths.iter().map(|p| (p.to_string(), format!("{p}\n").into_bytes())).collect()
+}
+
+const JANUARY: &str = "projects/p/messages/2026/01";
+const INBOX_JANUARY: &str = "projects/p/agents/A/inbox/2026/01";
+
+/// An archive of two months, January's message in the canonical and an inbox directory.
+fn two_months(root: &Path) -> ArchiveRepo {
+    let mut repo = ArchiveRepo::open_or_init(root, author(), LAYOUT).expect("init");
+    let mail = files(&[
+        "projects/p/messages/2026/01/a.md",
+        "projects/p/messages/2026/02/b.md",
+        "projects/p/messages/threads/t.md",
+        "projects/p/agents/A/profile.json",
+        "projects/p/agents/A/inbox/2026/01/a.md",
+        "projects/p/agents/A/inbox/2026/02/b.md",
+        "projects/p/file_reservations/r.json",
+    ]);
+    repo.commit_files(&mail, "mail\n").expect("commit");
+    repo.sync_index().expect("index");
+    repo
+}
+
+fn sparse_listing(root: &Path) -> String {
+    git(root, &["ls-files", "--sparse"])
+}
+
+/// Retired directories leave the work tree and the index (one sparse entry each, which Git
+/// reads as its own), but not the commits; `git status` stays clean and fsck finds nothing.
+#[test]
+fn retired_directories_leave_the_work_tree_and_the_index_but_not_the_commits() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = two_months(&root);
+    assert_eq!(repo.index_entries(), 8);
+    let retired = repo
+        .retire_directories(&[JANUARY.to_string(), INBOX_JANUARY.to_string(), "nowhere".into()])
+        .expect("retire");
+    assert_eq!(retired, 2, "a directory HEAD lacks is passed over");
+    assert!(!root.join(JANUARY).exists() && !root.join(INBOX_JANUARY).exists());
+    assert!(root.join("projects/p/messages/2026/02/b.md").exists());
+    assert!(root.join("projects/p/agents/A/profile.json").exists());
+    assert_eq!(repo.index_entries(), 8, "two files each became one sparse entry");
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    let listing = sparse_listing(&root);
+    assert!(listing.contains("projects/p/messages/2026/01/\n"), "{listing}");
+    assert!(listing.contains("projects/p/agents/A/inbox/2026/01/\n"), "{listing}");
+    assert!(!listing.contains("2026/01/a.md"), "{listing}");
+    assert_eq!(
+        git(&root, &["show", "HEAD:projects/p/messages/2026/01/a.md"]),
+        "projects/p/messages/2026/01/a.md\n"
+    );
+    let cone = git(&root, &["sparse-checkout", "list"]);
+    assert!(cone.contains("projects/p/messages/2026/02\n"), "{cone}");
+    assert!(!cone.contains("2026/01"), "{cone}");
+    assert_eq!(repo.retired_directories().collect::<Vec<_>>(), [INBOX_JANUARY, JANUARY]);
+    assert_eq!(repo.retire_directories(&[JANUARY.to_string()]).expect("again"), 0);
+    assert_fsck_clean(&root);
+}
+
+/// Later commits keep the sparse index right: a new month and a new agent join the cone, a
+/// late file in a retired directory and a removal there change only its sparse entry, and
+/// nothing of it comes back into the work tree.
+#[test]
+fn commits_after_a_retirement_keep_git_status_clean() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = two_months(&root);
+    repo.retire_directories(&[JANUARY.to_string(), INBOX_JANUARY.to_string()]).expect("retire");
+    let later = files(&[
+        "projects/p/messages/2026/03/c.md",
+        "projects/p/agents/B/inbox/2026/03/c.md",
+        "projects/p/messages/2026/01/late.md",
+    ]);
+    repo.commit_files(&later, "later\n").expect("commit");
+    repo.sync_index().expect("index");
+    assert!(!root.join(JANUARY).exists(), "a late file stays out of the work tree");
+    assert!(root.join("projects/p/messages/2026/03/c.md").exists());
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    let cone = git(&root, &["sparse-checkout", "list"]);
+    assert!(cone.contains("projects/p/messages/2026/03\n"), "{cone}");
+    assert!(cone.contains("projects/p/agents/B\n"), "{cone}");
+    repo.commit_changes(&[], &["projects/p/messages/2026/01/a.md".to_string()], "delete\n")
+        .expect("removal");
+    repo.sync_index().expect("index");
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    let january = git(&root, &["ls-tree", "--name-only", "HEAD", &format!("{JANUARY}/")]);
+    assert_eq!(january, "projects/p/messages/2026/01/late.md\n");
+    assert_fsck_clean(&root);
+}
+
+/// Reopened, a sparse archive keeps its index (the marker names HEAD); without its index it
+/// is rebuilt sparse; a directory brought back by `git sparse-checkout add` is no longer
+/// retired, and `disable` brings back every one.
+#[test]
+fn a_sparse_archive_reopens_rebuilds_and_follows_gits_sparse_checkout() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = two_months(&root);
+    repo.retire_directories(&[JANUARY.to_string(), INBOX_JANUARY.to_string()]).expect("retire");
+    drop(repo);
+    let repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("reopen");
+    assert!(!repo.index_stale(), "in step: nothing to catch up");
+
+    drop(repo);
+    fs::remove_file(root.join(".git/index")).expect("no index");
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("reopen");
+    repo.sync_index().expect("rebuild");
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert!(sparse_listing(&root).contains("projects/p/messages/2026/01/\n"));
+    assert!(!root.join(JANUARY).exists());
+
+    drop(repo);
+    git(&root, &["sparse-checkout", "add", JANUARY]);
+    assert!(root.join(JANUARY).join("a.md").exists(), "Git checked it out");
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("reopen");
+    assert_eq!(repo.retired_directories().collect::<Vec<_>>(), [INBOX_JANUARY]);
+    repo.sync_index().expect("rebuild");
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    repo.commit_files(&files(&["projects/p/messages/2026/01/z.md"]), "z\n").expect("commit");
+    repo.sync_index().expect("index");
+    assert!(root.join(JANUARY).join("z.md").exists());
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+
+    drop(repo);
+    git(&root, &["sparse-checkout", "disable"]);
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("reopen");
+    assert_eq!(repo.retired_directories().count(), 0);
+    repo.sync_index().expect("rebuild");
+    assert!(root.join(INBOX_JANUARY).join("a.md").exists());
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_fsck_clean(&root);
+}
