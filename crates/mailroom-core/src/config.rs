@@ -89,6 +89,9 @@ pub struct ArchiveConfig {
     pub commit_window_ms: u64,
     /// `ARCHIVE_QUEUE_CAPACITY`: rows the archive may lag before writers wait (default 8192).
     pub queue_capacity: u64,
+    /// `ARCHIVE_WORKTREE_MAX_FILES`: index entries past which the oldest month leaves the
+    /// work tree (default 250,000; 0: no limit). See `archive/work_tree.rs`.
+    pub worktree_max_files: u64,
     /// `CONVERT_IMAGES` (default true).
     pub convert_images: bool,
     /// `INLINE_IMAGE_MAX_BYTES` (default 65536).
@@ -111,6 +114,7 @@ impl Default for ArchiveConfig {
             author_email: "mcp-agent@example.com".to_string(),
             commit_window_ms: 50,
             queue_capacity: 8192,
+            worktree_max_files: 250_000,
             convert_images: true,
             inline_image_max_bytes: 65_536,
             keep_original_images: false,
@@ -276,6 +280,8 @@ impl CoreConfig {
         archive.commit_window_ms =
             number(lookup, "ARCHIVE_COMMIT_WINDOW_MS", archive.commit_window_ms)?;
         archive.queue_capacity = number(lookup, "ARCHIVE_QUEUE_CAPACITY", archive.queue_capacity)?;
+        archive.worktree_max_files =
+            number(lookup, "ARCHIVE_WORKTREE_MAX_FILES", archive.worktree_max_files)?;
         archive.inline_image_max_bytes =
             number(lookup, "INLINE_IMAGE_MAX_BYTES", archive.inline_image_max_bytes)?;
         Ok(())

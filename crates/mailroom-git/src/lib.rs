@@ -1,7 +1,7 @@
 //! The Git engine under mailroom's archive: it writes the objects, trees, packs and index of
 //! one repository itself, and keeps its packs few and small. libgit2 creates and opens the
-//! repository, reads objects, moves refs, hashes blobs, and reads and rewrites the index
-//! forms this crate does not handle; the `git` command line runs the full and geometric
+//! repository, reads objects, diffs trees, moves refs, hashes blobs, and reads and rewrites
+//! the index forms this crate does not handle; the `git` command line runs the full and geometric
 //! repacks. Nothing here depends on the archive's layout: what its first commit holds, which
 //! local files Git must not offer to add, and which files the caller writes into the work
 //! tree itself come from the caller ([`Layout`]).
@@ -31,11 +31,16 @@
 //!   work tree is written in place, not atomically (with same-content copies hard-linked, and
 //!   a file replaced, never written through a link): a caller replays a batch a crash cut
 //!   short, which rewrites the same bytes.
-//! - **The index is never the truth, and never left locked.** It is brought back in line
-//!   with HEAD at open, updated by a streamed merge into `index.lock` created exclusively
-//!   (a human's `git` holding it only delays the update), and the lock is removed on any
-//!   failure. Forms the merge does not handle go to libgit2; if neither can, the index is
-//!   left alone.
+//! - **The index is never the truth, never read whole, and never left locked.** At open its
+//!   marker says which commit it reflects (what it missed is found from the two commits'
+//!   trees; without a marker it is rebuilt from HEAD at the first sync); it is updated by a
+//!   streamed merge into `index.lock` created exclusively (a human's `git` holding it only
+//!   delays the update), and the lock is removed on any failure. Forms the merge does not
+//!   handle go to libgit2; if neither can, the index is left alone.
+//! - **A retired directory is never in the index twice.** Its sparse entry replaces its
+//!   files' entries in one update, and its files leave the work tree only after that; the
+//!   list of retired directories is written, and the index's marker removed, before either,
+//!   so a retirement cut short is finished by the rebuild at the next open.
 //! - **A pack is deleted only when another holds its objects.** Before any removal the
 //!   filesystem is flushed and Git's multi-pack index removed; a pack's index goes before
 //!   the pack, and a pack whose index stays stops the removals. A roll-up reads only whole
@@ -77,7 +82,7 @@ mod testing;
 pub use atomic_file::{write_atomically, write_atomically_with_mode};
 pub use digest::sha1;
 pub use error::{Error, Result};
-pub use read::{CommitInfo, CommittedFiles, current_branch, recent_commits};
+pub use read::{CommitInfo, CommittedFiles, current_branch, recent_commits, retired_directories};
 pub use repack::Repacker;
 pub use repo::{ArchiveRepo, Author, Committed, Layout};
 

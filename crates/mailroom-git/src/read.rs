@@ -145,3 +145,36 @@ pub fn current_branch(work_dir: &Path) -> Option<String> {
     }
     head.shorthand().ok().map(str::to_string)
 }
+
+/// The directories retired from the work tree of the repository at `root` (see
+/// [`ArchiveRepo::retire_directories`](crate::ArchiveRepo::retire_directories)), each with
+/// the number of files HEAD holds under it; none when nothing is retired. Read-only.
+pub fn retired_directories(root: &Path) -> Result<Vec<(String, usize)>> {
+    let retired = crate::repo::retired_list(&root.join(".git"));
+    if retired.is_empty() {
+        return Ok(Vec::new());
+    }
+    let repo = Repository::open(root).map_err(|e| git_err("open", e))?;
+    let Some(tree) = head_tree(&repo)? else { return Ok(Vec::new()) };
+    let mut counted = Vec::with_capacity(retired.len());
+    for dir in retired {
+        let files = match tree.get_path(Path::new(&dir)) {
+            Ok(entry) => {
+                let object = entry.to_object(&repo).map_err(|e| git_err("tree", e))?;
+                let mut count = 0;
+                if let Some(subtree) = object.as_tree() {
+                    subtree
+                        .walk(TreeWalkMode::PreOrder, |_, entry| {
+                            count += usize::from(entry.kind() == Some(ObjectType::Blob));
+                            TreeWalkResult::Ok
+                        })
+                        .map_err(|e| git_err("tree walk", e))?;
+                }
+                count
+            }
+            Err(_) => 0,
+        };
+        counted.push((dir, files));
+    }
+    Ok(counted)
+}

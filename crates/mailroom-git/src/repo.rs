@@ -20,6 +20,7 @@ use crate::pack::{self, PackBuilder, PackObject};
 use crate::roll_up::CommitPack;
 use crate::tree_merge::{self, RecentTrees};
 use sparse::Sparse;
+pub(crate) use sparse::retired_list;
 
 /// Who commits to the archive (author and committer of every commit).
 #[derive(Debug, Clone)]

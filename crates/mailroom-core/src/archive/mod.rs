@@ -23,6 +23,7 @@ mod reconstruct;
 mod render;
 pub use render::{message_files, orphaned_message_files};
 mod verify;
+mod work_tree;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -70,6 +71,9 @@ pub struct ArchiveSettings {
     pub commit_window: Duration,
     /// Rows the archive may lag behind before writers wait (`ARCHIVE_QUEUE_CAPACITY`).
     pub queue_capacity: u64,
+    /// Index entries past which the oldest month leaves the work tree
+    /// (`ARCHIVE_WORKTREE_MAX_FILES`; 0: no limit).
+    pub worktree_max_files: usize,
     /// Open the repository when the first work arrives rather than at start (nothing queued).
     pub open_on_first_work: bool,
 }
@@ -86,6 +90,7 @@ impl ArchiveSettings {
             },
             commit_window: Duration::from_millis(archive.commit_window_ms),
             queue_capacity: archive.queue_capacity,
+            worktree_max_files: usize::try_from(archive.worktree_max_files).unwrap_or(usize::MAX),
             open_on_first_work: archive.open_on_first_work,
         }
     }

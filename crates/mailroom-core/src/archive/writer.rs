@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use mailroom_git::{ArchiveRepo, Repacker};
 
+use super::work_tree::WorkTreeBudget;
 use super::{ArchiveSettings, Signal, locks, render};
 use crate::error::{Category, Error, Result};
 use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
@@ -72,6 +73,8 @@ pub(super) struct Writer {
     last_drain: Option<(Instant, Duration)>,
     /// The queue row that failed to render at the head of the queue, and how many times.
     failing_head: Option<(i64, u32)>,
+    /// Retires the oldest month from the work tree when the index is over its budget.
+    budget: WorkTreeBudget,
 }
 
 impl Writer {
@@ -96,6 +99,7 @@ impl Writer {
             last_index_write: Instant::now(),
             last_drain: None,
             failing_head: None,
+            budget: WorkTreeBudget::new(settings.worktree_max_files),
         }
     }
 
@@ -233,6 +237,7 @@ impl Writer {
             tracing::warn!(error = %Error::from(e), "archive index not written");
         }
         self.last_index_write = Instant::now();
+        self.budget.keep(&mut self.repo);
     }
 
     /// Keeps the committed digests (moved, not copied) for the next batches.

@@ -46,9 +46,7 @@ pub(super) struct Sparse {
 impl Sparse {
     /// The retired directories recorded in `git_dir` (none when there is no list).
     pub(super) fn load(git_dir: &Path) -> Self {
-        let text = fs::read_to_string(git_dir.join(RETIRED)).unwrap_or_default();
-        let retired = text.lines().filter(|l| !l.is_empty()).map(str::to_string).collect();
-        Self { retired, ..Self::default() }
+        Self { retired: retired_list(git_dir).into_iter().collect(), ..Self::default() }
     }
 
     pub(super) fn is_retired(&self, dir: &str) -> bool {
@@ -68,6 +66,12 @@ impl Sparse {
         let ends = path.match_indices('/').map(|(at, _)| at);
         ends.map(|at| &path[..at]).find_map(|dir| self.retired.get(dir).map(String::as_str))
     }
+}
+
+/// The retired directories recorded in `git_dir`, as listed (none when there is no list).
+pub(crate) fn retired_list(git_dir: &Path) -> Vec<String> {
+    let text = fs::read_to_string(git_dir.join(RETIRED)).unwrap_or_default();
+    text.lines().filter(|l| !l.is_empty()).map(str::to_string).collect()
 }
 
 impl ArchiveRepo {

@@ -472,3 +472,51 @@ fn reconstruct_brings_back_file_reservations_with_their_ids() {
     check("released", after.iter().map(|r| r.released_ts.is_some()).collect(), vec![false, true]);
     core.close();
 }
+
+/// Past `ARCHIVE_WORKTREE_MAX_FILES` the month's directories leave the work tree while the
+/// writer idles; Git keeps every file, `git status` stays clean, and verify, which reads
+/// HEAD, finds nothing wrong.
+#[test]
+fn months_retired_from_the_work_tree_stay_in_git_and_verify_clean() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = config(dir.path());
+    seed(&config);
+    let root = config.storage_root.clone();
+    assert!(mailroom_git::retired_directories(&root).expect("read").is_empty());
+
+    config.archive.worktree_max_files = 3;
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let core = Mailroom::open(config.clone()).expect("open");
+    runtime.block_on(async {
+        let send = SendMessage {
+            project_key: SLUG.into(),
+            sender_name: "RedStone".into(),
+            to: vec!["BlueLake".into()],
+            subject: "Later".into(),
+            body_md: "A third message.".into(),
+            ..SendMessage::default()
+        };
+        core.send_message(send).await.expect("send");
+        core.archive().expect("archive").flushed().await;
+        // The writer looks at its budget once the index is written, when it idles.
+        tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    });
+    core.close();
+
+    let retired = mailroom_git::retired_directories(&root).expect("read");
+    let (year, month) = crate::model::time::Timestamp::now().year_month();
+    let month = format!("{year:04}/{month:02}");
+    let canonical = format!("projects/{SLUG}/messages/{month}");
+    assert!(retired.contains(&(canonical.clone(), 3)), "{retired:?}");
+    assert!(
+        retired.iter().any(|(d, n)| d.ends_with(&format!("BlueLake/inbox/{month}")) && *n == 2)
+    );
+    assert!(!root.join(&canonical).exists(), "the month left the work tree");
+    assert!(root.join(format!("projects/{SLUG}/messages/threads/T-1.md")).exists());
+    committed(&root, &format!("{canonical}/"), "__3.md");
+    let status = Command::new("git").arg("-C").arg(&root).args(["status", "--porcelain"]).output();
+    assert_eq!(String::from_utf8_lossy(&status.expect("git").stdout), "");
+    let verified = verify(&config).expect("verify");
+    assert!(verified.is_clean(), "{:#?}", verified.differences);
+    check("messages", verified.messages_checked, 3);
+}

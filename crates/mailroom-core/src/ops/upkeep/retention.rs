@@ -2,7 +2,8 @@
 //! of the archive's work tree, the message files older than `RETENTION_MAX_AGE_DAYS` (by
 //! modification time), the largest inboxes and the attachments' bytes; projects over a quota
 //! are logged at WARN. Nothing is deleted. Projects `RETENTION_IGNORE_PROJECT_PATTERNS` hides
-//! are left out.
+//! are left out. Months retired from the work tree (`archive/work_tree.rs`) are counted from
+//! HEAD, a month as old when it ended before the retention age began.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -11,6 +12,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::model::fnmatch::fnmatch;
+use crate::model::time::Timestamp;
 use crate::ops::Mailroom;
 
 /// One project's figures.
@@ -46,7 +48,8 @@ impl Mailroom {
     pub(super) async fn retention_report(&self) -> Result<RetentionReport> {
         let settings = self.config.upkeep.clone();
         let hidden = self.config.retention_ignore_project_patterns.clone();
-        let root = self.config.storage_root.join("projects");
+        let storage_root = self.config.storage_root.clone();
+        let root = storage_root.join("projects");
         let quota = Quota {
             attachments_bytes: if settings.quota_enabled {
                 settings.quota_attachments_limit_bytes
@@ -64,14 +67,24 @@ impl Mailroom {
             .name("mailroom-retention".into())
             .spawn(move || {
                 crate::background::lower_thread_priority();
-                let cutoff = SystemTime::now()
-                    - Duration::from_secs(u64::try_from(max_age_days).unwrap_or(0) * 86_400);
+                let age = Duration::from_secs(u64::try_from(max_age_days).unwrap_or(0) * 86_400);
+                let cutoff = Cutoff {
+                    time: SystemTime::now() - age,
+                    month: Timestamp::now()
+                        .plus_seconds(-i64::try_from(age.as_secs()).unwrap_or(i64::MAX))
+                        .year_month(),
+                };
+                let retired = mailroom_git::retired_directories(&storage_root).unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "retired archive months not counted");
+                    Vec::new()
+                });
                 let shown = projects.into_iter().filter(|p| {
                     !hidden.iter().any(|pattern| fnmatch(&p.slug, pattern) || fnmatch(&p.human_key, pattern))
                 });
                 let projects = shown
                     .map(|p| {
-                        let figures = measure(&root.join(&p.slug), &p.slug, cutoff, quota);
+                        let figures =
+                            measure(&root.join(&p.slug), &p.slug, &retired, cutoff, quota);
                         for what in &figures.over_quota {
                             tracing::warn!(event = "quota_exceeded", project = %p.slug, what = %what, "over quota");
                         }
@@ -85,21 +98,49 @@ impl Mailroom {
     }
 }
 
-/// One project directory's figures.
-fn measure(dir: &Path, slug: &str, cutoff: SystemTime, quota: Quota) -> ProjectRetention {
+/// Where the retention age begins: the instant, and its month (`YYYY`, `MM`).
+#[derive(Debug, Clone, Copy)]
+struct Cutoff {
+    time: SystemTime,
+    month: (i32, u32),
+}
+
+/// One project directory's figures, with its retired months (`retired`: every retired
+/// directory of the archive and the files HEAD holds in it).
+fn measure(
+    dir: &Path,
+    slug: &str,
+    retired: &[(String, usize)],
+    cutoff: Cutoff,
+    quota: Quota,
+) -> ProjectRetention {
     let mut figures = ProjectRetention { project: slug.to_string(), ..ProjectRetention::default() };
     walk(&dir.join("messages"), &mut |path, meta| {
         if path.extension().is_some_and(|e| e == "md")
             && !path.components().any(|c| c.as_os_str() == "threads")
         {
             figures.messages += 1;
-            if meta.modified().is_ok_and(|m| m < cutoff) {
+            if meta.modified().is_ok_and(|m| m < cutoff.time) {
                 figures.old_messages += 1;
             }
         }
     });
+    let prefix = format!("projects/{slug}/");
+    let retired: Vec<(&str, usize)> = retired
+        .iter()
+        .filter_map(|(path, files)| Some((path.strip_prefix(&prefix)?, *files)))
+        .collect();
+    for (path, files) in &retired {
+        let Some(month) = path.strip_prefix("messages/") else { continue };
+        figures.messages += files;
+        if month_of(month).is_some_and(|month| month < cutoff.month) {
+            figures.old_messages += files;
+        }
+    }
     for agent in std::fs::read_dir(dir.join("agents")).into_iter().flatten().flatten() {
-        let mut count = 0;
+        let inbox = format!("agents/{}/inbox/", agent.file_name().to_string_lossy());
+        let mut count: usize =
+            retired.iter().filter(|(path, _)| path.starts_with(&inbox)).map(|(_, n)| n).sum();
         walk(&agent.path().join("inbox"), &mut |path, _| {
             count += usize::from(path.extension().is_some_and(|e| e == "md"))
         });
@@ -121,6 +162,12 @@ fn measure(dir: &Path, slug: &str, cutoff: SystemTime, quota: Quota) -> ProjectR
     }
     figures.over_quota.sort();
     figures
+}
+
+/// The month of a `YYYY/MM` directory path.
+fn month_of(path: &str) -> Option<(i32, u32)> {
+    let (year, month) = path.split_once('/')?;
+    Some((year.parse().ok()?, month.parse().ok()?))
 }
 
 /// Calls `visit` on every file under `dir` (symlinks not followed).
@@ -164,10 +211,13 @@ mod tests {
         put(&project.join("agents/GreenCastle/inbox/2026/11/m.md"), 10, 1);
         put(&project.join("attachments/ab/abc.webp"), 2000, 1);
         put(&project.join("attachments/_manifests/abc.json"), 5000, 1);
-        let cutoff = SystemTime::now() - Duration::from_secs(180 * 86_400);
+        let cutoff = Cutoff {
+            time: SystemTime::now() - Duration::from_secs(180 * 86_400),
+            month: (2026, 5),
+        };
 
         let quota = Quota { attachments_bytes: 1000, inbox_count: 2 };
-        let figures = measure(&project, "p", cutoff, quota);
+        let figures = measure(&project, "p", &[], cutoff, quota);
         assert_eq!(
             (figures.messages, figures.old_messages),
             (2, 1),
@@ -177,7 +227,20 @@ mod tests {
         assert_eq!(figures.attachment_bytes, 2000, "only the images");
         assert_eq!(figures.over_quota, ["attachments", "inbox:BlueLake"]);
         let unlimited =
-            measure(&project, "p", cutoff, Quota { attachments_bytes: 0, inbox_count: 0 });
+            measure(&project, "p", &[], cutoff, Quota { attachments_bytes: 0, inbox_count: 0 });
         assert!(unlimited.over_quota.is_empty());
+
+        // Months retired from the work tree count from HEAD: a month ended before the
+        // retention age is old; another project's retired months are not this one's.
+        let retired = [
+            ("projects/p/messages/2025/12".to_string(), 40),
+            ("projects/p/messages/2026/05".to_string(), 7),
+            ("projects/p/agents/GreenCastle/inbox/2025/12".to_string(), 5),
+            ("projects/q/messages/2025/12".to_string(), 1000),
+        ];
+        let figures = measure(&project, "p", &retired, cutoff, quota);
+        assert_eq!((figures.messages, figures.old_messages), (2 + 47, 1 + 40));
+        assert_eq!(figures.largest_inbox, Some(("GreenCastle".to_string(), 6)));
+        assert_eq!(figures.over_quota, ["attachments", "inbox:BlueLake", "inbox:GreenCastle"]);
     }
 }
