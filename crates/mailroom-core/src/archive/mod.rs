@@ -127,6 +127,12 @@ pub(crate) struct Signal {
     /// Rows committed to Git or set aside; watchers wait for it to pass their row.
     archived: watch::Sender<u64>,
     room: Notify,
+    /// Writes waiting for room take turns here, first come first served (tokio's mutex
+    /// queues its waiters in order): only the first waits on the archive, so no write waits
+    /// seconds while later ones pass.
+    turn: tokio::sync::Mutex<()>,
+    /// Writes waiting for their turn or for room: while any do, a new write queues too.
+    waiting: AtomicU64,
     /// Set when the writer thread has ended: nobody waits for it any more (its queued rows
     /// stay in SQLite for the next start).
     stopped: AtomicBool,
@@ -153,6 +159,8 @@ impl Signal {
             set_aside: AtomicU64::new(0),
             archived: watch::channel(0).0,
             room: Notify::new(),
+            turn: tokio::sync::Mutex::new(()),
+            waiting: AtomicU64::new(0),
             stopped: AtomicBool::new(false),
             last_error: Mutex::new(None),
         }
@@ -188,12 +196,21 @@ impl Signal {
         self.enqueued.load(Ordering::SeqCst).saturating_sub(*self.archived.borrow())
     }
 
-    /// Waits while the archive lags by `capacity` rows or more (backpressure). Without a
-    /// running writer there is nothing to wait for: the rows wait in SQLite for a replay. A
-    /// writer that cannot commit for `admit_timeout` turns the wait into a retryable error
-    /// naming the cause, instead of a request that hangs.
+    /// Waits while the archive lags by `capacity` rows or more (backpressure), in turn: writes
+    /// pass in the order they arrived, and a new write queues behind waiting ones even when
+    /// room has just been made. Without a running writer there is nothing to wait for: the
+    /// rows wait in SQLite for a replay. A writer that cannot commit for `admit_timeout`
+    /// turns the wait into a retryable error naming the cause, instead of a request that
+    /// hangs.
     pub(crate) async fn admit(&self) -> Result<()> {
+        let has_room = || self.lag() < self.capacity || self.stopped.load(Ordering::SeqCst);
+        if self.waiting.load(Ordering::SeqCst) == 0 && has_room() {
+            return Ok(());
+        }
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let _counted = Waiting(&self.waiting);
         let wait = async {
+            let _turn = self.turn.lock().await;
             loop {
                 let room = self.room.notified();
                 if self.lag() < self.capacity || self.stopped.load(Ordering::SeqCst) {
@@ -265,6 +282,16 @@ impl Signal {
         let lag = self.lag();
         let error = self.last_error()?;
         (lag >= self.capacity).then(|| format!("{lag} changes behind and failing: {error}"))
+    }
+}
+
+/// Counts a write among those waiting for room until dropped (also when its wait times out
+/// or its request is cancelled).
+struct Waiting<'a>(&'a AtomicU64);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -462,6 +489,35 @@ mod tests {
         assert!(refused.message.contains("disk full"), "{}", refused.message);
         signal.archived(1);
         signal.admit().await.expect("room again");
+    }
+
+    /// Writes held by a full queue pass in the order they came, and one arriving as room is
+    /// made queues behind them rather than passing first.
+    #[tokio::test]
+    async fn waiting_writes_pass_in_the_order_they_came() {
+        let signal = Arc::new(Signal::new(1, 0, Duration::from_secs(3600)));
+        signal.ring(1);
+        let passed = Arc::new(Mutex::new(Vec::new()));
+        let admit = |n: usize| {
+            let (signal, passed) = (Arc::clone(&signal), Arc::clone(&passed));
+            tokio::spawn(async move {
+                signal.admit().await.expect("room");
+                passed.lock().expect("lock").push(n);
+            })
+        };
+        let mut tasks = Vec::new();
+        for n in 0..3 {
+            tasks.push(admit(n));
+            tokio::task::yield_now().await;
+        }
+        assert!(passed.lock().expect("lock").is_empty(), "the queue is full");
+        signal.archived(1);
+        tasks.push(admit(3));
+        for task in tasks {
+            task.await.expect("task");
+        }
+        assert_eq!(*passed.lock().expect("lock"), [0, 1, 2, 3]);
+        assert_eq!(signal.waiting.load(Ordering::SeqCst), 0);
     }
 
     #[tokio::test]

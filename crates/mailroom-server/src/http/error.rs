@@ -1,8 +1,9 @@
 //! The REST error shape: `{"error": {"type": <stable code>, "message": <text>}}` with a
-//! status chosen by what the caller can do. Internal details are logged, never returned.
+//! status chosen by what the caller can do, and `Retry-After` on a retryable failure's 503.
+//! Internal details are logged, never returned.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use mailroom_core::{Category, Error, StorageFault};
 use serde_json::json;
@@ -16,11 +17,19 @@ impl From<Error> for ApiError {
     }
 }
 
+/// Seconds a client is told to wait before retrying a call that failed for a passing reason
+/// (the archive or the database busy): a `Retry-After` header on its 503.
+const RETRY_AFTER_SECONDS: &str = "5";
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let e = self.0;
         let (status, message) = status_and_message(&e);
-        (status, Json(json!({ "error": { "type": e.kind, "message": message } }))).into_response()
+        let body = Json(json!({ "error": { "type": e.kind, "message": message } }));
+        if e.category == Category::Retryable {
+            return (status, [(header::RETRY_AFTER, RETRY_AFTER_SECONDS)], body).into_response();
+        }
+        (status, body).into_response()
     }
 }
 
@@ -61,5 +70,15 @@ mod tests {
         let (status, message) = status_and_message(&Error::internal("secret detail"));
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
         assert!(!message.contains("secret"), "internal details stay in the log");
+    }
+
+    #[test]
+    fn a_retryable_failure_says_when_to_retry() {
+        let busy = Error::new(Category::Retryable, "ARCHIVE_BACKLOG", "behind");
+        let response = ApiError(busy).into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "5");
+        let response = ApiError(Error::internal("x")).into_response();
+        assert!(response.headers().get(header::RETRY_AFTER).is_none());
     }
 }
