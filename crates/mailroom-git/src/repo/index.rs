@@ -125,9 +125,6 @@ impl ArchiveRepo {
     ) -> Result<Changes> {
         let mut changes = Changes::default();
         let mut retired: BTreeSet<&str> = collapse.iter().map(String::as_str).collect();
-        for dir in collapse {
-            changes.collapse.push(format!("{dir}/").into_bytes());
-        }
         let mut files = Vec::with_capacity(paths.len());
         for (path, blob) in paths {
             match self.sparse.retired_dir_of(path) {
@@ -142,7 +139,10 @@ impl ArchiveRepo {
                 None => changes.remove.push(path.clone().into_bytes()),
             }
         }
+        // A sparse entry is set with its directory collapsed: whatever stands under it (a
+        // human's Git may have expanded it into its files) goes.
         for dir in retired {
+            changes.collapse.push(format!("{dir}/").into_bytes());
             match self.head_directory(dir)? {
                 Some(tree) => changes.set.push(sparse_entry(dir, tree)),
                 None => changes.remove.push(format!("{dir}/").into_bytes()),

@@ -12,7 +12,8 @@
 //! removed first and written again once the index holds the sparse entries, so a retirement
 //! cut short is finished by the rebuild at the next start. At open, a retired directory that
 //! Git's sparse-checkout brought back (the cone includes it, or sparse checkout is off) is
-//! no longer retired, and the index is rebuilt.
+//! no longer retired, and the index is rebuilt. A retired directory's files go to the trash
+//! (`.git/mailroom-trash`) at once and are deleted from there on a thread of their own.
 
 use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write as _;
@@ -29,6 +30,8 @@ use crate::error::{Result, git_err, io_err};
 const RETIRED: &str = "mailroom-retired";
 /// Git's list of what the work tree holds.
 const CONE: &str = "info/sparse-checkout";
+/// Where retired directories wait, in the Git directory, for their files to be deleted.
+const TRASH: &str = "mailroom-trash";
 
 /// The retired directories, and the cone last written for them.
 #[derive(Debug, Default)]
@@ -142,6 +145,10 @@ impl ArchiveRepo {
     /// human's `git sparse-checkout disable` brought every file back) is dropped, and the
     /// index rebuilt; otherwise the cone is brought up to date with HEAD.
     pub(super) fn open_sparse(&mut self) -> Result<()> {
+        let trash = self.repo.path().join(TRASH);
+        if trash.exists() {
+            empty_trash(&trash);
+        }
         if self.sparse.retired.is_empty() {
             return Ok(());
         }
@@ -199,13 +206,24 @@ impl ArchiveRepo {
     }
 
     /// Takes the retired directories' files out of the work tree (the index no longer
-    /// lists them), with the directories they leave empty.
+    /// lists them), with the directories they leave empty. Each directory is renamed into
+    /// the trash (`.git/mailroom-trash`, on the same filesystem, which Git never looks at)
+    /// at once, and its files are deleted there on a thread of their own: unlinking a
+    /// month's hundreds of thousands of files took seconds, which the commits behind would
+    /// have waited.
     pub(super) fn remove_retired_from_work_tree(&self, dirs: &[String]) {
-        for dir in dirs {
+        let trash = self.repo.path().join(TRASH);
+        let mut moved = false;
+        for (n, dir) in dirs.iter().enumerate() {
             let path = self.root.join(dir);
-            match fs::remove_dir_all(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            if !path.exists() {
+                continue;
+            }
+            let _ = fs::create_dir_all(&trash);
+            let target = trash.join(format!("{}-{n}", unique_name()));
+            // Another filesystem (a `.git` elsewhere) cannot take a rename: deleted here.
+            match fs::rename(&path, &target).or_else(|_| fs::remove_dir_all(&path)) {
+                Ok(()) => moved = true,
                 Err(e) => tracing::warn!(error = %e, path = %path.display(), "a retired \
                     directory is still in the work tree"),
             }
@@ -216,6 +234,9 @@ impl ArchiveRepo {
                 }
                 parent = d.parent();
             }
+        }
+        if moved {
+            empty_trash(&trash);
         }
     }
 
@@ -275,6 +296,30 @@ impl ArchiveRepo {
         self.sparse.listed = listed.into_iter().collect();
         self.sparse.cone_stale = false;
         Ok(())
+    }
+}
+
+/// A name no other trash entry has: the time in nanoseconds and the process.
+fn unique_name() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos}-{}", std::process::id())
+}
+
+/// Deletes what the trash holds, on a thread of its own (a failure only leaves files there
+/// for the next start's try).
+fn empty_trash(trash: &Path) {
+    let trash = trash.to_path_buf();
+    let started = std::thread::Builder::new().name("mailroom-trash".to_string()).spawn(move || {
+        for entry in fs::read_dir(&trash).into_iter().flatten().flatten() {
+            if let Err(e) = fs::remove_dir_all(entry.path()) {
+                tracing::warn!(error = %e, path = %entry.path().display(), "trash not emptied");
+            }
+        }
+    });
+    if let Err(e) = started {
+        tracing::warn!(error = %e, "cannot start emptying the archive's trash");
     }
 }
 

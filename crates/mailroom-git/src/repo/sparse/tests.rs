@@ -78,6 +78,9 @@ fn commits_after_a_retirement_keep_git_status_clean() {
     let root = dir.path().join("archive");
     let mut repo = two_months(&root);
     repo.retire_directories(&[JANUARY.to_string(), INBOX_JANUARY.to_string()]).expect("retire");
+    // A human's Git may expand the sparse entries into their files (skip-worktree each).
+    git(&root, &["sparse-checkout", "reapply", "--no-sparse-index"]);
+    assert!(git(&root, &["ls-files", "--sparse"]).contains("2026/01/a.md"));
     let later = files(&[
         "projects/p/messages/2026/03/c.md",
         "projects/p/agents/B/inbox/2026/03/c.md",
@@ -91,6 +94,9 @@ fn commits_after_a_retirement_keep_git_status_clean() {
     let cone = git(&root, &["sparse-checkout", "list"]);
     assert!(cone.contains("projects/p/messages/2026/03\n"), "{cone}");
     assert!(cone.contains("projects/p/agents/B\n"), "{cone}");
+    let listing = sparse_listing(&root);
+    assert!(listing.contains(&format!("{JANUARY}/\n")), "collapsed again: {listing}");
+    assert!(!listing.contains("messages/2026/01/a.md"), "{listing}");
     repo.commit_changes(&[], &["projects/p/messages/2026/01/a.md".to_string()], "delete\n")
         .expect("removal");
     repo.sync_index().expect("index");
