@@ -68,8 +68,6 @@ pub(crate) struct Changes {
     /// Directories, ending in `/`, whose entries all go (a sparse entry set for the same path
     /// stands for them).
     pub(crate) collapse: Vec<Vec<u8>>,
-    /// Whether the index on disk is ignored: the new one holds `set` alone.
-    pub(crate) rebuild: bool,
 }
 
 /// Sets `entries` (stage 0, each with its path and stat data) in the index of `git_dir`.
@@ -86,7 +84,41 @@ pub(crate) fn update(git_dir: &Path, mut changes: Changes) -> Result<Update> {
     changes.set.dedup_by(|next, kept| next.path == kept.path);
     changes.remove.sort();
     changes.collapse.sort();
+    let index_path = git_dir.join("index");
+    with_lock(git_dir, |lock| match File::open(&index_path) {
+        Ok(old) => merge(Some(BufReader::with_capacity(1 << 16, old)), &changes, lock),
+        Err(e) if e.kind() == ErrorKind::NotFound => merge(None::<&[u8]>, &changes, lock),
+        Err(e) => Err(MergeError::Io(e)),
+    })
+}
 
+/// Writes a new index for `git_dir` holding `entries` alone, as they come: they must come
+/// sorted by path, one per path (a tree walk's order). Nothing is held but the entry being
+/// written; an entry that fails leaves the index as it was.
+pub(crate) fn rebuild(
+    git_dir: &Path,
+    entries: impl Iterator<Item = std::io::Result<IndexEntry>>,
+) -> Result<Update> {
+    with_lock(git_dir, |lock| {
+        // Version 3: a sparse entry's flag needs it, and any entry may be one.
+        let mut writer = start_index(lock, 3)?;
+        let (mut written, mut sparse) = (0usize, false);
+        for entry in entries {
+            let entry = entry?;
+            sparse |= is_sparse_directory(&entry);
+            write_entry(&mut writer, &entry)?;
+            written += 1;
+        }
+        seal_index(writer, written, sparse)
+    })
+}
+
+/// Takes `index.lock` of `git_dir`, lets `write` fill it, and renames it over the index;
+/// `Busy` when another process holds it.
+fn with_lock(
+    git_dir: &Path,
+    write: impl FnOnce(File) -> Result<usize, MergeError>,
+) -> Result<Update> {
     let index_path = git_dir.join("index");
     let lock_path = git_dir.join("index.lock");
     let lock = match OpenOptions::new()
@@ -102,16 +134,7 @@ pub(crate) fn update(git_dir: &Path, mut changes: Changes) -> Result<Update> {
     };
     // From here on the lock is ours: removed whatever happens, unless renamed into place.
     let mut held = HeldLock { path: &lock_path, published: false };
-    let old = match changes.rebuild {
-        true => Err(ErrorKind::NotFound.into()),
-        false => File::open(&index_path),
-    };
-    let merged = match old {
-        Ok(old) => merge(Some(BufReader::with_capacity(1 << 16, old)), &changes, lock),
-        Err(e) if e.kind() == ErrorKind::NotFound => merge(None::<&[u8]>, &changes, lock),
-        Err(e) => Err(MergeError::Io(e)),
-    };
-    match merged {
+    match write(lock) {
         Ok(count) => {
             fs::rename(&lock_path, &index_path)
                 .map_err(|e| io_err("cannot replace", &index_path, e))?;
@@ -174,11 +197,7 @@ fn merge(old: Option<impl BufRead>, changes: &Changes, out: File) -> Result<usiz
     let extended = changes.set.iter().any(|entry| entry.flags_extended != 0);
     let old_version = old.as_ref().map_or(2, |index| index.version);
     let version = if extended { old_version.max(3) } else { old_version };
-    let mut writer = BufWriter::with_capacity(1 << 16, out);
-    // The count is patched in once known (how many entries are replaced is not known ahead).
-    writer.write_all(SIGNATURE)?;
-    writer.write_all(&version.to_be_bytes())?;
-    writer.write_all(&0u32.to_be_bytes())?;
+    let mut writer = start_index(out, version)?;
 
     let mut pending = changes.set.iter().peekable();
     let mut removed = changes.remove.iter().peekable();
@@ -221,12 +240,31 @@ fn merge(old: Option<impl BufRead>, changes: &Changes, out: File) -> Result<usiz
         write_entry(&mut writer, new)?;
         written += 1;
     }
+    seal_index(writer, written, sparse)
+}
+
+/// A buffered writer on `out` with the index header written; the entry count is patched in
+/// by [`seal_index`] once known.
+fn start_index(out: File, version: u32) -> std::io::Result<BufWriter<File>> {
+    let mut writer = BufWriter::with_capacity(1 << 16, out);
+    writer.write_all(SIGNATURE)?;
+    writer.write_all(&version.to_be_bytes())?;
+    writer.write_all(&0u32.to_be_bytes())?;
+    Ok(writer)
+}
+
+/// Ends an index of `written` entries: the `sdir` extension when it may hold sparse entries,
+/// the count patched into the header, and the checksum of it all. Returns `written`.
+fn seal_index(
+    mut writer: BufWriter<File>,
+    written: usize,
+    sparse: bool,
+) -> Result<usize, MergeError> {
     if sparse {
         // `sdir`: the index may hold sparse directory entries (an empty extension).
         writer.write_all(SPARSE_EXTENSION)?;
         writer.write_all(&0u32.to_be_bytes())?;
     }
-
     let count = u32::try_from(written).map_err(|_| MergeError::Corrupt("too many entries"))?;
     let mut out = writer.into_inner().map_err(|e| e.into_error())?;
     out.seek(SeekFrom::Start(8))?;

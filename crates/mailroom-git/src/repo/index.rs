@@ -20,9 +20,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use git2::{
-    Delta, DiffOptions, IndexEntry, IndexTime, ObjectType, Oid, TreeWalkMode, TreeWalkResult,
-};
+use git2::{Delta, DiffOptions, IndexEntry, IndexTime, ObjectType, Oid};
 
 use super::{ArchiveRepo, head_commit, head_tree};
 use crate::atomic_file::write_atomically;
@@ -195,35 +193,15 @@ impl ArchiveRepo {
 
     /// Writes the index anew from HEAD's tree (a retired directory as its sparse entry), with
     /// the work tree's stat data, and takes the retired directories' files out of the work
-    /// tree. Holds the entries of the files in the work tree (not the retired ones') while
-    /// it writes. False when a human's Git holds the index: the rebuild waits for the next
-    /// sync.
+    /// tree. The entries are written as the tree walk yields them, none held. False when a
+    /// human's Git holds the index: the rebuild waits for the next sync.
     fn rebuild_index(&mut self) -> Result<bool> {
         let Some(tree) = head_tree(&self.repo)? else {
             self.index_rebuild = false;
             return Ok(true);
         };
-        let mut set = Vec::new();
-        tree.walk(TreeWalkMode::PreOrder, |parent, entry| {
-            let Ok(name) = entry.name() else { return TreeWalkResult::Skip };
-            let path = format!("{parent}{name}");
-            match entry.kind() {
-                Some(ObjectType::Tree) if self.sparse.is_retired(&path) => {
-                    set.push(sparse_entry(&path, entry.id()));
-                    TreeWalkResult::Skip
-                }
-                Some(ObjectType::Blob) => {
-                    let meta = fs::symlink_metadata(self.root.join(&path)).ok();
-                    let mode = entry.filemode() as u32;
-                    set.push(file_entry(&path, entry.id(), mode, meta.as_ref()));
-                    TreeWalkResult::Ok
-                }
-                _ => TreeWalkResult::Ok,
-            }
-        })
-        .map_err(|e| git_err("tree walk", e))?;
-        let changes = Changes { set, rebuild: true, ..Changes::default() };
-        match index_file::update(self.repo.path(), changes)? {
+        let walk = TreeEntries { archive: self, stack: vec![(String::new(), tree, 0)] };
+        match index_file::rebuild(self.repo.path(), walk)? {
             Update::Written(entries) => self.index_len = entries,
             _ => return Ok(false),
         }
@@ -322,6 +300,50 @@ impl ArchiveRepo {
         }
         self.index_marked = None;
         Ok(())
+    }
+}
+
+/// The index entries of a tree, in the index's order (a tree's entries are in Git's tree
+/// order, directories compared as if their name ended in `/`: walked depth first, that is
+/// the order of their full paths), each file's with its stat data from the work tree, a
+/// retired directory as its sparse entry. Holds one tree per level.
+struct TreeEntries<'r> {
+    archive: &'r ArchiveRepo,
+    /// Per level: the directory's path with a trailing `/` (`""` at the root), its tree, and
+    /// the next entry's position.
+    stack: Vec<(String, git2::Tree<'r>, usize)>,
+}
+
+impl Iterator for TreeEntries<'_> {
+    type Item = std::io::Result<IndexEntry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (prefix, tree, at) = self.stack.last_mut()?;
+            let Some(entry) = tree.get(*at) else {
+                self.stack.pop();
+                continue;
+            };
+            *at += 1;
+            let Ok(name) = entry.name() else { continue };
+            let path = format!("{prefix}{name}");
+            let (id, kind, mode) = (entry.id(), entry.kind(), entry.filemode() as u32);
+            drop(entry);
+            match kind {
+                Some(ObjectType::Tree) if self.archive.sparse.is_retired(&path) => {
+                    return Some(Ok(sparse_entry(&path, id)));
+                }
+                Some(ObjectType::Tree) => match self.archive.repo.find_tree(id) {
+                    Ok(subtree) => self.stack.push((format!("{path}/"), subtree, 0)),
+                    Err(e) => return Some(Err(std::io::Error::other(e.message().to_string()))),
+                },
+                Some(ObjectType::Blob) => {
+                    let meta = fs::symlink_metadata(self.archive.root.join(&path)).ok();
+                    return Some(Ok(file_entry(&path, id, mode, meta.as_ref())));
+                }
+                _ => {}
+            }
+        }
     }
 }
 
