@@ -204,6 +204,13 @@ fn merge(old: Option<impl BufRead>, changes: &Changes, out: File) -> Result<usiz
     let mut collapsed = changes.collapse.iter().peekable();
     let mut written = 0usize;
     let mut sparse = changes.set.iter().any(is_sparse_directory);
+    // The last old sparse entry kept: a new entry under it would stand twice for one file
+    // (a human's own sparse checkout over a path the archive commits), which the caller must
+    // settle by writing the index anew.
+    let mut kept_sparse: Option<Vec<u8>> = None;
+    let under_kept = |kept: &Option<Vec<u8>>, new: &IndexEntry| {
+        kept.as_ref().is_some_and(|dir| new.path.starts_with(dir))
+    };
     if let Some(old) = old.as_mut() {
         // The path whose entries (one per stage) a new entry replaced.
         let mut replaced: Option<Vec<u8>> = None;
@@ -213,6 +220,9 @@ fn merge(old: Option<impl BufRead>, changes: &Changes, out: File) -> Result<usiz
                 continue;
             }
             while let Some(new) = pending.next_if(|new| new.path.as_slice() < path) {
+                if under_kept(&kept_sparse, new) {
+                    return Err(MergeError::Unsupported);
+                }
                 write_entry(&mut writer, new)?;
                 written += 1;
             }
@@ -230,6 +240,9 @@ fn merge(old: Option<impl BufRead>, changes: &Changes, out: File) -> Result<usiz
             let goes = collapsed.peek().is_some_and(|dir| path.starts_with(dir))
                 || removed.peek().is_some_and(|gone| gone.as_slice() == path);
             if !goes {
+                if entry.is_sparse_directory() {
+                    kept_sparse = Some(path.to_vec());
+                }
                 writer.write_all(entry.bytes)?;
                 written += 1;
             }
@@ -237,6 +250,9 @@ fn merge(old: Option<impl BufRead>, changes: &Changes, out: File) -> Result<usiz
         sparse |= old.check_trailer()?;
     }
     for new in pending {
+        if under_kept(&kept_sparse, new) {
+            return Err(MergeError::Unsupported);
+        }
         write_entry(&mut writer, new)?;
         written += 1;
     }
@@ -306,6 +322,12 @@ struct OldEntry<'a> {
 impl OldEntry<'_> {
     fn path(&self) -> &[u8] {
         &self.bytes[self.path.clone()]
+    }
+
+    /// Whether it stands for a directory outside the sparse checkout (its mode, after the
+    /// times, device and inode, is a directory's).
+    fn is_sparse_directory(&self) -> bool {
+        u32::from_be_bytes(word(&self.bytes[24..28])) == DIRECTORY_MODE
     }
 }
 

@@ -1,8 +1,7 @@
 //! The Git engine under mailroom's archive: it writes the objects, trees, packs and index of
 //! one repository itself, and keeps its packs few and small. libgit2 creates and opens the
-//! repository, reads objects, diffs trees, moves refs, hashes blobs, and reads and rewrites
-//! the index forms this crate does not handle; the `git` command line runs the full and geometric
-//! repacks. Nothing here depends on the archive's layout: what its first commit holds, which
+//! repository, reads objects, diffs trees, moves refs and hashes blobs; the `git` command
+//! line runs the full and geometric repacks. Nothing here depends on the archive's layout: what its first commit holds, which
 //! local files Git must not offer to add, and which files the caller writes into the work
 //! tree itself come from the caller ([`Layout`]).
 //!
@@ -35,8 +34,9 @@
 //!   marker says which commit it reflects (what it missed is found from the two commits'
 //!   trees; without a marker it is rebuilt from HEAD at the first sync); it is updated by a
 //!   streamed merge into `index.lock` created exclusively (a human's `git` holding it only
-//!   delays the update), and the lock is removed on any failure. Forms the merge does not
-//!   handle go to libgit2; if neither can, the index is left alone.
+//!   delays the update), and the lock is removed on any failure. An index the merge does not
+//!   take (a form a human's Git chose, a sparse entry of a human's own over a committed
+//!   file, damage) is written anew from HEAD.
 //! - **A retired directory is never in the index twice.** Its sparse entry replaces its
 //!   files' entries in one update, and its files leave the work tree only after that; the
 //!   list of retired directories is written, and the index's marker removed, before either,

@@ -74,9 +74,6 @@ pub struct ArchiveRepo {
     recent_trees: RecentTrees,
     /// The builder of each commit's pack, kept for its buffers.
     pack: PackBuilder,
-    /// Set when the index is of a form neither `index_file` nor libgit2 can update: it is
-    /// then left alone (and said so once).
-    index_abandoned: bool,
     /// Set at open when the commit the index reflects is not known (an archive from before
     /// the index's marker, or an index removed): the next index sync rebuilds it from HEAD.
     index_rebuild: bool,
@@ -133,7 +130,6 @@ impl ArchiveRepo {
             index_removals: Vec::new(),
             recent_trees: RecentTrees::default(),
             pack: PackBuilder::new(),
-            index_abandoned: false,
             index_rebuild: false,
             index_marked: None,
             index_collapse: Vec::new(),

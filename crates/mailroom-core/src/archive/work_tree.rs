@@ -36,7 +36,8 @@ impl WorkTreeBudget {
     /// Retires the oldest month still in the work tree when the index is over budget (at
     /// most once per `LOOK_INTERVAL`). A failure is logged: the work tree only stays larger.
     pub(super) fn keep(&mut self, repo: &mut ArchiveRepo) {
-        if self.max_files == 0 || repo.index_entries() <= self.max_files {
+        // While changes wait for the index (a human's Git holding it), its count is stale.
+        if self.max_files == 0 || repo.index_entries() <= self.max_files || repo.index_stale() {
             return;
         }
         if self.last_look.is_some_and(|at| at.elapsed() < LOOK_INTERVAL) {

@@ -10,7 +10,7 @@
 //! index and building its trees took 82 % of a start-up at 400,000 files and grew with them.
 //! Only without a usable marker (an archive from before it, an index removed, a retirement
 //! cut short) is the index rebuilt from HEAD's tree, at the first sync rather than in the
-//! way of start-up.
+//! way of start-up; so is an index the merge cannot take (a form a human's Git chose).
 //!
 //! A file under a retired directory (`repo/sparse.rs`) has no entry of its own: its
 //! directory's sparse entry is given the directory's new tree instead.
@@ -18,7 +18,7 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use git2::{Delta, DiffOptions, IndexEntry, IndexTime, ObjectType, Oid};
 
@@ -55,12 +55,6 @@ impl ArchiveRepo {
     /// stays fast) and writes it. Best effort: when a human's git command holds
     /// `index.lock`, the paths wait for the next call.
     pub fn sync_index(&mut self) -> Result<()> {
-        if self.index_abandoned {
-            self.index_pending.clear();
-            self.index_removals.clear();
-            self.index_collapse.clear();
-            return Ok(());
-        }
         if self.index_rebuild && !self.rebuild_index()? {
             return Ok(());
         }
@@ -90,18 +84,13 @@ impl ArchiveRepo {
                 (self.index_pending, self.index_removals) = (paths, removals);
                 self.index_collapse = collapse;
             }
-            // A form a human's Git chose: libgit2 rewrites version 4; a split index, or a
-            // damaged one, it cannot read either.
+            // A form a human's Git chose (version 4, a split index), a sparse entry of a
+            // human's own sparse checkout over a committed file, or a damaged index: written
+            // anew from HEAD, which holds everything that waited.
             Ok(update @ (Update::Unsupported | Update::Damaged(_))) => {
-                if let Err(e) = self.sync_index_with_libgit2(&paths, &removals) {
-                    if !self.index_abandoned {
-                        tracing::warn!(?update, error = %e, "the archive's Git index is of a \
-                            form mailroom cannot update; it is no longer kept in step (`git \
-                            status` will list the archive's files until it is rebuilt, e.g. \
-                            `rm .git/index && git reset`)");
-                    }
-                    self.index_abandoned = true;
-                }
+                tracing::info!(?update, "the archive's Git index is rebuilt from HEAD");
+                self.index_rebuild = true;
+                self.rebuild_index()?;
             }
             Err(e) => {
                 (self.index_pending, self.index_removals) = (paths, removals);
@@ -122,7 +111,9 @@ impl ArchiveRepo {
         collapse: &[String],
     ) -> Result<Changes> {
         let mut changes = Changes::default();
-        let mut retired: BTreeSet<&str> = collapse.iter().map(String::as_str).collect();
+        // A directory folded into a retired ancestor since it was queued is that ancestor.
+        let mut retired: BTreeSet<&str> =
+            collapse.iter().filter_map(|dir| self.sparse.outermost(dir)).collect();
         let mut files = Vec::with_capacity(paths.len());
         for (path, blob) in paths {
             match self.sparse.retired_dir_of(path) {
@@ -162,35 +153,6 @@ impl ArchiveRepo {
             .collect()
     }
 
-    /// `sync_index` through libgit2, which loads the whole index (for forms `index_file`
-    /// does not write). A busy index keeps the paths for the next call; another failure
-    /// leaves them to the caller.
-    fn sync_index_with_libgit2(
-        &mut self,
-        paths: &[(String, Oid)],
-        removals: &[String],
-    ) -> Result<()> {
-        let path = self.repo.path().join("index");
-        let mut index = git2::Index::open(&path).map_err(|e| git_err("index", e))?;
-        let files: Vec<(&str, Oid)> = paths.iter().map(|(p, id)| (p.as_str(), *id)).collect();
-        for entry in self.index_entries_of(&files) {
-            index.add(&entry).map_err(|e| git_err("index add", e))?;
-        }
-        for path in removals {
-            // A path the index lacks (never synced, or removed before a crash) is no error.
-            let _ = index.remove_path(Path::new(path));
-        }
-        match index.write() {
-            Ok(()) => self.index_len = index.len(),
-            Err(e) => {
-                tracing::debug!(error = %e.message(), "archive index busy; will retry");
-                self.index_pending = paths.to_vec();
-                self.index_removals = removals.to_vec();
-            }
-        }
-        Ok(())
-    }
-
     /// Writes the index anew from HEAD's tree (a retired directory as its sparse entry), with
     /// the work tree's stat data, and takes the retired directories' files out of the work
     /// tree. The entries are written as the tree walk yields them, none held. False when a
@@ -207,6 +169,9 @@ impl ArchiveRepo {
         }
         let retired: Vec<String> = self.sparse.retired().map(str::to_string).collect();
         self.remove_retired_from_work_tree(&retired);
+        if !retired.is_empty() {
+            self.write_sparse_checkout()?;
+        }
         // HEAD holds every committed path: nothing waits any more.
         self.index_pending.clear();
         self.index_removals.clear();

@@ -61,7 +61,12 @@ impl Sparse {
         self.retired.iter().map(String::as_str)
     }
 
-    /// The retired directory `path` lies under, if any.
+    /// `dir` itself when retired, or the retired directory it lies under: the outermost.
+    pub(super) fn outermost<'a>(&'a self, dir: &'a str) -> Option<&'a str> {
+        self.retired_dir_of(dir).or_else(|| self.is_retired(dir).then_some(dir))
+    }
+
+    /// The retired directory `path` lies under (the outermost), if any.
     pub(super) fn retired_dir_of(&self, path: &str) -> Option<&str> {
         if self.retired.is_empty() {
             return None;
@@ -116,11 +121,17 @@ impl ArchiveRepo {
     /// Returns how many were retired. When a human's Git holds the index, the index and the
     /// work tree follow at a later sync.
     pub fn retire_directories(&mut self, dirs: &[String]) -> Result<usize> {
+        let asked: BTreeSet<&str> = dirs.iter().map(|dir| dir.trim_matches('/')).collect();
+        // One given under another given is folded into it.
+        let under_another = |dir: &str| {
+            let ends = dir.match_indices('/').map(|(at, _)| at);
+            ends.map(|at| &dir[..at]).any(|ancestor| asked.contains(ancestor))
+        };
         let mut new = Vec::new();
-        for dir in dirs {
-            let dir = dir.trim_matches('/');
-            let known = self.sparse.is_retired(dir) || self.sparse.retired_dir_of(dir).is_some();
-            if dir.is_empty() || known || self.head_directory(dir)?.is_none() {
+        for &dir in &asked {
+            let known = self.sparse.outermost(dir).is_some();
+            if dir.is_empty() || known || under_another(dir) || self.head_directory(dir)?.is_none()
+            {
                 continue;
             }
             new.push(dir.to_string());
@@ -166,6 +177,9 @@ impl ArchiveRepo {
             self.sparse.retired.retain(|dir| !brought_back(dir));
         }
         if self.sparse.retired.len() != before {
+            // Rebuilt at the first sync; a stop before it must not leave the marker naming
+            // an index that still has the directories' sparse entries.
+            self.unmark_index()?;
             tracing::info!(
                 directories = before - self.sparse.retired.len(),
                 "retired archive directories were brought back by Git's sparse-checkout"
@@ -255,7 +269,7 @@ impl ArchiveRepo {
     }
 
     /// Sets Git's sparse-checkout configuration and writes the cone for HEAD's directories.
-    fn write_sparse_checkout(&mut self) -> Result<()> {
+    pub(super) fn write_sparse_checkout(&mut self) -> Result<()> {
         let mut parents: BTreeSet<String> = BTreeSet::from([String::new()]);
         for dir in self.sparse.retired() {
             let ends = dir.match_indices('/').map(|(at, _)| at);

@@ -148,3 +148,74 @@ fn a_sparse_archive_reopens_rebuilds_and_follows_gits_sparse_checkout() {
     assert_eq!(git(&root, &["status", "--porcelain"]), "");
     assert_fsck_clean(&root);
 }
+
+/// An index a human's Git wrote in a form the merge does not take (version 4 here) is
+/// written anew from HEAD, the retired directories still sparse; the retirement is not lost.
+#[test]
+fn an_index_of_another_form_is_rebuilt_with_its_retired_directories() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = two_months(&root);
+    repo.retire_directories(&[JANUARY.to_string()]).expect("retire");
+    git(&root, &["update-index", "--index-version", "4"]);
+    repo.commit_files(&files(&["projects/p/messages/2026/01/late.md"]), "late\n").expect("commit");
+    repo.retire_directories(&[INBOX_JANUARY.to_string()]).expect("retire");
+    assert!(!repo.index_stale());
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    let listing = sparse_listing(&root);
+    assert!(listing.contains(&format!("{JANUARY}/\n")), "{listing}");
+    assert!(listing.contains(&format!("{INBOX_JANUARY}/\n")), "{listing}");
+    assert!(!listing.contains("late.md"), "{listing}");
+    assert!(!root.join(INBOX_JANUARY).exists());
+}
+
+/// Directories given together or one after the other, one under the other, end as one
+/// sparse entry: the outermost.
+#[test]
+fn nested_directories_retire_as_the_outermost() {
+    let inbox = "projects/p/agents/A/inbox";
+    for order in [[INBOX_JANUARY, inbox], [inbox, INBOX_JANUARY]] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().join("archive");
+        let mut repo = two_months(&root);
+        let given: Vec<String> = order.iter().map(|d| d.to_string()).collect();
+        assert_eq!(repo.retire_directories(&given).expect("retire"), 1, "{order:?}");
+        assert_eq!(repo.retired_directories().collect::<Vec<_>>(), [inbox]);
+        let listing = sparse_listing(&root);
+        assert!(listing.contains(&format!("{inbox}/\n")), "{listing}");
+        assert!(!listing.contains("inbox/2026"), "{listing}");
+        assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = two_months(&root);
+    repo.retire_directories(&[INBOX_JANUARY.to_string()]).expect("retire");
+    repo.retire_directories(&[inbox.to_string()]).expect("retire the parent");
+    assert_eq!(repo.retired_directories().collect::<Vec<_>>(), [inbox]);
+    assert!(!sparse_listing(&root).contains("inbox/2026"));
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_fsck_clean(&root);
+}
+
+/// A human's own sparse checkout of the archive, over a directory the archive then commits
+/// into, never leaves a file twice in the index: the index is written anew from HEAD.
+#[test]
+fn a_humans_sparse_entry_over_a_committed_file_is_settled_by_a_rebuild() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = two_months(&root);
+    git(&root, &["sparse-checkout", "set", "--cone", "--sparse-index", "projects/p/messages"]);
+    assert!(sparse_listing(&root).contains("projects/p/agents/\n"));
+    let late = "projects/p/agents/A/inbox/2026/02/late.md";
+    repo.commit_files(&files(&[late]), "late\n").expect("commit");
+    repo.sync_index().expect("index");
+    let listing = git(&root, &["ls-files"]);
+    let mut paths: Vec<&str> = listing.lines().collect();
+    let count = paths.len();
+    paths.dedup();
+    assert_eq!(paths.len(), count, "no path twice: {listing}");
+    assert!(listing.contains(late), "{listing}");
+    git(&root, &["sparse-checkout", "reapply"]);
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_fsck_clean(&root);
+}
