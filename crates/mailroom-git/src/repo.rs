@@ -384,14 +384,7 @@ impl ArchiveRepo {
                     ) => {}
                 Err(e) => return Err(io_err("cannot remove", &file, e)),
             }
-            // Up to the root; the first directory that is not empty (or not there) stops it.
-            let mut dir = Path::new(path).parent();
-            while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
-                if fs::remove_dir(self.root.join(d)).is_err() {
-                    break;
-                }
-                dir = d.parent();
-            }
+            remove_emptied_parents(&self.root, path);
         }
         Ok(())
     }
@@ -457,6 +450,23 @@ fn head_commit(repo: &Repository) -> Result<Option<git2::Commit<'_>>> {
 
 pub(crate) fn head_tree(repo: &Repository) -> Result<Option<Tree<'_>>> {
     head_commit(repo)?.map(|c| c.tree().map_err(|e| git_err("HEAD tree", e))).transpose()
+}
+
+/// Removes the directories above `path` (repo-relative) that it left empty, up to the root;
+/// the first that is not empty (or not there) stops it.
+fn remove_emptied_parents(root: &Path, path: &str) {
+    let mut dir = Path::new(path).parent();
+    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+        if fs::remove_dir(root.join(d)).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+/// The directories above `path`, outermost first (`a`, `a/b` for `a/b/c`).
+fn ancestors(path: &str) -> impl Iterator<Item = &str> {
+    path.match_indices('/').map(|(at, _)| &path[..at])
 }
 
 /// The work tree's directories a batch writes into, each opened once: files are created

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::Layout;
+use crate::{Author, Layout};
 
 /// A layout like the archive's: `.gitattributes` first, lock files excluded, every file
 /// written by the engine.
@@ -13,6 +13,16 @@ pub(crate) const LAYOUT: Layout = Layout {
     excludes: "*.lock\n",
     written_by_owner: |_| false,
 };
+
+/// The author of the tests' archive commits.
+pub(crate) fn author() -> Author {
+    Author { name: "mailroom".to_string(), email: "mailroom@example.com".to_string() }
+}
+
+/// Asserts that `git status` finds the work tree and index of `root` as HEAD has them.
+pub(crate) fn assert_status_clean(root: &Path) {
+    assert_eq!(git(root, &["status", "--porcelain"]), "", "git status in {}", root.display());
+}
 
 /// Runs `git -C root args…` and returns its standard output (lossy UTF-8); fails the test,
 /// with git's standard error, when git fails.

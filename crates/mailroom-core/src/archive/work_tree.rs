@@ -24,13 +24,15 @@ pub(super) struct WorkTreeBudget {
     /// Index entries past which a month is retired; 0: no limit.
     max_files: usize,
     last_look: Option<Instant>,
-    /// Whether "nothing left to retire" was said (once per start).
-    said_full: bool,
+    /// The index's entries when a look last found no month to retire (said once): the next
+    /// look waits until a tenth of the budget more has been written, rather than walking
+    /// every mailbox's months each interval for nothing.
+    full_at: Option<usize>,
 }
 
 impl WorkTreeBudget {
     pub(super) fn new(max_files: usize) -> Self {
-        Self { max_files, last_look: None, said_full: false }
+        Self { max_files, last_look: None, full_at: None }
     }
 
     /// Retires the oldest month still in the work tree when the index is over budget (at
@@ -40,28 +42,35 @@ impl WorkTreeBudget {
         if self.max_files == 0 || repo.index_entries() <= self.max_files || repo.index_stale() {
             return;
         }
-        if self.last_look.is_some_and(|at| at.elapsed() < LOOK_INTERVAL) {
+        if self.last_look.is_some_and(|at| at.elapsed() < LOOK_INTERVAL)
+            || self.full_at.is_some_and(|at| repo.index_entries() < at + self.max_files / 10)
+        {
             return;
         }
         self.last_look = Some(Instant::now());
         match retire_oldest_month(repo) {
-            Ok(Some((month, directories))) => tracing::info!(
-                month = %month,
-                directories,
-                index_entries = repo.index_entries(),
-                budget = self.max_files,
-                "an archive month left the work tree (ARCHIVE_WORKTREE_MAX_FILES); Git keeps it"
-            ),
-            Ok(None) if !self.said_full => {
-                self.said_full = true;
-                tracing::warn!(
+            Ok(Some((month, directories))) => {
+                self.full_at = None;
+                tracing::info!(
+                    month = %month,
+                    directories,
                     index_entries = repo.index_entries(),
                     budget = self.max_files,
-                    "the archive's work tree is over ARCHIVE_WORKTREE_MAX_FILES with no month \
-                     left to retire"
+                    "an archive month left the work tree (ARCHIVE_WORKTREE_MAX_FILES); Git \
+                     keeps it"
                 );
             }
-            Ok(None) => {}
+            Ok(None) => {
+                if self.full_at.is_none() {
+                    tracing::warn!(
+                        index_entries = repo.index_entries(),
+                        budget = self.max_files,
+                        "the archive's work tree is over ARCHIVE_WORKTREE_MAX_FILES with no \
+                         month left to retire"
+                    );
+                }
+                self.full_at = Some(repo.index_entries());
+            }
             Err(e) => tracing::warn!(error = %e.message, "no archive month retired"),
         }
     }

@@ -22,7 +22,7 @@ use std::path::Path;
 
 use git2::{ObjectType, Oid};
 
-use super::{ArchiveRepo, head_tree};
+use super::{ArchiveRepo, ancestors, head_tree, remove_emptied_parents};
 use crate::atomic_file::write_atomically;
 use crate::error::{Result, git_err, io_err};
 
@@ -42,8 +42,6 @@ pub(super) struct Sparse {
     parents: HashSet<String>,
     /// Subdirectories of parents that the cone names whole.
     listed: HashSet<String>,
-    /// A directory appeared under a parent since the cone was written.
-    cone_stale: bool,
 }
 
 impl Sparse {
@@ -71,8 +69,7 @@ impl Sparse {
         if self.retired.is_empty() {
             return None;
         }
-        let ends = path.match_indices('/').map(|(at, _)| at);
-        ends.map(|at| &path[..at]).find_map(|dir| self.retired.get(dir).map(String::as_str))
+        ancestors(path).find_map(|dir| self.retired.get(dir).map(String::as_str))
     }
 }
 
@@ -123,10 +120,7 @@ impl ArchiveRepo {
     pub fn retire_directories(&mut self, dirs: &[String]) -> Result<usize> {
         let asked: BTreeSet<&str> = dirs.iter().map(|dir| dir.trim_matches('/')).collect();
         // One given under another given is folded into it.
-        let under_another = |dir: &str| {
-            let ends = dir.match_indices('/').map(|(at, _)| at);
-            ends.map(|at| &dir[..at]).any(|ancestor| asked.contains(ancestor))
-        };
+        let under_another = |dir: &str| ancestors(dir).any(|ancestor| asked.contains(ancestor));
         let mut new = Vec::new();
         for &dir in &asked {
             let known = self.sparse.outermost(dir).is_some();
@@ -170,10 +164,7 @@ impl ArchiveRepo {
         } else {
             let cone = fs::read_to_string(self.repo.path().join(CONE)).unwrap_or_default();
             let whole = whole_directories(&cone);
-            let brought_back = |dir: &str| {
-                let ends = dir.match_indices('/').map(|(at, _)| at).chain([dir.len()]);
-                ends.map(|at| &dir[..at]).any(|d| whole.contains(d))
-            };
+            let brought_back = |dir: &str| ancestors(dir).chain([dir]).any(|d| whole.contains(d));
             self.sparse.retired.retain(|dir| !brought_back(dir));
         }
         if self.sparse.retired.len() != before {
@@ -198,23 +189,19 @@ impl ArchiveRepo {
         if self.sparse.parents.is_empty() {
             return;
         }
+        let mut stale = false;
         for (path, _) in paths {
-            let ends = path.match_indices('/').map(|(at, _)| at);
             let mut parent = "";
-            for dir in ends.map(|at| &path[..at]) {
+            for dir in ancestors(path) {
                 if !self.sparse.parents.contains(dir) {
                     let known = self.sparse.listed.contains(dir) || self.sparse.is_retired(dir);
-                    if !known && self.sparse.parents.contains(parent) {
-                        self.sparse.cone_stale = true;
-                    }
+                    stale |= !known && self.sparse.parents.contains(parent);
                     break;
                 }
                 parent = dir;
             }
         }
-        if self.sparse.cone_stale
-            && let Err(e) = self.write_sparse_checkout()
-        {
+        if stale && let Err(e) = self.write_sparse_checkout() {
             tracing::warn!(error = %e, "the archive's sparse-checkout list is not updated");
         }
     }
@@ -241,13 +228,7 @@ impl ArchiveRepo {
                 Err(e) => tracing::warn!(error = %e, path = %path.display(), "a retired \
                     directory is still in the work tree"),
             }
-            let mut parent = Path::new(dir).parent();
-            while let Some(d) = parent.filter(|d| !d.as_os_str().is_empty()) {
-                if fs::remove_dir(self.root.join(d)).is_err() {
-                    break;
-                }
-                parent = d.parent();
-            }
+            remove_emptied_parents(&self.root, dir);
         }
         if moved {
             empty_trash(&trash);
@@ -272,8 +253,7 @@ impl ArchiveRepo {
     pub(super) fn write_sparse_checkout(&mut self) -> Result<()> {
         let mut parents: BTreeSet<String> = BTreeSet::from([String::new()]);
         for dir in self.sparse.retired() {
-            let ends = dir.match_indices('/').map(|(at, _)| at);
-            parents.extend(ends.map(|at| dir[..at].to_string()));
+            parents.extend(ancestors(dir).map(str::to_string));
         }
         let mut listed = BTreeSet::new();
         for parent in &parents {
@@ -308,7 +288,6 @@ impl ArchiveRepo {
         }
         self.sparse.parents = parents.into_iter().collect();
         self.sparse.listed = listed.into_iter().collect();
-        self.sparse.cone_stale = false;
         Ok(())
     }
 }

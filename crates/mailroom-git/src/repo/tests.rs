@@ -1,10 +1,6 @@
 use super::*;
-use crate::testing::{LAYOUT, git};
+use crate::testing::{LAYOUT, assert_status_clean, author, git};
 use std::os::unix::fs::MetadataExt;
-
-fn author() -> Author {
-    Author { name: "mailroom".to_string(), email: "mailroom@example.com".to_string() }
-}
 
 fn packs(root: &Path) -> usize {
     fs::read_dir(root.join(".git/objects/pack"))
@@ -120,7 +116,7 @@ fn work_tree_copies_are_linked_and_replaced_not_written_through() {
     // The index's stat data is each file's own: `diff-files` lists a file whose stat data
     // differs without refreshing the index (`status` would refresh it), so it goes first.
     assert_eq!(git(&root, &["diff-files", "--name-only"]), "");
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
 
     // Copies linked in one batch, whose first path a later batch rewrites (with another
     // size) before the index is written: the other copy keeps stat data of its own.
@@ -129,7 +125,7 @@ fn work_tree_copies_are_linked_and_replaced_not_written_through() {
     repo.commit_files(&rewritten, "mail: four\n").expect("commit");
     repo.sync_index().expect("index");
     assert_eq!(git(&root, &["diff-files", "--name-only"]), "");
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
 
     // A batch that names a path twice: its later copies of the first content are not
     // linked to the path that no longer holds it.
@@ -143,7 +139,7 @@ fn work_tree_copies_are_linked_and_replaced_not_written_through() {
     assert_eq!(fs::read_to_string(root.join("p/y.md")).expect("read"), "one\n");
     repo.sync_index().expect("index");
     assert_eq!(git(&root, &["diff-files", "--name-only"]), "");
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
 }
 
 /// The layout makes the first commit, its excludes are written once, and a file its owner
@@ -234,7 +230,7 @@ fn removals_leave_tree_work_tree_and_index() {
     assert!(!root.join("projects/p/messages/2026/11/m1.md").exists());
     assert!(!root.join("projects/p/agents").exists(), "emptied directories go too");
     assert!(root.join("projects/p/messages/2026/11/m2.md").exists());
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
     assert_eq!(git(&root, &["log", "-1", "--format=%s"]), "delete: 1 message(s)\n");
     git(&root, &["fsck", "--strict"]);
     let again = repo.commit_changes(&[], &gone, "delete: again\n").expect("replay");
@@ -314,7 +310,7 @@ fn an_index_without_a_marker_is_rebuilt_at_the_first_sync() {
     assert!(!root.join(".git/index").exists(), "open leaves the index to the sync");
     repo.sync_index().expect("index");
     assert!(!repo.index_rebuild);
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
     assert_eq!(repo.index_entries(), 10);
     assert_eq!(marker(&root), git(&root, &["rev-parse", "HEAD"]));
     // Entry for entry what Git's own `read-tree` writes (mode, blob, path, in its order).

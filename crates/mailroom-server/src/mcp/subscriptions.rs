@@ -87,6 +87,14 @@ struct SessionSubscriptions {
     listen_id: Option<Value>,
 }
 
+impl SessionSubscriptions {
+    /// Whether it has a stream to tell: one whose client went away without ending its
+    /// session is nobody to tell, and keeps no watch alive.
+    fn listening(&self) -> bool {
+        self.stream.as_ref().is_some_and(|stream| !stream.is_closed())
+    }
+}
+
 /// Every session's and listen stream's subscriptions, keyed by session id or listen key.
 #[derive(Default)]
 pub struct Subscriptions {
@@ -165,10 +173,7 @@ impl Subscriptions {
 
     /// Whether any session has a stream to tell.
     pub fn any_listening(&self) -> bool {
-        // A stream whose client went away without ending its session is nobody to tell.
-        self.lock().values().any(|s| {
-            s.stream.as_ref().is_some_and(|stream| !stream.is_closed()) && !s.watched.is_empty()
-        })
+        self.lock().values().any(|s| s.listening() && !s.watched.is_empty())
     }
 
     /// Sends `notifications/resources/updated` for every subscribed URI a message changed,
@@ -184,7 +189,7 @@ impl Subscriptions {
         let sessions = self.lock();
         let mut slugs: Vec<String> = sessions
             .values()
-            .filter(|s| s.stream.is_some())
+            .filter(|s| s.listening())
             .flat_map(|s| s.watched.iter())
             .filter_map(|(_, w)| match w {
                 Watched::Reservations { project, .. } => Some(project.clone()),

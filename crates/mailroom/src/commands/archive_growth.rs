@@ -27,9 +27,8 @@ const STATE_FILE: &str = "archive-growth.json";
 const CHUNK: u64 = 10_000;
 /// Sends in flight at once.
 const IN_FLIGHT: u64 = 32;
-/// Agent names: the reference's adjective + noun form, distinct in a project.
-const ADJECTIVES: [&str; 8] =
-    ["Blue", "Green", "Red", "Amber", "Silver", "Golden", "Misty", "Quiet"];
+/// Agent names: words of the reference's lists (`model::names`), distinct in a project.
+const ADJECTIVES: [&str; 8] = ["Blue", "Green", "Red", "Amber", "Silver", "Gold", "Misty", "Quiet"];
 const NOUNS: [&str; 8] = ["Lake", "Castle", "Stone", "River", "Hill", "Forest", "Harbor", "Meadow"];
 /// Words of the generated bodies.
 const WORDS: [&str; 16] = [
@@ -373,8 +372,11 @@ mod tests {
     }
 
     #[test]
-    fn agent_names_are_distinct() {
+    fn agent_names_are_distinct_and_valid() {
         let names: std::collections::HashSet<String> = (0..64).map(agent_name).collect();
         assert_eq!(names.len(), 64);
+        for name in &names {
+            assert!(mailroom_core::model::names::is_valid_adjective_noun(name), "{name}");
+        }
     }
 }

@@ -95,7 +95,9 @@ pub fn run(args: WebhooksArgs) -> Result<()> {
     // Flags are checked by the server's own rules before anything is asked, so an error
     // names the flag rather than the tool's argument.
     if let WebhooksCommand::Add { url, secret, .. } = &args.command {
-        // The data directory's settings say whether private addresses are allowed.
+        // The data directory's settings say whether private addresses are allowed: the
+        // operator's `.env` too, read as the backend reads it.
+        shared::agent_dotenv(args.common.data_dir.clone())?;
         let config = shared::core_config(&shared::data_dir(args.common.data_dir.clone()))?;
         check_flags(url, secret.as_deref(), config.webhooks.allow_private)?;
     }

@@ -66,6 +66,9 @@ fn the_oldest_month_leaves_the_work_tree_first_in_every_project() {
         Some("2026/02".into())
     );
     assert_eq!(retire_oldest_month(&mut repo).expect("retire"), None, "no month left");
+    let mut budget = WorkTreeBudget::new(10);
+    budget.keep(&mut repo);
+    assert_eq!(budget.full_at, Some(23), "nothing to retire: the next look waits for growth");
     assert!(root.join("projects/alpha/messages/threads/t.md").exists());
     assert!(root.join("projects/beta/agents/BlueLake/profile.json").exists());
     assert_eq!(status(&root), "");

@@ -473,9 +473,5 @@ mod tests;
 
 /// A random number in [0, 1): the backoff's jitter.
 fn random_fraction() -> f64 {
-    let mut bytes = [0u8; 8];
-    if getrandom::fill(&mut bytes).is_err() {
-        return 0.5;
-    }
-    (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64
+    getrandom::u64().map_or(0.5, |random| (random >> 11) as f64 / (1u64 << 53) as f64)
 }

@@ -1,12 +1,8 @@
 use std::fs;
 use std::path::Path;
 
-use crate::testing::{LAYOUT, assert_fsck_clean, git};
-use crate::{ArchiveRepo, Author};
-
-fn author() -> Author {
-    Author { name: "mailroom".to_string(), email: "mailroom@example.com".to_string() }
-}
+use crate::ArchiveRepo;
+use crate::testing::{LAYOUT, assert_fsck_clean, assert_status_clean, author, git};
 
 fn files(paths: &[&str]) -> Vec<(String, Vec<u8>)> {
     paths.iter().map(|p| (p.to_string(), format!("{p}\n").into_bytes())).collect()
@@ -32,6 +28,13 @@ fn two_months(root: &Path) -> ArchiveRepo {
     repo
 }
 
+/// [`two_months`] with January's two directories retired.
+fn january_retired(root: &Path) -> ArchiveRepo {
+    let mut repo = two_months(root);
+    repo.retire_directories(&[JANUARY.to_string(), INBOX_JANUARY.to_string()]).expect("retire");
+    repo
+}
+
 fn sparse_listing(root: &Path) -> String {
     git(root, &["ls-files", "--sparse"])
 }
@@ -52,7 +55,7 @@ fn retired_directories_leave_the_work_tree_and_the_index_but_not_the_commits() {
     assert!(root.join("projects/p/messages/2026/02/b.md").exists());
     assert!(root.join("projects/p/agents/A/profile.json").exists());
     assert_eq!(repo.index_entries(), 8, "two files each became one sparse entry");
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
     let listing = sparse_listing(&root);
     assert!(listing.contains("projects/p/messages/2026/01/\n"), "{listing}");
     assert!(listing.contains("projects/p/agents/A/inbox/2026/01/\n"), "{listing}");
@@ -76,8 +79,7 @@ fn retired_directories_leave_the_work_tree_and_the_index_but_not_the_commits() {
 fn commits_after_a_retirement_keep_git_status_clean() {
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().join("archive");
-    let mut repo = two_months(&root);
-    repo.retire_directories(&[JANUARY.to_string(), INBOX_JANUARY.to_string()]).expect("retire");
+    let mut repo = january_retired(&root);
     // A human's Git may expand the sparse entries into their files (skip-worktree each).
     git(&root, &["sparse-checkout", "reapply", "--no-sparse-index"]);
     assert!(git(&root, &["ls-files", "--sparse"]).contains("2026/01/a.md"));
@@ -90,7 +92,7 @@ fn commits_after_a_retirement_keep_git_status_clean() {
     repo.sync_index().expect("index");
     assert!(!root.join(JANUARY).exists(), "a late file stays out of the work tree");
     assert!(root.join("projects/p/messages/2026/03/c.md").exists());
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
     let cone = git(&root, &["sparse-checkout", "list"]);
     assert!(cone.contains("projects/p/messages/2026/03\n"), "{cone}");
     assert!(cone.contains("projects/p/agents/B\n"), "{cone}");
@@ -100,7 +102,7 @@ fn commits_after_a_retirement_keep_git_status_clean() {
     repo.commit_changes(&[], &["projects/p/messages/2026/01/a.md".to_string()], "delete\n")
         .expect("removal");
     repo.sync_index().expect("index");
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
     let january = git(&root, &["ls-tree", "--name-only", "HEAD", &format!("{JANUARY}/")]);
     assert_eq!(january, "projects/p/messages/2026/01/late.md\n");
     assert_fsck_clean(&root);
@@ -113,9 +115,7 @@ fn commits_after_a_retirement_keep_git_status_clean() {
 fn a_sparse_archive_reopens_rebuilds_and_follows_gits_sparse_checkout() {
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().join("archive");
-    let mut repo = two_months(&root);
-    repo.retire_directories(&[JANUARY.to_string(), INBOX_JANUARY.to_string()]).expect("retire");
-    drop(repo);
+    drop(january_retired(&root));
     let repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("reopen");
     assert!(!repo.index_stale(), "in step: nothing to catch up");
 
@@ -123,7 +123,7 @@ fn a_sparse_archive_reopens_rebuilds_and_follows_gits_sparse_checkout() {
     fs::remove_file(root.join(".git/index")).expect("no index");
     let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("reopen");
     repo.sync_index().expect("rebuild");
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
     assert!(sparse_listing(&root).contains("projects/p/messages/2026/01/\n"));
     assert!(!root.join(JANUARY).exists());
 
@@ -133,11 +133,11 @@ fn a_sparse_archive_reopens_rebuilds_and_follows_gits_sparse_checkout() {
     let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("reopen");
     assert_eq!(repo.retired_directories().collect::<Vec<_>>(), [INBOX_JANUARY]);
     repo.sync_index().expect("rebuild");
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
     repo.commit_files(&files(&["projects/p/messages/2026/01/z.md"]), "z\n").expect("commit");
     repo.sync_index().expect("index");
     assert!(root.join(JANUARY).join("z.md").exists());
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
 
     drop(repo);
     git(&root, &["sparse-checkout", "disable"]);
@@ -145,7 +145,7 @@ fn a_sparse_archive_reopens_rebuilds_and_follows_gits_sparse_checkout() {
     assert_eq!(repo.retired_directories().count(), 0);
     repo.sync_index().expect("rebuild");
     assert!(root.join(INBOX_JANUARY).join("a.md").exists());
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
     assert_fsck_clean(&root);
 }
 
@@ -161,7 +161,7 @@ fn an_index_of_another_form_is_rebuilt_with_its_retired_directories() {
     repo.commit_files(&files(&["projects/p/messages/2026/01/late.md"]), "late\n").expect("commit");
     repo.retire_directories(&[INBOX_JANUARY.to_string()]).expect("retire");
     assert!(!repo.index_stale());
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
     let listing = sparse_listing(&root);
     assert!(listing.contains(&format!("{JANUARY}/\n")), "{listing}");
     assert!(listing.contains(&format!("{INBOX_JANUARY}/\n")), "{listing}");
@@ -184,7 +184,7 @@ fn nested_directories_retire_as_the_outermost() {
         let listing = sparse_listing(&root);
         assert!(listing.contains(&format!("{inbox}/\n")), "{listing}");
         assert!(!listing.contains("inbox/2026"), "{listing}");
-        assert_eq!(git(&root, &["status", "--porcelain"]), "");
+        assert_status_clean(&root);
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().join("archive");
@@ -193,7 +193,7 @@ fn nested_directories_retire_as_the_outermost() {
     repo.retire_directories(&[inbox.to_string()]).expect("retire the parent");
     assert_eq!(repo.retired_directories().collect::<Vec<_>>(), [inbox]);
     assert!(!sparse_listing(&root).contains("inbox/2026"));
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
     assert_fsck_clean(&root);
 }
 
@@ -216,6 +216,6 @@ fn a_humans_sparse_entry_over_a_committed_file_is_settled_by_a_rebuild() {
     assert_eq!(paths.len(), count, "no path twice: {listing}");
     assert!(listing.contains(late), "{listing}");
     git(&root, &["sparse-checkout", "reapply"]);
-    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert_status_clean(&root);
     assert_fsck_clean(&root);
 }
