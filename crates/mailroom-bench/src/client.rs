@@ -181,12 +181,7 @@ impl Connection {
     pub async fn open_event_stream(mut self, call: &Call) -> io::Result<EventStream> {
         write_all(&self.stream, &call.wire).await?;
         self.buffer.clear();
-        let (status, head_len, framing, _) = loop {
-            if let Some(head) = parse_head(&self.buffer)? {
-                break head;
-            }
-            self.fill().await?;
-        };
+        let (status, head_len, framing, _) = self.read_head().await?;
         if !(200..300).contains(&status) {
             return Err(invalid(&format!("the event stream was refused with HTTP {status}")));
         }
@@ -195,13 +190,18 @@ impl Connection {
         Ok(EventStream { connection: self, chunked, ended: false })
     }
 
-    async fn read_answer(&mut self, head_only: bool) -> io::Result<Answer> {
-        let (status, head_len, framing, keep_alive) = loop {
+    /// Reads until the buffer holds a whole response head; what `parse_head` says of it.
+    async fn read_head(&mut self) -> io::Result<(u16, usize, Framing, bool)> {
+        loop {
             if let Some(head) = parse_head(&self.buffer)? {
-                break head;
+                return Ok(head);
             }
             self.fill().await?;
-        };
+        }
+    }
+
+    async fn read_answer(&mut self, head_only: bool) -> io::Result<Answer> {
+        let (status, head_len, framing, keep_alive) = self.read_head().await?;
         let head = self.buffer.split_to(head_len).freeze();
         let bodiless = head_only || status == 204 || status == 304 || (100..200).contains(&status);
         let body = if bodiless {

@@ -53,17 +53,16 @@ pub async fn deliver(state: AppState) {
             // The store picks at most each webhook's share, leaving out those in flight and
             // webhooks at their share, so a busy webhook's backlog never fills the page.
             let page = settings.concurrency * 2;
-            let pairs: Vec<(i64, i64)> = in_flight.iter().map(|(d, w)| (*d, *w)).collect();
-            match state.core.due_webhook_deliveries(page, &pairs, &held.ids()).await {
+            match state.core.due_webhook_deliveries(page, &in_flight, &held.ids()).await {
                 Ok(due) => {
                     for delivery in due {
                         if in_flight.len() >= settings.concurrency {
                             break;
                         }
+                        // The store gives each webhook its whole share, not what its
+                        // deliveries in flight leave of it.
                         let busy = in_flight.values().filter(|w| **w == delivery.webhook_id);
-                        if in_flight.contains_key(&delivery.id)
-                            || busy.count() >= settings.per_webhook()
-                        {
+                        if busy.count() >= settings.per_webhook() {
                             continue;
                         }
                         in_flight.insert(delivery.id, delivery.webhook_id);

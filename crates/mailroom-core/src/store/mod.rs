@@ -164,6 +164,25 @@ impl Store {
         self.inner.batch_sizes.clone()
     }
 
+    /// Runs `step` (which deletes at most `batch` rows and says how many) as separate write
+    /// jobs until one deletes fewer than `batch`, at most `steps` times, so that a long
+    /// backlog never holds the writer in one transaction; how many rows in all.
+    pub async fn write_in_steps<F>(&self, batch: i64, steps: usize, step: F) -> Result<usize>
+    where
+        F: Fn(&Db<'_>, i64) -> Result<usize> + Clone + Send + 'static,
+    {
+        let mut done = 0;
+        for _ in 0..steps {
+            let job = step.clone();
+            let rows = self.write(move |db| job(db, batch)).await?;
+            done += rows;
+            if i64::try_from(rows).unwrap_or(i64::MAX) < batch {
+                break;
+            }
+        }
+        Ok(done)
+    }
+
     /// Runs `job` in one write transaction on the writer thread; commits when it returns `Ok`.
     pub async fn write<R, F>(&self, job: F) -> Result<R>
     where

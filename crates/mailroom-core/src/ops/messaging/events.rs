@@ -15,6 +15,7 @@ use crate::model::time::Timestamp;
 use crate::ops::output::MessageOut;
 use crate::ops::{Mailroom, resolve};
 use crate::records::{MailboxEventKind, MessageId};
+use crate::store::Db;
 use crate::store::db::mailbox_events::{EventLogState, MailboxEvent};
 
 /// Events a page holds by default.
@@ -227,16 +228,8 @@ impl Mailroom {
     /// returns how many it removed.
     pub async fn prune_mailbox_events(&self, retention_days: i64) -> Result<usize> {
         let cutoff = Timestamp::now().plus_seconds(-retention_days.saturating_mul(86_400));
-        let mut removed = 0;
-        for _ in 0..PRUNE_STEPS {
-            let step = self.store.write(move |db| db.prune_mailbox_events(cutoff, PRUNE_BATCH));
-            let step = step.await?;
-            removed += step;
-            if i64::try_from(step).unwrap_or(i64::MAX) < PRUNE_BATCH {
-                break;
-            }
-        }
-        Ok(removed)
+        let prune = move |db: &Db<'_>, batch| db.prune_mailbox_events(cutoff, batch);
+        self.store.write_in_steps(PRUNE_BATCH, PRUNE_STEPS, prune).await
     }
 }
 

@@ -187,13 +187,8 @@ impl Mailroom {
         let created_ts = Timestamp::now();
         self.store
             .write(move |db| {
-                let project = resolve::project(db, &project_key)?;
-                let agent = match agent_name.filter(|a| !a.trim().is_empty()) {
-                    Some(name) => Some(resolve::agent(db, &project, &name, "agent_name")?),
-                    None => None,
-                };
-                let agent_id = agent.as_ref().map(|a| a.id);
-                if let Some(id) = db.webhook_for(project.id, agent_id, &url)? {
+                let (slug, scope, agent) = scope(db, &project_key, agent_name)?;
+                if let Some(id) = db.webhook_for(scope, &url)? {
                     return Err(Error::new(
                         Category::Conflict,
                         "WEBHOOK_EXISTS",
@@ -204,20 +199,20 @@ impl Mailroom {
                         ),
                     ));
                 }
-                if db.webhook_count(project.id)? >= MAX_PER_PROJECT {
+                if db.webhook_count(scope.project_id)? >= MAX_PER_PROJECT {
                     return Err(Error::new(
                         Category::Conflict,
                         "WEBHOOK_LIMIT",
                         format!(
                             "project '{}' has {MAX_PER_PROJECT} webhooks, the most it may have; \
                              remove one first",
-                            project.slug
+                            slug
                         ),
                     ));
                 }
                 let new = NewWebhook {
-                    project_id: project.id,
-                    agent_id,
+                    project_id: scope.project_id,
+                    agent_id: scope.agent_id,
                     url: &url,
                     secret: secret.as_str(),
                     created_ts,
@@ -225,8 +220,8 @@ impl Mailroom {
                 let id = db.insert_webhook(&new)?;
                 Ok(RegisteredWebhook {
                     id,
-                    project: project.slug,
-                    agent: agent.map(|a| a.name),
+                    project: slug,
+                    agent,
                     url: url.clone(),
                     secret: secret.as_str().to_owned(),
                     created_ts,
@@ -244,7 +239,7 @@ impl Mailroom {
     ) -> Result<WebhookList> {
         self.store
             .read(move |db| {
-                let (project, scope) = scope(db, &project_key, agent_name)?;
+                let (project, scope, _) = scope(db, &project_key, agent_name)?;
                 let webhooks = (db.webhooks_of(scope)?.into_iter())
                     .map(|w| WebhookOut {
                         id: w.id,
@@ -270,7 +265,7 @@ impl Mailroom {
     ) -> Result<RemovedWebhook> {
         self.store
             .write(move |db| {
-                let (project, scope) = scope(db, &project_key, agent_name)?;
+                let (project, scope, _) = scope(db, &project_key, agent_name)?;
                 if !db.delete_webhook(scope, webhook_id)? {
                     return Err(not_found(webhook_id, &project));
                 }
@@ -296,7 +291,7 @@ impl Mailroom {
         let limit = limit.min(MAX_LIST);
         self.store
             .read(move |db| {
-                let (project, scope) = scope(db, &project_key, agent_name)?;
+                let (project, scope, _) = scope(db, &project_key, agent_name)?;
                 if let Some(id) = webhook_id
                     && !db.webhooks_of(scope)?.iter().any(|w| w.id == id)
                 {
@@ -312,22 +307,21 @@ impl Mailroom {
 
     /// Pending deliveries due now, soonest first, at most `limit`, and for no webhook more
     /// than its share of requests in flight (`WEBHOOK_CONCURRENCY`'s quarter). `in_flight`
-    /// pairs each delivery being posted with its webhook; those, and `held_back` ones, are
+    /// maps each delivery being posted to its webhook; those, and `held_back` ones, are
     /// left out, and so are webhooks already at their share.
     pub async fn due_webhook_deliveries(
         &self,
         limit: usize,
-        in_flight: &[(i64, i64)],
+        in_flight: &std::collections::HashMap<i64, i64>,
         held_back: &[i64],
     ) -> Result<Vec<DueDelivery>> {
         let now = Timestamp::now().as_micros();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let per_webhook = self.config.webhooks.per_webhook();
-        let mut skip_deliveries: Vec<i64> =
-            in_flight.iter().map(|(delivery, _)| *delivery).collect();
+        let mut skip_deliveries: Vec<i64> = in_flight.keys().copied().collect();
         skip_deliveries.extend_from_slice(held_back);
         let mut counts: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
-        for (_, webhook) in in_flight {
+        for webhook in in_flight.values() {
             *counts.entry(*webhook).or_default() += 1;
         }
         let full: Vec<i64> =
@@ -415,34 +409,25 @@ impl Mailroom {
         batch: i64,
         steps: usize,
     ) -> Result<usize> {
-        let mut forgotten = 0;
-        for _ in 0..steps {
-            let step = self
-                .store
-                .write(move |db| db.forget_finished_webhook_deliveries(cutoff, batch))
-                .await?;
-            forgotten += step;
-            if i64::try_from(step).unwrap_or(i64::MAX) < batch {
-                break;
-            }
-        }
-        Ok(forgotten)
+        let forget = move |db: &Db<'_>, batch| db.forget_finished_webhook_deliveries(cutoff, batch);
+        self.store.write_in_steps(batch, steps, forget).await
     }
 }
 
-/// The project's slug and the scope a webhook tool acts on: the project-wide webhooks, or
-/// the named agent's.
+/// The project's slug, the scope a webhook tool acts on (the project-wide webhooks, or the
+/// named agent's) and that agent's name as stored.
 fn scope(
     db: &Db<'_>,
     project_key: &str,
     agent_name: Option<String>,
-) -> Result<(String, WebhookScope)> {
+) -> Result<(String, WebhookScope, Option<String>)> {
     let project = resolve::project(db, project_key)?;
-    let agent_id = match agent_name.filter(|a| !a.trim().is_empty()) {
-        Some(name) => Some(resolve::agent(db, &project, &name, "agent_name")?.id),
+    let agent = match agent_name.filter(|a| !a.trim().is_empty()) {
+        Some(name) => Some(resolve::agent(db, &project, &name, "agent_name")?),
         None => None,
     };
-    Ok((project.slug, WebhookScope { project_id: project.id, agent_id }))
+    let scope = WebhookScope { project_id: project.id, agent_id: agent.as_ref().map(|a| a.id) };
+    Ok((project.slug, scope, agent.map(|a| a.name)))
 }
 
 fn not_found(webhook_id: i64, project: &str) -> Error {

@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0013_idempotency.sql"),
     include_str!("migrations/0014_mailbox_events.sql"),
     include_str!("migrations/0015_webhooks.sql"),
+    include_str!("migrations/0016_webhook_due_per_webhook.sql"),
 ];
 
 /// Brings the database up to the latest schema.

@@ -145,18 +145,14 @@ impl Db<'_> {
     }
 
     /// The id of the project's webhook for this scope and URL, if there is one.
-    pub fn webhook_for(
-        &self,
-        project_id: ProjectId,
-        agent_id: Option<AgentId>,
-        url: &str,
-    ) -> Result<Option<i64>> {
+    pub fn webhook_for(&self, scope: WebhookScope, url: &str) -> Result<Option<i64>> {
         self.conn
             .prepare_cached(
                 "SELECT id FROM webhooks WHERE project_id = ?1 AND agent_id IS ?2 AND url = ?3",
             )
             .and_then(|mut stmt| {
-                stmt.query_row(params![project_id, agent_id, url], |row| row.get(0)).optional()
+                let (project, agent) = (scope.project_id, scope.agent_id);
+                stmt.query_row(params![project, agent, url], |row| row.get(0)).optional()
             })
             .map_err(map_err)
     }
@@ -268,7 +264,8 @@ impl Db<'_> {
     /// `per_webhook` of any one webhook, leaving out the deliveries `skip_deliveries` names
     /// (in flight, or held back) and every delivery of the webhooks `skip_webhooks` names (at
     /// their in-flight limit). Picking per webhook in SQL keeps one webhook with many due
-    /// rows from filling the page while its own are held up.
+    /// rows from filling the page while its own are held up; each webhook's share is one
+    /// short range of its index (`0016`), so a long due backlog is never read whole.
     pub fn due_webhook_deliveries(
         &self,
         now_us: i64,
@@ -281,12 +278,14 @@ impl Db<'_> {
             .conn
             .prepare_cached(
                 "WITH due AS (
-                   SELECT id, next_attempt_us, row_number() OVER
-                            (PARTITION BY webhook_id ORDER BY next_attempt_us, id) AS place
-                   FROM webhook_deliveries
-                   WHERE status = 'pending' AND next_attempt_us <= ?1
-                     AND id NOT IN (SELECT value FROM json_each(?4))
-                     AND webhook_id NOT IN (SELECT value FROM json_each(?5)))
+                   SELECT d.id, d.next_attempt_us
+                   FROM webhooks w
+                   JOIN webhook_deliveries d ON d.id IN (
+                     SELECT id FROM webhook_deliveries
+                     WHERE webhook_id = w.id AND status = 'pending' AND next_attempt_us <= ?1
+                       AND id NOT IN (SELECT value FROM json_each(?4))
+                     ORDER BY next_attempt_us, id LIMIT ?3)
+                   WHERE w.id NOT IN (SELECT value FROM json_each(?5)))
                  SELECT d.id, d.event_id, d.webhook_id, w.url, w.secret, d.attempts, p.slug,
                         coalesce(r.name, ''), d.kind,
                         m.id, m.thread_id, m.subject, s.name, m.importance, m.ack_required,
@@ -298,7 +297,6 @@ impl Db<'_> {
                  LEFT JOIN agents r ON r.id = d.agent_id
                  LEFT JOIN messages m ON m.id = d.message_id
                  LEFT JOIN agents s ON s.id = m.sender_id
-                 WHERE due.place <= ?3
                  ORDER BY due.next_attempt_us, due.id LIMIT ?2",
             )
             .map_err(map_err)?;
