@@ -48,11 +48,14 @@
 //!   pack is written, and deletes only the packs whose every object it copied, once its own
 //!   pack is in place. A full pack deletes only the packs listed on the committing thread
 //!   right after a commit moved HEAD, and only if the new pack's index holds that commit;
-//!   packs written meanwhile and packs with a `.keep` file stay. Only a complete object list
+//!   packs written meanwhile and packs with a `.keep` file stay. A merge of the packs written
+//!   beside a full pack deletes them only once its pack's index lists every object of each.
+//!   Only a complete object list
 //!   reaches the end of `git pack-objects`' input, and a stopped full pack kills its `git`
 //!   children and removes nothing.
-//! - **Repacks never meet on a pack.** One roll-up or geometric repack at a time; roll-ups go
-//!   on beside a full pack, which first takes the commits' packs it replaces off the roll-up
+//! - **Repacks never meet on a pack.** One roll-up, merge or geometric repack at a time;
+//!   roll-ups, and merges of the packs written since the full pack listed its own, go on
+//!   beside a full pack, which first takes the commits' packs it replaces off the roll-up
 //!   list; a geometric repack never runs beside a full pack. `git` runs without the caller's
 //!   `GIT_*` variables, so it cannot be pointed at another repository.
 //! - **The repository is reopened after every repack**, at the first commit after it ended

@@ -193,6 +193,15 @@ pub(crate) struct Listed {
     pub offset: u64,
 }
 
+/// The ids the version 2 pack index at `path` lists, sorted.
+pub(crate) fn index_ids(path: &Path) -> Result<Vec<Oid>> {
+    let bytes = fs::read(path).map_err(|e| io_err("cannot read", path, e))?;
+    let (listed, _) = read_index(&bytes).ok_or_else(|| {
+        Error::invalid(format!("{} is not a version 2 pack index", path.display()))
+    })?;
+    Ok(listed.into_iter().map(|listed| listed.id).collect())
+}
+
 /// The objects a version 2 pack index lists, in the index's order (by id), and the
 /// checksum of the pack it indexes.
 pub(crate) fn read_index(index: &[u8]) -> Option<(Vec<Listed>, [u8; 20])> {

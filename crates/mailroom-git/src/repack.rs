@@ -9,11 +9,14 @@
 //! the whole archive in one pack, `git` pairing versions across roll-ups), and when the
 //! packs are many (small roll-ups add up slowly to a doubling), Git's geometric repack
 //! merges them, loose objects included. Roll-ups go on beside a full pack (they take only
-//! packs written after its listing); otherwise one run at a time, and while one is going
-//! the commits' packs wait for the next roll-up.
+//! packs written after its listing), and when their packs grow many meanwhile (a full pack
+//! of a large archive runs for minutes), `git pack-objects --stdin-packs` merges those;
+//! otherwise one run at a time, and while one is going the commits' packs wait for the next
+//! roll-up.
 
 use std::collections::HashSet;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -22,7 +25,7 @@ use std::thread::JoinHandle;
 
 use git2::Oid;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::full_pack::{self, Replaced};
 use crate::roll_up::{self, CommitPack};
 use crate::{ArchiveRepo, Committed};
@@ -40,7 +43,8 @@ const COMMITS_PER_CHECK: u32 = 32;
 const FULL_PACK_GROWTH: u64 = 16 << 20;
 
 /// Packs (besides the commits' packs waiting for a roll-up) past which Git's geometric
-/// repack merges them.
+/// repack merges them, or, while a full pack runs, past which the packs written since its
+/// listing are merged into one.
 const MAX_PACKS: usize = 24;
 
 /// Most commits' packs one roll-up takes (it holds each open while it runs); when more
@@ -53,6 +57,8 @@ enum Running {
     Geometric(Child),
     /// `roll_up::roll_up` on its own thread.
     RollUp(JoinHandle<Result<Option<PathBuf>>>),
+    /// `merge_packs` of the packs written beside a full pack, on its own thread.
+    Merge(JoinHandle<Result<()>>),
 }
 
 /// `full_pack::pack_everything` on its own thread.
@@ -70,6 +76,8 @@ pub struct Repacker {
     /// packs written after the full pack listed the packs it replaces.
     running: Option<Running>,
     full: Option<FullPack>,
+    /// The file names of the packs the running full pack replaces.
+    full_replaces: HashSet<OsString>,
     /// The packs of the commits since the last roll-up (or full pack), in order.
     unrolled: Vec<CommitPack>,
     /// The commits' packs a running roll-up is rolling up.
@@ -95,6 +103,7 @@ impl Repacker {
             commits_since_check: 0,
             running: None,
             full: None,
+            full_replaces: HashSet::new(),
             unrolled: Vec::new(),
             rolling: Vec::new(),
             packed_after_full: 0,
@@ -113,19 +122,29 @@ impl Repacker {
     /// Sizes of the packs a full pack would rewrite (kept packs are not counted), but for
     /// the commits' packs waiting for a roll-up or being rolled up.
     fn pack_sizes(&self) -> Vec<u64> {
-        let packs = full_pack::packs_without_keep(&self.pack_dir()).unwrap_or_default();
+        self.settled_packs().iter().filter_map(|p| p.metadata().ok()).map(|m| m.len()).collect()
+    }
+
+    /// The packs a full pack would rewrite but for the commits' packs waiting for a roll-up
+    /// or being rolled up.
+    fn settled_packs(&self) -> Vec<PathBuf> {
+        let mut packs = full_pack::packs_without_keep(&self.pack_dir()).unwrap_or_default();
         // Compared by name: the writer's paths are libgit2's (absolute), these are the data
         // dir's (relative by default).
         let unrolled: HashSet<&OsStr> = (self.unrolled.iter().map(|p| &p.pack))
             .chain(&self.rolling)
             .filter_map(|pack| pack.file_name())
             .collect();
+        packs.retain(|pack| pack.file_name().is_none_or(|name| !unrolled.contains(name)));
         packs
-            .iter()
-            .filter(|pack| pack.file_name().is_none_or(|name| !unrolled.contains(name)))
-            .filter_map(|p| p.metadata().ok())
-            .map(|m| m.len())
-            .collect()
+    }
+
+    /// The settled packs written since the running full pack listed what it replaces: the
+    /// roll-ups made beside it (and their merges).
+    fn packs_beside_full(&self) -> Vec<PathBuf> {
+        let mut packs = self.settled_packs();
+        packs.retain(|p| p.file_name().is_some_and(|name| !self.full_replaces.contains(name)));
+        packs
     }
 
     fn pack_bytes(&self) -> u64 {
@@ -169,10 +188,31 @@ impl Repacker {
                     self.git_runs = false;
                 }
             }
+        } else if self.full.is_some() && self.packs_beside_full().len() > MAX_PACKS {
+            self.start_merge();
         } else if self.unrolled.len() >= 2 {
             self.start_roll_up();
         }
         finished
+    }
+
+    /// Merges the packs written beside the running full pack into one, on a thread: on a
+    /// large archive the full pack runs for minutes, and the roll-ups' packs would otherwise
+    /// pile up until it ends (libgit2 searches every pack's index for an object it has not
+    /// found in the last one).
+    fn start_merge(&mut self) {
+        let packs = self.packs_beside_full();
+        let (root, on_thread_start) = (self.root.clone(), self.on_thread_start);
+        // Never stopped: the packs are roll-ups, small, and at stop it is awaited.
+        let started =
+            std::thread::Builder::new().name("mailroom-merge".to_string()).spawn(move || {
+                on_thread_start();
+                merge_packs(&root, &packs)
+            });
+        match started {
+            Ok(handle) => self.running = Some(Running::Merge(handle)),
+            Err(e) => tracing::warn!(error = %e, "cannot start the archive's pack merge"),
+        }
     }
 
     /// The oldest commits' packs waiting, as many as one roll-up takes.
@@ -210,6 +250,8 @@ impl Repacker {
         };
         // The full pack replaces them.
         self.unrolled.clear();
+        self.full_replaces =
+            replaced.packs.iter().filter_map(|p| p.file_name()).map(OsStr::to_owned).collect();
         let (root, stop) = (self.root.clone(), Arc::clone(&self.stop));
         let on_thread_start = self.on_thread_start;
         let started =
@@ -237,6 +279,7 @@ impl Repacker {
                 Err(e) => tracing::warn!(error = %e, "`git repack` not awaited"),
             },
             Some(Running::RollUp(handle)) => self.roll_up_ended(handle),
+            Some(Running::Merge(handle)) => merge_ended(handle),
             None => {}
         }
         self.stop.store(true, Ordering::Relaxed);
@@ -289,6 +332,14 @@ impl Repacker {
                 self.roll_up_ended(handle);
                 true
             }
+            Some(Running::Merge(handle)) if !handle.is_finished() => {
+                self.running = Some(Running::Merge(handle));
+                false
+            }
+            Some(Running::Merge(handle)) => {
+                merge_ended(handle);
+                true
+            }
         };
         finished || full_finished
     }
@@ -313,7 +364,55 @@ impl Repacker {
         // Also after a failure: the next attempt waits for the packs to double again. The
         // roll-ups made meanwhile count; the commits' packs still waiting for one do not.
         self.packed_after_full = self.pack_bytes();
+        self.full_replaces.clear();
     }
+}
+
+/// A failed merge's packs stay as they were, for the next full or geometric pack.
+fn merge_ended(handle: JoinHandle<Result<()>>) {
+    match handle.join() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(error = %e, "the archive's pack merge failed"),
+        Err(_) => tracing::warn!("the archive's pack merge panicked"),
+    }
+}
+
+/// Merges `packs` into one new pack with `git pack-objects --stdin-packs` (their deltas
+/// reused: nothing is searched anew), then removes them, once the new pack's index is known
+/// to list every object of each.
+fn merge_packs(root: &Path, packs: &[PathBuf]) -> Result<()> {
+    let names: String = packs
+        .iter()
+        .filter_map(|p| p.file_name())
+        .map(|name| format!("{}\n", name.to_string_lossy()))
+        .collect();
+    let mut child = full_pack::git(root)
+        .args(["pack-objects", "-q", "--stdin-packs", "--delta-base-offset"])
+        .arg(".git/objects/pack/pack")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::Command(format!("cannot run git pack-objects: {e}")))?;
+    let fed = child.stdin.take().map(|mut stdin| stdin.write_all(names.as_bytes()));
+    let output =
+        child.wait_with_output().map_err(|e| Error::Command(format!("git pack-objects: {e}")))?;
+    if !output.status.success() || !matches!(fed, Some(Ok(()))) {
+        return Err(Error::Command(format!("git pack-objects failed ({})", output.status)));
+    }
+    let name = String::from_utf8_lossy(&output.stdout);
+    let pack_dir = root.join(".git/objects/pack");
+    let merged = pack_dir.join(format!("pack-{}.pack", name.trim()));
+    let listed = crate::pack::index_ids(&merged.with_extension("idx"))?;
+    for pack in packs {
+        let missing = crate::pack::index_ids(&pack.with_extension("idx"))?
+            .into_iter()
+            .find(|id| listed.binary_search(id).is_err());
+        if let Some(id) = missing {
+            let pack = pack.display();
+            return Err(Error::invalid(format!("the merge lacks {id} of {pack}; none removed")));
+        }
+    }
+    crate::pack::retire_packs(&pack_dir, packs.iter().map(PathBuf::as_path), &merged)
 }
 
 /// `git repack --geometric=2 -d` for the archive: merges the smaller packs so that each pack
@@ -464,6 +563,50 @@ mod tests {
         packer.finish();
         assert!(packer.full.is_none());
         crate::testing::assert_fsck_clean(root);
+    }
+
+    /// While a full pack runs, the roll-ups' packs written beside it are merged into one once
+    /// they pass `MAX_PACKS`; the packs the full pack replaces are left to it, and the
+    /// archive stays whole.
+    #[test]
+    fn packs_beside_a_full_pack_are_merged() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = &crate::testing::relative(dir.path());
+        let (mut repo, mut packer) = archive_and_packer(root);
+        let listed = packs(root);
+        packer.full_replaces =
+            listed.iter().filter_map(|p| p.file_name()).map(Into::into).collect();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        packer.full = Some(std::thread::spawn(move || {
+            let _ = released.recv();
+            Ok(())
+        }));
+        let mut round = 0;
+        let merge = loop {
+            commit_round(&mut repo, &mut packer, round);
+            round += 1;
+            match packer.running.take() {
+                Some(Running::Merge(handle)) => break handle,
+                Some(Running::RollUp(handle)) => {
+                    // As if the roll-up ended before the next check.
+                    packer.roll_up_ended(handle);
+                }
+                other => packer.running = other,
+            }
+            assert!(round < 64 * COMMITS_PER_CHECK, "no merge started");
+        };
+        let beside = packer.packs_beside_full().len();
+        assert!(beside > MAX_PACKS, "{beside} packs beside the full pack");
+        merge.join().expect("joined").expect("merged");
+        assert_eq!(packer.packs_beside_full().len(), 1, "the roll-ups' packs became one");
+        assert!(listed.iter().all(|p| p.exists()), "the full pack's packs are left to it");
+        crate::testing::assert_fsck_clean(root);
+        release.send(()).expect("released");
+        packer.finish();
+        let last =
+            format!("messages/2026/11/2026-11-23T10-{:04}__note__{}.md", round - 1, round - 1);
+        let files = crate::CommittedFiles::open(root).expect("readable").expect("a HEAD");
+        assert!(files.contains(&last), "the last round reads back");
     }
 
     /// Packs of similar size that no roll-up knows of (written before a restart) are merged
