@@ -48,9 +48,9 @@
 //!   pack is written, and deletes only the packs whose every object it copied, once its own
 //!   pack is in place. A full pack deletes only the packs listed on the committing thread
 //!   right after a commit moved HEAD, and only if the new pack's index holds that commit;
-//!   packs written meanwhile and packs with a `.keep` file stay. A merge of the packs written
-//!   beside a full pack deletes them only once its pack's index lists every object of each.
-//!   Only a complete object list
+//!   packs written meanwhile and packs with a `.keep` file stay. A merge of packs written
+//!   beside a full pack copies every entry of each, checked against its CRC, and deletes
+//!   them once its pack is in place. Only a complete object list
 //!   reaches the end of `git pack-objects`' input, and a stopped full pack kills its `git`
 //!   children and removes nothing.
 //! - **Repacks never meet on a pack.** One roll-up, merge or geometric repack at a time;
@@ -72,6 +72,7 @@ mod digest;
 mod error;
 mod full_pack;
 mod index_file;
+mod merge;
 mod pack;
 mod read;
 mod repack;

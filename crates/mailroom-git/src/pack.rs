@@ -10,7 +10,8 @@
 //! version 2).
 
 use std::collections::HashSet;
-use std::fs;
+use std::fs::{self, File};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use flate2::{Compress, Compression, FlushCompress, Status};
@@ -165,22 +166,115 @@ impl PackBuilder {
         let index = build_index(entries, &checksum);
 
         let name = Oid::from_bytes(&checksum).map_err(|e| git_err("pack name", e))?.to_string();
-        let pack_path = pack_dir.join(format!("pack-{name}.pack"));
-        let index_path = pack_dir.join(format!("pack-{name}.idx"));
         fs::create_dir_all(pack_dir).map_err(|e| io_err("cannot create", pack_dir, e))?;
         let temp_pack = pack_dir.join(format!("tmp_pack_{name}"));
-        let temp_index = pack_dir.join(format!("tmp_idx_{name}"));
-        // Both files reach the disk before either name appears: HEAD moves right after, and
-        // a ref surviving a power loss must not point into a pack that did not.
-        for (temp, bytes) in [(&temp_pack, &*pack), (&temp_index, &index)] {
-            // A leftover of a write a crash interrupted has the same name.
-            let _ = fs::remove_file(temp);
-            write_synced(temp, bytes).map_err(|e| io_err("cannot write", temp, e))?;
+        // A leftover of a write a crash interrupted has the same name.
+        let _ = fs::remove_file(&temp_pack);
+        write_synced(&temp_pack, pack).map_err(|e| io_err("cannot write", &temp_pack, e))?;
+        publish_pack(pack_dir, &temp_pack, &checksum, &index)
+    }
+}
+
+/// Puts the pack written (and flushed) at `temp_pack`, whose checksum is `checksum`, in
+/// place as `pack-<checksum>.pack` with `index`; the pack's path. Both files reach the disk
+/// before either name appears (HEAD may move right after, and a ref surviving a power loss
+/// must not point into a pack that did not), and the index is renamed last: Git and libgit2
+/// only see a pack through its index, so an interrupted write leaves a `tmp_` file nobody
+/// reads.
+pub(crate) fn publish_pack(
+    pack_dir: &Path,
+    temp_pack: &Path,
+    checksum: &[u8; 20],
+    index: &[u8],
+) -> Result<PathBuf> {
+    let name = Oid::from_bytes(checksum).map_err(|e| git_err("pack name", e))?.to_string();
+    let pack_path = pack_dir.join(format!("pack-{name}.pack"));
+    let index_path = pack_dir.join(format!("pack-{name}.idx"));
+    let temp_index = pack_dir.join(format!("tmp_idx_{name}"));
+    let _ = fs::remove_file(&temp_index);
+    write_synced(&temp_index, index).map_err(|e| io_err("cannot write", &temp_index, e))?;
+    fs::rename(temp_pack, &pack_path).map_err(|e| io_err("cannot rename", temp_pack, e))?;
+    fs::rename(&temp_index, &index_path).map_err(|e| io_err("cannot rename", &temp_index, e))?;
+    Ok(pack_path)
+}
+
+/// A pack opened for reading its entries as they are stored.
+pub(crate) struct OpenPack {
+    pub path: PathBuf,
+    file: File,
+    /// Its entries, in the order they were written.
+    pub entries: Vec<PackEntry>,
+}
+
+/// Where an object's entry is in its pack.
+#[derive(Clone, Copy)]
+pub(crate) struct PackEntry {
+    pub id: Oid,
+    /// The entry's CRC-32 as the index gives it, checked when the entry is read.
+    pub crc: u32,
+    pub start: u64,
+    pub end: u64,
+}
+
+impl OpenPack {
+    /// The pack at `pack`, with its entries from its index; `None` if it is gone. Fails if
+    /// the index is not a version 2 index of this pack.
+    pub fn open(pack: &Path) -> Result<Option<Self>> {
+        let index_path = pack.with_extension("idx");
+        let index = match fs::read(&index_path) {
+            Ok(index) => index,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err("cannot read", &index_path, e)),
+        };
+        let file = match File::open(pack) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err("cannot open", pack, e)),
+        };
+        let len = file.metadata().map_err(|e| io_err("cannot read", pack, e))?.len();
+        let (mut listed, checksum) = read_index(&index).ok_or_else(|| {
+            Error::invalid(format!("{} is not a version 2 pack index", index_path.display()))
+        })?;
+        // The last entry ends where the pack's 20-byte checksum starts, which the index
+        // repeats.
+        let end_of_entries = len.saturating_sub(20);
+        let mut trailer = [0u8; 20];
+        file.read_exact_at(&mut trailer, end_of_entries)
+            .map_err(|e| io_err("cannot read", pack, e))?;
+        if trailer != checksum {
+            let pack = pack.display();
+            return Err(Error::invalid(format!("{pack}: its index belongs to another pack")));
         }
-        fs::rename(&temp_pack, &pack_path).map_err(|e| io_err("cannot rename", &temp_pack, e))?;
-        fs::rename(&temp_index, &index_path)
-            .map_err(|e| io_err("cannot rename", &temp_index, e))?;
-        Ok(pack_path)
+        listed.sort_unstable_by_key(|listed| listed.offset);
+        let ends = listed.iter().skip(1).map(|next| next.offset).chain([end_of_entries]);
+        let entries: Vec<PackEntry> = listed
+            .iter()
+            .zip(ends)
+            .map(|(l, end)| PackEntry { id: l.id, crc: l.crc, start: l.offset, end })
+            .collect();
+        // Entries start after the 12-byte header and do not overlap.
+        if entries.iter().any(|e| e.start < 12 || e.start >= e.end) {
+            let pack = pack.display();
+            return Err(Error::invalid(format!("{pack}: its index does not match it")));
+        }
+        Ok(Some(Self { path: pack.to_path_buf(), file, entries }))
+    }
+
+    /// Reads `at`'s entry as stored (header and stream) into `entry`, checked against the
+    /// CRC its index gives.
+    pub fn read_entry(&self, at: &PackEntry, entry: &mut Vec<u8>) -> Result<()> {
+        entry.clear();
+        entry.resize((at.end - at.start) as usize, 0);
+        self.file
+            .read_exact_at(entry, at.start)
+            .map_err(|e| io_err("cannot read", &self.path, e))?;
+        let mut crc = flate2::Crc::new();
+        crc.update(entry);
+        if crc.sum() != at.crc {
+            let (pack, id) = (self.path.display(), at.id);
+            return Err(Error::invalid(format!("{pack}: {id} does not match its CRC")));
+        }
+        Ok(())
     }
 }
 
@@ -390,7 +484,7 @@ fn push_entry_header(out: &mut Vec<u8>, type_code: u8, size: u64) {
 }
 
 /// The version 2 index of a pack whose `entries` are sorted by id.
-fn build_index(entries: &[(Oid, u32, u64)], pack_checksum: &[u8; 20]) -> Vec<u8> {
+pub(crate) fn build_index(entries: &[(Oid, u32, u64)], pack_checksum: &[u8; 20]) -> Vec<u8> {
     let mut index = Vec::with_capacity(8 + 1024 + entries.len() * 28 + 40);
     index.extend_from_slice(&[0xff, b't', b'O', b'c']);
     index.extend_from_slice(&2u32.to_be_bytes());

@@ -10,13 +10,12 @@
 //! packs are many (small roll-ups add up slowly to a doubling), Git's geometric repack
 //! merges them, loose objects included. Roll-ups go on beside a full pack (they take only
 //! packs written after its listing), and when their packs grow many meanwhile (a full pack
-//! of a large archive runs for minutes), `git pack-objects --stdin-packs` merges those;
+//! of a large archive runs for minutes), the smallest of those are merged (`merge.rs`);
 //! otherwise one run at a time, and while one is going the commits' packs wait for the next
 //! roll-up.
 
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -25,8 +24,9 @@ use std::thread::JoinHandle;
 
 use git2::Oid;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::full_pack::{self, Replaced};
+use crate::merge;
 use crate::roll_up::{self, CommitPack};
 use crate::{ArchiveRepo, Committed};
 
@@ -57,7 +57,7 @@ enum Running {
     Geometric(Child),
     /// `roll_up::roll_up` on its own thread.
     RollUp(JoinHandle<Result<Option<PathBuf>>>),
-    /// `merge_packs` of the packs written beside a full pack, on its own thread.
+    /// `merge::merge` of packs written beside a full pack, on its own thread.
     Merge(JoinHandle<Result<()>>),
 }
 
@@ -196,18 +196,17 @@ impl Repacker {
         finished
     }
 
-    /// Merges the packs written beside the running full pack into one, on a thread: on a
-    /// large archive the full pack runs for minutes, and the roll-ups' packs would otherwise
-    /// pile up until it ends (libgit2 searches every pack's index for an object it has not
-    /// found in the last one).
+    /// Merges packs written beside the running full pack into one, on a thread
+    /// (`merge.rs`): the smallest, as many as keep each pack at least twice the size of all
+    /// smaller ones together, so that a byte is copied a logarithmic number of times.
     fn start_merge(&mut self) {
-        let packs = self.packs_beside_full();
-        let (root, on_thread_start) = (self.root.clone(), self.on_thread_start);
-        // Never stopped: the packs are roll-ups, small, and at stop it is awaited.
+        let packs = geometric_prefix(self.packs_beside_full());
+        let (pack_dir, on_thread_start) = (self.pack_dir(), self.on_thread_start);
+        // Never stopped: it copies roll-ups' packs, and at stop it is awaited.
         let started =
             std::thread::Builder::new().name("mailroom-merge".to_string()).spawn(move || {
                 on_thread_start();
-                merge_packs(&root, &packs)
+                merge::merge(&pack_dir, &packs).map(|_| ())
             });
         match started {
             Ok(handle) => self.running = Some(Running::Merge(handle)),
@@ -377,42 +376,23 @@ fn merge_ended(handle: JoinHandle<Result<()>>) {
     }
 }
 
-/// Merges `packs` into one new pack with `git pack-objects --stdin-packs` (their deltas
-/// reused: nothing is searched anew), then removes them, once the new pack's index is known
-/// to list every object of each.
-fn merge_packs(root: &Path, packs: &[PathBuf]) -> Result<()> {
-    let names: String = packs
+/// The smallest of `packs`, at least two: each next one in size order while it is at most
+/// twice the size of those taken before it together.
+fn geometric_prefix(mut packs: Vec<PathBuf>) -> Vec<PathBuf> {
+    let size = |p: &PathBuf| p.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut sized: Vec<(u64, PathBuf)> = packs.drain(..).map(|p| (size(&p), p)).collect();
+    sized.sort();
+    let mut total = 0;
+    let taken = sized
         .iter()
-        .filter_map(|p| p.file_name())
-        .map(|name| format!("{}\n", name.to_string_lossy()))
-        .collect();
-    let mut child = full_pack::git(root)
-        .args(["pack-objects", "-q", "--stdin-packs", "--delta-base-offset"])
-        .arg(".git/objects/pack/pack")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::Command(format!("cannot run git pack-objects: {e}")))?;
-    let fed = child.stdin.take().map(|mut stdin| stdin.write_all(names.as_bytes()));
-    let output =
-        child.wait_with_output().map_err(|e| Error::Command(format!("git pack-objects: {e}")))?;
-    if !output.status.success() || !matches!(fed, Some(Ok(()))) {
-        return Err(Error::Command(format!("git pack-objects failed ({})", output.status)));
-    }
-    let name = String::from_utf8_lossy(&output.stdout);
-    let pack_dir = root.join(".git/objects/pack");
-    let merged = pack_dir.join(format!("pack-{}.pack", name.trim()));
-    let listed = crate::pack::index_ids(&merged.with_extension("idx"))?;
-    for pack in packs {
-        let missing = crate::pack::index_ids(&pack.with_extension("idx"))?
-            .into_iter()
-            .find(|id| listed.binary_search(id).is_err());
-        if let Some(id) = missing {
-            let pack = pack.display();
-            return Err(Error::invalid(format!("the merge lacks {id} of {pack}; none removed")));
-        }
-    }
-    crate::pack::retire_packs(&pack_dir, packs.iter().map(PathBuf::as_path), &merged)
+        .take_while(|(size, _)| {
+            let take = total == 0 || *size <= 2 * total;
+            total += size;
+            take
+        })
+        .count();
+    sized.truncate(taken.max(2));
+    sized.into_iter().map(|(_, p)| p).collect()
 }
 
 /// `git repack --geometric=2 -d` for the archive: merges the smaller packs so that each pack

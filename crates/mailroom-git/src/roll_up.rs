@@ -19,15 +19,13 @@
 //! their objects is in place; whatever fails, they stay.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use git2::Oid;
 
 use crate::delta;
-use crate::error::{Error, Result, io_err};
-use crate::pack::{self, PackBuilder};
+use crate::error::{Error, Result};
+use crate::pack::{self, OpenPack, PackBuilder, PackEntry};
 
 /// A pack one commit wrote, and which of its objects replaced which at the same path
 /// (new id, previous id).
@@ -40,29 +38,11 @@ pub(crate) struct CommitPack {
 /// Objects smaller than this are copied as they are: a delta would save little.
 const DELTA_MIN: usize = 1024;
 
-/// One of the commits' packs, open.
-struct Source {
-    path: PathBuf,
-    file: File,
-    /// Its entries, in the order they were written.
-    entries: Vec<Entry>,
-}
-
-/// Where an object's entry is in its source.
-#[derive(Clone, Copy)]
-struct Entry {
-    id: Oid,
-    /// The entry's CRC-32 as the index gives it, checked when the entry is read.
-    crc: u32,
-    start: u64,
-    end: u64,
-}
-
 /// Where an object is: its source and its entry.
 #[derive(Clone, Copy)]
 struct Location {
     source: usize,
-    entry: Entry,
+    entry: PackEntry,
 }
 
 /// Rolls `packs` (in the order they were written) into one new pack in `pack_dir`, then
@@ -74,7 +54,7 @@ struct Location {
 pub(crate) fn roll_up(pack_dir: &Path, packs: &[CommitPack]) -> Result<Option<PathBuf>> {
     let mut sources = Vec::with_capacity(packs.len());
     for commit_pack in packs {
-        if let Some(source) = open_source(&commit_pack.pack)? {
+        if let Some(source) = OpenPack::open(&commit_pack.pack)? {
             sources.push(source);
         }
     }
@@ -105,47 +85,6 @@ pub(crate) fn roll_up(pack_dir: &Path, packs: &[CommitPack]) -> Result<Option<Pa
     let rolled_up = out.publish(pack_dir)?;
     pack::retire_packs(pack_dir, sources.iter().map(|source| source.path.as_path()), &rolled_up)?;
     Ok(Some(rolled_up))
-}
-
-/// A commit's pack, opened, with its entries; `None` if it is gone.
-fn open_source(pack: &Path) -> Result<Option<Source>> {
-    let index_path = pack.with_extension("idx");
-    let index = match fs::read(&index_path) {
-        Ok(index) => index,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err("cannot read", &index_path, e)),
-    };
-    let file = match File::open(pack) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_err("cannot open", pack, e)),
-    };
-    let len = file.metadata().map_err(|e| io_err("cannot read", pack, e))?.len();
-    let (mut listed, checksum) = pack::read_index(&index).ok_or_else(|| {
-        Error::invalid(format!("{} is not a version 2 pack index", index_path.display()))
-    })?;
-    // The last entry ends where the pack's 20-byte checksum starts, which the index repeats.
-    let end_of_entries = len.saturating_sub(20);
-    let mut trailer = [0u8; 20];
-    file.read_exact_at(&mut trailer, end_of_entries).map_err(|e| io_err("cannot read", pack, e))?;
-    if trailer != checksum {
-        return Err(Error::invalid(format!(
-            "{}: its index belongs to another pack",
-            pack.display()
-        )));
-    }
-    listed.sort_unstable_by_key(|listed| listed.offset);
-    let ends = listed.iter().skip(1).map(|next| next.offset).chain([end_of_entries]);
-    let entries: Vec<Entry> = listed
-        .iter()
-        .zip(ends)
-        .map(|(l, end)| Entry { id: l.id, crc: l.crc, start: l.offset, end })
-        .collect();
-    // Entries start after the 12-byte header and do not overlap.
-    if entries.iter().any(|e| e.start < 12 || e.start >= e.end) {
-        return Err(Error::invalid(format!("{}: its index does not match it", pack.display())));
-    }
-    Ok(Some(Source { path: pack.to_path_buf(), file, entries }))
 }
 
 /// The versions of each path in the roll-up: its newest version, and the older ones (as
@@ -200,25 +139,17 @@ struct Scratch {
 
 /// Reads one object's entry from its source into `entry`: a whole object (type 1 to 4)
 /// whose CRC is the one its index gives.
-fn read_entry(sources: &[Source], at: Location, entry: &mut Vec<u8>) -> Result<()> {
+fn read_entry(sources: &[OpenPack], at: Location, entry: &mut Vec<u8>) -> Result<()> {
     let source = &sources[at.source];
-    let failed =
-        |what: &str| Error::invalid(format!("{}: {} {what}", source.path.display(), at.entry.id));
-    entry.clear();
-    entry.resize((at.entry.end - at.entry.start) as usize, 0);
-    source
-        .file
-        .read_exact_at(entry, at.entry.start)
-        .map_err(|e| io_err("cannot read", &source.path, e))?;
-    let mut crc = flate2::Crc::new();
-    crc.update(entry);
-    if crc.sum() != at.entry.crc {
-        return Err(failed("does not match its CRC"));
-    }
+    source.read_entry(&at.entry, entry)?;
     match pack::entry_header(entry) {
         Some((1..=4, _, _)) => Ok(()),
-        Some((kind, _, _)) => Err(failed(&format!("is of type {kind}, not a whole object"))),
-        None => Err(failed("has a malformed header")),
+        Some((kind, _, _)) => Err(Error::invalid(format!(
+            "{}: {} is of type {kind}, not a whole object",
+            source.path.display(),
+            at.entry.id
+        ))),
+        None => Err(malformed()),
     }
 }
 
@@ -233,7 +164,7 @@ fn inflate_entry(entry: &[u8], content: &mut Vec<u8>) -> Result<u8> {
 /// delta is worth it (and checked); the rest are left for the copy of every other object.
 fn write_group(
     out: &mut PackBuilder,
-    sources: &[Source],
+    sources: &[OpenPack],
     located: &HashMap<Oid, Location>,
     newest: Oid,
     older: &[Oid],
@@ -286,6 +217,7 @@ mod tests {
     use super::*;
     use crate::testing::{LAYOUT, assert_fsck_clean, git};
     use crate::{ArchiveRepo, Author};
+    use std::fs;
 
     fn author() -> Author {
         Author { name: "t".to_string(), email: "t@example.com".to_string() }
@@ -397,7 +329,7 @@ mod tests {
     #[test]
     fn looping_versions_group_without_end_or_self() {
         let id = |n: u8| Oid::from_bytes(&[n; 20]).expect("id");
-        let entry = Entry { id: id(0), crc: 0, start: 12, end: 13 };
+        let entry = PackEntry { id: id(0), crc: 0, start: 12, end: 13 };
         let located: HashMap<Oid, Location> =
             (1..=6).map(|n| (id(n), Location { source: 0, entry })).collect();
         // 1 -> 2 -> 3 -> 1 loops; 4 -> 2 joins it; 5 -> 6 is a plain chain.

@@ -1,0 +1,232 @@
+//! Merges packs into one by copying their entries as they are stored.
+//!
+//! While a full pack of a large archive runs (`full_pack.rs`: minutes at a million
+//! messages), the commits' packs go on being rolled up beside it (`roll_up.rs`), and Git's
+//! geometric repack must wait for it to end, so the roll-ups' packs pile up: libgit2
+//! searches every pack's index for an object it has not found in the last one. Git's own
+//! merge of them (`git pack-objects --stdin-packs`) walks the commits they hold to name
+//! their objects, which at a million messages kept the repacker busy for twenty seconds at
+//! a time while the commits' own packs piled up behind it. Here nothing is searched,
+//! inflated or walked: each pack's entries are copied in their order, so an offset delta
+//! keeps its distance to its base, which is in the same pack. Each entry is checked against
+//! its index's CRC on the way, and the packs are removed only once the merged pack is in
+//! place.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use sha1::{Digest as _, Sha1};
+
+use crate::error::{Error, Result, io_err};
+use crate::pack::{self, OpenPack};
+
+/// Merges `packs` (those still there; a pack holding an object another already gives waits
+/// for a later merge) into one new pack in `pack_dir`, then removes them. `None` when fewer
+/// than two could be merged.
+pub(crate) fn merge(pack_dir: &Path, packs: &[PathBuf]) -> Result<Option<PathBuf>> {
+    let mut sources = Vec::with_capacity(packs.len());
+    let mut ids = HashSet::new();
+    for path in packs {
+        let Some(source) = OpenPack::open(path)? else { continue };
+        // Copied twice, an object would be listed twice in the index, which Git refuses.
+        if source.entries.iter().any(|entry| ids.contains(&entry.id)) {
+            continue;
+        }
+        ids.extend(source.entries.iter().map(|entry| entry.id));
+        sources.push(source);
+    }
+    if sources.len() < 2 {
+        return Ok(None);
+    }
+    let count =
+        u32::try_from(ids.len()).map_err(|_| Error::invalid("too many objects for one pack"))?;
+    let temp = pack_dir.join(format!("tmp_pack_merge_{}", std::process::id()));
+    // A leftover of a merge a crash interrupted.
+    let _ = std::fs::remove_file(&temp);
+    let written = copy_entries(&temp, &sources, count);
+    let (checksum, mut listed) = match written {
+        Ok(written) => written,
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            return Err(e);
+        }
+    };
+    listed.sort_by_key(|entry| entry.0);
+    let index = pack::build_index(&listed, &checksum);
+    let merged = pack::publish_pack(pack_dir, &temp, &checksum, &index)?;
+    pack::retire_packs(pack_dir, sources.iter().map(|source| source.path.as_path()), &merged)?;
+    Ok(Some(merged))
+}
+
+/// Writes a pack of `count` objects at `temp`: every entry of `sources`, in order, each
+/// pack's entries together. Flushed to the disk. The pack's checksum and its index entries
+/// (id, CRC, offset).
+fn copy_entries(
+    temp: &Path,
+    sources: &[OpenPack],
+    count: u32,
+) -> Result<([u8; 20], Vec<IndexEntry>)> {
+    let file = File::create_new(temp).map_err(|e| io_err("cannot create", temp, e))?;
+    let mut out = HashingWriter { out: BufWriter::new(file), hasher: Sha1::new(), written: 0 };
+    let failed = |e: std::io::Error| io_err("cannot write", temp, e);
+    out.write(b"PACK").map_err(failed)?;
+    out.write(&2u32.to_be_bytes()).map_err(failed)?;
+    out.write(&count.to_be_bytes()).map_err(failed)?;
+    let mut listed = Vec::with_capacity(count as usize);
+    let mut entry = Vec::new();
+    for source in sources {
+        for at in &source.entries {
+            source.read_entry(at, &mut entry)?;
+            listed.push((at.id, at.crc, out.written));
+            out.write(&entry).map_err(failed)?;
+        }
+    }
+    let checksum: [u8; 20] = out.hasher.finalize().into();
+    let mut out = out.out;
+    out.write_all(&checksum).map_err(failed)?;
+    let file = out.into_inner().map_err(|e| failed(e.into_error()))?;
+    file.sync_all().map_err(failed)?;
+    Ok((checksum, listed))
+}
+
+/// An object as a pack index lists it: id, CRC-32 of its entry, offset.
+type IndexEntry = (git2::Oid, u32, u64);
+
+/// A pack being written: its bytes so far hashed for its checksum, and counted.
+struct HashingWriter {
+    out: BufWriter<File>,
+    hasher: Sha1,
+    written: u64,
+}
+
+impl HashingWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.out.write_all(bytes)?;
+        self.hasher.update(bytes);
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roll_up;
+    use crate::testing::{LAYOUT, assert_fsck_clean};
+    use crate::{ArchiveRepo, Author};
+
+    fn packs(root: &Path) -> Vec<PathBuf> {
+        let mut packs: Vec<PathBuf> = std::fs::read_dir(root.join(".git/objects/pack"))
+            .expect("pack dir")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "pack"))
+            .collect();
+        packs.sort();
+        packs
+    }
+
+    /// Commits `rounds` of messages into one month directory (whose tree each rewrites)
+    /// and rolls up each ten commits' packs, so that the roll-ups hold deltas.
+    fn rolled_up_archive(root: &Path, rounds: u32) -> (ArchiveRepo, Vec<PathBuf>) {
+        let author = Author { name: "t".to_string(), email: "t@example.com".to_string() };
+        let mut repo = ArchiveRepo::open_or_init(root, author, LAYOUT).expect("archive");
+        let pack_dir = root.join(".git/objects/pack");
+        let mut waiting = Vec::new();
+        let mut rolled = Vec::new();
+        for round in 0..rounds {
+            // Large enough for a delta: a month tree of some kilobytes.
+            let files: Vec<(String, Vec<u8>)> = (0..20)
+                .map(|i| {
+                    let path = format!("messages/2026/11/2026-11-23T10-{round:04}-{i:02}__m.md");
+                    (path, format!("message {round} {i}\n").into_bytes())
+                })
+                .collect();
+            let committed = repo.commit_files(&files, "mail\n").expect("commit").expect("new");
+            waiting.push(committed.pack);
+            if waiting.len() == 10 {
+                let packs = std::mem::take(&mut waiting);
+                rolled.push(roll_up::roll_up(&pack_dir, &packs).expect("rolled").expect("a pack"));
+            }
+        }
+        (repo, rolled)
+    }
+
+    /// Roll-ups (deltas among them) merge into one pack that Git reads whole, and every
+    /// object of theirs is in it.
+    #[test]
+    fn roll_ups_merge_into_one_pack_git_reads() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let (_repo, rolled) = rolled_up_archive(root, 40);
+        assert_eq!(rolled.len(), 4);
+        let objects: Vec<git2::Oid> = rolled
+            .iter()
+            .flat_map(|p| pack::index_ids(&p.with_extension("idx")).expect("ids"))
+            .collect();
+        let before = packs(root);
+
+        let merged = merge(&root.join(".git/objects/pack"), &rolled).expect("merged");
+        let merged = merged.expect("a new pack");
+
+        let after = packs(root);
+        assert_eq!(after.len(), before.len() - 3, "four became one: {after:?}");
+        assert!(rolled.iter().all(|p| !p.exists() && !p.with_extension("idx").exists()));
+        let held = pack::index_ids(&merged.with_extension("idx")).expect("ids");
+        assert_eq!(held.len(), objects.len());
+        assert!(objects.iter().all(|id| held.binary_search(id).is_ok()));
+        let verified = std::process::Command::new("git")
+            .arg("verify-pack")
+            .arg(merged.with_extension("idx"))
+            .status()
+            .expect("git verify-pack");
+        assert!(verified.success(), "git verify-pack accepts the merged pack");
+        assert_fsck_clean(root);
+    }
+
+    /// A pack holding an object another pack of the merge already gives is left out of it,
+    /// and stays.
+    #[test]
+    fn a_pack_repeating_an_object_waits() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let (_repo, rolled) = rolled_up_archive(root, 30);
+        let pack_dir = root.join(".git/objects/pack");
+        // A second copy of the first roll-up's objects, as its own pack.
+        let copy = pack_dir.join("pack-copy.pack");
+        std::fs::copy(&rolled[0], &copy).expect("copy pack");
+        std::fs::copy(rolled[0].with_extension("idx"), copy.with_extension("idx")).expect("idx");
+        let mut inputs = rolled.clone();
+        inputs.insert(1, copy.clone());
+
+        merge(&pack_dir, &inputs).expect("merged").expect("a new pack");
+
+        assert!(copy.exists(), "the repeating pack stays");
+        assert!(rolled.iter().all(|p| !p.exists()), "the others were merged");
+        assert_fsck_clean(root);
+    }
+
+    /// An entry that does not match its CRC fails the merge, which removes nothing and
+    /// leaves no temporary file.
+    #[test]
+    fn a_damaged_entry_fails_the_merge_and_removes_nothing() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let (_repo, rolled) = rolled_up_archive(root, 20);
+        let pack_dir = root.join(".git/objects/pack");
+        let mut bytes = std::fs::read(&rolled[1]).expect("pack");
+        bytes[12] ^= 0x01;
+        std::fs::write(&rolled[1], &bytes).expect("damage");
+        let before = packs(root);
+
+        assert!(merge(&pack_dir, &rolled).is_err());
+
+        assert_eq!(packs(root), before);
+        let temp = std::fs::read_dir(&pack_dir)
+            .expect("pack dir")
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().starts_with("tmp_"));
+        assert!(!temp, "no temporary file is left");
+    }
+}
