@@ -279,15 +279,15 @@ fn insert<'p>(root: &mut Children<'p>, path: &'p str, leaf: Node<'p>) -> Result<
 }
 
 /// One entry of a tree's bytes, borrowed.
-struct Entry<'b> {
-    raw: &'b [u8],
-    name: &'b [u8],
-    id: &'b [u8],
-    is_directory: bool,
+pub(crate) struct Entry<'b> {
+    pub raw: &'b [u8],
+    pub name: &'b [u8],
+    pub id: &'b [u8],
+    pub is_directory: bool,
 }
 
 /// The entries of a tree's bytes, in order; an entry that does not parse is an error.
-fn entries(bytes: &[u8]) -> impl Iterator<Item = Result<Entry<'_>>> {
+pub(crate) fn entries(bytes: &[u8]) -> impl Iterator<Item = Result<Entry<'_>>> {
     let mut rest = bytes;
     std::iter::from_fn(move || {
         if rest.is_empty() {
@@ -324,7 +324,12 @@ fn parse_entry(bytes: &[u8]) -> Option<(Entry<'_>, &[u8])> {
 }
 
 /// Git's order of tree entries: by name, a directory's name read as if it ended in `/`.
-fn git_order(a: &[u8], a_is_directory: bool, b: &[u8], b_is_directory: bool) -> Ordering {
+pub(crate) fn git_order(
+    a: &[u8],
+    a_is_directory: bool,
+    b: &[u8],
+    b_is_directory: bool,
+) -> Ordering {
     let common = a.len().min(b.len());
     match a[..common].cmp(&b[..common]) {
         Ordering::Equal => {}

@@ -46,7 +46,8 @@ pub struct MovedFiles {
 pub fn project_files(root: &Path, slug: &str) -> Result<(usize, Vec<String>)> {
     let Some(head) = CommittedFiles::open(root)? else { return Ok((0, Vec::new())) };
     let prefix = format!("projects/{slug}/");
-    let files = head.paths().filter(|p| p.starts_with(&prefix)).count();
+    let mut files = 0;
+    head.for_each_file(&prefix, |_, _| files += 1)?;
     Ok((files, former_slugs(&head, slug)?))
 }
 
@@ -77,8 +78,8 @@ pub fn move_project(
     let head = CommittedFiles::open(root)?
         .ok_or_else(|| Error::internal(format!("there is no Git archive at {}", root.display())))?;
     let (old_dir, new_dir) = (format!("projects/{old}/"), format!("projects/{new}/"));
-    let removals: Vec<String> =
-        head.paths().filter(|p| p.starts_with(&old_dir)).map(str::to_string).collect();
+    let mut removals: Vec<String> = Vec::new();
+    head.for_each_file(&old_dir, |path, _| removals.push(path.to_owned()))?;
     let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for path in &removals {
         let rest = &path[old_dir.len()..];

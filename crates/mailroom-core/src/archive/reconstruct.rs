@@ -125,8 +125,10 @@ impl AgentSketch {
 /// Reads projects, profiles and messages from the files of HEAD.
 /// `progress` hears how many messages were read of how many.
 pub(super) fn read_archive(files: &CommittedFiles, progress: Progress<'_>) -> Result<Recovered> {
-    let mut paths: Vec<&str> = files.paths().collect();
-    paths.sort_unstable();
+    // Every path at once: the messages are gathered whole in memory anyway (`Recovered`).
+    let mut listed: Vec<String> = Vec::new();
+    files.for_each_file("", |path, _| listed.push(path.to_owned()))?;
+    let paths: Vec<&str> = listed.iter().map(String::as_str).collect();
     let mut recovered = Recovered {
         projects: BTreeMap::new(),
         agents: BTreeMap::new(),

@@ -188,25 +188,35 @@ pub(super) fn check(
             deleting.extend(deletion.paths);
         }
     }
-    let mut checker = Checker { files, report: VerifyReport::default(), digests: HashMap::new() };
+    let mut checker = Checker {
+        files,
+        report: VerifyReport::default(),
+        digests: Digests::new(DIGEST_CACHE_BYTES),
+    };
     for aside in set_aside {
         let SetAside { work, error, .. } = aside;
         let (queue_id, kind, ref_id) = (work.id, work.kind, work.ref_id);
         checker.differ(Difference::SetAside { queue_id, kind, ref_id, error });
     }
-    let messages = db.message_ids_with_project_slug()?;
-    for (id, _) in &messages {
-        if queued_messages.contains(&id.0) {
-            checker.report.queued_messages += 1;
-            continue;
-        }
-        match render::message_doc(db, *id) {
-            Ok(Some((doc, sender_is_local))) => {
-                checker.message(&doc, sender_is_local);
-                checker.report.messages_checked += 1;
+    // A page at a time: memory follows the page, not the archive.
+    let mut after = MessageId(0);
+    loop {
+        let page = db.message_ids_after(after, MESSAGE_PAGE)?;
+        let Some(last) = page.last() else { break };
+        after = *last;
+        for id in page {
+            if queued_messages.contains(&id.0) {
+                checker.report.queued_messages += 1;
+                continue;
             }
-            Ok(None) => {}
-            Err(e) => checker.unrenderable(format!("message {id}"), e),
+            match render::message_doc(db, id) {
+                Ok(Some((doc, sender_is_local))) => {
+                    checker.message(&doc, sender_is_local);
+                    checker.report.messages_checked += 1;
+                }
+                Ok(None) => {}
+                Err(e) => checker.unrenderable(format!("message {id}"), e),
+            }
         }
     }
     for agent_id in db.agent_ids()? {
@@ -223,11 +233,9 @@ pub(super) fn check(
             Err(e) => checker.unrenderable(format!("agent {}", agent_id.0), e),
         }
     }
-    let projects: HashMap<MessageId, &str> =
-        messages.iter().map(|(id, slug)| (*id, slug.as_str())).collect();
-    checker.stray_messages(&projects, &deleting);
+    let committed_files = checker.stray_messages(db, &deleting)?;
     let mut report = checker.report;
-    report.committed_files = files.len();
+    report.committed_files = committed_files;
     report.head = files.head().map(|id| id.to_string());
     // `queued` is every queued row of this snapshot, so its length is the backlog.
     report.queued_rows = queued.len() as i64;
@@ -259,11 +267,65 @@ pub(super) fn recheck_unknown(db: &Db<'_>, report: &mut VerifyReport) -> Result<
     Ok(())
 }
 
+/// Messages read from the database at a time.
+const MESSAGE_PAGE: i64 = 10_000;
+
+/// Bytes of digest texts kept for the next messages of their threads.
+const DIGEST_CACHE_BYTES: usize = 32 << 20;
+
 struct Checker<'a> {
     files: &'a CommittedFiles,
     report: VerifyReport,
-    /// Digest texts read so far; `None` for a digest that is not committed.
-    digests: HashMap<String, Option<String>>,
+    digests: Digests,
+}
+
+/// The digests read: a thread's messages are mostly close together, so its digest is kept
+/// for the next ones, in two generations of at most its budget together. When
+/// the newer fills, the older is dropped (a digest needed again is read again), so memory
+/// does not grow with the number of threads.
+struct Digests {
+    /// Bytes of text kept, both generations together.
+    budget: usize,
+    newer: HashMap<String, String>,
+    older: HashMap<String, String>,
+    newer_bytes: usize,
+    /// Digests found missing (each reported once).
+    missing: HashSet<String>,
+}
+
+impl Digests {
+    fn new(budget: usize) -> Self {
+        let (newer, older, missing) = Default::default();
+        Self { budget, newer, older, newer_bytes: 0, missing }
+    }
+
+    /// The committed text of the digest at `path` (`None`: not committed), and whether this
+    /// is the first look at a missing one.
+    fn text(&mut self, files: &CommittedFiles, path: &str) -> (Option<&str>, bool) {
+        if self.missing.contains(path) {
+            return (None, false);
+        }
+        if !self.newer.contains_key(path) {
+            let text = match self.older.remove(path) {
+                Some(text) => text,
+                // An unreadable blob counts as missing; the error would say no more.
+                None => match files.read(path).ok().flatten() {
+                    Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    None => {
+                        self.missing.insert(path.to_owned());
+                        return (None, true);
+                    }
+                },
+            };
+            if self.newer_bytes + text.len() > self.budget / 2 {
+                self.older = std::mem::take(&mut self.newer);
+                self.newer_bytes = 0;
+            }
+            self.newer_bytes += text.len();
+            self.newer.insert(path.to_owned(), text);
+        }
+        (self.newer.get(path).map(String::as_str), false)
+    }
 }
 
 impl Checker<'_> {
@@ -306,12 +368,7 @@ impl Checker<'_> {
     }
 
     fn digest_entry(&mut self, doc: &MessageDoc, path: String, thread_id: &str, canonical: &str) {
-        let files = self.files;
-        let first_look = !self.digests.contains_key(&path);
-        let text = self.digests.entry(path.clone()).or_insert_with(|| {
-            // An unreadable blob counts as missing; the error would say no more than that.
-            files.read(&path).ok().flatten().map(|b| String::from_utf8_lossy(&b).into_owned())
-        });
+        let (text, first_look) = self.digests.text(self.files, &path);
         let difference = match text {
             None if first_look => {
                 Some(Difference::MissingDigest { path, thread_id: thread_id.to_owned() })
@@ -344,25 +401,34 @@ impl Checker<'_> {
         }
     }
 
-    /// Canonical message files whose id the database lacks, or holds in another project.
-    fn stray_messages(&mut self, projects: &HashMap<MessageId, &str>, deleting: &HashSet<String>) {
-        let mut paths: Vec<&str> =
-            self.files.paths().filter(|path| !deleting.contains(*path)).collect();
-        paths.sort_unstable();
-        for path in paths {
+    /// Canonical message files whose id the database lacks, or holds in another project,
+    /// found walking HEAD (in path order) and asking the database about each; the number
+    /// of committed files.
+    fn stray_messages(&mut self, db: &Db<'_>, deleting: &HashSet<String>) -> Result<usize> {
+        let (mut files, mut strays, mut failed) = (0, Vec::new(), None);
+        self.files.for_each_file("", |path, _| {
+            files += 1;
+            if failed.is_some() || deleting.contains(path) {
+                return;
+            }
             let Some(ArchivePath::Canonical { slug, message_id }) = classify_path(path) else {
-                continue;
+                return;
             };
             let path = path.to_owned();
-            match projects.get(&message_id) {
-                None => self.differ(Difference::UnknownMessage { path, message_id }),
-                Some(project) if *project != slug => {
-                    let project = (*project).to_owned();
-                    self.differ(Difference::MisplacedMessage { path, message_id, project });
+            match db.message_project_slug(message_id) {
+                Ok(None) => strays.push(Difference::UnknownMessage { path, message_id }),
+                Ok(Some(project)) if project != slug => {
+                    strays.push(Difference::MisplacedMessage { path, message_id, project });
                 }
-                Some(_) => {}
+                Ok(Some(_)) => {}
+                Err(e) => failed = Some(e),
             }
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
         }
+        self.report.differences.extend(strays);
+        Ok(files)
     }
 }
 
@@ -393,4 +459,51 @@ fn same_field(field: &str, expected: Option<&Value>, committed: Option<&Value>) 
         |value: Option<&Value>| value.and_then(Value::as_str).and_then(Timestamp::parse_iso);
     let (expected, committed) = (instant(expected), instant(committed));
     expected.is_some() && expected == committed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repository whose HEAD holds `files`, committed with the `git` command line.
+    fn committed(files: &[(&str, &str)]) -> (tempfile::TempDir, CommittedFiles) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let git = |args: &[&str]| {
+            let status = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+                .args(args)
+                .status()
+                .expect("git");
+            assert!(status.success(), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        for (path, text) in files {
+            let full = dir.path().join(path);
+            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+            std::fs::write(full, text).expect("write");
+        }
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "files"]);
+        let files = CommittedFiles::open(dir.path()).expect("opened").expect("a repository");
+        (dir, files)
+    }
+
+    /// Past its budget the cache drops its older generation: a digest needed again is read
+    /// again, with the same text, and a missing one is reported once however often asked.
+    #[test]
+    fn digests_are_read_again_past_the_budget_and_missing_ones_reported_once() {
+        let (_dir, files) = committed(&[("t/a.md", "aaaa"), ("t/b.md", "bbbbbb")]);
+        let mut digests = Digests::new(8);
+        for round in 0..3 {
+            assert_eq!(digests.text(&files, "t/a.md"), (Some("aaaa"), false));
+            assert_eq!(digests.text(&files, "t/b.md"), (Some("bbbbbb"), false));
+            assert_eq!(digests.text(&files, "t/none.md"), (None, round == 0), "round {round}");
+            let kept: usize =
+                digests.newer.values().chain(digests.older.values()).map(String::len).sum();
+            assert!(kept <= 8 + 6, "{kept} bytes kept");
+        }
+        assert_eq!(digests.missing.len(), 1);
+    }
 }

@@ -84,10 +84,15 @@ fn git(root: &Path, args: &[&str]) {
 /// The one committed path that starts with `prefix` and ends with `suffix`.
 fn committed(root: &Path, prefix: &str, suffix: &str) -> String {
     let files = CommittedFiles::open(root).expect("open").expect("repository");
-    let found: Vec<&str> =
-        files.paths().filter(|p| p.starts_with(prefix) && p.ends_with(suffix)).collect();
+    let mut found = Vec::new();
+    let matching = |p: &str, _| {
+        if p.starts_with(prefix) && p.ends_with(suffix) {
+            found.push(p.to_owned());
+        }
+    };
+    files.for_each_file("", matching).expect("listed");
     assert_eq!(found.len(), 1, "{prefix}…{suffix}: {found:?}");
-    found[0].to_owned()
+    found.remove(0)
 }
 
 fn edit_and_commit(root: &Path, path: &str, edit: impl FnOnce(String) -> String) {

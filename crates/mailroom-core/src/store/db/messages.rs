@@ -242,6 +242,28 @@ impl Db<'_> {
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
 
+    /// Up to `limit` message ids above `after`, ascending: a page of every message.
+    pub fn message_ids_after(&self, after: MessageId, limit: i64) -> Result<Vec<MessageId>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2")
+            .map_err(map_err)?;
+        let rows = stmt.query_map((after.0, limit), |r| r.get(0)).map_err(map_err)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+    }
+
+    /// The slug of the project a message belongs to; `None` for no such message.
+    pub fn message_project_slug(&self, id: MessageId) -> Result<Option<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT p.slug FROM messages m JOIN projects p ON p.id = m.project_id
+                 WHERE m.id = ?1",
+            )
+            .map_err(map_err)?;
+        stmt.query_row([id.0], |r| r.get(0)).optional().map_err(map_err)
+    }
+
     /// Recipient `(kind, name, agent_id)` triples of a message in insertion order.
     pub fn recipients_of(
         &self,
