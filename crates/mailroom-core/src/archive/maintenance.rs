@@ -17,7 +17,7 @@ use crate::config::CoreConfig;
 use crate::database_files::{move_aside, remove_database_files, rename, with_suffix};
 use crate::error::{Category, Error, Result};
 use crate::records::MessageId;
-use crate::store::{self, Reader};
+use crate::store::{self, Db, Reader};
 
 pub use super::rebuild::RebuildReport;
 pub use super::reconstruct::ReconstructReport;
@@ -139,6 +139,26 @@ pub(super) enum ArchivePath<'a> {
     Reservation { slug: &'a str, reservation_id: i64 },
     /// Any other file under `projects/<slug>/`.
     Project { slug: &'a str },
+}
+
+/// Messages the maintenance commands read from the database at a time.
+const MESSAGE_PAGE: i64 = 10_000;
+
+/// Calls `visit` with every message id and its project's slug, in id order, a page at a
+/// time: memory follows the page, not the archive.
+pub(super) fn for_each_message(
+    db: &Db<'_>,
+    mut visit: impl FnMut(MessageId, String) -> Result<()>,
+) -> Result<()> {
+    let mut after = MessageId(0);
+    loop {
+        let page = db.message_ids_with_project_slug(after, MESSAGE_PAGE)?;
+        let Some((last, _)) = page.last() else { return Ok(()) };
+        after = *last;
+        for (id, slug) in page {
+            visit(id, slug)?;
+        }
+    }
 }
 
 /// Classifies a repo-relative path; `None` for files outside `projects/<slug>/`.

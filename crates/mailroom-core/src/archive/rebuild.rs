@@ -8,14 +8,15 @@
 //! File-reservation artifacts missing from HEAD are written again. Files the database knows
 //! nothing of are left alone.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use mailroom_git::CommittedFiles;
 
-use super::maintenance::Progress;
+use super::maintenance::{Progress, for_each_message};
 use super::{format, render, verify};
 use crate::error::Result;
+use crate::records::MessageId;
 use crate::store::Db;
 
 /// The commit message of a rebuild.
@@ -86,39 +87,27 @@ pub(super) fn regenerate(
     progress: Progress<'_>,
 ) -> Result<Regenerated> {
     let mut out = Collector { head, files: Vec::new(), report: RebuildReport::default() };
-    let mut digests: BTreeMap<String, String> = BTreeMap::new();
+    // A thread's digest is kept only until its last message is in it, and messages are read
+    // a page at a time: memory follows the threads open at once, not the archive.
+    let mut digests: HashMap<String, String> = HashMap::new();
+    let last_of_thread = db.last_message_of_each_thread()?;
     let mut attachments_seen = HashSet::new();
-    let ids = db.message_ids_with_project_slug()?;
-    let total = ids.len();
-    for (done, (id, slug)) in ids.into_iter().enumerate() {
-        progress(done, total);
-        if !projects.has_slug(&slug) {
-            continue;
+    let total = db.message_count()?;
+    let mut done = 0;
+    for_each_message(db, |id, slug| {
+        progress(done.min(total), total);
+        done += 1;
+        if projects.has_slug(&slug) {
+            out.message(db, root, id, &mut digests, &last_of_thread, &mut attachments_seen)?;
         }
-        let Some((doc, sender_is_local)) = render::message_doc(db, id)? else { continue };
-        let bytes = format::render_message(&doc).into_bytes();
-        let paths = format::message_paths(&doc, sender_is_local);
-        for path in paths.all() {
-            out.offer(path.clone(), bytes.clone());
-            out.report.message_files += 1;
-        }
-        if let (Some(path), Some(thread_id)) = (format::digest_path(&doc), doc.thread_id.as_deref())
-        {
-            let digest = digests.entry(path).or_insert_with(|| format::digest_header(thread_id));
-            digest.push_str(&format::digest_entry(&doc, &paths.canonical));
-        }
-        for path in render::attachment_files(&doc) {
-            if attachments_seen.insert(path.clone()) && !head.contains(&path) {
-                let read = render::attachment_bytes(root, &path, &doc);
-                out.restore_attachment(path, read);
-            }
-        }
-        out.report.messages += 1;
-    }
+        Ok(())
+    })?;
     progress(total, total);
-    out.report.digests = digests.len();
-    for (path, text) in digests {
-        out.offer(path, text.into_bytes());
+    // Threads whose last message did not render.
+    let mut left: Vec<(String, String)> = digests.into_iter().collect();
+    left.sort();
+    for (path, text) in left {
+        out.digest(path, text);
     }
     for agent_id in db.agent_ids()? {
         if let Some((path, bytes, _)) = render::profile_file(db, agent_id)?
@@ -154,6 +143,51 @@ struct Collector<'a> {
 }
 
 impl Collector<'_> {
+    /// Renders message `id`'s files and its entry in its thread's digest, which is offered
+    /// once `id` is the thread's last message; restores its attachments HEAD lacks.
+    fn message(
+        &mut self,
+        db: &Db<'_>,
+        root: &Path,
+        id: MessageId,
+        digests: &mut HashMap<String, String>,
+        last_of_thread: &HashSet<MessageId>,
+        attachments_seen: &mut HashSet<String>,
+    ) -> Result<()> {
+        let Some((doc, sender_is_local)) = render::message_doc(db, id)? else { return Ok(()) };
+        let bytes = format::render_message(&doc).into_bytes();
+        let paths = format::message_paths(&doc, sender_is_local);
+        for path in paths.all() {
+            self.offer(path.clone(), bytes.clone());
+            self.report.message_files += 1;
+        }
+        if let (Some(path), Some(thread_id)) = (format::digest_path(&doc), doc.thread_id.as_deref())
+        {
+            let digest =
+                digests.entry(path.clone()).or_insert_with(|| format::digest_header(thread_id));
+            digest.push_str(&format::digest_entry(&doc, &paths.canonical));
+            if last_of_thread.contains(&id)
+                && let Some(text) = digests.remove(&path)
+            {
+                self.digest(path, text);
+            }
+        }
+        for path in render::attachment_files(&doc) {
+            if attachments_seen.insert(path.clone()) && !self.head.contains(&path) {
+                let read = render::attachment_bytes(root, &path, &doc);
+                self.restore_attachment(path, read);
+            }
+        }
+        self.report.messages += 1;
+        Ok(())
+    }
+
+    /// Offers a thread's complete digest.
+    fn digest(&mut self, path: String, text: String) {
+        self.report.digests += 1;
+        self.offer(path, text.into_bytes());
+    }
+
     /// Keeps a rendered file unless HEAD already holds exactly these bytes.
     fn offer(&mut self, path: String, bytes: Vec<u8>) {
         let unchanged = self.head.holds(&path, &bytes);

@@ -17,7 +17,7 @@ use mailroom_git::CommittedFiles;
 use serde_json::Value;
 
 use super::format::{self, MessageDoc};
-use super::maintenance::{ArchivePath, classify_path};
+use super::maintenance::{ArchivePath, classify_path, for_each_message};
 use super::render;
 use crate::error::Result;
 use crate::model::time::Timestamp;
@@ -198,27 +198,21 @@ pub(super) fn check(
         let (queue_id, kind, ref_id) = (work.id, work.kind, work.ref_id);
         checker.differ(Difference::SetAside { queue_id, kind, ref_id, error });
     }
-    // A page at a time: memory follows the page, not the archive.
-    let mut after = MessageId(0);
-    loop {
-        let page = db.message_ids_after(after, MESSAGE_PAGE)?;
-        let Some(last) = page.last() else { break };
-        after = *last;
-        for id in page {
-            if queued_messages.contains(&id.0) {
-                checker.report.queued_messages += 1;
-                continue;
-            }
-            match render::message_doc(db, id) {
-                Ok(Some((doc, sender_is_local))) => {
-                    checker.message(&doc, sender_is_local);
-                    checker.report.messages_checked += 1;
-                }
-                Ok(None) => {}
-                Err(e) => checker.unrenderable(format!("message {id}"), e),
-            }
+    for_each_message(db, |id, _| {
+        if queued_messages.contains(&id.0) {
+            checker.report.queued_messages += 1;
+            return Ok(());
         }
-    }
+        match render::message_doc(db, id) {
+            Ok(Some((doc, sender_is_local))) => {
+                checker.message(&doc, sender_is_local);
+                checker.report.messages_checked += 1;
+            }
+            Ok(None) => {}
+            Err(e) => checker.unrenderable(format!("message {id}"), e),
+        }
+        Ok(())
+    })?;
     for agent_id in db.agent_ids()? {
         if queued_profiles.contains(&agent_id.0) {
             checker.report.queued_profiles += 1;
@@ -266,9 +260,6 @@ pub(super) fn recheck_unknown(db: &Db<'_>, report: &mut VerifyReport) -> Result<
     report.differences = kept;
     Ok(())
 }
-
-/// Messages read from the database at a time.
-const MESSAGE_PAGE: i64 = 10_000;
 
 /// Bytes of digest texts kept for the next messages of their threads.
 const DIGEST_CACHE_BYTES: usize = 32 << 20;

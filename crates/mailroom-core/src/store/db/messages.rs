@@ -1,5 +1,6 @@
 //! Queries on `messages` and `message_recipients`.
 
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use rusqlite::{OptionalExtension, Row, params};
@@ -229,27 +230,44 @@ impl Db<'_> {
             .map_err(map_err)
     }
 
-    /// Every message id with its project's slug, in id order (archive maintenance).
-    pub fn message_ids_with_project_slug(&self) -> Result<Vec<(MessageId, String)>> {
+    /// Up to `limit` message ids above `after` with their project's slug, in id order: a
+    /// page of every message (archive maintenance).
+    pub fn message_ids_with_project_slug(
+        &self,
+        after: MessageId,
+        limit: i64,
+    ) -> Result<Vec<(MessageId, String)>> {
         let mut stmt = self
             .conn
             .prepare_cached(
                 "SELECT m.id, p.slug FROM messages m JOIN projects p ON p.id = m.project_id
-                 ORDER BY m.id",
+                 WHERE m.id > ?1 ORDER BY m.id LIMIT ?2",
             )
             .map_err(map_err)?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).map_err(map_err)?;
+        let rows =
+            stmt.query_map((after.0, limit), |r| Ok((r.get(0)?, r.get(1)?))).map_err(map_err)?;
         rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
     }
 
-    /// Up to `limit` message ids above `after`, ascending: a page of every message.
-    pub fn message_ids_after(&self, after: MessageId, limit: i64) -> Result<Vec<MessageId>> {
+    /// How many messages there are.
+    pub fn message_count(&self) -> Result<usize> {
+        let mut stmt =
+            self.conn.prepare_cached("SELECT count(*) FROM messages").map_err(map_err)?;
+        stmt.query_row([], |r| r.get::<_, i64>(0)).map(|n| n as usize).map_err(map_err)
+    }
+
+    /// The newest message of each thread (by project and thread id): a thread's digest is
+    /// complete once that message is written into it.
+    pub fn last_message_of_each_thread(&self) -> Result<HashSet<MessageId>> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT id FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2")
+            .prepare_cached(
+                "SELECT max(id) FROM messages WHERE thread_id IS NOT NULL
+                 GROUP BY project_id, thread_id",
+            )
             .map_err(map_err)?;
-        let rows = stmt.query_map((after.0, limit), |r| r.get(0)).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        let rows = stmt.query_map([], |r| r.get(0)).map_err(map_err)?;
+        rows.collect::<rusqlite::Result<HashSet<_>>>().map_err(map_err)
     }
 
     /// The slug of the project a message belongs to; `None` for no such message.
