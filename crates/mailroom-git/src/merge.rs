@@ -30,11 +30,13 @@ pub(crate) fn merge(pack_dir: &Path, packs: &[PathBuf]) -> Result<Option<PathBuf
     let mut ids = HashSet::new();
     for path in packs {
         let Some(source) = OpenPack::open(path)? else { continue };
-        // Copied twice, an object would be listed twice in the index, which Git refuses.
-        if source.entries.iter().any(|entry| ids.contains(&entry.id)) {
+        // Copied twice, an object would be listed twice in the index, which Git refuses: a
+        // pack repeating an object (another's, or its own) waits.
+        let own: HashSet<_> = source.entries.iter().map(|entry| entry.id).collect();
+        if own.len() < source.entries.len() || own.iter().any(|id| ids.contains(id)) {
             continue;
         }
-        ids.extend(source.entries.iter().map(|entry| entry.id));
+        ids.extend(own);
         sources.push(source);
     }
     if sources.len() < 2 {
@@ -42,23 +44,28 @@ pub(crate) fn merge(pack_dir: &Path, packs: &[PathBuf]) -> Result<Option<PathBuf
     }
     let count =
         u32::try_from(ids.len()).map_err(|_| Error::invalid("too many objects for one pack"))?;
-    let temp = pack_dir.join(format!("tmp_pack_merge_{}", std::process::id()));
-    // A leftover of a merge a crash interrupted.
+    // One merge at a time (the repacker's turn), so one name; a leftover of a merge a crash
+    // interrupted is removed here and when a repacker starts.
+    let temp = pack_dir.join(TEMP_PACK);
     let _ = std::fs::remove_file(&temp);
-    let written = copy_entries(&temp, &sources, count);
-    let (checksum, mut listed) = match written {
-        Ok(written) => written,
+    let published = copy_entries(&temp, &sources, count).and_then(|(checksum, mut listed)| {
+        listed.sort_by_key(|entry| entry.0);
+        let index = pack::build_index(&listed, &checksum);
+        pack::publish_pack(pack_dir, &temp, &checksum, &index)
+    });
+    let merged = match published {
+        Ok(merged) => merged,
         Err(e) => {
             let _ = std::fs::remove_file(&temp);
             return Err(e);
         }
     };
-    listed.sort_by_key(|entry| entry.0);
-    let index = pack::build_index(&listed, &checksum);
-    let merged = pack::publish_pack(pack_dir, &temp, &checksum, &index)?;
     pack::retire_packs(pack_dir, sources.iter().map(|source| source.path.as_path()), &merged)?;
     Ok(Some(merged))
 }
+
+/// The merged pack's name while it is written.
+pub(crate) const TEMP_PACK: &str = "tmp_pack_merge";
 
 /// Writes a pack of `count` objects at `temp`: every entry of `sources`, in order, each
 /// pack's entries together. Flushed to the disk. The pack's checksum and its index entries
@@ -205,6 +212,28 @@ mod tests {
         assert!(copy.exists(), "the repeating pack stays");
         assert!(rolled.iter().all(|p| !p.exists()), "the others were merged");
         assert_fsck_clean(root);
+    }
+
+    /// A pack listing one object twice (a human's Git may write one) is left out too.
+    #[test]
+    fn a_pack_repeating_its_own_object_waits() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let (_repo, rolled) = rolled_up_archive(root, 20);
+        let pack_dir = root.join(".git/objects/pack");
+        let id = git2::Oid::hash_object(git2::ObjectType::Blob, b"twice").expect("id");
+        let mut builder = pack::PackBuilder::new();
+        for _ in 0..2 {
+            builder.push_whole(id, git2::ObjectType::Blob, b"twice").expect("pushed");
+        }
+        let twice = builder.publish(&pack_dir).expect("published");
+        let mut inputs = vec![twice.clone()];
+        inputs.extend(rolled.iter().cloned());
+
+        merge(&pack_dir, &inputs).expect("merged").expect("a new pack");
+
+        assert!(twice.exists(), "the pack repeating its object stays");
+        assert!(rolled.iter().all(|p| !p.exists()), "the others were merged");
     }
 
     /// An entry that does not match its CRC fails the merge, which removes nothing and

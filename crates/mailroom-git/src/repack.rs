@@ -58,7 +58,7 @@ enum Running {
     /// `roll_up::roll_up` on its own thread.
     RollUp(JoinHandle<Result<Option<PathBuf>>>),
     /// `merge::merge` of packs written beside a full pack, on its own thread.
-    Merge(JoinHandle<Result<()>>),
+    Merge(JoinHandle<Result<Option<PathBuf>>>),
 }
 
 /// `full_pack::pack_everything` on its own thread.
@@ -76,8 +76,13 @@ pub struct Repacker {
     /// packs written after the full pack listed the packs it replaces.
     running: Option<Running>,
     full: Option<FullPack>,
-    /// The file names of the packs the running full pack replaces.
-    full_replaces: HashSet<OsString>,
+    /// The file names of the packs this repacker wrote (roll-ups, merges) while the running
+    /// full pack runs: the only ones a merge takes. Not the full pack's own new pack, nor a
+    /// human's, nor the ones the full pack replaces.
+    beside_full: HashSet<OsString>,
+    /// How many packs were beside the full pack when a merge last merged nothing (its packs
+    /// repeated objects): no merge is tried again until there are more, so roll-ups go on.
+    fruitless_merge_at: usize,
     /// The packs of the commits since the last roll-up (or full pack), in order.
     unrolled: Vec<CommitPack>,
     /// The commits' packs a running roll-up is rolling up.
@@ -103,13 +108,16 @@ impl Repacker {
             commits_since_check: 0,
             running: None,
             full: None,
-            full_replaces: HashSet::new(),
+            beside_full: HashSet::new(),
+            fruitless_merge_at: 0,
             unrolled: Vec::new(),
             rolling: Vec::new(),
             packed_after_full: 0,
             stop: Arc::new(AtomicBool::new(false)),
             git_runs: true,
         };
+        // What a merge a crash cut short left (`merge.rs`).
+        let _ = std::fs::remove_file(repacker.pack_dir().join(merge::TEMP_PACK));
         // Otherwise every start would find the packs "doubled" and pack everything again.
         repacker.packed_after_full = repacker.pack_sizes().into_iter().max().unwrap_or(0);
         repacker
@@ -139,11 +147,10 @@ impl Repacker {
         packs
     }
 
-    /// The settled packs written since the running full pack listed what it replaces: the
-    /// roll-ups made beside it (and their merges).
+    /// The roll-ups (and merges of them) made beside the running full pack, still there.
     fn packs_beside_full(&self) -> Vec<PathBuf> {
         let mut packs = self.settled_packs();
-        packs.retain(|p| p.file_name().is_some_and(|name| !self.full_replaces.contains(name)));
+        packs.retain(|p| p.file_name().is_some_and(|name| self.beside_full.contains(name)));
         packs
     }
 
@@ -188,7 +195,9 @@ impl Repacker {
                     self.git_runs = false;
                 }
             }
-        } else if self.full.is_some() && self.packs_beside_full().len() > MAX_PACKS {
+        } else if self.full.is_some()
+            && self.packs_beside_full().len() > MAX_PACKS.max(self.fruitless_merge_at)
+        {
             self.start_merge();
         } else if self.unrolled.len() >= 2 {
             self.start_roll_up();
@@ -206,7 +215,7 @@ impl Repacker {
         let started =
             std::thread::Builder::new().name("mailroom-merge".to_string()).spawn(move || {
                 on_thread_start();
-                merge::merge(&pack_dir, &packs).map(|_| ())
+                merge::merge(&pack_dir, &packs)
             });
         match started {
             Ok(handle) => self.running = Some(Running::Merge(handle)),
@@ -249,8 +258,8 @@ impl Repacker {
         };
         // The full pack replaces them.
         self.unrolled.clear();
-        self.full_replaces =
-            replaced.packs.iter().filter_map(|p| p.file_name()).map(OsStr::to_owned).collect();
+        self.beside_full.clear();
+        self.fruitless_merge_at = 0;
         let (root, stop) = (self.root.clone(), Arc::clone(&self.stop));
         let on_thread_start = self.on_thread_start;
         let started =
@@ -278,7 +287,7 @@ impl Repacker {
                 Err(e) => tracing::warn!(error = %e, "`git repack` not awaited"),
             },
             Some(Running::RollUp(handle)) => self.roll_up_ended(handle),
-            Some(Running::Merge(handle)) => merge_ended(handle),
+            Some(Running::Merge(handle)) => self.merge_ended(handle),
             None => {}
         }
         self.stop.store(true, Ordering::Relaxed);
@@ -336,7 +345,7 @@ impl Repacker {
                 false
             }
             Some(Running::Merge(handle)) => {
-                merge_ended(handle);
+                self.merge_ended(handle);
                 true
             }
         };
@@ -347,9 +356,27 @@ impl Repacker {
     fn roll_up_ended(&mut self, handle: JoinHandle<Result<Option<PathBuf>>>) {
         self.rolling.clear();
         match handle.join() {
-            Ok(Ok(_)) => {}
+            Ok(Ok(rolled)) => self.note_beside_full(rolled),
             Ok(Err(e)) => tracing::warn!(error = %e, "the archive's roll-up failed"),
             Err(_) => tracing::warn!("the archive's roll-up panicked"),
+        }
+    }
+
+    /// A failed merge's packs stay as they were, for the next full or geometric pack.
+    fn merge_ended(&mut self, handle: JoinHandle<Result<Option<PathBuf>>>) {
+        match handle.join() {
+            Ok(Ok(None)) => self.fruitless_merge_at = self.packs_beside_full().len(),
+            Ok(Ok(merged)) => self.note_beside_full(merged),
+            Ok(Err(e)) => tracing::warn!(error = %e, "the archive's pack merge failed"),
+            Err(_) => tracing::warn!("the archive's pack merge panicked"),
+        }
+    }
+
+    /// Notes a pack this repacker wrote, if a full pack runs beside it.
+    fn note_beside_full(&mut self, written: Option<PathBuf>) {
+        let name = written.as_deref().and_then(Path::file_name);
+        if let (Some(name), true) = (name, self.full.is_some()) {
+            self.beside_full.insert(name.to_owned());
         }
     }
 
@@ -363,16 +390,7 @@ impl Repacker {
         // Also after a failure: the next attempt waits for the packs to double again. The
         // roll-ups made meanwhile count; the commits' packs still waiting for one do not.
         self.packed_after_full = self.pack_bytes();
-        self.full_replaces.clear();
-    }
-}
-
-/// A failed merge's packs stay as they were, for the next full or geometric pack.
-fn merge_ended(handle: JoinHandle<Result<()>>) {
-    match handle.join() {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!(error = %e, "the archive's pack merge failed"),
-        Err(_) => tracing::warn!("the archive's pack merge panicked"),
+        self.beside_full.clear();
     }
 }
 
@@ -554,8 +572,6 @@ mod tests {
         let root = &crate::testing::relative(dir.path());
         let (mut repo, mut packer) = archive_and_packer(root);
         let listed = packs(root);
-        packer.full_replaces =
-            listed.iter().filter_map(|p| p.file_name()).map(Into::into).collect();
         let (release, released) = std::sync::mpsc::channel::<()>();
         packer.full = Some(std::thread::spawn(move || {
             let _ = released.recv();
@@ -577,7 +593,7 @@ mod tests {
         };
         let beside = packer.packs_beside_full().len();
         assert!(beside > MAX_PACKS, "{beside} packs beside the full pack");
-        merge.join().expect("joined").expect("merged");
+        packer.merge_ended(merge);
         assert_eq!(packer.packs_beside_full().len(), 1, "the roll-ups' packs became one");
         assert!(listed.iter().all(|p| p.exists()), "the full pack's packs are left to it");
         crate::testing::assert_fsck_clean(root);
@@ -587,6 +603,46 @@ mod tests {
             format!("messages/2026/11/2026-11-23T10-{:04}__note__{}.md", round - 1, round - 1);
         let files = crate::CommittedFiles::open(root).expect("readable").expect("a HEAD");
         assert!(files.contains(&last), "the last round reads back");
+    }
+
+    /// A merge that can merge nothing (its packs repeat one another's objects) is not tried
+    /// again until more packs are beside the full pack: the roll-ups go on meanwhile. A
+    /// merge's temporary pack left by a crash is removed when a repacker starts.
+    #[test]
+    fn a_fruitless_merge_lets_roll_ups_go_on() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let (mut repo, mut packer) = archive_and_packer(root);
+        let pack_dir = root.join(".git/objects/pack");
+        let first = packs(root)[0].clone();
+        for i in 0..=MAX_PACKS {
+            let copy = pack_dir.join(format!("pack-copy{i:02}.pack"));
+            std::fs::copy(&first, &copy).expect("copy");
+            std::fs::copy(first.with_extension("idx"), copy.with_extension("idx")).expect("idx");
+            packer.beside_full.insert(copy.file_name().expect("name").to_owned());
+        }
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        packer.full = Some(std::thread::spawn(move || {
+            let _ = released.recv();
+            Ok(())
+        }));
+        for round in 0..COMMITS_PER_CHECK {
+            commit_round(&mut repo, &mut packer, round);
+        }
+        let Some(Running::Merge(merge)) = packer.running.take() else { panic!("a merge runs") };
+        packer.merge_ended(merge);
+        assert_eq!(packer.fruitless_merge_at, MAX_PACKS + 1, "it merged nothing");
+        for round in COMMITS_PER_CHECK..2 * COMMITS_PER_CHECK {
+            commit_round(&mut repo, &mut packer, round);
+        }
+        assert!(matches!(packer.running, Some(Running::RollUp(_))), "a roll-up runs instead");
+        release.send(()).expect("released");
+        packer.finish();
+        crate::testing::assert_fsck_clean(root);
+
+        std::fs::write(pack_dir.join(merge::TEMP_PACK), b"cut short").expect("leftover");
+        let _ = Repacker::new(root, || {});
+        assert!(!pack_dir.join(merge::TEMP_PACK).exists());
     }
 
     /// Packs of similar size that no roll-up knows of (written before a restart) are merged
