@@ -48,10 +48,11 @@
 //!   pack is written, and deletes only the packs whose every object it copied, once its own
 //!   pack is in place. A full pack deletes only the packs listed on the committing thread
 //!   right after a commit moved HEAD, and only if the new pack's index holds that commit;
-//!   packs written meanwhile and packs with a `.keep` file stay. A merge of packs written
-//!   beside a full pack copies every entry of each, checked against its CRC, and deletes
-//!   them once its pack is in place. Only a complete object list
-//!   reaches the end of `git pack-objects`' input, and a stopped full pack kills its `git`
+//!   packs written meanwhile and packs with a `.keep` file stay. A merge takes only packs
+//!   the repacker itself wrote beside a running full pack (never the full pack's own, a
+//!   human's, or one repeating an object), copies every entry of each, checked against its
+//!   CRC, and deletes them once its pack is in place. Only a complete object list reaches
+//!   the end of `git pack-objects`' input, and a stopped full pack kills its `git`
 //!   children and removes nothing.
 //! - **Repacks never meet on a pack.** One roll-up, merge or geometric repack at a time;
 //!   roll-ups, and merges of the packs written since the full pack listed its own, go on
