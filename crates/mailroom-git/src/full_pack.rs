@@ -254,21 +254,9 @@ pub(crate) fn remove_pack(pack: &Path) -> bool {
 mod tests {
     use super::*;
 
+    use crate::ArchiveRepo;
     use crate::pack::{PackBuilder, PackObject, write_pack};
-    use crate::testing::{LAYOUT, assert_fsck_clean};
-    use crate::{ArchiveRepo, Author};
-
-    fn pack_files(root: &Path) -> Vec<PathBuf> {
-        packs_without_keep(&root.join(".git/objects/pack")).expect("pack dir")
-    }
-
-    fn pack_bytes(root: &Path) -> u64 {
-        pack_files(root).iter().map(|p| fs::metadata(p).expect("size").len()).sum()
-    }
-
-    fn author() -> Author {
-        Author { name: "m".to_string(), email: "m@example.com".to_string() }
-    }
+    use crate::testing::{LAYOUT, assert_fsck_clean, author, pack_bytes, pack_files};
 
     /// Two agents' inboxes whose paths end alike, growing by five messages a commit: their
     /// trees' sizes interleave, so without their whole paths Git pairs them with each other

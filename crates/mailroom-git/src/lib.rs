@@ -1,9 +1,9 @@
 //! The Git engine under mailroom's archive: it writes the objects, trees, packs and index of
 //! one repository itself, and keeps its packs few and small. libgit2 creates and opens the
 //! repository, reads objects, diffs trees, moves refs and hashes blobs; the `git` command
-//! line runs the full and geometric repacks. Nothing here depends on the archive's layout: what its first commit holds, which
-//! local files Git must not offer to add, and which files the caller writes into the work
-//! tree itself come from the caller ([`Layout`]).
+//! line runs the full and geometric repacks. Nothing here depends on the archive's layout:
+//! what its first commit holds, which local files Git must not offer to add, and which files
+//! the caller writes into the work tree itself come from the caller ([`Layout`]).
 //!
 //! # Invariants
 //!
@@ -55,14 +55,14 @@
 //!   the end of `git pack-objects`' input, and a stopped full pack kills its `git`
 //!   children and removes nothing.
 //! - **Repacks never meet on a pack.** One roll-up, merge or geometric repack at a time;
-//!   roll-ups, and merges of the packs written since the full pack listed its own, go on
-//!   beside a full pack, which first takes the commits' packs it replaces off the roll-up
-//!   list; a geometric repack never runs beside a full pack. `git` runs without the caller's
-//!   `GIT_*` variables, so it cannot be pointed at another repository.
+//!   roll-ups, and merges of the packs they wrote meanwhile, go on beside a full pack,
+//!   which first takes the commits' packs it replaces off the roll-up list; a geometric
+//!   repack never runs beside a full pack. `git` runs without the caller's `GIT_*`
+//!   variables, so it cannot be pointed at another repository.
 //! - **The repository is reopened after every repack**, at the first commit after it ended
 //!   (libgit2 keeps each pack it read open, mapped and with its delta cache), and at
-//!   [`Repacker::finish`] a roll-up or geometric repack is awaited, a full pack stopped, and
-//!   the commits' packs still waiting rolled up.
+//!   [`Repacker::finish`] a roll-up, merge or geometric repack is awaited, a full pack
+//!   stopped, and the commits' packs still waiting rolled up.
 
 // The public API is small and every item of it is documented; this keeps it so.
 #![warn(missing_docs)]

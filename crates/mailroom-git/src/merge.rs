@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use sha1::{Digest as _, Sha1};
 
 use crate::error::{Error, Result, io_err};
-use crate::pack::{self, OpenPack};
+use crate::pack::{self, IndexEntry, OpenPack};
 
 /// Merges `packs` (those still there; a pack holding an object another already gives waits
 /// for a later merge) into one new pack in `pack_dir`, then removes them. `None` when fewer
@@ -78,9 +78,7 @@ fn copy_entries(
     let file = File::create_new(temp).map_err(|e| io_err("cannot create", temp, e))?;
     let mut out = HashingWriter { out: BufWriter::new(file), hasher: Sha1::new(), written: 0 };
     let failed = |e: std::io::Error| io_err("cannot write", temp, e);
-    out.write(b"PACK").map_err(failed)?;
-    out.write(&2u32.to_be_bytes()).map_err(failed)?;
-    out.write(&count.to_be_bytes()).map_err(failed)?;
+    out.write(&pack::header(count)).map_err(failed)?;
     let mut listed = Vec::with_capacity(count as usize);
     let mut entry = Vec::new();
     for source in sources {
@@ -97,9 +95,6 @@ fn copy_entries(
     file.sync_all().map_err(failed)?;
     Ok((checksum, listed))
 }
-
-/// An object as a pack index lists it: id, CRC-32 of its entry, offset.
-type IndexEntry = (git2::Oid, u32, u64);
 
 /// A pack being written: its bytes so far hashed for its checksum, and counted.
 struct HashingWriter {
@@ -120,26 +115,17 @@ impl HashingWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ArchiveRepo;
     use crate::roll_up;
-    use crate::testing::{LAYOUT, assert_fsck_clean};
-    use crate::{ArchiveRepo, Author};
+    use crate::testing::{LAYOUT, assert_fsck_clean, author, copy_pack, pack_files};
 
-    fn packs(root: &Path) -> Vec<PathBuf> {
-        let mut packs: Vec<PathBuf> = std::fs::read_dir(root.join(".git/objects/pack"))
-            .expect("pack dir")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "pack"))
-            .collect();
-        packs.sort();
-        packs
-    }
-
-    /// Commits `rounds` of messages into one month directory (whose tree each rewrites)
-    /// and rolls up each ten commits' packs, so that the roll-ups hold deltas.
-    fn rolled_up_archive(root: &Path, rounds: u32) -> (ArchiveRepo, Vec<PathBuf>) {
-        let author = Author { name: "t".to_string(), email: "t@example.com".to_string() };
-        let mut repo = ArchiveRepo::open_or_init(root, author, LAYOUT).expect("archive");
-        let pack_dir = root.join(".git/objects/pack");
+    /// A new archive in a temporary directory with `rounds` of messages committed into one
+    /// month directory (whose tree each rewrites) and each ten commits' packs rolled up, so
+    /// that the roll-ups hold deltas; its pack directory and the roll-ups.
+    fn rolled_up_archive(rounds: u32) -> (tempfile::TempDir, PathBuf, Vec<PathBuf>) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut repo = ArchiveRepo::open_or_init(dir.path(), author(), LAYOUT).expect("archive");
+        let pack_dir = dir.path().join(".git/objects/pack");
         let mut waiting = Vec::new();
         let mut rolled = Vec::new();
         for round in 0..rounds {
@@ -157,27 +143,24 @@ mod tests {
                 rolled.push(roll_up::roll_up(&pack_dir, &packs).expect("rolled").expect("a pack"));
             }
         }
-        (repo, rolled)
+        (dir, pack_dir, rolled)
     }
 
     /// Roll-ups (deltas among them) merge into one pack that Git reads whole, and every
     /// object of theirs is in it.
     #[test]
     fn roll_ups_merge_into_one_pack_git_reads() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let root = dir.path();
-        let (_repo, rolled) = rolled_up_archive(root, 40);
+        let (dir, pack_dir, rolled) = rolled_up_archive(40);
         assert_eq!(rolled.len(), 4);
         let objects: Vec<git2::Oid> = rolled
             .iter()
             .flat_map(|p| pack::index_ids(&p.with_extension("idx")).expect("ids"))
             .collect();
-        let before = packs(root);
+        let before = pack_files(dir.path());
 
-        let merged = merge(&root.join(".git/objects/pack"), &rolled).expect("merged");
-        let merged = merged.expect("a new pack");
+        let merged = merge(&pack_dir, &rolled).expect("merged").expect("a new pack");
 
-        let after = packs(root);
+        let after = pack_files(dir.path());
         assert_eq!(after.len(), before.len() - 3, "four became one: {after:?}");
         assert!(rolled.iter().all(|p| !p.exists() && !p.with_extension("idx").exists()));
         let held = pack::index_ids(&merged.with_extension("idx")).expect("ids");
@@ -189,21 +172,17 @@ mod tests {
             .status()
             .expect("git verify-pack");
         assert!(verified.success(), "git verify-pack accepts the merged pack");
-        assert_fsck_clean(root);
+        assert_fsck_clean(dir.path());
     }
 
     /// A pack holding an object another pack of the merge already gives is left out of it,
     /// and stays.
     #[test]
     fn a_pack_repeating_an_object_waits() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let root = dir.path();
-        let (_repo, rolled) = rolled_up_archive(root, 30);
-        let pack_dir = root.join(".git/objects/pack");
+        let (dir, pack_dir, rolled) = rolled_up_archive(30);
         // A second copy of the first roll-up's objects, as its own pack.
         let copy = pack_dir.join("pack-copy.pack");
-        std::fs::copy(&rolled[0], &copy).expect("copy pack");
-        std::fs::copy(rolled[0].with_extension("idx"), copy.with_extension("idx")).expect("idx");
+        copy_pack(&rolled[0], &copy);
         let mut inputs = rolled.clone();
         inputs.insert(1, copy.clone());
 
@@ -211,16 +190,13 @@ mod tests {
 
         assert!(copy.exists(), "the repeating pack stays");
         assert!(rolled.iter().all(|p| !p.exists()), "the others were merged");
-        assert_fsck_clean(root);
+        assert_fsck_clean(dir.path());
     }
 
     /// A pack listing one object twice (a human's Git may write one) is left out too.
     #[test]
     fn a_pack_repeating_its_own_object_waits() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let root = dir.path();
-        let (_repo, rolled) = rolled_up_archive(root, 20);
-        let pack_dir = root.join(".git/objects/pack");
+        let (_dir, pack_dir, rolled) = rolled_up_archive(20);
         let id = git2::Oid::hash_object(git2::ObjectType::Blob, b"twice").expect("id");
         let mut builder = pack::PackBuilder::new();
         for _ in 0..2 {
@@ -240,18 +216,15 @@ mod tests {
     /// leaves no temporary file.
     #[test]
     fn a_damaged_entry_fails_the_merge_and_removes_nothing() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let root = dir.path();
-        let (_repo, rolled) = rolled_up_archive(root, 20);
-        let pack_dir = root.join(".git/objects/pack");
+        let (dir, pack_dir, rolled) = rolled_up_archive(20);
         let mut bytes = std::fs::read(&rolled[1]).expect("pack");
         bytes[12] ^= 0x01;
         std::fs::write(&rolled[1], &bytes).expect("damage");
-        let before = packs(root);
+        let before = pack_files(dir.path());
 
         assert!(merge(&pack_dir, &rolled).is_err());
 
-        assert_eq!(packs(root), before);
+        assert_eq!(pack_files(dir.path()), before);
         let temp = std::fs::read_dir(&pack_dir)
             .expect("pack dir")
             .filter_map(|e| e.ok())

@@ -57,11 +57,22 @@ pub(crate) fn write_pack(
     pack.publish(pack_dir)
 }
 
+/// An object as a pack index lists it: id, CRC-32 of its packed entry, offset.
+pub(crate) type IndexEntry = (Oid, u32, u64);
+
+/// A version 2 pack's first 12 bytes, for `count` objects.
+pub(crate) fn header(count: u32) -> [u8; 12] {
+    let mut header = [0; 12];
+    header[..4].copy_from_slice(b"PACK");
+    header[4..8].copy_from_slice(&2u32.to_be_bytes());
+    header[8..].copy_from_slice(&count.to_be_bytes());
+    header
+}
+
 /// A pack being built in memory, entry by entry, then published.
 pub(crate) struct PackBuilder {
     bytes: Vec<u8>,
-    /// (id, crc32 of the packed entry, offset) per object.
-    entries: Vec<(Oid, u32, u64)>,
+    entries: Vec<IndexEntry>,
     /// One compressor, reset per object: setting one up (its tables) cost more than
     /// compressing a small message.
     compressor: Compress,
@@ -89,10 +100,8 @@ impl PackBuilder {
             self.bytes = Vec::with_capacity(4096);
         }
         self.bytes.clear();
-        self.bytes.extend_from_slice(b"PACK");
-        self.bytes.extend_from_slice(&2u32.to_be_bytes());
-        // The object count, set at `publish`.
-        self.bytes.extend_from_slice(&0u32.to_be_bytes());
+        // The object count is set at `publish`.
+        self.bytes.extend_from_slice(&header(0));
         self.entries.clear();
     }
 
@@ -484,7 +493,7 @@ fn push_entry_header(out: &mut Vec<u8>, type_code: u8, size: u64) {
 }
 
 /// The version 2 index of a pack whose `entries` are sorted by id.
-pub(crate) fn build_index(entries: &[(Oid, u32, u64)], pack_checksum: &[u8; 20]) -> Vec<u8> {
+pub(crate) fn build_index(entries: &[IndexEntry], pack_checksum: &[u8; 20]) -> Vec<u8> {
     let mut index = Vec::with_capacity(8 + 1024 + entries.len() * 28 + 40);
     index.extend_from_slice(&[0xff, b't', b'O', b'c']);
     index.extend_from_slice(&2u32.to_be_bytes());

@@ -69,27 +69,24 @@ impl TreeBytes {
         Ok(Self { bytes, starts })
     }
 
-    fn entry(&self, at: usize) -> Option<tree_merge::Entry<'_>> {
-        let start = *self.starts.get(at)? as usize;
-        tree_merge::entries(&self.bytes[start..]).next()?.ok()
+    /// The entry starting at `start` (one of `starts`: it parsed).
+    fn entry_at(&self, start: u32) -> Option<tree_merge::Entry<'_>> {
+        tree_merge::entries(&self.bytes[start as usize..]).next()?.ok()
     }
 
-    /// The entry named `name`, a file's or a directory's: searched for in Git's order.
+    /// The entry named `name`, a file's or a directory's (whether it is one), searched for
+    /// in Git's order.
     fn find(&self, name: &[u8]) -> Option<(Oid, bool)> {
         [false, true].into_iter().find_map(|is_directory| {
-            let found = self.starts.binary_search_by(|start| {
-                let entry = tree_merge::entries(&self.bytes[*start as usize..]).next();
-                match entry {
-                    Some(Ok(entry)) => {
-                        tree_merge::git_order(entry.name, entry.is_directory, name, is_directory)
-                    }
-                    _ => std::cmp::Ordering::Less,
+            let found = self.starts.binary_search_by(|start| match self.entry_at(*start) {
+                Some(entry) => {
+                    tree_merge::git_order(entry.name, entry.is_directory, name, is_directory)
                 }
+                None => std::cmp::Ordering::Less,
             });
-            let entry = self.entry(found.ok()?)?;
-            (entry.is_directory == is_directory)
-                .then(|| Oid::from_bytes(entry.id).ok().map(|id| (id, is_directory)))
-                .flatten()
+            let entry = self.entry_at(self.starts[found.ok()?])?;
+            let id = Oid::from_bytes(entry.id).ok()?;
+            (entry.is_directory == is_directory).then_some((id, is_directory))
         })
     }
 
@@ -152,14 +149,7 @@ impl CommittedFiles {
     /// paths' byte order), keeping none of them.
     pub fn for_each_file(&self, under: &str, mut visit: impl FnMut(&str, Oid)) -> Result<()> {
         let under = under.trim_end_matches('/');
-        let id = if under.is_empty() {
-            self.root
-        } else {
-            let (parent, name) = under.rsplit_once('/').unwrap_or(("", under));
-            let parent = self.directory(parent)?;
-            parent.and_then(|tree| tree.find(name.as_bytes())).filter(|(_, dir)| *dir).map(|f| f.0)
-        };
-        let Some(id) = id else { return Ok(()) };
+        let Some(id) = self.directory_id(under)? else { return Ok(()) };
         let prefix = if under.is_empty() { String::new() } else { format!("{under}/") };
         let tree = self.repo.find_tree(id).map_err(|e| git_err("tree", e))?;
         tree.walk(TreeWalkMode::PreOrder, |directory, entry| {
@@ -174,9 +164,22 @@ impl CommittedFiles {
 
     /// The blob id of the file at `path`; `None` if HEAD has no file there.
     fn blob(&self, path: &str) -> Result<Option<Oid>> {
-        let (directory, name) = path.rsplit_once('/').unwrap_or(("", path));
-        let Some(tree) = self.directory(directory)? else { return Ok(None) };
-        Ok(tree.find(name.as_bytes()).and_then(|(id, is_directory)| (!is_directory).then_some(id)))
+        Ok(self.entry(path)?.and_then(|(id, is_directory)| (!is_directory).then_some(id)))
+    }
+
+    /// The tree id of the directory at `path` (`""`: the root); `None` if HEAD has none.
+    fn directory_id(&self, path: &str) -> Result<Option<Oid>> {
+        if path.is_empty() {
+            return Ok(self.root);
+        }
+        Ok(self.entry(path)?.and_then(|(id, is_directory)| is_directory.then_some(id)))
+    }
+
+    /// The entry at `path` (not the root), found in its parent directory's tree: its id and
+    /// whether it is a directory.
+    fn entry(&self, path: &str) -> Result<Option<(Oid, bool)>> {
+        let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+        Ok(self.directory(parent)?.and_then(|tree| tree.find(name.as_bytes())))
     }
 
     /// The tree of the directory at `path` (`""`: the root); `None` if HEAD has none there.
@@ -190,19 +193,7 @@ impl CommittedFiles {
                 return Ok(Some(Rc::clone(tree)));
             }
         }
-        let id = if path.is_empty() {
-            match self.root {
-                Some(root) => root,
-                None => return Ok(None),
-            }
-        } else {
-            let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
-            let Some(parent) = self.directory(parent)? else { return Ok(None) };
-            match parent.find(name.as_bytes()) {
-                Some((id, true)) => id,
-                _ => return Ok(None),
-            }
-        };
+        let Some(id) = self.directory_id(path)? else { return Ok(None) };
         let odb = self.repo.odb().map_err(|e| git_err("odb", e))?;
         let object = odb.read(id).map_err(|e| git_err("tree", e))?;
         let tree = Rc::new(TreeBytes::parse(object.data().to_vec())?);

@@ -61,6 +61,16 @@ enum Running {
     Merge(JoinHandle<Result<Option<PathBuf>>>),
 }
 
+impl Running {
+    /// Whether a run on a thread of its own has ended (a `git` child is asked otherwise).
+    fn thread_finished(&self) -> bool {
+        match self {
+            Running::RollUp(handle) | Running::Merge(handle) => handle.is_finished(),
+            Running::Geometric(_) => false,
+        }
+    }
+}
+
 /// `full_pack::pack_everything` on its own thread.
 type FullPack = JoinHandle<Result<()>>;
 
@@ -210,17 +220,10 @@ impl Repacker {
     /// smaller ones together, so that a byte is copied a logarithmic number of times.
     fn start_merge(&mut self) {
         let packs = geometric_prefix(self.packs_beside_full());
-        let (pack_dir, on_thread_start) = (self.pack_dir(), self.on_thread_start);
+        let pack_dir = self.pack_dir();
         // Never stopped: it copies roll-ups' packs, and at stop it is awaited.
-        let started =
-            std::thread::Builder::new().name("mailroom-merge".to_string()).spawn(move || {
-                on_thread_start();
-                merge::merge(&pack_dir, &packs)
-            });
-        match started {
-            Ok(handle) => self.running = Some(Running::Merge(handle)),
-            Err(e) => tracing::warn!(error = %e, "cannot start the archive's pack merge"),
-        }
+        let started = self.spawn("merge", move || merge::merge(&pack_dir, &packs));
+        self.running = started.map(Running::Merge);
     }
 
     /// The oldest commits' packs waiting, as many as one roll-up takes.
@@ -232,17 +235,26 @@ impl Repacker {
     fn start_roll_up(&mut self) {
         let packs = self.take_unrolled();
         self.rolling = packs.iter().map(|p| p.pack.clone()).collect();
-        let (pack_dir, on_thread_start) = (self.pack_dir(), self.on_thread_start);
+        let pack_dir = self.pack_dir();
         // Never stopped: a roll-up is short, and at stop it is awaited (`finish`).
+        let started = self.spawn("roll-up", move || roll_up::roll_up(&pack_dir, &packs));
+        self.running = started.map(Running::RollUp);
+    }
+
+    /// Runs `work` on a thread of its own named `mailroom-<name>`, after `on_thread_start`;
+    /// `None` (logged) when no thread can be started.
+    fn spawn<T: Send + 'static>(
+        &self,
+        name: &str,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Option<JoinHandle<T>> {
+        let on_thread_start = self.on_thread_start;
         let started =
-            std::thread::Builder::new().name("mailroom-roll-up".to_string()).spawn(move || {
+            std::thread::Builder::new().name(format!("mailroom-{name}")).spawn(move || {
                 on_thread_start();
-                roll_up::roll_up(&pack_dir, &packs)
+                work()
             });
-        match started {
-            Ok(handle) => self.running = Some(Running::RollUp(handle)),
-            Err(e) => tracing::warn!(error = %e, "cannot start the archive's roll-up"),
-        }
+        started.map_err(|e| tracing::warn!(error = %e, "cannot start the archive's {name}")).ok()
     }
 
     fn start_full_pack(&mut self, head: Oid) {
@@ -261,16 +273,7 @@ impl Repacker {
         self.beside_full.clear();
         self.fruitless_merge_at = 0;
         let (root, stop) = (self.root.clone(), Arc::clone(&self.stop));
-        let on_thread_start = self.on_thread_start;
-        let started =
-            std::thread::Builder::new().name("mailroom-pack".to_string()).spawn(move || {
-                on_thread_start();
-                full_pack::pack_everything(&root, &replaced, &stop)
-            });
-        match started {
-            Ok(handle) => self.full = Some(handle),
-            Err(e) => tracing::warn!(error = %e, "cannot start the archive's full pack"),
-        }
+        self.full = self.spawn("pack", move || full_pack::pack_everything(&root, &replaced, &stop));
     }
 
     /// At stop: waits for a running geometric repack or roll-up to finish (a half-written
@@ -332,17 +335,13 @@ impl Repacker {
                 }
                 true
             }
-            Some(Running::RollUp(handle)) if !handle.is_finished() => {
-                self.running = Some(Running::RollUp(handle));
+            Some(run @ (Running::RollUp(_) | Running::Merge(_))) if !run.thread_finished() => {
+                self.running = Some(run);
                 false
             }
             Some(Running::RollUp(handle)) => {
                 self.roll_up_ended(handle);
                 true
-            }
-            Some(Running::Merge(handle)) if !handle.is_finished() => {
-                self.running = Some(Running::Merge(handle));
-                false
             }
             Some(Running::Merge(handle)) => {
                 self.merge_ended(handle);
@@ -396,19 +395,18 @@ impl Repacker {
 
 /// The smallest of `packs`, at least two: each next one in size order while it is at most
 /// twice the size of those taken before it together.
-fn geometric_prefix(mut packs: Vec<PathBuf>) -> Vec<PathBuf> {
+fn geometric_prefix(packs: Vec<PathBuf>) -> Vec<PathBuf> {
     let size = |p: &PathBuf| p.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut sized: Vec<(u64, PathBuf)> = packs.drain(..).map(|p| (size(&p), p)).collect();
+    let mut sized: Vec<(u64, PathBuf)> = packs.into_iter().map(|p| (size(&p), p)).collect();
     sized.sort();
-    let mut total = 0;
-    let taken = sized
-        .iter()
-        .take_while(|(size, _)| {
-            let take = total == 0 || *size <= 2 * total;
-            total += size;
-            take
-        })
-        .count();
+    let (mut taken, mut total) = (0, 0);
+    for (size, _) in &sized {
+        if total > 0 && *size > 2 * total {
+            break;
+        }
+        taken += 1;
+        total += size;
+    }
     sized.truncate(taken.max(2));
     sized.into_iter().map(|(_, p)| p).collect()
 }
@@ -430,6 +428,7 @@ fn geometric_command(root: &Path) -> Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{copy_pack, pack_files};
 
     fn loose_directories(root: &Path) -> usize {
         std::fs::read_dir(root.join(".git/objects"))
@@ -488,12 +487,14 @@ mod tests {
         packer.note_commit(committed.id, Some(committed.pack))
     }
 
-    fn packs(root: &Path) -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(root.join(".git/objects/pack"))
-            .expect("pack dir")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "pack"))
-            .collect()
+    /// A full pack that runs until the test sends on the channel returned.
+    fn hold_full_pack(packer: &mut Repacker) -> std::sync::mpsc::Sender<()> {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        packer.full = Some(std::thread::spawn(move || {
+            let _ = released.recv();
+            Ok(())
+        }));
+        release
     }
 
     /// Every `COMMITS_PER_CHECK` commits, their own packs are rolled up into one on a thread
@@ -508,13 +509,13 @@ mod tests {
         for round in 0..COMMITS_PER_CHECK {
             commit_round(&mut repo, &mut packer, round);
         }
-        assert_eq!(packs(root).len(), 1 + COMMITS_PER_CHECK as usize);
+        assert_eq!(pack_files(root).len(), 1 + COMMITS_PER_CHECK as usize);
         let Some(Running::RollUp(handle)) = packer.running.take() else {
             panic!("a roll-up runs");
         };
         let rolled = handle.join().expect("joined").expect("rolled up").expect("a new pack");
         assert!(packer.unrolled.is_empty(), "the roll-up took the commits' packs");
-        let after = packs(root);
+        let after = pack_files(root);
         assert_eq!(after.len(), 2, "the first commit's pack and the roll-up: {after:?}");
         assert!(after.contains(&rolled));
         crate::testing::assert_fsck_clean(root);
@@ -529,9 +530,9 @@ mod tests {
         for round in 0..5 {
             commit_round(&mut repo, &mut packer, round);
         }
-        assert_eq!(packs(root).len(), 6, "the first commit's pack and five more");
+        assert_eq!(pack_files(root).len(), 6, "the first commit's pack and five more");
         packer.finish();
-        assert_eq!(packs(root).len(), 2, "the five rolled up into one");
+        assert_eq!(pack_files(root).len(), 2, "the five rolled up into one");
         crate::testing::assert_fsck_clean(root);
     }
 
@@ -542,12 +543,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path();
         let (mut repo, mut packer) = archive_and_packer(root);
-        // A full pack that runs until the test lets it end.
-        let (release, released) = std::sync::mpsc::channel::<()>();
-        packer.full = Some(std::thread::spawn(move || {
-            let _ = released.recv();
-            Ok(())
-        }));
+        let release = hold_full_pack(&mut packer);
         for round in 0..COMMITS_PER_CHECK {
             assert!(!commit_round(&mut repo, &mut packer, round));
         }
@@ -571,12 +567,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = &crate::testing::relative(dir.path());
         let (mut repo, mut packer) = archive_and_packer(root);
-        let listed = packs(root);
-        let (release, released) = std::sync::mpsc::channel::<()>();
-        packer.full = Some(std::thread::spawn(move || {
-            let _ = released.recv();
-            Ok(())
-        }));
+        let listed = pack_files(root);
+        let release = hold_full_pack(&mut packer);
         let mut round = 0;
         let merge = loop {
             commit_round(&mut repo, &mut packer, round);
@@ -614,18 +606,13 @@ mod tests {
         let root = dir.path();
         let (mut repo, mut packer) = archive_and_packer(root);
         let pack_dir = root.join(".git/objects/pack");
-        let first = packs(root)[0].clone();
+        let first = pack_files(root)[0].clone();
         for i in 0..=MAX_PACKS {
             let copy = pack_dir.join(format!("pack-copy{i:02}.pack"));
-            std::fs::copy(&first, &copy).expect("copy");
-            std::fs::copy(first.with_extension("idx"), copy.with_extension("idx")).expect("idx");
+            copy_pack(&first, &copy);
             packer.beside_full.insert(copy.file_name().expect("name").to_owned());
         }
-        let (release, released) = std::sync::mpsc::channel::<()>();
-        packer.full = Some(std::thread::spawn(move || {
-            let _ = released.recv();
-            Ok(())
-        }));
+        let release = hold_full_pack(&mut packer);
         for round in 0..COMMITS_PER_CHECK {
             commit_round(&mut repo, &mut packer, round);
         }
@@ -665,7 +652,7 @@ mod tests {
             .expect("pack");
             ids.push(id);
         }
-        assert_eq!(packs(dir.path()).len(), 20);
+        assert_eq!(pack_files(dir.path()).len(), 20);
 
         let mut packer = Repacker::new(dir.path(), || {});
         for _ in 0..COMMITS_PER_CHECK {
@@ -676,7 +663,7 @@ mod tests {
         }
         packer.finish();
 
-        assert_eq!(packs(dir.path()).len(), 1, "rolled up");
+        assert_eq!(pack_files(dir.path()).len(), 1, "rolled up");
         let reopened = git2::Repository::open(dir.path()).expect("reopen");
         let odb = reopened.odb().expect("odb");
         for (id, data) in ids.iter().zip(&contents) {
@@ -723,7 +710,7 @@ mod tests {
             .commit(Some("HEAD"), &signature, &signature, "note", &tree, &[&parent])
             .expect("second commit");
         git_repack(dir.path());
-        let before = packs(dir.path());
+        let before = pack_files(dir.path());
         assert_eq!(before.len(), 2);
         assert!(packer.pack_bytes() >= FULL_PACK_GROWTH);
 
@@ -733,7 +720,7 @@ mod tests {
         let handle = packer.full.take().expect("a full pack runs");
         handle.join().expect("joined").expect("packed");
 
-        let after = packs(dir.path());
+        let after = pack_files(dir.path());
         assert_eq!(after.len(), 1);
         assert!(!before.contains(&after[0]), "a new pack replaced both");
         let packed = std::fs::metadata(&after[0]).expect("size").len();

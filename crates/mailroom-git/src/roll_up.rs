@@ -142,14 +142,12 @@ struct Scratch {
 fn read_entry(sources: &[OpenPack], at: Location, entry: &mut Vec<u8>) -> Result<()> {
     let source = &sources[at.source];
     source.read_entry(&at.entry, entry)?;
+    let failed =
+        |what: &str| Error::invalid(format!("{}: {} {what}", source.path.display(), at.entry.id));
     match pack::entry_header(entry) {
         Some((1..=4, _, _)) => Ok(()),
-        Some((kind, _, _)) => Err(Error::invalid(format!(
-            "{}: {} is of type {kind}, not a whole object",
-            source.path.display(),
-            at.entry.id
-        ))),
-        None => Err(malformed()),
+        Some((kind, _, _)) => Err(failed(&format!("is of type {kind}, not a whole object"))),
+        None => Err(failed("has a malformed header")),
     }
 }
 
@@ -215,21 +213,9 @@ fn malformed() -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{LAYOUT, assert_fsck_clean, git};
-    use crate::{ArchiveRepo, Author};
+    use crate::ArchiveRepo;
+    use crate::testing::{LAYOUT, assert_fsck_clean, author, git, pack_bytes, pack_files};
     use std::fs;
-
-    fn author() -> Author {
-        Author { name: "t".to_string(), email: "t@example.com".to_string() }
-    }
-
-    fn pack_files(root: &Path) -> Vec<PathBuf> {
-        crate::full_pack::packs_without_keep(&root.join(".git/objects/pack")).expect("packs")
-    }
-
-    fn pack_bytes(root: &Path) -> u64 {
-        pack_files(root).iter().map(|p| fs::metadata(p).expect("size").len()).sum()
-    }
 
     /// Commits `rounds` messages into one month directory and one growing digest, a commit
     /// each, as the writer does; the commits' packs.

@@ -52,3 +52,23 @@ pub(crate) fn relative(dir: &Path) -> PathBuf {
     path.push(dir.strip_prefix("/").expect("absolute temp dir"));
     path
 }
+
+/// The packs of the repository at `root` (none kept by a `.keep` file), sorted.
+pub(crate) fn pack_files(root: &Path) -> Vec<PathBuf> {
+    let mut packs =
+        crate::full_pack::packs_without_keep(&root.join(".git/objects/pack")).expect("packs");
+    packs.sort();
+    packs
+}
+
+/// The bytes of [`pack_files`].
+pub(crate) fn pack_bytes(root: &Path) -> u64 {
+    pack_files(root).iter().map(|p| std::fs::metadata(p).expect("size").len()).sum()
+}
+
+/// Copies `pack` and its index to `copy` (a `.pack` path), as a second pack of the same
+/// objects.
+pub(crate) fn copy_pack(pack: &Path, copy: &Path) {
+    std::fs::copy(pack, copy).expect("copy pack");
+    std::fs::copy(pack.with_extension("idx"), copy.with_extension("idx")).expect("copy index");
+}

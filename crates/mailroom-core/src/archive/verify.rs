@@ -246,11 +246,10 @@ pub(super) fn recheck_unknown(db: &Db<'_>, report: &mut VerifyReport) -> Result<
             kept.push(difference);
             continue;
         };
-        let Some(message) = db.message_by_id(*message_id)? else {
+        let Some(project) = db.message_project_slug(*message_id)? else {
             kept.push(difference);
             continue;
         };
-        let project = db.project_by_id(message.project_id)?.map(|p| p.slug).unwrap_or_default();
         if !matches!(classify_path(path), Some(ArchivePath::Canonical { slug, .. }) if slug == project)
         {
             let (path, message_id) = (path.clone(), *message_id);
@@ -271,9 +270,9 @@ struct Checker<'a> {
 }
 
 /// The digests read: a thread's messages are mostly close together, so its digest is kept
-/// for the next ones, in two generations of at most its budget together. When
-/// the newer fills, the older is dropped (a digest needed again is read again), so memory
-/// does not grow with the number of threads.
+/// for the next ones, in two generations of at most its budget together. When the newer
+/// fills, the older is dropped (a digest needed again is read again), so memory does not
+/// grow with the number of threads.
 struct Digests {
     /// Bytes of text kept, both generations together.
     budget: usize,
@@ -286,8 +285,13 @@ struct Digests {
 
 impl Digests {
     fn new(budget: usize) -> Self {
-        let (newer, older, missing) = Default::default();
-        Self { budget, newer, older, newer_bytes: 0, missing }
+        Self {
+            budget,
+            newer: HashMap::new(),
+            older: HashMap::new(),
+            newer_bytes: 0,
+            missing: HashSet::new(),
+        }
     }
 
     /// The committed text of the digest at `path` (`None`: not committed), and whether this

@@ -1,5 +1,7 @@
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use tempfile::TempDir;
 
 use crate::ArchiveRepo;
 use crate::testing::{LAYOUT, assert_fsck_clean, assert_status_clean, author, git};
@@ -11,9 +13,12 @@ fn files(paths: &[&str]) -> Vec<(String, Vec<u8>)> {
 const JANUARY: &str = "projects/p/messages/2026/01";
 const INBOX_JANUARY: &str = "projects/p/agents/A/inbox/2026/01";
 
-/// An archive of two months, January's message in the canonical and an inbox directory.
-fn two_months(root: &Path) -> ArchiveRepo {
-    let mut repo = ArchiveRepo::open_or_init(root, author(), LAYOUT).expect("init");
+/// An archive of two months, January's message in the canonical and an inbox directory, at
+/// `archive` in a new temporary directory; the directory, the archive's root and the archive.
+fn two_months() -> (TempDir, PathBuf, ArchiveRepo) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path().join("archive");
+    let mut repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("init");
     let mail = files(&[
         "projects/p/messages/2026/01/a.md",
         "projects/p/messages/2026/02/b.md",
@@ -25,14 +30,14 @@ fn two_months(root: &Path) -> ArchiveRepo {
     ]);
     repo.commit_files(&mail, "mail\n").expect("commit");
     repo.sync_index().expect("index");
-    repo
+    (dir, root, repo)
 }
 
 /// [`two_months`] with January's two directories retired.
-fn january_retired(root: &Path) -> ArchiveRepo {
-    let mut repo = two_months(root);
+fn january_retired() -> (TempDir, PathBuf, ArchiveRepo) {
+    let (dir, root, mut repo) = two_months();
     repo.retire_directories(&[JANUARY.to_string(), INBOX_JANUARY.to_string()]).expect("retire");
-    repo
+    (dir, root, repo)
 }
 
 fn sparse_listing(root: &Path) -> String {
@@ -43,9 +48,7 @@ fn sparse_listing(root: &Path) -> String {
 /// reads as its own), but not the commits; `git status` stays clean and fsck finds nothing.
 #[test]
 fn retired_directories_leave_the_work_tree_and_the_index_but_not_the_commits() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let root = dir.path().join("archive");
-    let mut repo = two_months(&root);
+    let (_dir, root, mut repo) = two_months();
     assert_eq!(repo.index_entries(), 8);
     let retired = repo
         .retire_directories(&[JANUARY.to_string(), INBOX_JANUARY.to_string(), "nowhere".into()])
@@ -77,9 +80,7 @@ fn retired_directories_leave_the_work_tree_and_the_index_but_not_the_commits() {
 /// nothing of it comes back into the work tree.
 #[test]
 fn commits_after_a_retirement_keep_git_status_clean() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let root = dir.path().join("archive");
-    let mut repo = january_retired(&root);
+    let (_dir, root, mut repo) = january_retired();
     // A human's Git may expand the sparse entries into their files (skip-worktree each).
     git(&root, &["sparse-checkout", "reapply", "--no-sparse-index"]);
     assert!(git(&root, &["ls-files", "--sparse"]).contains("2026/01/a.md"));
@@ -113,9 +114,8 @@ fn commits_after_a_retirement_keep_git_status_clean() {
 /// retired, and `disable` brings back every one.
 #[test]
 fn a_sparse_archive_reopens_rebuilds_and_follows_gits_sparse_checkout() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let root = dir.path().join("archive");
-    drop(january_retired(&root));
+    let (_dir, root, repo) = january_retired();
+    drop(repo);
     let repo = ArchiveRepo::open_or_init(&root, author(), LAYOUT).expect("reopen");
     assert!(!repo.index_stale(), "in step: nothing to catch up");
 
@@ -153,9 +153,7 @@ fn a_sparse_archive_reopens_rebuilds_and_follows_gits_sparse_checkout() {
 /// written anew from HEAD, the retired directories still sparse; the retirement is not lost.
 #[test]
 fn an_index_of_another_form_is_rebuilt_with_its_retired_directories() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let root = dir.path().join("archive");
-    let mut repo = two_months(&root);
+    let (_dir, root, mut repo) = two_months();
     repo.retire_directories(&[JANUARY.to_string()]).expect("retire");
     git(&root, &["update-index", "--index-version", "4"]);
     repo.commit_files(&files(&["projects/p/messages/2026/01/late.md"]), "late\n").expect("commit");
@@ -175,9 +173,7 @@ fn an_index_of_another_form_is_rebuilt_with_its_retired_directories() {
 fn nested_directories_retire_as_the_outermost() {
     let inbox = "projects/p/agents/A/inbox";
     for order in [[INBOX_JANUARY, inbox], [inbox, INBOX_JANUARY]] {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let root = dir.path().join("archive");
-        let mut repo = two_months(&root);
+        let (_dir, root, mut repo) = two_months();
         let given: Vec<String> = order.iter().map(|d| d.to_string()).collect();
         assert_eq!(repo.retire_directories(&given).expect("retire"), 1, "{order:?}");
         assert_eq!(repo.retired_directories().collect::<Vec<_>>(), [inbox]);
@@ -186,9 +182,7 @@ fn nested_directories_retire_as_the_outermost() {
         assert!(!listing.contains("inbox/2026"), "{listing}");
         assert_status_clean(&root);
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let root = dir.path().join("archive");
-    let mut repo = two_months(&root);
+    let (_dir, root, mut repo) = two_months();
     repo.retire_directories(&[INBOX_JANUARY.to_string()]).expect("retire");
     repo.retire_directories(&[inbox.to_string()]).expect("retire the parent");
     assert_eq!(repo.retired_directories().collect::<Vec<_>>(), [inbox]);
@@ -201,9 +195,7 @@ fn nested_directories_retire_as_the_outermost() {
 /// into, never leaves a file twice in the index: the index is written anew from HEAD.
 #[test]
 fn a_humans_sparse_entry_over_a_committed_file_is_settled_by_a_rebuild() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let root = dir.path().join("archive");
-    let mut repo = two_months(&root);
+    let (_dir, root, mut repo) = two_months();
     git(&root, &["sparse-checkout", "set", "--cone", "--sparse-index", "projects/p/messages"]);
     assert!(sparse_listing(&root).contains("projects/p/agents/\n"));
     let late = "projects/p/agents/A/inbox/2026/02/late.md";
