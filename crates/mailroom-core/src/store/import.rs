@@ -130,7 +130,7 @@ fn copy_all(
         report.tables.push((table.to_owned(), rows));
         on_table(table, rows);
     }
-    super::db::search::index_pending_messages(&tx)?;
+    super::db::search::index_pending_messages(&db::Db::new(&tx, false))?;
     // The copied recipient rows logged deliveries as they went in; the mailbox event log
     // starts after the import instead, as it starts at its migration on a database that
     // had mail before it (nothing is backfilled).

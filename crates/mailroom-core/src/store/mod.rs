@@ -115,7 +115,7 @@ impl Store {
         let tx = writer_conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db::map_err)?;
-        db::search::reindex_pending_messages(&tx)?;
+        db::search::reindex_pending_messages(&Db::new(&tx, false))?;
         tx.commit().map_err(db::map_err)?;
         // Checkpoints run on their own thread (checkpointer.rs), not inside the writer's commits.
         writer_conn.pragma_update(None, "wal_autocheckpoint", 0).map_err(db::map_err)?;
@@ -381,7 +381,7 @@ impl DirectWriter {
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db::map_err)?;
         let outcome = job(&Db::new(&tx, self.archive_enabled))?;
-        db::search::index_pending_messages(&tx)?;
+        db::search::index_pending_messages(&Db::new(&tx, false))?;
         tx.commit().map_err(db::map_err)?;
         Ok(outcome)
     }
@@ -400,7 +400,7 @@ pub fn create_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -
     db::migrations::migrate(&mut conn)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db::map_err)?;
     let outcome = job(&Db::new(&tx, false))?;
-    db::search::index_pending_messages(&tx)?;
+    db::search::index_pending_messages(&Db::new(&tx, false))?;
     tx.commit().map_err(db::map_err)?;
     // Closing the only connection checkpoints the WAL into the file and removes it.
     conn.close().map_err(|(_, e)| db::map_err(e))?;
@@ -428,7 +428,7 @@ pub fn edit_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -> 
     let mut conn = open_connection(path, false)?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db::map_err)?;
     let outcome = job(&Db::new(&tx, false))?;
-    db::search::optimize_index(&tx)?;
+    db::search::optimize_index(&Db::new(&tx, false))?;
     tx.commit().map_err(db::map_err)?;
     conn.execute_batch("VACUUM").map_err(db::map_err)?;
     conn.close().map_err(|(_, e)| db::map_err(e))?;
@@ -537,7 +537,7 @@ fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>, archive_enabled: bool)
             run("RELEASE job").map_err(db::map_err)?;
         }
         // Outside every savepoint: FTS5 writes the whole batch as one segment.
-        db::search::index_pending_messages(&tx)?;
+        db::search::index_pending_messages(&Db::new(&tx, false))?;
         tx.commit().map_err(db::map_err)
     })();
     let (archive_enqueued, changed_views) =

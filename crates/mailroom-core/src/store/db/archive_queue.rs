@@ -1,9 +1,9 @@
 //! The archive queue: archive work recorded with the change it describes (crash safety).
 
-use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use super::{Db, map_err};
+use super::Db;
+use super::driver::args;
 use crate::error::Result;
 use crate::model::time::Timestamp;
 
@@ -90,15 +90,11 @@ impl Db<'_> {
         if !self.archive_enabled {
             return Ok(());
         }
-        self.conn
-            .prepare_cached(
-                "INSERT INTO archive_queue (kind, ref_id, enqueued_ts, payload)
-                 VALUES (?1, ?2, ?3, ?4)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![kind.as_str(), ref_id, Timestamp::now().to_db(), payload])
-            })
-            .map_err(map_err)?;
+        self.execute(
+            "INSERT INTO archive_queue (kind, ref_id, enqueued_ts, payload)
+             VALUES (?1, ?2, ?3, ?4)",
+            args![kind.as_str(), ref_id, Timestamp::now(), payload],
+        )?;
         self.archive_enqueued.set(self.archive_enqueued.get() + 1);
         Ok(())
     }
@@ -111,11 +107,7 @@ impl Db<'_> {
 
     /// The deletion a row (by `select`, one of two fixed statements) carries.
     fn deletion_payload(&self, select: &str, id: i64) -> Result<Option<Result<Deletion, String>>> {
-        let payload: Option<Option<String>> = self
-            .conn
-            .prepare_cached(select)
-            .and_then(|mut stmt| stmt.query_row([id], |r| r.get(0)).optional())
-            .map_err(map_err)?;
+        let payload: Option<Option<String>> = self.query_opt(select, args![id], |r| r.get(0))?;
         Ok(payload.flatten().map(|text| {
             serde_json::from_str(&text).map_err(|e| format!("archive work row {id}: {e}"))
         }))
@@ -124,61 +116,44 @@ impl Db<'_> {
     /// Queued work after `after_id`, oldest first, including rows of an unknown kind
     /// (written by a newer mailroom), which the writer passes over without deleting them.
     pub fn queued_archive_work(&self, after_id: i64, limit: i64) -> Result<Vec<QueuedWork>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT id, kind, ref_id FROM archive_queue WHERE id > ?1 ORDER BY id LIMIT ?2",
-            )
-            .map_err(map_err)?;
-        let rows = stmt
-            .query_map(params![after_id, limit], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?))
-            })
-            .map_err(map_err)?;
         let mut work = Vec::new();
-        for row in rows {
-            let (id, kind, ref_id) = row.map_err(map_err)?;
-            let parsed = ArchiveKind::parse(&kind);
-            if parsed == ArchiveKind::Unknown {
-                tracing::warn!(id, kind, "passing over archive work of an unknown kind");
-            }
-            work.push(QueuedWork { id, kind: parsed, ref_id });
-        }
+        self.query_each(
+            "SELECT id, kind, ref_id FROM archive_queue WHERE id > ?1 ORDER BY id LIMIT ?2",
+            args![after_id, limit],
+            |r| {
+                let (id, kind, ref_id) = (r.get::<i64>(0)?, r.get::<&str>(1)?, r.get::<i64>(2)?);
+                let parsed = ArchiveKind::parse(kind);
+                if parsed == ArchiveKind::Unknown {
+                    tracing::warn!(id, kind, "passing over archive work of an unknown kind");
+                }
+                work.push(QueuedWork { id, kind: parsed, ref_id });
+                Ok(())
+            },
+        )?;
         Ok(work)
     }
 
     /// Number of queued rows (start-up backlog, health).
     pub fn archive_backlog(&self) -> Result<i64> {
-        self.conn
-            .prepare_cached("SELECT count(*) FROM archive_queue")
-            .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
-            .map_err(map_err)
+        self.query_value("SELECT count(*) FROM archive_queue", args![])
     }
 
     /// When the oldest queued row this mailroom archives was queued (rows of a kind only a
     /// newer mailroom knows stay queued and are left out), as stored; `None` when none waits.
     pub fn oldest_queued_archive_ts(&self) -> Result<Option<String>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT kind, enqueued_ts FROM archive_queue ORDER BY id")
-            .map_err(map_err)?;
-        let mut rows = stmt.query([]).map_err(map_err)?;
-        while let Some(row) = rows.next().map_err(map_err)? {
-            let kind: String = row.get(0).map_err(map_err)?;
-            if ArchiveKind::parse(&kind) != ArchiveKind::Unknown {
-                return row.get(1).map(Some).map_err(map_err);
+        self.query_find("SELECT kind, enqueued_ts FROM archive_queue ORDER BY id", args![], |row| {
+            // The first row of a known kind answers; the rows after it are not read.
+            if ArchiveKind::parse(row.get::<&str>(0)?) == ArchiveKind::Unknown {
+                return Ok(None);
             }
-        }
-        Ok(None)
+            row.get::<String>(1).map(Some)
+        })
     }
 
     /// The newest queued row's id (0 when the queue is empty): rows up to it may already be in
     /// the archive (a replay), rows after it are new.
     pub fn last_queued_archive_id(&self) -> Result<i64> {
-        self.conn
-            .prepare_cached("SELECT COALESCE(MAX(id), 0) FROM archive_queue")
-            .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)))
-            .map_err(map_err)
+        self.query_value("SELECT COALESCE(MAX(id), 0) FROM archive_queue", args![])
     }
 
     /// Forgets the work the archive has committed: every row from `first` to `last` (ids),
@@ -189,58 +164,48 @@ impl Db<'_> {
         // The known kinds as a JSON array, bound once: the statement text never changes.
         let known = serde_json::to_string(&ArchiveKind::KNOWN.map(ArchiveKind::as_str))
             .map_err(|e| crate::error::Error::internal(format!("archive kinds: {e}")))?;
-        self.conn
-            .prepare_cached(
-                "DELETE FROM archive_queue WHERE id BETWEEN ?1 AND ?2
-                 AND kind IN (SELECT value FROM json_each(?3))",
-            )
-            .and_then(|mut stmt| stmt.execute(params![first, last, known]))
-            .map_err(map_err)?;
+        self.execute(
+            "DELETE FROM archive_queue WHERE id BETWEEN ?1 AND ?2
+             AND kind IN (SELECT value FROM json_each(?3))",
+            args![first, last, known],
+        )?;
         Ok(())
     }
 
     /// Moves queue row `id` to `archive_set_aside` with `error` (the writer could not render
     /// it), so the work behind it goes on.
     pub fn set_aside_archive_row(&self, id: i64, error: &str) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT OR REPLACE INTO archive_set_aside
-                     (id, kind, ref_id, enqueued_ts, payload, error, set_aside_ts)
-                 SELECT id, kind, ref_id, enqueued_ts, payload, ?2, ?3
-                 FROM archive_queue WHERE id = ?1",
-            )
-            .and_then(|mut stmt| stmt.execute(params![id, error, Timestamp::now().to_db()]))
-            .map_err(map_err)?;
-        self.conn
-            .prepare_cached("DELETE FROM archive_queue WHERE id = ?1")
-            .and_then(|mut stmt| stmt.execute([id]))
-            .map_err(map_err)?;
+        self.execute(
+            "INSERT OR REPLACE INTO archive_set_aside
+                 (id, kind, ref_id, enqueued_ts, payload, error, set_aside_ts)
+             SELECT id, kind, ref_id, enqueued_ts, payload, ?2, ?3
+             FROM archive_queue WHERE id = ?1",
+            args![id, error, Timestamp::now()],
+        )?;
+        self.execute("DELETE FROM archive_queue WHERE id = ?1", args![id])?;
         Ok(())
     }
 
     /// The work set aside, oldest first (empty for a database without the table, which a
     /// read-only reader of an older database meets).
     pub fn set_aside_archive_work(&self) -> Result<Vec<SetAside>> {
-        if !super::has_table(self.conn, "archive_set_aside")? {
+        if !self.has_table("archive_set_aside")? {
             return Ok(Vec::new());
         }
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id, kind, ref_id, error FROM archive_set_aside ORDER BY id")
-            .map_err(map_err)?;
-        let rows = stmt
-            .query_map([], |r| {
+        self.query_vec(
+            "SELECT id, kind, ref_id, error FROM archive_set_aside ORDER BY id",
+            args![],
+            |r| {
                 Ok(SetAside {
                     work: QueuedWork {
                         id: r.get(0)?,
-                        kind: ArchiveKind::parse(&r.get::<_, String>(1)?),
+                        kind: ArchiveKind::parse(r.get::<&str>(1)?),
                         ref_id: r.get(2)?,
                     },
                     error: r.get(3)?,
                 })
-            })
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(map_err)
+            },
+        )
     }
 
     /// The deletion a set-aside row carries, as [`Db::archive_deletion`] reads a queued one's.
@@ -251,15 +216,12 @@ impl Db<'_> {
     /// Moves every set-aside row back into the queue (as new rows, after what is queued) for
     /// one more try; returns how many.
     pub fn requeue_set_aside_archive_work(&self) -> Result<usize> {
-        let moved = self
-            .conn
-            .execute(
-                "INSERT INTO archive_queue (kind, ref_id, enqueued_ts, payload)
-                 SELECT kind, ref_id, enqueued_ts, payload FROM archive_set_aside ORDER BY id",
-                [],
-            )
-            .map_err(map_err)?;
-        self.conn.execute("DELETE FROM archive_set_aside", []).map_err(map_err)?;
+        let moved = self.execute(
+            "INSERT INTO archive_queue (kind, ref_id, enqueued_ts, payload)
+             SELECT kind, ref_id, enqueued_ts, payload FROM archive_set_aside ORDER BY id",
+            args![],
+        )?;
+        self.execute("DELETE FROM archive_set_aside", args![])?;
         Ok(moved)
     }
 }

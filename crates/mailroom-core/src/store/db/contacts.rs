@@ -1,8 +1,7 @@
 //! Queries on `agent_links` (directed contact links).
 
-use rusqlite::{OptionalExtension, Row, params};
-
-use super::{Db, db_ts, map_err, opt_ts, ts};
+use super::Db;
+use super::driver::{Row, args};
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::LinkId;
@@ -11,7 +10,7 @@ use crate::records::{AgentId, ContactLink, LinkStatus, ProjectId};
 const COLUMNS: &str = "l.id, l.a_project_id, l.a_agent_id, l.b_project_id, l.b_agent_id, \
      l.status, l.reason, l.created_ts, l.updated_ts, l.expires_ts";
 
-fn link(row: &Row<'_>) -> rusqlite::Result<ContactLink> {
+fn link(row: &Row<'_>) -> Result<ContactLink> {
     Ok(ContactLink {
         id: row.get(0)?,
         a_project_id: row.get(1)?,
@@ -20,9 +19,9 @@ fn link(row: &Row<'_>) -> rusqlite::Result<ContactLink> {
         b_agent_id: row.get(4)?,
         status: row.get(5)?,
         reason: row.get(6)?,
-        created_ts: ts(row, 7)?,
-        updated_ts: ts(row, 8)?,
-        expires_ts: opt_ts(row, 9)?,
+        created_ts: row.get(7)?,
+        updated_ts: row.get(8)?,
+        expires_ts: row.get(9)?,
     })
 }
 
@@ -44,10 +43,7 @@ impl Db<'_> {
         let sql = format!(
             "SELECT {COLUMNS} FROM agent_links l WHERE l.a_agent_id = ?1 AND l.b_agent_id = ?2"
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| stmt.query_row(params![a_agent_id, b_agent_id], link).optional())
-            .map_err(map_err)
+        self.query_opt(&sql, args![a_agent_id, b_agent_id], link)
     }
 
     /// Creates or overwrites the A→B link's status, reason and expiry.
@@ -61,29 +57,16 @@ impl Db<'_> {
         expires_ts: Option<Timestamp>,
         now: Timestamp,
     ) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO agent_links (a_project_id, a_agent_id, b_project_id, b_agent_id,
-                     status, reason, created_ts, updated_ts, expires_ts)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)
-                 ON CONFLICT (a_project_id, a_agent_id, b_project_id, b_agent_id) DO UPDATE
-                 SET status = excluded.status, reason = excluded.reason,
-                     updated_ts = excluded.updated_ts, expires_ts = excluded.expires_ts",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    a.0,
-                    a.1,
-                    b.0,
-                    b.1,
-                    status,
-                    reason,
-                    now.to_db(),
-                    db_ts(expires_ts)
-                ])
-            })
-            .map(drop)
-            .map_err(map_err)
+        self.execute(
+            "INSERT INTO agent_links (a_project_id, a_agent_id, b_project_id, b_agent_id,
+                 status, reason, created_ts, updated_ts, expires_ts)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)
+             ON CONFLICT (a_project_id, a_agent_id, b_project_id, b_agent_id) DO UPDATE
+             SET status = excluded.status, reason = excluded.reason,
+                 updated_ts = excluded.updated_ts, expires_ts = excluded.expires_ts",
+            args![a.0, a.1, b.0, b.1, status, reason, now, expires_ts],
+        )
+        .map(drop)
     }
 
     /// Sets status and expiry of an existing link (reason kept).
@@ -94,13 +77,11 @@ impl Db<'_> {
         expires_ts: Option<Timestamp>,
         now: Timestamp,
     ) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "UPDATE agent_links SET status = ?2, expires_ts = ?3, updated_ts = ?4 WHERE id = ?1",
-            )
-            .and_then(|mut stmt| stmt.execute(params![id, status, db_ts(expires_ts), now.to_db()]))
-            .map(drop)
-            .map_err(map_err)
+        self.execute(
+            "UPDATE agent_links SET status = ?2, expires_ts = ?3, updated_ts = ?4 WHERE id = ?1",
+            args![id, status, expires_ts, now],
+        )
+        .map(drop)
     }
 
     /// Links the agent started (outgoing), newest update first.
@@ -124,16 +105,12 @@ impl Db<'_> {
              JOIN agents p ON p.id = {peer} JOIN projects pp ON pp.id = p.project_id
              WHERE {filter} ORDER BY l.updated_ts DESC, l.id DESC"
         );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt
-            .query_map([agent_id], |row| {
-                Ok(LinkWithPeer {
-                    link: link(row)?,
-                    peer_name: row.get(10)?,
-                    peer_project_human_key: row.get(11)?,
-                })
+        self.query_vec(&sql, args![agent_id], |row| {
+            Ok(LinkWithPeer {
+                link: link(row)?,
+                peer_name: row.get(10)?,
+                peer_project_human_key: row.get(11)?,
             })
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        })
     }
 }

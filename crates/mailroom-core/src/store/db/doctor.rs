@@ -2,9 +2,8 @@
 //! and the repairs' deletions and index rebuild, in a [`crate::store::DirectWriter`]'s
 //! transaction. Each may be limited to one project.
 
-use rusqlite::{OptionalExtension as _, params};
-
-use super::{Db, map_err};
+use super::Db;
+use super::driver::args;
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::{MessageId, ProjectId};
@@ -103,14 +102,11 @@ pub struct DoctorCounts {
 impl Db<'_> {
     /// Whether the database holds mailroom's tables.
     pub fn has_mail_tables(&self) -> Result<bool> {
-        self.conn
-            .query_row(
-                "SELECT COUNT(*) = 3 FROM sqlite_master WHERE type = 'table' \
-                 AND name IN ('projects', 'agents', 'message_recipients')",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(map_err)
+        self.query_value(
+            "SELECT COUNT(*) = 3 FROM sqlite_master WHERE type = 'table' \
+             AND name IN ('projects', 'agents', 'message_recipients')",
+            args![],
+        )
     }
 
     /// The checks' counts; orphans and expired reservations of `project` only when given
@@ -120,38 +116,27 @@ impl Db<'_> {
         now: Timestamp,
         project: Option<ProjectId>,
     ) -> Result<DoctorCounts> {
-        let one = |sql: &str| -> Result<i64> {
-            self.conn.query_row(sql, [], |r| r.get(0)).map_err(map_err)
-        };
-        let integrity =
-            self.conn.query_row("PRAGMA quick_check", [], |r| r.get(0)).map_err(map_err)?;
+        let one = |sql: &str| -> Result<i64> { self.query_value(sql, args![]) };
+        let integrity = self.query_value("PRAGMA quick_check", args![])?;
         let mut orphans = [0; 4];
         for (count, kind) in orphans.iter_mut().zip(Orphan::ALL) {
             *count = self.count_orphans(kind, project)?;
         }
         let messages = one("SELECT COUNT(*) FROM messages")?;
-        let pending: i64 = self
-            .conn
-            .query_row("SELECT COUNT(*) FROM fts_pending", [], |r| r.get(0))
-            .optional()
-            .map_err(map_err)?
-            .unwrap_or(0);
+        let pending: i64 =
+            self.query_opt("SELECT COUNT(*) FROM fts_pending", args![], |r| r.get(0))?.unwrap_or(0);
         let indexed = one("SELECT COUNT(*) FROM fts_messages")? + pending;
-        let expired_reservations = self
-            .conn
-            .query_row(
-                &format!("SELECT COUNT(*) FROM file_reservations f WHERE {EXPIRED}"),
-                params![project, now.to_db()],
-                |r| r.get(0),
-            )
-            .map_err(map_err)?;
+        let expired_reservations = self.query_value(
+            &format!("SELECT COUNT(*) FROM file_reservations f WHERE {EXPIRED}"),
+            args![project, now],
+        )?;
         Ok(DoctorCounts { integrity, orphans, messages, indexed, expired_reservations })
     }
 
     fn count_orphans(&self, kind: Orphan, project: Option<ProjectId>) -> Result<i64> {
         let (table, rows) = kind.rows();
         let sql = format!("SELECT COUNT(*) FROM {table} t WHERE {rows}");
-        self.conn.query_row(&sql, [project], |r| r.get(0)).map_err(map_err)
+        self.query_value(&sql, args![project])
     }
 
     /// Up to `limit` orphaned rows of `kind`, each named in a line.
@@ -166,9 +151,7 @@ impl Db<'_> {
             "SELECT {} FROM {table} t WHERE {rows} ORDER BY t.rowid LIMIT ?2",
             kind.describe()
         );
-        let mut stmt = self.conn.prepare(&sql).map_err(map_err)?;
-        let found = stmt.query_map(params![project, limit], |r| r.get(0)).map_err(map_err)?;
-        found.collect::<rusqlite::Result<Vec<String>>>().map_err(map_err)
+        self.query_vec(&sql, args![project, limit], |r| r.get(0))
     }
 
     /// Up to `limit` reservations expired but not released, each named in a line.
@@ -186,10 +169,7 @@ impl Db<'_> {
              LEFT JOIN projects p ON p.id = f.project_id \
              WHERE {EXPIRED} ORDER BY f.id LIMIT ?3"
         );
-        let mut stmt = self.conn.prepare(&sql).map_err(map_err)?;
-        let found =
-            stmt.query_map(params![project, now.to_db(), limit], |r| r.get(0)).map_err(map_err)?;
-        found.collect::<rusqlite::Result<Vec<String>>>().map_err(map_err)
+        self.query_vec(&sql, args![project, now, limit], |r| r.get(0))
     }
 
     /// Deletes the orphaned rows of `kind` (not messages: see
@@ -199,32 +179,26 @@ impl Db<'_> {
         let sql = format!(
             "DELETE FROM {table} WHERE rowid IN (SELECT t.rowid FROM {table} t WHERE {rows})"
         );
-        self.conn.execute(&sql, [project]).map_err(map_err)
+        self.execute(&sql, args![project])
     }
 
     /// The messages whose sender is gone, in id order.
     pub fn orphaned_message_ids(&self, project: Option<ProjectId>) -> Result<Vec<MessageId>> {
         let (_, rows) = Orphan::MessageWithoutSender.rows();
         let sql = format!("SELECT t.id FROM messages t WHERE {rows} ORDER BY t.id");
-        let mut stmt = self.conn.prepare(&sql).map_err(map_err)?;
-        let found = stmt.query_map([project], |r| r.get(0)).map_err(map_err)?;
-        found.collect::<rusqlite::Result<Vec<MessageId>>>().map_err(map_err)
+        self.query_vec(&sql, args![project], |r| r.get(0))
     }
 
     /// Empties the full-text index and indexes every message again (the caller's transaction
     /// ends with the pending messages indexed); how many messages it holds.
     pub fn rebuild_search_index(&self) -> Result<usize> {
-        self.conn
-            .execute_batch(
-                "DELETE FROM fts_messages; \
-                 INSERT OR IGNORE INTO fts_pending (message_id) SELECT id FROM messages;",
-            )
-            .map_err(map_err)?;
-        super::search::index_pending_messages(self.conn)?;
-        self.conn
-            .query_row("SELECT COUNT(*) FROM fts_messages", [], |r| r.get(0))
-            .map(|n: i64| usize::try_from(n).unwrap_or(0))
-            .map_err(map_err)
+        self.execute_batch(
+            "DELETE FROM fts_messages; \
+             INSERT OR IGNORE INTO fts_pending (message_id) SELECT id FROM messages;",
+        )?;
+        super::search::index_pending_messages(self)?;
+        self.query_value::<i64>("SELECT COUNT(*) FROM fts_messages", args![])
+            .map(|n| usize::try_from(n).unwrap_or(0))
     }
 }
 

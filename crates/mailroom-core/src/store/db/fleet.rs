@@ -3,10 +3,9 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{Row, params};
-
+use super::Db;
+use super::driver::{Row, args};
 use super::messages::{COLUMNS, LISTED_COLUMNS, LISTED_JOINS, listed};
-use super::{Db, map_err, ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::{Importance, ListedMessage, MessageId, ProjectId};
@@ -32,7 +31,7 @@ pub struct FleetRow {
 /// How much of a body the fleet view reads (an excerpt is cut from it).
 pub const OPENING_CHARS: i64 = 400;
 
-fn fleet_row(row: &Row<'_>) -> rusqlite::Result<FleetRow> {
+fn fleet_row(row: &Row<'_>) -> Result<FleetRow> {
     Ok(FleetRow {
         id: row.get(0)?,
         project_slug: row.get(1)?,
@@ -43,7 +42,7 @@ fn fleet_row(row: &Row<'_>) -> rusqlite::Result<FleetRow> {
         importance: Importance(row.get(6)?),
         ack_required: row.get(7)?,
         thread_id: row.get(8)?,
-        created_ts: ts(row, 9)?,
+        created_ts: row.get(9)?,
         recipients: Vec::new(),
     })
 }
@@ -52,46 +51,36 @@ impl Db<'_> {
     /// The newest `limit` messages of every project (ids follow creation order), of one
     /// importance when given, each with its recipients.
     pub fn fleet_messages(&self, limit: i64, importance: Option<&str>) -> Result<Vec<FleetRow>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT m.id, p.slug, p.human_key, s.name, m.subject, substr(m.body_md, 1, ?2),
+        let mut messages = self.query_vec(
+            "SELECT m.id, p.slug, p.human_key, s.name, m.subject, substr(m.body_md, 1, ?2),
                         m.importance, m.ack_required, m.thread_id, m.created_ts
                  FROM messages m JOIN projects p ON p.id = m.project_id
                  JOIN agents s ON s.id = m.sender_id
                  WHERE ?3 IS NULL OR m.importance = ?3 COLLATE NOCASE
                  ORDER BY m.id DESC LIMIT ?1",
-            )
-            .map_err(map_err)?;
-        let rows = stmt
-            .query_map(params![limit, OPENING_CHARS, importance], fleet_row)
-            .map_err(map_err)?;
-        let mut messages = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)?;
+            args![limit, OPENING_CHARS, importance],
+            fleet_row,
+        )?;
         let (Some(newest), Some(oldest)) = (messages.first(), messages.last()) else {
             return Ok(messages);
         };
         // The page is the id range [oldest, newest] whole, so one range scan finds every
         // recipient.
         let (low, high) = (oldest.id, newest.id);
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT r.message_id, a.name FROM message_recipients r
-                 JOIN agents a ON a.id = r.agent_id
-                 WHERE r.message_id BETWEEN ?1 AND ?2",
-            )
-            .map_err(map_err)?;
-        let pairs = stmt
-            .query_map(params![low, high], |row| Ok((row.get::<_, MessageId>(0)?, row.get(1)?)))
-            .map_err(map_err)?;
         let index: HashMap<MessageId, usize> =
             messages.iter().enumerate().map(|(i, row)| (row.id, i)).collect();
-        for pair in pairs {
-            let (id, name): (MessageId, String) = pair.map_err(map_err)?;
-            if let Some(&i) = index.get(&id) {
-                messages[i].recipients.push(name);
-            }
-        }
+        self.query_each(
+            "SELECT r.message_id, a.name FROM message_recipients r
+             JOIN agents a ON a.id = r.agent_id
+             WHERE r.message_id BETWEEN ?1 AND ?2",
+            args![low, high],
+            |row| {
+                if let Some(&i) = index.get(&row.get::<MessageId>(0)?) {
+                    messages[i].recipients.push(row.get(1)?);
+                }
+                Ok(())
+            },
+        )?;
         for row in &mut messages {
             row.recipients.sort();
         }
@@ -124,32 +113,23 @@ impl Db<'_> {
     ) -> Result<Vec<ListedMessage>> {
         let sql = format!(
             "SELECT {COLUMNS}, {LISTED_COLUMNS} FROM messages m {LISTED_JOINS}
-             WHERE m.project_id = ?1 AND (NOT ?3 OR m.attachments NOT IN ('', '[]'))
+             WHERE m.project_id = ?1 AND (?3 = 0 OR m.attachments NOT IN ('', '[]'))
              ORDER BY m.id DESC LIMIT ?2"
         );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt
-            .query_map(params![project_id, limit, with_attachments], |row| listed(row, false))
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(&sql, args![project_id, limit, with_attachments], |row| listed(row, false))
     }
 
     /// Who wrote to whom in a project: (sender, recipient, messages), most messages first.
     pub fn message_network(&self, project_id: ProjectId) -> Result<Vec<(String, String, i64)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT s.name, a.name, count(*) AS n FROM messages m
+        self.query_vec(
+            "SELECT s.name, a.name, count(*) AS n FROM messages m
                  JOIN agents s ON s.id = m.sender_id
                  JOIN message_recipients r ON r.message_id = m.id
                  JOIN agents a ON a.id = r.agent_id
                  WHERE m.project_id = ?1
                  GROUP BY s.name, a.name ORDER BY n DESC, s.name, a.name",
-            )
-            .map_err(map_err)?;
-        let rows = stmt
-            .query_map([project_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+            args![project_id],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
     }
 }

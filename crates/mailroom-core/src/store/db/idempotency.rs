@@ -1,9 +1,8 @@
 //! The first answers of keyed writes (ops/messaging/idempotency.rs): looked up, kept, and
 //! forgotten once their window has passed.
 
-use rusqlite::{OptionalExtension, params};
-
-use super::{Db, map_err, ts};
+use super::Db;
+use super::driver::args;
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::{AgentId, ProjectId};
@@ -28,55 +27,41 @@ pub struct KeptAnswer {
 impl Db<'_> {
     /// The answer kept under `scope`, expired or not.
     pub fn kept_answer(&self, scope: KeyScope<'_>) -> Result<Option<KeptAnswer>> {
-        self.conn
-            .prepare_cached(
-                "SELECT fingerprint, result_json, created_ts FROM idempotency_keys \
-                 WHERE project_id = ?1 AND agent_id = ?2 AND tool = ?3 AND idempotency_key = ?4",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(
-                    params![scope.project_id, scope.agent_id, scope.tool, scope.key],
-                    |row| {
-                        Ok(KeptAnswer {
-                            fingerprint: row.get(0)?,
-                            result_json: row.get(1)?,
-                            created_ts: ts(row, 2)?,
-                        })
-                    },
-                )
-                .optional()
-            })
-            .map_err(map_err)
+        self.query_opt(
+            "SELECT fingerprint, result_json, created_ts FROM idempotency_keys \
+             WHERE project_id = ?1 AND agent_id = ?2 AND tool = ?3 AND idempotency_key = ?4",
+            args![scope.project_id, scope.agent_id, scope.tool, scope.key],
+            |row| {
+                Ok(KeptAnswer {
+                    fingerprint: row.get(0)?,
+                    result_json: row.get(1)?,
+                    created_ts: row.get(2)?,
+                })
+            },
+        )
     }
 
     /// Keeps `answer` under `scope`, replacing an expired one.
     pub fn keep_answer(&self, scope: KeyScope<'_>, answer: &KeptAnswer) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT OR REPLACE INTO idempotency_keys (project_id, agent_id, tool, \
-                 idempotency_key, fingerprint, result_json, created_ts) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    scope.project_id,
-                    scope.agent_id,
-                    scope.tool,
-                    scope.key,
-                    answer.fingerprint,
-                    answer.result_json,
-                    answer.created_ts.to_db(),
-                ])
-            })
-            .map(drop)
-            .map_err(map_err)
+        self.execute(
+            "INSERT OR REPLACE INTO idempotency_keys (project_id, agent_id, tool, \
+             idempotency_key, fingerprint, result_json, created_ts) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            args![
+                scope.project_id,
+                scope.agent_id,
+                scope.tool,
+                scope.key,
+                answer.fingerprint,
+                answer.result_json,
+                answer.created_ts,
+            ],
+        )
+        .map(drop)
     }
 
     /// Deletes the answers kept before `cutoff`; how many.
     pub fn forget_answers_before(&self, cutoff: Timestamp) -> Result<usize> {
-        self.conn
-            .prepare_cached("DELETE FROM idempotency_keys WHERE created_ts < ?1")
-            .and_then(|mut stmt| stmt.execute(params![cutoff.to_db()]))
-            .map_err(map_err)
+        self.execute("DELETE FROM idempotency_keys WHERE created_ts < ?1", args![cutoff])
     }
 }

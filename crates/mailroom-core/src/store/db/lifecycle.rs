@@ -1,8 +1,7 @@
 //! Queries of the lifecycle tools: project archiving, agent retirement, hard deletes, purges.
 
-use rusqlite::{Params, params};
-
-use super::{Db, db_ts, map_err};
+use super::Db;
+use super::driver::args;
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::{AgentId, ProjectId};
@@ -44,52 +43,42 @@ const PROJECT_MESSAGES: &str = "SELECT id FROM messages WHERE project_id = ?1
 const PROJECT_AGENTS: &str = "SELECT id FROM agents WHERE project_id = ?1";
 
 impl Db<'_> {
-    fn run_statement(&self, sql: &str, values: impl Params) -> Result<usize> {
-        self.conn.prepare_cached(sql).and_then(|mut stmt| stmt.execute(values)).map_err(map_err)
-    }
-
     /// Sets (`Some`) or clears (`None`) a project's `archived_at`.
     pub fn set_project_archived(&self, project_id: ProjectId, at: Option<Timestamp>) -> Result<()> {
-        self.run_statement(
-            "UPDATE projects SET archived_at = ?2 WHERE id = ?1",
-            params![project_id, db_ts(at)],
-        )
-        .map(drop)
+        self.execute("UPDATE projects SET archived_at = ?2 WHERE id = ?1", args![project_id, at])
+            .map(drop)
     }
 
     /// Sets (`Some`) or clears (`None`) an agent's `retired_at`.
     pub fn set_agent_retired(&self, agent_id: AgentId, at: Option<Timestamp>) -> Result<()> {
-        self.run_statement(
-            "UPDATE agents SET retired_at = ?2 WHERE id = ?1",
-            params![agent_id, db_ts(at)],
-        )
-        .map(drop)
+        self.execute("UPDATE agents SET retired_at = ?2 WHERE id = ?1", args![agent_id, at])
+            .map(drop)
     }
 
     /// Deregistration: blocks all incoming mail and rewrites the task description.
     pub fn deregister_agent(&self, agent_id: AgentId, task_description: &str) -> Result<()> {
-        self.run_statement(
+        self.execute(
             "UPDATE agents SET contact_policy = 'block_all', task_description = ?2 WHERE id = ?1",
-            params![agent_id, task_description],
+            args![agent_id, task_description],
         )
         .map(drop)
     }
 
     /// Deletes every row of a project, dependants first, in the caller's transaction.
     pub fn hard_delete_project(&self, project_id: ProjectId) -> Result<ProjectDeletion> {
-        let id = [project_id];
-        let message_recipients = self.run_statement(
+        let id = args![project_id];
+        let message_recipients = self.execute(
             &format!("DELETE FROM message_recipients WHERE message_id IN ({PROJECT_MESSAGES})"),
             id,
         )?;
-        let messages = self
-            .run_statement(&format!("DELETE FROM messages WHERE id IN ({PROJECT_MESSAGES})"), id)?;
+        let messages =
+            self.execute(&format!("DELETE FROM messages WHERE id IN ({PROJECT_MESSAGES})"), id)?;
         // Its agents' mailbox events go too: agent ids may be given out again.
-        self.run_statement("DELETE FROM mailbox_events WHERE project_id = ?1", id)?;
+        self.execute("DELETE FROM mailbox_events WHERE project_id = ?1", id)?;
         self.delete_project_webhooks(project_id)?;
         let file_reservations =
-            self.run_statement("DELETE FROM file_reservations WHERE project_id = ?1", id)?;
-        let agent_links = self.run_statement(
+            self.execute("DELETE FROM file_reservations WHERE project_id = ?1", id)?;
+        let agent_links = self.execute(
             &format!(
                 "DELETE FROM agent_links WHERE a_project_id = ?1 OR b_project_id = ?1
                  OR a_agent_id IN ({PROJECT_AGENTS}) OR b_agent_id IN ({PROJECT_AGENTS})"
@@ -97,19 +86,19 @@ impl Db<'_> {
             id,
         )?;
         let window_identities =
-            self.run_statement("DELETE FROM window_identities WHERE project_id = ?1", id)?;
+            self.execute("DELETE FROM window_identities WHERE project_id = ?1", id)?;
         let message_summaries =
-            self.run_statement("DELETE FROM message_summaries WHERE project_id = ?1", id)?;
-        let sibling_suggestions = self.run_statement(
+            self.execute("DELETE FROM message_summaries WHERE project_id = ?1", id)?;
+        let sibling_suggestions = self.execute(
             "DELETE FROM project_sibling_suggestions WHERE project_a_id = ?1 OR project_b_id = ?1",
             id,
         )?;
         let product_links =
-            self.run_statement("DELETE FROM product_project_links WHERE project_id = ?1", id)?;
+            self.execute("DELETE FROM product_project_links WHERE project_id = ?1", id)?;
         // The kept answers of keyed writes hold message texts: they go with their project.
-        self.run_statement("DELETE FROM idempotency_keys WHERE project_id = ?1", id)?;
-        let agents = self.run_statement("DELETE FROM agents WHERE project_id = ?1", id)?;
-        let project = self.run_statement("DELETE FROM projects WHERE id = ?1", id)?;
+        self.execute("DELETE FROM idempotency_keys WHERE project_id = ?1", id)?;
+        let agents = self.execute("DELETE FROM agents WHERE project_id = ?1", id)?;
+        let project = self.execute("DELETE FROM projects WHERE id = ?1", id)?;
         Ok(ProjectDeletion {
             message_recipients,
             messages,
@@ -132,29 +121,27 @@ impl Db<'_> {
         agent_id: AgentId,
         name: &str,
     ) -> Result<AgentDeletion> {
-        let id = [agent_id];
+        let id = args![agent_id];
         let message_recipients =
-            self.run_statement("DELETE FROM message_recipients WHERE agent_id = ?1", id)?;
-        let sent_message_recipients = self.run_statement(
+            self.execute("DELETE FROM message_recipients WHERE agent_id = ?1", id)?;
+        let sent_message_recipients = self.execute(
             "DELETE FROM message_recipients
              WHERE message_id IN (SELECT id FROM messages WHERE sender_id = ?1)",
             id,
         )?;
-        let messages_sent = self.run_statement("DELETE FROM messages WHERE sender_id = ?1", id)?;
+        let messages_sent = self.execute("DELETE FROM messages WHERE sender_id = ?1", id)?;
         self.delete_agent_mailbox_events(agent_id)?;
         self.delete_agent_webhooks(agent_id)?;
         let file_reservations =
-            self.run_statement("DELETE FROM file_reservations WHERE agent_id = ?1", id)?;
-        let agent_links = self.run_statement(
-            "DELETE FROM agent_links WHERE a_agent_id = ?1 OR b_agent_id = ?1",
-            id,
-        )?;
-        let window_identities = self.run_statement(
+            self.execute("DELETE FROM file_reservations WHERE agent_id = ?1", id)?;
+        let agent_links =
+            self.execute("DELETE FROM agent_links WHERE a_agent_id = ?1 OR b_agent_id = ?1", id)?;
+        let window_identities = self.execute(
             "DELETE FROM window_identities WHERE project_id = ?1 AND display_name = ?2",
-            params![project_id, name],
+            args![project_id, name],
         )?;
-        self.run_statement("DELETE FROM idempotency_keys WHERE agent_id = ?1", id)?;
-        let agent = self.run_statement("DELETE FROM agents WHERE id = ?1", id)?;
+        self.execute("DELETE FROM idempotency_keys WHERE agent_id = ?1", id)?;
+        let agent = self.execute("DELETE FROM agents WHERE id = ?1", id)?;
         Ok(AgentDeletion {
             message_recipients,
             sent_message_recipients,
@@ -168,27 +155,21 @@ impl Db<'_> {
 
     /// Number of messages of a project created before `cutoff`.
     pub fn count_messages_before(&self, project_id: ProjectId, cutoff: Timestamp) -> Result<usize> {
-        self.conn
-            .prepare_cached(
-                "SELECT count(*) FROM messages WHERE project_id = ?1 AND created_ts < ?2",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![project_id, cutoff.to_db()], |r| r.get::<_, i64>(0))
-            })
-            .map(|n| n as usize)
-            .map_err(map_err)
+        self.query_value(
+            "SELECT count(*) FROM messages WHERE project_id = ?1 AND created_ts < ?2",
+            args![project_id, cutoff],
+        )
     }
 
     /// Deletes the messages of a project created before `cutoff` and their recipient rows;
     /// returns the number of messages deleted.
     pub fn purge_messages_before(&self, project_id: ProjectId, cutoff: Timestamp) -> Result<usize> {
-        let cutoff = cutoff.to_db();
-        let values = params![project_id, cutoff];
-        self.run_statement(
+        let values = args![project_id, cutoff];
+        self.execute(
             "DELETE FROM message_recipients WHERE message_id IN
                  (SELECT id FROM messages WHERE project_id = ?1 AND created_ts < ?2)",
             values,
         )?;
-        self.run_statement("DELETE FROM messages WHERE project_id = ?1 AND created_ts < ?2", values)
+        self.execute("DELETE FROM messages WHERE project_id = ?1 AND created_ts < ?2", values)
     }
 }

@@ -2,12 +2,11 @@
 //! their read/ack state (the MCP resources' mailbox family), the web UI's inbox pages, read
 //! marks and deletions.
 
-use rusqlite::params;
-
+use super::Db;
+use super::driver::args;
 use super::messages::{
     COLUMNS, LISTED_COLUMNS, LISTED_JOINS, ReceiptState, URGENT_IMPORTANCES, listed,
 };
-use super::{Db, db_ts, map_err, opt_ts};
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::{AgentId, ListedMessage, MessageId, ProjectId};
@@ -51,13 +50,7 @@ impl Db<'_> {
              WHERE m.project_id = ?1 AND m.sender_id = ?2 AND (?3 IS NULL OR m.created_ts > ?3)
              ORDER BY m.id DESC LIMIT ?4"
         );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt
-            .query_map(params![project_id, sender_id, db_ts(since), limit], |row| {
-                listed(row, false)
-            })
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(&sql, args![project_id, sender_id, since, limit], |row| listed(row, false))
     }
 
     /// An agent's recipient rows in a project with their read/ack state.
@@ -77,25 +70,21 @@ impl Db<'_> {
                AND (?5 IS NULL OR m.created_ts <= ?5)
              ORDER BY r.message_id {order} LIMIT ?6"
         );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt
-            .query_map(
-                params![
-                    query.agent_id,
-                    query.project_id,
-                    query.urgent_only,
-                    query.pending_ack_only,
-                    db_ts(query.created_until),
-                    query.limit
-                ],
-                |row| {
-                    let receipt =
-                        ReceiptState { read_ts: opt_ts(row, 16)?, ack_ts: opt_ts(row, 17)? };
-                    Ok((listed(row, true)?, receipt))
-                },
-            )
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(
+            &sql,
+            args![
+                query.agent_id,
+                query.project_id,
+                query.urgent_only,
+                query.pending_ack_only,
+                query.created_until,
+                query.limit
+            ],
+            |row| {
+                let receipt = ReceiptState { read_ts: row.get(16)?, ack_ts: row.get(17)? };
+                Ok((listed(row, true)?, receipt))
+            },
+        )
     }
 
     /// A page of an agent's inbox in a project, newest first, and how many messages the inbox
@@ -113,25 +102,18 @@ impl Db<'_> {
              WHERE r.agent_id = ?1 AND m.project_id = ?2
              ORDER BY r.message_id DESC LIMIT ?3 OFFSET ?4"
         );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt
-            .query_map(params![agent_id, project_id, limit, offset], |row| {
-                Ok(InboxRow { message: listed(row, true)?, read_ts: opt_ts(row, 16)? })
-            })
-            .map_err(map_err)?;
-        let rows = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)?;
+        let rows = self.query_vec(&sql, args![agent_id, project_id, limit, offset], |row| {
+            Ok(InboxRow { message: listed(row, true)?, read_ts: row.get(16)? })
+        })?;
         // Every recipient row of an agent belongs to a message of the agent's project (a
         // message is stored once per project its recipients are in), so the count reads the
         // inbox index alone.
         // Counted up to a cap: an inbox of 100,000 costs a page view 8 ms to count in full.
-        let total = self
-            .conn
-            .prepare_cached(
-                "SELECT count(*) FROM
-                   (SELECT 1 FROM message_recipients WHERE agent_id = ?1 LIMIT ?2)",
-            )
-            .and_then(|mut stmt| stmt.query_row(params![agent_id, COUNT_CAP + 1], |r| r.get(0)))
-            .map_err(map_err)?;
+        let total = self.query_value(
+            "SELECT count(*) FROM
+               (SELECT 1 FROM message_recipients WHERE agent_id = ?1 LIMIT ?2) capped",
+            args![agent_id, COUNT_CAP + 1],
+        )?;
         Ok((rows, total))
     }
 
@@ -146,15 +128,13 @@ impl Db<'_> {
     ) -> Result<usize> {
         let ids =
             format!("[{}]", ids.iter().map(|id| id.0.to_string()).collect::<Vec<_>>().join(","));
-        self.conn
-            .prepare_cached(
-                "UPDATE message_recipients SET read_ts = ?4
-                 WHERE agent_id = ?2 AND read_ts IS NULL
-                   AND message_id IN (SELECT value FROM json_each(?3))
-                   AND message_id IN (SELECT id FROM messages WHERE project_id = ?1)",
-            )
-            .and_then(|mut stmt| stmt.execute(params![project_id, agent_id, ids, now.to_db()]))
-            .map_err(map_err)
+        self.execute(
+            "UPDATE message_recipients SET read_ts = ?4
+             WHERE agent_id = ?2 AND read_ts IS NULL
+               AND message_id IN (SELECT value FROM json_each(?3))
+               AND message_id IN (SELECT id FROM messages WHERE project_id = ?1)",
+            args![project_id, agent_id, ids, now],
+        )
     }
 
     /// Marks read every message `agent_id` received in the project; returns how many.
@@ -164,14 +144,12 @@ impl Db<'_> {
         agent_id: AgentId,
         now: Timestamp,
     ) -> Result<usize> {
-        self.conn
-            .prepare_cached(
-                "UPDATE message_recipients SET read_ts = ?3
-                 WHERE agent_id = ?2 AND read_ts IS NULL
-                   AND message_id IN (SELECT id FROM messages WHERE project_id = ?1)",
-            )
-            .and_then(|mut stmt| stmt.execute(params![project_id, agent_id, now.to_db()]))
-            .map_err(map_err)
+        self.execute(
+            "UPDATE message_recipients SET read_ts = ?3
+             WHERE agent_id = ?2 AND read_ts IS NULL
+               AND message_id IN (SELECT id FROM messages WHERE project_id = ?1)",
+            args![project_id, agent_id, now],
+        )
     }
 
     /// Deletes a message and its recipient rows (the full-text index follows by trigger).
@@ -180,10 +158,7 @@ impl Db<'_> {
             "DELETE FROM message_recipients WHERE message_id = ?1",
             "DELETE FROM messages WHERE id = ?1",
         ] {
-            self.conn
-                .prepare_cached(sql)
-                .and_then(|mut stmt| stmt.execute([id]))
-                .map_err(map_err)?;
+            self.execute(sql, args![id])?;
         }
         Ok(())
     }

@@ -2,10 +2,9 @@
 //! mailbox, which triggers on `message_recipients` write, and its one-row
 //! `mailbox_events_log` (the database's identity, the retention horizon).
 
-use rusqlite::{OptionalExtension, params};
-
+use super::driver::args;
 use super::messages::{COLUMNS, LISTED_COLUMNS, listed_ref};
-use super::{Db, map_err, ts};
+use super::{Db, map_err};
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::{AgentId, ListedMessage, MailboxEventKind, MessageId, RecipientKind};
@@ -35,22 +34,20 @@ pub struct MailboxEvent {
 impl Db<'_> {
     /// The log's identity, horizon and newest id, read together.
     pub fn mailbox_event_log(&self) -> Result<EventLogState> {
-        self.conn
-            .prepare_cached(
-                "SELECT database_id, pruned_through,
-                        max(pruned_through, coalesce((SELECT max(id) FROM mailbox_events), 0))
-                 FROM mailbox_events_log WHERE id = 1",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row([], |row| {
-                    Ok(EventLogState {
-                        database_id: row.get(0)?,
-                        pruned_through: row.get(1)?,
-                        newest: row.get(2)?,
-                    })
+        self.query_row(
+            "SELECT database_id, pruned_through,
+                    coalesce((SELECT max(id) FROM mailbox_events), 0)
+             FROM mailbox_events_log WHERE id = 1",
+            args![],
+            |row| {
+                let pruned_through = row.get(1)?;
+                Ok(EventLogState {
+                    database_id: row.get(0)?,
+                    pruned_through,
+                    newest: row.get::<i64>(2)?.max(pruned_through),
                 })
-            })
-            .map_err(map_err)
+            },
+        )
     }
 
     /// An agent's events with ids in `after + 1 ..= through`, oldest first, at most `limit`.
@@ -74,27 +71,23 @@ impl Db<'_> {
              WHERE e.agent_id = ?1 AND e.id > ?2 AND e.id <= ?3
              ORDER BY e.id LIMIT ?4"
         );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let mut rows = stmt.query(params![agent_id, after, through, limit]).map_err(map_err)?;
-        let mut events = Vec::new();
-        while let Some(row) = rows.next().map_err(map_err)? {
-            let kind: MailboxEventKind = row.get(17).map_err(map_err)?;
+        self.query_vec(&sql, args![agent_id, after, through, limit], |row| {
+            let kind: MailboxEventKind = row.get(17)?;
             let message = if kind == MailboxEventKind::Delivered {
-                let mut listed = listed_ref(row, false).map_err(map_err)?.to_owned_text();
-                listed.kind = row.get::<_, Option<RecipientKind>>(15).map_err(map_err)?;
+                let mut listed = listed_ref(row, false)?.to_owned_text();
+                listed.kind = row.get::<Option<RecipientKind>>(15)?;
                 Some(listed)
             } else {
                 None
             };
-            events.push(MailboxEvent {
-                id: row.get(16).map_err(map_err)?,
+            Ok(MailboxEvent {
+                id: row.get(16)?,
                 kind,
-                message_id: row.get(18).map_err(map_err)?,
-                ts: ts(row, 19).map_err(map_err)?,
+                message_id: row.get(18)?,
+                ts: row.get(19)?,
                 message,
-            });
-        }
-        Ok(events)
+            })
+        })
     }
 
     /// Removes the oldest events written before `cutoff`, at most `batch` of them, and only
@@ -104,39 +97,28 @@ impl Db<'_> {
         // The newest id of the oldest run written before the cutoff: the first event at or
         // after the cutoff stops the run.
         let through: Option<i64> = self
-            .conn
-            .prepare_cached(
+            .query_opt(
                 "WITH oldest AS (SELECT id, ts FROM mailbox_events ORDER BY id LIMIT ?2)
                  SELECT max(id) FROM oldest
                  WHERE id < coalesce((SELECT min(id) FROM oldest WHERE ts >= ?1), 9e18)",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![cutoff.to_db(), batch], |row| row.get(0)).optional()
-            })
-            .map_err(map_err)?
+                args![cutoff, batch],
+                |row| row.get(0),
+            )?
             .flatten();
         let Some(through) = through else { return Ok(0) };
-        let removed = self
-            .conn
-            .prepare_cached("DELETE FROM mailbox_events WHERE id <= ?1")
-            .and_then(|mut stmt| stmt.execute([through]))
-            .map_err(map_err)?;
-        self.conn
-            .prepare_cached(
-                "UPDATE mailbox_events_log SET pruned_through = max(pruned_through, ?1)
-                 WHERE id = 1",
-            )
-            .and_then(|mut stmt| stmt.execute([through]))
-            .map_err(map_err)?;
+        let removed = self.execute("DELETE FROM mailbox_events WHERE id <= ?1", args![through])?;
+        self.execute(
+            "UPDATE mailbox_events_log
+             SET pruned_through = CASE WHEN pruned_through > ?1 THEN pruned_through ELSE ?1 END
+             WHERE id = 1",
+            args![through],
+        )?;
         Ok(removed)
     }
 
     /// Forgets every event of an agent (its hard deletion: agent ids may be given out again).
     pub fn delete_agent_mailbox_events(&self, agent_id: AgentId) -> Result<usize> {
-        self.conn
-            .prepare_cached("DELETE FROM mailbox_events WHERE agent_id = ?1")
-            .and_then(|mut stmt| stmt.execute([agent_id]))
-            .map_err(map_err)
+        self.execute("DELETE FROM mailbox_events WHERE agent_id = ?1", args![agent_id])
     }
 }
 

@@ -3,9 +3,8 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-use rusqlite::{OptionalExtension, Row, params};
-
-use super::{Db, db_ts, map_err, opt_ts, ts};
+use super::Db;
+use super::driver::{Row, args};
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::{
@@ -16,24 +15,24 @@ use crate::records::{
 pub(super) const COLUMNS: &str = "m.id, m.project_id, m.sender_id, m.thread_id, m.topic, m.subject, \
      m.body_md, m.importance, m.ack_required, m.created_ts, m.attachments";
 
-fn message(row: &Row<'_>) -> rusqlite::Result<Message> {
+fn message(row: &Row<'_>) -> Result<Message> {
     message_ref(row).map(|m| m.to_owned_text())
 }
 
 /// Reads `COLUMNS` borrowing the text from the row.
-fn message_ref<'r>(row: &'r Row<'_>) -> rusqlite::Result<Message<&'r str>> {
+fn message_ref<'r>(row: &Row<'r>) -> Result<Message<&'r str>> {
     Ok(Message {
         id: row.get(0)?,
         project_id: row.get(1)?,
         sender_id: row.get(2)?,
-        thread_id: optional_text(row, 3)?,
-        topic: optional_text(row, 4)?,
-        subject: text(row, 5)?,
-        body_md: text(row, 6)?,
-        importance: Importance(text(row, 7)?),
+        thread_id: row.get(3)?,
+        topic: row.get(4)?,
+        subject: row.get(5)?,
+        body_md: row.get(6)?,
+        importance: Importance(row.get(7)?),
         ack_required: row.get(8)?,
-        created_ts: ts(row, 9)?,
-        attachments: Attachments(text(row, 10)?),
+        created_ts: row.get(9)?,
+        attachments: Attachments(row.get(10)?),
     })
 }
 
@@ -133,46 +132,28 @@ impl Db<'_> {
         project_id: ProjectId,
         agent_id: AgentId,
     ) -> Result<(i64, i64)> {
-        self.conn
-            .prepare_cached(&UNREAD_SQL)
-            .and_then(|mut stmt| {
-                stmt.query_row(params![agent_id, project_id], |row| Ok((row.get(0)?, row.get(1)?)))
-            })
-            .map_err(map_err)
+        self.query_row(&UNREAD_SQL, args![agent_id, project_id], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
     }
 }
 
-pub(super) fn listed(row: &Row<'_>, kind: bool) -> rusqlite::Result<ListedMessage> {
+pub(super) fn listed(row: &Row<'_>, kind: bool) -> Result<ListedMessage> {
     listed_ref(row, kind).map(|r| r.to_owned_text())
 }
 
 /// Reads `COLUMNS, LISTED_COLUMNS` (and the recipient kind after them when `kind`), borrowing
 /// the text from the row: answers written straight from the statement (the inbox) skip a
 /// `String` per column and row.
-pub(super) fn listed_ref<'r>(
-    row: &'r Row<'_>,
-    kind: bool,
-) -> rusqlite::Result<ListedMessage<&'r str>> {
+pub(super) fn listed_ref<'r>(row: &Row<'r>, kind: bool) -> Result<ListedMessage<&'r str>> {
     Ok(ListedMessage {
         message: message_ref(row)?,
-        sender_name: text(row, 11)?,
+        sender_name: row.get(11)?,
         sender_project_id: row.get(12)?,
-        sender_project_slug: text(row, 13)?,
-        sender_project_human_key: text(row, 14)?,
+        sender_project_slug: row.get(13)?,
+        sender_project_human_key: row.get(14)?,
         kind: if kind { Some(row.get(15)?) } else { None },
     })
-}
-
-fn text<'r>(row: &'r Row<'_>, index: usize) -> rusqlite::Result<&'r str> {
-    row.get_ref(index)?.as_str().map_err(|e| from_sql(index, e))
-}
-
-fn optional_text<'r>(row: &'r Row<'_>, index: usize) -> rusqlite::Result<Option<&'r str>> {
-    row.get_ref(index)?.as_str_or_null().map_err(|e| from_sql(index, e))
-}
-
-fn from_sql(index: usize, e: rusqlite::types::FromSqlError) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
 }
 
 impl Db<'_> {
@@ -180,29 +161,25 @@ impl Db<'_> {
     /// same transaction.
     pub fn insert_message<S: AsRef<str>>(&self, new: &NewMessage<S>) -> Result<MessageId> {
         let new = new.borrowed();
-        self.conn
-            .prepare_cached(
-                "INSERT INTO messages (id, project_id, sender_id, thread_id, topic, subject,
-                     body_md, importance, ack_required, created_ts, attachments)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    new.id,
-                    new.project_id,
-                    new.sender_id,
-                    new.thread_id,
-                    new.topic,
-                    new.subject,
-                    new.body_md,
-                    new.importance,
-                    new.ack_required,
-                    new.created_ts.to_db(),
-                    new.attachments,
-                ])
-            })
-            .map_err(map_err)?;
-        Ok(MessageId(self.conn.last_insert_rowid()))
+        self.insert_returning_id(
+            "INSERT INTO messages (id, project_id, sender_id, thread_id, topic, subject,
+                 body_md, importance, ack_required, created_ts, attachments)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            args![
+                new.id,
+                new.project_id,
+                new.sender_id,
+                new.thread_id,
+                new.topic,
+                new.subject,
+                new.body_md,
+                new.importance,
+                new.ack_required,
+                new.created_ts,
+                new.attachments,
+            ],
+        )
+        .map(MessageId)
     }
 
     /// Adds one recipient row.
@@ -212,22 +189,17 @@ impl Db<'_> {
         agent_id: AgentId,
         kind: RecipientKind,
     ) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO message_recipients (message_id, agent_id, kind) VALUES (?1, ?2, ?3)",
-            )
-            .and_then(|mut stmt| stmt.execute(params![message_id, agent_id, kind]))
-            .map(drop)
-            .map_err(map_err)
+        self.execute(
+            "INSERT INTO message_recipients (message_id, agent_id, kind) VALUES (?1, ?2, ?3)",
+            args![message_id, agent_id, kind],
+        )
+        .map(drop)
     }
 
     /// The message with this id.
     pub fn message_by_id(&self, id: MessageId) -> Result<Option<Message>> {
         let sql = format!("SELECT {COLUMNS} FROM messages m WHERE m.id = ?1");
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| stmt.query_row([id], message).optional())
-            .map_err(map_err)
+        self.query_opt(&sql, args![id], message)
     }
 
     /// Up to `limit` message ids above `after` with their project's slug, in id order: a
@@ -237,49 +209,43 @@ impl Db<'_> {
         after: MessageId,
         limit: i64,
     ) -> Result<Vec<(MessageId, String)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT m.id, p.slug FROM messages m JOIN projects p ON p.id = m.project_id
-                 WHERE m.id > ?1 ORDER BY m.id LIMIT ?2",
-            )
-            .map_err(map_err)?;
-        let rows =
-            stmt.query_map((after.0, limit), |r| Ok((r.get(0)?, r.get(1)?))).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(
+            "SELECT m.id, p.slug FROM messages m JOIN projects p ON p.id = m.project_id
+             WHERE m.id > ?1 ORDER BY m.id LIMIT ?2",
+            args![after, limit],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
     }
 
     /// How many messages there are.
     pub fn message_count(&self) -> Result<usize> {
-        let mut stmt =
-            self.conn.prepare_cached("SELECT count(*) FROM messages").map_err(map_err)?;
-        stmt.query_row([], |r| r.get::<_, i64>(0)).map(|n| n as usize).map_err(map_err)
+        self.query_value("SELECT count(*) FROM messages", args![])
     }
 
     /// The newest message of each thread (by project and thread id): a thread's digest is
     /// complete once that message is written into it.
     pub fn last_message_of_each_thread(&self) -> Result<HashSet<MessageId>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT max(id) FROM messages WHERE thread_id IS NOT NULL
-                 GROUP BY project_id, thread_id",
-            )
-            .map_err(map_err)?;
-        let rows = stmt.query_map([], |r| r.get(0)).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<HashSet<_>>>().map_err(map_err)
+        let mut last = HashSet::new();
+        self.query_each(
+            "SELECT max(id) FROM messages WHERE thread_id IS NOT NULL
+             GROUP BY project_id, thread_id",
+            args![],
+            |r| {
+                last.insert(r.get(0)?);
+                Ok(())
+            },
+        )?;
+        Ok(last)
     }
 
     /// The slug of the project a message belongs to; `None` for no such message.
     pub fn message_project_slug(&self, id: MessageId) -> Result<Option<String>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT p.slug FROM messages m JOIN projects p ON p.id = m.project_id
-                 WHERE m.id = ?1",
-            )
-            .map_err(map_err)?;
-        stmt.query_row([id.0], |r| r.get(0)).optional().map_err(map_err)
+        self.query_opt(
+            "SELECT p.slug FROM messages m JOIN projects p ON p.id = m.project_id
+             WHERE m.id = ?1",
+            args![id],
+            |r| r.get(0),
+        )
     }
 
     /// Recipient `(kind, name, agent_id)` triples of a message in insertion order.
@@ -287,40 +253,30 @@ impl Db<'_> {
         &self,
         message_id: MessageId,
     ) -> Result<Vec<(RecipientKind, String, AgentId)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT r.kind, a.name, a.id FROM message_recipients r
-                 JOIN agents a ON a.id = r.agent_id WHERE r.message_id = ?1 ORDER BY r.rowid",
-            )
-            .map_err(map_err)?;
-        let rows = stmt
-            .query_map([message_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(
+            "SELECT r.kind, a.name, a.id FROM message_recipients r
+             JOIN agents a ON a.id = r.agent_id WHERE r.message_id = ?1 ORDER BY r.rowid",
+            args![message_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
     }
 
     /// A message's recipient rows with their read and acknowledgement times, in insertion
     /// order.
     pub fn receipts_of(&self, message_id: MessageId) -> Result<Vec<RecipientReceipt>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT a.name, r.kind, r.read_ts, r.ack_ts FROM message_recipients r
-                 JOIN agents a ON a.id = r.agent_id WHERE r.message_id = ?1 ORDER BY r.rowid",
-            )
-            .map_err(map_err)?;
-        let rows = stmt
-            .query_map([message_id], |row| {
+        self.query_vec(
+            "SELECT a.name, r.kind, r.read_ts, r.ack_ts FROM message_recipients r
+             JOIN agents a ON a.id = r.agent_id WHERE r.message_id = ?1 ORDER BY r.rowid",
+            args![message_id],
+            |row| {
                 Ok(RecipientReceipt {
                     name: row.get(0)?,
                     kind: row.get(1)?,
-                    read_ts: opt_ts(row, 2)?,
-                    ack_ts: opt_ts(row, 3)?,
+                    read_ts: row.get(2)?,
+                    ack_ts: row.get(3)?,
                 })
-            })
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+            },
+        )
     }
 
     /// A message's recipient names by kind (`to`, `cc`, `bcc`), each in insertion order.
@@ -353,21 +309,18 @@ impl Db<'_> {
         mut visit: impl FnMut(&ListedMessage<&str>) -> Result<()>,
     ) -> Result<()> {
         let sql: &str = if query.unread_only { &UNREAD_INBOX_SQL } else { &INBOX_SQL };
-        let mut stmt = self.conn.prepare_cached(sql).map_err(map_err)?;
-        let mut rows = stmt
-            .query(params![
+        self.query_each(
+            sql,
+            args![
                 query.agent_id,
                 query.project_id,
                 query.urgent_only,
-                db_ts(query.since),
+                query.since,
                 query.topic,
                 query.limit
-            ])
-            .map_err(map_err)?;
-        while let Some(row) = rows.next().map_err(map_err)? {
-            visit(&listed_ref(row, true).map_err(map_err)?)?;
-        }
-        Ok(())
+            ],
+            |row| visit(&listed_ref(row, true)?),
+        )
     }
 
     /// Messages of a thread in a project, oldest first: those carrying `thread_id` plus the
@@ -398,13 +351,9 @@ impl Db<'_> {
                     WHERE r.message_id = m.id AND r.agent_id = ?5))
              ORDER BY m.created_ts ASC, m.id ASC LIMIT ?4"
         );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt
-            .query_map(params![project_id, thread_id, root_id, limit, viewer_id], |row| {
-                listed(row, false)
-            })
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(&sql, args![project_id, thread_id, root_id, limit, viewer_id], |row| {
+            listed(row, false)
+        })
     }
 
     /// One message as a listing row (sender and sender project resolved).
@@ -412,10 +361,7 @@ impl Db<'_> {
         let sql = format!(
             "SELECT {COLUMNS}, {LISTED_COLUMNS} FROM messages m {LISTED_JOINS} WHERE m.id = ?1"
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| stmt.query_row([id], |row| listed(row, false)).optional())
-            .map_err(map_err)
+        self.query_opt(&sql, args![id], |row| listed(row, false))
     }
 
     /// The recipient row of `agent_id` on a message, if any.
@@ -424,18 +370,12 @@ impl Db<'_> {
         message_id: MessageId,
         agent_id: AgentId,
     ) -> Result<Option<ReceiptState>> {
-        self.conn
-            .prepare_cached(
-                "SELECT read_ts, ack_ts FROM message_recipients
-                 WHERE message_id = ?1 AND agent_id = ?2",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![message_id, agent_id], |row| {
-                    Ok(ReceiptState { read_ts: opt_ts(row, 0)?, ack_ts: opt_ts(row, 1)? })
-                })
-                .optional()
-            })
-            .map_err(map_err)
+        self.query_opt(
+            "SELECT read_ts, ack_ts FROM message_recipients
+             WHERE message_id = ?1 AND agent_id = ?2",
+            args![message_id, agent_id],
+            |row| Ok(ReceiptState { read_ts: row.get(0)?, ack_ts: row.get(1)? }),
+        )
     }
 
     /// Sets `read_ts` (and `ack_ts` when `acknowledge`) where still unset: first write wins.
@@ -446,17 +386,13 @@ impl Db<'_> {
         now: Timestamp,
         acknowledge: bool,
     ) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "UPDATE message_recipients SET read_ts = COALESCE(read_ts, ?3),
-                     ack_ts = CASE WHEN ?4 THEN COALESCE(ack_ts, ?3) ELSE ack_ts END
-                 WHERE message_id = ?1 AND agent_id = ?2",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![message_id, agent_id, now.to_db(), acknowledge])
-            })
-            .map(drop)
-            .map_err(map_err)
+        self.execute(
+            "UPDATE message_recipients SET read_ts = COALESCE(read_ts, ?3),
+                 ack_ts = CASE WHEN ?4 <> 0 THEN COALESCE(ack_ts, ?3) ELSE ack_ts END
+             WHERE message_id = ?1 AND agent_id = ?2",
+            args![message_id, agent_id, now, acknowledge],
+        )
+        .map(drop)
     }
 
     /// Whether the two agents exchanged any message in the project since `since`.
@@ -467,18 +403,14 @@ impl Db<'_> {
         b: AgentId,
         since: Timestamp,
     ) -> Result<bool> {
-        self.conn
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM messages m
-                   JOIN message_recipients r ON r.message_id = m.id
-                   WHERE m.project_id = ?1 AND m.created_ts > ?4
-                     AND ((m.sender_id = ?2 AND r.agent_id = ?3)
-                       OR (m.sender_id = ?3 AND r.agent_id = ?2)))",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![project_id, a, b, since.to_db()], |r| r.get(0))
-            })
-            .map_err(map_err)
+        self.query_value(
+            "SELECT EXISTS (SELECT 1 FROM messages m
+               JOIN message_recipients r ON r.message_id = m.id
+               WHERE m.project_id = ?1 AND m.created_ts > ?4
+                 AND ((m.sender_id = ?2 AND r.agent_id = ?3)
+                   OR (m.sender_id = ?3 AND r.agent_id = ?2)))",
+            args![project_id, a, b, since],
+        )
     }
 
     /// Names of senders and recipients of the (at most 500) thread messages `viewer` can see.
@@ -488,10 +420,8 @@ impl Db<'_> {
         thread_id: &str,
         viewer_id: AgentId,
     ) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "WITH visible AS (
+        self.query_vec(
+            "WITH visible AS (
                    SELECT m.id, m.sender_id FROM messages m
                    WHERE m.project_id = ?1 AND m.thread_id = ?2
                      AND (m.sender_id = ?3 OR EXISTS (SELECT 1 FROM message_recipients r
@@ -501,12 +431,9 @@ impl Db<'_> {
                  UNION
                  SELECT a.name FROM visible v JOIN message_recipients r ON r.message_id = v.id
                    JOIN agents a ON a.id = r.agent_id",
-            )
-            .map_err(map_err)?;
-        let rows = stmt
-            .query_map(params![project_id, thread_id, viewer_id], |r| r.get(0))
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+            args![project_id, thread_id, viewer_id],
+            |r| r.get(0),
+        )
     }
 
     /// Whether `author_id` sent `viewer_id` a message in this thread (carrying the thread id,
@@ -518,15 +445,11 @@ impl Db<'_> {
         viewer_id: AgentId,
     ) -> Result<bool> {
         let root_id: Option<i64> = thread_id.parse().ok();
-        self.conn
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM messages m
-                   JOIN message_recipients r ON r.message_id = m.id
-                   WHERE (m.thread_id = ?1 OR m.id = ?2) AND m.sender_id = ?3 AND r.agent_id = ?4)",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![thread_id, root_id, author_id, viewer_id], |r| r.get(0))
-            })
-            .map_err(map_err)
+        self.query_value(
+            "SELECT EXISTS (SELECT 1 FROM messages m
+               JOIN message_recipients r ON r.message_id = m.id
+               WHERE (m.thread_id = ?1 OR m.id = ?2) AND m.sender_id = ?3 AND r.agent_id = ?4)",
+            args![thread_id, root_id, author_id, viewer_id],
+        )
     }
 }

@@ -112,7 +112,8 @@ mod tests {
         .expect("insert after migration");
         // Indexed when the transaction indexes its pending messages (migration 0006).
         assert_eq!(hits("project_scope : p2 AND {subject body} : (shared)"), vec![2]);
-        super::super::search::index_pending_messages(&conn).expect("index pending");
+        super::super::search::index_pending_messages(&super::super::Db::new(&conn, false))
+            .expect("index pending");
         assert_eq!(hits("project_scope : p2 AND {subject body} : (shared)"), vec![2, 3]);
     }
 

@@ -7,6 +7,7 @@ pub mod agents;
 pub mod archive_queue;
 pub mod contacts;
 pub mod doctor;
+pub mod driver;
 pub mod fleet;
 pub mod idempotency;
 pub mod lifecycle;
@@ -27,14 +28,13 @@ pub mod windows;
 
 use std::cell::Cell;
 
-use rusqlite::{Connection, Row};
+use rusqlite::Connection;
 
 use crate::error::{Category, Error};
-use crate::model::time::Timestamp;
 
 /// A connection inside a transaction (writer) or a read-only connection (reader).
 pub struct Db<'c> {
-    conn: &'c Connection,
+    conn: driver::Conn<'c>,
     /// Whether changes queue archive work (`enqueue_archive`); off when there is no archive.
     archive_enabled: bool,
     /// Archive rows queued by this job, so the writer knows to wake the archive after commit.
@@ -43,7 +43,7 @@ pub struct Db<'c> {
 
 impl<'c> Db<'c> {
     pub(crate) fn new(conn: &'c Connection, archive_enabled: bool) -> Self {
-        Self { conn, archive_enabled, archive_enqueued: Cell::new(0) }
+        Self { conn: driver::Conn::Sqlite(conn), archive_enabled, archive_enqueued: Cell::new(0) }
     }
 
     /// Whether changes queue archive work (the archive is on).
@@ -56,16 +56,23 @@ impl<'c> Db<'c> {
         self.archive_enqueued.get()
     }
 
+    /// Whether the database has a table called `name` (what migrations and optional tables
+    /// ask).
+    pub(crate) fn has_table(&self, name: &str) -> crate::error::Result<bool> {
+        self.query_value(
+            "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            driver::args![name],
+        )
+    }
+
     /// Proves the database answers: reads the file header and a real table, so a missing,
     /// corrupt or unreadable file fails here (`SELECT 1` alone touches no file).
     pub fn ping(&self) -> crate::error::Result<()> {
-        self.conn
-            .query_row(
-                "SELECT (SELECT count(*) FROM sqlite_master), (SELECT id FROM projects LIMIT 1)",
-                [],
-                |_| Ok(()),
-            )
-            .map_err(map_err)
+        self.query_row(
+            "SELECT (SELECT count(*) FROM sqlite_master), (SELECT id FROM projects LIMIT 1)",
+            driver::args![],
+            |_| Ok(()),
+        )
     }
 }
 
@@ -92,61 +99,24 @@ pub fn map_err(e: rusqlite::Error) -> Error {
 
 /// Whether the database has a table called `name` (what migrations and optional tables ask).
 pub(crate) fn has_table(conn: &rusqlite::Connection, name: &str) -> crate::error::Result<bool> {
-    conn.prepare_cached("SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1")
-        .and_then(|mut stmt| stmt.query_row([name], |r| r.get(0)))
-        .map_err(map_err)
-}
-
-/// Reads a timestamp column written in either of the reference's text forms.
-pub(crate) fn ts(row: &Row<'_>, index: usize) -> rusqlite::Result<Timestamp> {
-    opt_ts(row, index)?.ok_or(rusqlite::Error::InvalidColumnType(
-        index,
-        "timestamp".to_string(),
-        rusqlite::types::Type::Null,
-    ))
-}
-
-/// Reads a nullable timestamp column (borrowed: no copy of the text).
-pub(crate) fn opt_ts(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<Timestamp>> {
-    let text = row.get_ref(index)?.as_str_or_null().map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
-    })?;
-    text.map(|t| parse_ts(index, t)).transpose()
-}
-
-fn parse_ts(index: usize, text: &str) -> rusqlite::Result<Timestamp> {
-    Timestamp::parse_db_clamped(text).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            index,
-            rusqlite::types::Type::Text,
-            format!("bad timestamp {text:?}").into(),
-        )
-    })
-}
-
-/// Binds an optional timestamp as its database text.
-pub(crate) fn db_ts(value: Option<Timestamp>) -> Option<String> {
-    value.map(Timestamp::to_db)
+    Db::new(conn, false).has_table(name)
 }
 
 /// Text-backed enums (`records`) stored as their text; an unknown stored text is an error
 /// naming the value.
 macro_rules! text_column {
     ($($name:ty),+) => {$(
-        impl rusqlite::ToSql for $name {
-            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-                Ok(rusqlite::types::ToSqlOutput::from(self.as_str()))
+        impl driver::Param for $name {
+            fn value(&self) -> driver::Value<'_> {
+                driver::Value::Text(std::borrow::Cow::Borrowed(self.as_str()))
             }
         }
 
-        impl rusqlite::types::FromSql for $name {
-            fn column_result(
-                value: rusqlite::types::ValueRef<'_>,
-            ) -> rusqlite::types::FromSqlResult<Self> {
-                let text = value.as_str()?;
+        impl<'r> driver::Column<'r> for $name {
+            fn from_cell(cell: driver::Cell<'r>) -> std::result::Result<Self, String> {
+                let text = <&str>::from_cell(cell)?;
                 Self::parse(text).ok_or_else(|| {
-                    let what = concat!("unknown ", stringify!($name));
-                    rusqlite::types::FromSqlError::Other(format!("{what} {text:?}").into())
+                    format!(concat!("unknown ", stringify!($name), " {:?}"), text)
                 })
             }
         }
@@ -163,17 +133,15 @@ text_column!(
 /// Id newtypes (`records`) stored as their integer.
 macro_rules! id_column {
     ($($name:ty),+) => {$(
-        impl rusqlite::ToSql for $name {
-            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-                self.0.to_sql()
+        impl driver::Param for $name {
+            fn value(&self) -> driver::Value<'_> {
+                driver::Value::Int(self.0)
             }
         }
 
-        impl rusqlite::types::FromSql for $name {
-            fn column_result(
-                value: rusqlite::types::ValueRef<'_>,
-            ) -> rusqlite::types::FromSqlResult<Self> {
-                i64::column_result(value).map(Self)
+        impl<'r> driver::Column<'r> for $name {
+            fn from_cell(cell: driver::Cell<'r>) -> std::result::Result<Self, String> {
+                i64::from_cell(cell).map(Self)
             }
         }
     )+};
@@ -193,9 +161,9 @@ id_column!(
 /// as their text.
 macro_rules! text_newtype_column {
     ($($name:ident),+) => {$(
-        impl<S: AsRef<str>> rusqlite::ToSql for crate::records::$name<S> {
-            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-                Ok(rusqlite::types::ToSqlOutput::from(self.0.as_ref()))
+        impl<S: AsRef<str>> driver::Param for crate::records::$name<S> {
+            fn value(&self) -> driver::Value<'_> {
+                driver::Value::Text(std::borrow::Cow::Borrowed(self.0.as_ref()))
             }
         }
     )+};

@@ -1,43 +1,40 @@
 //! Queries on `products` and `product_project_links` (the product bus).
 
-use rusqlite::{OptionalExtension, Row, params};
-
-use super::{Db, map_err, opt_ts, ts};
+use super::Db;
+use super::driver::{Row, args};
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::ProductId;
 use crate::records::{Product, Project, ProjectId};
 
-fn product(row: &Row<'_>) -> rusqlite::Result<Product> {
+fn product(row: &Row<'_>) -> Result<Product> {
     Ok(Product {
         id: row.get(0)?,
         product_uid: row.get(1)?,
         name: row.get(2)?,
-        created_at: ts(row, 3)?,
+        created_at: row.get(3)?,
     })
 }
 
 impl Db<'_> {
     /// The product whose uid or name is exactly `key` (case-sensitive); a uid match wins.
     pub fn product_by_key(&self, key: &str) -> Result<Option<Product>> {
-        self.conn
-            .prepare_cached(
-                "SELECT id, product_uid, name, created_at FROM products
-                 WHERE product_uid = ?1 OR name = ?1 ORDER BY (product_uid = ?1) DESC, id LIMIT 1",
-            )
-            .and_then(|mut stmt| stmt.query_row([key], product).optional())
-            .map_err(map_err)
+        self.query_opt(
+            "SELECT id, product_uid, name, created_at FROM products
+             WHERE product_uid = ?1 OR name = ?1 ORDER BY (product_uid = ?1) DESC, id LIMIT 1",
+            args![key],
+            product,
+        )
     }
 
     /// Inserts a product and returns it.
     pub fn insert_product(&self, uid: &str, name: &str, now: Timestamp) -> Result<Product> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO products (product_uid, name, created_at) VALUES (?1, ?2, ?3)
-                 RETURNING id, product_uid, name, created_at",
-            )
-            .and_then(|mut stmt| stmt.query_row(params![uid, name, now.to_db()], product))
-            .map_err(map_err)
+        self.query_row(
+            "INSERT INTO products (product_uid, name, created_at) VALUES (?1, ?2, ?3)
+             RETURNING id, product_uid, name, created_at",
+            args![uid, name, now],
+            product,
+        )
     }
 
     /// Links a project to a product unless it is linked already.
@@ -47,38 +44,31 @@ impl Db<'_> {
         project_id: ProjectId,
         now: Timestamp,
     ) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO product_project_links (product_id, project_id, created_at)
-                 VALUES (?1, ?2, ?3) ON CONFLICT (product_id, project_id) DO NOTHING",
-            )
-            .and_then(|mut stmt| stmt.execute(params![product_id, project_id, now.to_db()]))
-            .map(drop)
-            .map_err(map_err)
+        self.execute(
+            "INSERT INTO product_project_links (product_id, project_id, created_at)
+             VALUES (?1, ?2, ?3) ON CONFLICT (product_id, project_id) DO NOTHING",
+            args![product_id, project_id, now],
+        )
+        .map(drop)
     }
 
     /// The projects linked to a product, in project id order.
     pub fn product_projects(&self, product_id: ProductId) -> Result<Vec<Project>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT p.id, p.slug, p.human_key, p.created_at, p.archived_at
-                 FROM product_project_links l JOIN projects p ON p.id = l.project_id
-                 WHERE l.product_id = ?1 ORDER BY p.id",
-            )
-            .map_err(map_err)?;
-        let rows = stmt
-            .query_map([product_id], |row| {
+        self.query_vec(
+            "SELECT p.id, p.slug, p.human_key, p.created_at, p.archived_at
+             FROM product_project_links l JOIN projects p ON p.id = l.project_id
+             WHERE l.product_id = ?1 ORDER BY p.id",
+            args![product_id],
+            |row| {
                 Ok(Project {
                     id: row.get(0)?,
                     slug: row.get(1)?,
                     human_key: row.get(2)?,
-                    created_at: ts(row, 3)?,
-                    archived_at: opt_ts(row, 4)?,
+                    created_at: row.get(3)?,
+                    archived_at: row.get(4)?,
                 })
-            })
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+            },
+        )
     }
 }
 

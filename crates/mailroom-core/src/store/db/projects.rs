@@ -1,21 +1,20 @@
 //! Queries on `projects`.
 
-use rusqlite::{OptionalExtension, Row, params};
-
-use super::{Db, map_err, opt_ts, ts};
+use super::Db;
+use super::driver::{Row, args};
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::{Project, ProjectId};
 
 const COLUMNS: &str = "id, slug, human_key, created_at, archived_at";
 
-fn project(row: &Row<'_>) -> rusqlite::Result<Project> {
+fn project(row: &Row<'_>) -> Result<Project> {
     Ok(Project {
         id: row.get(0)?,
         slug: row.get(1)?,
         human_key: row.get(2)?,
-        created_at: ts(row, 3)?,
-        archived_at: opt_ts(row, 4)?,
+        created_at: row.get(3)?,
+        archived_at: row.get(4)?,
     })
 }
 
@@ -39,16 +38,12 @@ impl Db<'_> {
     fn matching_project<T>(
         &self,
         columns: &str,
-        read: fn(&Row<'_>) -> rusqlite::Result<T>,
+        read: fn(&Row<'_>) -> Result<T>,
         slug: &str,
         keys: &[&str],
     ) -> Result<Option<T>> {
         let by_slug = format!("SELECT {columns} FROM projects WHERE slug = ?1");
-        let found = self
-            .conn
-            .prepare_cached(&by_slug)
-            .and_then(|mut stmt| stmt.query_row([slug], read).optional())
-            .map_err(map_err)?;
+        let found = self.query_opt(&by_slug, args![slug], read)?;
         if found.is_some() {
             return Ok(found);
         }
@@ -57,19 +52,13 @@ impl Db<'_> {
         );
         let key_a = keys.first().copied().unwrap_or(slug);
         let key_b = keys.get(1).copied().unwrap_or(key_a);
-        self.conn
-            .prepare_cached(&by_key)
-            .and_then(|mut stmt| stmt.query_row(params![key_a, key_b], read).optional())
-            .map_err(map_err)
+        self.query_opt(&by_key, args![key_a, key_b], read)
     }
 
     /// The project with this id.
     pub fn project_by_id(&self, id: ProjectId) -> Result<Option<Project>> {
         let sql = format!("SELECT {COLUMNS} FROM projects WHERE id = ?1");
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| stmt.query_row([id], project).optional())
-            .map_err(map_err)
+        self.query_opt(&sql, args![id], project)
     }
 
     /// Inserts a project unless its slug exists; returns the stored row either way.
@@ -79,35 +68,25 @@ impl Db<'_> {
         human_key: &str,
         now: Timestamp,
     ) -> Result<Project> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO projects (slug, human_key, created_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (slug) DO NOTHING",
-            )
-            .and_then(|mut stmt| stmt.execute(params![slug, human_key, now.to_db()]))
-            .map_err(map_err)?;
+        self.execute(
+            "INSERT INTO projects (slug, human_key, created_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (slug) DO NOTHING",
+            args![slug, human_key, now],
+        )?;
         let sql = format!("SELECT {COLUMNS} FROM projects WHERE slug = ?1");
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| stmt.query_row([slug], project))
-            .map_err(map_err)
+        self.query_row(&sql, args![slug], project)
     }
 
     /// Every project's slug and human key, for "did you mean" suggestions.
     pub fn project_keys(&self) -> Result<Vec<(String, String)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT slug, human_key FROM projects ORDER BY id")
-            .map_err(map_err)?;
-        let rows = stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?))).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec("SELECT slug, human_key FROM projects ORDER BY id", args![], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
     }
 
     /// Every project, oldest first.
     pub fn all_projects(&self) -> Result<Vec<Project>> {
         let sql = format!("SELECT {COLUMNS} FROM projects ORDER BY created_at, id");
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt.query_map([], project).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(&sql, args![], project)
     }
 }

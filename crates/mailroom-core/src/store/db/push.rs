@@ -2,9 +2,8 @@
 //! project, sender and recipients, and a mark of each watched project's file reservations
 //! (`ops/push.rs`).
 
-use rusqlite::params;
-
-use super::{Db, map_err};
+use super::Db;
+use super::driver::args;
 use crate::error::Result;
 use crate::records::MessageId;
 
@@ -44,18 +43,15 @@ impl Db<'_> {
     /// The mark of the reservations of the project with `slug` at `now`; `None` when no
     /// project has that slug (any longer).
     pub fn reservation_mark(&self, slug: &str, now: &str) -> Result<Option<ReservationMark>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT COUNT(r.id), COALESCE(MAX(r.id), 0), COUNT(r.released_ts), \
-                  TOTAL(julianday(r.expires_ts)), \
-                  COALESCE(SUM(r.released_ts IS NULL AND r.expires_ts > ?2), 0) \
-                 FROM projects p LEFT JOIN file_reservations r ON r.project_id = p.id \
-                 WHERE p.slug = ?1 GROUP BY p.id",
-            )
-            .map_err(map_err)?;
-        let mut rows = stmt
-            .query_map(params![slug, now], |row| {
+        self.query_opt(
+            "SELECT COUNT(r.id), COALESCE(MAX(r.id), 0), COUNT(r.released_ts), \
+              TOTAL(julianday(r.expires_ts)), \
+              COALESCE(SUM(CASE WHEN r.released_ts IS NULL AND r.expires_ts > ?2 \
+                THEN 1 ELSE 0 END), 0) \
+             FROM projects p LEFT JOIN file_reservations r ON r.project_id = p.id \
+             WHERE p.slug = ?1 GROUP BY p.id",
+            args![slug, now],
+            |row| {
                 Ok(ReservationMark {
                     made: row.get(0)?,
                     newest: row.get(1)?,
@@ -63,37 +59,30 @@ impl Db<'_> {
                     expiries: row.get(3)?,
                     active: row.get(4)?,
                 })
-            })
-            .map_err(map_err)?;
-        rows.next().transpose().map_err(map_err)
+            },
+        )
     }
 
     /// The highest message id committed; 0 before the first message.
     pub fn last_message_id(&self) -> Result<i64> {
-        self.conn
-            .prepare_cached("SELECT COALESCE(MAX(id), 0) FROM messages")
-            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
-            .map_err(map_err)
+        self.query_value("SELECT COALESCE(MAX(id), 0) FROM messages", args![])
     }
 
     /// The messages after `after` (by id, oldest first), at most `limit` of them, each with
     /// its recipients.
     pub fn messages_after(&self, after: i64, limit: i64) -> Result<Vec<Committed>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT m.id, p.slug, m.thread_id, m.subject, m.importance, s.name, a.name, r.kind \
-                 FROM (SELECT id, project_id, sender_id, thread_id, subject, importance \
-                  FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2) m \
-                 JOIN projects p ON p.id = m.project_id \
-                 JOIN agents s ON s.id = m.sender_id \
-                 LEFT JOIN message_recipients r ON r.message_id = m.id \
-                 LEFT JOIN agents a ON a.id = r.agent_id \
-                 ORDER BY m.id",
-            )
-            .map_err(map_err)?;
-        let rows = stmt
-            .query_map(params![after, limit], |row| {
+        let mut out: Vec<Committed> = Vec::new();
+        self.query_each(
+            "SELECT m.id, p.slug, m.thread_id, m.subject, m.importance, s.name, a.name, r.kind \
+             FROM (SELECT id, project_id, sender_id, thread_id, subject, importance \
+              FROM messages WHERE id > ?1 ORDER BY id LIMIT ?2) m \
+             JOIN projects p ON p.id = m.project_id \
+             JOIN agents s ON s.id = m.sender_id \
+             LEFT JOIN message_recipients r ON r.message_id = m.id \
+             LEFT JOIN agents a ON a.id = r.agent_id \
+             ORDER BY m.id",
+            args![after, limit],
+            |row| {
                 let message = Committed {
                     message_id: row.get(0)?,
                     project_slug: row.get(1)?,
@@ -105,23 +94,19 @@ impl Db<'_> {
                     blind: Vec::new(),
                 };
                 let recipient: Option<String> = row.get(6)?;
-                let kind: Option<String> = row.get(7)?;
-                Ok((message, recipient, kind))
-            })
-            .map_err(map_err)?;
-        let mut out: Vec<Committed> = Vec::new();
-        for row in rows {
-            let (message, recipient, kind) = row.map_err(map_err)?;
-            if out.last().is_none_or(|last| last.message_id != message.message_id) {
-                out.push(message);
-            }
-            if let (Some(recipient), Some(last)) = (recipient, out.last_mut()) {
-                if kind.as_deref() == Some("bcc") {
-                    last.blind.push(recipient.clone());
+                let kind: Option<&str> = row.get(7)?;
+                if out.last().is_none_or(|last| last.message_id != message.message_id) {
+                    out.push(message);
                 }
-                last.recipients.push(recipient);
-            }
-        }
+                if let (Some(recipient), Some(last)) = (recipient, out.last_mut()) {
+                    if kind == Some("bcc") {
+                        last.blind.push(recipient.clone());
+                    }
+                    last.recipients.push(recipient);
+                }
+                Ok(())
+            },
+        )?;
         Ok(out)
     }
 }

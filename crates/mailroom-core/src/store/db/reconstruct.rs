@@ -5,9 +5,8 @@
 //! rebuilt database must hand out the same ones. `AUTOINCREMENT` tables move their sequence
 //! past every explicit id, so rows created afterwards never reuse one.
 
-use rusqlite::params;
-
-use super::{Db, db_ts, map_err};
+use super::Db;
+use super::driver::args;
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::{AgentId, ProjectId};
@@ -53,20 +52,11 @@ pub struct RestoredReservation<'a> {
 impl Db<'_> {
     /// Inserts a project with the given (or a fresh) id; returns the id.
     pub fn insert_restored_project(&self, project: &RestoredProject<'_>) -> Result<ProjectId> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO projects (id, slug, human_key, created_at) VALUES (?1, ?2, ?3, ?4)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    project.id,
-                    project.slug,
-                    project.human_key,
-                    project.created_at.to_db()
-                ])
-            })
-            .map_err(map_err)?;
-        Ok(ProjectId(self.conn.last_insert_rowid()))
+        self.insert_returning_id(
+            "INSERT INTO projects (id, slug, human_key, created_at) VALUES (?1, ?2, ?3, ?4)",
+            args![project.id, project.slug, project.human_key, project.created_at],
+        )
+        .map(ProjectId)
     }
 
     /// Inserts an agent with the given (or a fresh) id; returns the id. The caller ensures
@@ -74,52 +64,44 @@ impl Db<'_> {
     /// and registration token are not archived: the policy starts at `auto`, and the token is
     /// issued at the next registration.
     pub fn insert_restored_agent(&self, agent: &RestoredAgent<'_>) -> Result<AgentId> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO agents (id, project_id, name, program, model, task_description,
-                     inception_ts, last_active_ts, attachments_policy, contact_policy, retired_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'auto', ?10)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    agent.id,
-                    agent.project_id,
-                    agent.name,
-                    agent.program,
-                    agent.model,
-                    agent.task_description,
-                    agent.inception_ts.to_db(),
-                    agent.last_active_ts.to_db(),
-                    agent.attachments_policy,
-                    db_ts(agent.retired_at),
-                ])
-            })
-            .map_err(map_err)?;
-        Ok(AgentId(self.conn.last_insert_rowid()))
+        self.insert_returning_id(
+            "INSERT INTO agents (id, project_id, name, program, model, task_description,
+                 inception_ts, last_active_ts, attachments_policy, contact_policy, retired_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'auto', ?10)",
+            args![
+                agent.id,
+                agent.project_id,
+                agent.name,
+                agent.program,
+                agent.model,
+                agent.task_description,
+                agent.inception_ts,
+                agent.last_active_ts,
+                agent.attachments_policy,
+                agent.retired_at,
+            ],
+        )
+        .map(AgentId)
     }
 
     /// Inserts a reservation with its archived id.
     pub fn insert_restored_reservation(&self, r: &RestoredReservation<'_>) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO file_reservations (id, project_id, agent_id, path_pattern,
-                     \"exclusive\", reason, created_ts, expires_ts, released_ts)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    r.id,
-                    r.project_id,
-                    r.agent_id,
-                    r.path_pattern,
-                    r.exclusive,
-                    r.reason,
-                    r.created_ts.to_db(),
-                    r.expires_ts.to_db(),
-                    db_ts(r.released_ts),
-                ])
-            })
-            .map_err(map_err)?;
+        self.execute(
+            "INSERT INTO file_reservations (id, project_id, agent_id, path_pattern,
+                 \"exclusive\", reason, created_ts, expires_ts, released_ts)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            args![
+                r.id,
+                r.project_id,
+                r.agent_id,
+                r.path_pattern,
+                r.exclusive,
+                r.reason,
+                r.created_ts,
+                r.expires_ts,
+                r.released_ts,
+            ],
+        )?;
         Ok(())
     }
 }

@@ -3,9 +3,9 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use rusqlite::functions::FunctionFlags;
-use rusqlite::{OptionalExtension, Row, params};
 
-use super::{Db, map_err, opt_ts, ts};
+use super::driver::{Param, Row, args};
+use super::{Db, map_err};
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::ReservationId;
@@ -26,7 +26,7 @@ const SELECT: &str = "SELECT r.id, r.project_id, r.agent_id, a.name, r.path_patt
      r.\"exclusive\", r.reason, r.created_ts, r.expires_ts, r.released_ts \
      FROM file_reservations r JOIN agents a ON a.id = r.agent_id";
 
-fn reservation(row: &Row<'_>) -> rusqlite::Result<Reservation> {
+fn reservation(row: &Row<'_>) -> Result<Reservation> {
     Ok(Reservation {
         id: row.get(0)?,
         project_id: row.get(1)?,
@@ -35,9 +35,9 @@ fn reservation(row: &Row<'_>) -> rusqlite::Result<Reservation> {
         path_pattern: row.get(4)?,
         exclusive: row.get(5)?,
         reason: row.get(6)?,
-        created_ts: ts(row, 7)?,
-        expires_ts: ts(row, 8)?,
-        released_ts: opt_ts(row, 9)?,
+        created_ts: row.get(7)?,
+        expires_ts: row.get(8)?,
+        released_ts: row.get(9)?,
     })
 }
 
@@ -89,15 +89,9 @@ pub struct NewReservation<'a> {
 }
 
 impl Db<'_> {
-    fn reservations_where(
-        &self,
-        clause: &str,
-        args: impl rusqlite::Params,
-    ) -> Result<Vec<Reservation>> {
+    fn reservations_where(&self, clause: &str, args: &[&dyn Param]) -> Result<Vec<Reservation>> {
         let sql = format!("{SELECT} WHERE {clause}");
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt.query_map(args, reservation).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(&sql, args, reservation)
     }
 
     /// Visits the project's reservations in force at `now`, in index order (not by id: the
@@ -110,25 +104,21 @@ impl Db<'_> {
         now: Timestamp,
         mut visit: impl FnMut(ActiveRow<'_>),
     ) -> Result<()> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT id, agent_id, path_pattern, \"exclusive\", expires_ts FROM file_reservations \
-                 WHERE project_id = ?1 AND released_ts IS NULL AND expires_ts > ?2",
-            )
-            .map_err(map_err)?;
-        let mut rows = stmt.query(params![project_id, now.to_db()]).map_err(map_err)?;
-        while let Some(row) = rows.next().map_err(map_err)? {
-            let text = |i| row.get_ref(i).and_then(|v| Ok(v.as_str()?)).map_err(map_err);
-            visit(ActiveRow {
-                id: row.get(0).map_err(map_err)?,
-                agent_id: row.get(1).map_err(map_err)?,
-                pattern: text(2)?,
-                exclusive: row.get(3).map_err(map_err)?,
-                expires_ts: text(4)?,
-            });
-        }
-        Ok(())
+        self.query_each(
+            "SELECT id, agent_id, path_pattern, \"exclusive\", expires_ts FROM file_reservations \
+             WHERE project_id = ?1 AND released_ts IS NULL AND expires_ts > ?2",
+            args![project_id, now],
+            |row| {
+                visit(ActiveRow {
+                    id: row.get(0)?,
+                    agent_id: row.get(1)?,
+                    pattern: row.get(2)?,
+                    exclusive: row.get(3)?,
+                    expires_ts: row.get(4)?,
+                });
+                Ok(())
+            },
+        )
     }
 
     /// The state of a project's reservations as this connection sees it, inside its current
@@ -140,14 +130,12 @@ impl Db<'_> {
              FROM temp.mailroom_reservation_token t \
              LEFT JOIN temp.mailroom_reservation_changes c ON c.project_id = ?1";
         let read = || {
-            self.conn.prepare_cached(SQL).and_then(|mut stmt| {
-                stmt.query_row([project_id], |r| {
-                    Ok(ReservationStamp {
-                        token: r.get(0)?,
-                        changes: r.get(1)?,
-                        tick: r.get(2)?,
-                        data_version: r.get(3)?,
-                    })
+            self.query_row(SQL, args![project_id], |r| {
+                Ok(ReservationStamp {
+                    token: r.get(0)?,
+                    changes: r.get(1)?,
+                    tick: r.get(2)?,
+                    data_version: r.get(3)?,
                 })
             })
         };
@@ -155,11 +143,11 @@ impl Db<'_> {
             Ok(stamp) => Ok(stamp),
             // The counters are missing: never installed on this connection, or their
             // installation was rolled back with the job that made it.
-            Err(e) if e.to_string().contains("no such table") => {
+            Err(e) if e.message.contains("no such table") => {
                 self.install_reservation_counters()?;
-                read().map_err(map_err)
+                read()
             }
-            Err(e) => Err(map_err(e)),
+            Err(e) => Err(e),
         }
     }
 
@@ -197,7 +185,7 @@ impl Db<'_> {
             update_old = bump("OLD.project_id", "OLD.project_id IS NOT NEW.project_id"),
             delete = bump("OLD.project_id", "true"),
         );
-        self.conn.execute_batch(&sql).map_err(map_err)
+        self.execute_batch(&sql)
     }
 
     /// Reservations in force at `now` held by agents other than `except_agent_id` whose
@@ -221,7 +209,7 @@ impl Db<'_> {
              IN ('agents/', 'messages/', 'attachments/', 'threads/', 'file_reservations/') \
              ORDER BY r.id"
         );
-        self.reservations_where(&clause, params![project_id, now.to_db(), except_agent_id])
+        self.reservations_where(&clause, args![project_id, now, except_agent_id])
     }
 
     /// A project's reservations in force at `now` (neither released nor expired), by id: what
@@ -233,13 +221,13 @@ impl Db<'_> {
     ) -> Result<Vec<Reservation>> {
         self.reservations_where(
             "r.project_id = ?1 AND r.released_ts IS NULL AND r.expires_ts > ?2 ORDER BY r.id",
-            params![project_id, now.to_db()],
+            args![project_id, now],
         )
     }
 
     /// Every reservation of a project (released and expired included), by id.
     pub fn project_reservations(&self, project_id: ProjectId) -> Result<Vec<Reservation>> {
-        self.reservations_where("r.project_id = ?1 ORDER BY r.id", [project_id])
+        self.reservations_where("r.project_id = ?1 ORDER BY r.id", args![project_id])
     }
 
     /// An agent's reservations in force at `now`, soonest expiry first.
@@ -252,7 +240,7 @@ impl Db<'_> {
         self.reservations_where(
             "r.project_id = ?1 AND r.agent_id = ?2 AND r.released_ts IS NULL \
              AND r.expires_ts > ?3 ORDER BY r.expires_ts, r.id",
-            params![project_id, agent_id, now.to_db()],
+            args![project_id, agent_id, now],
         )
     }
 
@@ -266,61 +254,45 @@ impl Db<'_> {
         // Driven by the (few) inactive agents, each through the (project, agent, released)
         // index: asking of every unreleased reservation whether its holder is inactive
         // walked them all on every request of a busy project.
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT r.id, r.project_id, r.agent_id, a.name, r.path_pattern, \
-                 r.\"exclusive\", r.reason, r.created_ts, r.expires_ts, r.released_ts \
-                 FROM agents a CROSS JOIN file_reservations r \
-                 WHERE a.project_id = ?1 AND a.last_active_ts < ?2 \
-                 AND r.project_id = ?1 AND r.agent_id = a.id AND r.released_ts IS NULL \
-                 ORDER BY r.id",
-            )
-            .map_err(map_err)?;
-        let rows =
-            stmt.query_map(params![project_id, cutoff.to_db()], reservation).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(
+            "SELECT r.id, r.project_id, r.agent_id, a.name, r.path_pattern, \
+             r.\"exclusive\", r.reason, r.created_ts, r.expires_ts, r.released_ts \
+             FROM agents a CROSS JOIN file_reservations r \
+             WHERE a.project_id = ?1 AND a.last_active_ts < ?2 \
+             AND r.project_id = ?1 AND r.agent_id = a.id AND r.released_ts IS NULL \
+             ORDER BY r.id",
+            args![project_id, cutoff],
+            reservation,
+        )
     }
 
     /// The reservation with this id.
     pub fn reservation_by_id(&self, id: ReservationId) -> Result<Option<Reservation>> {
         let sql = format!("{SELECT} WHERE r.id = ?1");
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| stmt.query_row([id], reservation).optional())
-            .map_err(map_err)
+        self.query_opt(&sql, args![id], reservation)
     }
 
     /// Ids of every reservation (for `archive rebuild`).
     pub fn reservation_ids(&self) -> Result<Vec<ReservationId>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id FROM file_reservations ORDER BY id")
-            .map_err(map_err)?;
-        let rows = stmt.query_map([], |r| r.get(0)).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<ReservationId>>>().map_err(map_err)
+        self.query_vec("SELECT id FROM file_reservations ORDER BY id", args![], |r| r.get(0))
     }
 
     /// Inserts a reservation; returns its id.
     pub fn insert_reservation(&self, new: &NewReservation<'_>) -> Result<ReservationId> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO file_reservations (project_id, agent_id, path_pattern, \"exclusive\", \
-                 reason, created_ts, expires_ts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    new.project_id,
-                    new.agent_id,
-                    new.path_pattern,
-                    new.exclusive,
-                    new.reason,
-                    new.created_ts.to_db(),
-                    new.expires_ts.to_db()
-                ])
-            })
-            .map_err(map_err)?;
-        Ok(ReservationId(self.conn.last_insert_rowid()))
+        self.insert_returning_id(
+            "INSERT INTO file_reservations (project_id, agent_id, path_pattern, \"exclusive\", \
+             reason, created_ts, expires_ts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            args![
+                new.project_id,
+                new.agent_id,
+                new.path_pattern,
+                new.exclusive,
+                new.reason,
+                new.created_ts,
+                new.expires_ts
+            ],
+        )
+        .map(ReservationId)
     }
 
     /// Refreshes a reservation in place (same agent, same pattern asked again).
@@ -331,46 +303,39 @@ impl Db<'_> {
         reason: &str,
         expires_ts: Timestamp,
     ) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "UPDATE file_reservations SET \"exclusive\" = ?2, reason = ?3, expires_ts = ?4 \
-                 WHERE id = ?1",
-            )
-            .and_then(|mut stmt| stmt.execute(params![id, exclusive, reason, expires_ts.to_db()]))
-            .map_err(map_err)?;
+        self.execute(
+            "UPDATE file_reservations SET \"exclusive\" = ?2, reason = ?3, expires_ts = ?4 \
+             WHERE id = ?1",
+            args![id, exclusive, reason, expires_ts],
+        )?;
         Ok(())
     }
 
     /// Moves a reservation's expiry (renew).
     pub fn set_reservation_expiry(&self, id: ReservationId, expires_ts: Timestamp) -> Result<()> {
-        self.conn
-            .prepare_cached("UPDATE file_reservations SET expires_ts = ?2 WHERE id = ?1")
-            .and_then(|mut stmt| stmt.execute(params![id, expires_ts.to_db()]))
-            .map_err(map_err)?;
+        self.execute(
+            "UPDATE file_reservations SET expires_ts = ?2 WHERE id = ?1",
+            args![id, expires_ts],
+        )?;
         Ok(())
     }
 
     /// Releases a reservation at `now` unless it is released already; says whether it was.
     pub fn release_reservation(&self, id: ReservationId, now: Timestamp) -> Result<bool> {
-        let changed = self
-            .conn
-            .prepare_cached(
-                "UPDATE file_reservations SET released_ts = ?2 WHERE id = ?1 AND released_ts IS NULL",
-            )
-            .and_then(|mut stmt| stmt.execute(params![id, now.to_db()]))
-            .map_err(map_err)?;
+        let changed = self.execute(
+            "UPDATE file_reservations SET released_ts = ?2 WHERE id = ?1 AND released_ts IS NULL",
+            args![id, now],
+        )?;
         Ok(changed > 0)
     }
 
     /// Whether the project holds reservations expired but not released.
     pub fn has_expired_reservations(&self, project_id: ProjectId, now: Timestamp) -> Result<bool> {
-        self.conn
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM file_reservations WHERE project_id = ?1 \
-                 AND released_ts IS NULL AND expires_ts < ?2)",
-            )
-            .and_then(|mut stmt| stmt.query_row(params![project_id, now.to_db()], |r| r.get(0)))
-            .map_err(map_err)
+        self.query_value(
+            "SELECT EXISTS (SELECT 1 FROM file_reservations WHERE project_id = ?1 \
+             AND released_ts IS NULL AND expires_ts < ?2)",
+            args![project_id, now],
+        )
     }
 
     /// Releases, at `now`, every unreleased reservation of the project that expired before
@@ -386,16 +351,12 @@ impl Db<'_> {
         if !self.has_expired_reservations(project_id, now)? {
             return Ok(Vec::new());
         }
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "UPDATE file_reservations SET released_ts = ?2 WHERE project_id = ?1 \
-                 AND released_ts IS NULL AND expires_ts < ?2 RETURNING id",
-            )
-            .map_err(map_err)?;
-        let rows =
-            stmt.query_map(params![project_id, now.to_db()], |r| r.get(0)).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<ReservationId>>>().map_err(map_err)
+        self.query_vec(
+            "UPDATE file_reservations SET released_ts = ?2 WHERE project_id = ?1 \
+             AND released_ts IS NULL AND expires_ts < ?2 RETURNING id",
+            args![project_id, now],
+            |r| r.get(0),
+        )
     }
 
     /// The agent's latest mail activity in the project: the newest of the messages it sent
@@ -405,10 +366,8 @@ impl Db<'_> {
         project_id: ProjectId,
         agent_id: AgentId,
     ) -> Result<Option<Timestamp>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT max( \
+        self.query_row(
+            "SELECT max( \
                    coalesce((SELECT max(created_ts) FROM messages \
                              WHERE project_id = ?1 AND sender_id = ?2), ''), \
                    coalesce((SELECT max(mr.ack_ts) FROM message_recipients mr \
@@ -417,10 +376,11 @@ impl Db<'_> {
                    coalesce((SELECT max(mr.read_ts) FROM message_recipients mr \
                              JOIN messages m ON m.id = mr.message_id \
                              WHERE m.project_id = ?1 AND mr.agent_id = ?2), ''))",
-            )
-            .map_err(map_err)?;
-        let text: Option<String> =
-            stmt.query_row(params![project_id, agent_id], |r| r.get(0)).map_err(map_err)?;
-        Ok(text.filter(|t| !t.is_empty()).and_then(|t| Timestamp::parse_db(&t)))
+            args![project_id, agent_id],
+            |r| {
+                let text: Option<&str> = r.get(0)?;
+                Ok(text.filter(|t| !t.is_empty()).and_then(Timestamp::parse_db))
+            },
+        )
     }
 }

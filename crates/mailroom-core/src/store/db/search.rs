@@ -1,9 +1,8 @@
 //! Full-text search over `fts_messages` (FTS5, bm25 ranking) with the reference's LIKE fallback.
 
-use rusqlite::params;
-
-use super::{Db, map_err, ts};
-use crate::error::Result;
+use super::Db;
+use super::driver::{Param, Row, args};
+use crate::error::{Error, Result};
 use crate::model::search_query::escape_like;
 use crate::model::time::Timestamp;
 use crate::records::{AgentId, Importance, MessageId, ProjectId};
@@ -27,14 +26,14 @@ pub struct SearchHit {
 const HIT_COLUMNS: &str = "m.id, m.project_id, m.subject, m.importance, m.ack_required, m.created_ts, \
      m.thread_id, s.name, s.project_id, sp.slug, sp.human_key";
 
-fn hit(row: &rusqlite::Row<'_>) -> rusqlite::Result<SearchHit> {
+fn hit(row: &Row<'_>) -> Result<SearchHit> {
     Ok(SearchHit {
         id: row.get(0)?,
         project_id: row.get(1)?,
         subject: row.get(2)?,
         importance: Importance(row.get(3)?),
         ack_required: row.get(4)?,
-        created_ts: ts(row, 5)?,
+        created_ts: row.get(5)?,
         thread_id: row.get(6)?,
         sender_name: row.get(7)?,
         sender_project_id: row.get(8)?,
@@ -78,41 +77,36 @@ const SCOPE_FILTER: &str = "m.project_id IN (SELECT value FROM json_each(?2))
 /// migration 0006). Every write transaction that inserts messages ends with this: the writer
 /// after its batch's last savepoint, offline builds before their commit. A transaction that
 /// did not would leave its messages unsearchable only until the next write does it.
-pub(crate) fn index_pending_messages(conn: &rusqlite::Connection) -> Result<()> {
-    conn.prepare_cached(
+pub(crate) fn index_pending_messages(db: &Db<'_>) -> Result<()> {
+    db.execute(
         "INSERT INTO fts_messages (rowid, message_id, subject, body, project_scope)
          SELECT m.id, m.id, m.subject, m.body_md, 'p' || m.project_id
          FROM fts_pending p JOIN messages m ON m.id = p.message_id ORDER BY p.message_id",
-    )
-    .and_then(|mut s| s.execute([]))
-    .and_then(|_| conn.prepare_cached("DELETE FROM fts_pending")?.execute([]))
-    .map(drop)
-    .map_err(map_err)
+        args![],
+    )?;
+    db.execute("DELETE FROM fts_pending", args![]).map(drop)
 }
 
 /// Merges the full-text index into one segment, dropping the entries of deleted messages.
-pub(crate) fn optimize_index(conn: &rusqlite::Connection) -> Result<()> {
-    conn.execute("INSERT INTO fts_messages (fts_messages) VALUES ('optimize')", [])
-        .map(drop)
-        .map_err(map_err)
+pub(crate) fn optimize_index(db: &Db<'_>) -> Result<()> {
+    db.execute("INSERT INTO fts_messages (fts_messages) VALUES ('optimize')", args![]).map(drop)
 }
 
 /// [`index_pending_messages`] for notes that may name messages already in the index (left by
 /// another program): those are taken out of the index first, so none is indexed twice.
-pub(crate) fn reindex_pending_messages(conn: &rusqlite::Connection) -> Result<()> {
-    conn.execute(
+pub(crate) fn reindex_pending_messages(db: &Db<'_>) -> Result<()> {
+    db.execute(
         "DELETE FROM fts_messages WHERE rowid IN (SELECT message_id FROM fts_pending)",
-        [],
-    )
-    .map_err(map_err)?;
-    index_pending_messages(conn)
+        args![],
+    )?;
+    index_pending_messages(db)
 }
 
 impl Db<'_> {
     /// How many messages wait to be indexed (none between write transactions).
     #[cfg(test)]
     pub(crate) fn pending_index_notes(&self) -> Result<i64> {
-        self.conn.query_row("SELECT count(*) FROM fts_pending", [], |r| r.get(0)).map_err(map_err)
+        self.query_value("SELECT count(*) FROM fts_pending", args![])
     }
 
     /// FTS5 match within `scope`, best bm25 first. `Ok(None)` when FTS5 rejects the query
@@ -142,15 +136,10 @@ impl Db<'_> {
         );
         let scoped = scoped_match(scope, query);
         let (projects, viewers) = scope.bound();
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = match stmt.query_map(params![scoped, projects, viewers, limit], hit) {
-            Ok(rows) => rows.collect::<rusqlite::Result<Vec<_>>>(),
-            Err(e) => Err(e),
-        };
-        match rows {
+        match self.query_vec(&sql, args![scoped, projects, viewers, limit], hit) {
             Ok(hits) => Ok(Some(hits)),
             Err(e) if is_fts_syntax_error(&e) => Ok(None),
-            Err(e) => Err(map_err(e)),
+            Err(e) => Err(e),
         }
     }
 
@@ -177,11 +166,9 @@ impl Db<'_> {
         // ?1 is unused here; binding it keeps the parameter numbers of SCOPE_FILTER shared
         // with the FTS query.
         let unused = 0_i64;
-        let mut values: Vec<&dyn rusqlite::ToSql> = vec![&unused, &projects, &viewers, &limit];
-        values.extend(patterns.iter().map(|p| p as &dyn rusqlite::ToSql));
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt.query_map(values.as_slice(), hit).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        let mut values: Vec<&dyn Param> = vec![&unused, &projects, &viewers, &limit];
+        values.extend(patterns.iter().map(|p| p as &dyn Param));
+        self.query_vec(&sql, &values, hit)
     }
 }
 
@@ -209,8 +196,9 @@ fn has_balanced_parentheses(query: &str) -> bool {
     depth == 0
 }
 
-fn is_fts_syntax_error(e: &rusqlite::Error) -> bool {
-    let text = e.to_string();
+/// Whether FTS5 refused the query's syntax (the store's error carries SQLite's message).
+fn is_fts_syntax_error(e: &Error) -> bool {
+    let text = &e.message;
     text.contains("fts5")
         || text.contains("syntax error")
         || text.contains("no such column")

@@ -2,9 +2,8 @@
 //! durable queue a trigger on `message_recipients` fills in the delivering transaction.
 //! Times of the queue are microseconds since the Unix epoch.
 
-use rusqlite::{OptionalExtension, params};
-
-use super::{Db, map_err, ts};
+use super::Db;
+use super::driver::args;
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::{AgentId, MessageId, ProjectId};
@@ -138,90 +137,69 @@ pub struct QueueCounts {
 impl Db<'_> {
     /// How many webhooks the project has.
     pub fn webhook_count(&self, project_id: ProjectId) -> Result<i64> {
-        self.conn
-            .prepare_cached("SELECT count(*) FROM webhooks WHERE project_id = ?1")
-            .and_then(|mut stmt| stmt.query_row([project_id], |row| row.get(0)))
-            .map_err(map_err)
+        self.query_value("SELECT count(*) FROM webhooks WHERE project_id = ?1", args![project_id])
     }
 
     /// The id of the project's webhook for this scope and URL, if there is one.
     pub fn webhook_for(&self, scope: WebhookScope, url: &str) -> Result<Option<i64>> {
-        self.conn
-            .prepare_cached(
-                "SELECT id FROM webhooks WHERE project_id = ?1 AND agent_id IS ?2 AND url = ?3",
-            )
-            .and_then(|mut stmt| {
-                let (project, agent) = (scope.project_id, scope.agent_id);
-                stmt.query_row(params![project, agent, url], |row| row.get(0)).optional()
-            })
-            .map_err(map_err)
+        let (project, agent) = (scope.project_id, scope.agent_id);
+        self.query_opt(
+            "SELECT id FROM webhooks WHERE project_id = ?1 AND agent_id IS ?2 AND url = ?3",
+            args![project, agent, url],
+            |row| row.get(0),
+        )
     }
 
     /// Stores a webhook; its id.
     pub fn insert_webhook(&self, webhook: &NewWebhook<'_>) -> Result<i64> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO webhooks (project_id, agent_id, url, secret, created_ts)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    webhook.project_id,
-                    webhook.agent_id,
-                    webhook.url,
-                    webhook.secret,
-                    webhook.created_ts.to_db()
-                ])
-            })
-            .map_err(map_err)?;
-        Ok(self.conn.last_insert_rowid())
+        self.insert_returning_id(
+            "INSERT INTO webhooks (project_id, agent_id, url, secret, created_ts)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            args![
+                webhook.project_id,
+                webhook.agent_id,
+                webhook.url,
+                webhook.secret,
+                webhook.created_ts
+            ],
+        )
     }
 
     /// The scope's webhooks, oldest first, with their pending and failed deliveries.
     pub fn webhooks_of(&self, scope: WebhookScope) -> Result<Vec<WebhookRow>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT w.id, a.name, w.url, w.created_ts,
-                   (SELECT count(*) FROM webhook_deliveries d
-                    WHERE d.webhook_id = w.id AND d.status = 'pending'),
-                   (SELECT count(*) FROM webhook_deliveries d
-                    WHERE d.webhook_id = w.id AND d.status = 'failed')
-                 FROM webhooks w LEFT JOIN agents a ON a.id = w.agent_id
-                 WHERE w.project_id = ?1 AND w.agent_id IS ?2 ORDER BY w.id",
-            )
-            .map_err(map_err)?;
-        let rows = stmt
-            .query_map(params![scope.project_id, scope.agent_id], |row| {
+        self.query_vec(
+            "SELECT w.id, a.name, w.url, w.created_ts,
+               (SELECT count(*) FROM webhook_deliveries d
+                WHERE d.webhook_id = w.id AND d.status = 'pending'),
+               (SELECT count(*) FROM webhook_deliveries d
+                WHERE d.webhook_id = w.id AND d.status = 'failed')
+             FROM webhooks w LEFT JOIN agents a ON a.id = w.agent_id
+             WHERE w.project_id = ?1 AND w.agent_id IS ?2 ORDER BY w.id",
+            args![scope.project_id, scope.agent_id],
+            |row| {
                 Ok(WebhookRow {
                     id: row.get(0)?,
                     agent: row.get(1)?,
                     url: row.get(2)?,
-                    created_ts: ts(row, 3)?,
+                    created_ts: row.get(3)?,
                     pending: row.get(4)?,
                     failed: row.get(5)?,
                 })
-            })
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(map_err)
+            },
+        )
     }
 
     /// Deletes one of the scope's webhooks and its deliveries; whether it existed.
     pub fn delete_webhook(&self, scope: WebhookScope, webhook_id: i64) -> Result<bool> {
-        let deleted = self
-            .conn
-            .prepare_cached(
-                "DELETE FROM webhooks WHERE id = ?1 AND project_id = ?2 AND agent_id IS ?3",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![webhook_id, scope.project_id, scope.agent_id])
-            })
-            .map_err(map_err)?;
+        let deleted = self.execute(
+            "DELETE FROM webhooks WHERE id = ?1 AND project_id = ?2 AND agent_id IS ?3",
+            args![webhook_id, scope.project_id, scope.agent_id],
+        )?;
         if deleted > 0 {
-            self.conn
-                .prepare_cached("DELETE FROM webhook_deliveries WHERE webhook_id = ?1")
-                .and_then(|mut stmt| stmt.execute([webhook_id]))
-                .map_err(map_err)?;
+            self.execute(
+                "DELETE FROM webhook_deliveries WHERE webhook_id = ?1",
+                args![webhook_id],
+            )?;
         }
         Ok(deleted > 0)
     }
@@ -252,10 +230,7 @@ impl Db<'_> {
 
     fn run_each(&self, statements: &[&str], id: i64) -> Result<()> {
         for sql in statements {
-            self.conn
-                .prepare_cached(sql)
-                .and_then(|mut stmt| stmt.execute([id]))
-                .map_err(map_err)?;
+            self.execute(sql, args![id])?;
         }
         Ok(())
     }
@@ -274,46 +249,42 @@ impl Db<'_> {
         skip_deliveries: &[i64],
         skip_webhooks: &[i64],
     ) -> Result<Vec<DueDelivery>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "WITH due AS (
-                   SELECT d.id, d.next_attempt_us
-                   FROM webhooks w
-                   JOIN webhook_deliveries d ON d.id IN (
-                     SELECT id FROM webhook_deliveries
-                     WHERE webhook_id = w.id AND status = 'pending' AND next_attempt_us <= ?1
-                       AND id NOT IN (SELECT value FROM json_each(?4))
-                     ORDER BY next_attempt_us, id LIMIT ?3)
-                   WHERE w.id NOT IN (SELECT value FROM json_each(?5)))
-                 SELECT d.id, d.event_id, d.webhook_id, w.url, w.secret, d.attempts, p.slug,
-                        coalesce(r.name, ''), d.kind,
-                        m.id, m.thread_id, m.subject, s.name, m.importance, m.ack_required,
-                        m.created_ts
-                 FROM due
-                 JOIN webhook_deliveries d ON d.id = due.id
-                 JOIN webhooks w ON w.id = d.webhook_id
-                 JOIN projects p ON p.id = w.project_id
-                 LEFT JOIN agents r ON r.id = d.agent_id
-                 LEFT JOIN messages m ON m.id = d.message_id
-                 LEFT JOIN agents s ON s.id = m.sender_id
-                 ORDER BY due.next_attempt_us, due.id LIMIT ?2",
-            )
-            .map_err(map_err)?;
         let json = |ids: &[i64]| serde_json::to_string(ids).unwrap_or_else(|_| "[]".to_owned());
         let (deliveries, webhooks) = (json(skip_deliveries), json(skip_webhooks));
-        let rows = stmt
-            .query_map(params![now_us, limit, per_webhook, deliveries, webhooks], |row| {
+        self.query_vec(
+            "WITH due AS (
+               SELECT d.id, d.next_attempt_us
+               FROM webhooks w
+               JOIN webhook_deliveries d ON d.id IN (
+                 SELECT id FROM webhook_deliveries
+                 WHERE webhook_id = w.id AND status = 'pending' AND next_attempt_us <= ?1
+                   AND id NOT IN (SELECT value FROM json_each(?4))
+                 ORDER BY next_attempt_us, id LIMIT ?3)
+               WHERE w.id NOT IN (SELECT value FROM json_each(?5)))
+             SELECT d.id, d.event_id, d.webhook_id, w.url, w.secret, d.attempts, p.slug,
+                    coalesce(r.name, ''), d.kind,
+                    m.id, m.thread_id, m.subject, s.name, m.importance, m.ack_required,
+                    m.created_ts
+             FROM due
+             JOIN webhook_deliveries d ON d.id = due.id
+             JOIN webhooks w ON w.id = d.webhook_id
+             JOIN projects p ON p.id = w.project_id
+             LEFT JOIN agents r ON r.id = d.agent_id
+             LEFT JOIN messages m ON m.id = d.message_id
+             LEFT JOIN agents s ON s.id = m.sender_id
+             ORDER BY due.next_attempt_us, due.id LIMIT ?2",
+            args![now_us, limit, per_webhook, deliveries, webhooks],
+            |row| {
                 let message_id: Option<MessageId> = row.get(9)?;
                 let message = match message_id {
                     Some(id) => Some(DeliveredMessage {
                         id,
                         thread_id: row.get(10)?,
                         subject: row.get(11)?,
-                        sender: row.get::<_, Option<String>>(12)?.unwrap_or_default(),
+                        sender: row.get::<Option<String>>(12)?.unwrap_or_default(),
                         importance: row.get(13)?,
                         ack_required: row.get(14)?,
-                        created_ts: ts(row, 15)?,
+                        created_ts: row.get(15)?,
                     }),
                     None => None,
                 };
@@ -329,20 +300,17 @@ impl Db<'_> {
                     kind: row.get(8)?,
                     message,
                 })
-            })
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(map_err)
+            },
+        )
     }
 
     /// When the next pending delivery after `after_us` falls due, if any is pending.
     pub fn next_webhook_due(&self, after_us: i64) -> Result<Option<i64>> {
-        self.conn
-            .prepare_cached(
-                "SELECT min(next_attempt_us) FROM webhook_deliveries
-                 WHERE status = 'pending' AND next_attempt_us > ?1",
-            )
-            .and_then(|mut stmt| stmt.query_row([after_us], |row| row.get(0)))
-            .map_err(map_err)
+        self.query_value(
+            "SELECT min(next_attempt_us) FROM webhook_deliveries
+             WHERE status = 'pending' AND next_attempt_us > ?1",
+            args![after_us],
+        )
     }
 
     /// Records one attempt of a pending delivery (nothing when it is gone or no longer
@@ -362,17 +330,15 @@ impl Db<'_> {
                 ("failed", None, Some(error.as_str()), Some(now_us))
             }
         };
-        self.conn
-            .prepare_cached(
-                "UPDATE webhook_deliveries
-                 SET status = ?2, attempts = attempts + 1,
-                     next_attempt_us = coalesce(?3, next_attempt_us),
-                     last_error = coalesce(?4, last_error), finished_us = ?5
-                 WHERE id = ?1 AND status = 'pending'",
-            )
-            .and_then(|mut stmt| stmt.execute(params![delivery_id, status, next, error, finished]))
-            .map_err(map_err)
-            .map(drop)
+        self.execute(
+            "UPDATE webhook_deliveries
+             SET status = ?2, attempts = attempts + 1,
+                 next_attempt_us = coalesce(?3, next_attempt_us),
+                 last_error = coalesce(?4, last_error), finished_us = ?5
+             WHERE id = ?1 AND status = 'pending'",
+            args![delivery_id, status, next, error, finished],
+        )
+        .map(drop)
     }
 
     /// The scope's deliveries (or one webhook's) whose status is one of `statuses`, newest
@@ -384,24 +350,20 @@ impl Db<'_> {
         statuses: &[&str],
         limit: i64,
     ) -> Result<Vec<DeliveryRow>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT d.event_id, d.webhook_id, d.message_id, a.name, d.status, d.attempts,
-                        d.next_attempt_us, d.last_error, d.created_us, d.finished_us
-                 FROM webhook_deliveries d
-                 JOIN webhooks w ON w.id = d.webhook_id
-                 LEFT JOIN agents a ON a.id = d.agent_id
-                 WHERE w.project_id = ?1 AND w.agent_id IS ?2
-                   AND (?3 IS NULL OR d.webhook_id = ?3)
-                   AND d.status IN (SELECT value FROM json_each(?4))
-                 ORDER BY d.id DESC LIMIT ?5",
-            )
-            .map_err(map_err)?;
         let statuses = serde_json::to_string(statuses).unwrap_or_else(|_| "[]".to_owned());
         let (project_id, agent_id) = (scope.project_id, scope.agent_id);
-        let rows = stmt
-            .query_map(params![project_id, agent_id, webhook_id, statuses, limit], |row| {
+        self.query_vec(
+            "SELECT d.event_id, d.webhook_id, d.message_id, a.name, d.status, d.attempts,
+                    d.next_attempt_us, d.last_error, d.created_us, d.finished_us
+             FROM webhook_deliveries d
+             JOIN webhooks w ON w.id = d.webhook_id
+             LEFT JOIN agents a ON a.id = d.agent_id
+             WHERE w.project_id = ?1 AND w.agent_id IS ?2
+               AND (?3 IS NULL OR d.webhook_id = ?3)
+               AND d.status IN (SELECT value FROM json_each(?4))
+             ORDER BY d.id DESC LIMIT ?5",
+            args![project_id, agent_id, webhook_id, statuses, limit],
+            |row| {
                 Ok(DeliveryRow {
                     event_id: row.get(0)?,
                     webhook_id: row.get(1)?,
@@ -414,9 +376,8 @@ impl Db<'_> {
                     created_us: row.get(8)?,
                     finished_us: row.get(9)?,
                 })
-            })
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<_>>().map_err(map_err)
+            },
+        )
     }
 
     /// The scope's deliveries (or one webhook's) counted by status.
@@ -425,52 +386,44 @@ impl Db<'_> {
         scope: WebhookScope,
         webhook_id: Option<i64>,
     ) -> Result<QueueCounts> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT d.status, count(*) FROM webhook_deliveries d
-                 JOIN webhooks w ON w.id = d.webhook_id
-                 WHERE w.project_id = ?1 AND w.agent_id IS ?2
-                   AND (?3 IS NULL OR d.webhook_id = ?3)
-                 GROUP BY d.status",
-            )
-            .map_err(map_err)?;
         let mut counts = QueueCounts::default();
-        let rows = stmt
-            .query_map(params![scope.project_id, scope.agent_id, webhook_id], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?))
-            })
-            .map_err(map_err)?;
-        for row in rows {
-            let (status, count) = row.map_err(map_err)?;
-            match status.as_str() {
-                "pending" => counts.pending = count,
-                "failed" => counts.failed = count,
-                "delivered" => counts.delivered = count,
-                _ => {}
-            }
-        }
+        self.query_each(
+            "SELECT d.status, count(*) FROM webhook_deliveries d
+             JOIN webhooks w ON w.id = d.webhook_id
+             WHERE w.project_id = ?1 AND w.agent_id IS ?2
+               AND (?3 IS NULL OR d.webhook_id = ?3)
+             GROUP BY d.status",
+            args![scope.project_id, scope.agent_id, webhook_id],
+            |row| {
+                let count = row.get::<i64>(1)?;
+                match row.get::<&str>(0)? {
+                    "pending" => counts.pending = count,
+                    "failed" => counts.failed = count,
+                    "delivered" => counts.delivered = count,
+                    _ => {}
+                }
+                Ok(())
+            },
+        )?;
         Ok(counts)
     }
 
     /// Pending deliveries of every webhook (the queue's depth).
     pub fn webhook_queue_depth(&self) -> Result<i64> {
-        self.conn
-            .prepare_cached("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'")
-            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
-            .map_err(map_err)
+        self.query_value(
+            "SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'",
+            args![],
+        )
     }
 
     /// Deletes up to `batch` delivered or failed rows finished before `cutoff_us`; how many.
     pub fn forget_finished_webhook_deliveries(&self, cutoff_us: i64, batch: i64) -> Result<usize> {
-        self.conn
-            .prepare_cached(
-                "DELETE FROM webhook_deliveries WHERE id IN
-                   (SELECT id FROM webhook_deliveries
-                    WHERE status <> 'pending' AND finished_us < ?1 LIMIT ?2)",
-            )
-            .and_then(|mut stmt| stmt.execute(params![cutoff_us, batch]))
-            .map_err(map_err)
+        self.execute(
+            "DELETE FROM webhook_deliveries WHERE id IN
+               (SELECT id FROM webhook_deliveries
+                WHERE status <> 'pending' AND finished_us < ?1 LIMIT ?2)",
+            args![cutoff_us, batch],
+        )
     }
 }
 

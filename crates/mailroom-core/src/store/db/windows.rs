@@ -1,9 +1,8 @@
 //! Queries on `window_identities` and `message_summaries`, and the topic and time-window
 //! message listings of fetch_topic and summarize_recent.
 
-use rusqlite::{OptionalExtension, Row, params};
-
-use super::{Db, map_err, opt_ts, ts};
+use super::Db;
+use super::driver::{Row, args};
 use crate::error::Result;
 use crate::model::time::Timestamp;
 use crate::records::{AgentId, ListedMessage, ProjectId, WindowId};
@@ -19,14 +18,14 @@ pub struct WindowIdentity {
     pub expires_ts: Option<Timestamp>,
 }
 
-fn window(row: &Row<'_>) -> rusqlite::Result<WindowIdentity> {
+fn window(row: &Row<'_>) -> Result<WindowIdentity> {
     Ok(WindowIdentity {
         id: row.get(0)?,
         window_uuid: row.get(1)?,
         display_name: row.get(2)?,
-        created_ts: ts(row, 3)?,
-        last_active_ts: ts(row, 4)?,
-        expires_ts: opt_ts(row, 5)?,
+        created_ts: row.get(3)?,
+        last_active_ts: row.get(4)?,
+        expires_ts: row.get(5)?,
     })
 }
 
@@ -48,17 +47,17 @@ pub struct StoredSummary {
     pub created_ts: Timestamp,
 }
 
-fn summary(row: &Row<'_>) -> rusqlite::Result<StoredSummary> {
+fn summary(row: &Row<'_>) -> Result<StoredSummary> {
     Ok(StoredSummary {
         id: row.get(0)?,
         summary_text: row.get(1)?,
-        start_ts: ts(row, 2)?,
-        end_ts: ts(row, 3)?,
+        start_ts: row.get(2)?,
+        end_ts: row.get(3)?,
         source_message_count: row.get(4)?,
         source_thread_ids: row.get(5)?,
         llm_model: row.get(6)?,
         cost_usd: row.get(7)?,
-        created_ts: ts(row, 8)?,
+        created_ts: row.get(8)?,
     })
 }
 
@@ -101,9 +100,7 @@ impl Db<'_> {
             "SELECT {WINDOW_COLUMNS} FROM window_identities
              WHERE project_id = ?1 AND (expires_ts IS NULL OR expires_ts > ?2) ORDER BY id"
         );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt.query_map(params![project_id, now.to_db()], window).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(&sql, args![project_id, now], window)
     }
 
     /// The live window identity of this uuid in a project.
@@ -118,43 +115,31 @@ impl Db<'_> {
              WHERE project_id = ?1 AND window_uuid = ?2 COLLATE NOCASE
                AND (expires_ts IS NULL OR expires_ts > ?3)"
         );
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| {
-                stmt.query_row(params![project_id, window_uuid, now.to_db()], window).optional()
-            })
-            .map_err(map_err)
+        self.query_opt(&sql, args![project_id, window_uuid, now], window)
     }
 
     /// Renames a window identity and marks it active now.
     pub fn rename_window(&self, id: WindowId, display_name: &str, now: Timestamp) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "UPDATE window_identities SET display_name = ?2, last_active_ts = ?3 WHERE id = ?1",
-            )
-            .and_then(|mut stmt| stmt.execute(params![id, display_name, now.to_db()]))
-            .map(drop)
-            .map_err(map_err)
+        self.execute(
+            "UPDATE window_identities SET display_name = ?2, last_active_ts = ?3 WHERE id = ?1",
+            args![id, display_name, now],
+        )
+        .map(drop)
     }
 
     /// Marks a window identity used now and moves its expiry.
     pub fn extend_window(&self, id: WindowId, now: Timestamp, expires: Timestamp) -> Result<()> {
-        self.conn
-            .prepare_cached(
-                "UPDATE window_identities SET last_active_ts = ?2, expires_ts = ?3 WHERE id = ?1",
-            )
-            .and_then(|mut stmt| stmt.execute(params![id, now.to_db(), expires.to_db()]))
-            .map(drop)
-            .map_err(map_err)
+        self.execute(
+            "UPDATE window_identities SET last_active_ts = ?2, expires_ts = ?3 WHERE id = ?1",
+            args![id, now, expires],
+        )
+        .map(drop)
     }
 
     /// Ends a window identity now.
     pub fn expire_window(&self, id: WindowId, now: Timestamp) -> Result<()> {
-        self.conn
-            .prepare_cached("UPDATE window_identities SET expires_ts = ?2 WHERE id = ?1")
-            .and_then(|mut stmt| stmt.execute(params![id, now.to_db()]))
+        self.execute("UPDATE window_identities SET expires_ts = ?2 WHERE id = ?1", args![id, now])
             .map(drop)
-            .map_err(map_err)
     }
 
     /// Records a window identity (registration under `MCP_AGENT_MAIL_WINDOW_ID`), replacing
@@ -167,25 +152,14 @@ impl Db<'_> {
         now: Timestamp,
         expires: Option<Timestamp>,
     ) -> Result<i64> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO window_identities
-                     (project_id, window_uuid, display_name, created_ts, last_active_ts, expires_ts)
-                 VALUES (?1, ?2, ?3, ?4, ?4, ?5)
-                 ON CONFLICT (project_id, window_uuid) DO UPDATE SET display_name = ?3,
-                     created_ts = ?4, last_active_ts = ?4, expires_ts = ?5",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    project_id,
-                    window_uuid,
-                    display_name,
-                    now.to_db(),
-                    expires.map(Timestamp::to_db)
-                ])
-            })
-            .map_err(map_err)?;
-        Ok(self.conn.last_insert_rowid())
+        self.insert_returning_id(
+            "INSERT INTO window_identities
+                 (project_id, window_uuid, display_name, created_ts, last_active_ts, expires_ts)
+             VALUES (?1, ?2, ?3, ?4, ?4, ?5)
+             ON CONFLICT (project_id, window_uuid) DO UPDATE SET display_name = ?3,
+                 created_ts = ?4, last_active_ts = ?4, expires_ts = ?5",
+            args![project_id, window_uuid, display_name, now, expires],
+        )
     }
 
     /// Messages of a project with this topic (case-insensitive) that the viewer sent or
@@ -204,19 +178,15 @@ impl Db<'_> {
             super::messages::LISTED_COLUMNS,
             super::messages::LISTED_JOINS
         );
-        let since = query.since.map(Timestamp::to_db);
-        let values = params![
+        let values = args![
             query.project_id,
             query.topic,
-            since,
+            query.since,
             query.viewer,
             query.limit,
             query.unread_only
         ];
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows =
-            stmt.query_map(values, |row| super::messages::listed(row, false)).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(&sql, values, |row| super::messages::listed(row, false))
     }
 
     /// Messages of a project created at or after `since`, oldest first.
@@ -234,38 +204,29 @@ impl Db<'_> {
             super::messages::LISTED_COLUMNS,
             super::messages::LISTED_JOINS
         );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows = stmt
-            .query_map(params![project_id, since.to_db(), limit], |row| {
-                super::messages::listed(row, false)
-            })
-            .map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(&sql, args![project_id, since, limit], |row| {
+            super::messages::listed(row, false)
+        })
     }
 
     /// Stores a summary; returns its id.
     pub fn insert_summary(&self, new: &NewSummary<'_>) -> Result<i64> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO message_summaries (project_id, summary_text, start_ts, end_ts,
-                     source_message_count, source_thread_ids, llm_model, cost_usd, created_ts)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    new.project_id,
-                    new.summary_text,
-                    new.start_ts.to_db(),
-                    new.end_ts.to_db(),
-                    new.source_message_count,
-                    new.source_thread_ids,
-                    new.llm_model,
-                    new.cost_usd,
-                    new.created_ts.to_db()
-                ])
-            })
-            .map_err(map_err)?;
-        Ok(self.conn.last_insert_rowid())
+        self.insert_returning_id(
+            "INSERT INTO message_summaries (project_id, summary_text, start_ts, end_ts,
+                 source_message_count, source_thread_ids, llm_model, cost_usd, created_ts)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            args![
+                new.project_id,
+                new.summary_text,
+                new.start_ts,
+                new.end_ts,
+                new.source_message_count,
+                new.source_thread_ids,
+                new.llm_model,
+                new.cost_usd,
+                new.created_ts
+            ],
+        )
     }
 
     /// A stored summary whose window starts and ends within `tolerance_seconds` of the
@@ -283,21 +244,12 @@ impl Db<'_> {
              ORDER BY created_ts DESC, id DESC LIMIT 1"
         );
         let values = [
-            start.plus_seconds(-tolerance_seconds).to_db(),
-            start.plus_seconds(tolerance_seconds).to_db(),
-            end.plus_seconds(-tolerance_seconds).to_db(),
-            end.plus_seconds(tolerance_seconds).to_db(),
+            start.plus_seconds(-tolerance_seconds),
+            start.plus_seconds(tolerance_seconds),
+            end.plus_seconds(-tolerance_seconds),
+            end.plus_seconds(tolerance_seconds),
         ];
-        self.conn
-            .prepare_cached(&sql)
-            .and_then(|mut stmt| {
-                stmt.query_row(
-                    params![project_id, values[0], values[1], values[2], values[3]],
-                    summary,
-                )
-                .optional()
-            })
-            .map_err(map_err)
+        self.query_opt(&sql, args![project_id, values[0], values[1], values[2], values[3]], summary)
     }
 
     /// Stored summaries of a project ending at or after `since`, newest first.
@@ -311,9 +263,6 @@ impl Db<'_> {
             "SELECT {SUMMARY_COLUMNS} FROM message_summaries
              WHERE project_id = ?1 AND end_ts >= ?2 ORDER BY created_ts DESC, id DESC LIMIT ?3"
         );
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(map_err)?;
-        let rows =
-            stmt.query_map(params![project_id, since.to_db(), limit], summary).map_err(map_err)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(map_err)
+        self.query_vec(&sql, args![project_id, since, limit], summary)
     }
 }
