@@ -10,7 +10,8 @@
 # directory (tests/clients/python_sdk_stdio.py, tests/clients/ts/stdio.mjs); then the coding
 # agents' own CLIs (Claude Code, Codex, Gemini CLI, OpenCode) reading what `mailroom setup`
 # wrote for them (tests/clients/agents.sh, with a server of its own). Helpers shared with
-# agents.sh: tests/clients/lib.sh.
+# agents.sh: tests/clients/lib.sh. Last, the SDK clients, listen streams and the conformance
+# suite again against a server on PostgreSQL (a throwaway cluster: scripts/postgres-cluster).
 #
 # Usage: tests/clients/run.sh [path/to/mailroom]     (default: target/debug/mailroom)
 #
@@ -134,10 +135,41 @@ if ! kill -0 "$SERVER_PID" 2>/dev/null; then
   SERVER_PID=""
 fi
 
+stop_server
+
+# The SDK clients and the conformance suite once more, against a server on PostgreSQL
+# (DATABASE_URL=postgres://…; a throwaway cluster of Debian's postgresql, scripts/postgres-cluster).
+PG_DIR="$WORK/postgres"
+if PG_URL="$(MAILROOM_PG_FAST=1 "$ROOT/scripts/postgres-cluster" start "$PG_DIR")"; then
+  PORT="$(free_port)"
+  BASE="http://127.0.0.1:$PORT"
+  URL="$BASE$MCP_PATH"
+  if start_server "$BIN" "$PORT" "$WORK/data-postgres" DATABASE_URL="$PG_URL"; then
+    run_client "postgres:python-sdk-client" "$URL" "$PYTHON" "$ROOT/tests/clients/python_sdk_client.py"
+    run_client "postgres:python-sdk-listen" "$URL" "$PYTHON" "$ROOT/tests/clients/python_sdk_listen.py"
+    run_client "postgres:ts-sdk-client" "$URL" "$NODE" "$ROOT/tests/clients/ts/client.mjs"
+    run_client "postgres:ts-sdk-listen" "$URL" "$NODE" "$ROOT/tests/clients/ts/listen.mjs"
+    MAILROOM_CLIENT_NODE="$NODE" run_client "postgres:mcp-conformance-suite" "$URL" \
+      "$ROOT/tests/clients/conformance/run.sh"
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+      failed=$((failed + 1))
+      failed_names+=("postgres:server-still-running")
+      SERVER_PID=""
+    fi
+  else
+    failed=$((failed + 1))
+    failed_names+=("postgres:server-start")
+  fi
+else
+  failed=$((failed + 1))
+  failed_names+=("postgres:cluster-start")
+fi
+
 if ((failed > 0)); then
   show_server_log
   say "failed: ${failed_names[*]}"
 fi
 stop_server
+"$ROOT/scripts/postgres-cluster" stop "$PG_DIR" || true
 echo "clients: $passed passed, $failed failed"
 ((failed == 0))

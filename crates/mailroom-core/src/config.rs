@@ -28,6 +28,9 @@ pub struct CoreConfig {
     pub database_path: PathBuf,
     /// The `DATABASE_URL` shown by health_check and config resources.
     pub database_url: String,
+    /// The PostgreSQL database when `DATABASE_URL` names one (`postgres://`,
+    /// `postgresql://`); `None`: SQLite at `database_path`.
+    pub postgres: Option<crate::store::db::postgres::PgSettings>,
     /// Git archive root (`STORAGE_ROOT`).
     pub storage_root: PathBuf,
     /// `WORKTREES_ENABLED` or `GIT_IDENTITY_ENABLED`: identity fields, product bus, build slots.
@@ -133,6 +136,7 @@ impl CoreConfig {
             environment: "development".to_string(),
             database_url: format!("sqlite+aiosqlite:///{}", database_path.display()),
             database_path,
+            postgres: None,
             storage_root: data_dir.join("archive"),
             worktrees_enabled: false,
             contact_enforcement_enabled: true,
@@ -173,8 +177,26 @@ impl CoreConfig {
             self.environment = v;
         }
         if let Some(url) = lookup("DATABASE_URL") {
-            self.database_path = database_path_from_url(&url)?;
+            if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+                self.postgres = Some(crate::store::db::postgres::PgSettings {
+                    url: url.clone(),
+                    pool_size: 8,
+                    statement_timeout_ms: 30_000,
+                    connect_timeout: std::time::Duration::from_secs(10),
+                });
+            } else {
+                self.database_path = database_path_from_url(&url)?;
+                self.postgres = None;
+            }
             self.database_url = url;
+        }
+        if let Some(settings) = self.postgres.as_mut() {
+            settings.pool_size = number(lookup, "DATABASE_POOL_SIZE", settings.pool_size)?.max(1);
+            settings.statement_timeout_ms =
+                number(lookup, "DATABASE_STATEMENT_TIMEOUT_MS", settings.statement_timeout_ms)?;
+            let connect =
+                number(lookup, "DATABASE_POOL_TIMEOUT", settings.connect_timeout.as_secs())?;
+            settings.connect_timeout = std::time::Duration::from_secs(connect.max(1));
         }
         if let Some(root) = lookup("STORAGE_ROOT") {
             self.storage_root = expand_home(&root, lookup);
@@ -309,7 +331,8 @@ pub fn database_path_from_url(url: &str) -> Result<PathBuf, String> {
     };
     if scheme != "sqlite" && !scheme.starts_with("sqlite+") {
         return Err(format!(
-            "DATABASE_URL uses an unsupported backend {scheme:?}; only SQLite is supported"
+            "DATABASE_URL uses an unsupported backend {scheme:?}; SQLite (sqlite:///path) and \
+             PostgreSQL (postgres://…) are supported"
         ));
     }
     let path = rest.strip_prefix('/').unwrap_or(rest);

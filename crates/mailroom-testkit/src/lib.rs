@@ -1,4 +1,5 @@
-//! Test harness: boots a real mailroom server (real SQLite in a temp dir) on 127.0.0.1:0 and
+//! Test harness: boots a real mailroom server (real SQLite in a temp dir, or a fresh
+//! PostgreSQL database with `MAILROOM_TEST_BACKEND=postgres`) on 127.0.0.1:0 and
 //! talks to it over HTTP, so tests exercise exactly what clients see. The listener is bound
 //! before the server task starts, so no test sleeps waiting for a port.
 
@@ -6,7 +7,9 @@ mod calls;
 mod fake_llm;
 mod git;
 mod json_server;
+pub mod postgres_server;
 mod redis_server;
+mod sql;
 pub mod tls;
 
 use std::path::PathBuf;
@@ -26,6 +29,7 @@ pub use fake_llm::{FakeLlm, FakeLlmMode};
 pub use git::{GUARD_VARIABLES, git, git_command};
 pub use json_server::JsonServer;
 pub use redis_server::RedisServer;
+pub use sql::{sql_quote, sql_time};
 
 /// A 1x1 RGBA PNG, for tests that attach an image.
 pub const TINY_PNG: [u8; 70] = [
@@ -104,6 +108,14 @@ impl TestApp {
     pub async fn start_with(options: TestOptions) -> Self {
         let data_dir = tempfile::tempdir().expect("temp dir");
         let mut core_config = CoreConfig::for_data_dir(data_dir.path());
+        if postgres_server::enabled() {
+            core_config.postgres = Some(mailroom_core::PgSettings {
+                url: postgres_server::fresh_database_url().await,
+                pool_size: 4,
+                statement_timeout_ms: 30_000,
+                connect_timeout: std::time::Duration::from_secs(10),
+            });
+        }
         core_config.worktrees_enabled = options.worktrees_enabled;
         core_config.window_id = options.window_id;
         core_config.reservations_enforcement_enabled = !options.reservations_enforcement_off;

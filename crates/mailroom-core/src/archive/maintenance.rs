@@ -33,7 +33,7 @@ pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
 /// snapshot counts as archived is in the listing; messages sent in between show up only in
 /// HEAD, and are looked up again in a fresh snapshot before being called unknown.
 pub fn verify(config: &CoreConfig) -> Result<VerifyReport> {
-    let mut reader = Reader::open(&config.database_path)?;
+    let mut reader = Reader::for_config(config)?;
     let mut report = reader.read(|db| {
         let queued = db.queued_archive_work(0, i64::MAX)?;
         let head = committed_files(&config.storage_root)?;
@@ -50,7 +50,7 @@ pub fn rebuild(config: &CoreConfig, progress: Progress<'_>) -> Result<RebuildRep
     let root = &config.storage_root;
     // The database is opened first: without one there is nothing to rebuild from, and the
     // archive should not be created or locked for nothing.
-    let mut reader = Reader::open(&config.database_path)?;
+    let mut reader = Reader::for_config(config)?;
     let _owner = locks::take_ownership(root)?;
     let mut repo =
         ArchiveRepo::open_or_init(root, ArchiveSettings::from_config(config).author, LAYOUT)?;

@@ -19,3 +19,4 @@ pub mod summary_refine;
 pub mod thread_id;
 pub mod time;
 pub mod toon;
+pub mod tsquery;

@@ -8,11 +8,14 @@ use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 
 impl Mailroom {
-    /// Makes a real database round trip, and checks the database file is still where it was
-    /// opened: a data directory deleted under a running server would otherwise keep
+    /// Makes a real database round trip, and (SQLite) checks the database file is still where
+    /// it was opened: a data directory deleted under a running server would otherwise keep
     /// "working" on an unlinked file and lose everything at the next start.
     pub async fn check_database(&self) -> Result<()> {
         let path = &self.config.database_path;
+        if self.config.postgres.is_some() {
+            return self.store.ping().await;
+        }
         if let Err(e) = std::fs::metadata(path) {
             return Err(Error::internal(format!(
                 "database file {} is unavailable: {e}",
@@ -56,9 +59,9 @@ impl Mailroom {
 /// What the operator's metrics report of storage, read when they are scraped.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StorageFacts {
-    /// Bytes of the database file.
+    /// Bytes of the database file (PostgreSQL: of the database, `pg_database_size`).
     pub database_bytes: u64,
-    /// Bytes of its write-ahead log (0 when there is none).
+    /// Bytes of its write-ahead log (0 when there is none, and on PostgreSQL).
     pub wal_bytes: u64,
     /// Archive rows queued and not yet committed to Git (0 without an archive).
     pub archive_queue: u64,
@@ -74,10 +77,16 @@ impl Mailroom {
         let size = |path: &std::path::Path| std::fs::metadata(path).map_or(0, |m| m.len());
         let mut wal = path.clone().into_os_string();
         wal.push("-wal");
-        let mut facts = StorageFacts {
-            database_bytes: size(path),
-            wal_bytes: size(wal.as_ref()),
-            ..StorageFacts::default()
+        let mut facts = if self.config.postgres.is_some() {
+            // The server's files are its own: the database's size as PostgreSQL counts it.
+            let bytes = self.store.read(|db| db.database_size()).await?;
+            StorageFacts { database_bytes: bytes, ..StorageFacts::default() }
+        } else {
+            StorageFacts {
+                database_bytes: size(path),
+                wal_bytes: size(wal.as_ref()),
+                ..StorageFacts::default()
+            }
         };
         if let Some(archive) = self.archive() {
             facts.archive_queue = archive.stats().lag;

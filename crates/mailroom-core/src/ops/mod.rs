@@ -60,7 +60,10 @@ impl Mailroom {
             None
         };
         let hook = prepared.as_ref().map(PreparedArchive::hook);
-        let store = Store::open(&config.database_path, config.reader_connections, hook)?;
+        let store = match &config.postgres {
+            Some(settings) => Store::open_postgres(settings.clone(), hook)?,
+            None => Store::open(&config.database_path, config.reader_connections, hook)?,
+        };
         let archive = prepared.map(|p| p.start(&store)).transpose()?.map(Arc::new);
         let llm = LlmClient::from_config(&config.llm).map(Arc::new);
         Ok(Self {

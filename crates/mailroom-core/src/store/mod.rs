@@ -25,6 +25,8 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use crate::error::{Error, Result};
 use checkpointer::Checkpointer;
 pub use db::Db;
+use db::driver::{Dialect, args};
+use db::postgres::{PgSession, PgSettings};
 
 /// Bound of the write queue: senders wait (backpressure) instead of piling up work.
 const WRITE_QUEUE_CAPACITY: usize = 1024;
@@ -45,7 +47,22 @@ pub const SQLITE_HEAP_LIMIT: i64 = 24 << 20;
 type Finish = Box<dyn FnOnce(Result<()>) + Send>;
 /// Runs inside the batch transaction; says whether it succeeded, how many archive rows it
 /// queued and how to answer.
-type WriteJob = Box<dyn FnOnce(&Connection, bool) -> JobOutcome + Send>;
+type WriteJob = Box<dyn FnOnce(&Db<'_>) -> JobOutcome + Send>;
+
+/// A connection of the store, to either database.
+enum Backend {
+    Sqlite(Connection),
+    Postgres(PgSession),
+}
+
+impl Backend {
+    fn db(&self, archive_enabled: bool) -> Db<'_> {
+        match self {
+            Backend::Sqlite(conn) => Db::new(conn, archive_enabled),
+            Backend::Postgres(session) => Db::on_postgres(session, archive_enabled),
+        }
+    }
+}
 
 struct JobOutcome {
     succeeded: bool,
@@ -65,16 +82,23 @@ pub struct Store {
     inner: Arc<Inner>,
 }
 
+/// Where the store's database is.
+enum Location {
+    Sqlite(PathBuf),
+    Postgres(PgSettings),
+}
+
 /// How long [`Store::close`] waits for reads still running.
 const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 struct Inner {
-    path: PathBuf,
+    /// The SQLite database's file, or the PostgreSQL server's settings.
+    location: Location,
     writer: mpsc::Sender<WriteJob>,
     /// Counts committed write batches that changed rows a view shows: a reader that watches
     /// it learns that data changed.
     changes: watch::Receiver<u64>,
-    readers: Mutex<Vec<Connection>>,
+    readers: Mutex<Vec<Backend>>,
     reader_permits: Semaphore,
     /// How many read connections the pool holds (one permit each).
     reader_count: u32,
@@ -125,8 +149,42 @@ impl Store {
         checkpoint_conn.pragma_update(None, "cache_size", -256).map_err(db::map_err)?;
         let checkpointer = Checkpointer::start(checkpoint_conn)?;
         let readers = (0..reader_connections.max(1))
-            .map(|_| open_connection(path, true))
+            .map(|_| open_connection(path, true).map(Backend::Sqlite))
             .collect::<Result<Vec<_>>>()?;
+        let location = Location::Sqlite(path.to_path_buf());
+        Self::start(
+            location,
+            Backend::Sqlite(writer_conn),
+            readers,
+            Some(checkpointer),
+            archive_hook,
+        )
+    }
+
+    /// Opens the PostgreSQL database `settings` name, migrates it and starts the writer: the
+    /// same store as [`Store::open`]'s, with `settings.pool_size` read connections.
+    pub fn open_postgres(settings: PgSettings, archive_hook: Option<ArchiveHook>) -> Result<Self> {
+        // Migrating blocks: not on an async worker.
+        let (writer, readers) = off_runtime(|| {
+            let writer = PgSession::connect(&settings)?;
+            writer.claim_instance()?;
+            db::migrations::migrate_postgres(&writer)?;
+            let readers = (0..settings.pool_size.max(1))
+                .map(|_| PgSession::connect(&settings).map(Backend::Postgres))
+                .collect::<Result<Vec<_>>>()?;
+            Ok::<_, Error>((writer, readers))
+        })?;
+        let location = Location::Postgres(settings);
+        Self::start(location, Backend::Postgres(writer), readers, None, archive_hook)
+    }
+
+    fn start(
+        location: Location,
+        writer_conn: Backend,
+        readers: Vec<Backend>,
+        checkpointer: Option<Checkpointer>,
+        archive_hook: Option<ArchiveHook>,
+    ) -> Result<Self> {
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE_CAPACITY);
         let (changed, changes) = watch::channel(0);
         let closing = Arc::new(AtomicBool::new(false));
@@ -145,7 +203,7 @@ impl Store {
         let permits = readers.len();
         Ok(Self {
             inner: Arc::new(Inner {
-                path: path.to_path_buf(),
+                location,
                 writer: sender,
                 changes,
                 readers: Mutex::new(readers),
@@ -156,6 +214,14 @@ impl Store {
                 batch_sizes,
             }),
         })
+    }
+
+    /// The SQL dialect of the database behind the store.
+    pub fn dialect(&self) -> Dialect {
+        match self.inner.location {
+            Location::Sqlite(_) => Dialect::Sqlite,
+            Location::Postgres(_) => Dialect::Postgres,
+        }
     }
 
     /// How many jobs each write batch committed together (group commit), as a Prometheus
@@ -222,7 +288,12 @@ impl Store {
     /// A read-only connection of its own, for a thread that reads continuously (the archive
     /// writer) and must not hold a pool connection.
     pub fn dedicated_reader(&self) -> Result<Reader> {
-        Ok(Reader { conn: open_connection(&self.inner.path, true)? })
+        Ok(Reader {
+            conn: match &self.inner.location {
+                Location::Sqlite(path) => Backend::Sqlite(open_connection(path, true)?),
+                Location::Postgres(settings) => Backend::Postgres(PgSession::connect(settings)?),
+            },
+        })
     }
 
     /// Runs `job` on a pooled read-only connection on a blocking thread.
@@ -235,7 +306,7 @@ impl Store {
         let inner = Arc::clone(&self.inner);
         tokio::task::spawn_blocking(move || {
             let conn = Pooled::take(&inner)?;
-            job(&Db::new(&conn, false))
+            job(&conn.db(false))
         })
         .await
         .map_err(|e| Error::internal(format!("read task failed: {e}")))?
@@ -248,18 +319,19 @@ impl Store {
     /// so it never stalls the async workers.
     pub async fn read_short<R, F>(&self, job: F) -> Result<R>
     where
-        F: FnOnce(&Db<'_>) -> Result<R>,
+        F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
     {
+        if self.dialect() == Dialect::Postgres {
+            // Every PostgreSQL statement is a network round trip: never on an async worker.
+            return self.read(move |db| db.read_transaction(job)).await;
+        }
         let _permit = self.reader_permit().await?;
         let conn = Pooled::take(&self.inner)?;
         // One read transaction for all of the job's statements: each statement outside one
         // takes and drops the file and WAL read locks (fcntl and the shared-memory mutex)
         // by itself.
-        conn.prepare_cached("BEGIN").and_then(|mut s| s.execute([])).map_err(db::map_err)?;
-        let outcome = job(&Db::new(&conn, false))?;
-        // A failed job's own error wins; its transaction ends when the connection returns.
-        conn.prepare_cached("COMMIT").and_then(|mut s| s.execute([])).map_err(db::map_err)?;
-        Ok(outcome)
+        conn.db(false).read_transaction(job)
     }
 
     /// A turn at the reader pool: as many holders as pooled connections.
@@ -317,7 +389,7 @@ impl Store {
 
 /// A read-only connection owned by one thread.
 pub struct Reader {
-    conn: Connection,
+    conn: Backend,
 }
 
 impl Reader {
@@ -327,7 +399,16 @@ impl Reader {
         if !path.is_file() {
             return Err(Error::internal(format!("no database at {}", path.display())));
         }
-        Ok(Self { conn: open_connection(path, true)? })
+        Ok(Self { conn: Backend::Sqlite(open_connection(path, true)?) })
+    }
+
+    /// A read-only connection to the database `config` names (SQLite's file, which must
+    /// exist, or the PostgreSQL database).
+    pub fn for_config(config: &crate::CoreConfig) -> Result<Self> {
+        match &config.postgres {
+            Some(settings) => Ok(Self { conn: Backend::Postgres(PgSession::connect(settings)?) }),
+            None => Self::open(&config.database_path),
+        }
     }
 
     /// Writes a consistent copy of the database to `dest` (which must not exist), while
@@ -338,15 +419,12 @@ impl Reader {
         }
         let dest =
             dest.to_str().ok_or_else(|| Error::internal("the backup's path is not UTF-8"))?;
-        self.conn.execute("VACUUM INTO ?1", [dest]).map(drop).map_err(db::map_err)
+        self.conn.db(false).execute("VACUUM INTO ?1", args![dest]).map(drop)
     }
 
     /// Runs `job` on this connection, in one read transaction (one consistent snapshot).
     pub fn read<R>(&mut self, job: impl FnOnce(&Db<'_>) -> Result<R>) -> Result<R> {
-        let tx = self.conn.transaction().map_err(db::map_err)?;
-        let outcome = job(&Db::new(&tx, false));
-        drop(tx);
-        outcome
+        self.conn.db(false).read_transaction(job)
     }
 }
 
@@ -360,7 +438,7 @@ impl Reader {
 /// server's change count does not move: a web page cached before the job may be served until
 /// the server's next write. The database is neither created nor migrated here.
 pub struct DirectWriter {
-    conn: Connection,
+    conn: Backend,
     archive_enabled: bool,
 }
 
@@ -370,20 +448,33 @@ impl DirectWriter {
         if !path.is_file() {
             return Err(Error::internal(format!("no database at {}", path.display())));
         }
-        Ok(Self { conn: open_connection(path, false)?, archive_enabled })
+        Ok(Self { conn: Backend::Sqlite(open_connection(path, false)?), archive_enabled })
+    }
+
+    /// Opens the database `config` names (SQLite's file, which must exist, or the PostgreSQL
+    /// database, whose jobs take the writers' lock as a server's batches do).
+    pub fn for_config(config: &crate::CoreConfig, archive_enabled: bool) -> Result<Self> {
+        match &config.postgres {
+            Some(settings) => {
+                Ok(Self { conn: Backend::Postgres(PgSession::connect(settings)?), archive_enabled })
+            }
+            None => Self::open(&config.database_path, archive_enabled),
+        }
     }
 
     /// Runs `job` in one write transaction and commits it when it returns `Ok`; messages the
     /// job changed are indexed for search before the commit, as the server's writer does.
     pub fn write<R>(&mut self, job: impl FnOnce(&Db<'_>) -> Result<R>) -> Result<R> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(db::map_err)?;
-        let outcome = job(&Db::new(&tx, self.archive_enabled))?;
-        db::search::index_pending_messages(&Db::new(&tx, false))?;
-        tx.commit().map_err(db::map_err)?;
-        Ok(outcome)
+        let db = self.conn.db(self.archive_enabled);
+        db.begin_write()?;
+        let outcome = job(&db).and_then(|outcome| {
+            db::search::index_pending_messages(&db)?;
+            db.execute("COMMIT", args![]).map(|_| outcome)
+        });
+        if outcome.is_err() {
+            let _ = db.execute_batch("ROLLBACK");
+        }
+        outcome
     }
 }
 
@@ -435,6 +526,15 @@ pub fn edit_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -> 
     Ok(outcome)
 }
 
+/// Runs `work` on a thread of its own and waits for it: for the PostgreSQL driver's blocking
+/// calls when the caller may be an async worker.
+fn off_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| match scope.spawn(work).join() {
+        Ok(outcome) => outcome,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
 /// Wraps a typed job for the writer thread; the receiver yields its answer after commit.
 fn boxed_job<R, F>(job: F, seen: bool) -> (WriteJob, oneshot::Receiver<Result<R>>)
 where
@@ -442,16 +542,17 @@ where
     R: Send + 'static,
 {
     let (reply, answer) = oneshot::channel();
-    let boxed: WriteJob = Box::new(move |conn: &Connection, archive_enabled: bool| {
-        let db = Db::new(conn, archive_enabled);
-        let changes_before = conn.total_changes();
-        let outcome = job(&db);
+    let boxed: WriteJob = Box::new(move |db: &Db<'_>| {
+        let changes_before = db.total_changes();
+        let enqueued_before = db.archive_enqueued();
+        let outcome = job(db);
         let succeeded = outcome.is_ok();
-        let changed_views = seen && succeeded && conn.total_changes() != changes_before;
+        let changed_views = seen && succeeded && db.total_changes() != changes_before;
         let finish: Finish = Box::new(move |committed: Result<()>| {
             let _ = reply.send(committed.and(outcome));
         });
-        JobOutcome { succeeded, archive_enqueued: db.archive_enqueued(), changed_views, finish }
+        let archive_enqueued = db.archive_enqueued() - enqueued_before;
+        JobOutcome { succeeded, archive_enqueued, changed_views, finish }
     });
     (boxed, answer)
 }
@@ -460,22 +561,30 @@ where
 /// when the job panics, so the pool never holds fewer connections than permits.
 struct Pooled<'a> {
     inner: &'a Inner,
-    conn: Option<Connection>,
+    conn: Option<Backend>,
 }
 
 impl<'a> Pooled<'a> {
     fn take(inner: &'a Inner) -> Result<Self> {
         let mut pool = inner.readers.lock().map_err(|_| Error::internal("reader pool poisoned"))?;
-        let conn =
+        let mut conn =
             pool.pop().ok_or_else(|| Error::internal("reader pool empty despite a permit"))?;
+        drop(pool);
+        // A PostgreSQL connection the server closed (a restart, a failover) is opened again.
+        if let (Backend::Postgres(session), Location::Postgres(settings)) =
+            (&mut conn, &inner.location)
+            && session.is_closed()
+        {
+            *session = PgSession::connect(settings)?;
+        }
         Ok(Self { inner, conn: Some(conn) })
     }
 }
 
 impl std::ops::Deref for Pooled<'_> {
-    type Target = Connection;
+    type Target = Backend;
 
-    fn deref(&self) -> &Connection {
+    fn deref(&self) -> &Backend {
         // Only `drop` takes the connection out.
         self.conn.as_ref().expect("a pooled connection until dropped")
     }
@@ -483,10 +592,16 @@ impl std::ops::Deref for Pooled<'_> {
 
 impl Drop for Pooled<'_> {
     fn drop(&mut self) {
-        // A job that failed or panicked inside `read_short` left its read transaction open;
-        // the next holder's BEGIN would fail.
-        if let Some(conn) = self.conn.as_ref().filter(|c| !c.is_autocommit()) {
-            let _ = conn.execute_batch("ROLLBACK");
+        // A job that panicked inside `read_short` left its read transaction open; the next
+        // holder's BEGIN would fail.
+        match self.conn.as_ref() {
+            Some(Backend::Sqlite(conn)) if !conn.is_autocommit() => {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            Some(Backend::Postgres(session)) if std::thread::panicking() => {
+                let _ = session.execute_batch("ROLLBACK");
+            }
+            _ => {}
         }
         if let (Some(conn), Ok(mut pool)) = (self.conn.take(), self.inner.readers.lock()) {
             pool.push(conn);
@@ -504,20 +619,19 @@ struct BatchResult {
 }
 
 /// Runs a batch of jobs in one transaction, each in its own savepoint.
-fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>, archive_enabled: bool) -> BatchResult {
+fn run_batch(conn: &Backend, batch: Vec<WriteJob>, archive_enabled: bool) -> BatchResult {
     let mut finishers = Vec::with_capacity(batch.len());
     let mut archive_enqueued = 0;
     let mut changed_views = false;
+    let db = conn.db(archive_enabled);
     let committed = (|| -> Result<()> {
-        let tx =
-            conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db::map_err)?;
-        // Cached, not parsed per job: a batch runs up to 256 of these pairs.
-        let run = |sql: &str| tx.prepare_cached(sql).and_then(|mut s| s.execute([]));
+        db.begin_write()?;
         for job in batch {
-            run("SAVEPOINT job").map_err(db::map_err)?;
+            // Cached, not parsed per job: a batch runs up to 256 of these pairs.
+            db.execute("SAVEPOINT job", args![])?;
             // A panicking job is a bug, but it must cost only its own write: its caller sees
             // "writer dropped a job" and the writer thread lives on.
-            let succeeded = match catch_unwind(AssertUnwindSafe(|| job(&tx, archive_enabled))) {
+            let succeeded = match catch_unwind(AssertUnwindSafe(|| job(&db))) {
                 Ok(outcome) => {
                     finishers.push(outcome.finish);
                     if outcome.succeeded {
@@ -532,14 +646,18 @@ fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>, archive_enabled: bool)
                 }
             };
             if !succeeded {
-                run("ROLLBACK TO job").map_err(db::map_err)?;
+                db.execute("ROLLBACK TO job", args![])?;
             }
-            run("RELEASE job").map_err(db::map_err)?;
+            db.execute("RELEASE job", args![])?;
         }
         // Outside every savepoint: FTS5 writes the whole batch as one segment.
-        db::search::index_pending_messages(&Db::new(&tx, false))?;
-        tx.commit().map_err(db::map_err)
+        db::search::index_pending_messages(&db)?;
+        db.execute("COMMIT", args![]).map(drop)
     })();
+    if committed.is_err() {
+        // A batch that failed part-way leaves its transaction open: the next must begin anew.
+        let _ = db.execute_batch("ROLLBACK");
+    }
     let (archive_enqueued, changed_views) =
         if committed.is_ok() { (archive_enqueued, changed_views) } else { (0, false) };
     BatchResult { committed, finishers, archive_enqueued, changed_views }
@@ -548,7 +666,8 @@ fn run_batch(conn: &mut Connection, batch: Vec<WriteJob>, archive_enabled: bool)
 /// What the writer thread owns besides its connection and queue.
 struct Writer {
     archive_hook: Option<ArchiveHook>,
-    checkpointer: Checkpointer,
+    /// SQLite's checkpointer (PostgreSQL checkpoints by itself).
+    checkpointer: Option<Checkpointer>,
     changed: watch::Sender<u64>,
     closing: Arc<AtomicBool>,
     batch_sizes: prometheus::Histogram,
@@ -565,7 +684,7 @@ fn batch_size_histogram() -> Result<prometheus::Histogram> {
         .map_err(|e| Error::internal(format!("batch size histogram: {e}")))
 }
 
-fn run_writer(mut conn: Connection, mut jobs: mpsc::Receiver<WriteJob>, writer: Writer) {
+fn run_writer(mut conn: Backend, mut jobs: mpsc::Receiver<WriteJob>, writer: Writer) {
     let Writer { archive_hook, checkpointer, changed, closing, batch_sizes } = writer;
     while let Some(first) = jobs.blocking_recv() {
         let mut batch = vec![first];
@@ -576,13 +695,18 @@ fn run_writer(mut conn: Connection, mut jobs: mpsc::Receiver<WriteJob>, writer: 
             }
         }
         batch_sizes.observe(batch.len() as f64);
-        let result = run_batch(&mut conn, batch, archive_hook.is_some());
+        if let Backend::Postgres(session) = &mut conn {
+            session.reopen_if_closed();
+        }
+        let result = run_batch(&conn, batch, archive_hook.is_some());
         // The archive hears of the rows before anyone hears "done", so a caller that waits
         // for the archive after its answer waits for its own rows too.
         if let Some(hook) = archive_hook.as_ref().filter(|_| result.archive_enqueued > 0) {
             hook(result.archive_enqueued);
         }
-        checkpointer.nudge();
+        if let Some(checkpointer) = &checkpointer {
+            checkpointer.nudge();
+        }
         // A batch that changed no row a view shows (a sweep with nothing to release, the
         // archive clearing its queue) wakes no view.
         if result.changed_views {
@@ -600,12 +724,16 @@ fn run_writer(mut conn: Connection, mut jobs: mpsc::Receiver<WriteJob>, writer: 
     // Closed, or all senders are gone: stop the checkpointer, then fold the WAL back so the
     // database file is complete on its own. Dropping the connection, the last one when the
     // store was closed, lets SQLite remove the WAL and shared-memory files.
-    checkpointer.stop();
-    if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
-        tracing::warn!(error = %e, "final WAL checkpoint failed");
+    if let Some(checkpointer) = checkpointer {
+        checkpointer.stop();
     }
-    if let Err((_, e)) = conn.close() {
-        tracing::warn!(error = %e, "closing the database failed");
+    if let Backend::Sqlite(conn) = conn {
+        if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);") {
+            tracing::warn!(error = %e, "final WAL checkpoint failed");
+        }
+        if let Err((_, e)) = conn.close() {
+            tracing::warn!(error = %e, "closing the database failed");
+        }
     }
 }
 

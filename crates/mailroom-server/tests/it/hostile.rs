@@ -18,11 +18,6 @@ async fn refused(app: &TestApp, tool: &str, arguments: Value) -> String {
     }
 }
 
-/// A database of the running server, for rows no tool may write any more.
-fn database(app: &TestApp) -> rusqlite::Connection {
-    rusqlite::Connection::open(&app.core.config().database_path).expect("open database")
-}
-
 /// `extend_seconds: 10^12` once stored the year 33,715: the archive writer looped on it,
 /// releases failed and every write in every project stopped once the queue filled.
 #[tokio::test]
@@ -194,9 +189,9 @@ async fn a_stored_year_past_9999_is_read_and_released() {
     let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
     ReserveCall::new(&slug, "BlueLake", &["src/**"]).ok(&app).await;
     app.archive_flushed().await;
-    database(&app)
-        .execute("UPDATE file_reservations SET expires_ts = '33715-03-01 10:00:00.000000'", [])
-        .expect("an old version's row");
+    // An old version's row.
+    let sql = "UPDATE file_reservations SET expires_ts = '33715-03-01 10:00:00.000000'";
+    assert_eq!(app.execute_sql(sql).await, 1, "an old version's row");
     let listed = app.read_resource(&format!("resource://file_reservations/{slug}")).await;
     let listed = listed.expect("the listing reads it");
     assert_eq!(listed[0]["expires_ts"], "9999-12-31T23:59:59.999999+00:00", "{listed}");
@@ -214,15 +209,14 @@ async fn work_the_archive_cannot_render_is_set_aside_and_the_queue_moves_on() {
     let broken = send("broken").ok(&app).await;
     let broken_id = sent_message_id(&broken);
     app.archive_flushed().await;
-    let db = database(&app);
-    db.execute("UPDATE messages SET created_ts = 'not a time' WHERE id = ?1", [broken_id])
-        .expect("a row no reader understands");
-    db.execute(
+    let break_message =
+        |id: i64| format!("UPDATE messages SET created_ts = 'not a time' WHERE id = {id}");
+    assert_eq!(app.execute_sql(&break_message(broken_id)).await, 1, "a row no reader understands");
+    let queue_again = format!(
         "INSERT INTO archive_queue (kind, ref_id, enqueued_ts)
-         VALUES ('message', ?1, '2026-01-01 00:00:00.000000')",
-        [broken_id],
-    )
-    .expect("queued again");
+         VALUES ('message', {broken_id}, '2026-01-01 00:00:00.000000')"
+    );
+    assert_eq!(app.execute_sql(&queue_again).await, 1, "queued again");
     let after = send("after").ok(&app).await;
     let after_id = sent_message_id(&after);
     let archive = app.core.archive().expect("archive");
@@ -236,17 +230,14 @@ async fn work_the_archive_cannot_render_is_set_aside_and_the_queue_moves_on() {
     // The row queued by hand is not in the writer's count of queued work but its setting
     // aside is in its count of work done, so `archive_flushed` alone may return one row
     // early: wait for the queue itself to empty.
-    let queued = || {
-        db.query_row("SELECT COUNT(*) FROM archive_queue", [], |row| row.get::<_, i64>(0))
-            .expect("queue length")
-    };
+    let queued = || app.query_i64("SELECT COUNT(*) FROM archive_queue");
     for _ in 0..600 {
-        if queued() == 0 {
+        if queued().await == 0 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    assert_eq!(queued(), 0, "the queue drains past the set-aside row");
+    assert_eq!(queued().await, 0, "the queue drains past the set-aside row");
     app.archive_flushed().await;
     let files = git(&app.archive_root(), &["ls-tree", "-r", "--name-only", "HEAD"]);
     let archived = |id: i64| files.lines().any(|f| f.ends_with(&format!("__{id}.md")));
@@ -271,8 +262,7 @@ async fn work_the_archive_cannot_render_is_set_aside_and_the_queue_moves_on() {
     assert!(third.is_ok(), "writes go on: {third:?}");
     // A row broken after it was archived is one difference of verify's, not its failure.
     app.archive_flushed().await;
-    db.execute("UPDATE messages SET created_ts = 'not a time' WHERE id = ?1", [after_id])
-        .expect("broken after archiving");
+    assert_eq!(app.execute_sql(&break_message(after_id)).await, 1, "broken after archiving");
     let config = app.core.config().clone();
     let report = tokio::task::spawn_blocking(move || {
         mailroom_core::archive::maintenance::verify(&config).expect("verify")

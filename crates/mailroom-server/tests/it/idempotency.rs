@@ -4,20 +4,24 @@
 
 use std::path::Path;
 
-use mailroom_testkit::{AckCall, ReplyCall, SendCall, TestApp, sent_message_id};
+use mailroom_testkit::{
+    AckCall, ReplyCall, SendCall, TestApp, sent_message_id, sql_quote, sql_time,
+};
 use serde_json::{Value, json};
 
 const PROJECT: &str = "/work/idempotency";
 
-/// A database of the running server, to count what a call stored.
-fn database(app: &TestApp) -> rusqlite::Connection {
-    rusqlite::Connection::open(&app.core.config().database_path).expect("open database")
+/// The messages of the project with this subject, in the database.
+async fn stored_messages(app: &TestApp, subject: &str) -> i64 {
+    app.query_i64(&format!("SELECT count(*) FROM messages WHERE subject = {}", sql_quote(subject)))
+        .await
 }
 
-/// The messages of the project with this subject, in the database.
-fn stored_messages(app: &TestApp, subject: &str) -> i64 {
-    let sql = "SELECT count(*) FROM messages WHERE subject = ?1";
-    database(app).query_row(sql, [subject], |row| row.get(0)).expect("count messages")
+/// Moves every kept idempotency answer two days back, past the one-day window; returns how
+/// many there were.
+async fn backdate_keys(app: &TestApp) -> u64 {
+    let sql = format!("UPDATE idempotency_keys SET created_ts = {}", sql_time(-2 * 86_400));
+    app.execute_sql(&sql).await
 }
 
 /// The canonical message files of the project in the archive (`messages/YYYY/MM/*.md`), once
@@ -51,11 +55,11 @@ async fn a_retried_send_with_the_same_key_stores_one_message() {
     let first = answer_text(&app, "send_message", send.arguments()).await;
     let retried = answer_text(&app, "send_message", send.arguments()).await;
     assert_eq!(retried, first, "a retry answers the first call's text, byte for byte");
-    assert_eq!(stored_messages(&app, "Once"), 1);
+    assert_eq!(stored_messages(&app, "Once").await, 1);
     assert_eq!(archived_messages(&app, &slug).await, 1);
     // Without a key, the same call is a new message.
     SendCall::new(&slug, "BlueLake", "GreenCastle", "Once").ok(&app).await;
-    assert_eq!(stored_messages(&app, "Once"), 2);
+    assert_eq!(stored_messages(&app, "Once").await, 2);
     assert_eq!(archived_messages(&app, &slug).await, 2);
 }
 
@@ -70,7 +74,7 @@ async fn a_retried_rest_send_with_the_same_key_stores_one_message() {
     assert_eq!(status, 200, "{first}");
     let (status, retried) = app.post("/api/message/send", body.clone()).await;
     assert_eq!((status, &retried), (200, &first));
-    assert_eq!(stored_messages(&app, "Rest once"), 1);
+    assert_eq!(stored_messages(&app, "Rest once").await, 1);
     assert_eq!(archived_messages(&app, &slug).await, 1);
     // The REST route and the tool share the key's scope: the tool's retry gets the answer too.
     let over_mcp = SendCall::new(&slug, "BlueLake", "GreenCastle", "Rest once")
@@ -84,7 +88,7 @@ async fn a_retried_rest_send_with_the_same_key_stores_one_message() {
     let (status, refused) = app.post("/api/message/send", other).await;
     assert_eq!(status, 409, "{refused}");
     assert_eq!(refused["error"]["type"], "IDEMPOTENCY_KEY_REUSED");
-    assert_eq!(stored_messages(&app, "Rest once"), 1);
+    assert_eq!(stored_messages(&app, "Rest once").await, 1);
 }
 
 #[tokio::test]
@@ -97,10 +101,10 @@ async fn the_same_key_with_other_arguments_is_refused_naming_it() {
     assert!(text.contains("idempotency_key 'k' was already used"), "{text}");
     let text = send.clone().importance("urgent").call(&app).await.expect_err("refused");
     assert!(text.contains("idempotency_key"), "{text}");
-    assert_eq!(stored_messages(&app, "Keyed"), 1);
+    assert_eq!(stored_messages(&app, "Keyed").await, 1);
     // A key belongs to its agent: the recipient's own send under the same key is its own.
     SendCall::new(&slug, "GreenCastle", "BlueLake", "Keyed").idempotency_key("k").ok(&app).await;
-    assert_eq!(stored_messages(&app, "Keyed"), 2);
+    assert_eq!(stored_messages(&app, "Keyed").await, 2);
 }
 
 #[tokio::test]
@@ -115,7 +119,7 @@ async fn concurrent_sends_with_one_key_store_one_message() {
     let answers = futures_util::future::join_all(calls).await;
     let answers: Vec<Value> = answers.into_iter().map(|a| a.expect("task")).collect();
     assert!(answers.iter().all(|a| a == &answers[0]), "one answer for all: {answers:?}");
-    assert_eq!(stored_messages(&app, "Raced"), 1);
+    assert_eq!(stored_messages(&app, "Raced").await, 1);
     assert_eq!(archived_messages(&app, &slug).await, 1);
 }
 
@@ -132,10 +136,10 @@ async fn retried_replies_and_acknowledgements_answer_once() {
     let replied = answer_text(&app, "reply_message", reply.arguments()).await;
     let retried = answer_text(&app, "reply_message", reply.arguments()).await;
     assert_eq!(retried, replied);
-    assert_eq!(stored_messages(&app, "Re: Question"), 1);
+    assert_eq!(stored_messages(&app, "Re: Question").await, 1);
     let text = reply.clone().body("another answer").call(&app).await.expect_err("refused");
     assert!(text.contains("idempotency_key"), "{text}");
-    assert_eq!(stored_messages(&app, "Re: Question"), 1);
+    assert_eq!(stored_messages(&app, "Re: Question").await, 1);
 
     let ack = AckCall::new(&slug, "GreenCastle", id).idempotency_key("a-1");
     let first = answer_text(&app, "acknowledge_message", ack.arguments()).await;
@@ -154,35 +158,20 @@ async fn an_expired_key_lets_a_new_send_through() {
     let send = SendCall::new(&slug, "BlueLake", "GreenCastle", "Later").idempotency_key("old");
     send.ok(&app).await;
     send.ok(&app).await;
-    assert_eq!(stored_messages(&app, "Later"), 1);
+    assert_eq!(stored_messages(&app, "Later").await, 1);
     // Two days ago, past the one-day window.
-    let backdated = database(&app)
-        .execute(
-            "UPDATE idempotency_keys SET created_ts = datetime('now', '-2 days') || '.000000'",
-            [],
-        )
-        .expect("back-date");
-    assert_eq!(backdated, 1);
+    assert_eq!(backdate_keys(&app).await, 1);
     // An expired key is free again, even for other arguments.
     send.clone().body("new body").ok(&app).await;
-    assert_eq!(stored_messages(&app, "Later"), 2);
-    let kept: i64 = database(&app)
-        .query_row("SELECT count(*) FROM idempotency_keys", [], |row| row.get(0))
-        .expect("count keys");
+    assert_eq!(stored_messages(&app, "Later").await, 2);
+    let kept = app.query_i64("SELECT count(*) FROM idempotency_keys").await;
     assert_eq!(kept, 1, "the expired answer was replaced");
 
     // Kept answers past the window go with the reservation sweep too, keyed writes or not.
-    database(&app)
-        .execute(
-            "UPDATE idempotency_keys SET created_ts = datetime('now', '-2 days') || '.000000'",
-            [],
-        )
-        .expect("back-date");
+    assert_eq!(backdate_keys(&app).await, 1);
     let swept = app.tool_ok("run_upkeep", json!({"task": "reservations"})).await;
     assert_eq!(swept["reports"][0]["idempotency_answers_forgotten"], 1, "{swept}");
-    let left: i64 = database(&app)
-        .query_row("SELECT count(*) FROM idempotency_keys", [], |row| row.get(0))
-        .expect("count keys");
+    let left = app.query_i64("SELECT count(*) FROM idempotency_keys").await;
     assert_eq!(left, 0);
 }
 
@@ -208,6 +197,6 @@ async fn hostile_keys_are_refused_naming_the_field_and_everything_goes_on() {
         )
         .await;
     assert_eq!((status, body["error"]["type"].as_str()), (400, Some("INVALID_ARGUMENT")));
-    assert_eq!(stored_messages(&app, "Hostile"), 0);
+    assert_eq!(stored_messages(&app, "Hostile").await, 0);
     app.assert_serves_everyone("hostile idempotency keys").await;
 }

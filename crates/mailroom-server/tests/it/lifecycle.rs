@@ -3,7 +3,7 @@
 use mailroom_server::mcp::catalog::ToolFilter;
 use mailroom_testkit::{
     InboxCall, PolicyCall, ProjectCall, RecentSummaryCall, RegisterCall, SearchCall, SendCall,
-    TestApp, TestOptions, ThreadSummaryCall, WhoisCall, git,
+    TestApp, TestOptions, ThreadSummaryCall, WhoisCall, git, sql_quote,
 };
 use serde_json::{Value, json};
 
@@ -190,22 +190,24 @@ async fn window_identities_list_rename_and_expire() {
     let project = ProjectCall::new("/work/win").ok(&app).await;
     let uuid = "123e4567-e89b-12d3-a456-426614174000";
     {
-        let db = rusqlite::Connection::open(app.data_path().join("mailroom.sqlite3")).expect("db");
-        db.busy_timeout(std::time::Duration::from_secs(10)).expect("timeout");
-        let insert = "INSERT INTO window_identities (project_id, window_uuid, display_name,
-             created_ts, last_active_ts, expires_ts) VALUES (?1, ?2, ?3, ?4, ?4, ?5)";
         let id = project["id"].as_i64().expect("id");
-        db.execute(
-            insert,
-            rusqlite::params![id, uuid, "BlueLake", "2026-01-01 00:00:00", None::<String>],
-        )
-        .expect("live window");
+        let insert = |uuid: &str, name: &str, expires: &str| {
+            format!(
+                "INSERT INTO window_identities (project_id, window_uuid, display_name,
+                 created_ts, last_active_ts, expires_ts)
+                 VALUES ({id}, {}, {}, '2026-01-01 00:00:00', '2026-01-01 00:00:00', {expires})",
+                sql_quote(uuid),
+                sql_quote(name)
+            )
+        };
+        assert_eq!(app.execute_sql(&insert(uuid, "BlueLake", "NULL")).await, 1, "live window");
         let expired = "00000000-0000-0000-0000-000000000001";
-        db.execute(
-            insert,
-            rusqlite::params![id, expired, "RedFox", "2026-01-01 00:00:00", "2026-01-02 00:00:00"],
-        )
-        .expect("expired window");
+        let expires = sql_quote("2026-01-02 00:00:00");
+        assert_eq!(
+            app.execute_sql(&insert(expired, "RedFox", &expires)).await,
+            1,
+            "expired window"
+        );
     }
     let listed = app.tool_ok("list_window_identities", json!({"project_key": "/work/win"})).await;
     assert_eq!(listed["count"], 1);

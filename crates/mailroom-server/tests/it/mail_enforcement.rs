@@ -7,6 +7,7 @@ use mailroom_core::model::time::Timestamp;
 use mailroom_testkit::{
     ContactRequestCall, ContactResponseCall, InboxCall, PolicyCall, ProjectCall, RegisterCall,
     ReleaseCall, ReplyCall, ReserveCall, SendCall, TestApp, TestOptions, sent_message_id,
+    sql_quote,
 };
 use serde_json::{Value, json};
 
@@ -21,19 +22,22 @@ async fn pair(app: &TestApp, path: &str) -> String {
     slug
 }
 
-/// The highest message id and archive-queue id ever handed out (AUTOINCREMENT sequences, so
-/// a row written and already processed still counts).
-fn sequences(app: &TestApp) -> (i64, i64) {
-    let db = rusqlite::Connection::open(app.data_path().join("mailroom.sqlite3")).expect("db");
-    let seq = |table: &str| -> i64 {
-        db.query_row(
-            "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = ?1",
-            [table],
-            |r| r.get(0),
-        )
-        .expect("sequence")
+/// The highest message id and archive-queue id ever handed out (AUTOINCREMENT sequences on
+/// SQLite, the tables' id sequences on PostgreSQL, so a row written and already processed
+/// still counts).
+async fn sequences(app: &TestApp) -> (i64, i64) {
+    let postgres = app.core.config().postgres.is_some();
+    let seq = |table: &str| {
+        if postgres {
+            format!("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {table}_id_seq")
+        } else {
+            format!(
+                "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = {}",
+                sql_quote(table)
+            )
+        }
     };
-    (seq("messages"), seq("archive_queue"))
+    (app.query_i64(&seq("messages")).await, app.query_i64(&seq("archive_queue")).await)
 }
 
 fn month() -> String {
@@ -47,7 +51,7 @@ async fn a_reserved_archive_surface_blocks_other_senders_and_writes_nothing() {
     let slug = pair(&app, "/work/enforce-a").await;
     reserve(&slug, "GreenCastle", &["messages/**"]).ok(&app).await;
     app.archive_flushed().await;
-    let before = sequences(&app);
+    let before = sequences(&app).await;
 
     let blocked = SendCall::new(&slug, "BlueLake", "GreenCastle", "Hi").ok(&app).await;
     let keys: Vec<&String> = blocked.as_object().expect("object").keys().collect();
@@ -62,7 +66,7 @@ async fn a_reserved_archive_surface_blocks_other_senders_and_writes_nothing() {
     assert_eq!(conflicts[0]["path_pattern"], "messages/**");
     assert_eq!(conflicts[0]["exclusive"], true);
     assert!(conflicts[0]["expires_ts"].as_str().and_then(Timestamp::parse_iso).is_some());
-    assert_eq!(sequences(&app), before, "no message row, nothing queued for the archive");
+    assert_eq!(sequences(&app).await, before, "no message row, nothing queued for the archive");
     let inbox = InboxCall::new(&slug, "GreenCastle").ok(&app).await;
     assert_eq!(inbox, json!([]));
 
@@ -124,23 +128,22 @@ async fn a_delivery_first_releases_expired_reservations_and_archives_them() {
     let slug = pair(&app, "/work/enforce-e").await;
     // An exclusive reservation on the mail archive that expired without being released, as a
     // server stopped before its sweep leaves it.
-    let db = rusqlite::Connection::open(app.data_path().join("mailroom.sqlite3")).expect("db");
-    db.execute(
-        "INSERT INTO file_reservations (project_id, agent_id, path_pattern, \"exclusive\", \
-         reason, created_ts, expires_ts) SELECT project_id, id, 'messages/**', 1, 'lapsed', \
-         '2020-01-01 00:00:00.000000', '2020-01-01 01:00:00.000000' FROM agents \
-         WHERE name = 'GreenCastle'",
-        [],
-    )
-    .expect("insert");
-    let id: i64 =
-        db.query_row("SELECT max(id) FROM file_reservations", [], |r| r.get(0)).expect("id");
+    let inserted = app
+        .execute_sql(
+            "INSERT INTO file_reservations (project_id, agent_id, path_pattern, \"exclusive\", \
+             reason, created_ts, expires_ts) SELECT project_id, id, 'messages/**', 1, 'lapsed', \
+             '2020-01-01 00:00:00.000000', '2020-01-01 01:00:00.000000' FROM agents \
+             WHERE name = 'GreenCastle'",
+        )
+        .await;
+    assert_eq!(inserted, 1, "insert");
+    let id = app.query_i64("SELECT max(id) FROM file_reservations").await;
 
     let sent = SendCall::new(&slug, "BlueLake", "GreenCastle", "Hi").ok(&app).await;
     assert_eq!(sent["count"], 1, "{sent}");
-    let released: Option<String> = db
-        .query_row("SELECT released_ts FROM file_reservations WHERE id = ?1", [id], |r| r.get(0))
-        .expect("row");
+    let released = app
+        .query_string(&format!("SELECT released_ts FROM file_reservations WHERE id = {id}"))
+        .await;
     assert!(released.is_some(), "the sweep released it");
     app.archive_flushed().await;
     let artifact = app

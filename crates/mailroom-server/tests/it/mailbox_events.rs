@@ -231,10 +231,8 @@ async fn expired_and_ahead_cursors_are_refused_naming_the_cursor() {
     assert!(text.contains(&elsewhere) && text.contains("another database"), "{text}");
 
     // Age every event past the retention window, add a fresh one, and prune.
-    rusqlite::Connection::open(&app.core.config().database_path)
-        .expect("open database")
-        .execute("UPDATE mailbox_events SET ts = '2000-01-01 00:00:00.000000'", [])
-        .expect("age the events");
+    let aged = app.execute_sql("UPDATE mailbox_events SET ts = '2000-01-01 00:00:00.000000'").await;
+    assert!(aged >= 2, "age the events: {aged} aged");
     let fresh = send(&app, &slug, 1).await;
     let swept = app.tool_ok("run_upkeep", json!({"task": "reservations", "force": true})).await;
     assert_eq!(swept["reports"][0]["mailbox_events_pruned"], 2, "{swept}");

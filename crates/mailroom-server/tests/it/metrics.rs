@@ -152,8 +152,24 @@ async fn gauges_are_read_when_scraped() {
     assert_eq!(scrape.value("mailroom_archive_queue_depth", &[]), 0.0);
     assert_eq!(scrape.value("mailroom_archive_lag_seconds", &[]), 0.0);
     assert_eq!(scrape.value("mailroom_mcp_sessions", &[]), 0.0, "stateless calls open none");
-    let database = std::fs::metadata(app.data_path().join("mailroom.sqlite3")).expect("db").len();
-    assert_eq!(scrape.value("mailroom_database_bytes", &[("file", "database")]), database as f64);
+    let database_bytes = [("file", "database")];
+    if app.core.config().postgres.is_some() {
+        // The database's size as PostgreSQL counts it, between what it was just before a
+        // scrape and just after (the server may write between them).
+        let size = "SELECT pg_database_size(current_database())";
+        let before = app.query_i64(size).await as f64;
+        let reported = Scrape::of(&app).await.value("mailroom_database_bytes", &database_bytes);
+        let after = app.query_i64(size).await as f64;
+        assert!(reported > 0.0, "a PostgreSQL database has a size: {reported}");
+        assert!(
+            before.min(after) <= reported && reported <= before.max(after),
+            "reported {reported}, pg_database_size {before} then {after}"
+        );
+    } else {
+        let database =
+            std::fs::metadata(app.data_path().join("mailroom.sqlite3")).expect("db").len();
+        assert_eq!(scrape.value("mailroom_database_bytes", &database_bytes), database as f64);
+    }
 
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},

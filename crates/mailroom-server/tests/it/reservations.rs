@@ -266,11 +266,8 @@ async fn the_sweep_releases_expired_and_stale_reservations() {
     let slug = app.seed_pair("/work/res-h", "BlueLake", "GreenCastle").await;
     reserve(&slug, "GreenCastle", &["src/**"], true, "").ok(&app).await;
     // A TTL must be at least a second (docs/compat/tools.md §1.9): the time passes in the row.
-    rusqlite::Connection::open(&app.core.config().database_path)
-        .and_then(|db| {
-            db.execute("UPDATE file_reservations SET expires_ts = '2000-01-01 00:00:00.000000'", [])
-        })
-        .expect("expired");
+    let sql = "UPDATE file_reservations SET expires_ts = '2000-01-01 00:00:00.000000'";
+    assert_eq!(app.execute_sql(sql).await, 1, "expired");
     let after = reserve(&slug, "BlueLake", &["src/a.rs"], true, "").ok(&app).await;
     assert_eq!(after["conflicts"], json!([]), "an expired reservation clashes with nothing");
     let rows = app.core.list_file_reservations(slug.clone(), false).await.expect("list");

@@ -3,19 +3,16 @@
 //! are reported; a bad task is refused by name; and the server goes on serving everyone.
 
 use mailroom_core::ops::agents::Registration;
-use mailroom_testkit::{InboxCall, ReserveCall, SendCall, TestApp, TestOptions, WhoisCall};
+use mailroom_testkit::{
+    InboxCall, ReserveCall, SendCall, TestApp, TestOptions, WhoisCall, sql_time,
+};
 use serde_json::json;
 
 const PROJECT: &str = "/work/upkeep";
 
-/// A database of the running server, for moving times into the past.
-fn database(app: &TestApp) -> rusqlite::Connection {
-    rusqlite::Connection::open(&app.core.config().database_path).expect("open database")
-}
-
 /// `SQL` text for a moment `days` ago, in the database's own form.
-fn days_ago(days: u32) -> String {
-    format!("strftime('%Y-%m-%d %H:%M:%f', 'now', '-{days} days') || '000'")
+fn days_ago(days: i64) -> String {
+    sql_time(-days * 86_400)
 }
 
 #[tokio::test]
@@ -34,7 +31,7 @@ async fn idle_agents_retire_but_a_reader_and_a_sender_stay() {
     let reader = Registration { name: Some("PurpleBear".into()), ..registration };
     app.core.register_agent(reader).await.expect("register");
     let sql = format!("UPDATE agents SET last_active_ts = {}", days_ago(3));
-    database(&app).execute(&sql, []).expect("back-date every agent");
+    assert_eq!(app.execute_sql(&sql).await, 4, "back-date every agent");
     // GreenCastle only reads its inbox (a tool); PurpleBear reads its inbox resource; BlueLake
     // sends; RedStone does nothing.
     InboxCall::new(&slug, "GreenCastle").ok(&app).await;
@@ -69,16 +66,15 @@ async fn expired_reservations_are_released_and_overdue_acks_reported() {
     let app = TestApp::start().await;
     let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
     SendCall::new(&slug, "BlueLake", "GreenCastle", "sign here").ack_required(true).ok(&app).await;
-    database(&app)
-        .execute(&format!("UPDATE messages SET created_ts = {}", days_ago(1)), [])
-        .expect("age the message");
+    let sql = format!("UPDATE messages SET created_ts = {}", days_ago(1));
+    assert_eq!(app.execute_sql(&sql).await, 1, "age the message");
     // Expired after the send (a delivery sweeps its project too).
     ReserveCall::new(&slug, "BlueLake", &["src/**", "docs/**"]).ok(&app).await;
     let sql = format!(
         "UPDATE file_reservations SET expires_ts = {} WHERE path_pattern = 'src/**'",
         days_ago(1)
     );
-    database(&app).execute(&sql, []).expect("expire one");
+    assert_eq!(app.execute_sql(&sql).await, 1, "expire one");
 
     // `all` means the tasks enabled here: this test server enables only the descriptor check.
     let all = app.tool_ok("run_upkeep", json!({})).await;
@@ -100,11 +96,8 @@ async fn expired_reservations_are_released_and_overdue_acks_reported() {
     // The other reservation is still in force; the sweep again finds nothing.
     let again = app.tool_ok("run_upkeep", json!({"task": "reservations"})).await;
     assert_eq!(again["reports"][0]["released"], 0);
-    let open: i64 = database(&app)
-        .query_row("SELECT COUNT(*) FROM file_reservations WHERE released_ts IS NULL", [], |r| {
-            r.get(0)
-        })
-        .expect("count");
+    let open =
+        app.query_i64("SELECT COUNT(*) FROM file_reservations WHERE released_ts IS NULL").await;
     assert_eq!(open, 1);
 }
 
@@ -128,22 +121,15 @@ async fn the_schedule_sweeps_without_being_asked() {
     let slug = app.seed_pair(PROJECT, "BlueLake", "GreenCastle").await;
     ReserveCall::new(&slug, "BlueLake", &["src/**"]).ok(&app).await;
     let sql = format!("UPDATE file_reservations SET expires_ts = {}", days_ago(1));
-    database(&app).execute(&sql, []).expect("expire it");
-    let released = || -> i64 {
-        database(&app)
-            .query_row(
-                "SELECT COUNT(*) FROM file_reservations WHERE released_ts IS NOT NULL",
-                [],
-                |r| r.get(0),
-            )
-            .expect("count")
-    };
+    assert_eq!(app.execute_sql(&sql).await, 1, "expire it");
+    let released =
+        || app.query_i64("SELECT COUNT(*) FROM file_reservations WHERE released_ts IS NOT NULL");
     // The sweep runs every second; give a loaded machine a minute.
     for _ in 0..600 {
-        if released() == 1 {
+        if released().await == 1 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    assert_eq!(released(), 1, "the scheduled sweep released the expired reservation");
+    assert_eq!(released().await, 1, "the scheduled sweep released the expired reservation");
 }

@@ -76,7 +76,7 @@ impl Serialize for RowCounts {
 /// refuses projects of different repositories, one project twice, and shared agent names.
 /// Reads only.
 pub fn plan_adopt(config: &CoreConfig, source: &str, target: &str) -> Result<AdoptPlan> {
-    let mut reader = Reader::open(&config.database_path)?;
+    let mut reader = Reader::for_config(config)?;
     let (source, target) = reader.read(|db| {
         let source = Side::from(resolve::project(db, source)?);
         let target = Side::from(resolve::project(db, target)?);
@@ -122,7 +122,7 @@ pub fn adopt(config: &CoreConfig, plan: &AdoptPlan) -> Result<AdoptPlan> {
     let (source, target) = (&plan.source, &plan.target);
     let archive_on = config.archive.enabled;
     let mut done = plan.clone();
-    DirectWriter::open(&config.database_path, archive_on)?.write(|db| {
+    DirectWriter::for_config(config, archive_on)?.write(|db| {
         let queued = db.queued_archive_work(0, 1)?;
         if !queued.is_empty() {
             return Err(Error::new(

@@ -176,10 +176,13 @@ impl Db<'_> {
     /// it), so the work behind it goes on.
     pub fn set_aside_archive_row(&self, id: i64, error: &str) -> Result<()> {
         self.execute(
-            "INSERT OR REPLACE INTO archive_set_aside
+            "INSERT INTO archive_set_aside
                  (id, kind, ref_id, enqueued_ts, payload, error, set_aside_ts)
              SELECT id, kind, ref_id, enqueued_ts, payload, ?2, ?3
-             FROM archive_queue WHERE id = ?1",
+             FROM archive_queue WHERE id = ?1
+             ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, ref_id = excluded.ref_id,
+                 enqueued_ts = excluded.enqueued_ts, payload = excluded.payload,
+                 error = excluded.error, set_aside_ts = excluded.set_aside_ts",
             args![id, error, Timestamp::now()],
         )?;
         self.execute("DELETE FROM archive_queue WHERE id = ?1", args![id])?;

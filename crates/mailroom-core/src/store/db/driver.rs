@@ -9,6 +9,7 @@ use std::borrow::Cow;
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
 
+use super::postgres::{self, PgSession};
 use super::{Db, map_err};
 use crate::error::{Category, Error, Result};
 use crate::model::time::Timestamp;
@@ -17,12 +18,14 @@ use crate::model::time::Timestamp;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     Sqlite,
+    Postgres,
 }
 
 /// The connection behind a [`Db`].
 #[derive(Clone, Copy)]
 pub(crate) enum Conn<'c> {
     Sqlite(&'c rusqlite::Connection),
+    Postgres(&'c PgSession),
 }
 
 /// A value bound to a statement.
@@ -261,6 +264,7 @@ pub struct Row<'r> {
 
 enum RowInner<'r> {
     Sqlite(&'r rusqlite::Row<'r>),
+    Postgres(&'r tokio_postgres::Row),
 }
 
 impl<'r> Row<'r> {
@@ -277,6 +281,7 @@ impl<'r> Row<'r> {
                 ),
                 ValueRef::Blob(v) => Cell::Blob(v),
             }),
+            RowInner::Postgres(row) => postgres::cell(row, index),
         }
     }
 
@@ -295,11 +300,62 @@ fn no_row() -> Error {
     map_err(rusqlite::Error::QueryReturnedNoRows)
 }
 
+impl<'c> Db<'c> {
+    /// A job's view of a PostgreSQL session.
+    pub(crate) fn on_postgres(session: &'c PgSession, archive_enabled: bool) -> Self {
+        Self::with(Conn::Postgres(session), archive_enabled)
+    }
+
+    /// Rows changed through this connection since it opened (moves with every change).
+    pub(crate) fn total_changes(&self) -> u64 {
+        match self.conn {
+            Conn::Sqlite(conn) => conn.total_changes(),
+            Conn::Postgres(session) => session.total_changes(),
+        }
+    }
+
+    /// Opens the write transaction of a batch. SQLite takes its write lock now (`IMMEDIATE`);
+    /// on PostgreSQL every store's writer takes one transaction-scoped advisory lock, so the
+    /// batches of several instances run one at a time, as SQLite's do: a job's reads and the
+    /// writes it decides on them see no other writer in between.
+    pub(crate) fn begin_write(&self) -> Result<()> {
+        match self.conn {
+            Conn::Sqlite(_) => self.execute("BEGIN IMMEDIATE", args![]).map(drop),
+            Conn::Postgres(_) => {
+                self.execute("BEGIN", args![])?;
+                self.query_row("SELECT pg_advisory_xact_lock(?1)", args![WRITE_LOCK], |_| Ok(()))
+            }
+        }
+    }
+
+    /// Runs `job` in one read-only transaction: one consistent snapshot for all its reads.
+    pub(crate) fn read_transaction<R>(&self, job: impl FnOnce(&Db<'_>) -> Result<R>) -> Result<R> {
+        let begin = match self.conn {
+            Conn::Sqlite(_) => "BEGIN",
+            Conn::Postgres(_) => "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+        };
+        self.execute(begin, args![])?;
+        match job(self) {
+            Ok(outcome) => self.execute("COMMIT", args![]).map(|_| outcome),
+            Err(e) => {
+                // The job's own error wins over a failed rollback.
+                let _ = self.execute("ROLLBACK", args![]);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// The key of the advisory lock PostgreSQL writers take (`Db::begin_write`): "mailroom" in
+/// ASCII.
+const WRITE_LOCK: i64 = 0x6d61_696c_726f_6f6d;
+
 impl Db<'_> {
     /// The dialect of the connection.
     pub fn dialect(&self) -> Dialect {
         match self.conn {
             Conn::Sqlite(_) => Dialect::Sqlite,
+            Conn::Postgres(_) => Dialect::Postgres,
         }
     }
 
@@ -310,6 +366,7 @@ impl Db<'_> {
                 .prepare_cached(sql)
                 .and_then(|mut stmt| stmt.execute(sqlite_params(args)))
                 .map_err(map_err),
+            Conn::Postgres(session) => session.execute(sql, args),
         }
     }
 
@@ -317,6 +374,7 @@ impl Db<'_> {
     pub(crate) fn execute_batch(&self, sql: &str) -> Result<()> {
         match self.conn {
             Conn::Sqlite(conn) => conn.execute_batch(sql).map_err(map_err),
+            Conn::Postgres(session) => session.execute_batch(sql),
         }
     }
 
@@ -326,6 +384,11 @@ impl Db<'_> {
             Conn::Sqlite(conn) => {
                 self.execute(sql, args)?;
                 Ok(conn.last_insert_rowid())
+            }
+            Conn::Postgres(session) => {
+                let id = self.query_value(&format!("{sql} RETURNING id"), args)?;
+                session.note_changes(1);
+                Ok(id)
             }
         }
     }
@@ -358,6 +421,9 @@ impl Db<'_> {
                     }
                 }
                 Ok(None)
+            }
+            Conn::Postgres(session) => {
+                session.query_find(sql, args, |row| find(&Row { inner: RowInner::Postgres(row) }))
             }
         }
     }

@@ -56,7 +56,7 @@ impl Db<'_> {
                         m.importance, m.ack_required, m.thread_id, m.created_ts
                  FROM messages m JOIN projects p ON p.id = m.project_id
                  JOIN agents s ON s.id = m.sender_id
-                 WHERE ?3 IS NULL OR m.importance = ?3 COLLATE NOCASE
+                 WHERE (?3 IS NULL OR m.importance = ?3 COLLATE NOCASE)
                  ORDER BY m.id DESC LIMIT ?1",
             args![limit, OPENING_CHARS, importance],
             fleet_row,

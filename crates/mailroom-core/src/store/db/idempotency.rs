@@ -44,9 +44,12 @@ impl Db<'_> {
     /// Keeps `answer` under `scope`, replacing an expired one.
     pub fn keep_answer(&self, scope: KeyScope<'_>, answer: &KeptAnswer) -> Result<()> {
         self.execute(
-            "INSERT OR REPLACE INTO idempotency_keys (project_id, agent_id, tool, \
+            "INSERT INTO idempotency_keys (project_id, agent_id, tool, \
              idempotency_key, fingerprint, result_json, created_ts) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+             ON CONFLICT (project_id, agent_id, tool, idempotency_key) DO UPDATE SET \
+             fingerprint = excluded.fingerprint, result_json = excluded.result_json, \
+             created_ts = excluded.created_ts",
             args![
                 scope.project_id,
                 scope.agent_id,

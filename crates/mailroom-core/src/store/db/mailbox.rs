@@ -131,7 +131,7 @@ impl Db<'_> {
         self.execute(
             "UPDATE message_recipients SET read_ts = ?4
              WHERE agent_id = ?2 AND read_ts IS NULL
-               AND message_id IN (SELECT value FROM json_each(?3))
+               AND message_id IN (SELECT CAST(value AS BIGINT) FROM json_each(?3))
                AND message_id IN (SELECT id FROM messages WHERE project_id = ?1)",
             args![project_id, agent_id, ids, now],
         )

@@ -4,7 +4,9 @@
 
 use rusqlite::Connection;
 
-use super::{has_table, map_err};
+use super::driver::args;
+use super::postgres::PgSession;
+use super::{Db, has_table, map_err};
 use crate::error::{Error, Result};
 
 /// Migrations in order; index + 1 is the `user_version` after applying it.
@@ -26,6 +28,41 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0015_webhooks.sql"),
     include_str!("migrations/0016_webhook_due_per_webhook.sql"),
 ];
+
+/// PostgreSQL's migrations, in order; their own sequence (the first is SQLite's 0001-0016 as
+/// one schema). Applied versions are rows of `mailroom_schema`.
+const POSTGRES_MIGRATIONS: &[&str] = &[include_str!("migrations_pg/0001_init.sql")];
+
+/// The session-scoped advisory lock instances hold while migrating, so that two starting at
+/// once do not both apply a migration.
+const MIGRATION_LOCK: i64 = 0x6d69_6772_6174_6500;
+
+/// Brings a PostgreSQL database up to the latest schema.
+pub fn migrate_postgres(session: &PgSession) -> Result<()> {
+    let db = Db::on_postgres(session, false);
+    db.query_row("SELECT pg_advisory_lock(?1)", args![MIGRATION_LOCK], |_| Ok(()))?;
+    let outcome = (|| {
+        db.execute_batch("CREATE TABLE IF NOT EXISTS mailroom_schema (version BIGINT NOT NULL)")?;
+        let current: usize =
+            db.query_value("SELECT COALESCE(MAX(version), 0) FROM mailroom_schema", args![])?;
+        if current > POSTGRES_MIGRATIONS.len() {
+            return Err(Error::internal(format!(
+                "database schema version {current} is newer than this mailroom ({})",
+                POSTGRES_MIGRATIONS.len()
+            )));
+        }
+        for (index, sql) in POSTGRES_MIGRATIONS.iter().enumerate().skip(current) {
+            // One transaction per migration (the simple protocol runs the text as one).
+            db.execute_batch(&format!(
+                "BEGIN; {sql}; INSERT INTO mailroom_schema (version) VALUES ({}); COMMIT;",
+                index + 1
+            ))?;
+        }
+        Ok(())
+    })();
+    let unlocked = db.query_row("SELECT pg_advisory_unlock(?1)", args![MIGRATION_LOCK], |_| Ok(()));
+    outcome.and(unlocked)
+}
 
 /// Brings the database up to the latest schema.
 pub fn migrate(conn: &mut Connection) -> Result<()> {

@@ -15,6 +15,7 @@ pub mod mailbox;
 pub mod mailbox_events;
 pub mod messages;
 pub mod migrations;
+pub mod postgres;
 pub mod products;
 pub mod projects;
 pub mod push;
@@ -43,7 +44,11 @@ pub struct Db<'c> {
 
 impl<'c> Db<'c> {
     pub(crate) fn new(conn: &'c Connection, archive_enabled: bool) -> Self {
-        Self { conn: driver::Conn::Sqlite(conn), archive_enabled, archive_enqueued: Cell::new(0) }
+        Self::with(driver::Conn::Sqlite(conn), archive_enabled)
+    }
+
+    fn with(conn: driver::Conn<'c>, archive_enabled: bool) -> Self {
+        Self { conn, archive_enabled, archive_enqueued: Cell::new(0) }
     }
 
     /// Whether changes queue archive work (the archive is on).
@@ -59,20 +64,33 @@ impl<'c> Db<'c> {
     /// Whether the database has a table called `name` (what migrations and optional tables
     /// ask).
     pub(crate) fn has_table(&self, name: &str) -> crate::error::Result<bool> {
-        self.query_value(
-            "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-            driver::args![name],
-        )
+        let sql = match self.dialect() {
+            driver::Dialect::Sqlite => {
+                "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1"
+            }
+            driver::Dialect::Postgres => {
+                "SELECT COUNT(*) > 0 FROM information_schema.tables
+                 WHERE table_schema = current_schema() AND table_name = ?1"
+            }
+        };
+        self.query_value(sql, driver::args![name])
+    }
+
+    /// The PostgreSQL database's size in bytes (`pg_database_size`); SQLite's is its file's.
+    pub fn database_size(&self) -> crate::error::Result<u64> {
+        self.query_value("SELECT pg_database_size(current_database())", driver::args![])
     }
 
     /// Proves the database answers: reads the file header and a real table, so a missing,
     /// corrupt or unreadable file fails here (`SELECT 1` alone touches no file).
     pub fn ping(&self) -> crate::error::Result<()> {
-        self.query_row(
-            "SELECT (SELECT count(*) FROM sqlite_master), (SELECT id FROM projects LIMIT 1)",
-            driver::args![],
-            |_| Ok(()),
-        )
+        let sql = match self.dialect() {
+            driver::Dialect::Sqlite => {
+                "SELECT (SELECT count(*) FROM sqlite_master), (SELECT id FROM projects LIMIT 1)"
+            }
+            driver::Dialect::Postgres => "SELECT (SELECT id FROM projects LIMIT 1)",
+        };
+        self.query_row(sql, driver::args![], |_| Ok(()))
     }
 }
 

@@ -3,7 +3,7 @@
 //! (`ops/push.rs`).
 
 use super::Db;
-use super::driver::args;
+use super::driver::{Dialect, args};
 use crate::error::Result;
 use crate::records::MessageId;
 
@@ -43,24 +43,35 @@ impl Db<'_> {
     /// The mark of the reservations of the project with `slug` at `now`; `None` when no
     /// project has that slug (any longer).
     pub fn reservation_mark(&self, slug: &str, now: &str) -> Result<Option<ReservationMark>> {
-        self.query_opt(
-            "SELECT COUNT(r.id), COALESCE(MAX(r.id), 0), COUNT(r.released_ts), \
-              TOTAL(julianday(r.expires_ts)), \
-              COALESCE(SUM(CASE WHEN r.released_ts IS NULL AND r.expires_ts > ?2 \
-                THEN 1 ELSE 0 END), 0) \
-             FROM projects p LEFT JOIN file_reservations r ON r.project_id = p.id \
-             WHERE p.slug = ?1 GROUP BY p.id",
-            args![slug, now],
-            |row| {
-                Ok(ReservationMark {
-                    made: row.get(0)?,
-                    newest: row.get(1)?,
-                    released: row.get(2)?,
-                    expiries: row.get(3)?,
-                    active: row.get(4)?,
-                })
-            },
-        )
+        // The expiries' sum moves when any expiry does (a renewal): SQLite sums their Julian
+        // days; PostgreSQL, which cannot read every text SQLite takes as a date, their hashes.
+        let sql = match self.dialect() {
+            Dialect::Sqlite => {
+                "SELECT COUNT(r.id), COALESCE(MAX(r.id), 0), COUNT(r.released_ts), \
+                  TOTAL(julianday(r.expires_ts)), \
+                  COALESCE(SUM(CASE WHEN r.released_ts IS NULL AND r.expires_ts > ?2 \
+                    THEN 1 ELSE 0 END), 0) \
+                 FROM projects p LEFT JOIN file_reservations r ON r.project_id = p.id \
+                 WHERE p.slug = ?1 GROUP BY p.id"
+            }
+            Dialect::Postgres => {
+                "SELECT COUNT(r.id), COALESCE(MAX(r.id), 0), COUNT(r.released_ts), \
+                  CAST(COALESCE(SUM(hashtext(r.expires_ts)), 0) AS DOUBLE PRECISION), \
+                  COALESCE(SUM(CASE WHEN r.released_ts IS NULL AND r.expires_ts > ?2 \
+                    THEN 1 ELSE 0 END), 0) \
+                 FROM projects p LEFT JOIN file_reservations r ON r.project_id = p.id \
+                 WHERE p.slug = ?1 GROUP BY p.id"
+            }
+        };
+        self.query_opt(sql, args![slug, now], |row| {
+            Ok(ReservationMark {
+                made: row.get(0)?,
+                newest: row.get(1)?,
+                released: row.get(2)?,
+                expiries: row.get(3)?,
+                active: row.get(4)?,
+            })
+        })
     }
 
     /// The highest message id committed; 0 before the first message.

@@ -1,7 +1,7 @@
 //! Full-text search over `fts_messages` (FTS5, bm25 ranking) with the reference's LIKE fallback.
 
 use super::Db;
-use super::driver::{Param, Row, args};
+use super::driver::{Dialect, Param, Row, args};
 use crate::error::{Error, Result};
 use crate::model::search_query::escape_like;
 use crate::model::time::Timestamp;
@@ -68,16 +68,20 @@ impl SearchScope {
 }
 
 /// The scope filter on `m`, with the project list bound at ?2 and the viewer list at ?3.
-const SCOPE_FILTER: &str = "m.project_id IN (SELECT value FROM json_each(?2))
-     AND (?3 IS NULL OR m.sender_id IN (SELECT value FROM json_each(?3))
+const SCOPE_FILTER: &str = "m.project_id IN (SELECT CAST(value AS BIGINT) FROM json_each(?2))
+     AND (?3 IS NULL OR m.sender_id IN (SELECT CAST(value AS BIGINT) FROM json_each(?3))
           OR EXISTS (SELECT 1 FROM message_recipients r WHERE r.message_id = m.id
-                     AND r.agent_id IN (SELECT value FROM json_each(?3))))";
+                     AND r.agent_id IN (SELECT CAST(value AS BIGINT) FROM json_each(?3))))";
 
 /// Adds the messages noted in `fts_pending` to the full-text index and clears the note (see
 /// migration 0006). Every write transaction that inserts messages ends with this: the writer
 /// after its batch's last savepoint, offline builds before their commit. A transaction that
 /// did not would leave its messages unsearchable only until the next write does it.
 pub(crate) fn index_pending_messages(db: &Db<'_>) -> Result<()> {
+    if db.dialect() == Dialect::Postgres {
+        // PostgreSQL indexes a message as it is written (the generated search columns).
+        return Ok(());
+    }
     db.execute(
         "INSERT INTO fts_messages (rowid, message_id, subject, body, project_scope)
          SELECT m.id, m.id, m.subject, m.body_md, 'p' || m.project_id
@@ -89,12 +93,18 @@ pub(crate) fn index_pending_messages(db: &Db<'_>) -> Result<()> {
 
 /// Merges the full-text index into one segment, dropping the entries of deleted messages.
 pub(crate) fn optimize_index(db: &Db<'_>) -> Result<()> {
+    if db.dialect() == Dialect::Postgres {
+        return Ok(());
+    }
     db.execute("INSERT INTO fts_messages (fts_messages) VALUES ('optimize')", args![]).map(drop)
 }
 
 /// [`index_pending_messages`] for notes that may name messages already in the index (left by
 /// another program): those are taken out of the index first, so none is indexed twice.
 pub(crate) fn reindex_pending_messages(db: &Db<'_>) -> Result<()> {
+    if db.dialect() == Dialect::Postgres {
+        return Ok(());
+    }
     db.execute(
         "DELETE FROM fts_messages WHERE rowid IN (SELECT message_id FROM fts_pending)",
         args![],
@@ -128,6 +138,9 @@ impl Db<'_> {
         if scope.project_ids.is_empty() {
             return Ok(Some(Vec::new()));
         }
+        if self.dialect() == Dialect::Postgres {
+            return self.search_tsquery(scope, query, limit);
+        }
         let sql = format!(
             "SELECT {HIT_COLUMNS} FROM fts_messages f JOIN messages m ON m.id = f.rowid
              JOIN agents s ON s.id = m.sender_id JOIN projects sp ON sp.id = s.project_id
@@ -143,6 +156,29 @@ impl Db<'_> {
         }
     }
 
+    /// [`Self::search_fts`] on PostgreSQL: the expression as a tsquery (`model::tsquery`)
+    /// against the messages' weighted search vector, best `ts_rank` first (subject and body
+    /// words weighing the same, as in SQLite's bm25), then by id.
+    fn search_tsquery(
+        &self,
+        scope: &SearchScope,
+        query: &str,
+        limit: i64,
+    ) -> Result<Option<Vec<SearchHit>>> {
+        let Some(tsquery) = crate::model::tsquery::fts5_to_tsquery(query) else {
+            return Ok(None);
+        };
+        let sql = format!(
+            "SELECT {HIT_COLUMNS} FROM messages m
+             JOIN agents s ON s.id = m.sender_id JOIN projects sp ON sp.id = s.project_id
+             WHERE m.search @@ to_tsquery('simple', ?1) AND {SCOPE_FILTER}
+             ORDER BY ts_rank('{{0.1, 0.2, 1.0, 1.0}}', m.search, to_tsquery('simple', ?1)) DESC,
+                      m.id ASC LIMIT ?4"
+        );
+        let (projects, viewers) = scope.bound();
+        self.query_vec(&sql, args![tsquery, projects, viewers, limit], hit).map(Some)
+    }
+
     /// Every term must occur in subject or body (case-insensitive); newest first.
     pub fn search_like(
         &self,
@@ -152,13 +188,19 @@ impl Db<'_> {
     ) -> Result<Vec<SearchHit>> {
         let mut sql = format!(
             "SELECT {HIT_COLUMNS} FROM messages m JOIN agents s ON s.id = m.sender_id
-             JOIN projects sp ON sp.id = s.project_id WHERE ?1 = ?1 AND {SCOPE_FILTER}"
+             JOIN projects sp ON sp.id = s.project_id
+             WHERE CAST(?1 AS BIGINT) = 0 AND {SCOPE_FILTER}"
         );
         let patterns: Vec<String> = terms.iter().map(|t| format!("%{}%", escape_like(t))).collect();
+        // SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE is the same test.
+        let like = match self.dialect() {
+            Dialect::Sqlite => "LIKE",
+            Dialect::Postgres => "ILIKE",
+        };
         for index in 0..patterns.len() {
             let n = index + 5;
             sql.push_str(&format!(
-                " AND (m.subject LIKE ?{n} ESCAPE '!' OR m.body_md LIKE ?{n} ESCAPE '!')"
+                " AND (m.subject {like} ?{n} ESCAPE '!' OR m.body_md {like} ?{n} ESCAPE '!')"
             ));
         }
         sql.push_str(" ORDER BY m.created_ts DESC, m.id DESC LIMIT ?4");

@@ -258,9 +258,9 @@ impl Db<'_> {
                JOIN webhook_deliveries d ON d.id IN (
                  SELECT id FROM webhook_deliveries
                  WHERE webhook_id = w.id AND status = 'pending' AND next_attempt_us <= ?1
-                   AND id NOT IN (SELECT value FROM json_each(?4))
+                   AND id NOT IN (SELECT CAST(value AS BIGINT) FROM json_each(?4))
                  ORDER BY next_attempt_us, id LIMIT ?3)
-               WHERE w.id NOT IN (SELECT value FROM json_each(?5)))
+               WHERE w.id NOT IN (SELECT CAST(value AS BIGINT) FROM json_each(?5)))
              SELECT d.id, d.event_id, d.webhook_id, w.url, w.secret, d.attempts, p.slug,
                     coalesce(r.name, ''), d.kind,
                     m.id, m.thread_id, m.subject, s.name, m.importance, m.ack_required,

@@ -1,0 +1,500 @@
+//! The PostgreSQL side of the statement API (`driver.rs`): a session on one connection, its
+//! prepared statements, and the conversions between [`Value`]/[`Cell`] and PostgreSQL's
+//! binary formats.
+//!
+//! Statements are written once, in SQLite's spelling (`?1` parameters); a session rewrites
+//! them to PostgreSQL's (`$1`) when it first prepares them and keeps the prepared statement.
+//!
+//! The driver is tokio-postgres. Each connection's socket is driven by a task on a small
+//! runtime of its own (thread `mailroom-pg-io`); a session's calls wait for their answers
+//! with [`block_on`], which needs no runtime, so the store's threads use a session as they
+//! use a SQLite connection, and a session can be opened, used at start-up and dropped on any
+//! thread.
+
+use std::cell::{Cell as StdCell, RefCell};
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::future::Future;
+use std::sync::{Arc, LazyLock};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{Client, NoTls, Statement};
+
+use super::driver::{Cell, Param, Value};
+use crate::error::{Category, Error, Result};
+
+/// The advisory lock a server's writer holds on its database (`PgSession::claim_instance`).
+const INSTANCE_LOCK: i64 = 0x6d61_696c_726f_6f00;
+
+/// Prepared statements kept per session, like SQLite's statement cache.
+const STATEMENT_CACHE_CAPACITY: usize = 256;
+
+/// The runtime that drives every connection's socket.
+static IO_RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("mailroom-pg-io")
+        .enable_io()
+        .enable_time()
+        .build()
+        .expect("the PostgreSQL I/O runtime starts")
+});
+
+/// Waits for `future` on this thread (parking it), without a runtime.
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    thread_local! {
+        static WAKER: Waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    }
+    WAKER.with(|waker| {
+        let mut cx = Context::from_waker(waker);
+        let mut future = std::pin::pin!(future);
+        loop {
+            match future.as_mut().poll(&mut cx) {
+                Poll::Ready(outcome) => return outcome,
+                Poll::Pending => std::thread::park(),
+            }
+        }
+    })
+}
+
+/// How to reach the PostgreSQL database and what to ask of each connection.
+#[derive(Debug, Clone)]
+pub struct PgSettings {
+    /// `postgres://` or `postgresql://` URL (`DATABASE_URL`).
+    pub url: String,
+    /// Read connections in the store's pool (the writer has one more of its own).
+    pub pool_size: usize,
+    /// The server cancels a statement that runs longer (0: no limit).
+    pub statement_timeout_ms: u64,
+    /// How long connecting may take before it fails.
+    pub connect_timeout: Duration,
+}
+
+/// One PostgreSQL connection and the statements prepared on it. Used by one thread at a time.
+pub struct PgSession {
+    settings: PgSettings,
+    client: Client,
+    statements: RefCell<HashMap<String, Statement>>,
+    /// Rows this session's statements changed (`Db::total_changes`).
+    changes: StdCell<u64>,
+}
+
+impl PgSession {
+    /// Connects as `settings` say.
+    pub fn connect(settings: &PgSettings) -> Result<Self> {
+        let mut config: tokio_postgres::Config = settings
+            .url
+            .parse()
+            .map_err(|e| Error::internal(format!("DATABASE_URL is not a PostgreSQL URL: {e}")))?;
+        config.application_name("mailroom");
+        config.connect_timeout(settings.connect_timeout);
+        config.options(format!("-c statement_timeout={}", settings.statement_timeout_ms));
+        let connecting = IO_RUNTIME.spawn(async move {
+            let (client, connection) = config.connect(NoTls).await?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::warn!(error = %e, "a PostgreSQL connection ended");
+                }
+            });
+            Ok::<_, tokio_postgres::Error>(client)
+        });
+        let client = block_on(connecting)
+            .map_err(|e| Error::internal(format!("connecting to PostgreSQL failed: {e}")))?
+            .map_err(map_pg_err)?;
+        Ok(Self {
+            settings: settings.clone(),
+            client,
+            statements: RefCell::new(HashMap::new()),
+            changes: StdCell::new(0),
+        })
+    }
+
+    /// Takes the database for this server: a session-level advisory lock, held while this
+    /// connection lives (the writer's). A second server on the same database is refused, as
+    /// on one SQLite file: two would each run an archive writer and upkeep.
+    pub fn claim_instance(&self) -> Result<()> {
+        let statement = self.statement("SELECT pg_try_advisory_lock(?1)")?;
+        let claimed: bool = block_on(self.client.query_one(&statement, &[&INSTANCE_LOCK]))
+            .map_err(map_pg_err)?
+            .try_get(0)
+            .map_err(map_pg_err)?;
+        if claimed {
+            Ok(())
+        } else {
+            Err(Error::new(
+                Category::Conflict,
+                "DATABASE_IN_USE",
+                "another mailroom server uses this PostgreSQL database; one server per database",
+            ))
+        }
+    }
+
+    /// The writer's connection again after the server closed it (a restart, a failover),
+    /// with the database claimed again; a failure is logged and the next statement reports it.
+    pub fn reopen_if_closed(&mut self) {
+        if !self.is_closed() {
+            return;
+        }
+        match Self::connect(&self.settings).and_then(|fresh| fresh.claim_instance().map(|()| fresh))
+        {
+            Ok(fresh) => *self = fresh,
+            Err(e) => tracing::error!(error = %e, "cannot reconnect to PostgreSQL"),
+        }
+    }
+
+    /// Rows this session's statements changed since it connected.
+    pub fn total_changes(&self) -> u64 {
+        self.changes.get()
+    }
+
+    /// Counts rows changed by a statement that returned rows (`INSERT … RETURNING`).
+    pub fn note_changes(&self, rows: u64) {
+        self.changes.set(self.changes.get().wrapping_add(rows));
+    }
+
+    /// The prepared form of `sql` (written with `?N` parameters).
+    fn statement(&self, sql: &str) -> Result<Statement> {
+        if let Some(statement) = self.statements.borrow().get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = block_on(self.client.prepare(&to_postgres(sql))).map_err(map_pg_err)?;
+        let mut statements = self.statements.borrow_mut();
+        if statements.len() >= STATEMENT_CACHE_CAPACITY {
+            statements.clear();
+        }
+        statements.insert(sql.to_string(), statement.clone());
+        Ok(statement)
+    }
+
+    /// Runs a statement that returns no rows; how many rows it changed.
+    pub fn execute(&self, sql: &str, args: &[&dyn Param]) -> Result<usize> {
+        let statement = self.statement(sql)?;
+        let values: Vec<Value<'_>> = args.iter().map(|a| a.value()).collect();
+        let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v as _).collect();
+        let changed = block_on(self.client.execute(&statement, &refs)).map_err(map_pg_err)?;
+        self.note_changes(changed);
+        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+    }
+
+    /// Runs statements without parameters (the simple query protocol).
+    pub fn execute_batch(&self, sql: &str) -> Result<()> {
+        block_on(self.client.batch_execute(sql)).map_err(map_pg_err)
+    }
+
+    /// Visits the rows of a query in order until `find` returns something.
+    pub fn query_find<T>(
+        &self,
+        sql: &str,
+        args: &[&dyn Param],
+        mut find: impl FnMut(&tokio_postgres::Row) -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
+        let statement = self.statement(sql)?;
+        let values: Vec<Value<'_>> = args.iter().map(|a| a.value()).collect();
+        let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v as _).collect();
+        // All rows arrive before the first is visited: the connection is free again for
+        // statements the visitor may run.
+        let rows = block_on(self.client.query(&statement, &refs)).map_err(map_pg_err)?;
+        for row in &rows {
+            if let Some(found) = find(row)? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether the connection is gone (the server closed it or the network failed).
+    pub fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+}
+
+/// The cell at `index` of a PostgreSQL row.
+pub(super) fn cell(row: &tokio_postgres::Row, index: usize) -> Result<Cell<'_>> {
+    row.try_get::<_, PgCell<'_>>(index).map(|c| c.0).map_err(|e| {
+        Error::new(Category::Internal, "DATABASE_ERROR", format!("column {index}: {e}"))
+    })
+}
+
+/// A column read in any of the types the schema uses.
+struct PgCell<'r>(Cell<'r>);
+
+impl<'r> FromSql<'r> for PgCell<'r> {
+    fn from_sql(
+        ty: &Type,
+        raw: &'r [u8],
+    ) -> std::result::Result<Self, Box<dyn StdError + Sync + Send>> {
+        let cell = match *ty {
+            Type::INT8 => Cell::Int(i64::from_sql(ty, raw)?),
+            Type::INT4 => Cell::Int(i32::from_sql(ty, raw)?.into()),
+            Type::INT2 => Cell::Int(i16::from_sql(ty, raw)?.into()),
+            Type::BOOL => Cell::Int(bool::from_sql(ty, raw)?.into()),
+            Type::FLOAT8 => Cell::Real(f64::from_sql(ty, raw)?),
+            Type::FLOAT4 => Cell::Real(f32::from_sql(ty, raw)?.into()),
+            Type::BYTEA => Cell::Blob(raw),
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN | Type::JSON => {
+                Cell::Text(std::str::from_utf8(raw)?)
+            }
+            ref other => return Err(format!("a column of type {other} (cast it in SQL)").into()),
+        };
+        Ok(Self(cell))
+    }
+
+    fn from_sql_null(_: &Type) -> std::result::Result<Self, Box<dyn StdError + Sync + Send>> {
+        Ok(Self(Cell::Null))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// A value goes to PostgreSQL in the type the server inferred for its parameter.
+impl ToSql for Value<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn StdError + Sync + Send>> {
+        match (self, ty) {
+            (Value::Null, _) => Ok(IsNull::Yes),
+            (Value::Int(v), &Type::INT8) => v.to_sql(ty, out),
+            (Value::Int(v), &Type::INT4) => i32::try_from(*v)?.to_sql(ty, out),
+            (Value::Int(v), &Type::INT2) => i16::try_from(*v)?.to_sql(ty, out),
+            (Value::Int(v), &Type::BOOL) => (*v != 0).to_sql(ty, out),
+            #[allow(clippy::cast_precision_loss)]
+            (Value::Int(v), &Type::FLOAT8) => (*v as f64).to_sql(ty, out),
+            (Value::Int(v), _) => v.to_string().as_str().to_sql(&Type::TEXT, out),
+            (Value::Real(v), &Type::FLOAT4) =>
+            {
+                #[allow(clippy::cast_possible_truncation)]
+                (*v as f32).to_sql(ty, out)
+            }
+            (Value::Real(v), &Type::FLOAT8) => v.to_sql(ty, out),
+            (Value::Real(v), _) => v.to_string().as_str().to_sql(&Type::TEXT, out),
+            (Value::Text(v), &Type::INT8) => v.parse::<i64>()?.to_sql(ty, out),
+            (Value::Text(v), _) => v.as_ref().to_sql(&Type::TEXT, out),
+            (Value::Blob(v), _) => v.to_sql(&Type::BYTEA, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// Rewrites a statement in SQLite's spelling to PostgreSQL's, outside quoted text:
+/// parameters `?N` become `$N`; `x IS ?N` (SQLite's null-safe equality) becomes
+/// `x IS NOT DISTINCT FROM $N`; `json_each(?N)` (a bound JSON array's values) becomes
+/// `json_array_elements_text(CAST($N AS json))`, whose column is also `value`; `instr(`
+/// becomes `strpos(` (same arguments). Everything else must be written so both understand it.
+pub(super) fn to_postgres(sql: &str) -> String {
+    let sql = null_tests_last(sql);
+    let sql = sql.as_str();
+    const REWRITES: &[(&str, &str)] = &[
+        (" IS ?", " IS NOT DISTINCT FROM ?"),
+        ("json_each(?", "json_array_elements_text(CAST(?"),
+        ("instr(", "strpos("),
+    ];
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut quote: Option<char> = None;
+    let mut rest = sql;
+    // After a rewritten `json_each(?N`, the `)` that closes it gets ` AS json)` first.
+    let mut close_json = false;
+    while let Some(c) = rest.chars().next() {
+        if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            }
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        if let Some(scalar) = scalar_max_or_min(&out, rest) {
+            out.push_str(scalar);
+            rest = &rest[4..];
+            continue;
+        }
+        if let Some((from, to)) = REWRITES.iter().find(|(from, _)| rest.starts_with(from)) {
+            out.push_str(&to.replace('?', "$"));
+            close_json |= from.starts_with("json_each");
+            rest = &rest[from.len()..];
+            continue;
+        }
+        match c {
+            '\'' | '"' => quote = Some(c),
+            '?' => {
+                out.push('$');
+                rest = &rest[1..];
+                continue;
+            }
+            ')' if close_json => {
+                out.push_str(" AS json)");
+                close_json = false;
+            }
+            _ => {}
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// SQLite's scalar `max(a, b, …)` / `min(a, b, …)` (two or more arguments; one is the
+/// aggregate) as PostgreSQL's `greatest(` / `least(`, when `rest` starts with one.
+fn scalar_max_or_min(before: &str, rest: &str) -> Option<&'static str> {
+    let name = rest.get(..4)?.to_ascii_lowercase();
+    let replacement = match name.as_str() {
+        "max(" => "greatest(",
+        "min(" => "least(",
+        _ => return None,
+    };
+    if before.chars().last().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return None;
+    }
+    let inner = &rest[4..];
+    let close = matching_paren(inner)?;
+    let mut depth = 0_usize;
+    let top_level_comma = inner[..close].chars().any(|c| {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        c == ',' && depth == 0
+    });
+    top_level_comma.then_some(replacement)
+}
+
+/// Moves each optional filter's null test behind the test that gives its parameter a type:
+/// `(?N IS NULL OR <test>)` becomes `(<test> OR ?N IS NULL)`, the same condition. PostgreSQL
+/// types a parameter where it first meets it, and `?N IS NULL` alone says nothing.
+fn null_tests_last(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut rest = sql;
+    while let Some(start) = rest.find("(?") {
+        out.push_str(&rest[..start]);
+        let group = &rest[start + 1..];
+        let digits = group[1..].bytes().take_while(u8::is_ascii_digit).count();
+        let test = format!("{} IS NULL OR ", &group[..=digits]);
+        let close = group.starts_with(&test).then(|| matching_paren(group)).flatten();
+        match close {
+            Some(close) if digits > 0 => {
+                let other = &group[test.len()..close];
+                out.push_str(&format!("({other} OR {} IS NULL)", &group[..=digits]));
+                rest = &group[close + 1..];
+            }
+            _ => {
+                out.push('(');
+                rest = group;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The index of the `)` that closes a group whose `(` came just before `text`.
+fn matching_paren(text: &str) -> Option<usize> {
+    let mut depth = 0_usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 0 => return Some(i),
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Converts a PostgreSQL error at the store boundary, as `map_err` does SQLite's: lock and
+/// serialisation conflicts and a lost connection are retryable, a full disk or a read-only
+/// server storage errors, the rest internal.
+pub(crate) fn map_pg_err(e: tokio_postgres::Error) -> Error {
+    use tokio_postgres::error::SqlState;
+    let Some(db) = e.as_db_error() else {
+        return if e.is_closed() {
+            Error::new(Category::Retryable, "RESOURCE_BUSY", "the database connection closed")
+        } else {
+            Error::new(Category::Internal, "DATABASE_ERROR", format!("database error: {e}"))
+        };
+    };
+    let code = db.code();
+    let message = format!("database error: {} ({})", db.message(), code.code());
+    if [
+        SqlState::T_R_SERIALIZATION_FAILURE,
+        SqlState::T_R_DEADLOCK_DETECTED,
+        SqlState::LOCK_NOT_AVAILABLE,
+        SqlState::QUERY_CANCELED,
+        SqlState::ADMIN_SHUTDOWN,
+        SqlState::CANNOT_CONNECT_NOW,
+        SqlState::TOO_MANY_CONNECTIONS,
+    ]
+    .contains(code)
+    {
+        Error::new(Category::Retryable, "RESOURCE_BUSY", format!("Database is busy: {message}"))
+    } else if [SqlState::CHARACTER_NOT_IN_REPERTOIRE, SqlState::UNTRANSLATABLE_CHARACTER]
+        .contains(code)
+    {
+        // SQLite stores a NUL character in text; PostgreSQL refuses it.
+        Error::invalid("a text value contains a NUL character (U+0000), which cannot be stored")
+    } else if *code == SqlState::DISK_FULL {
+        tracing::error!(error = %message, "the database's disk is full");
+        Error::storage_full("the database")
+    } else if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
+        tracing::error!(error = %message, "the database is read-only");
+        Error::storage_read_only("the database")
+    } else {
+        Error::new(Category::Internal, "DATABASE_ERROR", message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_renumbered_outside_quotes() {
+        assert_eq!(
+            to_postgres("SELECT ?1, '?2', \"a?\" FROM t WHERE x = ?10 AND y LIKE ?2 ESCAPE '!'"),
+            "SELECT $1, '?2', \"a?\" FROM t WHERE x = $10 AND y LIKE $2 ESCAPE '!'"
+        );
+    }
+
+    #[test]
+    fn sqlite_only_spellings_are_rewritten() {
+        assert_eq!(
+            to_postgres(
+                "SELECT id FROM w WHERE a IS ?2 AND b IS NULL AND id IN \
+                 (SELECT CAST(value AS BIGINT) FROM json_each(?3)) AND instr(x, ?1) > 0"
+            ),
+            "SELECT id FROM w WHERE a IS NOT DISTINCT FROM $2 AND b IS NULL AND id IN \
+             (SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST($3 AS json))) \
+             AND strpos(x, $1) > 0"
+        );
+        assert_eq!(to_postgres("SELECT 'a IS ?1 instr(' FROM t"), "SELECT 'a IS ?1 instr(' FROM t");
+        assert_eq!(
+            to_postgres("SELECT max(a, coalesce(b, 0)), MAX(id), min(f(x, y)), summax(a, b)"),
+            "SELECT greatest(a, coalesce(b, 0)), MAX(id), min(f(x, y)), summax(a, b)"
+        );
+        assert_eq!(
+            to_postgres(
+                "WHERE (?4 IS NULL OR m.ts > ?4) AND (?5 IS NULL OR f(m.x, ?5) OR (a)) AND (?6)"
+            ),
+            "WHERE (m.ts > $4 OR $4 IS NULL) AND (f(m.x, $5) OR (a) OR $5 IS NULL) AND ($6)"
+        );
+    }
+}
