@@ -184,11 +184,13 @@ impl CoreConfig {
                     statement_timeout_ms: 30_000,
                     connect_timeout: std::time::Duration::from_secs(10),
                 });
+                // Reported by health_check and the config resource: never the password.
+                self.database_url = without_password(&url);
             } else {
                 self.database_path = database_path_from_url(&url)?;
                 self.postgres = None;
+                self.database_url = url;
             }
-            self.database_url = url;
         }
         if let Some(settings) = self.postgres.as_mut() {
             settings.pool_size = number(lookup, "DATABASE_POOL_SIZE", settings.pool_size)?.max(1);
@@ -342,6 +344,17 @@ pub fn database_path_from_url(url: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(path))
 }
 
+/// A URL with the password of its user part, if any, shown as `***`.
+pub fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else { return url.to_string() };
+    match rest[..at].split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+        None => url.to_string(),
+    }
+}
+
 /// `path` with a leading `~` or `~/` taken as the home directory (`HOME`, read through
 /// `lookup`); as it is otherwise, or when `HOME` is unset.
 pub fn expand_home(path: &str, lookup: &dyn Fn(&str) -> Option<String>) -> PathBuf {
@@ -355,6 +368,34 @@ pub fn expand_home(path: &str, lookup: &dyn Fn(&str) -> Option<String>) -> PathB
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A PostgreSQL URL selects the backend with every setting read, and the URL reported
+    /// (health_check, the config resource) carries no password.
+    #[test]
+    fn a_postgres_url_selects_postgres_and_hides_its_password() {
+        let mut config = CoreConfig::for_data_dir("/d");
+        let env = |name: &str| match name {
+            "DATABASE_URL" => Some("postgresql://mr:s3cret@db:5432/mail?sslmode=disable".into()),
+            "DATABASE_POOL_SIZE" => Some("3".into()),
+            "DATABASE_STATEMENT_TIMEOUT_MS" => Some("1500".into()),
+            _ => None,
+        };
+        config.apply_env(&env).expect("applies");
+        let settings = config.postgres.as_ref().expect("postgres selected");
+        assert_eq!(settings.url, "postgresql://mr:s3cret@db:5432/mail?sslmode=disable");
+        assert_eq!((settings.pool_size, settings.statement_timeout_ms), (3, 1500));
+        assert_eq!(config.database_url, "postgresql://mr:***@db:5432/mail?sslmode=disable");
+        for (url, shown) in [
+            ("postgres://mr@db/mail", "postgres://mr@db/mail"),
+            ("postgres://db/mail", "postgres://db/mail"),
+            ("postgres://a:b:c@db/x@y", "postgres://a:***@db/x@y"),
+        ] {
+            assert_eq!(without_password(url), shown, "{url}");
+        }
+        let bad = |name: &str| (name == "DATABASE_URL").then(|| "mysql://db/x".to_string());
+        let refused = CoreConfig::for_data_dir("/d").apply_env(&bad).expect_err("refused");
+        assert!(refused.contains("PostgreSQL (postgres://…) are supported"), "{refused}");
+    }
 
     fn check(url: &str, expected: Result<&str, ()>) {
         let got = database_path_from_url(url);

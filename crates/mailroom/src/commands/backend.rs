@@ -41,13 +41,17 @@ impl Backend {
         }
         let config = shared::core_config(data_dir)?;
         let database = &config.database_path;
-        if !create && !database.is_file() {
+        let sqlite = config.postgres.is_none();
+        if sqlite && !create && !database.is_file() {
             bail!(
                 "{} holds no mailroom database (start the server there, or name --data-dir)",
                 data_dir.display()
             );
         }
-        if database.is_file() && !mailroom_core::ops::doctor::is_mailroom_database(database) {
+        if sqlite
+            && database.is_file()
+            && !mailroom_core::ops::doctor::is_mailroom_database(database)
+        {
             bail!(
                 "{} is not a mailroom database (is DATABASE_URL another program's?); not opening it",
                 database.display()
@@ -59,7 +63,11 @@ impl Backend {
                 Ok(lock) => lock,
                 Err(server) => return Ok(Backend::Server(server)),
             };
-        let database = shared::lock_database(&config.database_path, shared::Missing::Create)?;
+        let database = if sqlite {
+            shared::lock_database(&config.database_path, shared::Missing::Create)?
+        } else {
+            None
+        };
         let mut server_config = ServerConfig::default();
         server_config
             .apply_env(&shared::env)

@@ -80,8 +80,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
     // A command holding the data directory for its moment is waited for; a server is not.
     let _lock = shared::wait_for_data_dir(&data_dir, || shared::served(&data_dir).then_some(()))?
         .map_err(|()| shared::server_running(&data_dir))?;
-    let _database_lock =
-        shared::lock_database(&core_config.database_path, shared::Missing::Create)?;
+    // A PostgreSQL database is claimed by the store itself (an advisory lock).
+    let _database_lock = match core_config.postgres {
+        Some(_) => None,
+        None => shared::lock_database(&core_config.database_path, shared::Missing::Create)?,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -94,7 +97,10 @@ async fn serve(
     core_config: CoreConfig,
     mut server_config: ServerConfig,
 ) -> Result<()> {
-    let database = core_config.database_path.clone();
+    let database = match &core_config.postgres {
+        Some(_) => core_config.database_url.clone(),
+        None => core_config.database_path.display().to_string(),
+    };
     // The core's messages name what failed (the database file or the archive root).
     let core = Mailroom::open(core_config)?;
     let address = format!("{}:{}", server_config.host, server_config.port);
@@ -108,7 +114,7 @@ async fn serve(
     // the line appears stops the server gracefully instead of killing it.
     let shutdown = shutdown_signal();
     shared::ServerAddress::write(data_dir, local)?;
-    tracing::info!(%local, database = %database.display(), "mailroom listening");
+    tracing::info!(%local, %database, "mailroom listening");
     println!("mailroom listening on http://{local} (MCP at /mcp)");
     let served = mailroom_server::serve(listener, state, shutdown).await.context("server failed");
     shared::ServerAddress::remove_own(data_dir);
