@@ -63,8 +63,13 @@ SERVER_LOG="$WORK/server.log"
 # shellcheck source=tests/clients/lib.sh
 source "$ROOT/tests/clients/lib.sh"
 
+PG_DIR=""
 cleanup() {
   stop_server
+  if [[ -n "$PG_DIR" ]]; then
+    "$ROOT/scripts/postgres-cluster" stop "$PG_DIR" >/dev/null 2>&1 || true
+    rm -rf "$PG_DIR"
+  fi
   # A stdio client killed by its timeout leaves the server it started in the background.
   for data_dir in "$WORK"/mailroom-stdio-*/data; do
     [[ -d "$data_dir" ]] && stop_stdio_server "$data_dir"
@@ -139,7 +144,8 @@ stop_server
 
 # The SDK clients and the conformance suite once more, against a server on PostgreSQL
 # (DATABASE_URL=postgres://…; a throwaway cluster of Debian's postgresql, scripts/postgres-cluster).
-PG_DIR="$WORK/postgres"
+# Its own temporary directory: the server runs as the `postgres` user, which cannot enter $WORK.
+PG_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mailroom-clients-pg.XXXXXX")"
 if PG_URL="$(MAILROOM_PG_FAST=1 "$ROOT/scripts/postgres-cluster" start "$PG_DIR")"; then
   PORT="$(free_port)"
   BASE="http://127.0.0.1:$PORT"
@@ -171,5 +177,7 @@ if ((failed > 0)); then
 fi
 stop_server
 "$ROOT/scripts/postgres-cluster" stop "$PG_DIR" || true
+rm -rf "$PG_DIR"
+PG_DIR=""
 echo "clients: $passed passed, $failed failed"
 ((failed == 0))

@@ -344,15 +344,27 @@ pub fn database_path_from_url(url: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(path))
 }
 
-/// A URL with the password of its user part, if any, shown as `***`.
+/// A URL with its password, if any, shown as `***`: the user part's and a `password=`
+/// query parameter's (libpq takes both).
 pub fn without_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
     let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else { return url.to_string() };
-    match rest[..at].split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
-        None => url.to_string(),
-    }
+    let rest = match rest[..authority_end].rfind('@') {
+        Some(at) => match rest[..at].split_once(':') {
+            Some((user, _)) => format!("{user}:***{}", &rest[at..]),
+            None => rest.to_string(),
+        },
+        None => rest.to_string(),
+    };
+    let Some((path, query)) = rest.split_once('?') else { return format!("{scheme}://{rest}") };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+            _ => pair.to_string(),
+        })
+        .collect();
+    format!("{scheme}://{path}?{}", query.join("&"))
 }
 
 /// `path` with a leading `~` or `~/` taken as the home directory (`HOME`, read through
@@ -389,6 +401,10 @@ mod tests {
             ("postgres://mr@db/mail", "postgres://mr@db/mail"),
             ("postgres://db/mail", "postgres://db/mail"),
             ("postgres://a:b:c@db/x@y", "postgres://a:***@db/x@y"),
+            (
+                "postgres://db/x?user=u&password=p&sslmode=x",
+                "postgres://db/x?user=u&password=***&sslmode=x",
+            ),
         ] {
             assert_eq!(without_password(url), shown, "{url}");
         }

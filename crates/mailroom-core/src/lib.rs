@@ -23,4 +23,5 @@ pub use error::{Category, Error, Result, StorageFault};
 pub use memory::{fix_mmap_threshold, limit_git_mappings, sqlite_memory_used};
 pub use ops::Mailroom;
 pub use store::SQLITE_HEAP_LIMIT;
+pub use store::copy::{CopyReport, DatabaseAt, copy_database};
 pub use store::db::postgres::PgSettings;

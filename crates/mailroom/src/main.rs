@@ -80,6 +80,9 @@ enum Command {
     Doctor(commands::doctor::DoctorArgs),
     /// Bring the database to the current schema.
     Migrate(commands::migrate::MigrateArgs),
+    /// Copy every row of the data directory's database into a new one (SQLite to PostgreSQL
+    /// or back), leaving the source as it was.
+    CopyDatabase(commands::copy_database::CopyDatabaseArgs),
     /// Bring a mailbox of the Python reference over: its database and Git archive, copied
     /// into the data directory or converted in place.
     Import(commands::import::ImportArgs),
@@ -155,6 +158,7 @@ fn main() -> ExitCode {
             exit_code(commands::doctor::run(args), on_error)
         }
         Command::Migrate(args) => done(commands::migrate::run(args)),
+        Command::CopyDatabase(args) => done(commands::copy_database::run(args)),
         Command::Import(args) => done(commands::import::run(args)),
         Command::Upkeep(args) => done(commands::upkeep::run(args)),
         Command::Webhooks(args) => done(commands::webhooks::run(args)),

@@ -6,7 +6,8 @@
 //! ANDed), parentheses, column filters `subject:` / `body:` / `{subject body}:`, and
 //! `NEAR(...)`. The messages' search vector weighs subject words `A` and body words `B`, so a
 //! column filter becomes a weight (`'word':A`). A bareword is split into its letters-and-digits
-//! runs, as FTS5's `unicode61` tokenizer splits it, and those become a phrase. `NEAR` becomes
+//! runs, as FTS5's `unicode61` tokenizer splits it, and those become a phrase; PostgreSQL's
+//! `simple` dictionary lower-cases them as it lower-cased the messages' words. `NEAR` becomes
 //! `AND` (PostgreSQL's distance operator wants an exact distance). `None`: the expression is
 //! not valid FTS5 (unbalanced, an unknown column, a dangling operator), where FTS5 would
 //! refuse it too and the search falls back to `LIKE`.
@@ -135,27 +136,34 @@ impl Parser {
 
     fn and(&mut self, columns: Columns) -> Option<String> {
         let mut terms = vec![self.not(columns)?];
-        loop {
-            if self.is_keyword("AND") {
-                self.at += 1;
-            } else if self.is_keyword("OR")
-                || matches!(self.peek(), None | Some(Token::Close | Token::Comma))
-            {
-                break;
-            }
+        while self.is_keyword("AND") {
+            self.at += 1;
             terms.push(self.not(columns)?);
         }
         Some(join(terms, " & "))
     }
 
+    /// `x NOT y`: FTS5 binds terms side by side tighter than `NOT`, so `a NOT b c` is
+    /// `a NOT (b c)`; both sides are such runs.
     fn not(&mut self, columns: Columns) -> Option<String> {
-        let mut expr = self.primary(columns)?;
+        let mut expr = self.run(columns)?;
         while self.is_keyword("NOT") {
             self.at += 1;
-            let negated = self.primary(columns)?;
+            let negated = self.run(columns)?;
             expr = format!("({expr} & !{negated})");
         }
         Some(expr)
+    }
+
+    /// Primaries side by side, with no operator between them (an implicit AND).
+    fn run(&mut self, columns: Columns) -> Option<String> {
+        let mut terms = vec![self.primary(columns)?];
+        while !matches!(self.peek(), None | Some(Token::Close | Token::Comma))
+            && !["AND", "OR", "NOT"].iter().any(|k| self.is_keyword(k))
+        {
+            terms.push(self.primary(columns)?);
+        }
+        Some(join(terms, " & "))
     }
 
     fn primary(&mut self, columns: Columns) -> Option<String> {
@@ -226,7 +234,7 @@ impl Parser {
         let words: Vec<String> = text
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
+            .map(str::to_string)
             .collect();
         let count = words.len();
         let lexemes: Vec<String> = words
@@ -282,9 +290,9 @@ mod tests {
     fn words_phrases_and_prefixes() {
         check(&[
             ("hello", Some("'hello'")),
-            ("Hello World", Some("('hello' & 'world')")),
+            ("Hello World", Some("('Hello' & 'World')")),
             ("\"roll back\"", Some("('roll' <-> 'back')")),
-            ("\"POL-358\"", Some("('pol' <-> '358')")),
+            ("\"POL-358\"", Some("('POL' <-> '358')")),
             ("mig*", Some("'mig':*")),
             ("\"data base\"*", Some("('data' <-> 'base':*)")),
             ("foo_bar", Some("('foo' <-> 'bar')")),
@@ -296,6 +304,8 @@ mod tests {
     fn operators_bind_as_in_fts5() {
         check(&[
             ("a OR b c", Some("('a' | ('b' & 'c'))")),
+            ("a NOT b c", Some("('a' & !('b' & 'c'))")),
+            ("a b NOT c", Some("(('a' & 'b') & !'c')")),
             ("a AND b OR c", Some("(('a' & 'b') | 'c')")),
             ("a NOT b", Some("('a' & !'b')")),
             ("(a OR b) NOT c", Some("((('a' | 'b')) & !'c')")),

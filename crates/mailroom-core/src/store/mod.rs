@@ -9,6 +9,7 @@
 //! blocking threads, so a slow write never stalls a read (WAL).
 
 mod checkpointer;
+pub mod copy;
 pub mod db;
 pub mod import;
 
@@ -424,6 +425,11 @@ impl Reader {
 
     /// Runs `job` on this connection, in one read transaction (one consistent snapshot).
     pub fn read<R>(&mut self, job: impl FnOnce(&Db<'_>) -> Result<R>) -> Result<R> {
+        // A PostgreSQL connection the server closed is opened again (the archive writer
+        // reads through one Reader for as long as it runs).
+        if let Backend::Postgres(session) = &mut self.conn {
+            session.reconnect_if_closed()?;
+        }
         self.conn.db(false).read_transaction(job)
     }
 }
@@ -567,17 +573,20 @@ struct Pooled<'a> {
 impl<'a> Pooled<'a> {
     fn take(inner: &'a Inner) -> Result<Self> {
         let mut pool = inner.readers.lock().map_err(|_| Error::internal("reader pool poisoned"))?;
-        let mut conn =
+        let conn =
             pool.pop().ok_or_else(|| Error::internal("reader pool empty despite a permit"))?;
         drop(pool);
-        // A PostgreSQL connection the server closed (a restart, a failover) is opened again.
-        if let (Backend::Postgres(session), Location::Postgres(settings)) =
-            (&mut conn, &inner.location)
+        // Taken before it may be opened again, so that a failed reconnect still gives the
+        // connection back to the pool (closed: the next holder tries again).
+        let mut pooled = Self { inner, conn: Some(conn) };
+        if let (Some(Backend::Postgres(session)), Location::Postgres(settings)) =
+            (pooled.conn.as_mut(), &inner.location)
             && session.is_closed()
         {
+            // A PostgreSQL connection the server closed (a restart, a failover).
             *session = PgSession::connect(settings)?;
         }
-        Ok(Self { inner, conn: Some(conn) })
+        Ok(pooled)
     }
 }
 
@@ -688,7 +697,10 @@ fn run_writer(mut conn: Backend, mut jobs: mpsc::Receiver<WriteJob>, writer: Wri
     let Writer { archive_hook, checkpointer, changed, closing, batch_sizes } = writer;
     while let Some(first) = jobs.blocking_recv() {
         let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
+        // PostgreSQL keeps 64 subtransactions (a job's savepoint each) in its cache; a batch
+        // with more slows every other session.
+        let most = if matches!(conn, Backend::Postgres(_)) { 64 } else { MAX_BATCH };
+        while batch.len() < most {
             match jobs.try_recv() {
                 Ok(job) => batch.push(job),
                 Err(_) => break,

@@ -12,6 +12,7 @@ pub mod check_inbox;
 pub mod clear_and_reset;
 pub mod config;
 pub mod contacts;
+pub mod copy_database;
 pub mod docs;
 pub mod doctor;
 pub mod file_reservations;

@@ -118,7 +118,8 @@ fn inbox_sql(extra: &str) -> String {
 /// (`check-inbox` reads without migrating).
 pub(super) static UNREAD_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT COUNT(*), COALESCE(SUM(m.importance IN {URGENT_IMPORTANCES}), 0)
+        "SELECT COUNT(*),
+                COALESCE(SUM(CASE WHEN m.importance IN {URGENT_IMPORTANCES} THEN 1 ELSE 0 END), 0)
          FROM message_recipients r JOIN messages m ON m.id = r.message_id
          WHERE r.agent_id = ?1 AND r.read_ts IS NULL AND m.project_id = ?2"
     )

@@ -99,6 +99,11 @@ impl PgSession {
             .map_err(|e| Error::internal(format!("DATABASE_URL is not a PostgreSQL URL: {e}")))?;
         config.application_name("mailroom");
         config.connect_timeout(settings.connect_timeout);
+        // A connection the network dropped silently is noticed in about a minute, not after
+        // the system's two hours of keepalive silence.
+        config.keepalives_idle(Duration::from_secs(30));
+        config.keepalives_interval(Duration::from_secs(10));
+        config.keepalives_retries(3);
         config.options(format!("-c statement_timeout={}", settings.statement_timeout_ms));
         let connecting = IO_RUNTIME.spawn(async move {
             let (client, connection) = config.connect(NoTls).await?;
@@ -138,6 +143,14 @@ impl PgSession {
                 "another mailroom server uses this PostgreSQL database; one server per database",
             ))
         }
+    }
+
+    /// Connects again when the server closed this connection (a reader's).
+    pub fn reconnect_if_closed(&mut self) -> Result<()> {
+        if self.is_closed() {
+            *self = Self::connect(&self.settings)?;
+        }
+        Ok(())
     }
 
     /// The writer's connection again after the server closed it (a restart, a failover),
@@ -205,6 +218,11 @@ impl PgSession {
         // All rows arrive before the first is visited: the connection is free again for
         // statements the visitor may run.
         let rows = block_on(self.client.query(&statement, &refs)).map_err(map_pg_err)?;
+        // `INSERT … RETURNING` and the like changed as many rows as they returned.
+        let verb = sql.trim_start().get(..6).unwrap_or_default().to_ascii_uppercase();
+        if ["INSERT", "UPDATE", "DELETE"].contains(&verb.as_str()) {
+            self.note_changes(rows.len() as u64);
+        }
         for row in &rows {
             if let Some(found) = find(row)? {
                 return Ok(Some(found));
@@ -266,6 +284,8 @@ impl ToSql for Value<'_> {
         ty: &Type,
         out: &mut bytes::BytesMut,
     ) -> std::result::Result<IsNull, Box<dyn StdError + Sync + Send>> {
+        let textual =
+            matches!(*ty, Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN);
         match (self, ty) {
             (Value::Null, _) => Ok(IsNull::Yes),
             (Value::Int(v), &Type::INT8) => v.to_sql(ty, out),
@@ -273,18 +293,18 @@ impl ToSql for Value<'_> {
             (Value::Int(v), &Type::INT2) => i16::try_from(*v)?.to_sql(ty, out),
             (Value::Int(v), &Type::BOOL) => (*v != 0).to_sql(ty, out),
             #[allow(clippy::cast_precision_loss)]
-            (Value::Int(v), &Type::FLOAT8) => (*v as f64).to_sql(ty, out),
-            (Value::Int(v), _) => v.to_string().as_str().to_sql(&Type::TEXT, out),
-            (Value::Real(v), &Type::FLOAT4) =>
-            {
-                #[allow(clippy::cast_possible_truncation)]
-                (*v as f32).to_sql(ty, out)
+            (Value::Int(v), &Type::FLOAT8) if (*v as f64) as i64 == *v => {
+                (*v as f64).to_sql(ty, out)
             }
+            (Value::Int(v), _) if textual => v.to_string().as_str().to_sql(&Type::TEXT, out),
             (Value::Real(v), &Type::FLOAT8) => v.to_sql(ty, out),
-            (Value::Real(v), _) => v.to_string().as_str().to_sql(&Type::TEXT, out),
+            (Value::Real(v), _) if textual => v.to_string().as_str().to_sql(&Type::TEXT, out),
             (Value::Text(v), &Type::INT8) => v.parse::<i64>()?.to_sql(ty, out),
-            (Value::Text(v), _) => v.as_ref().to_sql(&Type::TEXT, out),
-            (Value::Blob(v), _) => v.to_sql(&Type::BYTEA, out),
+            (Value::Text(v), &Type::JSON) => v.as_ref().to_sql(&Type::TEXT, out),
+            (Value::Text(v), _) if textual => v.as_ref().to_sql(&Type::TEXT, out),
+            (Value::Blob(v), &Type::BYTEA) => v.to_sql(&Type::BYTEA, out),
+            // Anything else would reach the server in another type's binary form.
+            (value, ty) => Err(format!("cannot bind {value:?} as {ty}").into()),
         }
     }
 
@@ -366,15 +386,7 @@ fn scalar_max_or_min(before: &str, rest: &str) -> Option<&'static str> {
     }
     let inner = &rest[4..];
     let close = matching_paren(inner)?;
-    let mut depth = 0_usize;
-    let top_level_comma = inner[..close].chars().any(|c| {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            _ => {}
-        }
-        c == ',' && depth == 0
-    });
+    let top_level_comma = unquoted(&inner[..close]).any(|(_, c, depth)| c == ',' && depth == 0);
     top_level_comma.then_some(replacement)
 }
 
@@ -383,33 +395,60 @@ fn scalar_max_or_min(before: &str, rest: &str) -> Option<&'static str> {
 /// types a parameter where it first meets it, and `?N IS NULL` alone says nothing.
 fn null_tests_last(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len());
-    let mut rest = sql;
-    while let Some(start) = rest.find("(?") {
-        out.push_str(&rest[..start]);
-        let group = &rest[start + 1..];
-        let digits = group[1..].bytes().take_while(u8::is_ascii_digit).count();
-        let test = format!("{} IS NULL OR ", &group[..=digits]);
-        let close = group.starts_with(&test).then(|| matching_paren(group)).flatten();
-        match close {
-            Some(close) if digits > 0 => {
-                let other = &group[test.len()..close];
-                out.push_str(&format!("({other} OR {} IS NULL)", &group[..=digits]));
-                rest = &group[close + 1..];
-            }
-            _ => {
-                out.push('(');
-                rest = group;
-            }
+    let mut copied = 0;
+    let mut skip_to = 0;
+    for (i, c, _) in unquoted(sql) {
+        if i < skip_to || c != '(' {
+            continue;
         }
+        let group = &sql[i + 1..];
+        let digits = group.get(1..).map_or(0, |g| g.bytes().take_while(u8::is_ascii_digit).count());
+        if !group.starts_with('?') || digits == 0 {
+            continue;
+        }
+        let parameter = &group[..=digits];
+        let test = format!("{parameter} IS NULL OR ");
+        let Some(close) = group.starts_with(&test).then(|| matching_paren(group)).flatten() else {
+            continue;
+        };
+        out.push_str(&sql[copied..i]);
+        out.push_str(&format!("({} OR {parameter} IS NULL)", &group[test.len()..close]));
+        copied = i + 1 + close + 1;
+        skip_to = copied;
     }
-    out.push_str(rest);
+    out.push_str(&sql[copied..]);
     out
 }
 
-/// The index of the `)` that closes a group whose `(` came just before `text`.
+/// The characters of `text` outside quoted strings and identifiers, each with its byte index
+/// and its depth of parentheses (the depth before an opening one, after a closing one).
+fn unquoted(text: &str) -> impl Iterator<Item = (usize, char, usize)> + '_ {
+    let mut quote: Option<char> = None;
+    let mut depth = 0_usize;
+    text.char_indices().filter_map(move |(i, c)| {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(') => {
+                depth += 1;
+                return Some((i, c, depth - 1));
+            }
+            (None, ')') => {
+                depth = depth.saturating_sub(1);
+                return Some((i, c, depth));
+            }
+            (None, c) => return Some((i, c, depth)),
+        }
+        None
+    })
+}
+
+/// The index of the `)` that closes a group whose `(` came just before `text` (quoted text
+/// is passed over).
 fn matching_paren(text: &str) -> Option<usize> {
     let mut depth = 0_usize;
-    for (i, c) in text.char_indices() {
+    for (i, c, _) in unquoted(text) {
         match c {
             '(' => depth += 1,
             ')' if depth == 0 => return Some(i),
@@ -489,6 +528,17 @@ mod tests {
         assert_eq!(
             to_postgres("SELECT max(a, coalesce(b, 0)), MAX(id), min(f(x, y)), summax(a, b)"),
             "SELECT greatest(a, coalesce(b, 0)), MAX(id), min(f(x, y)), summax(a, b)"
+        );
+        // Quoted parentheses and commas are text, not syntax.
+        assert_eq!(
+            to_postgres("SELECT max(CASE WHEN a THEN 'x,y' ELSE b END) FROM t"),
+            "SELECT max(CASE WHEN a THEN 'x,y' ELSE b END) FROM t"
+        );
+        assert_eq!(
+            to_postgres(
+                "WHERE (?1 IS NULL OR name LIKE '%)%' OR id = ?1) AND x = '(?2 IS NULL OR'"
+            ),
+            "WHERE (name LIKE '%)%' OR id = $1 OR $1 IS NULL) AND x = '(?2 IS NULL OR'"
         );
         assert_eq!(
             to_postgres(
