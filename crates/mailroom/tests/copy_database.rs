@@ -1,7 +1,8 @@
 //! `mailroom copy-database`: the reference mailbox (tests/reference-mailbox, every kind of
 //! record) imported into a data directory, copied into PostgreSQL and back into a new SQLite
 //! file with nothing lost (every table compared row by row), the archive verifying clean
-//! against the PostgreSQL copy, and a server on PostgreSQL serving it. A copy into a database
+//! against the PostgreSQL copy, and a server on PostgreSQL serving it (and `check-inbox`
+//! counting from it). A copy into a database
 //! that holds mail, or while a server runs on the data directory, is refused.
 
 mod common;
@@ -161,6 +162,16 @@ async fn a_mailbox_goes_to_postgres_and_back_whole() {
         .query_row("SELECT MAX(id) FROM messages", [], |r| r.get(0))
         .expect("max");
     assert_eq!(id, max + 1, "new mail continues the copied ids");
+    // The reminder hook's count reads PostgreSQL too, without the server.
+    let unread = mailroom()
+        .args(["check-inbox", "--format", "json", "--agent", "GreenCastle", "--project", ALPHA])
+        .arg("--data-dir")
+        .arg(&data)
+        .env("DATABASE_URL", &postgres)
+        .output()
+        .expect("check-inbox");
+    let unread: serde_json::Value = serde_json::from_slice(&unread.stdout).expect("JSON");
+    assert!(unread["unread"].as_i64().is_some_and(|n| n >= 1), "{unread}");
     // While a server runs on the data directory, nothing is copied out of it.
     let busy =
         copy(&data, Some(&postgres), &format!("sqlite:///{}", dir.path().join("x").display()));

@@ -48,7 +48,7 @@ pub fn run(args: CheckInboxArgs) -> Result<()> {
     let data_dir = std::path::absolute(shared::data_dir(args.data_dir))
         .context("cannot resolve --data-dir")?;
     shared::use_dotenv(shared::operator_dir(&data_dir))?;
-    let database = shared::core_config(&data_dir)?.database_path;
+    let config = shared::core_config(&data_dir)?;
     let agent = match args.agent.or_else(|| env("AGENT_NAME")) {
         Some(agent) => agent,
         // A hook set up for every session of a coding agent runs in sessions that never named
@@ -64,13 +64,13 @@ pub fn run(args: CheckInboxArgs) -> Result<()> {
             .to_string_lossy()
             .into_owned(),
     };
-    if !database.is_file() {
+    if config.postgres.is_none() && !config.database_path.is_file() {
         if args.format == Format::Json {
             println!("{}", serde_json::json!({"unread": 0, "urgent": 0}));
         }
         return Ok(());
     }
-    let mail = unread_mail(&database, &project, &agent)?;
+    let mail = unread_mail(&config, &project, &agent)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string(&mail)?),
         Format::Text => {

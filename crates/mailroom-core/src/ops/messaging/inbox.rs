@@ -2,8 +2,6 @@
 //! on a blocking thread), the limits and `since_ts` every inbox-like view shares, the read
 //! and acknowledgement receipts, and the web UI's inbox pages and read marks.
 
-use std::path::Path;
-
 use serde::Serialize;
 
 use super::FetchInbox;
@@ -299,10 +297,15 @@ pub struct UnreadMail {
     pub urgent: i64,
 }
 
-/// Counts an agent's unread mail straight from the database file, read-only and without a
-/// server (as the guard reads reservations): what reminder hooks run after every tool call.
-pub fn unread_mail(database: &Path, project_key: &str, agent_name: &str) -> Result<UnreadMail> {
-    crate::store::Reader::open(database)?.read(|db| {
+/// Counts an agent's unread mail straight from the database `config` names (the SQLite file
+/// read-only, or the PostgreSQL database), without a server (as the guard reads
+/// reservations): what reminder hooks run after every tool call.
+pub fn unread_mail(
+    config: &crate::CoreConfig,
+    project_key: &str,
+    agent_name: &str,
+) -> Result<UnreadMail> {
+    crate::store::Reader::for_config(config)?.read(|db| {
         let (project, agent) = project_agent(db, project_key, agent_name)?;
         let (unread, urgent) = db.unread_mail_counts(project.id, agent.id)?;
         Ok(UnreadMail { project: project.slug, agent: agent.name, unread, urgent })
