@@ -661,7 +661,15 @@ fn run_batch(conn: &Backend, batch: Vec<WriteJob>, archive_enabled: bool) -> Bat
         }
         // Outside every savepoint: FTS5 writes the whole batch as one segment.
         db::search::index_pending_messages(&db)?;
-        db.execute("COMMIT", args![]).map(drop)
+        db.execute("COMMIT", args![]).map(drop).map_err(|e| {
+            // The server may have committed before the connection went: a retry could store
+            // the write twice, so the caller is not told to retry.
+            if db.connection_lost() {
+                Error::internal("the database connection was lost during the commit; the write may have been stored")
+            } else {
+                e
+            }
+        })
     })();
     if committed.is_err() {
         // A batch that failed part-way leaves its transaction open: the next must begin anew.

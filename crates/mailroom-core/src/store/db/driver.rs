@@ -314,6 +314,15 @@ impl<'c> Db<'c> {
         }
     }
 
+    /// Whether the connection is gone (PostgreSQL: the server closed it or the network
+    /// failed); a SQLite connection never is.
+    pub(crate) fn connection_lost(&self) -> bool {
+        match self.conn {
+            Conn::Sqlite(_) => false,
+            Conn::Postgres(session) => session.is_closed(),
+        }
+    }
+
     /// Opens the write transaction of a batch. SQLite takes its write lock now (`IMMEDIATE`);
     /// on PostgreSQL every store's writer takes one transaction-scoped advisory lock, so the
     /// batches of several instances run one at a time, as SQLite's do: a job's reads and the
