@@ -15,20 +15,11 @@ use mailroom_testkit::{postgres_server, tool_at};
 use rusqlite::Connection;
 use serde_json::json;
 
-const FIXTURE: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/reference-mailbox/mailbox.tar.gz");
 const ALPHA: &str = "/work/alpha-service";
 
 /// A data directory holding the reference mailbox, imported.
 fn imported_data_dir(dir: &Path) -> PathBuf {
-    let reference = dir.join("reference");
-    std::fs::create_dir_all(&reference).expect("mkdir");
-    let status = std::process::Command::new("tar")
-        .args(["-xzf", FIXTURE, "-C"])
-        .arg(&reference)
-        .status()
-        .expect("tar");
-    assert!(status.success(), "unpack {FIXTURE}");
+    let reference = common::unpack_reference_mailbox(dir);
     let data = dir.join("data");
     let output = mailroom()
         .arg("import")

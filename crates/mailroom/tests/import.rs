@@ -13,22 +13,7 @@ use mailroom_testkit::tool_at;
 use rusqlite::Connection;
 use serde_json::{Value, json};
 
-const FIXTURE: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/reference-mailbox/mailbox.tar.gz");
 const ALPHA: &str = "/work/alpha-service";
-
-/// The reference's data directory (`storage.sqlite3`, `archive/`) unpacked under `dir`.
-fn unpack(dir: &Path) -> PathBuf {
-    let reference = dir.join("reference");
-    std::fs::create_dir_all(&reference).expect("mkdir");
-    let status = std::process::Command::new("tar")
-        .args(["-xzf", FIXTURE, "-C"])
-        .arg(&reference)
-        .status()
-        .expect("tar");
-    assert!(status.success(), "unpack {FIXTURE}");
-    reference
-}
 
 fn import(reference: &Path, extra: &[&str]) -> Output {
     mailroom()
@@ -137,7 +122,7 @@ fn verify(env: &[(&str, &Path)], data: &Path) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reference_mailbox_comes_over_whole_and_is_served() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let reference = unpack(dir.path());
+    let reference = common::unpack_reference_mailbox(dir.path());
     let data = dir.path().join("data");
     let report = imported(&import(&reference, &["--data-dir", data.to_str().expect("utf-8")]));
     assert_eq!(report["archive_differences"], json!([]), "{report}");
@@ -201,7 +186,7 @@ async fn a_reference_mailbox_comes_over_whole_and_is_served() {
 #[test]
 fn in_place_the_database_is_converted_and_the_original_kept() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let reference = unpack(dir.path());
+    let reference = common::unpack_reference_mailbox(dir.path());
     let pristine = dir.path().join("pristine");
     std::fs::create_dir_all(&pristine).expect("mkdir");
     let original = reference.join("storage.sqlite3");
@@ -243,7 +228,7 @@ fn in_place_the_database_is_converted_and_the_original_kept() {
 #[test]
 fn a_running_reference_is_left_alone() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let reference = unpack(dir.path());
+    let reference = common::unpack_reference_mailbox(dir.path());
     // The reference holds its server.lock while it serves.
     let lock = std::fs::File::create(reference.join("archive/server.lock")).expect("lock file");
     lock.try_lock().expect("lock");

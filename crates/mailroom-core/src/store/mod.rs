@@ -165,16 +165,13 @@ impl Store {
     /// Opens the PostgreSQL database `settings` name, migrates it and starts the writer: the
     /// same store as [`Store::open`]'s, with `settings.pool_size` read connections.
     pub fn open_postgres(settings: PgSettings, archive_hook: Option<ArchiveHook>) -> Result<Self> {
-        // Migrating blocks: not on an async worker.
-        let (writer, readers) = off_runtime(|| {
-            let writer = PgSession::connect(&settings)?;
-            writer.claim_instance()?;
-            db::migrations::migrate_postgres(&writer)?;
-            let readers = (0..settings.pool_size.max(1))
-                .map(|_| PgSession::connect(&settings).map(Backend::Postgres))
-                .collect::<Result<Vec<_>>>()?;
-            Ok::<_, Error>((writer, readers))
-        })?;
+        // A session's calls wait without a runtime (postgres.rs), so this may run anywhere.
+        let writer = PgSession::connect(&settings)?;
+        writer.claim_instance()?;
+        db::migrations::migrate_postgres(&writer)?;
+        let readers = (0..settings.pool_size.max(1))
+            .map(|_| PgSession::connect(&settings).map(Backend::Postgres))
+            .collect::<Result<Vec<_>>>()?;
         let location = Location::Postgres(settings);
         Self::start(location, Backend::Postgres(writer), readers, None, archive_hook)
     }
@@ -532,15 +529,6 @@ pub fn edit_database<R>(path: &Path, job: impl FnOnce(&Db<'_>) -> Result<R>) -> 
     Ok(outcome)
 }
 
-/// Runs `work` on a thread of its own and waits for it: for the PostgreSQL driver's blocking
-/// calls when the caller may be an async worker.
-fn off_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
-    std::thread::scope(|scope| match scope.spawn(work).join() {
-        Ok(outcome) => outcome,
-        Err(panic) => std::panic::resume_unwind(panic),
-    })
-}
-
 /// Wraps a typed job for the writer thread; the receiver yields its answer after commit.
 fn boxed_job<R, F>(job: F, seen: bool) -> (WriteJob, oneshot::Receiver<Result<R>>)
 where
@@ -579,12 +567,9 @@ impl<'a> Pooled<'a> {
         // Taken before it may be opened again, so that a failed reconnect still gives the
         // connection back to the pool (closed: the next holder tries again).
         let mut pooled = Self { inner, conn: Some(conn) };
-        if let (Some(Backend::Postgres(session)), Location::Postgres(settings)) =
-            (pooled.conn.as_mut(), &inner.location)
-            && session.is_closed()
-        {
+        if let Some(Backend::Postgres(session)) = pooled.conn.as_mut() {
             // A PostgreSQL connection the server closed (a restart, a failover).
-            *session = PgSession::connect(settings)?;
+            session.reconnect_if_closed()?;
         }
         Ok(pooled)
     }

@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
@@ -119,4 +119,18 @@ pub fn ok(data: &Path, args: &[&str]) -> String {
 /// [`ok`] with `--json`: its stdout parsed.
 pub fn json(data: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&ok(data, &[args, &["--json"]].concat())).expect("JSON")
+}
+
+/// The reference mailbox (tests/reference-mailbox, made by scripts/reference-mailbox after a
+/// session with every kind of record): its data directory (`storage.sqlite3`, `archive/`)
+/// unpacked under `dir`.
+pub fn unpack_reference_mailbox(dir: &Path) -> PathBuf {
+    const FIXTURE: &str =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/reference-mailbox/mailbox.tar.gz");
+    let reference = dir.join("reference");
+    std::fs::create_dir_all(&reference).expect("mkdir");
+    let status =
+        Command::new("tar").args(["-xzf", FIXTURE, "-C"]).arg(&reference).status().expect("tar");
+    assert!(status.success(), "unpack {FIXTURE}");
+    reference
 }

@@ -129,11 +129,8 @@ impl PgSession {
     /// connection lives (the writer's). A second server on the same database is refused, as
     /// on one SQLite file: two would each run an archive writer and upkeep.
     pub fn claim_instance(&self) -> Result<()> {
-        let statement = self.statement("SELECT pg_try_advisory_lock(?1)")?;
-        let claimed: bool = block_on(self.client.query_one(&statement, &[&INSTANCE_LOCK]))
-            .map_err(map_pg_err)?
-            .try_get(0)
-            .map_err(map_pg_err)?;
+        let claimed: bool = super::Db::on_postgres(self, false)
+            .query_value("SELECT pg_try_advisory_lock(?1)", super::driver::args![INSTANCE_LOCK])?;
         if claimed {
             Ok(())
         } else {
