@@ -39,6 +39,7 @@ FAMILIES = {
     "mailroom_archive_queue_depth": "gauge",
     "mailroom_archive_lag_seconds": "gauge",
     "mailroom_mcp_sessions": "gauge",
+    "mailroom_archive_leader": "gauge",
 }
 # Families that may have no series yet (then the text has no family at all).
 OPTIONAL = {"mailroom_upkeep_runs"}

@@ -40,6 +40,7 @@ pub async fn serve(
     upkeep::start(&state);
     // Subscribed MCP sessions are told of messages as they commit.
     tokio::spawn(mcp::subscriptions::watch(state.clone()));
+    tokio::spawn(mcp::transport::drop_sessions_ended_elsewhere(state.clone()));
     // Webhooks are posted from their durable queue.
     tokio::spawn(webhooks::deliver(state.clone()));
     let shutdown = async move {

@@ -1,7 +1,9 @@
 //! The background upkeep's schedules (docs/compat/upkeep.md): each enabled task of
 //! `mailroom_core::ops::upkeep` runs every interval on a task of its own, off the request
 //! path, logged and counted (`mailroom_upkeep_runs_total`); [`run`] runs one now (the
-//! `run_upkeep` tool). A task never runs twice at once.
+//! `run_upkeep` tool). A task never runs twice at once. Of several servers sharing a
+//! PostgreSQL database, only the archive's leader runs the schedules (but each checks its own
+//! file descriptors); `run_upkeep` runs where it is called.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -38,6 +40,11 @@ pub fn start(state: &AppState) {
                 tokio::select! {
                     () = &mut stop => return,
                     () = tokio::time::sleep(Duration::from_secs(interval)) => {}
+                }
+                // Of several servers on one database, the leader keeps the shared state;
+                // each checks its own descriptors.
+                if task != Task::Fds && !state.core.leads() {
+                    continue;
                 }
                 // Failures are logged and counted by `run`; the schedule goes on.
                 let _ = run(&state, task, false).await;

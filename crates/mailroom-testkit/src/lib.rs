@@ -4,6 +4,7 @@
 //! before the server task starts, so no test sleeps waiting for a port.
 
 mod calls;
+mod events;
 mod fake_llm;
 mod git;
 mod json_server;
@@ -25,6 +26,7 @@ pub use calls::{
     ReleaseCall, RenewCall, ReplyCall, ReserveCall, SearchCall, SendCall, ThreadSummaryCall,
     WhoisCall, rpc_at, sent_message_id, tool_at, tool_result,
 };
+pub use events::next_event_data;
 pub use fake_llm::{FakeLlm, FakeLlmMode};
 pub use git::{GUARD_VARIABLES, git, git_command};
 pub use json_server::JsonServer;

@@ -46,6 +46,19 @@ pub async fn fresh_database_url() -> String {
     format!("{base}/{name}")
 }
 
+/// The first column of every row `sql` (one statement) returns from the database at `url`, read
+/// as a 64-bit integer.
+pub async fn query_i64s(url: &str, sql: &str) -> Vec<i64> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot reach {url}: {e}"));
+    let connection = tokio::spawn(connection);
+    let rows = client.query(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    drop(client);
+    let _ = connection.await;
+    rows.iter().map(|row| row.get::<_, i64>(0)).collect()
+}
+
 fn bin(name: &str) -> PathBuf {
     BIN_DIRS
         .iter()

@@ -37,7 +37,8 @@ use tokio::sync::{Notify, watch};
 
 use crate::config::CoreConfig;
 use crate::error::{Error, Result};
-use crate::store::{ArchiveHook, Store};
+use crate::store::cluster::Leadership;
+use crate::store::{ArchiveEvent, ArchiveHook, Reader, Store};
 pub use mailroom_git::Author;
 
 /// Longest a write waits for room in a full archive queue before failing.
@@ -76,6 +77,9 @@ pub struct ArchiveSettings {
     pub worktree_max_files: usize,
     /// Open the repository when the first work arrives rather than at start (nothing queued).
     pub open_on_first_work: bool,
+    /// Several servers may share the database (PostgreSQL): the archive is written by the
+    /// one that leads (`store::cluster`), which takes the archive's lock when elected.
+    pub shared: bool,
 }
 
 impl ArchiveSettings {
@@ -92,6 +96,7 @@ impl ArchiveSettings {
             queue_capacity: archive.queue_capacity,
             worktree_max_files: usize::try_from(archive.worktree_max_files).unwrap_or(usize::MAX),
             open_on_first_work: archive.open_on_first_work,
+            shared: config.postgres.is_some(),
         }
     }
 }
@@ -183,6 +188,23 @@ impl Signal {
         }
         // `rung` stays set, so the writer drains at once.
         self.enqueued.load(Ordering::SeqCst) > 0
+    }
+
+    /// Waits until this server leads; false once the archive stops first.
+    fn wait_for_leadership(&self, leadership: &Leadership) -> bool {
+        let Ok(mut bell) = self.state.lock() else { return false };
+        loop {
+            if bell.stopping {
+                return false;
+            }
+            if leadership.held() {
+                return true;
+            }
+            bell = match self.bell.wait_timeout(bell, Duration::from_secs(1)) {
+                Ok((guard, _)) => guard,
+                Err(_) => return false,
+            };
+        }
     }
 
     fn wake(&self) {
@@ -309,7 +331,9 @@ pub struct Archive {
     signal: Arc<Signal>,
     root: PathBuf,
     writer: Mutex<Option<JoinHandle<()>>>,
-    _owner: locks::OwnerLock,
+    /// The archive's lock, held for as long as the archive runs; a shared archive's leader
+    /// holds it on its writer thread while it leads.
+    _owner: Option<locks::OwnerLock>,
 }
 
 /// The part of the archive that exists before the store: the lock and the signal the store
@@ -317,14 +341,19 @@ pub struct Archive {
 pub(crate) struct PreparedArchive {
     settings: ArchiveSettings,
     signal: Arc<Signal>,
-    owner: locks::OwnerLock,
+    owner: Option<locks::OwnerLock>,
     /// Left for the writer when the repository is opened on first work.
     healing: Option<locks::Healing>,
 }
 
 impl PreparedArchive {
-    /// Takes ownership of the archive root and clears lock files left by dead processes.
+    /// Takes ownership of the archive root and clears lock files left by dead processes (a
+    /// shared archive: later, by the leader).
     pub(crate) fn prepare(settings: ArchiveSettings) -> Result<Self> {
+        let signal = Arc::new(Signal::new(settings.queue_capacity, 0, ADMIT_TIMEOUT));
+        if settings.shared {
+            return Ok(Self { settings, signal, owner: None, healing: None });
+        }
         let (owner, healing) = locks::take_ownership_unhealed(&settings.root)?;
         let healing = if settings.open_on_first_work {
             Some(healing)
@@ -332,14 +361,17 @@ impl PreparedArchive {
             healing.heal();
             None
         };
-        let signal = Arc::new(Signal::new(settings.queue_capacity, 0, ADMIT_TIMEOUT));
-        Ok(Self { settings, signal, owner, healing })
+        Ok(Self { settings, signal, owner: Some(owner), healing })
     }
 
     /// The hook the store calls after commits that queued archive work.
     pub(crate) fn hook(&self) -> ArchiveHook {
         let signal = Arc::clone(&self.signal);
-        Arc::new(move |rows| signal.ring(rows))
+        Arc::new(move |event| match event {
+            ArchiveEvent::Queued(rows) => signal.ring(rows),
+            ArchiveEvent::Archived(rows) => signal.archived(rows as u64),
+            ArchiveEvent::Leadership => signal.wake(),
+        })
     }
 
     /// Opens the repository and starts the writer, which first replays the queued backlog.
@@ -349,6 +381,9 @@ impl PreparedArchive {
         let mut reader = store.dedicated_reader()?;
         let backlog = reader.read(|db| db.archive_backlog())?;
         self.signal.enqueued.fetch_add(backlog.max(0) as u64, Ordering::SeqCst);
+        if self.settings.shared {
+            return self.start_shared(store, reader);
+        }
         let (opened, open_result) = std::sync::mpsc::sync_channel(1);
         let settings = self.settings.clone();
         let (store, signal) = (store.clone(), Arc::clone(&self.signal));
@@ -383,7 +418,7 @@ impl PreparedArchive {
                 };
                 // Lazily opened, nobody waits for this any more (the send fails quietly).
                 let _ = opened.send(Ok(()));
-                writer::Writer::new(repo, store, reader, signal, &settings).run();
+                writer::Writer::new(repo, store, reader, signal, &settings, Leadership::Sole).run();
             })
             .map_err(|e| Error::internal(format!("cannot start archive writer: {e}")))?;
         open_result.recv().map_err(|_| {
@@ -399,6 +434,93 @@ impl PreparedArchive {
             writer: Mutex::new(Some(handle)),
             _owner: self.owner,
         })
+    }
+}
+
+impl PreparedArchive {
+    /// A shared archive's writer thread ([`SharedWriter`]); returns once the thread has opened
+    /// the repository if this server leads from the start, so it serves with its archive open.
+    fn start_shared(self, store: &Store, reader: Reader) -> Result<Archive> {
+        let (opened, first_open) = std::sync::mpsc::sync_channel(1);
+        let writer = SharedWriter {
+            settings: self.settings.clone(),
+            signal: Arc::clone(&self.signal),
+            leadership: store.leadership(),
+            store: store.clone(),
+            reader: Some(reader),
+            opened: Some(opened),
+        };
+        let handle = std::thread::Builder::new()
+            .name("mailroom-archive".to_string())
+            .spawn(move || writer.run())
+            .map_err(|e| Error::internal(format!("cannot start archive writer: {e}")))?;
+        // Bounded: an archive lock still held by a former leader must not stop the start.
+        let _ = first_open.recv_timeout(Duration::from_secs(10));
+        Ok(Archive {
+            signal: self.signal,
+            root: self.settings.root,
+            writer: Mutex::new(Some(handle)),
+            _owner: None,
+        })
+    }
+}
+
+/// The writer of an archive several servers share: it waits to be elected, then takes the
+/// archive's lock (which a former leader still finishing its last commit holds until it is
+/// done), clears what a killed leader left, replays the queue and writes until it stops
+/// leading or the archive stops; then it waits again.
+struct SharedWriter {
+    settings: ArchiveSettings,
+    signal: Arc<Signal>,
+    leadership: Leadership,
+    store: Store,
+    /// The reader of the first term; later terms open their own.
+    reader: Option<Reader>,
+    /// Told once the first term has opened the repository, or when there is none yet.
+    opened: Option<std::sync::mpsc::SyncSender<()>>,
+}
+
+impl SharedWriter {
+    fn run(mut self) {
+        crate::background::lower_thread_priority();
+        let _release_waiters = WriterExit(Arc::clone(&self.signal));
+        if !self.leadership.held() {
+            self.started();
+        }
+        while self.signal.wait_for_leadership(&self.leadership) {
+            if let Err(e) = self.lead() {
+                self.started();
+                tracing::warn!(error = %e.message, "elected, but not writing the archive yet");
+                self.signal.set_last_error(Some(e.message));
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
+        self.started();
+    }
+
+    /// One term as the writer: until the lease is lost or the archive stops.
+    fn lead(&mut self) -> Result<()> {
+        let (_owner, healing) = locks::take_ownership_unhealed(&self.settings.root)?;
+        healing.heal();
+        let reader = match self.reader.take() {
+            Some(reader) => reader,
+            None => self.store.dedicated_reader()?,
+        };
+        let author = self.settings.author.clone();
+        let repo = ArchiveRepo::open_or_init(&self.settings.root, author, LAYOUT)?;
+        self.started();
+        tracing::info!("leading: writing the archive");
+        let signal = Arc::clone(&self.signal);
+        let store = self.store.clone();
+        writer::Writer::new(repo, store, reader, signal, &self.settings, self.leadership.clone())
+            .run();
+        Ok(())
+    }
+
+    fn started(&mut self) {
+        if let Some(opened) = self.opened.take() {
+            let _ = opened.send(());
+        }
     }
 }
 

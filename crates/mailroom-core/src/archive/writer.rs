@@ -10,6 +10,7 @@ use mailroom_git::{ArchiveRepo, Repacker};
 use super::work_tree::WorkTreeBudget;
 use super::{ArchiveSettings, Signal, locks, render};
 use crate::error::{Category, Error, Result};
+use crate::store::cluster::Leadership;
 use crate::store::db::archive_queue::{ArchiveKind, QueuedWork};
 use crate::store::{Reader, Store};
 
@@ -75,6 +76,9 @@ pub(super) struct Writer {
     failing_head: Option<(i64, u32)>,
     /// Retires the oldest month from the work tree when the index is over its budget.
     budget: WorkTreeBudget,
+    /// The writer runs while its server leads; it steps down, committing nothing more, once
+    /// the server has lost the lease (another server takes over from the queue).
+    leadership: Leadership,
 }
 
 impl Writer {
@@ -84,6 +88,7 @@ impl Writer {
         reader: Reader,
         signal: Arc<Signal>,
         settings: &ArchiveSettings,
+        leadership: Leadership,
     ) -> Self {
         let repacker = Repacker::new(repo.root(), crate::background::lower_thread_priority);
         Self {
@@ -100,6 +105,7 @@ impl Writer {
             last_drain: None,
             failing_head: None,
             budget: WorkTreeBudget::new(settings.worktree_max_files),
+            leadership,
         }
     }
 
@@ -113,6 +119,10 @@ impl Writer {
         let mut failures_at_stop = 0;
         loop {
             let stopping = self.wait_for_work();
+            if !self.leadership.held() {
+                tracing::warn!("no longer leading: the archive writer steps down");
+                break;
+            }
             let drain_started = Instant::now();
             match self.drain(stopping) {
                 Ok(found_rows) => {
@@ -258,6 +268,10 @@ impl Writer {
     fn drain(&mut self, until_empty: bool) -> Result<bool> {
         let mut found_rows = false;
         loop {
+            // A backlog's commits stop as soon as another server may have taken over.
+            if !self.leadership.held() {
+                return Ok(found_rows);
+            }
             let after = self.last_id;
             let mut work =
                 self.reader.read(|db| db.queued_archive_work(after, MAX_ROWS_PER_COMMIT))?;

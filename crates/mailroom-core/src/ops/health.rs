@@ -71,7 +71,8 @@ pub struct StorageFacts {
 
 impl Mailroom {
     /// The database's size on disk and the archive's backlog: the queue's length from the
-    /// archive's counters, the oldest row's age from one indexed read.
+    /// archive's counters (servers sharing a database: counted there), the oldest row's age
+    /// from one indexed read.
     pub async fn storage_facts(&self) -> Result<StorageFacts> {
         let path = &self.config.database_path;
         let size = |path: &std::path::Path| std::fs::metadata(path).map_or(0, |m| m.len());
@@ -89,7 +90,13 @@ impl Mailroom {
             }
         };
         if let Some(archive) = self.archive() {
-            facts.archive_queue = archive.stats().lag;
+            // Of several servers, only the database knows the whole queue.
+            facts.archive_queue = if self.shares_database() {
+                let rows = self.store.read_short(|db| db.archive_backlog()).await?;
+                u64::try_from(rows).unwrap_or(0)
+            } else {
+                archive.stats().lag
+            };
             let oldest = self.store.read_short(|db| db.oldest_queued_archive_ts()).await?;
             facts.archive_oldest_wait = oldest.as_deref().and_then(Timestamp::parse_db).map(|at| {
                 let waited = Timestamp::now().as_micros().saturating_sub(at.as_micros());

@@ -25,6 +25,7 @@ pub mod push;
 pub mod reservations;
 pub mod resolve;
 pub mod search;
+pub mod sessions;
 pub mod upkeep;
 pub mod webhooks;
 
@@ -98,6 +99,18 @@ impl Mailroom {
             Some(archive) => archive.admit().await,
             None => Ok(()),
         }
+    }
+
+    /// Whether this server writes the archive and runs the scheduled upkeep: always on
+    /// SQLite; on PostgreSQL, the one server of those sharing the database that holds the
+    /// lease (docs/scale-out.md).
+    pub fn leads(&self) -> bool {
+        self.store.leadership().held()
+    }
+
+    /// Whether other servers may share this one's database (PostgreSQL).
+    pub fn shares_database(&self) -> bool {
+        self.store.leadership().shared()
     }
 
     /// The configuration this core runs with.

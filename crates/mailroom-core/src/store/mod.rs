@@ -9,6 +9,7 @@
 //! blocking threads, so a slow write never stalls a read (WAL).
 
 mod checkpointer;
+pub mod cluster;
 pub mod copy;
 pub mod db;
 pub mod import;
@@ -25,9 +26,10 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use crate::error::{Error, Result};
 use checkpointer::Checkpointer;
+use cluster::{Heard, Leadership, Notice};
 pub use db::Db;
 use db::driver::{Dialect, args};
-use db::postgres::{PgSession, PgSettings};
+use db::postgres::{Lease, Listener, PgSession, PgSettings};
 
 /// Bound of the write queue: senders wait (backpressure) instead of piling up work.
 const WRITE_QUEUE_CAPACITY: usize = 1024;
@@ -68,14 +70,27 @@ impl Backend {
 struct JobOutcome {
     succeeded: bool,
     archive_enqueued: usize,
+    archive_completed: usize,
     /// The job succeeded, changed rows, and is not bookkeeping no view shows.
     changed_views: bool,
     finish: Finish,
 }
 
 /// Called by the writer thread after a commit that queued archive work, with the number of
-/// rows queued; it wakes the archive writer.
-pub type ArchiveHook = Arc<dyn Fn(usize) + Send + Sync>;
+/// rows queued; it wakes the archive writer. On PostgreSQL it also hears what other servers'
+/// commits did to the archive queue, and when this server's leadership changes.
+pub type ArchiveHook = Arc<dyn Fn(ArchiveEvent) + Send + Sync>;
+
+/// What the archive hears from the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchiveEvent {
+    /// Rows were queued (by this server, or by another on the same database).
+    Queued(usize),
+    /// Rows were committed to Git by another server (the leader).
+    Archived(usize),
+    /// This server gained or lost the archive's leadership.
+    Leadership,
+}
 
 /// Handle to the database; cheap to clone.
 #[derive(Clone)]
@@ -108,6 +123,12 @@ struct Inner {
     writer_thread: Mutex<Option<JoinHandle<()>>>,
     /// Jobs per write batch, observed by the writer thread.
     batch_sizes: prometheus::Histogram,
+    /// Whether this server writes the archive and runs the upkeep.
+    leadership: Leadership,
+    /// Hears the other servers on a PostgreSQL database.
+    _listener: Option<Listener>,
+    /// The MCP sessions other servers on the database ended.
+    ended_sessions: tokio::sync::broadcast::Sender<Arc<str>>,
 }
 
 impl Store {
@@ -167,7 +188,6 @@ impl Store {
     pub fn open_postgres(settings: PgSettings, archive_hook: Option<ArchiveHook>) -> Result<Self> {
         // A session's calls wait without a runtime (postgres.rs), so this may run anywhere.
         let writer = PgSession::connect(&settings)?;
-        writer.claim_instance()?;
         db::migrations::migrate_postgres(&writer)?;
         let readers = (0..settings.pool_size.max(1))
             .map(|_| PgSession::connect(&settings).map(Backend::Postgres))
@@ -184,15 +204,41 @@ impl Store {
         archive_hook: Option<ArchiveHook>,
     ) -> Result<Self> {
         let (sender, receiver) = mpsc::channel(WRITE_QUEUE_CAPACITY);
-        let (changed, changes) = watch::channel(0);
+        let changed = Arc::new(watch::Sender::new(0));
+        let changes = changed.subscribe();
         let closing = Arc::new(AtomicBool::new(false));
         let batch_sizes = batch_size_histogram()?;
+        let ended_sessions = tokio::sync::broadcast::Sender::new(ENDED_SESSIONS_BACKLOG);
+        let (instance, leadership, listener) = match &location {
+            Location::Sqlite(_) => (None, Leadership::Sole, None),
+            Location::Postgres(settings) => {
+                let instance = cluster::new_instance_id();
+                let others = Others {
+                    instance,
+                    changed: Arc::clone(&changed),
+                    archive_hook: archive_hook.clone(),
+                    ended_sessions: ended_sessions.clone(),
+                };
+                let listener = others.listen(settings);
+                let hook = archive_hook.clone();
+                let lease = Lease::start(
+                    settings,
+                    Arc::new(move |_| {
+                        if let Some(hook) = &hook {
+                            hook(ArchiveEvent::Leadership);
+                        }
+                    }),
+                )?;
+                (Some(instance), Leadership::Lease(lease), Some(listener))
+            }
+        };
         let writer = Writer {
             archive_hook,
             checkpointer,
             changed,
             closing: Arc::clone(&closing),
             batch_sizes: batch_sizes.clone(),
+            instance,
         };
         let writer_thread = std::thread::Builder::new()
             .name("mailroom-db-writer".to_string())
@@ -210,8 +256,22 @@ impl Store {
                 closing,
                 writer_thread: Mutex::new(Some(writer_thread)),
                 batch_sizes,
+                leadership,
+                _listener: listener,
+                ended_sessions,
             }),
         })
+    }
+
+    /// The MCP sessions other servers sharing the database end from now on.
+    pub fn ended_sessions(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
+        self.inner.ended_sessions.subscribe()
+    }
+
+    /// Whether this server writes the archive and runs the upkeep: always on SQLite; on
+    /// PostgreSQL while it holds the lease.
+    pub fn leadership(&self) -> Leadership {
+        self.inner.leadership.clone()
     }
 
     /// The SQL dialect of the database behind the store.
@@ -253,7 +313,25 @@ impl Store {
         F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
         R: Send + 'static,
     {
-        let (boxed, answer) = boxed_job(job, true);
+        self.write_seen(job, true).await
+    }
+
+    /// `write` for bookkeeping no view shows (MCP sessions): it does not move
+    /// [`Self::changes`].
+    pub async fn write_unseen<R, F>(&self, job: F) -> Result<R>
+    where
+        F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        self.write_seen(job, false).await
+    }
+
+    async fn write_seen<R, F>(&self, job: F, seen: bool) -> Result<R>
+    where
+        F: FnOnce(&Db<'_>) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let (boxed, answer) = boxed_job(job, seen);
         self.inner
             .writer
             .send(boxed)
@@ -376,6 +454,10 @@ impl Store {
             && thread.join().is_err()
         {
             tracing::error!("the database writer panicked");
+        }
+        // Another server may lead from now on.
+        if let Leadership::Lease(lease) = &self.inner.leadership {
+            lease.stop();
         }
     }
 
@@ -539,6 +621,7 @@ where
     let boxed: WriteJob = Box::new(move |db: &Db<'_>| {
         let changes_before = db.total_changes();
         let enqueued_before = db.archive_enqueued();
+        let completed_before = db.archive_completed();
         let outcome = job(db);
         let succeeded = outcome.is_ok();
         let changed_views = seen && succeeded && db.total_changes() != changes_before;
@@ -546,7 +629,8 @@ where
             let _ = reply.send(committed.and(outcome));
         });
         let archive_enqueued = db.archive_enqueued() - enqueued_before;
-        JobOutcome { succeeded, archive_enqueued, changed_views, finish }
+        let archive_completed = db.archive_completed() - completed_before;
+        JobOutcome { succeeded, archive_enqueued, archive_completed, changed_views, finish }
     });
     (boxed, answer)
 }
@@ -612,10 +696,17 @@ struct BatchResult {
     changed_views: bool,
 }
 
-/// Runs a batch of jobs in one transaction, each in its own savepoint.
-fn run_batch(conn: &Backend, batch: Vec<WriteJob>, archive_enabled: bool) -> BatchResult {
+/// Runs a batch of jobs in one transaction, each in its own savepoint. With an `instance`
+/// (PostgreSQL), the other servers on the database hear what it did when it commits.
+fn run_batch(
+    conn: &Backend,
+    batch: Vec<WriteJob>,
+    archive_enabled: bool,
+    instance: Option<u64>,
+) -> BatchResult {
     let mut finishers = Vec::with_capacity(batch.len());
     let mut archive_enqueued = 0;
+    let mut archive_completed = 0;
     let mut changed_views = false;
     let db = conn.db(archive_enabled);
     let committed = (|| -> Result<()> {
@@ -630,6 +721,7 @@ fn run_batch(conn: &Backend, batch: Vec<WriteJob>, archive_enabled: bool) -> Bat
                     finishers.push(outcome.finish);
                     if outcome.succeeded {
                         archive_enqueued += outcome.archive_enqueued;
+                        archive_completed += outcome.archive_completed;
                         changed_views |= outcome.changed_views;
                     }
                     outcome.succeeded
@@ -646,6 +738,21 @@ fn run_batch(conn: &Backend, batch: Vec<WriteJob>, archive_enabled: bool) -> Bat
         }
         // Outside every savepoint: FTS5 writes the whole batch as one segment.
         db::search::index_pending_messages(&db)?;
+        if let Some(instance) = instance {
+            let notice = Notice {
+                instance,
+                views: changed_views,
+                queued: archive_enqueued,
+                archived: archive_completed,
+            };
+            // Delivered by PostgreSQL when (and only if) the batch commits.
+            if notice.worth_sending() {
+                db.execute(
+                    "SELECT pg_notify(?1, ?2)",
+                    args![db::postgres::CHANNEL, notice.encode()],
+                )?;
+            }
+        }
         db.execute("COMMIT", args![]).map(drop).map_err(|e| {
             // The server may have committed before the connection went: a retry could store
             // the write twice, so the caller is not told to retry.
@@ -670,9 +777,11 @@ struct Writer {
     archive_hook: Option<ArchiveHook>,
     /// SQLite's checkpointer (PostgreSQL checkpoints by itself).
     checkpointer: Option<Checkpointer>,
-    changed: watch::Sender<u64>,
+    changed: Arc<watch::Sender<u64>>,
     closing: Arc<AtomicBool>,
     batch_sizes: prometheus::Histogram,
+    /// This server's number among those on a PostgreSQL database (`cluster::Notice`).
+    instance: Option<u64>,
 }
 
 /// The histogram behind [`Store::batch_sizes`].
@@ -687,7 +796,7 @@ fn batch_size_histogram() -> Result<prometheus::Histogram> {
 }
 
 fn run_writer(mut conn: Backend, mut jobs: mpsc::Receiver<WriteJob>, writer: Writer) {
-    let Writer { archive_hook, checkpointer, changed, closing, batch_sizes } = writer;
+    let Writer { archive_hook, checkpointer, changed, closing, batch_sizes, instance } = writer;
     while let Some(first) = jobs.blocking_recv() {
         let mut batch = vec![first];
         // PostgreSQL keeps 64 subtransactions (a job's savepoint each) in its cache; a batch
@@ -703,11 +812,11 @@ fn run_writer(mut conn: Backend, mut jobs: mpsc::Receiver<WriteJob>, writer: Wri
         if let Backend::Postgres(session) = &mut conn {
             session.reopen_if_closed();
         }
-        let result = run_batch(&conn, batch, archive_hook.is_some());
+        let result = run_batch(&conn, batch, archive_hook.is_some(), instance);
         // The archive hears of the rows before anyone hears "done", so a caller that waits
         // for the archive after its answer waits for its own rows too.
         if let Some(hook) = archive_hook.as_ref().filter(|_| result.archive_enqueued > 0) {
-            hook(result.archive_enqueued);
+            hook(ArchiveEvent::Queued(result.archive_enqueued));
         }
         if let Some(checkpointer) = &checkpointer {
             checkpointer.nudge();
@@ -738,6 +847,52 @@ fn run_writer(mut conn: Backend, mut jobs: mpsc::Receiver<WriteJob>, writer: Wri
         }
         if let Err((_, e)) = conn.close() {
             tracing::warn!(error = %e, "closing the database failed");
+        }
+    }
+}
+
+/// Session ends a listener keeps for the server while it is busy; a slower server misses
+/// older ones (the session then lapses with its capacity or the week).
+const ENDED_SESSIONS_BACKLOG: usize = 1024;
+
+/// What the other servers' notices reach on this one.
+struct Others {
+    instance: u64,
+    changed: Arc<watch::Sender<u64>>,
+    archive_hook: Option<ArchiveHook>,
+    ended_sessions: tokio::sync::broadcast::Sender<Arc<str>>,
+}
+
+impl Others {
+    /// Starts hearing the other servers on the database: their commits move this server's
+    /// change count and reach its archive as its own do; the sessions they end are ended here
+    /// too. A reconnected listener may have missed notices, so it counts as a change and a
+    /// ring.
+    fn listen(self, settings: &PgSettings) -> Listener {
+        Listener::start(settings, Arc::new(move |payload| self.heard(payload)))
+    }
+
+    fn heard(&self, payload: Option<&str>) {
+        let notice = match payload.map(Heard::parse) {
+            None => Notice { instance: 0, views: true, queued: 0, archived: 0 },
+            Some(Some(Heard::Commit(notice))) if notice.instance != self.instance => notice,
+            Some(Some(Heard::SessionEnded(id))) => {
+                // Nobody listening (no server state yet) is fine.
+                let _ = self.ended_sessions.send(id.into());
+                return;
+            }
+            Some(_) => return,
+        };
+        if notice.views {
+            self.changed.send_modify(|count| *count = count.wrapping_add(1));
+        }
+        if let Some(hook) = &self.archive_hook {
+            if notice.queued > 0 || payload.is_none() {
+                hook(ArchiveEvent::Queued(notice.queued));
+            }
+            if notice.archived > 0 {
+                hook(ArchiveEvent::Archived(notice.archived));
+            }
         }
     }
 }

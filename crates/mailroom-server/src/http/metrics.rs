@@ -94,6 +94,7 @@ pub struct Metrics {
     archive_queue_depth: IntGauge,
     archive_lag_seconds: Gauge,
     mcp_sessions: IntGauge,
+    archive_leader: IntGauge,
 }
 
 /// A route's series, made on its first request.
@@ -184,6 +185,11 @@ impl Metrics {
         .map_err(|e| e.to_string())?;
         family.register(archive_lag_seconds.clone())?;
         let mcp_sessions = family.gauge("mailroom_mcp_sessions", "Open MCP sessions.")?;
+        let archive_leader = family.gauge(
+            "mailroom_archive_leader",
+            "1 while this server writes the archive and runs the upkeep (always alone on \
+             SQLite; the lease holder of servers sharing PostgreSQL), else 0.",
+        )?;
         family.register(batch_sizes)?;
         // Listed at zero from the start: a refusal is rare, and its first one should show as
         // an increase.
@@ -229,6 +235,7 @@ impl Metrics {
             archive_queue_depth,
             archive_lag_seconds,
             mcp_sessions,
+            archive_leader,
         })
     }
 
@@ -297,6 +304,7 @@ impl Metrics {
     /// The text of a scrape: the gauges read now, then every family.
     async fn scrape(&self, state: &AppState) -> Result<String, String> {
         self.mcp_sessions.set(gauge_value(state.sessions.len() as u64));
+        self.archive_leader.set(i64::from(state.core.leads()));
         match state.core.webhook_queue_depth().await {
             Ok(depth) => self.webhook_queue_depth.set(depth),
             Err(e) => tracing::warn!(error = %e.message, "metrics: webhook queue unavailable"),

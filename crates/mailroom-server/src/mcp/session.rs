@@ -1,5 +1,7 @@
 //! MCP sessions of clients that initialize. Clients that do not are served statelessly,
-//! as the reference serves everyone.
+//! as the reference serves everyone. Servers sharing a PostgreSQL database also record each
+//! session there (`ops/sessions.rs`), and a session another server opened is adopted here
+//! on first use ([`Sessions::adopt`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -10,7 +12,13 @@ use std::time::Instant;
 pub struct Session {
     pub protocol_version: String,
     pub last_seen: Instant,
+    /// When this server last wrote the session's use to a shared database.
+    pub recorded: Instant,
 }
+
+/// How often a shared session's use is written to the database (it is forgotten a week
+/// after the last write).
+pub const RECORD_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// The session table, bounded: beyond `capacity` the least recently seen session is dropped.
 pub struct Sessions {
@@ -28,8 +36,19 @@ impl Sessions {
     /// dropped to make room, if one was (its bindings and subscriptions go with it).
     pub fn open(&self, protocol_version: &str) -> (String, Option<String>) {
         let id = new_session_id();
-        let session =
-            Session { protocol_version: protocol_version.to_string(), last_seen: Instant::now() };
+        let evicted = self.adopt(&id, protocol_version);
+        (id, evicted)
+    }
+
+    /// Takes session `id` (opened on another server sharing the database) into the table;
+    /// the id of the session dropped to make room, if one was.
+    pub fn adopt(&self, id: &str, protocol_version: &str) -> Option<String> {
+        let now = Instant::now();
+        let session = Session {
+            protocol_version: protocol_version.to_string(),
+            last_seen: now,
+            recorded: now,
+        };
         let mut table = self.lock();
         let mut evicted = None;
         if table.len() >= self.capacity {
@@ -38,8 +57,20 @@ impl Sessions {
                 table.remove(oldest);
             }
         }
-        table.insert(id.clone(), session);
-        (id, evicted)
+        table.insert(id.to_string(), session);
+        evicted
+    }
+
+    /// Whether the session's use is due to be written to a shared database again; if so, it
+    /// counts as written from now.
+    pub fn due_for_record(&self, id: &str) -> bool {
+        let mut table = self.lock();
+        let Some(session) = table.get_mut(id) else { return false };
+        if session.recorded.elapsed() < RECORD_EVERY {
+            return false;
+        }
+        session.recorded = Instant::now();
+        true
     }
 
     /// Marks the session seen; `None` if it does not exist (expired or deleted).

@@ -53,8 +53,8 @@ pub async fn endpoint(
                 &format!("Request body rejected: {}", rejection.body_text()),
             ),
         },
-        Method::GET => get(&state, &headers),
-        Method::DELETE => delete(&state, &headers),
+        Method::GET => get(&state, &headers).await,
+        Method::DELETE => delete(&state, &headers).await,
         _ => plain(StatusCode::METHOD_NOT_ALLOWED, "Use POST (or GET/DELETE with a session)."),
     }
 }
@@ -89,7 +89,7 @@ async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
     // A 2026-07-28 request has no session: a session id it carries is not looked at.
     let session = match era {
         Era::Modern => None,
-        Era::Handshake => match session_of(state, headers) {
+        Era::Handshake => match session_of(state, headers).await {
             Ok(session) => session,
             Err(rejection) => return *rejection,
         },
@@ -115,14 +115,22 @@ async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
         return modern(state, headers, Request { id, method, params }).await;
     }
     let initialize = method == "initialize";
-    let new_session = (initialize && session.is_none()).then(|| {
+    let mut new_session = None;
+    if initialize && session.is_none() {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
-        let (id, evicted) = state.sessions.open(dispatch::negotiate_version(requested));
+        let version = dispatch::negotiate_version(requested);
+        let (id, evicted) = state.sessions.open(version);
         if let Some(evicted) = evicted {
             forget(state, &evicted);
         }
-        id
-    });
+        // Servers sharing the database accept it too (docs/scale-out.md).
+        if state.core.shares_database()
+            && let Err(e) = state.core.record_mcp_session(&id, version).await
+        {
+            tracing::warn!(error = %e.message, "MCP session not shared with the other servers");
+        }
+        new_session = Some(id);
+    }
     let session_id =
         headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).filter(|_| session.is_some());
     let request = Request { id, method, params };
@@ -194,8 +202,9 @@ fn respond(headers: &HeaderMap, reply: dispatch::Response, status: StatusCode) -
 }
 
 /// The session named by the request, if any. Unknown ids get 404 (the client must
-/// re-initialize); unsupported protocol versions get 400.
-fn session_of(
+/// re-initialize); unsupported protocol versions get 400. Servers sharing a database look an
+/// id they do not know up there: another server may have opened it.
+async fn session_of(
     state: &AppState,
     headers: &HeaderMap,
 ) -> Result<Option<session::Session>, Box<Response>> {
@@ -214,20 +223,46 @@ fn session_of(
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return Ok(None);
     };
-    match state.sessions.touch(id) {
-        Some(session) => Ok(Some(session)),
-        None => Err(Box::new(rpc_error(
-            StatusCode::NOT_FOUND,
-            code::INVALID_REQUEST,
-            "Session not found or expired; initialize a new session.",
-        ))),
+    if let Some(session) = state.sessions.touch(id) {
+        if state.sessions.due_for_record(id)
+            && let Err(e) = state.core.touch_mcp_session(id).await
+        {
+            tracing::warn!(error = %e.message, "MCP session's use not recorded");
+        }
+        return Ok(Some(session));
     }
+    if state.core.shares_database() {
+        match state.core.mcp_session_version(id).await {
+            Ok(Some(version)) => {
+                if let Some(evicted) = state.sessions.adopt(id, &version) {
+                    forget(state, &evicted);
+                }
+                if let Err(e) = state.core.touch_mcp_session(id).await {
+                    tracing::warn!(error = %e.message, "MCP session's use not recorded");
+                }
+                return Ok(state.sessions.touch(id));
+            }
+            Ok(None) => {}
+            Err(e) => {
+                return Err(Box::new(rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    code::INTERNAL_ERROR,
+                    &format!("Cannot look the session up: {}", e.message),
+                )));
+            }
+        }
+    }
+    Err(Box::new(rpc_error(
+        StatusCode::NOT_FOUND,
+        code::INVALID_REQUEST,
+        "Session not found or expired; initialize a new session.",
+    )))
 }
 
 /// GET opens the server-to-client event stream of a session: the session's resource
 /// subscriptions are notified there (`mcp/subscriptions.rs`), between keep-alive comments. The
 /// stream ends when the client disconnects or the server shuts down.
-fn get(state: &AppState, headers: &HeaderMap) -> Response {
+async fn get(state: &AppState, headers: &HeaderMap) -> Response {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !accept.contains("text/event-stream") {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "GET needs Accept: text/event-stream.");
@@ -245,7 +280,7 @@ fn get(state: &AppState, headers: &HeaderMap) -> Response {
             "GET needs an Mcp-Session-Id from initialize.",
         );
     };
-    match session_of(state, headers) {
+    match session_of(state, headers).await {
         Err(rejection) => *rejection,
         Ok(None) => {
             plain(StatusCode::METHOD_NOT_ALLOWED, "GET needs an Mcp-Session-Id from initialize.")
@@ -277,15 +312,47 @@ fn get(state: &AppState, headers: &HeaderMap) -> Response {
     }
 }
 
-fn delete(state: &AppState, headers: &HeaderMap) -> Response {
+async fn delete(state: &AppState, headers: &HeaderMap) -> Response {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return plain(StatusCode::BAD_REQUEST, "DELETE needs the Mcp-Session-Id to end.");
     };
-    if state.sessions.close(id) {
+    let mut ended = state.sessions.close(id);
+    if state.core.shares_database() {
+        match state.core.end_mcp_session(id).await {
+            Ok(recorded) => ended |= recorded,
+            Err(e) => tracing::warn!(error = %e.message, "MCP session not ended in the database"),
+        }
+    }
+    if ended {
         forget(state, id);
         StatusCode::NO_CONTENT.into_response()
     } else {
         plain(StatusCode::NOT_FOUND, "Session not found.")
+    }
+}
+
+/// Drops the sessions other servers sharing the database end (`DELETE` reached one of them),
+/// with what they leave behind, until the server stops.
+pub async fn drop_sessions_ended_elsewhere(state: AppState) {
+    let mut ended = state.core.ended_mcp_sessions();
+    let stopping = until_stopping(state.stopping.subscribe());
+    tokio::pin!(stopping);
+    loop {
+        let id = tokio::select! {
+            () = &mut stopping => return,
+            id = ended.recv() => id,
+        };
+        match id {
+            Ok(id) => {
+                if state.sessions.close(&id) {
+                    forget(&state, &id);
+                }
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "missed sessions ended on other servers");
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
     }
 }
 

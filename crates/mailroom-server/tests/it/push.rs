@@ -50,24 +50,9 @@ async fn next_updates(
 ) -> Vec<String> {
     let mut uris = Vec::new();
     while uris.len() < count {
-        while let Some(end) = buffer.find("\n\n") {
-            let event: String = buffer.drain(..end + 2).collect();
-            if let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")) {
-                let note: Value = serde_json::from_str(data).expect("JSON notification");
-                assert_eq!(note["method"], "notifications/resources/updated", "{note}");
-                uris.push(note["params"]["uri"].as_str().expect("uri").to_string());
-            }
-        }
-        if uris.len() >= count {
-            break;
-        }
-        // Bounded so a missing notification fails the test instead of hanging it.
-        let chunk = tokio::time::timeout(Duration::from_secs(20), events.chunk())
-            .await
-            .expect("a notification within the bound")
-            .expect("a chunk")
-            .expect("the stream stays open");
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        let note = mailroom_testkit::next_event_data(events, buffer).await;
+        assert_eq!(note["method"], "notifications/resources/updated", "{note}");
+        uris.push(note["params"]["uri"].as_str().expect("uri").to_string());
     }
     uris
 }

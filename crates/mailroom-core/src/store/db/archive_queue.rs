@@ -164,11 +164,12 @@ impl Db<'_> {
         // The known kinds as a JSON array, bound once: the statement text never changes.
         let known = serde_json::to_string(&ArchiveKind::KNOWN.map(ArchiveKind::as_str))
             .map_err(|e| crate::error::Error::internal(format!("archive kinds: {e}")))?;
-        self.execute(
+        let done = self.execute(
             "DELETE FROM archive_queue WHERE id BETWEEN ?1 AND ?2
              AND kind IN (SELECT value FROM json_each(?3))",
             args![first, last, known],
         )?;
+        self.archive_completed.set(self.archive_completed.get() + done);
         Ok(())
     }
 
@@ -185,7 +186,8 @@ impl Db<'_> {
                  error = excluded.error, set_aside_ts = excluded.set_aside_ts",
             args![id, error, Timestamp::now()],
         )?;
-        self.execute("DELETE FROM archive_queue WHERE id = ?1", args![id])?;
+        let done = self.execute("DELETE FROM archive_queue WHERE id = ?1", args![id])?;
+        self.archive_completed.set(self.archive_completed.get() + done);
         Ok(())
     }
 

@@ -31,7 +31,10 @@ const MIGRATIONS: &[&str] = &[
 
 /// PostgreSQL's migrations, in order; their own sequence (the first is SQLite's 0001-0016 as
 /// one schema). Applied versions are rows of `mailroom_schema`.
-const POSTGRES_MIGRATIONS: &[&str] = &[include_str!("migrations_pg/0001_init.sql")];
+const POSTGRES_MIGRATIONS: &[&str] = &[
+    include_str!("migrations_pg/0001_init.sql"),
+    include_str!("migrations_pg/0002_mcp_sessions.sql"),
+];
 
 /// The session-scoped advisory lock instances hold while migrating, so that two starting at
 /// once do not both apply a migration.

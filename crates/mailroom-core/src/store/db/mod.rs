@@ -22,6 +22,7 @@ pub mod push;
 pub mod reconstruct;
 pub mod reservations;
 pub mod search;
+pub mod sessions;
 pub mod siblings;
 pub mod upkeep;
 pub mod webhooks;
@@ -40,6 +41,9 @@ pub struct Db<'c> {
     archive_enabled: bool,
     /// Archive rows queued by this job, so the writer knows to wake the archive after commit.
     archive_enqueued: Cell<usize>,
+    /// Archive rows this job took off the queue (committed to Git or set aside), so other
+    /// servers on the database hear of the archive's progress.
+    archive_completed: Cell<usize>,
 }
 
 impl<'c> Db<'c> {
@@ -48,7 +52,12 @@ impl<'c> Db<'c> {
     }
 
     fn with(conn: driver::Conn<'c>, archive_enabled: bool) -> Self {
-        Self { conn, archive_enabled, archive_enqueued: Cell::new(0) }
+        Self {
+            conn,
+            archive_enabled,
+            archive_enqueued: Cell::new(0),
+            archive_completed: Cell::new(0),
+        }
     }
 
     /// Whether changes queue archive work (the archive is on).
@@ -59,6 +68,11 @@ impl<'c> Db<'c> {
     /// Archive rows this job queued.
     pub(crate) fn archive_enqueued(&self) -> usize {
         self.archive_enqueued.get()
+    }
+
+    /// Archive rows this job took off the queue.
+    pub(crate) fn archive_completed(&self) -> usize {
+        self.archive_completed.get()
     }
 
     /// Whether the database has a table called `name` (what migrations and optional tables

@@ -25,8 +25,10 @@ use tokio_postgres::{Client, NoTls, Statement};
 use super::driver::{Cell, Param, Value};
 use crate::error::{Category, Error, Result};
 
-/// The advisory lock a server's writer holds on its database (`PgSession::claim_instance`).
-const INSTANCE_LOCK: i64 = 0x6d61_696c_726f_6f00;
+/// The advisory lock the archive's leader holds on its database (`Lease`).
+const LEADER_LOCK: i64 = 0x6d61_696c_726f_6f00;
+/// The channel instances tell each other of their commits on (`listen`).
+pub(crate) const CHANNEL: &str = "mailroom";
 
 /// Prepared statements kept per session, like SQLite's statement cache.
 const STATEMENT_CACHE_CAPACITY: usize = 256;
@@ -93,18 +95,7 @@ pub struct PgSession {
 impl PgSession {
     /// Connects as `settings` say.
     pub fn connect(settings: &PgSettings) -> Result<Self> {
-        let mut config: tokio_postgres::Config = settings
-            .url
-            .parse()
-            .map_err(|e| Error::internal(format!("DATABASE_URL is not a PostgreSQL URL: {e}")))?;
-        config.application_name("mailroom");
-        config.connect_timeout(settings.connect_timeout);
-        // A connection the network dropped silently is noticed in about a minute, not after
-        // the system's two hours of keepalive silence.
-        config.keepalives_idle(Duration::from_secs(30));
-        config.keepalives_interval(Duration::from_secs(10));
-        config.keepalives_retries(3);
-        config.options(format!("-c statement_timeout={}", settings.statement_timeout_ms));
+        let config = client_config(settings)?;
         let connecting = IO_RUNTIME.spawn(async move {
             let (client, connection) = config.connect(NoTls).await?;
             tokio::spawn(async move {
@@ -125,23 +116,6 @@ impl PgSession {
         })
     }
 
-    /// Takes the database for this server: a session-level advisory lock, held while this
-    /// connection lives (the writer's). A second server on the same database is refused, as
-    /// on one SQLite file: two would each run an archive writer and upkeep.
-    pub fn claim_instance(&self) -> Result<()> {
-        let claimed: bool = super::Db::on_postgres(self, false)
-            .query_value("SELECT pg_try_advisory_lock(?1)", super::driver::args![INSTANCE_LOCK])?;
-        if claimed {
-            Ok(())
-        } else {
-            Err(Error::new(
-                Category::Conflict,
-                "DATABASE_IN_USE",
-                "another mailroom server uses this PostgreSQL database; one server per database",
-            ))
-        }
-    }
-
     /// Connects again when the server closed this connection (a reader's).
     pub fn reconnect_if_closed(&mut self) -> Result<()> {
         if self.is_closed() {
@@ -150,16 +124,11 @@ impl PgSession {
         Ok(())
     }
 
-    /// The writer's connection again after the server closed it (a restart, a failover),
-    /// with the database claimed again; a failure is logged and the next statement reports it.
+    /// The writer's connection again after the server closed it (a restart, a failover); a
+    /// failure is logged and the next statement reports it.
     pub fn reopen_if_closed(&mut self) {
-        if !self.is_closed() {
-            return;
-        }
-        match Self::connect(&self.settings).and_then(|fresh| fresh.claim_instance().map(|()| fresh))
-        {
-            Ok(fresh) => *self = fresh,
-            Err(e) => tracing::error!(error = %e, "cannot reconnect to PostgreSQL"),
+        if let Err(e) = self.reconnect_if_closed() {
+            tracing::error!(error = %e, "cannot reconnect to PostgreSQL");
         }
     }
 
@@ -232,6 +201,209 @@ impl PgSession {
     pub fn is_closed(&self) -> bool {
         self.client.is_closed()
     }
+}
+
+/// The driver's settings for a connection as `settings` ask.
+fn client_config(settings: &PgSettings) -> Result<tokio_postgres::Config> {
+    let mut config: tokio_postgres::Config = settings
+        .url
+        .parse()
+        .map_err(|e| Error::internal(format!("DATABASE_URL is not a PostgreSQL URL: {e}")))?;
+    config.application_name("mailroom");
+    config.connect_timeout(settings.connect_timeout);
+    // A connection the network dropped silently is noticed in about a minute, not after
+    // the system's two hours of keepalive silence.
+    config.keepalives_idle(Duration::from_secs(30));
+    config.keepalives_interval(Duration::from_secs(10));
+    config.keepalives_retries(3);
+    config.options(format!("-c statement_timeout={}", settings.statement_timeout_ms));
+    Ok(config)
+}
+
+/// Hears what other sessions `NOTIFY` on [`CHANNEL`], on a connection of its own driven on the
+/// I/O runtime, for as long as it lives. `heard` gets each payload, and `None` whenever the
+/// connection is (re)established: notifications sent while it was down are lost, so the
+/// listener must assume anything changed. A lost connection is opened again every second.
+pub struct Listener {
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// What a [`Listener`] calls with each payload (`None`: connected anew).
+pub type Heard = Arc<dyn Fn(Option<&str>) + Send + Sync>;
+
+impl Listener {
+    pub fn start(settings: &PgSettings, heard: Heard) -> Self {
+        let settings = settings.clone();
+        let task = IO_RUNTIME.spawn(async move {
+            loop {
+                if let Err(e) = listen_once(&settings, &*heard).await {
+                    tracing::warn!(error = %e, "PostgreSQL listener lost; reconnecting");
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+        Self { task }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn listen_once(
+    settings: &PgSettings,
+    heard: &(dyn Fn(Option<&str>) + Send + Sync),
+) -> Result<()> {
+    let config = client_config(settings)?;
+    let (client, mut connection) = config.connect(NoTls).await.map_err(map_pg_err)?;
+    let (sender, mut payloads) = tokio::sync::mpsc::unbounded_channel::<String>();
+    // The connection's messages (notifications among them) come out of `poll_message`.
+    let driver = tokio::spawn(async move {
+        while let Some(message) = std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+            match message {
+                Ok(tokio_postgres::AsyncMessage::Notification(n)) => {
+                    if sender.send(n.payload().to_string()).is_err() {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "PostgreSQL listener connection failed");
+                    return;
+                }
+            }
+        }
+    });
+    let listening = client.batch_execute(&format!("LISTEN {CHANNEL}")).await.map_err(map_pg_err);
+    if listening.is_ok() {
+        heard(None);
+        while let Some(payload) = payloads.recv().await {
+            heard(Some(&payload));
+        }
+    }
+    driver.abort();
+    listening
+}
+
+/// The archive's leadership: a session-level advisory lock on a connection of its own, tried
+/// every second by thread `mailroom-lease` while not held, and the connection checked every
+/// second while held. Exactly one process on a database holds it; it is lost with the
+/// connection (the process died, the network or the server went), and another process's
+/// next try takes it.
+pub struct Lease {
+    held: tokio::sync::watch::Sender<bool>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// How often the lease is tried for, and its connection checked while held.
+const LEASE_EVERY: Duration = Duration::from_secs(1);
+
+impl Lease {
+    /// Starts trying for the lease; `changed` hears each gain and loss.
+    pub fn start(
+        settings: &PgSettings,
+        changed: Arc<dyn Fn(bool) + Send + Sync>,
+    ) -> Result<Arc<Self>> {
+        let lease = Arc::new(Self {
+            held: tokio::sync::watch::Sender::new(false),
+            stop: Arc::default(),
+            thread: std::sync::Mutex::new(None),
+        });
+        // The first try is made here, so a server that starts alone leads (and opens its
+        // archive) before it serves.
+        let mut session = None;
+        lease.step(&mut session, settings, &*changed);
+        let settings = settings.clone();
+        let keeper = Arc::clone(&lease);
+        let thread = std::thread::Builder::new()
+            .name("mailroom-lease".to_string())
+            .spawn(move || keeper.keep(session, &settings, &*changed))
+            .map_err(|e| Error::internal(format!("cannot start the lease thread: {e}")))?;
+        *lease.thread.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(thread);
+        Ok(lease)
+    }
+
+    fn keep(
+        &self,
+        mut session: Option<PgSession>,
+        settings: &PgSettings,
+        changed: &(dyn Fn(bool) + Send + Sync),
+    ) {
+        let stopping = || self.stop.load(std::sync::atomic::Ordering::SeqCst);
+        while !stopping() {
+            let mut slept = Duration::ZERO;
+            while slept < LEASE_EVERY && !stopping() {
+                std::thread::sleep(Duration::from_millis(50));
+                slept += Duration::from_millis(50);
+            }
+            if !stopping() {
+                self.step(&mut session, settings, changed);
+            }
+        }
+        // Dropping the session releases the lock.
+        drop(session);
+        if self.held.send_replace(false) {
+            changed(false);
+        }
+    }
+
+    /// One try for the lease (connecting first if need be), or one check of the connection
+    /// that holds it.
+    fn step(
+        &self,
+        session: &mut Option<PgSession>,
+        settings: &PgSettings,
+        changed: &(dyn Fn(bool) + Send + Sync),
+    ) {
+        let held = *self.held.borrow();
+        let outcome = match session.as_ref() {
+            // The lock went with the connection; the next step tries again.
+            Some(s) if s.is_closed() => Ok(false),
+            None if held => Ok(false),
+            None => {
+                *session = PgSession::connect(settings).ok();
+                session.as_ref().map_or(Ok(false), try_lead)
+            }
+            Some(s) if held => s.execute("SELECT 1", &[]).map(|_| true),
+            Some(s) => try_lead(s),
+        };
+        let now = match outcome {
+            Ok(now) if session.as_ref().is_some_and(|s| !s.is_closed()) => now,
+            _ => {
+                // The lock, if held, went with the connection.
+                *session = None;
+                false
+            }
+        };
+        if now != held {
+            self.held.send_replace(now);
+            tracing::info!(leading = now, "archive leadership changed");
+            changed(now);
+        }
+    }
+
+    /// Whether this process leads now.
+    pub fn held(&self) -> bool {
+        *self.held.borrow()
+    }
+
+    /// Gives the lease up (its connection closes) and stops trying; blocks until done.
+    pub fn stop(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let thread = self.thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One try for the leader's lock on `session`; whether it holds it now.
+fn try_lead(session: &PgSession) -> Result<bool> {
+    super::Db::on_postgres(session, false)
+        .query_value("SELECT pg_try_advisory_lock(?1)", super::driver::args![LEADER_LOCK])
 }
 
 /// The cell at `index` of a PostgreSQL row.

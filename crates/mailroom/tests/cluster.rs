@@ -1,0 +1,339 @@
+//! Three `mailroom serve` processes on one PostgreSQL database behind HAProxy, started by
+//! `scripts/cluster` with the deployment example's `deploy/cluster/haproxy.cfg`
+//! (docs/scale-out.md): they serve as one server (an MCP session opened on one is accepted by
+//! the others, a subscription on one hears a send made through another, a web page cached on
+//! one shows mail sent through another), and kill -9 of an ordinary instance and of the
+//! archive's leader during a send storm loses no acknowledged message, in the database or in
+//! the archive, which `mailroom archive verify` finds clean.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use mailroom_testkit::{SendCall, postgres_server, sent_message_id};
+use serde_json::{Value, json};
+
+const PROJECT: &str = "/work/cluster";
+const INSTANCES: usize = 3;
+
+/// The cluster: its directory, the balancer's URL and each instance's URL.
+struct Cluster {
+    dir: PathBuf,
+    database_url: String,
+    balancer: String,
+    instances: Vec<String>,
+    _temp: tempfile::TempDir,
+}
+
+impl Cluster {
+    async fn start() -> Self {
+        assert!(
+            Command::new("haproxy").arg("-v").output().is_ok_and(|o| o.status.success()),
+            "haproxy is not installed (scripts/test-prerequisites installs it)"
+        );
+        let database_url = postgres_server::fresh_database_url().await;
+        let temp = tempfile::tempdir().expect("temp dir");
+        let dir = temp.path().join("cluster");
+        let output = script()
+            .args(["start"])
+            .arg(&dir)
+            .arg(INSTANCES.to_string())
+            .env("DATABASE_URL", &database_url)
+            .env("LOG_LEVEL", "info")
+            .output()
+            .expect("scripts/cluster start");
+        assert!(
+            output.status.success(),
+            "scripts/cluster start: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let read =
+            |name: &str| std::fs::read_to_string(dir.join(name)).expect(name).trim().to_string();
+        let balancer = read("url");
+        let instances = (1..=INSTANCES)
+            .map(|k| format!("http://127.0.0.1:{}", read(&format!("i{k}.port"))))
+            .collect();
+        Self { dir, database_url, balancer, instances, _temp: temp }
+    }
+
+    /// The instance (1-based) that leads now, by its `mailroom_archive_leader` gauge; waits up
+    /// to 30 s for one to lead.
+    async fn leader(&self) -> usize {
+        for _ in 0..300 {
+            for (index, url) in self.instances.iter().enumerate() {
+                let Ok(response) = reqwest::get(format!("{url}/metrics")).await else { continue };
+                let text = response.text().await.unwrap_or_default();
+                if text.lines().any(|l| l == "mailroom_archive_leader 1") {
+                    return index + 1;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no instance leads");
+    }
+
+    fn run(&self, args: &[&str]) {
+        let status = script().args(&args[..1]).arg(&self.dir).args(&args[1..]).status();
+        assert!(status.is_ok_and(|s| s.success()), "scripts/cluster {args:?}");
+    }
+
+    /// Stops every instance with SIGTERM (the leader commits the archive's queue first).
+    fn stop(&self) {
+        self.run(&["stop"]);
+    }
+
+    fn log(&self, instance: usize) -> String {
+        std::fs::read_to_string(self.dir.join(format!("i{instance}.log"))).unwrap_or_default()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = script().arg("stop").arg(&self.dir).status();
+    }
+}
+
+fn script() -> Command {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut command = Command::new(root.join("scripts/cluster"));
+    command.env("MAILROOM_BIN", env!("CARGO_BIN_EXE_mailroom"));
+    command
+}
+
+/// Opens an MCP session at `url`; its id.
+async fn initialize(client: &reqwest::Client, url: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "cluster-test", "version": "0"}}});
+    let response = client
+        .post(format!("{url}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .expect("initialize");
+    assert_eq!(response.status(), 200);
+    response.headers()["mcp-session-id"].to_str().expect("session id").to_string()
+}
+
+/// One request in `session` at `url`: its HTTP status and JSON answer.
+async fn in_session(
+    client: &reqwest::Client,
+    url: &str,
+    session: &str,
+    method: &str,
+    params: Value,
+) -> (u16, Value) {
+    let response = client
+        .post(format!("{url}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}))
+        .send()
+        .await
+        .expect("request");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// Waits for the next `notifications/resources/updated` on an event stream; its URI.
+async fn next_update(events: &mut reqwest::Response, buffer: &mut String) -> String {
+    let note = mailroom_testkit::next_event_data(events, buffer).await;
+    assert_eq!(note["method"], "notifications/resources/updated", "{note}");
+    note["params"]["uri"].as_str().expect("uri").to_string()
+}
+
+async fn open_pair(url: &str) -> String {
+    mailroom_testkit::seed_pair_at(url, PROJECT, "BlueLake", "GreenCastle").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn three_instances_behind_the_balancer_serve_as_one() {
+    let cluster = Cluster::start().await;
+    let client = reqwest::Client::new();
+    let slug = open_pair(&cluster.balancer).await;
+    let [a, b, c] = [0, 1, 2].map(|i| cluster.instances[i].clone());
+
+    // A session opened through the balancer works through it, and on every instance directly
+    // (the others find it in the database); ended on one, it is gone on all.
+    let session = initialize(&client, &cluster.balancer).await;
+    for url in [&cluster.balancer, &a, &b] {
+        let (status, answer) = in_session(&client, url, &session, "tools/list", json!({})).await;
+        assert_eq!(status, 200, "{url}: {answer}");
+        assert!(answer["result"]["tools"].as_array().is_some_and(|t| t.len() > 10), "{answer}");
+    }
+    let ended = client
+        .delete(format!("{b}/mcp"))
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("DELETE");
+    assert_eq!(ended.status(), 204);
+    // Every instance, the one that opened it among them, drops it once it hears.
+    for url in [&a, &b, &c] {
+        let mut status = 0;
+        for _ in 0..50 {
+            status = in_session(&client, url, &session, "tools/list", json!({})).await.0;
+            if status == 404 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(status, 404, "{url} still serves the ended session");
+    }
+
+    // A subscription on instance A hears a send made through instance B.
+    let watcher = initialize(&client, &a).await;
+    let inbox = format!("resource://inbox/GreenCastle?project={slug}");
+    let (status, answer) =
+        in_session(&client, &a, &watcher, "resources/subscribe", json!({"uri": inbox})).await;
+    assert_eq!((status, &answer["result"]), (200, &json!({})), "{answer}");
+    let mut events = client
+        .get(format!("{a}/mcp"))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &watcher)
+        .send()
+        .await
+        .expect("GET the event stream");
+    assert_eq!(events.status(), 200);
+    let mut buffer = String::new();
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "sent through B").ok_at(&b).await;
+    assert_eq!(next_update(&mut events, &mut buffer).await, inbox);
+    drop(events);
+
+    // A web page cached on instance C shows mail sent through instance A at once.
+    let page = format!("{c}/mail/{slug}/inbox/GreenCastle");
+    let before = reqwest::get(&page).await.expect("page").text().await.expect("text");
+    assert!(before.contains("sent through B"), "the page shows the earlier mail");
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "sent through A").ok_at(&a).await;
+    let mut shown = false;
+    for _ in 0..50 {
+        let after = reqwest::get(&page).await.expect("page").text().await.expect("text");
+        if after.contains("sent through A") {
+            shown = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(shown, "instance C's page never showed mail sent through A");
+
+    // Exactly one instance writes the archive.
+    let leader = cluster.leader().await;
+    let leading =
+        (1..=INSTANCES).filter(|k| cluster.log(*k).contains("leading: writing the archive"));
+    assert_eq!(leading.collect::<Vec<_>>(), [leader]);
+    cluster.stop();
+    verify_clean(&cluster);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn killing_an_instance_and_the_leader_during_a_send_storm_loses_nothing() {
+    let cluster = Cluster::start().await;
+    let slug = open_pair(&cluster.balancer).await;
+    let first_leader = cluster.leader().await;
+    let ordinary = (1..=INSTANCES).find(|k| *k != first_leader).expect("another instance");
+
+    // Senders through the balancer until told to stop; each keeps the ids of the sends that
+    // were answered (acknowledged). Sends cut off by a kill may fail: they were never
+    // acknowledged, so the client would retry them.
+    let stop = Arc::new(AtomicBool::new(false));
+    let senders: Vec<_> = (0..8)
+        .map(|sender| {
+            let (url, slug, stop) = (cluster.balancer.clone(), slug.clone(), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                let (mut acknowledged, mut failed) = (Vec::new(), 0usize);
+                let mut n = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    n += 1;
+                    let subject = format!("storm {sender}-{n}");
+                    let call = SendCall::new(&slug, "BlueLake", "GreenCastle", &subject);
+                    let params = json!({"name": "send_message", "arguments": call.arguments()});
+                    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+                    let answer = match client.post(format!("{url}/mcp")).json(&body).send().await {
+                        Ok(response) => response.json::<Value>().await.ok(),
+                        Err(_) => None,
+                    };
+                    match answer.map(|a| mailroom_testkit::tool_result(&a["result"])) {
+                        Some(Ok(sent)) => acknowledged.push(sent_message_id(&sent)),
+                        _ => failed += 1,
+                    }
+                }
+                (acknowledged, failed)
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cluster.run(&["kill", &ordinary.to_string()]);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cluster.run(&["kill", &first_leader.to_string()]);
+    // The last instance takes over: it leads and archives what the dead leader left.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    stop.store(true, Ordering::SeqCst);
+    let mut acknowledged = BTreeSet::new();
+    let mut failed = 0;
+    for sender in senders {
+        let (ids, failures) = sender.await.expect("sender");
+        acknowledged.extend(ids);
+        failed += failures;
+    }
+    assert!(acknowledged.len() > 50, "the storm sent {} messages", acknowledged.len());
+    let survivor = (1..=INSTANCES).find(|k| ![ordinary, first_leader].contains(k)).expect("one");
+    assert_eq!(cluster.leader().await, survivor, "the surviving instance leads");
+    assert!(cluster.log(survivor).contains("leading: writing the archive"));
+
+    // Every acknowledged message is in the database.
+    let stored: BTreeSet<i64> =
+        postgres_server::query_i64s(&cluster.database_url, "SELECT id FROM messages")
+            .await
+            .into_iter()
+            .collect();
+    let missing: Vec<_> = acknowledged.difference(&stored).collect();
+    assert!(
+        missing.is_empty(),
+        "{} acknowledged but not stored ({failed} failed sends, {} stored): {:?}",
+        missing.len(),
+        stored.len(),
+        missing.iter().take(20).collect::<Vec<_>>()
+    );
+
+    // The survivor commits the whole queue when it stops; then every message is in the
+    // archive (nothing left queued) and the archive matches the database.
+    cluster.stop();
+    let report = verify_clean(&cluster);
+    let checked: usize = report
+        .split("checked ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no message count in {report}"));
+    assert!(checked >= acknowledged.len(), "{checked} messages checked: {report}");
+}
+
+/// `mailroom archive verify` on the cluster's database and archive: no difference and nothing
+/// left queued. Its report.
+fn verify_clean(cluster: &Cluster) -> String {
+    let data = cluster.dir.join("verify");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    let output = common::mailroom()
+        .args(["archive", "verify", "--data-dir"])
+        .arg(&data)
+        .env("DATABASE_URL", &cluster.database_url)
+        .env("STORAGE_ROOT", cluster.dir.join("archive"))
+        .output()
+        .expect("archive verify");
+    let report = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success() && report.contains("no differences"),
+        "archive verify: {report}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!report.contains("still queued"), "archive work left queued: {report}");
+    report
+}
