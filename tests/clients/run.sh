@@ -11,7 +11,9 @@
 # agents' own CLIs (Claude Code, Codex, Gemini CLI, OpenCode) reading what `mailroom setup`
 # wrote for them (tests/clients/agents.sh, with a server of its own). Helpers shared with
 # agents.sh: tests/clients/lib.sh. Last, the SDK clients, listen streams and the conformance
-# suite again against a server on PostgreSQL (a throwaway cluster: scripts/postgres-cluster).
+# suite again against a server on PostgreSQL (a throwaway cluster: scripts/postgres-cluster);
+# then both SDK clients through three instances behind HAProxy (scripts/cluster) and seed 000's
+# plan against such a cluster (scripts/seed-000-plan with CLUSTER=3; needs hey, bc and jq).
 #
 # Usage: tests/clients/run.sh [path/to/mailroom]     (default: target/debug/mailroom)
 #
@@ -64,8 +66,13 @@ SERVER_LOG="$WORK/server.log"
 source "$ROOT/tests/clients/lib.sh"
 
 PG_DIR=""
+CLUSTER_DIR=""
 cleanup() {
   stop_server
+  if [[ -n "$CLUSTER_DIR" ]]; then
+    "$ROOT/scripts/cluster" stop "$CLUSTER_DIR/c" >/dev/null 2>&1 || true
+    rm -rf "$CLUSTER_DIR"
+  fi
   if [[ -n "$PG_DIR" ]]; then
     "$ROOT/scripts/postgres-cluster" stop "$PG_DIR" >/dev/null 2>&1 || true
     rm -rf "$PG_DIR"
@@ -170,6 +177,23 @@ else
   failed=$((failed + 1))
   failed_names+=("postgres:cluster-start")
 fi
+
+# Three instances on one PostgreSQL behind HAProxy (scripts/cluster, deploy/cluster/haproxy.cfg):
+# both SDK clients through the balancer, then seed 000's plan (its own cluster, on port 8765),
+# which fails below 100 % success.
+CLUSTER_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mailroom-clients-cluster.XXXXXX")"
+chmod 755 "$CLUSTER_DIR"
+if CLUSTER_URL="$(MAILROOM_BIN="$BIN" MAILROOM_PG_FAST=1 RATE_LIMIT_ENABLED=false \
+  "$ROOT/scripts/cluster" start "$CLUSTER_DIR/c" 3 | tail -n 1)"; then
+  run_client "cluster:python-sdk-client" "$CLUSTER_URL$MCP_PATH" "$PYTHON" "$ROOT/tests/clients/python_sdk_client.py"
+  run_client "cluster:ts-sdk-client" "$CLUSTER_URL$MCP_PATH" "$NODE" "$ROOT/tests/clients/ts/client.mjs"
+else
+  failed=$((failed + 1))
+  failed_names+=("cluster:start")
+fi
+"$ROOT/scripts/cluster" stop "$CLUSTER_DIR/c" >/dev/null 2>&1 || true
+run_client "cluster:seed-000-plan" 3 env CLUSTER=3 MAILROOM_BIN="$BIN" MAILROOM_PG_FAST=1 \
+  OUT="$CLUSTER_DIR/seed-000" "$ROOT/scripts/seed-000-plan" 100
 
 if ((failed > 0)); then
   show_server_log
