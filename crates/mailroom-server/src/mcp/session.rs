@@ -103,6 +103,13 @@ impl Sessions {
     }
 }
 
+/// Whether `id` has the form of the ids sessions get (32 lowercase hex digits): only such an id
+/// is looked up in, or ended in, a shared database, so a client's arbitrary header costs no
+/// query and no oversized notice.
+pub fn has_issued_form(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 fn new_session_id() -> String {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
@@ -135,5 +142,9 @@ mod tests {
         assert!(sessions.touch("nope").is_none());
         assert!(sessions.touch(&a).is_none(), "the least recently seen session is dropped");
         assert!(!sessions.close("nope"));
+        assert!(has_issued_form(&a));
+        for other in ["", "nope", &a.to_uppercase(), &format!("{a}0"), &"x".repeat(32)] {
+            assert!(!has_issued_form(other), "{other:?}");
+        }
     }
 }

@@ -231,7 +231,7 @@ async fn session_of(
         }
         return Ok(Some(session));
     }
-    if state.core.shares_database() {
+    if state.core.shares_database() && session::has_issued_form(id) {
         match state.core.mcp_session_version(id).await {
             Ok(Some(version)) => {
                 if let Some(evicted) = state.sessions.adopt(id, &version) {
@@ -317,7 +317,7 @@ async fn delete(state: &AppState, headers: &HeaderMap) -> Response {
         return plain(StatusCode::BAD_REQUEST, "DELETE needs the Mcp-Session-Id to end.");
     };
     let mut ended = state.sessions.close(id);
-    if state.core.shares_database() {
+    if state.core.shares_database() && session::has_issued_form(id) {
         match state.core.end_mcp_session(id).await {
             Ok(recorded) => ended |= recorded,
             Err(e) => tracing::warn!(error = %e.message, "MCP session not ended in the database"),
