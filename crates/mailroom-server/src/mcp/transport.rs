@@ -224,7 +224,8 @@ async fn session_of(
         return Ok(None);
     };
     if let Some(session) = state.sessions.touch(id) {
-        if state.sessions.due_for_record(id)
+        if state.core.shares_database()
+            && state.sessions.due_for_record(id)
             && let Err(e) = state.core.touch_mcp_session(id).await
         {
             tracing::warn!(error = %e.message, "MCP session's use not recorded");
