@@ -1,6 +1,6 @@
 //! MCP sessions in the database, for servers that share one (PostgreSQL): a session opened on
 //! one server is accepted by the others (docs/scale-out.md). A server alone on its database
-//! keeps its sessions in memory and never calls these.
+//! keeps its sessions in memory: there each of these does nothing (and finds nothing).
 
 use crate::error::Result;
 use crate::model::time::Timestamp;
@@ -13,6 +13,9 @@ const STALE_AFTER_SECONDS: i64 = 7 * 24 * 3600;
 impl Mailroom {
     /// Records session `id`, opened with `protocol_version`.
     pub async fn record_mcp_session(&self, id: &str, protocol_version: &str) -> Result<()> {
+        if !self.shares_database() {
+            return Ok(());
+        }
         let (id, version) = (id.to_string(), protocol_version.to_string());
         let now = Timestamp::now();
         let stale_before = now.plus_seconds(-STALE_AFTER_SECONDS);
@@ -23,12 +26,18 @@ impl Mailroom {
 
     /// The protocol version of session `id` when it is recorded (another server opened it).
     pub async fn mcp_session_version(&self, id: &str) -> Result<Option<String>> {
+        if !self.shares_database() {
+            return Ok(None);
+        }
         let id = id.to_string();
         self.store.read_short(move |db| db.mcp_session_version(&id)).await
     }
 
     /// Notes that session `id` is still in use, so it is not forgotten.
     pub async fn touch_mcp_session(&self, id: &str) -> Result<()> {
+        if !self.shares_database() {
+            return Ok(());
+        }
         let id = id.to_string();
         let now = Timestamp::now();
         self.store.write_unseen(move |db| db.touch_mcp_session(&id, now)).await
@@ -43,6 +52,9 @@ impl Mailroom {
     /// Forgets session `id`, here and on every server sharing the database; whether it was
     /// recorded.
     pub async fn end_mcp_session(&self, id: &str) -> Result<bool> {
+        if !self.shares_database() {
+            return Ok(false);
+        }
         let id = id.to_string();
         self.store.write_unseen(move |db| db.delete_mcp_session(&id)).await
     }

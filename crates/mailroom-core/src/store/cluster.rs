@@ -77,15 +77,13 @@ impl Heard {
 
 /// A random number naming this server among those on its database.
 pub(crate) fn new_instance_id() -> u64 {
-    let mut bytes = [0u8; 8];
-    if getrandom::fill(&mut bytes).is_err() {
+    getrandom::u64().unwrap_or_else(|_| {
         // Distinct, not secret: the process id and the clock do.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        return (u64::from(std::process::id()) << 32) | u64::from(nanos);
-    }
-    u64::from_le_bytes(bytes)
+        (u64::from(std::process::id()) << 32) | u64::from(nanos)
+    })
 }
 
 /// Whether this server writes the archive and runs the upkeep.

@@ -747,10 +747,7 @@ fn run_batch(
             };
             // Delivered by PostgreSQL when (and only if) the batch commits.
             if notice.worth_sending() {
-                db.execute(
-                    "SELECT pg_notify(?1, ?2)",
-                    args![db::postgres::CHANNEL, notice.encode()],
-                )?;
+                db.notify_others(&notice.encode())?;
             }
         }
         db.execute("COMMIT", args![]).map(drop).map_err(|e| {

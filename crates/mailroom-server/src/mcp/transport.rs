@@ -124,9 +124,7 @@ async fn post(state: &AppState, headers: &HeaderMap, body: Bytes) -> Response {
             forget(state, &evicted);
         }
         // Servers sharing the database accept it too (docs/scale-out.md).
-        if state.core.shares_database()
-            && let Err(e) = state.core.record_mcp_session(&id, version).await
-        {
+        if let Err(e) = state.core.record_mcp_session(&id, version).await {
             tracing::warn!(error = %e.message, "MCP session not shared with the other servers");
         }
         new_session = Some(id);
@@ -224,15 +222,14 @@ async fn session_of(
         return Ok(None);
     };
     if let Some(session) = state.sessions.touch(id) {
-        if state.core.shares_database()
-            && state.sessions.due_for_record(id)
+        if state.sessions.due_for_record(id)
             && let Err(e) = state.core.touch_mcp_session(id).await
         {
             tracing::warn!(error = %e.message, "MCP session's use not recorded");
         }
         return Ok(Some(session));
     }
-    if state.core.shares_database() && session::has_issued_form(id) {
+    if session::has_issued_form(id) {
         match state.core.mcp_session_version(id).await {
             Ok(Some(version)) => {
                 if let Some(evicted) = state.sessions.adopt(id, &version) {
@@ -318,7 +315,7 @@ async fn delete(state: &AppState, headers: &HeaderMap) -> Response {
         return plain(StatusCode::BAD_REQUEST, "DELETE needs the Mcp-Session-Id to end.");
     };
     let mut ended = state.sessions.close(id);
-    if state.core.shares_database() && session::has_issued_form(id) {
+    if session::has_issued_form(id) {
         match state.core.end_mcp_session(id).await {
             Ok(recorded) => ended |= recorded,
             Err(e) => tracing::warn!(error = %e.message, "MCP session not ended in the database"),

@@ -314,6 +314,12 @@ impl<'c> Db<'c> {
         }
     }
 
+    /// Tells the other servers on the PostgreSQL database `payload` (`store/cluster.rs`),
+    /// when (and only if) the transaction commits.
+    pub(crate) fn notify_others(&self, payload: &str) -> crate::error::Result<()> {
+        self.execute("SELECT pg_notify(?1, ?2)", args![super::postgres::CHANNEL, payload]).map(drop)
+    }
+
     /// Whether the connection is gone (PostgreSQL: the server closed it or the network
     /// failed); a SQLite connection never is.
     pub(crate) fn connection_lost(&self) -> bool {

@@ -293,7 +293,7 @@ async fn listen_once(
 /// connection (the process died, the network or the server went), and another process's
 /// next try takes it.
 pub struct Lease {
-    held: tokio::sync::watch::Sender<bool>,
+    held: std::sync::atomic::AtomicBool,
     stop: Arc<std::sync::atomic::AtomicBool>,
     thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -308,7 +308,7 @@ impl Lease {
         changed: Arc<dyn Fn(bool) + Send + Sync>,
     ) -> Result<Arc<Self>> {
         let lease = Arc::new(Self {
-            held: tokio::sync::watch::Sender::new(false),
+            held: std::sync::atomic::AtomicBool::new(false),
             stop: Arc::default(),
             thread: std::sync::Mutex::new(None),
         });
@@ -345,7 +345,7 @@ impl Lease {
         }
         // Dropping the session releases the lock.
         drop(session);
-        if self.held.send_replace(false) {
+        if self.held.swap(false, std::sync::atomic::Ordering::SeqCst) {
             changed(false);
         }
     }
@@ -358,11 +358,10 @@ impl Lease {
         settings: &PgSettings,
         changed: &(dyn Fn(bool) + Send + Sync),
     ) {
-        let held = *self.held.borrow();
+        let held = self.held();
         let outcome = match session.as_ref() {
             // The lock went with the connection; the next step tries again.
             Some(s) if s.is_closed() => Ok(false),
-            None if held => Ok(false),
             None => {
                 *session = PgSession::connect(settings).ok();
                 session.as_ref().map_or(Ok(false), try_lead)
@@ -379,7 +378,7 @@ impl Lease {
             }
         };
         if now != held {
-            self.held.send_replace(now);
+            self.held.store(now, std::sync::atomic::Ordering::SeqCst);
             tracing::info!(leading = now, "archive leadership changed");
             changed(now);
         }
@@ -387,7 +386,7 @@ impl Lease {
 
     /// Whether this process leads now.
     pub fn held(&self) -> bool {
-        *self.held.borrow()
+        self.held.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Gives the lease up (its connection closes) and stops trying; blocks until done.

@@ -44,8 +44,7 @@ impl Db<'_> {
     /// this commits; whether it was recorded.
     pub fn delete_mcp_session(&self, id: &str) -> Result<bool> {
         let recorded = self.execute("DELETE FROM mcp_sessions WHERE id = ?1", args![id])? > 0;
-        let ended = crate::store::cluster::session_ended(id);
-        self.execute("SELECT pg_notify(?1, ?2)", args![super::postgres::CHANNEL, ended])?;
+        self.notify_others(&crate::store::cluster::session_ended(id))?;
         Ok(recorded)
     }
 }
