@@ -165,8 +165,12 @@ def main():
         # Retire an agent from the agents panel, then bring it back.
         def red_fox_item():
             panel = driver.find_element(By.CSS_SELECTOR, "aside.panel")
-            return settled(lambda: next(
-                li for li in panel.find_elements(By.TAG_NAME, "li") if "RedFox" in li.text))
+            item = settled(lambda: next(
+                (li for li in panel.find_elements(By.TAG_NAME, "li") if "RedFox" in li.text), None))
+            if item is None:
+                # Between a live update's removal of the old rows and its new ones: look again.
+                raise StaleElementReferenceException("RedFox's row is being replaced")
+            return item
         # Clicked inside a wait: a live update may replace the row between finding and clicking.
         wait.until(lambda d: red_fox_item().find_element(By.XPATH, ".//button[text()='Retire']").click() or True)
         wait.until(lambda d: "(retired)" in red_fox_item().text)

@@ -2,6 +2,7 @@
 """Independent-client test: drive a running mailroom server with the official MCP Python SDK.
 
 Usage: python_sdk_client.py http://127.0.0.1:PORT/mcp
+(MAILROOM_CLIENT_BEARER=TOKEN sends a bearer token with every request.)
 
 Works with the SDK's 1.x line (``streamablehttp_client`` / ``streamable_http_client`` yielding
 ``(read, write, get_session_id)``) and its 2.x line (``streamable_http_client`` yielding
@@ -18,6 +19,7 @@ Exits 0 when every check passed, 1 otherwise.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -52,6 +54,20 @@ def pick_transport():
         if factory is not None:
             return name, factory
     raise CheckFailed("mcp.client.streamable_http has neither streamable_http_client nor streamablehttp_client")
+
+
+def open_transport(factory: Any, url: str) -> Any:
+    """The transport to `url`; with MAILROOM_CLIENT_BEARER set, every request carries it as a
+    bearer token (1.x takes headers, 2.x an HTTP client made with them)."""
+    token = os.environ.get("MAILROOM_CLIENT_BEARER")
+    if not token:
+        return factory(url)
+    headers = {"Authorization": f"Bearer {token}"}
+    if "headers" in inspect.signature(factory).parameters:
+        return factory(url, headers=headers)
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    return factory(url, http_client=create_mcp_http_client(headers=headers))
 
 
 def dump(model: Any) -> Any:
@@ -308,7 +324,7 @@ async def amain(url: str, timeout: float) -> int:
     name, factory = pick_transport()
     log(f"mcp SDK {sdk_version()}, transport {name}, url {url}")
     with anyio.fail_after(timeout):
-        async with factory(url) as streams:
+        async with open_transport(factory, url) as streams:
             # 1.x yields (read, write, get_session_id); 2.x yields (read, write).
             read, write = streams[0], streams[1]
             get_session_id = streams[2] if len(streams) > 2 else None

@@ -183,6 +183,7 @@ impl CoreConfig {
                     pool_size: 8,
                     statement_timeout_ms: 30_000,
                     connect_timeout: std::time::Duration::from_secs(10),
+                    may_lead: true,
                 });
                 // Reported by health_check and the config resource: never the password.
                 self.database_url = without_password(&url);

@@ -12,6 +12,11 @@
 //! memory for `WEBHOOK_RETRY_BASE_MS` before it is posted again, so a store that refuses
 //! writes does not turn the worker into a resend loop; the first refusal of a run of them is
 //! logged.
+//!
+//! Of several servers sharing one database, only the archive's leader posts
+//! (docs/scale-out.md), so a delivery is posted once; the others look each second whether
+//! they lead now. When the lead moves, an attempt the old leader has in flight may be posted
+//! again by the new one, with the same `webhook-id`, as after a crash.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -26,6 +31,9 @@ use crate::state::AppState;
 /// The longest the worker sleeps with nothing due (a write or a finished attempt wakes it
 /// sooner).
 const IDLE_LOOK: Duration = Duration::from_secs(60);
+
+/// How often a server that does not lead looks whether it leads now.
+const FOLLOWER_LOOK: Duration = Duration::from_secs(1);
 
 /// What one finished attempt reports: its delivery and webhook, and how it went.
 type Finished = (i64, i64, Result<AttemptOutcome, Error>);
@@ -49,7 +57,8 @@ pub async fn deliver(state: AppState) {
     let mut held = HeldBack::new(settings.retry_delay(1));
     loop {
         held.forget_expired(Instant::now());
-        if in_flight.len() < settings.concurrency {
+        let leads = state.core.leads();
+        if leads && in_flight.len() < settings.concurrency {
             // The store picks at most each webhook's share, leaving out those in flight and
             // webhooks at their share, so a busy webhook's backlog never fills the page.
             let page = settings.concurrency * 2;
@@ -74,9 +83,13 @@ pub async fn deliver(state: AppState) {
                 Err(e) => tracing::warn!(error = %e.message, "webhooks: cannot read the queue"),
             }
         }
-        let wait = match state.core.next_webhook_due().await {
-            Ok(Some(due)) => until(due).min(IDLE_LOOK),
-            _ => IDLE_LOOK,
+        let wait = if !leads {
+            FOLLOWER_LOOK
+        } else {
+            match state.core.next_webhook_due().await {
+                Ok(Some(due)) => until(due).min(IDLE_LOOK),
+                _ => IDLE_LOOK,
+            }
         };
         let wait = held.next_release(Instant::now()).map_or(wait, |release| release.min(wait));
         tokio::select! {

@@ -116,6 +116,7 @@ impl TestApp {
                 pool_size: 4,
                 statement_timeout_ms: 30_000,
                 connect_timeout: std::time::Duration::from_secs(10),
+                may_lead: true,
             });
         }
         core_config.worktrees_enabled = options.worktrees_enabled;

@@ -2,20 +2,24 @@
 //! `scripts/cluster` with the deployment example's `deploy/cluster/haproxy.cfg`
 //! (docs/scale-out.md): they serve as one server (an MCP session opened on one is accepted by
 //! the others, a subscription on one hears a send made through another, a web page cached on
-//! one shows mail sent through another), and kill -9 of an ordinary instance and of the
+//! one shows mail sent through another, a webhook is posted once per message however many
+//! instances there are), and kill -9 of an ordinary instance and of the
 //! archive's leader during a send storm loses no acknowledged message, in the database or in
-//! the archive, which `mailroom archive verify` finds clean.
+//! the archive, which `mailroom archive verify` finds clean. Requests through the balancer
+//! carry the cluster's bearer token, which they need: the balancer names their client, so no
+//! instance takes them for local ones.
 
 mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use mailroom_testkit::{SendCall, postgres_server, sent_message_id};
+use common::receiver::{Receiver, SECRET, received, unique_ids};
+use mailroom_testkit::{RegisterWebhookCall, SendCall, postgres_server, sent_message_id};
 use serde_json::{Value, json};
 
 const PROJECT: &str = "/work/cluster";
@@ -26,6 +30,8 @@ struct Cluster {
     dir: PathBuf,
     database_url: String,
     balancer: String,
+    /// A client that sends the cluster's bearer token with every request.
+    authorised: reqwest::Client,
     instances: Vec<String>,
     _temp: tempfile::TempDir,
 }
@@ -55,10 +61,16 @@ impl Cluster {
         let read =
             |name: &str| std::fs::read_to_string(dir.join(name)).expect(name).trim().to_string();
         let balancer = read("url");
+        let token = read("token");
+        assert!(token.len() >= 32, "scripts/cluster made a token: {token:?}");
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("authorization", format!("Bearer {token}").parse().expect("header"));
+        let authorised =
+            reqwest::Client::builder().default_headers(headers).build().expect("client");
         let instances = (1..=INSTANCES)
             .map(|k| format!("http://127.0.0.1:{}", read(&format!("i{k}.port"))))
             .collect();
-        Self { dir, database_url, balancer, instances, _temp: temp }
+        Self { dir, database_url, balancer, authorised, instances, _temp: temp }
     }
 
     /// The instance (1-based) that leads now, by its `mailroom_archive_leader` gauge; waits up
@@ -66,9 +78,7 @@ impl Cluster {
     async fn leader(&self) -> usize {
         for _ in 0..300 {
             for (index, url) in self.instances.iter().enumerate() {
-                let Ok(response) = reqwest::get(format!("{url}/metrics")).await else { continue };
-                let text = response.text().await.unwrap_or_default();
-                if text.lines().any(|l| l == "mailroom_archive_leader 1") {
+                if leads(url).await {
                     return index + 1;
                 }
             }
@@ -87,6 +97,11 @@ impl Cluster {
         self.run(&["stop"]);
     }
 
+    /// [`verify_clean`] on the cluster's database and archive.
+    fn verify_clean(&self) -> String {
+        verify_clean(&self.database_url, &self.dir.join("archive"), &self.dir.join("verify"))
+    }
+
     fn log(&self, instance: usize) -> String {
         std::fs::read_to_string(self.dir.join(format!("i{instance}.log"))).unwrap_or_default()
     }
@@ -96,6 +111,14 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         let _ = script().arg("stop").arg(&self.dir).status();
     }
+}
+
+/// Whether the server at `url` leads, by its `mailroom_archive_leader` gauge (false when it
+/// does not answer).
+async fn leads(url: &str) -> bool {
+    let Ok(response) = reqwest::get(format!("{url}/metrics")).await else { return false };
+    let text = response.text().await.unwrap_or_default();
+    text.lines().any(|l| l == "mailroom_archive_leader 1")
 }
 
 fn script() -> Command {
@@ -156,9 +179,18 @@ async fn open_pair(url: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_instances_behind_the_balancer_serve_as_one() {
     let cluster = Cluster::start().await;
-    let client = reqwest::Client::new();
-    let slug = open_pair(&cluster.balancer).await;
+    let client = cluster.authorised.clone();
     let [a, b, c] = [0, 1, 2].map(|i| cluster.instances[i].clone());
+    let slug = open_pair(&a).await;
+
+    // Through the balancer a request is remote: without the token it is refused, although
+    // the balancer reaches the instances from this machine; the same request made to an
+    // instance directly from this machine is local and needs none.
+    let tools = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    for (url, expected) in [(&cluster.balancer, 401), (&a, 200)] {
+        let response = reqwest::Client::new().post(format!("{url}/mcp")).json(&tools).send().await;
+        assert_eq!(response.expect("tools/list").status(), expected, "{url}");
+    }
 
     // A session opened through the balancer works through it, and on every instance directly
     // (the others find it in the database); ended on one, it is gone on all.
@@ -187,6 +219,12 @@ async fn three_instances_behind_the_balancer_serve_as_one() {
         }
         assert_eq!(status, 404, "{url} still serves the ended session");
     }
+
+    // A project webhook, registered through instance A; each message is posted to it once
+    // (checked at the end): by the leader alone, not by every instance.
+    let log = cluster.dir.join("webhook.jsonl");
+    let receiver = Receiver::start(0, "ok", &log);
+    RegisterWebhookCall::new(&slug, &receiver.url("/all")).secret(SECRET).ok_at(&a).await;
 
     // A subscription on instance A hears a send made through instance B.
     let watcher = initialize(&client, &a).await;
@@ -223,19 +261,31 @@ async fn three_instances_behind_the_balancer_serve_as_one() {
     }
     assert!(shown, "instance C's page never showed mail sent through A");
 
+    // Both messages reach the webhook (once each, checked once every instance stopped).
+    for _ in 0..300 {
+        if unique_ids(&log).len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     // Exactly one instance writes the archive.
     let leader = cluster.leader().await;
     let leading =
         (1..=INSTANCES).filter(|k| cluster.log(*k).contains("leading: writing the archive"));
     assert_eq!(leading.collect::<Vec<_>>(), [leader]);
     cluster.stop();
-    verify_clean(&cluster);
+    let posts = received(&log);
+    assert_eq!(unique_ids(&log).len(), 2, "{posts:?}");
+    assert!(posts.iter().all(|p| p["duplicate"] == false), "posted more than once: {posts:?}");
+    drop(receiver);
+    cluster.verify_clean();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killing_an_instance_and_the_leader_during_a_send_storm_loses_nothing() {
     let cluster = Cluster::start().await;
-    let slug = open_pair(&cluster.balancer).await;
+    let slug = open_pair(&cluster.instances[0]).await;
     let first_leader = cluster.leader().await;
     let ordinary = (1..=INSTANCES).find(|k| *k != first_leader).expect("another instance");
 
@@ -246,8 +296,8 @@ async fn killing_an_instance_and_the_leader_during_a_send_storm_loses_nothing() 
     let senders: Vec<_> = (0..8)
         .map(|sender| {
             let (url, slug, stop) = (cluster.balancer.clone(), slug.clone(), Arc::clone(&stop));
+            let client = cluster.authorised.clone();
             tokio::spawn(async move {
-                let client = reqwest::Client::new();
                 let (mut acknowledged, mut failed) = (Vec::new(), 0usize);
                 let mut n = 0;
                 while !stop.load(Ordering::SeqCst) {
@@ -306,7 +356,7 @@ async fn killing_an_instance_and_the_leader_during_a_send_storm_loses_nothing() 
     // The survivor commits the whole queue when it stops; then every message is in the
     // archive (nothing left queued) and the archive matches the database.
     cluster.stop();
-    let report = verify_clean(&cluster);
+    let report = cluster.verify_clean();
     let checked: usize = report
         .split("checked ")
         .nth(1)
@@ -316,18 +366,83 @@ async fn killing_an_instance_and_the_leader_during_a_send_storm_loses_nothing() 
     assert!(checked >= acknowledged.len(), "{checked} messages checked: {report}");
 }
 
-/// `mailroom archive verify` on the cluster's database and archive: no difference and nothing
-/// left queued. Its report.
-fn verify_clean(cluster: &Cluster) -> String {
-    let data = cluster.dir.join("verify");
-    std::fs::create_dir_all(&data).expect("mkdir");
-    let output = common::mailroom()
-        .args(["archive", "verify", "--data-dir"])
-        .arg(&data)
-        .env("DATABASE_URL", &cluster.database_url)
-        .env("STORAGE_ROOT", cluster.dir.join("archive"))
+/// A leader that cannot write the archive (where its `STORAGE_ROOT` should have the archive's
+/// lock file there is a directory: a volume that is not what it should be) steps aside after
+/// a few failed terms, and a server that can write it takes the lead and commits what was
+/// sent through either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_cannot_write_the_archive_steps_aside() {
+    let database_url = postgres_server::fresh_database_url().await;
+    let temp = tempfile::tempdir().expect("temp dir");
+    let broken = temp.path().join("broken");
+    std::fs::create_dir_all(broken.join("archive.lock")).expect("mkdir");
+    let archive = temp.path().join("archive");
+    let start = |name: &str, root: &Path| {
+        let data = temp.path().join(name);
+        std::fs::create_dir_all(&data).expect("mkdir");
+        let root = root.to_str().expect("utf-8 path");
+        let env = [("DATABASE_URL", database_url.as_str()), ("STORAGE_ROOT", root)];
+        let (server, url) = common::start_with(&data, &env);
+        (common::KillOnDrop(Some(server)), url)
+    };
+    // Alone, the first server leads from its start, and fails to write.
+    let (first_server, first) = start("first", &broken);
+    assert!(leads(&first).await, "the first server leads");
+    let (second_server, second) = start("second", &archive);
+    let mut moved = false;
+    for _ in 0..600 {
+        if leads(&second).await {
+            moved = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(moved, "the lead never moved to the server that can write the archive");
+    assert!(!leads(&first).await, "the first server stepped aside");
+
+    // Mail sent through each is committed by the new leader.
+    let slug = open_pair(&second).await;
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "through the first").ok_at(&first).await;
+    SendCall::new(&slug, "BlueLake", "GreenCastle", "through the second").ok_at(&second).await;
+    drop(first_server);
+    common::stop(second_server.take());
+    let scratch = temp.path().join("scratch");
+    let report = verify_clean(&database_url, &archive, &scratch);
+    assert!(report.contains("checked 2 "), "{report}");
+
+    // A command run for one call on the shared database never leads: with no server
+    // running, what it sends waits in the queue for the servers' leader.
+    let as_blue = ["--project", slug.as_str(), "--agent", "BlueLake"];
+    let send = ["mail", "send", "--to", "GreenCastle", "--subject", "from a shell", "--body", "b"];
+    let output = mailroom_on(&database_url, &archive, &scratch, &[&send[..], &as_blue].concat());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let output = mailroom_on(&database_url, &archive, &scratch, &["archive", "verify"]);
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(report.contains("still queued"), "the command wrote the archive: {report}");
+    let (server, _) = start("third", &archive);
+    common::stop(server.take());
+    let report = verify_clean(&database_url, &archive, &scratch);
+    assert!(report.contains("checked 3 "), "{report}");
+}
+
+/// `mailroom ARGS --data-dir SCRATCH` on a database and an archive.
+fn mailroom_on(database_url: &str, archive: &Path, scratch: &Path, args: &[&str]) -> Output {
+    std::fs::create_dir_all(scratch).expect("mkdir");
+    common::mailroom()
+        .args(args)
+        .arg("--data-dir")
+        .arg(scratch)
+        .env("DATABASE_URL", database_url)
+        .env("STORAGE_ROOT", archive)
+        .env_remove("AGENT_NAME")
         .output()
-        .expect("archive verify");
+        .expect("mailroom runs")
+}
+
+/// `mailroom archive verify` on a database and an archive (with a scratch data directory):
+/// no difference and nothing left queued. Its report.
+fn verify_clean(database_url: &str, archive: &Path, scratch: &Path) -> String {
+    let output = mailroom_on(database_url, archive, scratch, &["archive", "verify"]);
     let report = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success() && report.contains("no differences"),

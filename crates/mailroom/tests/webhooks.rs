@@ -12,11 +12,11 @@
 
 mod common;
 
-use std::collections::{BTreeSet, HashSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::collections::HashSet;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::receiver::{Receiver, SECRET, received, unique_ids};
 use common::{KillOnDrop, json as cli_json, ok, run, signal, start_with, stop};
 use mailroom_testkit::{
     DeliveriesCall, PolicyCall, ProjectCall, RegisterCall, RegisterWebhookCall, SendCall, rpc_at,
@@ -25,8 +25,6 @@ use mailroom_testkit::{
 use serde_json::{Value, json};
 
 const PROJECT: &str = "work-hooks";
-/// A fixed secret, so a receiver can start before its webhook is registered.
-const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwMfKQ9r8GKYqr";
 /// Retries a few tenths of a second apart, so a test waits for no real backoff.
 const FAST_RETRIES: [(&str, &str); 3] = [
     ("WEBHOOK_RETRY_BASE_MS", "50"),
@@ -36,72 +34,6 @@ const FAST_RETRIES: [(&str, &str); 3] = [
 /// The longest a test waits for deliveries (they take well under a second when nothing is
 /// wrong: the deadline only keeps a broken build from hanging the suite).
 const PATIENCE: Duration = Duration::from_secs(60);
-
-/// A receiver process, killed when dropped.
-struct Receiver {
-    child: Child,
-    port: u16,
-    log: PathBuf,
-}
-
-impl Receiver {
-    /// Starts the receiver on `port` (0: any) in `mode`, recording into `log`.
-    fn start(port: u16, mode: &str, log: &Path) -> Receiver {
-        Self::start_with(port, mode, log, &[])
-    }
-
-    /// As [`Receiver::start`], with more of the receiver's options (`--exit-after N`).
-    fn start_with(port: u16, mode: &str, log: &Path, options: &[&str]) -> Receiver {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/webhooks/receiver.py");
-        let mut child = Command::new("python3")
-            .arg(script)
-            .args(["--port", &port.to_string(), "--secret", SECRET, "--mode", mode, "--log"])
-            .arg(log)
-            .args(options)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs the receiver");
-        let mut line = String::new();
-        let stdout = child.stdout.take().expect("stdout");
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line)
-            .expect("receiver's first line");
-        let port = line.trim().strip_prefix("listening ").and_then(|p| p.parse().ok());
-        let port = port.unwrap_or_else(|| panic!("receiver did not start: {line:?}"));
-        Receiver { child, port, log: log.to_path_buf() }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn stop(mut self) -> u16 {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.port
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Every request a receiver's log recorded.
-fn received(log: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines().map(|l| serde_json::from_str(l).expect("log line")).collect()
-}
-
-/// The distinct webhook-ids of the validly signed requests.
-fn unique_ids(log: &Path) -> BTreeSet<String> {
-    let requests = received(log);
-    for request in &requests {
-        assert_eq!(request["valid"], true, "a request failed the signature check: {request}");
-    }
-    requests.iter().map(|r| r["webhook_id"].as_str().expect("id").to_owned()).collect()
-}
 
 /// Waits until `done` holds, polling; fails the test with `what` after [`PATIENCE`].
 async fn wait_for(what: &str, mut done: impl AsyncFnMut() -> bool) {

@@ -2,6 +2,7 @@
 // Independent-client test: drive a running mailroom server with the official MCP TypeScript SDK.
 //
 // Usage: node client.mjs http://127.0.0.1:PORT/mcp
+// (MAILROOM_CLIENT_BEARER=TOKEN sends a bearer token with every request.)
 //
 // Flow: initialize (Client.connect) -> tools/list -> ensure_project -> register_agent x2 ->
 // set_contact_policy(open) -> send_message -> fetch_inbox (message arrived, subject/body match) ->
@@ -200,7 +201,10 @@ async function main() {
   log(`@modelcontextprotocol/sdk ${sdkVersion()}, node ${process.version}, url ${url}`);
 
   const client = new Client({ name: "mailroom-ts-client-test", version: "0.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  // With MAILROOM_CLIENT_BEARER set, every request carries it as a bearer token.
+  const bearer = process.env.MAILROOM_CLIENT_BEARER;
+  const requestInit = bearer ? { headers: { Authorization: `Bearer ${bearer}` } } : undefined;
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit });
   let timer;
   const timeout = new Promise((_, reject) => {
     timer = setTimeout(() => reject(new CheckFailed(`timed out after ${timeoutMs / 1000}s talking to ${url}`)), timeoutMs);

@@ -190,20 +190,36 @@ impl Signal {
         self.enqueued.load(Ordering::SeqCst) > 0
     }
 
-    /// Waits until this server leads; false once the archive stops first.
-    fn wait_for_leadership(&self, leadership: &Leadership) -> bool {
-        let Ok(mut bell) = self.state.lock() else { return false };
+    /// Waits up to `patience` for this server to lead: whether it leads, or `None` once the
+    /// archive stops.
+    fn wait_for_leadership(&self, leadership: &Leadership, patience: Duration) -> Option<bool> {
+        let deadline = std::time::Instant::now() + patience;
+        let mut bell = self.state.lock().ok()?;
         loop {
             if bell.stopping {
-                return false;
+                return None;
             }
             if leadership.held() {
-                return true;
+                return Some(true);
             }
-            bell = match self.bell.wait_timeout(bell, Duration::from_secs(1)) {
-                Ok((guard, _)) => guard,
-                Err(_) => return false,
-            };
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Some(false);
+            }
+            bell = self.bell.wait_timeout(bell, left.min(Duration::from_secs(1))).ok()?.0;
+        }
+    }
+
+    /// Brings the counters of a server that does not write the archive to the queue's depth
+    /// in the database, `depth` rows, where it missed notices (its listener reconnected) or
+    /// was never told (rows set aside and queued again): only ever up, so no wait for rows
+    /// to be archived goes back.
+    fn resync(&self, depth: u64) {
+        let lag = self.lag();
+        if lag > depth {
+            self.archived(lag - depth);
+        } else {
+            self.enqueued.fetch_add(depth - lag, Ordering::SeqCst);
         }
     }
 
@@ -331,6 +347,8 @@ pub struct Archive {
     signal: Arc<Signal>,
     root: PathBuf,
     writer: Mutex<Option<JoinHandle<()>>>,
+    /// Written by whichever of the servers sharing the database leads.
+    shared: bool,
     /// The archive's lock, held for as long as the archive runs; a shared archive's leader
     /// holds it on its writer thread while it leads.
     _owner: Option<locks::OwnerLock>,
@@ -432,6 +450,7 @@ impl PreparedArchive {
             signal: self.signal,
             root: self.settings.root,
             writer: Mutex::new(Some(handle)),
+            shared: false,
             _owner: self.owner,
         })
     }
@@ -460,15 +479,30 @@ impl PreparedArchive {
             signal: self.signal,
             root: self.settings.root,
             writer: Mutex::new(Some(handle)),
+            shared: true,
             _owner: None,
         })
     }
 }
 
+/// Terms in a row a leader fails to write the archive in before it steps aside.
+const FAILED_TERMS: u32 = 3;
+
+/// How long a leader that stepped aside leaves the lead to the others.
+const STEP_ASIDE: Duration = Duration::from_secs(10);
+
+/// The longest [`Archive::flushed`] waits on a shared archive.
+const SHARED_FLUSH_WAIT: Duration = Duration::from_secs(30);
+
+/// How often a server that does not lead sets its archive counters from the database.
+const RESYNC_EVERY: Duration = Duration::from_secs(2);
+
 /// The writer of an archive several servers share: it waits to be elected, then takes the
 /// archive's lock (which a former leader still finishing its last commit holds until it is
 /// done), clears what a killed leader left, replays the queue and writes until it stops
-/// leading or the archive stops; then it waits again.
+/// leading or the archive stops; then it waits again. A leader that fails [`FAILED_TERMS`]
+/// terms in a row (the archive's volume is not there, the writer panicked) steps aside for
+/// [`STEP_ASIDE`].
 struct SharedWriter {
     settings: ArchiveSettings,
     signal: Arc<Signal>,
@@ -487,12 +521,34 @@ impl SharedWriter {
         if !self.leadership.held() {
             self.started();
         }
-        while self.signal.wait_for_leadership(&self.leadership) {
-            if let Err(e) = self.lead() {
-                self.started();
-                tracing::warn!(error = %e.message, "elected, but not writing the archive yet");
-                self.signal.set_last_error(Some(e.message));
+        let mut failed_terms = 0;
+        while let Some(leads) = self.signal.wait_for_leadership(&self.leadership, RESYNC_EVERY) {
+            if !leads {
+                self.resync();
+                continue;
+            }
+            // A term that panicked is a failed term: the lease must not stay with a writer
+            // that is gone.
+            let term = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.lead()));
+            let error = match term {
+                Ok(Ok(())) => {
+                    failed_terms = 0;
+                    continue;
+                }
+                Ok(Err(e)) => e.message,
+                Err(_) => "the archive writer panicked".to_string(),
+            };
+            self.started();
+            self.signal.set_last_error(Some(error.clone()));
+            failed_terms += 1;
+            if failed_terms < FAILED_TERMS {
+                tracing::warn!(%error, "elected, but not writing the archive yet");
                 std::thread::sleep(Duration::from_millis(500));
+            } else {
+                // Another server may reach the archive where this one cannot.
+                tracing::error!(%error, "cannot write the archive: stepping aside");
+                self.leadership.step_aside(STEP_ASIDE);
+                failed_terms = 0;
             }
         }
         self.started();
@@ -515,6 +571,19 @@ impl SharedWriter {
         writer::Writer::new(repo, store, reader, signal, &self.settings, self.leadership.clone())
             .run();
         Ok(())
+    }
+
+    /// While another server writes: this one's counters from the queue in the database.
+    fn resync(&mut self) {
+        if self.reader.is_none() {
+            self.reader = self.store.dedicated_reader().ok();
+        }
+        let Some(reader) = self.reader.as_mut() else { return };
+        match reader.read(|db| db.archive_backlog()) {
+            Ok(depth) => self.signal.resync(u64::try_from(depth).unwrap_or(0)),
+            // A reader whose connection went is opened again next time.
+            Err(_) => self.reader = None,
+        }
     }
 
     fn started(&mut self) {
@@ -570,12 +639,19 @@ impl Archive {
         self.signal.archived.subscribe()
     }
 
-    /// Waits until every row queued so far is committed to Git, or the writer has stopped.
+    /// Waits until every row queued so far is committed to Git, or the writer has stopped;
+    /// on a shared archive, at most [`SHARED_FLUSH_WAIT`] (its leader may be gone, or this
+    /// server's counts behind).
     pub async fn flushed(&self) {
         let target = self.signal.enqueued.load(Ordering::SeqCst);
         let mut archived = self.signal.archived.subscribe();
         let stopped = &self.signal.stopped;
-        let _ = archived.wait_for(|n| *n >= target || stopped.load(Ordering::SeqCst)).await;
+        let done = archived.wait_for(|n| *n >= target || stopped.load(Ordering::SeqCst));
+        if self.shared {
+            let _ = tokio::time::timeout(SHARED_FLUSH_WAIT, done).await;
+        } else {
+            let _ = done.await;
+        }
     }
 
     /// Stops the writer after it has committed everything queued; blocks until then.
@@ -597,6 +673,27 @@ impl Archive {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A follower's counts follow the database's queue both ways, and a wait for rows to be
+    /// archived that it counted but missed the end of (a missed notice) is released.
+    #[tokio::test]
+    async fn a_followers_counts_are_brought_to_the_queue_in_the_database() {
+        let signal = Signal::new(100, 0, Duration::from_millis(20));
+        signal.ring(10);
+        let mut archived = signal.archived.subscribe();
+        let waiter = tokio::spawn(async move {
+            let _ = archived.wait_for(|n| *n >= 10).await;
+        });
+        // The leader archived 7 of them, and this server missed the notice.
+        signal.resync(3);
+        assert_eq!((signal.stats().enqueued, signal.stats().lag), (10, 3));
+        // Others queued 5 more, unheard.
+        signal.resync(8);
+        assert_eq!((signal.stats().enqueued, signal.stats().lag), (15, 8));
+        signal.resync(0);
+        assert_eq!(signal.stats().lag, 0);
+        tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("released").expect("ok");
+    }
 
     /// A writer that cannot keep up turns a full queue into a clear error, not a hang; room
     /// made by the writer lets the next write in.

@@ -79,6 +79,9 @@ pub(super) struct Writer {
     /// The writer runs while its server leads; it steps down, committing nothing more, once
     /// the server has lost the lease (another server takes over from the queue).
     leadership: Leadership,
+    /// At a stop on a shared database, the last row queued when the stop began: the others
+    /// keep queueing, and what they queue after it is left to the next leader.
+    stop_at: Option<i64>,
 }
 
 impl Writer {
@@ -106,6 +109,7 @@ impl Writer {
             failing_head: None,
             budget: WorkTreeBudget::new(settings.worktree_max_files),
             leadership,
+            stop_at: None,
         }
     }
 
@@ -122,6 +126,10 @@ impl Writer {
             if !self.leadership.held() {
                 tracing::warn!("no longer leading: the archive writer steps down");
                 break;
+            }
+            if stopping && self.stop_at.is_none() && self.leadership.shared() {
+                let last = self.reader.read(|db| db.last_queued_archive_id());
+                self.stop_at = Some(last.unwrap_or(i64::MAX));
             }
             let drain_started = Instant::now();
             match self.drain(stopping) {
@@ -268,8 +276,9 @@ impl Writer {
     fn drain(&mut self, until_empty: bool) -> Result<bool> {
         let mut found_rows = false;
         loop {
-            // A backlog's commits stop as soon as another server may have taken over.
-            if !self.leadership.held() {
+            // A backlog's commits stop as soon as another server may have taken over, and
+            // at a shared stop, once what was queued when it began is committed.
+            if !self.leadership.held() || self.stop_at.is_some_and(|last| self.last_id >= last) {
                 return Ok(found_rows);
             }
             let after = self.last_id;

@@ -89,6 +89,8 @@ impl Mailroom {
         if let Some(archive) = &self.archive {
             archive.close();
         }
+        // Another server may lead while this one's store finishes.
+        self.store.leadership().release();
         self.store.close();
     }
 

@@ -10,6 +10,12 @@ use super::Mailroom;
 /// Sessions unseen this long are forgotten when the next one is recorded.
 const STALE_AFTER_SECONDS: i64 = 7 * 24 * 3600;
 
+/// At most this many sessions stay recorded (those seen last); the rest are trimmed at about
+/// one recording in [`TRIM_ONE_IN`], so a flood of `initialize` calls cannot grow the table
+/// without bound and no recording pays for a scan.
+const MAX_RECORDED: i64 = 100_000;
+const TRIM_ONE_IN: u64 = 32;
+
 impl Mailroom {
     /// Records session `id`, opened with `protocol_version`.
     pub async fn record_mcp_session(&self, id: &str, protocol_version: &str) -> Result<()> {
@@ -19,8 +25,9 @@ impl Mailroom {
         let (id, version) = (id.to_string(), protocol_version.to_string());
         let now = Timestamp::now();
         let stale_before = now.plus_seconds(-STALE_AFTER_SECONDS);
+        let keep = getrandom::u64().is_ok_and(|r| r % TRIM_ONE_IN == 0).then_some(MAX_RECORDED);
         self.store
-            .write_unseen(move |db| db.record_mcp_session(&id, &version, now, stale_before))
+            .write_unseen(move |db| db.record_mcp_session(&id, &version, now, stale_before, keep))
             .await
     }
 

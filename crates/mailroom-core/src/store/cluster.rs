@@ -93,6 +93,9 @@ pub enum Leadership {
     Sole,
     /// One of several on PostgreSQL: while it holds the lease.
     Lease(Arc<Lease>),
+    /// On PostgreSQL, never: a command that opens the database for one call leaves the
+    /// archive and the upkeep to the servers.
+    Never,
 }
 
 impl Leadership {
@@ -101,12 +104,28 @@ impl Leadership {
         match self {
             Leadership::Sole => true,
             Leadership::Lease(lease) => lease.held(),
+            Leadership::Never => false,
+        }
+    }
+
+    /// Leaves the lead to the other servers for `pause`, when it can move (a leader that
+    /// cannot write the archive); the only server keeps it.
+    pub fn step_aside(&self, pause: std::time::Duration) {
+        if let Leadership::Lease(lease) = self {
+            lease.step_aside(pause);
+        }
+    }
+
+    /// Gives the lead up for good (the server stops): another server may take it at once.
+    pub fn release(&self) {
+        if let Leadership::Lease(lease) = self {
+            lease.stop();
         }
     }
 
     /// Whether leadership can move between servers (several may share the database).
     pub fn shared(&self) -> bool {
-        matches!(self, Leadership::Lease(_))
+        !matches!(self, Leadership::Sole)
     }
 }
 

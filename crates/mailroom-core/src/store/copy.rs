@@ -191,6 +191,7 @@ impl DatabaseAt {
                 pool_size: 1,
                 statement_timeout_ms: 0,
                 connect_timeout: std::time::Duration::from_secs(10),
+                may_lead: false,
             }));
         }
         crate::config::database_path_from_url(url).map(Self::Sqlite).map_err(Error::invalid)

@@ -220,16 +220,20 @@ impl Store {
                     ended_sessions: ended_sessions.clone(),
                 };
                 let listener = others.listen(settings);
-                let hook = archive_hook.clone();
-                let lease = Lease::start(
-                    settings,
-                    Arc::new(move |_| {
-                        if let Some(hook) = &hook {
-                            hook(ArchiveEvent::Leadership);
-                        }
-                    }),
-                )?;
-                (Some(instance), Leadership::Lease(lease), Some(listener))
+                let leadership = if settings.may_lead {
+                    let hook = archive_hook.clone();
+                    Leadership::Lease(Lease::start(
+                        settings,
+                        Arc::new(move |_| {
+                            if let Some(hook) = &hook {
+                                hook(ArchiveEvent::Leadership);
+                            }
+                        }),
+                    )?)
+                } else {
+                    Leadership::Never
+                };
+                (Some(instance), leadership, Some(listener))
             }
         };
         let writer = Writer {
@@ -456,9 +460,7 @@ impl Store {
             tracing::error!("the database writer panicked");
         }
         // Another server may lead from now on.
-        if let Leadership::Lease(lease) = &self.inner.leadership {
-            lease.stop();
-        }
+        self.inner.leadership.release();
     }
 
     /// A real database round trip, for readiness probes.
@@ -665,6 +667,16 @@ impl std::ops::Deref for Pooled<'_> {
     fn deref(&self) -> &Backend {
         // Only `drop` takes the connection out.
         self.conn.as_ref().expect("a pooled connection until dropped")
+    }
+}
+
+impl Drop for Inner {
+    /// A store dropped without [`Store::close`] gives the lead up too, soon (its lease thread
+    /// is told, not waited for: a drop may happen on an async thread).
+    fn drop(&mut self) {
+        if let Leadership::Lease(lease) = &self.leadership {
+            lease.stop_soon();
+        }
     }
 }
 

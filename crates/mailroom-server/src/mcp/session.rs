@@ -51,7 +51,7 @@ impl Sessions {
         };
         let mut table = self.lock();
         let mut evicted = None;
-        if table.len() >= self.capacity {
+        if table.len() >= self.capacity && !table.contains_key(id) {
             evicted = table.iter().min_by_key(|(_, s)| s.last_seen).map(|(k, _)| k.clone());
             if let Some(oldest) = &evicted {
                 table.remove(oldest);
@@ -146,5 +146,16 @@ mod tests {
         for other in ["", "nope", &a.to_uppercase(), &format!("{a}0"), &"x".repeat(32)] {
             assert!(!has_issued_form(other), "{other:?}");
         }
+    }
+
+    /// Adopting a session already in a full table drops no other.
+    #[test]
+    fn adopting_a_session_held_already_evicts_nobody() {
+        let sessions = Sessions::new(2);
+        let (a, _) = sessions.open("2025-06-18");
+        let (b, _) = sessions.open("2025-06-18");
+        assert_eq!(sessions.adopt(&b, "2025-06-18"), None);
+        assert!(sessions.touch(&a).is_some() && sessions.touch(&b).is_some());
+        assert_eq!(sessions.adopt("c".repeat(32).as_str(), "2025-06-18"), Some(a));
     }
 }

@@ -318,7 +318,16 @@ async fn delete(state: &AppState, headers: &HeaderMap) -> Response {
     if session::has_issued_form(id) {
         match state.core.end_mcp_session(id).await {
             Ok(recorded) => ended |= recorded,
-            Err(e) => tracing::warn!(error = %e.message, "MCP session not ended in the database"),
+            Err(e) => {
+                // Still recorded, so another server would adopt it: the client is to try
+                // again (this server has already dropped it).
+                tracing::warn!(error = %e.message, "MCP session not ended in the database");
+                forget(state, id);
+                return plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The session could not be ended everywhere; try again.",
+                );
+            }
         }
     }
     if ended {

@@ -87,6 +87,38 @@ async fn initialize_opens_a_session_that_get_and_delete_honour() {
     assert_eq!(after.status(), 404, "a deleted session is gone");
 }
 
+/// On a shared database (PostgreSQL), a `DELETE` the database refuses answers 503, since the
+/// session, still recorded, could be adopted by another server; tried again, it ends it, and
+/// only a recorded session's end is told to the others.
+#[tokio::test]
+async fn a_delete_the_database_refuses_is_a_503_and_can_be_tried_again() {
+    if !mailroom_testkit::postgres_server::enabled() {
+        return;
+    }
+    let app = TestApp::start().await;
+    let response =
+        post_raw(&app, "/mcp", INIT, &[("accept", "application/json, text/event-stream")]).await;
+    let session = response.headers()["mcp-session-id"].to_str().expect("header").to_string();
+    app.execute_sql(
+        "CREATE FUNCTION refuse_delete() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$; \
+         CREATE TRIGGER refuse_delete BEFORE DELETE ON mcp_sessions \
+         FOR EACH ROW EXECUTE FUNCTION refuse_delete()",
+    )
+    .await;
+    let delete =
+        || app.client.delete(format!("{}/mcp", app.base_url)).header("mcp-session-id", &session);
+    let refused = delete().send().await.expect("delete");
+    assert_eq!(refused.status(), 503);
+    assert!(refused.text().await.expect("text").contains("try again"));
+    app.execute_sql("DROP TRIGGER refuse_delete ON mcp_sessions").await;
+    assert_eq!(delete().send().await.expect("delete").status(), 204);
+    assert_eq!(delete().send().await.expect("delete").status(), 404, "ended already");
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let after = post_raw(&app, "/mcp", ping, &[("mcp-session-id", &session)]).await;
+    assert_eq!(after.status(), 404, "the ended session is adopted nowhere");
+}
+
 #[tokio::test]
 async fn event_stream_only_clients_get_sse_responses() {
     let app = TestApp::start().await;

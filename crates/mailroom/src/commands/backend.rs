@@ -79,8 +79,13 @@ impl Backend {
             .build()
             .context("cannot start the async runtime")?;
         // One call, most of them reads: the archive's repository is opened only if it writes.
+        // On a database servers share, the archive and the upkeep are theirs: the work this
+        // call queues is committed by their leader.
         let mut config = config;
         config.archive.open_on_first_work = true;
+        if let Some(postgres) = &mut config.postgres {
+            postgres.may_lead = false;
+        }
         let state = runtime.block_on(async {
             let core = Mailroom::open(config)?;
             AppState::new(core, server_config).map_err(anyhow::Error::msg)

@@ -5,6 +5,8 @@
 //! Each test file is its own crate and uses a subset of these.
 #![allow(dead_code)]
 
+pub mod receiver;
+
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -93,6 +93,10 @@ impl Mailroom {
                 () = tokio::time::sleep(SETTLE) => {}
             }
             changes.mark_unchanged();
+            // Of several servers on one database, the leader scores for all.
+            if !self.leads() {
+                continue;
+            }
             if let Err(e) = self.refresh_siblings(PAIRS_PER_PASS).await {
                 tracing::warn!(error = %e.message, "sibling scoring failed");
             }

@@ -81,6 +81,9 @@ pub struct PgSettings {
     pub statement_timeout_ms: u64,
     /// How long connecting may take before it fails.
     pub connect_timeout: Duration,
+    /// Whether this process may lead (write the archive, run the upkeep): a server may; a
+    /// command that opens the database for one call may not.
+    pub may_lead: bool,
 }
 
 /// One PostgreSQL connection and the statements prepared on it. Used by one thread at a time.
@@ -203,6 +206,12 @@ impl PgSession {
     }
 }
 
+/// Seconds of silence before a connection is probed, seconds between probes, and probes
+/// unanswered before it is given up for dead (by this process and by the server alike).
+const KEEPALIVE_IDLE: u64 = 10;
+const KEEPALIVE_INTERVAL: u64 = 5;
+const KEEPALIVE_RETRIES: u32 = 3;
+
 /// The driver's settings for a connection as `settings` ask.
 fn client_config(settings: &PgSettings) -> Result<tokio_postgres::Config> {
     let mut config: tokio_postgres::Config = settings
@@ -211,12 +220,20 @@ fn client_config(settings: &PgSettings) -> Result<tokio_postgres::Config> {
         .map_err(|e| Error::internal(format!("DATABASE_URL is not a PostgreSQL URL: {e}")))?;
     config.application_name("mailroom");
     config.connect_timeout(settings.connect_timeout);
-    // A connection the network dropped silently is noticed in about a minute, not after
-    // the system's two hours of keepalive silence.
-    config.keepalives_idle(Duration::from_secs(30));
-    config.keepalives_interval(Duration::from_secs(10));
-    config.keepalives_retries(3);
-    config.options(format!("-c statement_timeout={}", settings.statement_timeout_ms));
+    // A connection the network dropped silently is noticed in about 25 s, not after the
+    // system's two hours of keepalive silence: here, and by the server (the `tcp_keepalives_*`
+    // options), which then drops the leader's lease, so after a partition another server
+    // takes the lead that soon (docs/scale-out.md).
+    config.keepalives_idle(Duration::from_secs(KEEPALIVE_IDLE));
+    config.keepalives_interval(Duration::from_secs(KEEPALIVE_INTERVAL));
+    config.keepalives_retries(KEEPALIVE_RETRIES);
+    // The URL's own `options` come first; the statement timeout is this process's.
+    let given = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
+    config.options(format!(
+        "{given}-c tcp_keepalives_idle={KEEPALIVE_IDLE} -c tcp_keepalives_interval={KEEPALIVE_INTERVAL} \
+         -c tcp_keepalives_count={KEEPALIVE_RETRIES} -c statement_timeout={}",
+        settings.statement_timeout_ms
+    ));
     Ok(config)
 }
 
@@ -294,6 +311,8 @@ async fn listen_once(
 /// next try takes it.
 pub struct Lease {
     held: std::sync::atomic::AtomicBool,
+    /// Until when this process leaves the lease to others (it stepped aside).
+    aside_until: std::sync::Mutex<Option<std::time::Instant>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
     thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -309,6 +328,7 @@ impl Lease {
     ) -> Result<Arc<Self>> {
         let lease = Arc::new(Self {
             held: std::sync::atomic::AtomicBool::new(false),
+            aside_until: std::sync::Mutex::new(None),
             stop: Arc::default(),
             thread: std::sync::Mutex::new(None),
         });
@@ -335,7 +355,8 @@ impl Lease {
         let stopping = || self.stop.load(std::sync::atomic::Ordering::SeqCst);
         while !stopping() {
             let mut slept = Duration::ZERO;
-            while slept < LEASE_EVERY && !stopping() {
+            // A step aside asked for while held is taken at once.
+            while slept < LEASE_EVERY && !stopping() && !(self.held() && self.aside()) {
                 std::thread::sleep(Duration::from_millis(50));
                 slept += Duration::from_millis(50);
             }
@@ -359,15 +380,21 @@ impl Lease {
         changed: &(dyn Fn(bool) + Send + Sync),
     ) {
         let held = self.held();
-        let outcome = match session.as_ref() {
-            // The lock went with the connection; the next step tries again.
-            Some(s) if s.is_closed() => Ok(false),
-            None => {
-                *session = PgSession::connect(settings).ok();
-                session.as_ref().map_or(Ok(false), try_lead)
+        let outcome = if self.aside() {
+            // Closing the connection releases the lock.
+            *session = None;
+            Ok(false)
+        } else {
+            match session.as_ref() {
+                // The lock went with the connection; the next step tries again.
+                Some(s) if s.is_closed() => Ok(false),
+                None => {
+                    *session = PgSession::connect(settings).ok();
+                    session.as_ref().map_or(Ok(false), try_lead)
+                }
+                Some(s) if held => s.execute("SELECT 1", &[]).map(|_| true),
+                Some(s) => try_lead(s),
             }
-            Some(s) if held => s.execute("SELECT 1", &[]).map(|_| true),
-            Some(s) => try_lead(s),
         };
         let now = match outcome {
             Ok(now) if session.as_ref().is_some_and(|s| !s.is_closed()) => now,
@@ -389,9 +416,33 @@ impl Lease {
         self.held.load(std::sync::atomic::Ordering::SeqCst)
     }
 
+    /// Gives the lease up and leaves it to the other servers for `pause` (a leader that
+    /// cannot write the archive); blocks until it is given up, at most a few seconds.
+    pub fn step_aside(&self, pause: Duration) {
+        let until = std::time::Instant::now() + pause;
+        *self.aside_until.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(until);
+        for _ in 0..100 {
+            if !self.held() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Tells the lease's thread to give it up and stop, without waiting for it.
+    pub fn stop_soon(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether this process leaves the lease to others now.
+    fn aside(&self) -> bool {
+        let until = *self.aside_until.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        until.is_some_and(|until| std::time::Instant::now() < until)
+    }
+
     /// Gives the lease up (its connection closes) and stops trying; blocks until done.
     pub fn stop(&self) {
-        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.stop_soon();
         let thread = self.thread.lock().ok().and_then(|mut t| t.take());
         if let Some(thread) = thread {
             let _ = thread.join();
@@ -672,6 +723,31 @@ pub(crate) fn map_pg_err(e: tokio_postgres::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both ends probe a silent connection, the URL's own options are kept, and the
+    /// statement timeout is the setting's.
+    #[test]
+    fn connections_ask_the_server_to_probe_them_and_keep_the_urls_options() {
+        let settings = PgSettings {
+            url: "postgres://u@db/m?options=-c%20work_mem%3D8MB".to_string(),
+            pool_size: 1,
+            statement_timeout_ms: 1234,
+            connect_timeout: Duration::from_secs(1),
+            may_lead: true,
+        };
+        let config = client_config(&settings).expect("config");
+        assert_eq!(
+            config.get_options(),
+            Some(
+                "-c work_mem=8MB -c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 \
+                 -c tcp_keepalives_count=3 -c statement_timeout=1234"
+            )
+        );
+        assert_eq!(config.get_keepalives_idle(), Duration::from_secs(10));
+        let plain = PgSettings { url: "postgres://u@db/m".to_string(), ..settings };
+        let options = client_config(&plain).expect("config").get_options().map(str::to_string);
+        assert!(options.is_some_and(|o| o.starts_with("-c tcp_keepalives_idle=10 ")));
+    }
 
     #[test]
     fn parameters_are_renumbered_outside_quotes() {

@@ -6,15 +6,24 @@ use crate::error::Result;
 use crate::model::time::Timestamp;
 
 impl Db<'_> {
-    /// Records a session just opened, and forgets those unseen since `stale_before`.
+    /// Records a session just opened, and forgets those unseen since `stale_before` and,
+    /// when `keep` is given, all but the `keep` seen last.
     pub fn record_mcp_session(
         &self,
         id: &str,
         protocol_version: &str,
         now: Timestamp,
         stale_before: Timestamp,
+        keep: Option<i64>,
     ) -> Result<()> {
         self.execute("DELETE FROM mcp_sessions WHERE seen_ts < ?1", args![stale_before])?;
+        if let Some(keep) = keep {
+            self.execute(
+                "DELETE FROM mcp_sessions WHERE seen_ts <= (SELECT seen_ts FROM mcp_sessions
+                     ORDER BY seen_ts DESC LIMIT 1 OFFSET ?1)",
+                args![keep],
+            )?;
+        }
         self.execute(
             "INSERT INTO mcp_sessions (id, protocol_version, created_ts, seen_ts)
              VALUES (?1, ?2, ?3, ?3)
@@ -44,7 +53,10 @@ impl Db<'_> {
     /// this commits; whether it was recorded.
     pub fn delete_mcp_session(&self, id: &str) -> Result<bool> {
         let recorded = self.execute("DELETE FROM mcp_sessions WHERE id = ?1", args![id])? > 0;
-        self.notify_others(&crate::store::cluster::session_ended(id))?;
+        // Only a recorded session can have been adopted elsewhere.
+        if recorded {
+            self.notify_others(&crate::store::cluster::session_ended(id))?;
+        }
         Ok(recorded)
     }
 }
