@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::receiver::{Receiver, SECRET, received, unique_ids};
-use mailroom_testkit::{RegisterWebhookCall, SendCall, postgres_server, sent_message_id};
+use mailroom_testkit::{
+    RedisServer, RegisterWebhookCall, SendCall, postgres_server, sent_message_id,
+};
 use serde_json::{Value, json};
 
 const PROJECT: &str = "/work/cluster";
@@ -37,7 +39,8 @@ struct Cluster {
 }
 
 impl Cluster {
-    async fn start() -> Self {
+    /// Starts the cluster, each instance with `settings` too.
+    async fn start(settings: &[(&str, &str)]) -> Self {
         assert!(
             Command::new("haproxy").arg("-v").output().is_ok_and(|o| o.status.success()),
             "haproxy is not installed (scripts/test-prerequisites installs it)"
@@ -51,6 +54,7 @@ impl Cluster {
             .arg(INSTANCES.to_string())
             .env("DATABASE_URL", &database_url)
             .env("LOG_LEVEL", "info")
+            .envs(settings.iter().copied())
             .output()
             .expect("scripts/cluster start");
         assert!(
@@ -178,7 +182,16 @@ async fn open_pair(url: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_instances_behind_the_balancer_serve_as_one() {
-    let cluster = Cluster::start().await;
+    // Rate limits in one Redis, four calls a minute per tool and client.
+    let redis = RedisServer::start();
+    let cluster = Cluster::start(&[
+        ("HTTP_RATE_LIMIT_ENABLED", "true"),
+        ("HTTP_RATE_LIMIT_BACKEND", "redis"),
+        ("HTTP_RATE_LIMIT_REDIS_URL", &redis.url),
+        ("HTTP_RATE_LIMIT_TOOLS_PER_MINUTE", "4"),
+        ("HTTP_RATE_LIMIT_PER_MINUTE", "10000"),
+    ])
+    .await;
     let client = cluster.authorised.clone();
     let [a, b, c] = [0, 1, 2].map(|i| cluster.instances[i].clone());
     let slug = open_pair(&a).await;
@@ -219,6 +232,23 @@ async fn three_instances_behind_the_balancer_serve_as_one() {
         }
         assert_eq!(status, 404, "{url} still serves the ended session");
     }
+
+    // A client's calls through the balancer reach all three instances and count once, in
+    // Redis, under the address HAProxy names: one it claims itself changes nothing.
+    let health = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "health_check", "arguments": {}}});
+    let call = |claimed: Option<&str>| {
+        let request = client.post(format!("{}/mcp", cluster.balancer)).json(&health);
+        let request = match claimed {
+            Some(address) => request.header("x-forwarded-for", address),
+            None => request,
+        };
+        async move { request.send().await.expect("health_check").status() }
+    };
+    for n in 0..4 {
+        assert_eq!(call(None).await, 200, "call {n}");
+    }
+    assert_eq!(call(Some("203.0.113.9")).await, 429, "one bucket across the instances");
 
     // A project webhook, registered through instance A; each message is posted to it once
     // (checked at the end): by the leader alone, not by every instance.
@@ -284,7 +314,7 @@ async fn three_instances_behind_the_balancer_serve_as_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killing_an_instance_and_the_leader_during_a_send_storm_loses_nothing() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start(&[]).await;
     let slug = open_pair(&cluster.instances[0]).await;
     let first_leader = cluster.leader().await;
     let ordinary = (1..=INSTANCES).find(|k| *k != first_leader).expect("another instance");
