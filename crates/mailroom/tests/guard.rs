@@ -610,7 +610,29 @@ impl GuardedServer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_guard_enforces_each_answer_at_once_while_the_archive_lags() {
-    let mut guarded = GuardedServer::start(&[("ARCHIVE_COMMIT_WINDOW_MS", "3000")]).await;
+    let guarded = GuardedServer::start(&[("ARCHIVE_COMMIT_WINDOW_MS", "3000")]).await;
+    enforced_at_once(guarded).await;
+}
+
+/// As above with the server on PostgreSQL: the hooks name the data directory, not the URL
+/// (which may carry a password), and the check finds `DATABASE_URL` in the `.env` beside it,
+/// as the commands agents run do; the committing agent's environment has none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgresql_the_guard_reads_the_database_the_data_directory_names() {
+    let database_url = mailroom_testkit::postgres_server::fresh_database_url().await;
+    let env = [("ARCHIVE_COMMIT_WINDOW_MS", "3000"), ("DATABASE_URL", database_url.as_str())];
+    let guarded = GuardedServer::start(&env).await;
+    let plugin = guarded.repo.join(".git/hooks/hooks.d/pre-commit/50-agent-mail");
+    let hook = std::fs::read_to_string(plugin).expect("the plugin");
+    assert!(hook.contains("--data-dir") && !hook.contains("postgres"), "{hook}");
+    let operator_env = guarded.temp.path().join(".env");
+    std::fs::write(&operator_env, format!("DATABASE_URL={database_url}\n")).expect(".env");
+    enforced_at_once(guarded).await;
+}
+
+/// Rival commits right after each grant are refused and right after each release allowed,
+/// while a send storm keeps the archive's files behind.
+async fn enforced_at_once(mut guarded: GuardedServer) {
     let GuardedServer { repo, project, slug, url, .. } = &guarded;
     let data = guarded.data();
 

@@ -98,7 +98,19 @@ pub struct PluginTarget {
     /// `STORAGE_ROOT/projects/<slug>/file_reservations`.
     pub reservations_dir: PathBuf,
     /// The server's database, which the check reads first (it is ahead of the archive).
-    pub database: Option<PathBuf>,
+    pub database: Option<HookDatabase>,
+}
+
+/// How the plugin names the server's database.
+#[derive(Debug, Clone)]
+pub enum HookDatabase {
+    /// SQLite's file (`--database FILE`).
+    File(PathBuf),
+    /// The server's data directory (`--data-dir DIR`): the check finds the database as the
+    /// commands agents run do, from `DATABASE_URL` in the committing agent's environment or
+    /// the `.env` beside the directory. A PostgreSQL URL may carry a password, which a hook
+    /// file must not.
+    DataDir(PathBuf),
 }
 
 /// The identity of a repository the plugin records and the check compares: its common Git
@@ -324,7 +336,11 @@ pub fn plugin_script(hook: Hook, target: &PluginTarget, installed_for: Option<&P
     let option = |flag: &str, value: Option<&Path>| {
         value.map(|v| format!(" {flag} {}", shell_quote(&v.to_string_lossy()))).unwrap_or_default()
     };
-    let database = option("--database", target.database.as_deref());
+    let database = match &target.database {
+        Some(HookDatabase::File(file)) => option("--database", Some(file)),
+        Some(HookDatabase::DataDir(dir)) => option("--data-dir", Some(dir)),
+        None => String::new(),
+    };
     let repository = option("--installed-for", installed_for);
     let mode = match hook {
         Hook::PreCommit => "",
@@ -445,7 +461,7 @@ mod tests {
         PluginTarget {
             program: PathBuf::from("/opt/mail room/mailroom"),
             reservations_dir: PathBuf::from("/data/projects/it's/file_reservations"),
-            database: Some(PathBuf::from("/data/mail room.sqlite3")),
+            database: Some(HookDatabase::File(PathBuf::from("/data/mail room.sqlite3"))),
         }
     }
 

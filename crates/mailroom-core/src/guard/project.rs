@@ -10,7 +10,7 @@ use std::path::Path;
 use crate::error::Result;
 use crate::model::similarity::close_matches;
 use crate::model::slug::{looks_like_path, normalize_absolute_path, slugify};
-use crate::store::Reader;
+use crate::store::copy::DatabaseAt;
 
 use super::hooks::lexical_user_path;
 
@@ -59,11 +59,14 @@ pub enum ProjectLookup {
 /// by another implementation or before the database). A database that exists but cannot
 /// be read is an error.
 pub fn find_project(
-    database: &Path,
+    database: &DatabaseAt,
     storage_root: &Path,
     key: &ProjectKey,
 ) -> Result<ProjectLookup> {
-    let has_database = database.is_file();
+    let has_database = match database {
+        DatabaseAt::Sqlite(path) => path.is_file(),
+        DatabaseAt::Postgres(_) => true,
+    };
     if !has_database && !storage_root.is_dir() {
         return Ok(ProjectLookup::NoRecords);
     }
@@ -98,8 +101,9 @@ enum InDatabase {
     Others(Vec<String>),
 }
 
-fn database_lookup(database: &Path, key: &ProjectKey) -> Result<InDatabase> {
-    Reader::open(database)?.read(|db| {
+fn database_lookup(database: &DatabaseAt, key: &ProjectKey) -> Result<InDatabase> {
+    let Some(mut reader) = database.reader()? else { return Ok(InDatabase::Others(Vec::new())) };
+    reader.read(|db| {
         if let Some(project) = db.project_matching(&key.slug, &[&key.human_key])? {
             return Ok(InDatabase::Known(project.slug));
         }
@@ -139,7 +143,7 @@ mod tests {
     #[test]
     fn the_archive_alone_knows_its_project_directories() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let database = dir.path().join("none.sqlite3");
+        let database = DatabaseAt::Sqlite(dir.path().join("none.sqlite3"));
         let root = dir.path().join("archive");
         let key = ProjectKey::parse("/abs/guarded");
         assert_eq!(find_project(&database, &root, &key).expect("lookup"), ProjectLookup::NoRecords);

@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::model::path_pattern::{PathPattern, PatternSet, is_virtual, normalize};
 use crate::model::time::Timestamp;
 use crate::records::Reservation;
-use crate::store::Reader;
+use crate::store::copy::DatabaseAt;
 
 /// How many conflicts the report lists (the reference's limit).
 pub const REPORT_LIMIT: usize = 10;
@@ -98,21 +98,19 @@ impl BlockingSet {
         set
     }
 
-    /// The reservations of the project `slug` in force at `now` in the database at
-    /// `database`, kept by the same rules as [`BlockingSet::load`]. `None` when there is no
-    /// database file or it holds no such project (the archive's files are then the record);
-    /// an error when the database is there but cannot be read.
+    /// The reservations of the project `slug` in force at `now` in `database` (a SQLite file
+    /// or a PostgreSQL database), kept by the same rules as [`BlockingSet::load`]. `None`
+    /// when there is no database file or it holds no such project (the archive's files are
+    /// then the record); an error when the database is there but cannot be read.
     pub fn load_from_database(
-        database: &Path,
+        database: &DatabaseAt,
         slug: &str,
         agent_name: &str,
         now: Timestamp,
         fold_case: bool,
     ) -> Result<Option<Self>> {
-        if !database.is_file() {
-            return Ok(None);
-        }
-        let rows = Reader::open(database)?.read(|db| {
+        let Some(mut reader) = database.reader()? else { return Ok(None) };
+        let rows = reader.read(|db| {
             let Some(project_id) = db.project_id_matching(slug, &[])? else { return Ok(None) };
             db.project_reservations_in_force(project_id, now).map(Some)
         })?;

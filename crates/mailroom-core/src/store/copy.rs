@@ -206,6 +206,27 @@ impl DatabaseAt {
             None => Self::Sqlite(config.database_path.clone()),
         }
     }
+
+    /// A read-only connection to it, outside any store (nothing is created, migrated or
+    /// locked: a server may be using it); `None` for a SQLite file that does not exist.
+    pub fn reader(&self) -> Result<Option<super::Reader>> {
+        match self {
+            Self::Sqlite(path) if !path.is_file() => Ok(None),
+            Self::Sqlite(path) => super::Reader::open(path).map(Some),
+            Self::Postgres(settings) => {
+                let conn = Backend::Postgres(PgSession::connect(settings)?);
+                Ok(Some(super::Reader { conn }))
+            }
+        }
+    }
+
+    /// How messages name it: the file, or the URL without its password.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Sqlite(path) => path.display().to_string(),
+            Self::Postgres(settings) => crate::config::without_password(&settings.url),
+        }
+    }
 }
 
 /// Rows copied, table by table.

@@ -1,8 +1,10 @@
 //! `mailroom guard check|install|uninstall|status`: the Git commit guard
 //! (docs/compat/cli.md §4). The hooks `install` writes exec `guard check`, which reads
 //! the project's reservations in force from the server's database (read-only; the archive's
-//! reservation files when there is none) and asks `git` what changed; it starts no async
-//! runtime, so a commit pays only for process start-up, one indexed query and the match.
+//! reservation files when there is none) and asks `git` what changed; on SQLite it starts no
+//! async runtime, so a commit pays only for process start-up, one indexed query and the
+//! match. On PostgreSQL the hooks name the data directory, not the URL (which may carry a
+//! password): the check finds `DATABASE_URL` as the commands agents run do.
 //!
 //! The guard's environment (`WORKTREES_ENABLED`/`GIT_IDENTITY_ENABLED` gate,
 //! `AGENT_MAIL_GUARD_MODE`, `AGENT_MAIL_BYPASS`, `AGENT_NAME`) is read here, per run, because
@@ -14,12 +16,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use mailroom_core::config::CoreConfig;
-use mailroom_core::guard::hooks::{self, PluginTarget};
+use mailroom_core::guard::hooks::{self, HookDatabase, PluginTarget};
 use mailroom_core::guard::project::{ProjectKey, ProjectLookup, find_project};
 use mailroom_core::guard::reservations::{BlockingSet, report};
 use mailroom_core::guard::{Hook, changes, is_advisory_mode, is_truthy};
 use mailroom_core::model::time::Timestamp;
-use mailroom_core::ops::reservations::guard::reservations_dir;
+use mailroom_core::ops::reservations::guard::{hook_database, reservations_dir};
+use mailroom_core::{DatabaseAt, PgSettings};
 
 use super::archive::Verdict;
 use super::shared;
@@ -89,7 +92,9 @@ pub struct CheckArgs {
     /// pass); in any other repository the check says so and passes
     #[arg(long, value_name = "GIT_DIR")]
     installed_for: Option<PathBuf>,
-    /// Directory of the database and the archive [default: ./mailroom-data]
+    /// Directory of the database and the archive [default: ./mailroom-data]; with
+    /// --reservations-dir, the server's data directory whose database is read first (what
+    /// hooks installed on PostgreSQL pass)
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
     /// Git's hook arguments (pre-push: remote name and URL)
@@ -147,7 +152,14 @@ fn check(args: CheckArgs) -> Result<Verdict> {
         return Ok(Verdict::Clean);
     };
     let sources = match (&args.reservations_dir, &args.project) {
-        (Some(dir), _) => Sources { dir: dir.clone(), database: args.database.clone() },
+        (Some(dir), _) => {
+            let database = match (&args.database, &args.data_dir) {
+                (Some(file), _) => Some(DatabaseAt::Sqlite(file.clone())),
+                (None, Some(data_dir)) => Some(database_of_data_dir(data_dir)?),
+                (None, None) => None,
+            };
+            Sources { dir: dir.clone(), database }
+        }
         (None, Some(project)) => project_sources(project, args.data_dir.clone())?,
         (None, None) => {
             bail!("pass --reservations-dir or --project to say whose reservations to check")
@@ -247,7 +259,7 @@ fn drain_stdin_if(wanted: bool) {
 struct Sources {
     /// `STORAGE_ROOT/projects/<slug>/file_reservations`.
     dir: PathBuf,
-    database: Option<PathBuf>,
+    database: Option<DatabaseAt>,
 }
 
 impl Sources {
@@ -263,7 +275,7 @@ impl Sources {
                 Ok(None) => {}
                 Err(e) => eprintln!(
                     "mailroom guard: cannot read {} ({}); checking the archive's files",
-                    database.display(),
+                    database.describe(),
                     e.message
                 ),
             }
@@ -279,14 +291,34 @@ fn project_sources(project: &str, data_dir: Option<PathBuf>) -> Result<Sources> 
     let slug = ProjectKey::parse(project).slug;
     Ok(Sources {
         dir: reservations_dir(&config.storage_root, &slug),
-        database: Some(database_path(&config)),
+        database: Some(database_of(&config)),
     })
 }
 
-/// The server's database as an absolute path: the hook runs from the code repository.
-fn database_path(config: &CoreConfig) -> PathBuf {
-    std::path::absolute(&config.database_path).unwrap_or_else(|_| config.database_path.clone())
+/// The database of the server on `data_dir`, found as the commands agents run find it (the
+/// environment, else the `.env` beside the directory): what hooks installed on PostgreSQL
+/// pass, since the URL may carry a password.
+fn database_of_data_dir(data_dir: &Path) -> Result<DatabaseAt> {
+    shared::agent_dotenv(Some(data_dir.to_path_buf()))?;
+    Ok(database_of(&shared::core_config(data_dir)?))
 }
+
+/// The server's database, SQLite's file as an absolute path (the hook runs from the code
+/// repository); a commit waits at most a few seconds for PostgreSQL before the check reads
+/// the archive's files instead.
+fn database_of(config: &CoreConfig) -> DatabaseAt {
+    match DatabaseAt::of(config) {
+        DatabaseAt::Sqlite(file) => DatabaseAt::Sqlite(std::path::absolute(&file).unwrap_or(file)),
+        DatabaseAt::Postgres(settings) => DatabaseAt::Postgres(PgSettings {
+            connect_timeout: GUARD_DATABASE_WAIT,
+            statement_timeout_ms: GUARD_DATABASE_WAIT.as_millis() as u64,
+            ..settings
+        }),
+    }
+}
+
+/// The longest a check waits for PostgreSQL to connect, and then to answer.
+const GUARD_DATABASE_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 fn install(args: InstallArgs) -> Result<()> {
     if !gate_enabled() {
@@ -303,8 +335,16 @@ fn install(args: InstallArgs) -> Result<()> {
     let target = PluginTarget {
         program,
         reservations_dir: reservations_dir(&config.storage_root, &slug),
-        database: Some(database_path(&config)),
+        database: Some(hook_database(&config)),
     };
+    if let Some(HookDatabase::DataDir(dir)) = &target.database {
+        println!(
+            "the hooks read the reservations from the PostgreSQL database DATABASE_URL names \
+             in the committing agent's environment or in {} (the URL is not written into \
+             them); without it, from the archive's files",
+            shared::operator_dir(dir).join(shared::DOTENV).display()
+        );
+    }
     if !target.reservations_dir.is_dir() {
         eprintln!(
             "mailroom guard: note: {} does not exist yet (no reservations archived for this \
@@ -329,17 +369,17 @@ fn install(args: InstallArgs) -> Result<()> {
 /// neither knows is refused, with the known projects most like it: the guard would never
 /// block, since no reservation can be recorded for it.
 fn known_project(project: &str, config: &CoreConfig) -> Result<String> {
-    let database = database_path(config);
+    let database = database_of(config);
     let root = &config.storage_root;
     let lookup = find_project(&database, root, &ProjectKey::parse(project))
-        .with_context(|| format!("cannot read the database {}", database.display()))?;
+        .with_context(|| format!("cannot read the database {}", database.describe()))?;
     let similar = match lookup {
         ProjectLookup::Known(slug) => return Ok(slug),
         ProjectLookup::Unknown(similar) => similar,
         ProjectLookup::NoRecords => bail!(
             "project '{project}': neither a database ({}) nor an archive ({}) exists; nothing \
              installed. Pass --data-dir with the server's data directory",
-            database.display(),
+            database.describe(),
             root.display()
         ),
     };
@@ -353,7 +393,7 @@ fn known_project(project: &str, config: &CoreConfig) -> Result<String> {
         "project '{project}' is not known: neither the database ({}) nor the archive ({}) has \
          it; nothing installed.{hint} Create it with ensure_project first, or pass --data-dir \
          with its server's data directory",
-        database.display(),
+        database.describe(),
         root.display()
     )
 }

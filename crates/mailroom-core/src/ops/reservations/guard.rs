@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::guard::Hook;
-use crate::guard::hooks::{self, PluginTarget};
+use crate::guard::hooks::{self, HookDatabase, PluginTarget};
 use crate::ops::{Mailroom, resolve};
 
 /// Result of install_precommit_guard.
@@ -43,10 +43,7 @@ impl Mailroom {
         let target = PluginTarget {
             program,
             reservations_dir: reservations_dir(&self.config.storage_root, &project.slug),
-            database: Some(
-                std::path::absolute(&self.config.database_path)
-                    .unwrap_or_else(|_| self.config.database_path.clone()),
-            ),
+            database: Some(hook_database(&self.config)),
         };
         let chain = tokio::task::spawn_blocking(move || {
             let repo = hooks::user_path(&code_repo_path);
@@ -67,6 +64,17 @@ impl Mailroom {
         .await
         .map_err(|e| Error::internal(format!("guard uninstall failed: {e}")))??;
         Ok(GuardRemoved { removed })
+    }
+}
+
+/// How the hooks name the server's database: SQLite's file, or on PostgreSQL the data
+/// directory (whose settings name it), both absolute: the hook runs from the code repository.
+pub fn hook_database(config: &crate::CoreConfig) -> HookDatabase {
+    let file =
+        std::path::absolute(&config.database_path).unwrap_or_else(|_| config.database_path.clone());
+    match (&config.postgres, file.parent()) {
+        (Some(_), Some(data_dir)) => HookDatabase::DataDir(data_dir.to_path_buf()),
+        _ => HookDatabase::File(file),
     }
 }
 
