@@ -3,7 +3,9 @@
 //! file with nothing lost (every table compared row by row), the archive verifying clean
 //! against the PostgreSQL copy, and a server on PostgreSQL serving it (and `check-inbox`
 //! counting from it). A copy into a database
-//! that holds mail, or while a server runs on the data directory, is refused.
+//! that holds mail, or while a server runs on the data directory, is refused. And on
+//! PostgreSQL, backups and saved states copy the rows into a SQLite file, while the commands
+//! that work on SQLite's file alone refuse clearly.
 
 mod common;
 
@@ -169,4 +171,65 @@ async fn a_mailbox_goes_to_postgres_and_back_whole() {
     assert!(!busy.status.success());
     assert!(String::from_utf8_lossy(&busy.stderr).contains("stop it first"));
     common::stop(server.take());
+}
+
+/// On PostgreSQL a backup (here `hard-delete-agent`'s) and a saved state hold the database as
+/// a SQLite file of the same rows, read in one snapshot; the commands that work on SQLite's
+/// file alone (doctor's checks, the restores, clear-and-reset, import) refuse, saying what to
+/// do there instead, and nothing shows the URL's password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgresql_backups_hold_a_sqlite_copy_and_file_only_commands_say_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = imported_data_dir(dir.path());
+    let postgres = postgres_server::fresh_database_url().await;
+    assert!(copy(&data, None, &postgres).status.success());
+    std::fs::remove_file(data.join("mailroom.sqlite3")).expect("only PostgreSQL holds it now");
+    // The test cluster trusts local connections, so a password given is never checked.
+    let with_password = postgres.replacen("://postgres@", "://postgres:hunter2@", 1);
+    assert_ne!(with_password, postgres);
+    let run = |args: &[&str]| {
+        let output = mailroom()
+            .args(args)
+            .arg("--data-dir")
+            .arg(&data)
+            .env("DATABASE_URL", &with_password)
+            .output()
+            .expect("mailroom");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(!stderr.contains("hunter2"), "{stderr}");
+        (output.status.success(), String::from_utf8_lossy(&output.stdout).into_owned(), stderr)
+    };
+    let count = "SELECT count(*) FROM messages";
+    let before = postgres_server::query_i64s(&postgres, count).await[0];
+
+    let deleted = run(&["hard-delete-agent", ALPHA, "GreenCastle", "--confirm", "I UNDERSTAND"]);
+    assert!(deleted.0, "hard delete: {}", deleted.2);
+    let backup = deleted.2.split("backed up the database to ").nth(1).expect("said where");
+    let backup = PathBuf::from(backup.lines().next().expect("path").trim());
+    let copied: i64 = Connection::open(backup.join("database.sqlite3"))
+        .expect("open the backup")
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(copied, before, "the backup holds the rows from before the delete");
+    let after = postgres_server::query_i64s(&postgres, count).await[0];
+    assert!(after < before, "the delete happened after it");
+    let manifest = std::fs::read_to_string(backup.join("manifest.json")).expect("manifest");
+    assert!(manifest.contains("postgres://postgres:***@"), "{manifest}");
+
+    let saved = run(&["archive", "save", "--label", "on-postgres"]);
+    assert!(saved.0, "archive save: {}", saved.2);
+    assert!(run(&["archive", "list"]).1.contains("on-postgres"));
+
+    for (args, what) in [
+        (&["doctor", "check"][..], "doctor's checks"),
+        (&["doctor", "restore", backup.to_str().expect("utf-8")], "doctor restore"),
+        (&["archive", "restore", "on-postgres"], "archive restore"),
+        (&["clear-and-reset-everything", "--force"], "clear-and-reset-everything"),
+        (&["import", dir.path().to_str().expect("utf-8")], "import"),
+    ] {
+        let (ok, _, stderr) = run(args);
+        assert!(!ok, "{args:?} must refuse");
+        assert!(stderr.contains(what) && stderr.contains("names PostgreSQL"), "{stderr}");
+    }
+    assert_eq!(postgres_server::query_i64s(&postgres, count).await[0], after, "nothing cleared");
 }

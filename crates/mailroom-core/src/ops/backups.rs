@@ -22,6 +22,7 @@ use crate::database_files::{aside_path, move_aside, remove_database_files, renam
 use crate::error::{Error, Result};
 use crate::model::time::Timestamp;
 use crate::records::Project;
+use crate::store::copy::DatabaseAt;
 use crate::store::{self, Reader};
 
 /// The data directory's folder of backups.
@@ -137,7 +138,9 @@ pub struct Copied {
 /// What to back up.
 #[derive(Debug, Clone)]
 pub struct BackupRequest<'a> {
-    pub database: &'a Path,
+    /// The database to copy: SQLite's file, or a PostgreSQL database (copied, in one
+    /// consistent snapshot, into a SQLite file of the same schema).
+    pub database: &'a DatabaseAt,
     /// The archive to bundle; `None` for a database copy alone.
     pub storage_root: Option<&'a Path>,
     /// The folder the backup goes in (`DATA_DIR/backups` unless the operator chose another).
@@ -166,14 +169,23 @@ fn fill_backup(request: &BackupRequest<'_>, dir: &Path, now: Timestamp) -> Resul
         None => None,
     };
     let copy = dir.join(DATABASE_FILE);
-    copy_database(request.database, &copy)?;
+    let source = match request.database {
+        DatabaseAt::Sqlite(path) => {
+            copy_database(path, &copy)?;
+            absolute_text(path)
+        }
+        DatabaseAt::Postgres(_) => {
+            store::copy::copy_database(request.database, &DatabaseAt::Sqlite(copy.clone()))?;
+            request.database.describe()
+        }
+    };
     let manifest = Manifest {
         reason: request.reason.to_string(),
         created: now.to_iso(),
         mailroom_version: env!("CARGO_PKG_VERSION").to_string(),
         project: request.project.map(str::to_string),
         database: Some(Copied {
-            source: absolute_text(request.database),
+            source,
             file: DATABASE_FILE.to_string(),
             bytes: file_size(&copy),
             head: None,
@@ -512,7 +524,7 @@ mod tests {
         let database = &config.database_path;
         let parent = dir.path().join(BACKUPS_DIR);
         let request = BackupRequest {
-            database,
+            database: &DatabaseAt::Sqlite(database.clone()),
             storage_root: None,
             parent: &parent,
             reason: "test",

@@ -39,6 +39,12 @@ pub struct ClearAndResetArgs {
 pub fn run(args: ClearAndResetArgs) -> Result<()> {
     let data_dir = shared::data_dir(args.common.data_dir.clone());
     let config = shared::core_config(&data_dir)?;
+    shared::refuse_on_postgres(
+        &config,
+        "clear-and-reset-everything",
+        "There, stop the servers, save what you want to keep (`mailroom archive save`), drop \
+         and create the database (`dropdb`, `createdb`), and empty STORAGE_ROOT.",
+    )?;
     states::check_layout(&data_dir, &config)?;
     let database = &config.database_path;
     let root = &config.storage_root;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use mailroom_core::DatabaseAt;
 use mailroom_core::ops::backups::{self, BACKUPS_DIR, BackupRequest};
 use serde_json::{Value, json};
 
@@ -105,7 +106,7 @@ fn delete(
 /// A backup of the data directory's database in `DATA_DIR/backups/<time>_<operation>/`
 /// (ops/backups.rs, where `doctor backups` lists it).
 pub fn back_up(data_dir: &Path, operation: &str) -> Result<PathBuf> {
-    let database = shared::core_config(data_dir)?.database_path;
+    let database = DatabaseAt::of(&shared::core_config(data_dir)?);
     let request = BackupRequest {
         database: &database,
         storage_root: None,
@@ -114,6 +115,6 @@ pub fn back_up(data_dir: &Path, operation: &str) -> Result<PathBuf> {
         project: None,
     };
     let (dir, _) = backups::create_backup(&request)
-        .with_context(|| format!("cannot back up {}", database.display()))?;
+        .with_context(|| format!("cannot back up {}", database.describe()))?;
     Ok(dir)
 }

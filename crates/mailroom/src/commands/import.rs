@@ -58,7 +58,14 @@ pub fn run(args: ImportArgs) -> Result<()> {
     let destination = if args.in_place {
         Destination::InPlace
     } else {
-        Destination::Copy(Box::new(shared::core_config(&data_dir)?))
+        let config = shared::core_config(&data_dir)?;
+        shared::refuse_on_postgres(
+            &config,
+            "import",
+            "Import into a data directory on SQLite (without DATABASE_URL), then move it with \
+             `mailroom copy-database --to postgres://…`.",
+        )?;
+        Destination::Copy(Box::new(config))
     };
     // No mailroom server may run on what a copy writes: the data directory and the database.
     // In place there is none yet (serve refuses a reference database), and the reference's

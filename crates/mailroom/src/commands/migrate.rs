@@ -18,12 +18,10 @@ pub struct MigrateArgs {
 
 pub fn run(args: MigrateArgs) -> Result<()> {
     let data_dir = shared::data_dir(args.data_dir);
-    let database = shared::core_config(&data_dir)?.database_path;
+    let database = mailroom_core::DatabaseAt::of(&shared::core_config(&data_dir)?).describe();
     match Backend::open(&data_dir, true)? {
-        Backend::Server(_) => {
-            println!("{}: migrated by the server running on it", database.display())
-        }
-        Backend::Local(_) => println!("{}: up to date", database.display()),
+        Backend::Server(_) => println!("{database}: migrated by the server running on it"),
+        Backend::Local(_) => println!("{database}: up to date"),
     }
     Ok(())
 }

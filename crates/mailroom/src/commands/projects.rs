@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
+use mailroom_core::DatabaseAt;
 use mailroom_core::ops::backups::{self, BACKUPS_DIR, BackupRequest};
 use mailroom_core::ops::projects::adopt::{self, AdoptPlan};
 use mailroom_core::ops::projects::identity::path_identity;
@@ -130,8 +131,9 @@ fn run_adopt(source: &str, target: &str, apply: bool, common: &Common) -> Result
     let _lock = shared::lock_data_dir(&data_dir)?;
     let _database_lock = shared::lock_database(&config.database_path, shared::Missing::Skip)?;
     let parent = data_dir.join(BACKUPS_DIR);
+    let database = DatabaseAt::of(&config);
     let request = BackupRequest {
-        database: &config.database_path,
+        database: &database,
         storage_root: config.archive.enabled.then_some(config.storage_root.as_path()),
         parent: &parent,
         reason: "adopt",

@@ -37,6 +37,19 @@ pub fn use_dotenv(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuses `what`, which works on SQLite's file, when the data directory's database is
+/// PostgreSQL, saying what to do there instead.
+pub fn refuse_on_postgres(config: &CoreConfig, what: &str, instead: &str) -> Result<()> {
+    if let Some(postgres) = &config.postgres {
+        bail!(
+            "{what} works on SQLite's database file, and DATABASE_URL names PostgreSQL ({}). \
+             {instead}",
+            mailroom_core::config::without_password(&postgres.url)
+        );
+    }
+    Ok(())
+}
+
 /// The directory holding an (absolute) data directory: where the operator keeps its `.env`
 /// when the commands agents start (stdio, check-inbox) run inside the agents' projects.
 pub fn operator_dir(data_dir: &Path) -> &Path {

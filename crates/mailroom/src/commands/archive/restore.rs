@@ -44,6 +44,11 @@ pub struct RestoreArgs {
 pub fn run(args: RestoreArgs) -> Result<()> {
     let data_dir = shared::data_dir(args.common.data_dir.clone());
     let config = shared::core_config(&data_dir)?;
+    shared::refuse_on_postgres(
+        &config,
+        "archive restore",
+        "There, copy the backup's database into a new, empty PostgreSQL database (`DATABASE_URL=sqlite:////path/to/the/backup/mailbox.sqlite3 mailroom copy-database --to postgres://…`) and point the servers' DATABASE_URL at it.",
+    )?;
     states::check_layout(&data_dir, &config)?;
     let path = locate(&data_dir, &args.file)?;
     let mut state =

@@ -22,6 +22,7 @@ use mailroom_core::CoreConfig;
 use mailroom_core::model::slug::slugify;
 use mailroom_core::model::time::Timestamp;
 use mailroom_core::ops::backups::{self, CopyScope};
+use mailroom_core::{DatabaseAt, copy_database};
 use serde_json::{Value, json};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
@@ -114,7 +115,7 @@ pub fn run(args: SaveArgs) -> Result<()> {
 
 /// Refuses a data directory without a database: a saved state holds one.
 pub fn require_database(config: &CoreConfig) -> Result<()> {
-    if !config.database_path.is_file() {
+    if config.postgres.is_none() && !config.database_path.is_file() {
         bail!("there is no database at {}: nothing to save", config.database_path.display());
     }
     Ok(())
@@ -136,9 +137,16 @@ pub fn save(data_dir: &Path, config: &CoreConfig, request: &SaveRequest<'_>) -> 
         .tempdir_in(&dir)
         .with_context(|| format!("cannot create a folder in {}", dir.display()))?;
     let snapshot = staging.path().join("mailbox.sqlite3");
-    backups::copy_database(&config.database_path, &snapshot).with_context(|| {
-        format!("cannot snapshot the database {}", config.database_path.display())
-    })?;
+    // PostgreSQL's rows go into a SQLite file of the same schema, read in one snapshot: a
+    // saved state holds the reference's kind of database whatever the server runs on.
+    let database = DatabaseAt::of(config);
+    match &database {
+        DatabaseAt::Sqlite(file) => backups::copy_database(file, &snapshot).map(drop),
+        DatabaseAt::Postgres(_) => {
+            copy_database(&database, &DatabaseAt::Sqlite(snapshot.clone())).map(drop)
+        }
+    }
+    .with_context(|| format!("cannot snapshot the database {}", database.describe()))?;
     let scope = backups::keep_projects(&snapshot, request.projects)?;
     let snapshot_size = std::fs::metadata(&snapshot)?.len();
     let partial = staging.path().join("state.zip");

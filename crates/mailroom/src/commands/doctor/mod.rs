@@ -131,6 +131,12 @@ fn list_backups(common: &Common) -> Result<()> {
 fn data_dir_config(common: &Common) -> Result<(PathBuf, CoreConfig)> {
     let data_dir = shared::data_dir(common.data_dir.clone());
     let config = shared::core_config(&data_dir)?;
+    shared::refuse_on_postgres(
+        &config,
+        "doctor's checks and repairs (integrity, WAL, locks)",
+        "There, `mailroom archive verify` compares the archive with the database, and \
+         PostgreSQL's own `pg_amcheck` checks its files.",
+    )?;
     require_database(&config.database_path)?;
     Ok((data_dir, config))
 }

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use mailroom_core::DatabaseAt;
 use mailroom_core::ops::backups::{self, BACKUPS_DIR, BackupRequest};
 use mailroom_core::ops::doctor::{self, Fix, PlannedFix, Scope};
 use serde_json::{Value, json};
@@ -61,8 +62,9 @@ pub fn run(args: RepairArgs) -> Result<()> {
         fixes.into_iter().map(planned).collect()
     } else {
         let parent = args.backup_dir.clone().unwrap_or_else(|| data_dir.join(BACKUPS_DIR));
+        let database = DatabaseAt::Sqlite(config.database_path.clone());
         let request = BackupRequest {
-            database: &config.database_path,
+            database: &database,
             storage_root: config.archive.enabled.then_some(config.storage_root.as_path()),
             parent: &parent,
             reason: "repair",

@@ -33,6 +33,11 @@ pub struct RestoreArgs {
 pub fn run(args: RestoreArgs) -> Result<()> {
     let data_dir = shared::data_dir(args.common.data_dir.clone());
     let config = shared::core_config(&data_dir)?;
+    shared::refuse_on_postgres(
+        &config,
+        "doctor restore",
+        "There, copy the backup's database into a new, empty PostgreSQL database (`DATABASE_URL=sqlite:////path/to/the/backup/database.sqlite3 mailroom copy-database --to postgres://…`) and point the servers' DATABASE_URL at it.",
+    )?;
     let plan = backups::plan_restore(&args.path, &config.database_path, &config.storage_root)?;
     let steps = describe(&plan);
     if args.dry_run {
