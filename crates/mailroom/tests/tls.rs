@@ -93,3 +93,119 @@ async fn jwks_and_the_llm_are_reached_over_https() {
     assert_eq!(requests[0].authorization.as_deref(), Some("Bearer sk-test-https"));
     stop(server.take());
 }
+
+/// A PostgreSQL cluster of its own serving TLS with the test certificate
+/// (`scripts/postgres-cluster`, `MAILROOM_PG_TLS`), stopped when dropped.
+struct TlsPostgres {
+    dir: tempfile::TempDir,
+    /// `postgres://postgres@127.0.0.1:<port>/mailroom`.
+    url: String,
+}
+
+impl TlsPostgres {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        // The server runs as `postgres` when the tests run as root: it must enter the folder.
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        let tls = format!(
+            "{}:{}",
+            fixture("tls-server.pem").display(),
+            fixture("tls-server.key").display()
+        );
+        let output = std::process::Command::new(script("postgres-cluster"))
+            .arg("start")
+            .arg(dir.path().join("pg"))
+            .env("MAILROOM_PG_FAST", "1")
+            .env("MAILROOM_PG_TLS", tls)
+            .output()
+            .expect("scripts/postgres-cluster");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let url = String::from_utf8_lossy(&output.stdout).trim().to_string();
+        Self { dir, url }
+    }
+
+    /// `psql`'s one-value answer to `sql`, over a plain connection.
+    fn value(&self, sql: &str) -> String {
+        let output = std::process::Command::new("psql")
+            .args([&self.url, "-qAtc", sql])
+            .env("PGSSLMODE", "disable")
+            .output()
+            .expect("psql");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    /// `mailroom migrate` on a data directory of its own against this database, as `url`
+    /// (the cluster's URL with `params`) and `env` name it: whether it connected, and its
+    /// error.
+    fn migrate(&self, params: &str, env: &[(&str, &str)]) -> (bool, String) {
+        let data = self.dir.path().join("data");
+        std::fs::create_dir_all(&data).expect("mkdir");
+        let output = common::mailroom()
+            .args(["migrate", "--data-dir"])
+            .arg(&data)
+            .env("DATABASE_URL", format!("{}?{params}", self.url))
+            .env_remove("SSL_CERT_FILE")
+            .envs(env.iter().copied())
+            .output()
+            .expect("mailroom migrate");
+        (output.status.success(), String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+impl Drop for TlsPostgres {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(script("postgres-cluster"))
+            .arg("stop")
+            .arg(self.dir.path().join("pg"))
+            .status();
+    }
+}
+
+fn script(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts").join(name)
+}
+
+/// `DATABASE_URL`'s `sslmode` and `sslrootcert` as libpq reads them: `verify-full` with the
+/// test CA (named, or in the system's store through `SSL_CERT_FILE`) connects, and a server
+/// then keeps every connection encrypted; without a CA that signed it, `verify-full` and
+/// `verify-ca` refuse the certificate; `require` encrypts without checking it; `disable`
+/// connects in the clear.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgresql_over_tls_checks_the_certificate_as_sslmode_asks() {
+    let postgres = TlsPostgres::start();
+    let ca = ca_file();
+    let ca = ca.to_str().expect("utf-8 path");
+    let verified = format!("sslmode=verify-full&sslrootcert={ca}");
+    assert_eq!(postgres.migrate(&verified, &[]), (true, String::new()));
+    let (ok, _) = postgres.migrate("sslmode=verify-full", &[("SSL_CERT_FILE", ca)]);
+    assert!(ok, "the system's store holds the CA");
+    for refused in ["sslmode=verify-full", "sslmode=verify-ca"] {
+        let other_ca = fixture("tls-server.pem");
+        let params = format!("{refused}&sslrootcert={}", other_ca.display());
+        let (ok, error) = postgres.migrate(&params, &[]);
+        assert!(!ok, "{refused}: a certificate no trusted CA signed");
+        assert!(error.contains("certificate") || error.contains("Certificate"), "{error}");
+    }
+    assert!(postgres.migrate("sslmode=require", &[]).0, "require checks no certificate");
+    assert!(postgres.migrate("sslmode=disable", &[]).0);
+    let (ok, error) = postgres.migrate("sslmode=sometimes", &[]);
+    assert!(!ok && error.contains("sslmode \"sometimes\""), "{error}");
+
+    // A server on it: every connection it makes (pool, writer, listener, lease) encrypted.
+    let data = postgres.dir.path().join("served");
+    let url = format!("{}?{verified}", postgres.url);
+    let (server, base) = start_with(&data, &[("DATABASE_URL", url.as_str())]);
+    let server = KillOnDrop(Some(server));
+    mailroom_testkit::seed_pair_at(&base, "/work/tls", "BlueLake", "GreenCastle").await;
+    let count = |ssl: &str| {
+        postgres.value(&format!(
+            "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) \
+             WHERE application_name = 'mailroom' AND ssl = {ssl}"
+        ))
+    };
+    assert!(count("true").parse::<u32>().is_ok_and(|n| n >= 3), "{}", count("true"));
+    assert_eq!(count("false"), "0");
+    stop(server.take());
+}

@@ -16,6 +16,7 @@ pub mod mailbox_events;
 pub mod messages;
 pub mod migrations;
 pub mod postgres;
+mod postgres_tls;
 pub mod products;
 pub mod projects;
 pub mod push;

@@ -20,7 +20,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, Statement};
 
 use super::driver::{Cell, Param, Value};
 use crate::error::{Category, Error, Result};
@@ -98,9 +98,9 @@ pub struct PgSession {
 impl PgSession {
     /// Connects as `settings` say.
     pub fn connect(settings: &PgSettings) -> Result<Self> {
-        let config = client_config(settings)?;
+        let (config, tls) = client_config(settings)?;
         let connecting = IO_RUNTIME.spawn(async move {
-            let (client, connection) = config.connect(NoTls).await?;
+            let (client, connection) = config.connect(tls).await?;
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
                     tracing::warn!(error = %e, "a PostgreSQL connection ended");
@@ -213,11 +213,14 @@ const KEEPALIVE_INTERVAL: u64 = 5;
 const KEEPALIVE_RETRIES: u32 = 3;
 
 /// The driver's settings for a connection as `settings` ask.
-fn client_config(settings: &PgSettings) -> Result<tokio_postgres::Config> {
-    let mut config: tokio_postgres::Config = settings
-        .url
+fn client_config(
+    settings: &PgSettings,
+) -> Result<(tokio_postgres::Config, tokio_postgres_rustls::MakeRustlsConnect)> {
+    let (url, tls) = super::postgres_tls::TlsWanted::split(&settings.url)?;
+    let mut config: tokio_postgres::Config = url
         .parse()
         .map_err(|e| Error::internal(format!("DATABASE_URL is not a PostgreSQL URL: {e}")))?;
+    config.ssl_mode(tls.driver_mode());
     config.application_name("mailroom");
     config.connect_timeout(settings.connect_timeout);
     // A connection the network dropped silently is noticed in about 25 s, not after the
@@ -234,7 +237,7 @@ fn client_config(settings: &PgSettings) -> Result<tokio_postgres::Config> {
          -c tcp_keepalives_count={KEEPALIVE_RETRIES} -c statement_timeout={}",
         settings.statement_timeout_ms
     ));
-    Ok(config)
+    Ok((config, tls.connector()?))
 }
 
 /// Hears what other sessions `NOTIFY` on [`CHANNEL`], on a connection of its own driven on the
@@ -273,8 +276,8 @@ async fn listen_once(
     settings: &PgSettings,
     heard: &(dyn Fn(Option<&str>) + Send + Sync),
 ) -> Result<()> {
-    let config = client_config(settings)?;
-    let (client, mut connection) = config.connect(NoTls).await.map_err(map_pg_err)?;
+    let (config, tls) = client_config(settings)?;
+    let (client, mut connection) = config.connect(tls).await.map_err(map_pg_err)?;
     let (sender, mut payloads) = tokio::sync::mpsc::unbounded_channel::<String>();
     // The connection's messages (notifications among them) come out of `poll_message`.
     let driver = tokio::spawn(async move {
@@ -687,7 +690,15 @@ pub(crate) fn map_pg_err(e: tokio_postgres::Error) -> Error {
         return if e.is_closed() {
             Error::new(Category::Retryable, "RESOURCE_BUSY", "the database connection closed")
         } else {
-            Error::new(Category::Internal, "DATABASE_ERROR", format!("database error: {e}"))
+            // The cause too: "error performing TLS handshake" alone does not say the server's
+            // certificate was refused, nor why.
+            let mut message = format!("database error: {e}");
+            let mut cause = StdError::source(&e);
+            while let Some(inner) = cause {
+                message.push_str(&format!(": {inner}"));
+                cause = inner.source();
+            }
+            Error::new(Category::Internal, "DATABASE_ERROR", message)
         };
     };
     let code = db.code();
@@ -735,7 +746,7 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             may_lead: true,
         };
-        let config = client_config(&settings).expect("config");
+        let (config, _) = client_config(&settings).expect("config");
         assert_eq!(
             config.get_options(),
             Some(
@@ -745,7 +756,7 @@ mod tests {
         );
         assert_eq!(config.get_keepalives_idle(), Duration::from_secs(10));
         let plain = PgSettings { url: "postgres://u@db/m".to_string(), ..settings };
-        let options = client_config(&plain).expect("config").get_options().map(str::to_string);
+        let options = client_config(&plain).expect("config").0.get_options().map(str::to_string);
         assert!(options.is_some_and(|o| o.starts_with("-c tcp_keepalives_idle=10 ")));
     }
 
