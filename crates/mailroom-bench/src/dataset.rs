@@ -50,6 +50,12 @@ impl fmt::Display for DatasetScale {
     }
 }
 
+/// Every dataset message's body holds the common word `benchmark`; one message in
+/// `RARE_EVERY` of each project has this rare one in its subject too (search at scale: a term
+/// that matches everything, and one that matches a thousandth).
+pub const RARE_WORD: &str = " quasar";
+pub const RARE_EVERY: usize = 1000;
+
 /// Creates the dataset: each project on its own connection, in parallel. In each project
 /// every agent sends its messages to the next agent (a ring), so every inbox holds
 /// `messages_per_agent` messages. Returns what was created.
@@ -100,9 +106,11 @@ async fn populate_project(target: &Target, human_key: &str, scale: DatasetScale)
     for n in 0..scale.messages_per_agent {
         for (index, sender) in agents.iter().enumerate() {
             let recipient = &agents[(index + 1) % agents.len()];
+            // One message in RARE_EVERY carries the rare word (the first one among them).
+            let rare = if (n * agents.len() + index) % RARE_EVERY == 0 { RARE_WORD } else { "" };
             let arguments = json!({
                 "project_key": project, "sender_name": sender, "to": [recipient],
-                "subject": format!("Dataset message {n} from {sender}"),
+                "subject": format!("Dataset message {n} from {sender}{rare}"),
                 "body_md": "Standing data for a benchmark (seed 000 §3.1).",
             });
             setup.tool("send_message", arguments).await?;

@@ -18,7 +18,9 @@ use crate::client::{Call, Connection, SendError};
 use crate::monitor::{self, MonitorReport};
 use crate::push::PushOptions;
 use crate::report::{BaselineFigures, GroupReport, Report};
-use crate::scenario::{Choice, MixedLoad, Plan, Scenario, Via, judge, prepare, prepare_mixed};
+use crate::scenario::{
+    Choice, MixedLoad, Plan, Scenario, SearchOptions, Seeding, Via, judge, prepare, prepare_mixed,
+};
 use crate::stats::{Failure, Pacer, Recorder, corrected_latency};
 use crate::target::Target;
 
@@ -45,6 +47,8 @@ pub struct RunConfig {
     pub timeout: Duration,
     /// Messages sent to each inbox before `inbox`, `search` and `mixed` runs.
     pub seed_messages: usize,
+    /// What the search scenario searches for, and where.
+    pub search: SearchOptions,
     /// The groups of the mixed scenario (`concurrency` does not apply to it).
     pub mixed: MixedLoad,
     /// The push scenario's subscribers and how they are told.
@@ -73,6 +77,7 @@ impl RunConfig {
             requests: None,
             timeout: Duration::from_secs(5),
             seed_messages: 20,
+            search: SearchOptions::default(),
             mixed: MixedLoad::default(),
             push: PushOptions::default(),
             dataset: None,
@@ -137,8 +142,8 @@ pub async fn run(config: &RunConfig) -> Result<Report> {
             prepare_mixed(&config.target, config.via, config.mixed, config.seed_messages).await?;
         (prepared.groups, Some(prepared.setup))
     } else {
-        let prepared =
-            prepare(&config.target, config.scenario, config.via, config.seed_messages).await?;
+        let seeding = Seeding { messages: config.seed_messages, search: &config.search };
+        let prepared = prepare(&config.target, config.scenario, config.via, seeding).await?;
         (vec![(config.scenario.to_string(), workers, prepared.plan)], prepared.setup)
     };
     let outcome = drive(config, &groups, workers).await;

@@ -37,5 +37,5 @@ pub use dataset::DatasetScale;
 pub use engine::{RunConfig, run, run_with_baseline};
 pub use push::PushOptions;
 pub use report::{Budgets, Report, compare};
-pub use scenario::{MixedLoad, Scenario, Via};
+pub use scenario::{MixedLoad, Scenario, SearchOptions, Via};
 pub use target::{Implementation, Target};

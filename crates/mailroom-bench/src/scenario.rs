@@ -243,16 +243,16 @@ impl Requests<'_> {
         }
     }
 
-    fn search(&self, project: &str) -> Call {
+    fn search(&self, project: &str, term: &str) -> Call {
         match self.via {
             Via::Rest => Call::post_json(
                 &self.target.authority,
                 self.target.path("/api/messages/search"),
-                &json!({"project_slug": project, "query": "benchmark", "limit": 20}),
+                &json!({"project_slug": project, "query": term, "limit": 20}),
             ),
             Via::Mcp => self.tool(
                 "search_messages",
-                json!({"project_key": project, "query": "benchmark", "limit": 20}),
+                json!({"project_key": project, "query": term, "limit": 20}),
             ),
         }
     }
@@ -273,11 +273,33 @@ pub struct Prepared {
 }
 
 /// Creates what `scenario` needs and returns the request its workers repeat.
+/// What the search scenario searches for: `term` (default `benchmark`, in every seeded and
+/// dataset message), in `project` (the scenario's own seeded project when `None`; `mailroom
+/// bench` names the first `--dataset` project).
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    pub term: String,
+    pub project: Option<String>,
+}
+
+impl Default for SearchOptions {
+    fn default() -> Self {
+        Self { term: "benchmark".to_string(), project: None }
+    }
+}
+
+/// What a scenario is prepared with: the messages seeded in its inbox, and the search's.
+#[derive(Debug, Clone, Copy)]
+pub struct Seeding<'a> {
+    pub messages: usize,
+    pub search: &'a SearchOptions,
+}
+
 pub async fn prepare(
     target: &Target,
     scenario: Scenario,
     via: Via,
-    seed_messages: usize,
+    seeding: Seeding<'_>,
 ) -> Result<Prepared> {
     let requests = requests(target, via)?;
     let implementation = target.implementation;
@@ -293,7 +315,7 @@ pub async fn prepare(
         Scenario::ToolsList => Plan::one(requests.rpc("tools/list", json!({})), Expect::JsonRpc),
         Scenario::Mixed => bail!("the mixed scenario is prepared by prepare_mixed"),
         Scenario::Push => bail!("the push scenario is prepared by push::run"),
-        _ => return prepare_messages(&requests, scenario, seed_messages).await,
+        _ => return prepare_messages(&requests, scenario, seeding).await,
     };
     Ok(Prepared { plan, setup: None })
 }
@@ -301,8 +323,9 @@ pub async fn prepare(
 async fn prepare_messages(
     requests: &Requests<'_>,
     scenario: Scenario,
-    seed_messages: usize,
+    seeding: Seeding<'_>,
 ) -> Result<Prepared> {
+    let seed_messages = seeding.messages;
     let mut setup = Setup::connect(requests.target).await?;
     if scenario == Scenario::Reserve {
         return prepare_reservations(requests, &mut setup).await;
@@ -318,7 +341,10 @@ async fn prepare_messages(
     let target = requests.target;
     let (call, expect) = match scenario {
         Scenario::Inbox => (requests.inbox(project, receiver), requests.expect()),
-        Scenario::Search => (requests.search(project), requests.expect()),
+        Scenario::Search => {
+            let searched = seeding.search.project.as_deref().unwrap_or(project);
+            (requests.search(searched, &seeding.search.term), requests.expect())
+        }
         Scenario::UiInbox => (Call::get(&target.authority, target.path("/mail")), Expect::Status),
         Scenario::UiAgentInbox => {
             let path = target.path(&format!("/mail/{project}/inbox/{receiver}"));
@@ -326,8 +352,12 @@ async fn prepare_messages(
         }
         _ => (requests.send(project, sender, receiver), requests.expect()),
     };
-    let setup = json!({"project": project, "sender": sender, "receiver": receiver,
-                       "seeded_messages": seeded});
+    let mut setup = json!({"project": project, "sender": sender, "receiver": receiver,
+                           "seeded_messages": seeded});
+    if scenario == Scenario::Search {
+        let searched = seeding.search.project.as_deref().unwrap_or(project);
+        setup["search"] = json!({"project": searched, "term": seeding.search.term});
+    }
     Ok(Prepared { plan: Plan::one(call, expect), setup: Some(setup) })
 }
 

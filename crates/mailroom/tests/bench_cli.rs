@@ -101,6 +101,36 @@ fn runs_compares_and_checks_budgets() {
         assert_ne!(check(&shipped, &result), Some(2), "{file}");
     }
 
+    // Search at scale: the dataset's first project is searched, for its rare word (one
+    // message in 1,000).
+    let search = bench_json(&[
+        "--url",
+        &url,
+        "--scenario",
+        "search",
+        "--dataset",
+        "1x2x500",
+        "--search-term",
+        "quasar",
+        "-c",
+        "2",
+        "--requests",
+        "20",
+    ]);
+    assert_eq!((search.summary.requests, search.summary.errors), (20, 0), "{search:?}");
+    let setup = search.setup.as_ref().expect("setup");
+    let project = search.dataset.as_ref().expect("dataset")["projects"][0].clone();
+    assert_eq!(setup["search"], serde_json::json!({"project": project, "term": "quasar"}));
+    let project = project.as_str().expect("slug");
+    let found = mailroom_testkit::tool_at(
+        &url,
+        "search_messages",
+        serde_json::json!({"project_key": project, "query": "quasar", "limit": 20}),
+    );
+    let found = tokio::runtime::Runtime::new().expect("runtime").block_on(found);
+    let hits = found["result"].as_array().or(found.as_array()).map(Vec::len);
+    assert_eq!(hits, Some(1), "one message in 1,000 is rare: {found}");
+
     baseline.kill().expect("kill baseline");
     let _ = baseline.wait();
     stop(server);

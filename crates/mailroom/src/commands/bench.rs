@@ -99,6 +99,11 @@ struct RunArgs {
     /// (messages sent by each agent); alone, the benchmark plan's 10x100x100.
     #[arg(long, value_name = "SCALE", num_args = 0..=1, default_missing_value = "10x100x100")]
     dataset: Option<DatasetScale>,
+    /// search: the query [default: benchmark, in every seeded and dataset message; `quasar`
+    /// is in one dataset message in 1,000]. With --dataset, the first dataset project is
+    /// searched.
+    #[arg(long, value_name = "QUERY", default_value = "benchmark")]
+    search_term: String,
     /// mixed: connections sending messages to every inbox.
     #[arg(long, value_name = "N", default_value_t = 10)]
     writers: usize,
@@ -229,6 +234,7 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
     config.requests = args.requests;
     config.timeout = Duration::from_secs_f64(args.timeout);
     config.seed_messages = args.seed_messages;
+    config.search.term = args.search_term.clone();
     config.mixed = MixedLoad {
         writers: args.writers,
         readers: args.readers,
@@ -271,7 +277,9 @@ async fn run_load(args: RunArgs) -> Result<()> {
     let mut config = config(&args)?;
     if let Some(scale) = args.dataset {
         eprintln!("dataset: creating {scale} (projects x agents x messages per agent)");
-        config.dataset = Some(mailroom_bench::dataset::populate(&config.target, scale).await?);
+        let dataset = mailroom_bench::dataset::populate(&config.target, scale).await?;
+        config.search.project = dataset["projects"][0].as_str().map(str::to_string);
+        config.dataset = Some(dataset);
     }
     if config.scenario == Scenario::Mixed && matches!(args.profile, Profile::Ramp | Profile::Spike)
     {
