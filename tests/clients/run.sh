@@ -185,12 +185,14 @@ CLUSTER_DIR="$(mktemp -d "${TMPDIR:-/tmp}/mailroom-clients-cluster.XXXXXX")"
 chmod 755 "$CLUSTER_DIR"
 if CLUSTER_URL="$(MAILROOM_BIN="$BIN" MAILROOM_PG_FAST=1 RATE_LIMIT_ENABLED=false \
   "$ROOT/scripts/cluster" start "$CLUSTER_DIR/c" 3 | tail -n 1)"; then
-  # Through the balancer a client is remote: it needs the cluster's token.
-  token="$(cat "$CLUSTER_DIR/c/token")"
-  run_client "cluster:python-sdk-client" "$CLUSTER_URL$MCP_PATH" env MAILROOM_CLIENT_BEARER="$token" \
-    "$PYTHON" "$ROOT/tests/clients/python_sdk_client.py"
-  run_client "cluster:ts-sdk-client" "$CLUSTER_URL$MCP_PATH" env MAILROOM_CLIENT_BEARER="$token" \
-    "$NODE" "$ROOT/tests/clients/ts/client.mjs"
+  # Through the balancer a client is remote: it needs the cluster's token (in the
+  # environment, not on a command line others can read).
+  MAILROOM_CLIENT_BEARER="$(cat "$CLUSTER_DIR/c/token")"
+  export MAILROOM_CLIENT_BEARER
+  run_client "cluster:python-sdk-client" "$CLUSTER_URL$MCP_PATH" "$PYTHON" \
+    "$ROOT/tests/clients/python_sdk_client.py"
+  run_client "cluster:ts-sdk-client" "$CLUSTER_URL$MCP_PATH" "$NODE" "$ROOT/tests/clients/ts/client.mjs"
+  unset MAILROOM_CLIENT_BEARER
 else
   failed=$((failed + 1))
   failed_names+=("cluster:start")

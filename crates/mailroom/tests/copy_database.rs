@@ -196,8 +196,9 @@ async fn on_postgresql_backups_hold_a_sqlite_copy_and_file_only_commands_say_so(
             .output()
             .expect("mailroom");
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert!(!stderr.contains("hunter2"), "{stderr}");
-        (output.status.success(), String::from_utf8_lossy(&output.stdout).into_owned(), stderr)
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(!stderr.contains("hunter2") && !stdout.contains("hunter2"), "{stdout}{stderr}");
+        (output.status.success(), stdout, stderr)
     };
     let count = "SELECT count(*) FROM messages";
     let before = postgres_server::query_i64s(&postgres, count).await[0];

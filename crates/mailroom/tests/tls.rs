@@ -174,7 +174,7 @@ fn script(name: &str) -> std::path::PathBuf {
 /// connects in the clear.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgresql_over_tls_checks_the_certificate_as_sslmode_asks() {
-    let postgres = TlsPostgres::start();
+    let mut postgres = TlsPostgres::start();
     let ca = ca_file();
     let ca = ca.to_str().expect("utf-8 path");
     let verified = format!("sslmode=verify-full&sslrootcert={ca}");
@@ -188,6 +188,15 @@ async fn postgresql_over_tls_checks_the_certificate_as_sslmode_asks() {
         assert!(!ok, "{refused}: a certificate no trusted CA signed");
         assert!(error.contains("certificate") || error.contains("Certificate"), "{error}");
     }
+    // Reached under a name the certificate does not hold (the address given apart):
+    // verify-ca checks only the chain, verify-full the name too.
+    let address = postgres.url.clone();
+    postgres.url = address.replace("127.0.0.1", "db.invalid");
+    let by_address = format!("hostaddr=127.0.0.1&sslrootcert={ca}");
+    assert!(postgres.migrate(&format!("sslmode=verify-ca&{by_address}"), &[]).0);
+    let (ok, error) = postgres.migrate(&format!("sslmode=verify-full&{by_address}"), &[]);
+    assert!(!ok && error.contains("certificate"), "{error}");
+    postgres.url = address;
     assert!(postgres.migrate("sslmode=require", &[]).0, "require checks no certificate");
     assert!(postgres.migrate("sslmode=disable", &[]).0);
     let (ok, error) = postgres.migrate("sslmode=sometimes", &[]);

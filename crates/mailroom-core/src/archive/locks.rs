@@ -102,15 +102,23 @@ pub fn acquire_owner_lock(root: &Path) -> Result<OwnerLock> {
         let holder = read_owner_pid(&owner_path)
             .map(|pid| format!("process {pid}"))
             .unwrap_or_else(|| "another process".to_string());
-        return Err(Error::internal(format!(
-            "the archive at {} is in use by {holder} (lock {})",
-            root.display(),
-            lock_path.display()
-        )));
+        return Err(Error::new(
+            crate::error::Category::Internal,
+            ARCHIVE_IN_USE,
+            format!(
+                "the archive at {} is in use by {holder} (lock {})",
+                root.display(),
+                lock_path.display()
+            ),
+        ));
     }
     write_owner(&owner_path)?;
     Ok(OwnerLock { _file: file, owner_path })
 }
+
+/// The error kind of an archive another live process holds (a former leader finishing its
+/// commit): a reason to wait, not a failure.
+pub const ARCHIVE_IN_USE: &str = "ARCHIVE_IN_USE";
 
 /// How long a lock recorded as held by this very process may take to go away.
 const OWN_RELEASE_WAIT: Duration = Duration::from_secs(2);

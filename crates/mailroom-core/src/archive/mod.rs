@@ -194,7 +194,9 @@ impl Signal {
     /// archive stops.
     fn wait_for_leadership(&self, leadership: &Leadership, patience: Duration) -> Option<bool> {
         let deadline = std::time::Instant::now() + patience;
-        let mut bell = self.state.lock().ok()?;
+        // A writer that panicked holding the bell must not leave this server leading with no
+        // writer: the bell's state stays usable.
+        let mut bell = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         loop {
             if bell.stopping {
                 return None;
@@ -206,7 +208,10 @@ impl Signal {
             if left.is_zero() {
                 return Some(false);
             }
-            bell = self.bell.wait_timeout(bell, left.min(Duration::from_secs(1))).ok()?.0;
+            bell = match self.bell.wait_timeout(bell, left.min(Duration::from_secs(1))) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
         }
     }
 
@@ -214,8 +219,9 @@ impl Signal {
     /// in the database, `depth` rows, where it missed notices (its listener reconnected) or
     /// was never told (rows set aside and queued again): only ever up, so no wait for rows
     /// to be archived goes back.
-    fn resync(&self, depth: u64) {
-        let lag = self.lag();
+    /// `lag` is the lag read before the depth: a row rung in between is then counted twice
+    /// for a while (the next resync corrects it), never credited as archived.
+    fn resync(&self, lag: u64, depth: u64) {
         if lag > depth {
             self.archived(lag - depth);
         } else {
@@ -535,6 +541,13 @@ impl SharedWriter {
                     failed_terms = 0;
                     continue;
                 }
+                // A former leader still finishing its commit: waited for, not a failure.
+                Ok(Err(e)) if e.kind == locks::ARCHIVE_IN_USE => {
+                    self.started();
+                    tracing::info!(reason = %e.message, "elected; waiting for the archive");
+                    std::thread::sleep(Duration::from_millis(500));
+                    continue;
+                }
                 Ok(Err(e)) => e.message,
                 Err(_) => "the archive writer panicked".to_string(),
             };
@@ -579,8 +592,9 @@ impl SharedWriter {
             self.reader = self.store.dedicated_reader().ok();
         }
         let Some(reader) = self.reader.as_mut() else { return };
+        let lag = self.signal.lag();
         match reader.read(|db| db.archive_backlog()) {
-            Ok(depth) => self.signal.resync(u64::try_from(depth).unwrap_or(0)),
+            Ok(depth) => self.signal.resync(lag, u64::try_from(depth).unwrap_or(0)),
             // A reader whose connection went is opened again next time.
             Err(_) => self.reader = None,
         }
@@ -685,12 +699,12 @@ mod tests {
             let _ = archived.wait_for(|n| *n >= 10).await;
         });
         // The leader archived 7 of them, and this server missed the notice.
-        signal.resync(3);
+        signal.resync(signal.lag(), 3);
         assert_eq!((signal.stats().enqueued, signal.stats().lag), (10, 3));
         // Others queued 5 more, unheard.
-        signal.resync(8);
+        signal.resync(signal.lag(), 8);
         assert_eq!((signal.stats().enqueued, signal.stats().lag), (15, 8));
-        signal.resync(0);
+        signal.resync(signal.lag(), 0);
         assert_eq!(signal.stats().lag, 0);
         tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("released").expect("ok");
     }

@@ -153,7 +153,11 @@ impl Writer {
                             break;
                         }
                     }
-                    std::thread::sleep(retry);
+                    // The wait ends early once another server may have taken over.
+                    let until = Instant::now() + retry;
+                    while Instant::now() < until && self.leadership.held() {
+                        std::thread::sleep(Duration::from_millis(50).min(retry));
+                    }
                     retry = (retry * 2).min(RETRY_MAX);
                     // A ref lock left by a killed process fails every commit until removed;
                     // once old enough it is removed here.

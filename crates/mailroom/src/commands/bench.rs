@@ -104,6 +104,10 @@ struct RunArgs {
     /// searched.
     #[arg(long, value_name = "QUERY", default_value = "benchmark")]
     search_term: String,
+    /// search: the project to search (a slug), e.g. one an earlier --dataset run created
+    /// [default: the first --dataset project, else the scenario's own seeded one]
+    #[arg(long, value_name = "SLUG")]
+    search_project: Option<String>,
     /// mixed: connections sending messages to every inbox.
     #[arg(long, value_name = "N", default_value_t = 10)]
     writers: usize,
@@ -235,6 +239,7 @@ fn config(args: &RunArgs) -> Result<RunConfig> {
     config.timeout = Duration::from_secs_f64(args.timeout);
     config.seed_messages = args.seed_messages;
     config.search.term = args.search_term.clone();
+    config.search.project = args.search_project.clone();
     config.mixed = MixedLoad {
         writers: args.writers,
         readers: args.readers,
@@ -278,7 +283,9 @@ async fn run_load(args: RunArgs) -> Result<()> {
     if let Some(scale) = args.dataset {
         eprintln!("dataset: creating {scale} (projects x agents x messages per agent)");
         let dataset = mailroom_bench::dataset::populate(&config.target, scale).await?;
-        config.search.project = dataset["projects"][0].as_str().map(str::to_string);
+        if config.search.project.is_none() {
+            config.search.project = dataset["projects"][0].as_str().map(str::to_string);
+        }
         config.dataset = Some(dataset);
     }
     if config.scenario == Scenario::Mixed && matches!(args.profile, Profile::Ramp | Profile::Spike)

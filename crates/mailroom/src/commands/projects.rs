@@ -117,7 +117,7 @@ pub fn run(args: ProjectsArgs) -> Result<()> {
 fn run_adopt(source: &str, target: &str, apply: bool, common: &Common) -> Result<()> {
     let data_dir = shared::data_dir(common.data_dir.clone());
     let config = shared::core_config(&data_dir)?;
-    if !config.database_path.is_file() {
+    if config.postgres.is_none() && !config.database_path.is_file() {
         bail!("{} holds no mailroom database", config.database_path.display());
     }
     let plan = adopt::plan_adopt(&config, source, target)?;

@@ -99,18 +99,24 @@ impl PgSession {
     /// Connects as `settings` say.
     pub fn connect(settings: &PgSettings) -> Result<Self> {
         let (config, tls) = client_config(settings)?;
+        // The whole connect is bounded (the driver's own timeout covers only TCP's): a server
+        // that accepts and then stalls in TLS or login is given up on too.
+        let limit = settings.connect_timeout;
         let connecting = IO_RUNTIME.spawn(async move {
-            let (client, connection) = config.connect(tls).await?;
+            let (client, connection) = match tokio::time::timeout(limit, config.connect(tls)).await
+            {
+                Ok(connected) => connected.map_err(map_pg_err)?,
+                Err(_) => return Err(connect_timed_out(limit)),
+            };
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
                     tracing::warn!(error = %e, "a PostgreSQL connection ended");
                 }
             });
-            Ok::<_, tokio_postgres::Error>(client)
+            Ok(client)
         });
         let client = block_on(connecting)
-            .map_err(|e| Error::internal(format!("connecting to PostgreSQL failed: {e}")))?
-            .map_err(map_pg_err)?;
+            .map_err(|e| Error::internal(format!("connecting to PostgreSQL failed: {e}")))??;
         Ok(Self {
             settings: settings.clone(),
             client,
@@ -230,6 +236,11 @@ fn client_config(
     config.keepalives_idle(Duration::from_secs(KEEPALIVE_IDLE));
     config.keepalives_interval(Duration::from_secs(KEEPALIVE_INTERVAL));
     config.keepalives_retries(KEEPALIVE_RETRIES);
+    // Keepalives are not sent while data waits to be acknowledged: a statement sent into a
+    // black hole gives up after this too, rather than after the system's 15 minutes.
+    config.tcp_user_timeout(Duration::from_secs(
+        KEEPALIVE_IDLE + KEEPALIVE_INTERVAL * u64::from(KEEPALIVE_RETRIES),
+    ));
     // The URL's own `options` come first; the statement timeout is this process's.
     let given = config.get_options().map(|o| format!("{o} ")).unwrap_or_default();
     config.options(format!(
@@ -277,7 +288,11 @@ async fn listen_once(
     heard: &(dyn Fn(Option<&str>) + Send + Sync),
 ) -> Result<()> {
     let (config, tls) = client_config(settings)?;
-    let (client, mut connection) = config.connect(tls).await.map_err(map_pg_err)?;
+    let limit = settings.connect_timeout;
+    let (client, mut connection) = tokio::time::timeout(limit, config.connect(tls))
+        .await
+        .map_err(|_| connect_timed_out(limit))?
+        .map_err(map_pg_err)?;
     let (sender, mut payloads) = tokio::sync::mpsc::unbounded_channel::<String>();
     // The connection's messages (notifications among them) come out of `poll_message`.
     let driver = tokio::spawn(async move {
@@ -684,6 +699,15 @@ fn matching_paren(text: &str) -> Option<usize> {
 /// Converts a PostgreSQL error at the store boundary, as `map_err` does SQLite's: lock and
 /// serialisation conflicts and a lost connection are retryable, a full disk or a read-only
 /// server storage errors, the rest internal.
+/// A connect that took longer than `DATABASE_POOL_TIMEOUT`: retryable, as a lost connection.
+fn connect_timed_out(limit: Duration) -> Error {
+    Error::new(
+        Category::Retryable,
+        "RESOURCE_BUSY",
+        format!("connecting to PostgreSQL took over {} s", limit.as_secs_f64()),
+    )
+}
+
 pub(crate) fn map_pg_err(e: tokio_postgres::Error) -> Error {
     use tokio_postgres::error::SqlState;
     let Some(db) = e.as_db_error() else {
