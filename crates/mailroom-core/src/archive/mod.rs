@@ -655,16 +655,17 @@ impl Archive {
 
     /// Waits until every row queued so far is committed to Git, or the writer has stopped;
     /// on a shared archive, at most [`SHARED_FLUSH_WAIT`] (its leader may be gone, or this
-    /// server's counts behind).
-    pub async fn flushed(&self) {
+    /// server's counts behind). Whether the wait ended without that limit.
+    pub async fn flushed(&self) -> bool {
         let target = self.signal.enqueued.load(Ordering::SeqCst);
         let mut archived = self.signal.archived.subscribe();
         let stopped = &self.signal.stopped;
         let done = archived.wait_for(|n| *n >= target || stopped.load(Ordering::SeqCst));
         if self.shared {
-            let _ = tokio::time::timeout(SHARED_FLUSH_WAIT, done).await;
+            tokio::time::timeout(SHARED_FLUSH_WAIT, done).await.is_ok()
         } else {
             let _ = done.await;
+            true
         }
     }
 

@@ -168,11 +168,21 @@ impl Mailroom {
 
     /// Removes a directory of the archive's work tree (best effort). Waits for the archive
     /// writer first, so that work it had queued (which renders nothing once the rows are
-    /// gone) cannot write into the directory after it is removed.
+    /// gone) cannot write into the directory after it is removed; on a shared archive whose
+    /// leader does not catch up in time, the directory is left and the error says so.
     pub(crate) async fn remove_archive_dir(&self, relative: PathBuf) -> Removal {
         let Some(archive) = &self.archive else { return Removal::default() };
-        archive.flushed().await;
         let dir = archive.root().join(relative);
+        if !archive.flushed().await {
+            // Of several servers, the leader may still be writing there: its files stay.
+            let error = format!(
+                "{} was left in place: the archive's leader has not yet committed the work \
+                 queued before the delete (remove it once `mailroom archive verify` shows \
+                 nothing queued)",
+                dir.display()
+            );
+            return Removal { errors: vec![error], ..Removal::default() };
+        }
         tokio::task::spawn_blocking(move || remove_tree(&dir)).await.unwrap_or_else(|e| Removal {
             errors: vec![format!("removal task failed: {e}")],
             ..Removal::default()
