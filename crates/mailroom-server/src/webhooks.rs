@@ -14,9 +14,9 @@
 //! logged.
 //!
 //! Of several servers sharing one database, only the archive's leader posts
-//! (docs/scale-out.md), so a delivery is posted once; the others look each second whether
-//! they lead now. When the lead moves, an attempt the old leader has in flight may be posted
-//! again by the new one, with the same `webhook-id`, as after a crash.
+//! (docs/scale-out.md); the others look each second whether they lead now. Each delivery it
+//! takes is claimed in the database until its attempt must be over, so when the lead moves,
+//! the new leader leaves alone what the old one still has in flight.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

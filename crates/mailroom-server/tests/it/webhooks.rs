@@ -88,3 +88,55 @@ async fn an_agents_webhooks_and_its_bcc_deliveries_are_its_own() {
     let removed = as_agent(&app, blue, "remove_webhook", scoped_id).await.expect("own removal");
     assert_eq!(removed["removed"], true);
 }
+
+/// On a database servers share, the server that posts a delivery claims it until its attempt
+/// must be over: another server (a new leader while the old one still posts) finds it not due,
+/// so it is not posted twice.
+#[tokio::test]
+async fn a_delivery_being_posted_is_claimed_from_the_other_servers() {
+    if !mailroom_testkit::postgres_server::enabled() {
+        return;
+    }
+    let app = TestApp::start().await;
+    // A receiver that takes each request and never answers: the attempt stays in flight.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().take(8).collect();
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        drop(held);
+    });
+    ProjectCall::new(PROJECT).ok(&app).await;
+    for name in ["BlueLake", "GreenCastle"] {
+        RegisterCall::new(PROJECT, name).program("p").model("m").ok(&app).await;
+        PolicyCall::new(PROJECT, name, "open").ok(&app).await;
+    }
+    let url = format!("http://127.0.0.1:{port}/hook");
+    app.call_tool("register_webhook", json!({"project_key": PROJECT, "url": url}))
+        .await
+        .expect("registered");
+    SendCall::new(PROJECT, "BlueLake", "GreenCastle", "claimed").ok(&app).await;
+    // The server's worker claims it and posts: its next attempt moves past the timeout.
+    let now_us = || {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        i64::try_from(since.expect("clock").as_micros()).expect("micros")
+    };
+    let mut claimed = false;
+    for _ in 0..100 {
+        let next = app.query_i64("SELECT max(next_attempt_us) FROM webhook_deliveries").await;
+        if next > now_us() + 1_000_000 {
+            claimed = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(claimed, "the worker never claimed the delivery");
+    let pending = app.query_i64("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'");
+    assert_eq!(pending.await, 1, "still in flight, so still pending");
+    let others = app
+        .core
+        .due_webhook_deliveries(10, &std::collections::HashMap::new(), &[])
+        .await
+        .expect("due");
+    assert!(others.is_empty(), "another server would post it again: {others:?}");
+}

@@ -168,6 +168,9 @@ impl Serialize for QueueCounts {
     }
 }
 
+/// How long past its attempt's timeout a claimed delivery stays another server's.
+const CLAIM_MARGIN_US: i64 = 5_000_000;
+
 impl Mailroom {
     /// Registers a webhook for every recipient in the project, or for `agent_name`'s
     /// deliveries only, posting to `url` and signing with `secret` (one is generated when
@@ -327,11 +330,29 @@ impl Mailroom {
         let full: Vec<i64> =
             counts.into_iter().filter(|(_, n)| *n >= per_webhook).map(|(w, _)| w).collect();
         let per_webhook = i64::try_from(per_webhook).unwrap_or(i64::MAX);
-        self.store
+        let due = self
+            .store
             .read(move |db| {
                 db.due_webhook_deliveries(now, limit, per_webhook, &skip_deliveries, &full)
             })
-            .await
+            .await?;
+        if due.is_empty() || !self.shares_database() {
+            return Ok(due);
+        }
+        // Of several servers, each delivery is claimed by the one that posts it, until its
+        // attempt must be over: another (a new leader while the old one still posts) finds
+        // it not due. Only what this claim won is posted.
+        let ids: Vec<i64> = due.iter().map(|d| d.id).collect();
+        let until = now
+            + i64::try_from(self.config.webhooks.timeout_ms).unwrap_or(0) * 1000
+            + CLAIM_MARGIN_US;
+        let claimed: std::collections::HashSet<i64> = self
+            .store
+            .write_unseen(move |db| db.claim_webhook_deliveries(&ids, now, until))
+            .await?
+            .into_iter()
+            .collect();
+        Ok(due.into_iter().filter(|d| claimed.contains(&d.id)).collect())
     }
 
     /// When the next delivery not yet due falls due, if one is pending.

@@ -304,6 +304,25 @@ impl Db<'_> {
         )
     }
 
+    /// Claims the deliveries `ids` that are still pending and due at `now_us` until
+    /// `until_us` (they are not due before then); the ids claimed.
+    pub fn claim_webhook_deliveries(
+        &self,
+        ids: &[i64],
+        now_us: i64,
+        until_us: i64,
+    ) -> Result<Vec<i64>> {
+        let ids = serde_json::to_string(ids).unwrap_or_else(|_| "[]".to_owned());
+        self.query_vec(
+            "UPDATE webhook_deliveries SET next_attempt_us = ?3
+             WHERE id IN (SELECT CAST(value AS BIGINT) FROM json_each(?1))
+               AND status = 'pending' AND next_attempt_us <= ?2
+             RETURNING id",
+            args![ids, now_us, until_us],
+            |row| row.get(0),
+        )
+    }
+
     /// When the next pending delivery after `after_us` falls due, if any is pending.
     pub fn next_webhook_due(&self, after_us: i64) -> Result<Option<i64>> {
         self.query_value(
