@@ -425,6 +425,14 @@ fn geometric_command(root: &Path) -> Command {
     command
 }
 
+/// A repacker dropped without [`Repacker::finish`] (its writer panicked) still waits for its
+/// `git` process and threads, so none of them repacks beside the next writer.
+impl Drop for Repacker {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
