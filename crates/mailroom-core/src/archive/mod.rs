@@ -528,6 +528,8 @@ impl SharedWriter {
             self.started();
         }
         let mut failed_terms = 0;
+        // Whether the wait for a former leader's lock was logged (once per wait).
+        let mut waiting_logged = false;
         while let Some(leads) = self.signal.wait_for_leadership(&self.leadership, RESYNC_EVERY) {
             if !leads {
                 self.resync();
@@ -538,13 +540,16 @@ impl SharedWriter {
             let term = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.lead()));
             let error = match term {
                 Ok(Ok(())) => {
-                    failed_terms = 0;
+                    (failed_terms, waiting_logged) = (0, false);
                     continue;
                 }
                 // A former leader still finishing its commit: waited for, not a failure.
                 Ok(Err(e)) if e.kind == locks::ARCHIVE_IN_USE => {
                     self.started();
-                    tracing::info!(reason = %e.message, "elected; waiting for the archive");
+                    if !waiting_logged {
+                        tracing::info!(reason = %e.message, "elected; waiting for the archive");
+                        waiting_logged = true;
+                    }
                     std::thread::sleep(Duration::from_millis(500));
                     continue;
                 }
