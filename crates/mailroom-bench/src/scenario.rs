@@ -282,9 +282,12 @@ pub struct SearchOptions {
     pub project: Option<String>,
 }
 
+/// The search scenario's default query: a word in every seeded and dataset message.
+pub const DEFAULT_SEARCH_TERM: &str = "benchmark";
+
 impl Default for SearchOptions {
     fn default() -> Self {
-        Self { term: "benchmark".to_string(), project: None }
+        Self { term: DEFAULT_SEARCH_TERM.to_string(), project: None }
     }
 }
 
@@ -338,13 +341,11 @@ async fn prepare_messages(
         setup.send(&fixture, receiver, n).await?;
     }
     let (project, sender) = (fixture.project.as_str(), fixture.sender.as_str());
+    let searched = seeding.search.project.as_deref().unwrap_or(project);
     let target = requests.target;
     let (call, expect) = match scenario {
         Scenario::Inbox => (requests.inbox(project, receiver), requests.expect()),
-        Scenario::Search => {
-            let searched = seeding.search.project.as_deref().unwrap_or(project);
-            (requests.search(searched, &seeding.search.term), requests.expect())
-        }
+        Scenario::Search => (requests.search(searched, &seeding.search.term), requests.expect()),
         Scenario::UiInbox => (Call::get(&target.authority, target.path("/mail")), Expect::Status),
         Scenario::UiAgentInbox => {
             let path = target.path(&format!("/mail/{project}/inbox/{receiver}"));
@@ -355,7 +356,6 @@ async fn prepare_messages(
     let mut setup = json!({"project": project, "sender": sender, "receiver": receiver,
                            "seeded_messages": seeded});
     if scenario == Scenario::Search {
-        let searched = seeding.search.project.as_deref().unwrap_or(project);
         setup["search"] = json!({"project": searched, "term": seeding.search.term});
     }
     Ok(Prepared { plan: Plan::one(call, expect), setup: Some(setup) })

@@ -38,10 +38,16 @@ pub fn renew_identity(database: &Path) -> Result<()> {
     store::renew_identity(database)
 }
 
-/// Writes a consistent, compacted copy of the database at `database` to `dest`, which must not
-/// exist, without locking out a server that uses it.
-pub fn copy_database(database: &Path, dest: &Path) -> Result<()> {
-    Reader::open(database)?.copy_to(dest)
+/// Writes a consistent, compacted copy of `database` to `dest`, a SQLite file which must not
+/// exist, without locking out a server that uses it: SQLite's `VACUUM INTO`, or PostgreSQL's
+/// rows read in one snapshot into a file of the same schema.
+pub fn copy_database(database: &DatabaseAt, dest: &Path) -> Result<()> {
+    match database {
+        DatabaseAt::Sqlite(path) => Reader::open(path)?.copy_to(dest),
+        DatabaseAt::Postgres(_) => {
+            store::copy::copy_database(database, &DatabaseAt::Sqlite(dest.to_path_buf())).map(drop)
+        }
+    }
 }
 
 /// A project a copy keeps, as a saved state's metadata names it.
@@ -169,15 +175,10 @@ fn fill_backup(request: &BackupRequest<'_>, dir: &Path, now: Timestamp) -> Resul
         None => None,
     };
     let copy = dir.join(DATABASE_FILE);
+    copy_database(request.database, &copy)?;
     let source = match request.database {
-        DatabaseAt::Sqlite(path) => {
-            copy_database(path, &copy)?;
-            absolute_text(path)
-        }
-        DatabaseAt::Postgres(_) => {
-            store::copy::copy_database(request.database, &DatabaseAt::Sqlite(copy.clone()))?;
-            request.database.describe()
-        }
+        DatabaseAt::Sqlite(path) => absolute_text(path),
+        DatabaseAt::Postgres(_) => request.database.describe(),
     };
     let manifest = Manifest {
         reason: request.reason.to_string(),
@@ -489,7 +490,7 @@ mod tests {
             core.register_webhook((*project).to_owned(), url, None, None).await.expect("webhook");
         }
         let copy = dir.join("copy.sqlite3");
-        copy_database(&database, &copy).expect("copy");
+        copy_database(&DatabaseAt::Sqlite(database.clone()), &copy).expect("copy");
         (database, copy)
     }
 
@@ -514,7 +515,8 @@ mod tests {
         let copied =
             Reader::open(&dest).expect("open copy").read(|db| db.all_projects()).expect("read");
         assert_eq!(copied.len(), 1);
-        assert!(copy_database(&database, &dest).is_err(), "an existing file is not overwritten");
+        let again = copy_database(&DatabaseAt::Sqlite(database), &dest);
+        assert!(again.is_err(), "an existing file is not overwritten");
     }
 
     #[tokio::test]

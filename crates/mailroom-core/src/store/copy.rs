@@ -213,10 +213,7 @@ impl DatabaseAt {
         match self {
             Self::Sqlite(path) if !path.is_file() => Ok(None),
             Self::Sqlite(path) => super::Reader::open(path).map(Some),
-            Self::Postgres(settings) => {
-                let conn = Backend::Postgres(PgSession::connect(settings)?);
-                Ok(Some(super::Reader { conn }))
-            }
+            Self::Postgres(settings) => super::Reader::open_postgres(settings).map(Some),
         }
     }
 

@@ -484,11 +484,16 @@ impl Reader {
         Ok(Self { conn: Backend::Sqlite(open_connection(path, true)?) })
     }
 
+    /// A connection to the PostgreSQL database `settings` name, outside any [`Store`].
+    pub fn open_postgres(settings: &PgSettings) -> Result<Self> {
+        Ok(Self { conn: Backend::Postgres(PgSession::connect(settings)?) })
+    }
+
     /// A read-only connection to the database `config` names (SQLite's file, which must
     /// exist, or the PostgreSQL database).
     pub fn for_config(config: &crate::CoreConfig) -> Result<Self> {
         match &config.postgres {
-            Some(settings) => Ok(Self { conn: Backend::Postgres(PgSession::connect(settings)?) }),
+            Some(settings) => Self::open_postgres(settings),
             None => Self::open(&config.database_path),
         }
     }

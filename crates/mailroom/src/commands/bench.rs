@@ -99,10 +99,9 @@ struct RunArgs {
     /// (messages sent by each agent); alone, the benchmark plan's 10x100x100.
     #[arg(long, value_name = "SCALE", num_args = 0..=1, default_missing_value = "10x100x100")]
     dataset: Option<DatasetScale>,
-    /// search: the query [default: benchmark, in every seeded and dataset message; `quasar`
-    /// is in one dataset message in 1,000]. With --dataset, the first dataset project is
-    /// searched.
-    #[arg(long, value_name = "QUERY", default_value = "benchmark")]
+    /// search: the query (`benchmark` is in every seeded and dataset message, `quasar` in
+    /// one dataset message in 1,000). With --dataset, the first dataset project is searched
+    #[arg(long, value_name = "QUERY", default_value = mailroom_bench::scenario::DEFAULT_SEARCH_TERM)]
     search_term: String,
     /// search: the project to search (a slug), e.g. one an earlier --dataset run created
     /// [default: the first --dataset project, else the scenario's own seeded one]

@@ -50,6 +50,15 @@ pub fn refuse_on_postgres(config: &CoreConfig, what: &str, instead: &str) -> Res
     Ok(())
 }
 
+/// What to do on PostgreSQL instead of restoring a backup's SQLite `file` over the database.
+pub fn restore_on_postgres(file: &str) -> String {
+    format!(
+        "There, copy the backup's database into a new, empty PostgreSQL database \
+         (`DATABASE_URL=sqlite:////path/to/the/backup/{file} mailroom copy-database --to \
+         postgres://…`) and point the servers' DATABASE_URL at it."
+    )
+}
+
 /// The directory holding an (absolute) data directory: where the operator keeps its `.env`
 /// when the commands agents start (stdio, check-inbox) run inside the agents' projects.
 pub fn operator_dir(data_dir: &Path) -> &Path {

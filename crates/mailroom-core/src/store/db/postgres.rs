@@ -98,22 +98,15 @@ pub struct PgSession {
 impl PgSession {
     /// Connects as `settings` say.
     pub fn connect(settings: &PgSettings) -> Result<Self> {
-        let (config, tls) = client_config(settings)?;
-        // The whole connect is bounded (the driver's own timeout covers only TCP's): a server
-        // that accepts and then stalls in TLS or login is given up on too.
-        let limit = settings.connect_timeout;
+        let opening = settings.clone();
         let connecting = IO_RUNTIME.spawn(async move {
-            let (client, connection) = match tokio::time::timeout(limit, config.connect(tls)).await
-            {
-                Ok(connected) => connected.map_err(map_pg_err)?,
-                Err(_) => return Err(connect_timed_out(limit)),
-            };
+            let (client, connection) = open(&opening).await?;
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
                     tracing::warn!(error = %e, "a PostgreSQL connection ended");
                 }
             });
-            Ok(client)
+            Ok::<_, Error>(client)
         });
         let client = block_on(connecting)
             .map_err(|e| Error::internal(format!("connecting to PostgreSQL failed: {e}")))??;
@@ -251,6 +244,30 @@ fn client_config(
     Ok((config, tls.connector()?))
 }
 
+/// A connection's socket half, TLS or not, which the caller drives.
+type PgConnection = tokio_postgres::Connection<
+    tokio_postgres::Socket,
+    <tokio_postgres_rustls::MakeRustlsConnect as tokio_postgres::tls::MakeTlsConnect<
+        tokio_postgres::Socket,
+    >>::Stream,
+>;
+
+/// Connects as `settings` ask, the whole connect bounded by their connect timeout (the
+/// driver's own covers only TCP's: a server that accepts and then stalls in TLS or login is
+/// given up on too).
+async fn open(settings: &PgSettings) -> Result<(Client, PgConnection)> {
+    let (config, tls) = client_config(settings)?;
+    let limit = settings.connect_timeout;
+    match tokio::time::timeout(limit, config.connect(tls)).await {
+        Ok(connected) => connected.map_err(map_pg_err),
+        Err(_) => Err(Error::new(
+            Category::Retryable,
+            "RESOURCE_BUSY",
+            format!("connecting to PostgreSQL took over {} s", limit.as_secs_f64()),
+        )),
+    }
+}
+
 /// Hears what other sessions `NOTIFY` on [`CHANNEL`], on a connection of its own driven on the
 /// I/O runtime, for as long as it lives. `heard` gets each payload, and `None` whenever the
 /// connection is (re)established: notifications sent while it was down are lost, so the
@@ -287,12 +304,7 @@ async fn listen_once(
     settings: &PgSettings,
     heard: &(dyn Fn(Option<&str>) + Send + Sync),
 ) -> Result<()> {
-    let (config, tls) = client_config(settings)?;
-    let limit = settings.connect_timeout;
-    let (client, mut connection) = tokio::time::timeout(limit, config.connect(tls))
-        .await
-        .map_err(|_| connect_timed_out(limit))?
-        .map_err(map_pg_err)?;
+    let (client, mut connection) = open(settings).await?;
     let (sender, mut payloads) = tokio::sync::mpsc::unbounded_channel::<String>();
     // The connection's messages (notifications among them) come out of `poll_message`.
     let driver = tokio::spawn(async move {
@@ -699,15 +711,6 @@ fn matching_paren(text: &str) -> Option<usize> {
 /// Converts a PostgreSQL error at the store boundary, as `map_err` does SQLite's: lock and
 /// serialisation conflicts and a lost connection are retryable, a full disk or a read-only
 /// server storage errors, the rest internal.
-/// A connect that took longer than `DATABASE_POOL_TIMEOUT`: retryable, as a lost connection.
-fn connect_timed_out(limit: Duration) -> Error {
-    Error::new(
-        Category::Retryable,
-        "RESOURCE_BUSY",
-        format!("connecting to PostgreSQL took over {} s", limit.as_secs_f64()),
-    )
-}
-
 pub(crate) fn map_pg_err(e: tokio_postgres::Error) -> Error {
     use tokio_postgres::error::SqlState;
     let Some(db) = e.as_db_error() else {

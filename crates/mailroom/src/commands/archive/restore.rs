@@ -47,7 +47,7 @@ pub fn run(args: RestoreArgs) -> Result<()> {
     shared::refuse_on_postgres(
         &config,
         "archive restore",
-        "There, copy the backup's database into a new, empty PostgreSQL database (`DATABASE_URL=sqlite:////path/to/the/backup/mailbox.sqlite3 mailroom copy-database --to postgres://…`) and point the servers' DATABASE_URL at it.",
+        &shared::restore_on_postgres("mailbox.sqlite3"),
     )?;
     states::check_layout(&data_dir, &config)?;
     let path = locate(&data_dir, &args.file)?;

@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use mailroom_core::CoreConfig;
+use mailroom_core::DatabaseAt;
 use mailroom_core::model::slug::slugify;
 use mailroom_core::model::time::Timestamp;
 use mailroom_core::ops::backups::{self, CopyScope};
-use mailroom_core::{DatabaseAt, copy_database};
 use serde_json::{Value, json};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
@@ -137,16 +137,10 @@ pub fn save(data_dir: &Path, config: &CoreConfig, request: &SaveRequest<'_>) -> 
         .tempdir_in(&dir)
         .with_context(|| format!("cannot create a folder in {}", dir.display()))?;
     let snapshot = staging.path().join("mailbox.sqlite3");
-    // PostgreSQL's rows go into a SQLite file of the same schema, read in one snapshot: a
-    // saved state holds the reference's kind of database whatever the server runs on.
+    // A saved state holds the reference's kind of database whatever the server runs on.
     let database = DatabaseAt::of(config);
-    match &database {
-        DatabaseAt::Sqlite(file) => backups::copy_database(file, &snapshot).map(drop),
-        DatabaseAt::Postgres(_) => {
-            copy_database(&database, &DatabaseAt::Sqlite(snapshot.clone())).map(drop)
-        }
-    }
-    .with_context(|| format!("cannot snapshot the database {}", database.describe()))?;
+    backups::copy_database(&database, &snapshot)
+        .with_context(|| format!("cannot snapshot the database {}", database.describe()))?;
     let scope = backups::keep_projects(&snapshot, request.projects)?;
     let snapshot_size = std::fs::metadata(&snapshot)?.len();
     let partial = staging.path().join("state.zip");

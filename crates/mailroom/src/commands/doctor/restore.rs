@@ -36,7 +36,7 @@ pub fn run(args: RestoreArgs) -> Result<()> {
     shared::refuse_on_postgres(
         &config,
         "doctor restore",
-        "There, copy the backup's database into a new, empty PostgreSQL database (`DATABASE_URL=sqlite:////path/to/the/backup/database.sqlite3 mailroom copy-database --to postgres://…`) and point the servers' DATABASE_URL at it.",
+        &shared::restore_on_postgres(backups::DATABASE_FILE),
     )?;
     let plan = backups::plan_restore(&args.path, &config.database_path, &config.storage_root)?;
     let steps = describe(&plan);
