@@ -42,7 +42,7 @@ pub fn use_dotenv(dir: &Path) -> Result<()> {
 pub fn refuse_on_postgres(config: &CoreConfig, what: &str, instead: &str) -> Result<()> {
     if let Some(postgres) = &config.postgres {
         bail!(
-            "{what} works on SQLite's database file, and DATABASE_URL names PostgreSQL ({}). \
+            "{what}: made for SQLite's database file, and DATABASE_URL names PostgreSQL ({}). \
              {instead}",
             mailroom_core::config::without_password(&postgres.url)
         );
