@@ -7,7 +7,6 @@
 
 pub mod bounds;
 pub mod fnmatch;
-pub mod fts5_query;
 pub mod names;
 pub mod path_pattern;
 pub mod search_query;

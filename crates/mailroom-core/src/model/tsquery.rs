@@ -9,7 +9,7 @@
 //! dropped. `None`: FTS5 would refuse the expression (or a phrase has no words), and the
 //! search falls back to `LIKE`.
 
-use crate::model::fts5_query::{self, Columns, Expr, Phrase};
+use mailroom_search::fts5::{self as fts5_query, Columns, Expr, Phrase};
 
 /// `query` as tsquery text (for `to_tsquery('simple', …)`), or `None` when FTS5 would reject it.
 pub fn fts5_to_tsquery(query: &str) -> Option<String> {

@@ -1,5 +1,5 @@
 //! FTS5's `MATCH` grammar, parsed once into a tree that each engine translates: the PostgreSQL
-//! backend's `tsquery` (`model::tsquery`) and the search index (`mailroom-search`).
+//! backend's `tsquery` (mailroom-core's `model::tsquery`) and the search index (`query`).
 //!
 //! The grammar is SQLite's (`fts5parse.y`): barewords (ASCII letters and digits, `_`, and any
 //! non-ASCII character), `"phrases"` (`""` inside is a quote), `+` joining phrases into one, a
@@ -205,13 +205,20 @@ impl Parser {
         Some(expr)
     }
 
-    /// Primaries side by side, with no operator between them (an implicit AND).
+    /// Phrases side by side, with no operator between them (an implicit AND), or one
+    /// parenthesised group: FTS5 sets nothing beside a group without an operator.
     fn run(&mut self, columns: Columns) -> Option<Expr> {
         let mut terms = vec![self.primary(columns)?];
         while !matches!(self.peek(), None | Some(Token::Close))
             && !KEYWORDS.iter().any(|k| self.is_keyword(k))
         {
-            terms.push(self.primary(columns)?);
+            if matches!(terms[0], Expr::Group(_)) {
+                return None;
+            }
+            match self.primary(columns)? {
+                Expr::Group(_) => return None,
+                term => terms.push(term),
+            }
         }
         Some(one_or(terms, Expr::And))
     }
