@@ -78,6 +78,18 @@ pub struct CoreConfig {
     pub upkeep: crate::ops::upkeep::UpkeepConfig,
     /// Webhook deliveries: timeout, retries, concurrency, retention (`WEBHOOK_*`).
     pub webhooks: crate::ops::webhooks::WebhookConfig,
+    /// The search index beside the database (`crate::search_index`).
+    pub search_index: SearchIndexConfig,
+}
+
+/// Where the search index lives and whether this process keeps it up to date.
+#[derive(Debug, Clone)]
+pub struct SearchIndexConfig {
+    /// Its directory (`<data dir>/search-index`); `None` when `SEARCH_INDEX_ENABLED=false`
+    /// (a mailroom extra): every search asks the database.
+    pub dir: Option<PathBuf>,
+    /// This process feeds it (a server); a one-call command only reads it.
+    pub writes: bool,
 }
 
 /// Settings of the Git archive and its attachments.
@@ -165,6 +177,10 @@ impl CoreConfig {
             window_ttl_days: 30,
             upkeep: crate::ops::upkeep::UpkeepConfig::default(),
             webhooks: crate::ops::webhooks::WebhookConfig::default(),
+            search_index: SearchIndexConfig {
+                dir: Some(data_dir.join("search-index")),
+                writes: true,
+            },
         }
     }
 
@@ -215,6 +231,9 @@ impl CoreConfig {
         let flag = |name: &str, current: bool| -> Result<bool, String> {
             lookup(name).map_or(Ok(current), |v| parse_bool(name, &v))
         };
+        if !flag("SEARCH_INDEX_ENABLED", self.search_index.dir.is_some())? {
+            self.search_index.dir = None;
+        }
         self.worktrees_enabled = flag("WORKTREES_ENABLED", self.worktrees_enabled)?
             || flag("GIT_IDENTITY_ENABLED", false)?;
         self.contact_enforcement_enabled =

@@ -16,6 +16,7 @@ mod memory;
 pub mod model;
 pub mod ops;
 pub mod records;
+mod search_index;
 mod store;
 
 pub use config::CoreConfig;

@@ -3,14 +3,18 @@
 //! a [`Snapshot`] pairs a searcher with the payload of the commit it reads.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
+use tantivy::columnar::Column;
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{PreTokenizedString, Token};
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tantivy::{
+    DocAddress, Index, IndexReader, IndexSettings, IndexSortByField, IndexWriter, Order,
+    ReloadPolicy, Searcher, TantivyDocument, Term,
+};
 
 use crate::Result;
 use crate::words::{Words, term_text};
@@ -44,6 +48,18 @@ fn schema() -> (Schema, Fields) {
     (builder.build(), Fields { id, project, who, words })
 }
 
+/// Documents stay in message-id order, in every segment and through merges: among equal
+/// scores a segment's best are then its lowest ids, as FTS5 breaks ties.
+fn settings() -> IndexSettings {
+    let sort_by_field = IndexSortByField { field: "id".into(), order: Order::Asc };
+    IndexSettings { sort_by_field: Some(sort_by_field), ..IndexSettings::default() }
+}
+
+/// Whether `index` has this version's fields and settings.
+fn is_ours(index: &Index, schema: &Schema) -> bool {
+    index.schema() == *schema && index.settings().sort_by_field == settings().sort_by_field
+}
+
 /// A message to index.
 #[derive(Debug, Clone, Copy)]
 pub struct NewDoc<'a> {
@@ -60,9 +76,35 @@ pub struct Snapshot {
     pub(crate) searcher: Searcher,
     pub(crate) fields: Fields,
     payload: Option<String>,
+    /// Each segment's message ids, opened once (opening reads the column's whole layout).
+    ids: OnceLock<Vec<Column<u64>>>,
 }
 
 impl Snapshot {
+    fn new(searcher: Searcher, fields: Fields, payload: Option<String>) -> Self {
+        Self { searcher, fields, payload, ids: OnceLock::new() }
+    }
+
+    /// The message id of a hit.
+    pub(crate) fn id_of(&self, address: DocAddress) -> Result<u64> {
+        let ids = match self.ids.get() {
+            Some(ids) => ids,
+            None => {
+                let opened = self
+                    .searcher
+                    .segment_readers()
+                    .iter()
+                    .map(|segment| segment.fast_fields().u64("id"))
+                    .collect::<Result<Vec<_>>>()?;
+                self.ids.get_or_init(|| opened)
+            }
+        };
+        let column = ids.get(address.segment_ord as usize);
+        column.and_then(|c| c.first(address.doc_id)).ok_or_else(|| {
+            tantivy::TantivyError::InternalError(format!("document {address:?} has no id"))
+        })
+    }
+
     /// The payload of the commit this snapshot reads (`None`: nothing committed yet).
     pub fn payload(&self) -> Option<&str> {
         self.payload.as_deref()
@@ -100,10 +142,10 @@ impl SearchIndex {
         std::fs::create_dir_all(dir)?;
         let (schema, fields) = schema();
         let index = match Index::open_in_dir(dir) {
-            Ok(index) if index.schema() == schema => index,
+            Ok(index) if is_ours(&index, &schema) => index,
             Ok(_) | Err(_) => {
                 clear_directory(dir)?;
-                Index::create_in_dir(dir, schema)?
+                Index::builder().schema(schema).settings(settings()).create_in_dir(dir)?
             }
         };
         let options = IndexWriterOptions::builder()
@@ -119,7 +161,7 @@ impl SearchIndex {
     pub fn open_read_only(dir: &Path) -> Result<Option<Self>> {
         let (schema, fields) = schema();
         match Index::open_in_dir(dir) {
-            Ok(index) if index.schema() == schema => Self::with(index, fields, None).map(Some),
+            Ok(index) if is_ours(&index, &schema) => Self::with(index, fields, None).map(Some),
             Ok(_) | Err(_) => Ok(None),
         }
     }
@@ -127,7 +169,7 @@ impl SearchIndex {
     fn with(index: Index, fields: Fields, writer: Option<IndexWriter>) -> Result<Self> {
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         let payload = index.load_metas()?.payload;
-        let snapshot = Arc::new(Snapshot { searcher: reader.searcher(), fields, payload });
+        let snapshot = Arc::new(Snapshot::new(reader.searcher(), fields, payload));
         Ok(Self {
             index,
             reader,
@@ -143,7 +185,7 @@ impl SearchIndex {
         if self.writer.is_none() {
             let payload = self.index.load_metas()?.payload;
             self.reader.reload()?;
-            let fresh = Snapshot { searcher: self.reader.searcher(), fields: self.fields, payload };
+            let fresh = Snapshot::new(self.reader.searcher(), self.fields, payload);
             *lock(&self.snapshot) = Arc::new(fresh);
         }
         Ok(Arc::clone(&lock(&self.snapshot)))
@@ -214,11 +256,7 @@ impl SearchIndex {
         prepared.set_payload(payload);
         prepared.commit()?;
         self.reader.reload()?;
-        let fresh = Snapshot {
-            searcher: self.reader.searcher(),
-            fields: self.fields,
-            payload: Some(payload.to_string()),
-        };
+        let fresh = Snapshot::new(self.reader.searcher(), self.fields, Some(payload.to_string()));
         *lock(&self.snapshot) = Arc::new(fresh);
         Ok(())
     }

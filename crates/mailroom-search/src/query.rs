@@ -4,15 +4,15 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tantivy::collector::TopDocs;
+use tantivy::collector::{Collector, TopDocs};
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::query::{
     Bm25StatisticsProvider, Bm25Weight, BooleanQuery, BoostQuery, ConstScoreQuery, EmptyQuery,
-    Occur, PhraseQuery, Query, TermQuery,
+    EnableScoring, Occur, PhraseQuery, Query, TermQuery,
 };
 use tantivy::schema::Field;
 use tantivy::schema::IndexRecordOption;
-use tantivy::{DocAddress, Score, Term};
+use tantivy::{Score, Term};
 
 use crate::Result;
 use crate::fts5::{Columns, Expr};
@@ -112,15 +112,22 @@ impl Snapshot {
         let mut hits = Vec::new();
         let mut seen = HashSet::new();
         if stats.indexed > 0 && limit > 0 {
+            // Each segment's best, merged here: Tantivy's own merge breaks ties between
+            // segments at random, FTS5 by id (a segment's ties come lowest id first).
             let top = TopDocs::with_limit(limit).order_by_score();
             for project in scope.projects {
                 let query = self.query(&plan, *project, scope.viewers);
-                for (score, address) in
-                    self.searcher.search_with_statistics_provider(&*query, &top, &stats)?
-                {
-                    let id = self.id_of(address)?;
-                    if seen.insert(id) {
-                        hits.push(Hit { id, score });
+                let scoring =
+                    EnableScoring::enabled_from_statistics_provider(&stats, &self.searcher);
+                let weight = query.weight(scoring)?;
+                for (ord, segment) in self.searcher.segment_readers().iter().enumerate() {
+                    let ord = u32::try_from(ord).unwrap_or(u32::MAX);
+                    let best = top.collect_segment(&*weight, ord, segment)?;
+                    for (score, address) in top.merge_fruits(vec![best])? {
+                        let id = self.id_of(address)?;
+                        if seen.insert(id) {
+                            hits.push(Hit { id, score });
+                        }
                     }
                 }
             }
@@ -135,14 +142,6 @@ impl Snapshot {
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
         hits.truncate(limit);
         Ok(Some(hits))
-    }
-
-    fn id_of(&self, address: DocAddress) -> Result<u64> {
-        let segment = self.searcher.segment_reader(address.segment_ord);
-        let ids = segment.fast_fields().u64("id")?;
-        ids.first(address.doc_id).ok_or_else(|| {
-            tantivy::TantivyError::InternalError(format!("document {address:?} has no id"))
-        })
     }
 
     fn terms(&self, words: &[String], project: u64) -> Vec<Term> {

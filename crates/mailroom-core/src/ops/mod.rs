@@ -49,6 +49,8 @@ pub struct Mailroom {
     pub(crate) build_slots_lock: Arc<std::sync::Mutex<()>>,
     /// The reservations in force per project, mirrored from the database.
     pub(crate) active_reservations: Arc<reservations::active::ActiveReservations>,
+    /// The search index beside the database; `None`: searches ask the database.
+    pub(crate) search: Option<Arc<crate::search_index::SearchIndexer>>,
 }
 
 impl Mailroom {
@@ -66,6 +68,7 @@ impl Mailroom {
             None => Store::open(&config.database_path, config.reader_connections, hook)?,
         };
         let archive = prepared.map(|p| p.start(&store)).transpose()?.map(Arc::new);
+        let search = crate::search_index::SearchIndexer::open(&config.search_index, &store);
         let llm = LlmClient::from_config(&config.llm).map(Arc::new);
         Ok(Self {
             store,
@@ -74,6 +77,7 @@ impl Mailroom {
             llm,
             build_slots_lock: Arc::default(),
             active_reservations: Arc::new(reservations::active::ActiveReservations::new()),
+            search,
         })
     }
 
@@ -86,6 +90,9 @@ impl Mailroom {
     /// database (its WAL folded back into the file); blocks until done. Call once, when no
     /// request can arrive any more.
     pub fn close(&self) {
+        if let Some(search) = &self.search {
+            search.close();
+        }
         if let Some(archive) = &self.archive {
             archive.close();
         }

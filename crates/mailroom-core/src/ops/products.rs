@@ -238,12 +238,14 @@ impl Mailroom {
     ) -> Result<ProductSearchResults> {
         bounds::search_query("query", &query)?;
         let limit = limit.clamp(1, 1000);
+        let search = self.search.clone();
         self.store
             .read(move |db| {
                 let product = product(db, &product_key)?;
                 let readable = readable_projects(db, &product, &viewer)?;
                 let scope = scope_of(&readable);
-                let result = search_hits(db, &scope, &query, limit)?
+                let index = search.as_deref().map(crate::search_index::SearchIndexer::index);
+                let result = search_hits(db, index, &scope, &query, limit)?
                     .into_iter()
                     .map(|hit| ProductSearchResult { project_id: hit.project_id, item: hit.into() })
                     .collect();

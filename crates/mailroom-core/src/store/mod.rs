@@ -1087,7 +1087,7 @@ mod tests {
                     project_ids: vec![crate::records::ProjectId(1)],
                     viewer_ids: None,
                 };
-                let hits = db.search_fts(&scope, "deploy", 10)?.unwrap_or_default();
+                let hits = db.search_fts(&scope, "deploy", 10, None)?.unwrap_or_default();
                 Ok((hits.iter().map(|h| h.id).collect::<Vec<_>>(), db.pending_index_notes()?))
             })
             .await

@@ -21,8 +21,10 @@ use crate::ops::output::ForeignSender;
 use crate::ops::{Mailroom, resolve};
 use crate::records::Project;
 use crate::records::{AgentId, Importance, ListedMessage, MessageId, ProjectId};
+use crate::search_index::SearchIndexer;
 use crate::store::Db;
 use crate::store::db::search::{SearchHit, SearchScope};
+use mailroom_search::SearchIndex;
 
 /// The fields every search result shares (`ack_required` is an integer, as in the reference).
 #[derive(Debug, Clone, Serialize)]
@@ -159,14 +161,23 @@ impl Mailroom {
     ) -> Result<SearchResults> {
         bounds::search_query("query", &query)?;
         let limit = limit.clamp(1, 1000);
+        let search = self.search.clone();
         self.store
             .read(move |db| {
                 let project = resolve::project(db, &project_key)?;
                 let viewer_ids = viewer_id(db, &project, viewer.as_deref())?.map(|id| vec![id]);
                 let scope = SearchScope { project_ids: vec![project.id], viewer_ids };
-                let hits = search_hits(db, &scope, &query, limit)?;
-                let result =
-                    hits.into_iter().map(|h| search_result(db, h)).collect::<Result<_>>()?;
+                let index = search.as_deref().map(SearchIndexer::index);
+                let hits = search_hits(db, index, &scope, &query, limit)?;
+                let ids: Vec<MessageId> = hits.iter().map(|h| h.id).collect();
+                let mut lists = db.recipient_lists_of(&ids)?;
+                let result = hits
+                    .into_iter()
+                    .map(|hit| {
+                        let lists = lists.remove(&hit.id).unwrap_or_default();
+                        SearchResult { item: SearchItem::from(hit), to: lists.to, cc: lists.cc }
+                    })
+                    .collect();
                 Ok(SearchResults { result })
             })
             .await
@@ -323,25 +334,22 @@ fn single_thread(
     Ok((single, excerpts_of(&rows), rows.len()))
 }
 
-/// Sanitises `query` and runs it in `scope`: FTS5 by rank, or the LIKE fallback when FTS5
-/// rejects the syntax. Unsearchable queries find nothing.
+/// Sanitises `query` and runs it in `scope`: by rank (the search index when there is one and
+/// it can answer, else the database's full-text search), or the LIKE fallback when FTS5 would
+/// reject the syntax. Unsearchable queries find nothing.
 pub(crate) fn search_hits(
     db: &Db<'_>,
+    index: Option<&SearchIndex>,
     scope: &SearchScope,
     query: &str,
     limit: i64,
 ) -> Result<Vec<SearchHit>> {
     let Some(fts) = sanitize_fts_query(query) else { return Ok(Vec::new()) };
-    if let Some(hits) = db.search_fts(scope, &fts, limit)? {
+    if let Some(hits) = db.search_fts(scope, &fts, limit, index)? {
         return Ok(hits);
     }
     let terms = like_fallback_terms(query);
     if terms.is_empty() { Ok(Vec::new()) } else { db.search_like(scope, &terms, limit) }
-}
-
-fn search_result(db: &Db<'_>, hit: SearchHit) -> Result<SearchResult> {
-    let lists = db.recipient_lists(hit.id)?;
-    Ok(SearchResult { item: SearchItem::from(hit), to: lists.to, cc: lists.cc })
 }
 
 /// Sender label in summaries: `Name`, or `Name@slug` for senders from another project.

@@ -280,6 +280,32 @@ impl Db<'_> {
         )
     }
 
+    /// [`Self::recipient_lists`] of several messages in one query.
+    pub fn recipient_lists_of(
+        &self,
+        ids: &[MessageId],
+    ) -> Result<std::collections::HashMap<MessageId, RecipientLists>> {
+        let list =
+            format!("[{}]", ids.iter().map(|id| id.0.to_string()).collect::<Vec<_>>().join(","));
+        let mut lists: std::collections::HashMap<MessageId, RecipientLists> =
+            ids.iter().map(|id| (*id, RecipientLists::default())).collect();
+        self.query_each(
+            "SELECT r.message_id, r.kind, a.name FROM message_recipients r
+             JOIN agents a ON a.id = r.agent_id
+             WHERE r.message_id IN (SELECT CAST(value AS BIGINT) FROM json_each(?1))
+             ORDER BY r.message_id, r.rowid",
+            args![list],
+            |r| {
+                let kind: RecipientKind = r.get(1)?;
+                if let Some(of) = lists.get_mut(&r.get(0)?) {
+                    of.of_kind(kind).push(r.get(2)?);
+                }
+                Ok(())
+            },
+        )?;
+        Ok(lists)
+    }
+
     /// A message's recipient names by kind (`to`, `cc`, `bcc`), each in insertion order.
     pub fn recipient_lists(&self, message_id: MessageId) -> Result<RecipientLists> {
         let mut lists = RecipientLists::default();

@@ -27,6 +27,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0014_mailbox_events.sql"),
     include_str!("migrations/0015_webhooks.sql"),
     include_str!("migrations/0016_webhook_due_per_webhook.sql"),
+    include_str!("migrations/0017_search_changes.sql"),
 ];
 
 /// PostgreSQL's migrations, in order; their own sequence (the first is SQLite's 0001-0016 as
@@ -34,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
 const POSTGRES_MIGRATIONS: &[&str] = &[
     include_str!("migrations_pg/0001_init.sql"),
     include_str!("migrations_pg/0002_mcp_sessions.sql"),
+    include_str!("migrations_pg/0003_search_changes.sql"),
 ];
 
 /// The session-scoped advisory lock instances hold while migrating, so that two starting at

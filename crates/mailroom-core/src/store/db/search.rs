@@ -6,6 +6,15 @@ use crate::error::{Error, Result};
 use crate::model::search_query::escape_like;
 use crate::model::time::Timestamp;
 use crate::records::{AgentId, Importance, MessageId, ProjectId};
+use mailroom_search::{Scope, SearchIndex, TailDoc, fts5};
+
+/// The most messages past the index's reach a search scores itself; past that it asks the
+/// database (a rebuild in progress, a feeder far behind).
+const TAIL_MOST: i64 = 2_000;
+
+fn unsigned(id: i64) -> u64 {
+    u64::try_from(id).unwrap_or_default()
+}
 
 /// One search hit.
 #[derive(Debug, Clone)]
@@ -119,24 +128,28 @@ impl Db<'_> {
         self.query_value("SELECT count(*) FROM fts_pending", args![])
     }
 
-    /// FTS5 match within `scope`, best bm25 first. `Ok(None)` when FTS5 rejects the query
+    /// Best match first within `scope`: from the search index when it can answer, else FTS5
+    /// by bm25 (or PostgreSQL's tsquery). `Ok(None)` when FTS5 would refuse the query's
     /// syntax, so the caller can fall back to LIKE.
     ///
-    /// The user's expression is confined to subject and body and joined with the scope's
-    /// project tokens (migration 0004), so FTS5 only ranks the scope's hits; the SQL scope
-    /// filter stays as the authority. The project column has bm25 weight 0.
+    /// On FTS5, the user's expression is confined to subject and body and joined with the
+    /// scope's project tokens (migration 0004), so FTS5 only ranks the scope's hits; the SQL
+    /// scope filter stays as the authority. The project column has bm25 weight 0.
     pub fn search_fts(
         &self,
         scope: &SearchScope,
         query: &str,
         limit: i64,
+        index: Option<&SearchIndex>,
     ) -> Result<Option<Vec<SearchHit>>> {
-        if !has_balanced_parentheses(query) {
-            // Wrapped in our own parentheses it could turn valid: keep FTS5's verdict.
-            return Ok(None);
-        }
+        let Some(expr) = fts5::parse(query) else { return Ok(None) };
         if scope.project_ids.is_empty() {
             return Ok(Some(Vec::new()));
+        }
+        if let Some(hits) =
+            index.map(|i| self.search_indexed(i, &expr, scope, limit)).transpose()?.flatten()
+        {
+            return Ok(Some(hits));
         }
         if self.dialect() == Dialect::Postgres {
             return self.search_tsquery(scope, query, limit);
@@ -154,6 +167,47 @@ impl Db<'_> {
             Err(e) if is_fts_syntax_error(&e) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// [`Self::search_fts`] on the search index, with the scope's messages the index has not
+    /// taken in scored beside it. `None` when it cannot answer as the database would: the
+    /// index has no commit yet or lags too far, the expression uses what it cannot rank, or a
+    /// hit it found is gone or out of the scope (a change it has not applied).
+    fn search_indexed(
+        &self,
+        index: &SearchIndex,
+        expr: &fts5::Expr,
+        scope: &SearchScope,
+        limit: i64,
+    ) -> Result<Option<Vec<SearchHit>>> {
+        let Some((snapshot, position)) = crate::search_index::searchable(index) else {
+            return Ok(None);
+        };
+        let last: i64 = self.query_value("SELECT COALESCE(MAX(id), 0) FROM messages", args![])?;
+        if last - position.messages > TAIL_MOST {
+            return Ok(None);
+        }
+        let tail: Vec<TailDoc> = self
+            .search_tail(scope, position.messages, TAIL_MOST)?
+            .into_iter()
+            .map(|m| TailDoc { id: unsigned(m.id), subject: m.subject, body: m.body })
+            .collect();
+        let projects: Vec<u64> = scope.project_ids.iter().map(|p| unsigned(p.0)).collect();
+        let viewers: Option<Vec<u64>> =
+            scope.viewer_ids.as_ref().map(|v| v.iter().map(|a| unsigned(a.0)).collect());
+        let scoped = Scope { projects: &projects, viewers: viewers.as_deref() };
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let found = match snapshot.search(expr, scoped, limit, &tail) {
+            Ok(Some(found)) => found,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                tracing::warn!(error = %e, "the search index failed a search; searching the database");
+                return Ok(None);
+            }
+        };
+        let ids: Vec<i64> = found.iter().map(|h| i64::try_from(h.id).unwrap_or(i64::MAX)).collect();
+        let hits = self.search_hits_by_id(scope, &ids)?;
+        Ok((hits.len() == ids.len()).then_some(hits))
     }
 
     /// [`Self::search_fts`] on PostgreSQL: the expression as a tsquery (`model::tsquery`)
@@ -214,28 +268,203 @@ impl Db<'_> {
     }
 }
 
+/// A message as the search index takes it in.
+#[derive(Debug, Clone)]
+pub struct FeedMessage {
+    pub id: i64,
+    pub project_id: i64,
+    pub subject: String,
+    pub body: String,
+    pub created_ts: String,
+    /// Its sender and recipients.
+    pub who: Vec<u64>,
+}
+
+/// Where the database's messages and change log stand, for the search index's feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedEnds {
+    /// The highest message id (0: none).
+    pub last_message: i64,
+    /// The highest change `seq` ever written (0: none).
+    pub last_change: i64,
+    /// Changes up to this `seq` were trimmed.
+    pub trimmed_through: i64,
+}
+
+/// A message the index has not taken in: what a search scores it on.
+#[derive(Debug, Clone)]
+pub struct TailMessage {
+    pub id: i64,
+    pub subject: String,
+    pub body: String,
+}
+
+/// How long changes stay in `search_changes` before they are trimmed.
+const CHANGES_KEPT: &str = "1 day";
+
+impl Db<'_> {
+    /// Where messages and changes stand (migration 0017).
+    pub fn search_feed_ends(&self) -> Result<FeedEnds> {
+        let last_change = match self.dialect() {
+            // AUTOINCREMENT's high-water mark outlives trimmed rows.
+            Dialect::Sqlite => self.query_value(
+                "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'search_changes'), 0)",
+                args![],
+            )?,
+            Dialect::Postgres => self.query_value(
+                "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM search_changes_seq_seq",
+                args![],
+            )?,
+        };
+        Ok(FeedEnds {
+            last_message: self.query_value("SELECT COALESCE(MAX(id), 0) FROM messages", args![])?,
+            last_change,
+            trimmed_through: self
+                .query_value("SELECT MAX(through) FROM search_changes_trimmed", args![])?,
+        })
+    }
+
+    /// The `created_ts` of message `id`, as stored (the index's check that its last message is
+    /// still this database's).
+    pub fn search_feed_created(&self, id: i64) -> Result<Option<String>> {
+        self.query_opt(
+            "SELECT CAST(created_ts AS TEXT) FROM messages WHERE id = ?1",
+            args![id],
+            |row| row.get(0),
+        )
+    }
+
+    /// Changes after `seq`, oldest first: `(seq, message id)`.
+    pub fn search_feed_changes(&self, after: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
+        self.query_vec(
+            "SELECT seq, message_id FROM search_changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            args![after, limit],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+    }
+
+    /// Messages after id `after`, oldest first, with who sent and received them.
+    pub fn search_feed_messages(&self, after: i64, limit: i64) -> Result<Vec<FeedMessage>> {
+        self.feed_messages("m.id > ?1 ORDER BY m.id LIMIT ?2", args![after, limit])
+    }
+
+    /// The messages among `ids` that exist.
+    pub fn search_feed_messages_by_id(&self, ids: &[i64]) -> Result<Vec<FeedMessage>> {
+        let ids = format!("[{}]", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","));
+        self.feed_messages(
+            "m.id IN (SELECT CAST(value AS BIGINT) FROM json_each(?1)) ORDER BY m.id",
+            args![ids],
+        )
+    }
+
+    fn feed_messages(&self, filter: &str, values: &[&dyn Param]) -> Result<Vec<FeedMessage>> {
+        let mut messages = self.query_vec(
+            &format!(
+                "SELECT m.id, m.project_id, m.subject, m.body_md, CAST(m.created_ts AS TEXT), m.sender_id
+                 FROM messages m WHERE {filter}"
+            ),
+            values,
+            |row| {
+                Ok(FeedMessage {
+                    id: row.get(0)?,
+                    project_id: row.get(1)?,
+                    subject: row.get(2)?,
+                    body: row.get(3)?,
+                    created_ts: row.get(4)?,
+                    who: vec![u64::try_from(row.get::<i64>(5)?).unwrap_or_default()],
+                })
+            },
+        )?;
+        let (Some(first), Some(last)) = (messages.first(), messages.last()) else {
+            return Ok(messages);
+        };
+        let recipients: Vec<(i64, i64)> = self.query_vec(
+            "SELECT message_id, agent_id FROM message_recipients
+             WHERE message_id BETWEEN ?1 AND ?2 ORDER BY message_id",
+            args![first.id, last.id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )?;
+        let mut at = 0;
+        for (message_id, agent_id) in recipients {
+            while messages.get(at).is_some_and(|m| m.id < message_id) {
+                at += 1;
+            }
+            if let Some(message) = messages.get_mut(at).filter(|m| m.id == message_id) {
+                message.who.push(u64::try_from(agent_id).unwrap_or_default());
+            }
+        }
+        Ok(messages)
+    }
+
+    /// Drops changes older than a day and notes the highest trimmed.
+    pub fn trim_search_changes(&self) -> Result<()> {
+        let cutoff = match self.dialect() {
+            Dialect::Sqlite => format!("strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-{CHANGES_KEPT}')"),
+            Dialect::Postgres => format!(
+                "to_char((now() - interval '{CHANGES_KEPT}') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+            ),
+        };
+        let through: Option<i64> = self.query_value(
+            &format!("SELECT MAX(seq) FROM search_changes WHERE changed_ts < {cutoff}"),
+            args![],
+        )?;
+        if let Some(through) = through {
+            self.execute("DELETE FROM search_changes WHERE seq <= ?1", args![through])?;
+            self.execute("UPDATE search_changes_trimmed SET through = ?1", args![through])?;
+        }
+        Ok(())
+    }
+
+    /// Keeps SQLite on the messages' ids for a query whose ids are few: left to itself it
+    /// may take the project's index and read every message of the project.
+    fn by_id(&self) -> &'static str {
+        match self.dialect() {
+            Dialect::Sqlite => " NOT INDEXED",
+            Dialect::Postgres => "",
+        }
+    }
+
+    /// The scope's messages after id `after`, oldest first, at most `limit`.
+    pub fn search_tail(
+        &self,
+        scope: &SearchScope,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<TailMessage>> {
+        let (projects, viewers) = scope.bound();
+        let by_id = self.by_id();
+        self.query_vec(
+            &format!(
+                "SELECT m.id, m.subject, m.body_md FROM messages m{by_id}
+                 WHERE m.id > ?1 AND {SCOPE_FILTER} ORDER BY m.id LIMIT ?4"
+            ),
+            args![after, projects, viewers, limit],
+            |row| Ok(TailMessage { id: row.get(0)?, subject: row.get(1)?, body: row.get(2)? }),
+        )
+    }
+
+    /// The hits among `ids` that are in `scope`, in the order of `ids`.
+    pub fn search_hits_by_id(&self, scope: &SearchScope, ids: &[i64]) -> Result<Vec<SearchHit>> {
+        let list = format!("[{}]", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(","));
+        let (projects, viewers) = scope.bound();
+        let by_id = self.by_id();
+        let sql = format!(
+            "SELECT {HIT_COLUMNS} FROM messages m{by_id}
+             JOIN agents s ON s.id = m.sender_id JOIN projects sp ON sp.id = s.project_id
+             WHERE m.id IN (SELECT CAST(value AS BIGINT) FROM json_each(?1)) AND {SCOPE_FILTER}"
+        );
+        let mut hits = self.query_vec(&sql, args![list, projects, viewers], hit)?;
+        let rank: std::collections::HashMap<i64, usize> =
+            ids.iter().enumerate().map(|(rank, id)| (*id, rank)).collect();
+        hits.sort_by_key(|h| rank.get(&h.id.0).copied().unwrap_or(usize::MAX));
+        Ok(hits)
+    }
+}
+
 /// `query` restricted to subject and body and to the scope's projects' index tokens.
 fn scoped_match(scope: &SearchScope, query: &str) -> String {
     let projects: Vec<String> = scope.project_ids.iter().map(|id| format!("p{id}")).collect();
     format!("project_scope : ({}) AND {{subject body}} : ({query})", projects.join(" OR "))
-}
-
-/// Whether every `(` outside double-quoted strings is closed, in order.
-fn has_balanced_parentheses(query: &str) -> bool {
-    let mut depth = 0_usize;
-    let mut quoted = false;
-    for c in query.chars() {
-        match c {
-            '"' => quoted = !quoted,
-            '(' if !quoted => depth += 1,
-            ')' if !quoted => match depth.checked_sub(1) {
-                Some(d) => depth = d,
-                None => return false,
-            },
-            _ => {}
-        }
-    }
-    depth == 0
 }
 
 /// Whether FTS5 refused the query's syntax (the store's error carries SQLite's message).
@@ -250,16 +479,6 @@ fn is_fts_syntax_error(e: &Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parentheses_balance_outside_quoted_strings() {
-        for balanced in ["a", "(a OR b) AND c", "\"(\" a", "\"say \"\"(\"\"\" x", "NEAR(a b)"] {
-            assert!(has_balanced_parentheses(balanced), "{balanced}");
-        }
-        for unbalanced in ["(", "a)", "a) OR (b", "((a)", "\")\" )"] {
-            assert!(!has_balanced_parentheses(unbalanced), "{unbalanced}");
-        }
-    }
 
     /// The scoped expression run by FTS5 on the migrated table: only the projects' rows match
     /// (`p3` is a whole token, so project 30 stays out), and the user's words are looked for
