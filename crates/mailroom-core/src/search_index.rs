@@ -132,6 +132,17 @@ impl SearchIndexer {
     }
 }
 
+impl Drop for SearchIndexer {
+    /// A server dropped without [`SearchIndexer::close`] (a test's) stops its feeder soon,
+    /// which lets the store it holds go (not waited for: a drop may run on an async thread).
+    fn drop(&mut self) {
+        if let Some((stop, _)) = self.feeder.lock().unwrap_or_else(PoisonError::into_inner).as_ref()
+        {
+            stop.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
 /// The feeding thread's state.
 struct Feeder {
     index: Arc<SearchIndex>,
