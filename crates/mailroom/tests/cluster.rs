@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use common::receiver::{Receiver, SECRET, received, unique_ids};
 use mailroom_testkit::{
-    RedisServer, RegisterWebhookCall, SendCall, postgres_server, sent_message_id,
+    RedisServer, RegisterWebhookCall, SearchCall, SendCall, postgres_server, sent_message_id,
 };
 use serde_json::{Value, json};
 
@@ -394,6 +394,63 @@ async fn killing_an_instance_and_the_leader_during_a_send_storm_loses_nothing() 
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no message count in {report}"));
     assert!(checked >= acknowledged.len(), "{checked} messages checked: {report}");
+}
+
+/// Each instance keeps a search index of its own, fed from the shared database; all of them
+/// find the same messages in the same order, at once (each index's tail) and once each has
+/// taken them in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_instance_searches_its_own_index_alike() {
+    let cluster = Cluster::start(&[]).await;
+    let slug = open_pair(&cluster.instances[0]).await;
+    let words = ["deploy", "review", "cache", "token", "merge"];
+    for n in 0..60 {
+        let subject = format!("{} {} {n}", words[n % 5], words[(n / 5) % 5]);
+        let body = format!("{} and {}", words[(n * 3) % 5], words[(n + 2) % 5]);
+        let url = &cluster.instances[n % INSTANCES];
+        SendCall::new(&slug, "BlueLake", "GreenCastle", &subject).body(&body).ok_at(url).await;
+    }
+    let queries = ["deploy", "review OR cache", "\"deploy and\"", "token NOT merge"];
+    let searched = |url: String| {
+        let slug = slug.clone();
+        async move {
+            let mut all = Vec::new();
+            for query in queries {
+                let found = SearchCall::new(&slug, query).ok_at(&url).await;
+                let ids: Vec<Value> = found["result"].as_array().cloned().unwrap_or_default();
+                all.push(ids.iter().map(|m| m["id"].clone()).collect::<Vec<_>>());
+            }
+            all
+        }
+    };
+    let first = searched(cluster.instances[0].clone()).await;
+    assert!(first.iter().all(|ids| !ids.is_empty()), "{first:?}");
+    for url in &cluster.instances[1..] {
+        assert_eq!(searched(url.clone()).await, first, "{url}, at once");
+    }
+    let last =
+        postgres_server::query_i64s(&cluster.database_url, "SELECT max(id) FROM messages").await;
+    for (k, url) in cluster.instances.iter().enumerate() {
+        let meta = cluster.dir.join(format!("i{}/search-index/meta.json", k + 1));
+        let indexed = || -> i64 {
+            let meta: Value = std::fs::read_to_string(&meta)
+                .ok()
+                .and_then(|text| serde_json::from_str(&text).ok())
+                .unwrap_or(Value::Null);
+            let payload: Value = serde_json::from_str(meta["payload"].as_str().unwrap_or("{}"))
+                .unwrap_or(Value::Null);
+            payload["messages"].as_i64().unwrap_or(0)
+        };
+        for _ in 0..100 {
+            if indexed() >= last[0] {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(indexed() >= last[0], "instance {} never indexed message {}", k + 1, last[0]);
+        assert_eq!(searched(url.clone()).await, first, "{url}, indexed");
+    }
+    cluster.stop();
 }
 
 /// A leader that cannot write the archive (where its `STORAGE_ROOT` should have the archive's
