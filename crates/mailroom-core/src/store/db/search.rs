@@ -183,12 +183,10 @@ impl Db<'_> {
         let Some((snapshot, position)) = crate::search_index::searchable(index) else {
             return Ok(None);
         };
-        let last: i64 = self.query_value("SELECT COALESCE(MAX(id), 0) FROM messages", args![])?;
-        if last - position.messages > TAIL_MOST {
+        let Some(tail) = self.search_tail(scope, position.messages, TAIL_MOST)? else {
             return Ok(None);
-        }
-        let tail: Vec<TailDoc> = self
-            .search_tail(scope, position.messages, TAIL_MOST)?
+        };
+        let tail: Vec<TailDoc> = tail
             .into_iter()
             .map(|m| TailDoc { id: unsigned(m.id), subject: m.subject, body: m.body })
             .collect();
@@ -424,23 +422,35 @@ impl Db<'_> {
         }
     }
 
-    /// The scope's messages after id `after`, oldest first, at most `limit`.
+    /// The scope's messages after id `after`, oldest first; `None` when more than `most`
+    /// messages of any project come after it (the index lags too far to score them here).
+    /// One statement walking the ids past `after`, each marked in or out of the scope.
     pub fn search_tail(
         &self,
         scope: &SearchScope,
         after: i64,
-        limit: i64,
-    ) -> Result<Vec<TailMessage>> {
+        most: i64,
+    ) -> Result<Option<Vec<TailMessage>>> {
         let (projects, viewers) = scope.bound();
         let by_id = self.by_id();
-        self.query_vec(
+        let rows = self.query_vec(
             &format!(
-                "SELECT m.id, m.subject, m.body_md FROM messages m{by_id}
-                 WHERE m.id > ?1 AND {SCOPE_FILTER} ORDER BY m.id LIMIT ?4"
+                "SELECT m.id, CASE WHEN {SCOPE_FILTER} THEN m.subject END,
+                        CASE WHEN {SCOPE_FILTER} THEN m.body_md END
+                 FROM messages m{by_id} WHERE m.id > ?1 ORDER BY m.id LIMIT ?4"
             ),
-            args![after, projects, viewers, limit],
-            |row| Ok(TailMessage { id: row.get(0)?, subject: row.get(1)?, body: row.get(2)? }),
-        )
+            args![after, projects, viewers, most + 1],
+            |row| {
+                let id: i64 = row.get(0)?;
+                let subject: Option<String> = row.get(1)?;
+                let body: Option<String> = row.get(2)?;
+                Ok(subject.zip(body).map(|(subject, body)| TailMessage { id, subject, body }))
+            },
+        )?;
+        if rows.len() as i64 > most {
+            return Ok(None);
+        }
+        Ok(Some(rows.into_iter().flatten().collect()))
     }
 
     /// The hits among `ids` that are in `scope`, in the order of `ids`.
