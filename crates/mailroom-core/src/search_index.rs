@@ -81,40 +81,52 @@ impl SearchIndexer {
     pub fn open(config: &SearchIndexConfig, store: &Store) -> Option<Arc<Self>> {
         let dir = config.dir.as_ref()?;
         let opened = if config.writes {
-            SearchIndex::open_writable(dir).map(Some)
+            Self::open_and_feed(dir, store)
         } else {
-            SearchIndex::open_read_only(dir)
+            SearchIndex::open_read_only(dir).map(|index| {
+                index.map(|index| {
+                    Arc::new(Self { index: Arc::new(index), feeder: Mutex::new(None) })
+                })
+            })
         };
-        let index = match opened {
-            Ok(index) => Arc::new(index?),
-            Err(e) => {
-                tracing::warn!(dir = %dir.display(), error = %e, "cannot open the search index; searching the database");
-                return None;
-            }
+        opened.unwrap_or_else(|e| {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot open the search index; searching the database");
+            None
+        })
+    }
+
+    /// Opens the index to write it on the feeder's own thread, at background priority: the
+    /// threads Tantivy starts for its writer (indexing, merging) inherit that priority, so
+    /// they never hold a core a request waits for.
+    fn open_and_feed(
+        dir: &std::path::Path,
+        store: &Store,
+    ) -> mailroom_search::Result<Option<Arc<Self>>> {
+        let (opened, receive) = std::sync::mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (dir, store, stopping) = (dir.to_path_buf(), store.clone(), Arc::clone(&stop));
+        let spawned =
+            std::thread::Builder::new().name("mailroom-search-index".into()).spawn(move || {
+                crate::background::lower_thread_priority();
+                match SearchIndex::open_writable(&dir) {
+                    Ok(index) => {
+                        let index = Arc::new(index);
+                        let _ = opened.send(Ok(Arc::clone(&index)));
+                        Feeder { index, store, stop: stopping }.run();
+                    }
+                    Err(e) => {
+                        let _ = opened.send(Err(e));
+                    }
+                }
+            });
+        let thread = match spawned {
+            Ok(thread) => thread,
+            Err(e) => return Err(mailroom_search::Error::from(e)),
         };
-        let indexer = Arc::new(Self { index, feeder: Mutex::new(None) });
-        if config.writes {
-            let stop = Arc::new(AtomicBool::new(false));
-            let feeder = Feeder {
-                index: Arc::clone(&indexer.index),
-                store: store.clone(),
-                stop: Arc::clone(&stop),
-            };
-            match std::thread::Builder::new()
-                .name("mailroom-search-index".into())
-                .spawn(move || feeder.run())
-            {
-                Ok(thread) => {
-                    *indexer.feeder.lock().unwrap_or_else(PoisonError::into_inner) =
-                        Some((stop, thread))
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot start the search index's feeder; searching the database");
-                    return None;
-                }
-            }
-        }
-        Some(indexer)
+        let index = receive.recv().map_err(|_| {
+            mailroom_search::Error::InternalError("the search index's thread ended".into())
+        })??;
+        Ok(Some(Arc::new(Self { index, feeder: Mutex::new(Some((stop, thread))) })))
     }
 
     /// The index, for searches.
