@@ -178,21 +178,27 @@ impl Parser {
     }
 
     fn or(&mut self, columns: Columns) -> Option<Expr> {
-        let mut terms = vec![self.and(columns)?];
-        while self.is_keyword("OR") {
-            self.at += 1;
-            terms.push(self.and(columns)?);
-        }
-        Some(one_or(terms, Expr::Or))
+        self.joined("OR", Self::and, Expr::Or, columns)
     }
 
     fn and(&mut self, columns: Columns) -> Option<Expr> {
-        let mut terms = vec![self.not(columns)?];
-        while self.is_keyword("AND") {
+        self.joined("AND", Self::not, Expr::And, columns)
+    }
+
+    /// `operand (keyword operand)*`, as one `make` node when there are several.
+    fn joined(
+        &mut self,
+        keyword: &str,
+        operand: fn(&mut Self, Columns) -> Option<Expr>,
+        make: fn(Vec<Expr>) -> Expr,
+        columns: Columns,
+    ) -> Option<Expr> {
+        let mut terms = vec![operand(self, columns)?];
+        while self.is_keyword(keyword) {
             self.at += 1;
-            terms.push(self.not(columns)?);
+            terms.push(operand(self, columns)?);
         }
-        Some(one_or(terms, Expr::And))
+        Some(one_or(terms, make))
     }
 
     /// `x NOT y`, where both sides are runs of phrases side by side.

@@ -179,32 +179,27 @@ impl Snapshot {
                 if folded.is_empty() {
                     return Ok(Plan::Nothing);
                 }
+                // Each word's `n`, where Tantivy's weights read it (under each project's term).
+                let mut word_n = Vec::with_capacity(folded.len());
                 for word in &folded {
                     let one = std::slice::from_ref(word);
                     let n = doc_freq(one)?;
                     for project in scope.projects {
                         stats.doc_freqs.insert(self.terms(one, *project).remove(0), n);
                     }
+                    word_n.push(n.min(stats.total));
                 }
-                // Tantivy weighs a phrase by the sum of its words' idfs; FTS5 by the phrase's
-                // own, from the messages holding it.
                 let first = scope.projects.first().copied().unwrap_or_default();
                 let mut bm25 = Bm25Weight::for_terms(&*stats, &self.terms(&folded, first))?;
-                let boost = if folded.len() == 1 {
-                    fts5_boost(stats.doc_freqs[&self.terms(&folded, first)[0]], stats.total)
-                } else {
-                    let n = doc_freq(&folded)?.min(stats.total);
-                    let summed: f64 = folded
-                        .iter()
-                        .map(|w| {
-                            tantivy_idf(
-                                stats.doc_freqs[&self.terms(std::slice::from_ref(w), first)[0]]
-                                    .min(stats.total),
-                                stats.total,
-                            )
-                        })
-                        .sum();
-                    (fts5_idf(n, stats.total) / summed) as Score
+                // Tantivy weighs a phrase by the sum of its words' idfs; FTS5 by the phrase's
+                // own, from the messages holding it.
+                let boost = match word_n.as_slice() {
+                    [n] => fts5_boost(*n, stats.total),
+                    _ => {
+                        let n = doc_freq(&folded)?.min(stats.total);
+                        let summed: f64 = word_n.iter().map(|n| tantivy_idf(*n, stats.total)).sum();
+                        (fts5_idf(n, stats.total) / summed) as Score
+                    }
                 };
                 bm25 = bm25.boost_by(boost);
                 Plan::Leaf { words: folded, bm25, boost }

@@ -435,16 +435,15 @@ impl Db<'_> {
         let by_id = self.by_id();
         let rows = self.query_vec(
             &format!(
-                "SELECT m.id, CASE WHEN {SCOPE_FILTER} THEN m.subject END,
-                        CASE WHEN {SCOPE_FILTER} THEN m.body_md END
+                "SELECT m.id, CASE WHEN {SCOPE_FILTER} THEN 1 ELSE 0 END, m.subject, m.body_md
                  FROM messages m{by_id} WHERE m.id > ?1 ORDER BY m.id LIMIT ?4"
             ),
             args![after, projects, viewers, most + 1],
             |row| {
-                let id: i64 = row.get(0)?;
-                let subject: Option<String> = row.get(1)?;
-                let body: Option<String> = row.get(2)?;
-                Ok(subject.zip(body).map(|(subject, body)| TailMessage { id, subject, body }))
+                let in_scope: bool = row.get(1)?;
+                let message =
+                    TailMessage { id: row.get(0)?, subject: row.get(2)?, body: row.get(3)? };
+                Ok(in_scope.then_some(message))
             },
         )?;
         if rows.len() as i64 > most {
