@@ -155,7 +155,9 @@ async fn a_worktrees_project_is_adopted_with_its_mail_and_files() {
     assert_eq!(aliases, serde_json::json!({"former_slugs": [old]}));
     let subject = git(&archive, &["log", "-1", "--format=%s"]);
     assert_eq!(subject.trim(), format!("chore: adopt project {old} into {new}"));
-    let digest = git(&archive, &["show", &format!("HEAD:projects/{new}/messages/threads/T-1.md")]);
+    let threads = format!("projects/{new}/messages/threads/");
+    let digest = moved.iter().find(|p| p.starts_with(&threads) && p.ends_with("/T-1.md"));
+    let digest = git(&archive, &["show", &format!("HEAD:{}", digest.expect("the digest"))]);
     let entries = digest.matches("[View canonical]").count();
     assert_eq!(entries, 2, "both projects' messages in one digest: {digest}");
     let verified = run(&data, &["archive", "verify"], "");

@@ -93,7 +93,14 @@ async fn every_acknowledged_message_survives_sigkill_in_the_database_and_the_arc
         let suffix = format!("__{id}.md");
         assert!(canonical.iter().any(|f| f.ends_with(&suffix)), "message {id} is in the archive");
     }
-    let digest = git(&root, &["show", "HEAD:projects/work-crash/messages/threads/STORM.md"]);
+    // The thread's digest of the month (messages/threads/YYYY/MM/).
+    let digest = files
+        .lines()
+        .find(|f| {
+            f.starts_with("projects/work-crash/messages/threads/") && f.ends_with("/STORM.md")
+        })
+        .expect("the thread's digest");
+    let digest = git(&root, &["show", &format!("HEAD:{digest}")]);
     for id in &acked {
         let entries = digest.matches(&format!("__{id}.md)")).count();
         assert_eq!(entries, 1, "message {id} appears once in the thread digest");

@@ -403,19 +403,46 @@ pub fn profile_path(project_slug: &str, agent_name: &str) -> String {
     format!("{}/agents/{agent_name}/profile.json", project_directory(project_slug))
 }
 
-/// The path of a thread's digest: `projects/<slug>/messages/threads/<thread_id>.md`.
+/// The path of a thread's digest for the messages of one month:
+/// `projects/<slug>/messages/threads/YYYY/MM/<thread_id>.md` (docs/compat/archive.md §4).
+/// The reference keeps one flat directory of digests, which grows with every thread ever
+/// started; Git rewrites a directory's whole tree on each commit that touches it, so that
+/// cost grew with the archive. A month's directory holds only the threads written that month,
+/// and leaves the work tree with the month's other directories.
 ///
 /// The thread id is used verbatim; callers must have checked it against the thread-id rule
 /// (alphanumeric start, then letters, digits, `.`, `_`, `-`), which keeps it one path component.
-pub fn thread_digest_path(project_slug: &str, thread_id: &str) -> String {
+pub fn thread_digest_path(project_slug: &str, thread_id: &str, created: Timestamp) -> String {
+    format!(
+        "{}/messages/threads/{}/{thread_id}.md",
+        project_directory(project_slug),
+        month_directory(created)
+    )
+}
+
+/// The reference's path of a thread's digest, `projects/<slug>/messages/threads/<thread_id>.md`:
+/// archives written before the monthly digests have their threads' earlier entries there.
+/// Nothing is appended to it any more; `archive verify` and `rebuild` accept an entry found in
+/// it.
+pub fn legacy_thread_digest_path(project_slug: &str, thread_id: &str) -> String {
     format!("{}/messages/threads/{thread_id}.md", project_directory(project_slug))
 }
 
-/// The path of the digest of the message's thread; `None` when the message has no thread id
-/// that passes the thread-id rule (such messages get no digest).
+/// The message's thread id, when it passes the thread-id rule (other messages get no digest).
+pub fn digest_thread_id(doc: &MessageDoc) -> Option<&str> {
+    doc.thread_id.as_deref().filter(|t| is_valid_thread_id(t))
+}
+
+/// The path of the digest the message's entry goes to; `None` when the message has no thread
+/// id that passes the thread-id rule.
 pub fn digest_path(doc: &MessageDoc) -> Option<String> {
-    let thread_id = doc.thread_id.as_deref().filter(|t| is_valid_thread_id(t))?;
-    Some(thread_digest_path(&doc.project_slug, thread_id))
+    Some(thread_digest_path(&doc.project_slug, digest_thread_id(doc)?, doc.created))
+}
+
+/// The reference's flat digest of the message's thread, where an archive from before the
+/// monthly digests may hold its entry.
+pub fn legacy_digest_path(doc: &MessageDoc) -> Option<String> {
+    Some(legacy_thread_digest_path(&doc.project_slug, digest_thread_id(doc)?))
 }
 
 /// The two artifacts of a file reservation: the legacy one named by the SHA-1 of its pattern

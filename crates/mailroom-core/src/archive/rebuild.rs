@@ -2,7 +2,8 @@
 //!
 //! Messages (canonical, outbox and inbox copies) and profiles are rendered exactly as the
 //! archive writer renders them; thread digests are written from scratch (header, then one
-//! entry per message of the thread in id order) instead of appended to. Only files whose
+//! entry per message of the thread and month in id order) instead of appended to, without
+//! the entries an archive from before the monthly digests holds in the thread's flat digest. Only files whose
 //! bytes differ from HEAD are kept, so the commit shows just what was repaired and memory
 //! holds only that; a profile that differs only in `last_active_ts` counts as unchanged.
 //! File-reservation artifacts missing from HEAD are written again. Files the database knows
@@ -13,8 +14,10 @@ use std::path::Path;
 
 use mailroom_git::CommittedFiles;
 
+use super::format;
 use super::maintenance::{Progress, for_each_message};
-use super::{format, render, verify};
+use super::verify::{DIGEST_CACHE_BYTES, Digests};
+use super::{render, verify};
 use crate::error::Result;
 use crate::records::MessageId;
 use crate::store::Db;
@@ -86,7 +89,12 @@ pub(super) fn regenerate(
     projects: Projects<'_>,
     progress: Progress<'_>,
 ) -> Result<Regenerated> {
-    let mut out = Collector { head, files: Vec::new(), report: RebuildReport::default() };
+    let mut out = Collector {
+        head,
+        files: Vec::new(),
+        report: RebuildReport::default(),
+        legacy_digests: Digests::new(DIGEST_CACHE_BYTES),
+    };
     // A thread's digest is kept only until its last message is in it, and messages are read
     // a page at a time: memory follows the threads open at once, not the archive.
     let mut digests: HashMap<String, String> = HashMap::new();
@@ -140,6 +148,8 @@ struct Collector<'a> {
     head: &'a CommittedFiles,
     files: Vec<(String, Vec<u8>)>,
     report: RebuildReport,
+    /// The reference's flat digests read (archives from before the monthly digests).
+    legacy_digests: Digests,
 }
 
 impl Collector<'_> {
@@ -161,11 +171,16 @@ impl Collector<'_> {
             self.offer(path.clone(), bytes.clone());
             self.report.message_files += 1;
         }
-        if let (Some(path), Some(thread_id)) = (format::digest_path(&doc), doc.thread_id.as_deref())
+        if let (Some(path), Some(thread_id)) =
+            (format::digest_path(&doc), format::digest_thread_id(&doc))
         {
-            let digest =
-                digests.entry(path.clone()).or_insert_with(|| format::digest_header(thread_id));
-            digest.push_str(&format::digest_entry(&doc, &paths.canonical));
+            // An archive from before the monthly digests has the entry in the thread's flat
+            // digest: it stays there, and the month's digest is not written for it.
+            if !self.legacy_digests.legacy_holds(self.head, &doc, &paths.canonical) {
+                let digest =
+                    digests.entry(path.clone()).or_insert_with(|| format::digest_header(thread_id));
+                digest.push_str(&format::digest_entry(&doc, &paths.canonical));
+            }
             if last_of_thread.contains(&id)
                 && let Some(text) = digests.remove(&path)
             {

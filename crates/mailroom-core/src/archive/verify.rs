@@ -261,7 +261,7 @@ pub(super) fn recheck_unknown(db: &Db<'_>, report: &mut VerifyReport) -> Result<
 }
 
 /// Bytes of digest texts kept for the next messages of their threads.
-const DIGEST_CACHE_BYTES: usize = 32 << 20;
+pub(super) const DIGEST_CACHE_BYTES: usize = 32 << 20;
 
 struct Checker<'a> {
     files: &'a CommittedFiles,
@@ -272,8 +272,8 @@ struct Checker<'a> {
 /// The digests read: a thread's messages are mostly close together, so its digest is kept
 /// for the next ones, in two generations of at most its budget together. When the newer
 /// fills, the older is dropped (a digest needed again is read again), so memory does not
-/// grow with the number of threads.
-struct Digests {
+/// grow with the number of threads. `rebuild` reads the reference's flat digests with it.
+pub(super) struct Digests {
     /// Bytes of text kept, both generations together.
     budget: usize,
     newer: HashMap<String, String>,
@@ -284,7 +284,7 @@ struct Digests {
 }
 
 impl Digests {
-    fn new(budget: usize) -> Self {
+    pub(super) fn new(budget: usize) -> Self {
         Self {
             budget,
             newer: HashMap::new(),
@@ -296,7 +296,7 @@ impl Digests {
 
     /// The committed text of the digest at `path` (`None`: not committed), and whether this
     /// is the first look at a missing one.
-    fn text(&mut self, files: &CommittedFiles, path: &str) -> (Option<&str>, bool) {
+    pub(super) fn text(&mut self, files: &CommittedFiles, path: &str) -> (Option<&str>, bool) {
         if self.missing.contains(path) {
             return (None, false);
         }
@@ -320,6 +320,22 @@ impl Digests {
             self.newer.insert(path.to_owned(), text);
         }
         (self.newer.get(path).map(String::as_str), false)
+    }
+
+    /// Whether the reference's flat digest of the message's thread (where an archive from
+    /// before the monthly digests has its entries) holds the message's entry.
+    pub(super) fn legacy_holds(
+        &mut self,
+        files: &CommittedFiles,
+        doc: &MessageDoc,
+        canonical: &str,
+    ) -> bool {
+        let Some(legacy) = format::legacy_digest_path(doc) else { return false };
+        files.contains(&legacy)
+            && self
+                .text(files, &legacy)
+                .0
+                .is_some_and(|text| format::digest_contains(text, canonical))
     }
 }
 
@@ -362,18 +378,28 @@ impl Checker<'_> {
         }
     }
 
+    /// The message's entry must be in its month's digest, or else in its thread's flat digest
+    /// of the reference's layout (an archive from before the monthly digests, which is read
+    /// only when the month's digest lacks the entry).
     fn digest_entry(&mut self, doc: &MessageDoc, path: String, thread_id: &str, canonical: &str) {
         let (text, first_look) = self.digests.text(self.files, &path);
-        let difference = match text {
+        let found = text.map(|text| format::digest_contains(text, canonical));
+        if found == Some(true) {
+            return;
+        }
+        if self.digests.legacy_holds(self.files, doc, canonical) {
+            // The month's digest may still be missing for a later message of the thread,
+            // which then has to be reported.
+            self.digests.missing.remove(&path);
+            return;
+        }
+        self.differ(match found {
             None if first_look => {
-                Some(Difference::MissingDigest { path, thread_id: thread_id.to_owned() })
+                Difference::MissingDigest { path, thread_id: thread_id.to_owned() }
             }
-            Some(text) if !format::digest_contains(text, canonical) => {
-                Some(Difference::MissingDigestEntry { path, message_id: doc.id })
-            }
-            _ => None,
-        };
-        self.report.differences.extend(difference);
+            None => return,
+            Some(_) => Difference::MissingDigestEntry { path, message_id: doc.id },
+        });
     }
 
     fn profile(&mut self, path: String, expected: &[u8], agent: String) {

@@ -2,12 +2,13 @@
 //! index, which the writer rewrites (streamed) as commits land, and a file in the work tree;
 //! left alone both grow with the archive without end (about four files per message). Past
 //! `ARCHIVE_WORKTREE_MAX_FILES` index entries the oldest month leaves the work tree: every
-//! `messages/YYYY/MM` and `agents/<Name>/{inbox,outbox}/YYYY/MM` directory of that month,
-//! in every project, is retired (`mailroom_git`'s sparse checkout: one index entry each, no
+//! `messages/YYYY/MM`, `messages/threads/YYYY/MM` and `agents/<Name>/{inbox,outbox}/YYYY/MM`
+//! directory of that month, in every project, is retired (`mailroom_git`'s sparse checkout: one index entry each, no
 //! files), one month per look, down to the current month if the budget demands it. The
 //! commits keep every file (`git show HEAD:<path>`, `git log`, the web UI and `archive
 //! verify` read them there); `git sparse-checkout add <dir>` brings a directory back.
-//! Profiles, thread digests, reservation artifacts and attachments never leave.
+//! Profiles, the reference's flat thread digests, reservation artifacts and attachments
+//! never leave.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -103,6 +104,7 @@ fn month_directories(repo: &ArchiveRepo) -> Result<BTreeMap<String, Vec<String>>
     for project in repo.directories_in("projects")? {
         let base = format!("projects/{project}");
         add_months_of(format!("{base}/messages"))?;
+        add_months_of(format!("{base}/messages/threads"))?;
         for agent in repo.directories_in(&format!("{base}/agents"))? {
             for mailbox in ["inbox", "outbox"] {
                 add_months_of(format!("{base}/agents/{agent}/{mailbox}"))?;

@@ -56,7 +56,9 @@ async fn messages_profiles_and_digests_are_committed_and_readable_with_git() {
     assert_eq!(meta["project"], "/work/archive");
     assert!(text.ends_with("\n\nStep one.\nStep two.\n"), "body stripped: {text:?}");
 
-    let digest = git(&root, &["show", &format!("HEAD:projects/{slug}/messages/threads/T-7.md")]);
+    let threads = format!("projects/{slug}/messages/threads/");
+    let digest = files.iter().find(|f| f.starts_with(&threads) && f.ends_with("/T-7.md"));
+    let digest = git(&root, &["show", &format!("HEAD:{}", digest.expect("the month's digest"))]);
     assert!(digest.starts_with("# Thread T-7\n\n"), "{digest}");
     assert_eq!(digest.matches("[View canonical](").count(), 2, "both messages: {digest}");
 

@@ -288,7 +288,11 @@ fn message_paths_cover_every_copy() {
 fn other_paths() {
     let cases = [
         (profile_path("p", "BlueLake"), "projects/p/agents/BlueLake/profile.json"),
-        (thread_digest_path("p", "TKT-1"), "projects/p/messages/threads/TKT-1.md"),
+        (
+            thread_digest_path("p", "TKT-1", at("2025-01-31T23:59:59Z")),
+            "projects/p/messages/threads/2025/01/TKT-1.md",
+        ),
+        (legacy_thread_digest_path("p", "TKT-1"), "projects/p/messages/threads/TKT-1.md"),
     ];
     for (actual, expected) in cases {
         check(expected, actual.as_str(), expected);

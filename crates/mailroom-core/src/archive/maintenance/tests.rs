@@ -127,7 +127,7 @@ fn verify_names_every_kind_of_damage_and_rebuild_repairs_what_the_database_knows
     let inbox = committed(&root, &format!("{projects}agents/RedStone/inbox/"), "__1.md");
     let canonical = committed(&root, &format!("{projects}messages/"), "__2.md");
     let profile = format!("{projects}agents/GreenCastle/profile.json");
-    let digest = format!("{projects}messages/threads/T-1.md");
+    let digest = committed(&root, &format!("{projects}messages/threads/"), "/T-1.md");
     let stray = format!("{projects}messages/2025/01/2025-01-01T00-00-00Z__ghost__99.md");
     let misplaced = canonical.replace(SLUG, "work-beta");
     git(&root, &["rm", "-q", &inbox]);
@@ -161,6 +161,62 @@ fn verify_names_every_kind_of_damage_and_rebuild_repairs_what_the_database_knows
     check("left in place", lines(&verify(&config).expect("verify")), expected[5..].to_vec());
     let again = rebuild(&config, &mut |_, _| {}).expect("rebuild again");
     check("nothing to do", (again.files_written, again.commit), (0, None));
+}
+
+/// An archive written before the monthly digests has each thread's entries in the
+/// reference's flat digest (`messages/threads/<thread>.md`): it verifies clean and a rebuild
+/// writes nothing; the thread's next message goes to the month's digest and the flat one is
+/// left as it is; an entry in neither is reported on the month's digest, and a rebuild puts
+/// it there.
+#[test]
+fn an_archive_with_the_references_flat_digests_still_verifies_and_rebuilds() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = config(dir.path());
+    seed(&config);
+    let root = config.storage_root.clone();
+    let monthly = committed(&root, &format!("projects/{SLUG}/messages/threads/"), "/T-1.md");
+    let flat = format!("projects/{SLUG}/messages/threads/T-1.md");
+    git(&root, &["mv", &monthly, &flat]);
+    git(&root, &["commit", "-qm", "the reference's layout"]);
+    let report = verify(&config).expect("verify");
+    assert!(report.is_clean(), "{:#?}", report.differences);
+    let rebuilt = rebuild(&config, &mut |_, _| {}).expect("rebuild");
+    check("nothing to rebuild", (rebuilt.files_written, rebuilt.commit), (0, None));
+
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let core = Mailroom::open(config.clone()).expect("open");
+    runtime.block_on(async {
+        let reply = ReplyMessage {
+            project_key: SLUG.into(),
+            message_id: MessageId(2),
+            sender_name: "BlueLake".into(),
+            body_md: "Done.".into(),
+            ..ReplyMessage::default()
+        };
+        core.reply_message(reply).await.expect("reply");
+        core.archive().expect("archive").flushed().await;
+    });
+    core.close();
+    drop(core);
+    let files = CommittedFiles::open(&root).expect("open").expect("repository");
+    let read = |path: &str| String::from_utf8(files.read(path).expect("read").expect(path));
+    let month = read(&monthly).expect("text");
+    check("the month's digest", month.matches("[View canonical](").count(), 1);
+    assert!(month.contains("__3.md)"), "{month}");
+    assert_eq!(read(&flat).expect("text").matches("[View canonical](").count(), 2);
+    let report = verify(&config).expect("verify");
+    assert!(report.is_clean(), "{:#?}", report.differences);
+
+    edit_and_commit(&root, &flat, |text| text.split("## ").next().unwrap_or("").to_owned());
+    let expected = [
+        format!("incomplete: {monthly} (digest lacks message 1)"),
+        format!("incomplete: {monthly} (digest lacks message 2)"),
+    ];
+    check("damaged", lines(&verify(&config).expect("verify")), expected.to_vec());
+    let rebuilt = rebuild(&config, &mut |_, _| {}).expect("rebuild");
+    check("the month's digest rewritten", rebuilt.files_written, 1);
+    let report = verify(&config).expect("verify");
+    assert!(report.is_clean(), "{:#?}", report.differences);
 }
 
 /// Takes message 1's inbox copy out of HEAD and queues its archive work again: what a server
@@ -315,6 +371,10 @@ fn paths_are_classified_by_their_place_in_the_layout() {
             Some(ArchivePath::Project { slug: "p" }),
         ),
         ("projects/p/messages/threads/42.md".to_owned(), Some(ArchivePath::Project { slug: "p" })),
+        (
+            "projects/p/messages/threads/2025/01/42.md".to_owned(),
+            Some(ArchivePath::Project { slug: "p" }),
+        ),
         (format!("projects/p/messages/25/01/{file}"), Some(ArchivePath::Project { slug: "p" })),
         (
             format!("projects/p/agents/A/drafts/2025/01/{file}"),
@@ -517,7 +577,10 @@ fn months_retired_from_the_work_tree_stay_in_git_and_verify_clean() {
         retired.iter().any(|(d, n)| d.ends_with(&format!("BlueLake/inbox/{month}")) && *n == 2)
     );
     assert!(!root.join(&canonical).exists(), "the month left the work tree");
-    assert!(root.join(format!("projects/{SLUG}/messages/threads/T-1.md")).exists());
+    let threads = format!("projects/{SLUG}/messages/threads/{month}");
+    assert!(retired.iter().any(|(d, _)| *d == threads), "the month's digests leave: {retired:?}");
+    assert!(root.join(format!("projects/{SLUG}/agents/RedStone/profile.json")).exists());
+    committed(&root, &format!("{threads}/"), "/T-1.md");
     committed(&root, &format!("{canonical}/"), "__3.md");
     let status = Command::new("git").arg("-C").arg(&root).args(["status", "--porcelain"]).output();
     assert_eq!(String::from_utf8_lossy(&status.expect("git").stdout), "");

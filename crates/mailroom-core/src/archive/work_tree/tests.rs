@@ -17,7 +17,9 @@ fn archive(root: &std::path::Path) -> ArchiveRepo {
             files.push((format!("{base}/messages/{month}/{name}"), body.clone()));
             files.push((format!("{base}/agents/BlueLake/outbox/{month}/{name}"), body.clone()));
             files.push((format!("{base}/agents/GreenCastle/inbox/{month}/{name}"), body));
+            files.push((format!("{base}/messages/threads/{month}/t.md"), b"t\n".to_vec()));
         }
+        // The reference's flat digest, as an archive from before the monthly ones holds it.
         files.push((format!("projects/{project}/messages/threads/t.md"), b"t\n".to_vec()));
         let profile = format!("projects/{project}/agents/BlueLake/profile.json");
         files.push((profile, b"{}\n".to_vec()));
@@ -32,14 +34,15 @@ fn status(root: &std::path::Path) -> String {
     String::from_utf8_lossy(&output.expect("git").stdout).into_owned()
 }
 
-/// Over budget, the oldest month leaves the work tree in every project and mailbox, one
-/// month per look; what is not a month directory stays; Git sees a clean work tree.
+/// Over budget, the oldest month leaves the work tree in every project and mailbox, its
+/// thread digests too, one month per look; what is not a month directory stays (the flat
+/// digests of the reference's layout among them); Git sees a clean work tree.
 #[test]
 fn the_oldest_month_leaves_the_work_tree_first_in_every_project() {
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path().join("archive");
     let mut repo = archive(&root);
-    assert_eq!(repo.index_entries(), 23);
+    assert_eq!(repo.index_entries(), 29);
 
     let mut budget = WorkTreeBudget::new(100);
     budget.keep(&mut repo);
@@ -48,14 +51,16 @@ fn the_oldest_month_leaves_the_work_tree_first_in_every_project() {
     let mut budget = WorkTreeBudget::new(10);
     budget.keep(&mut repo);
     let retired: Vec<&str> = repo.retired_directories().collect();
-    assert_eq!(retired.len(), 6, "{retired:?}");
+    assert_eq!(retired.len(), 8, "{retired:?}");
     assert!(retired.iter().all(|d| d.ends_with("2025/12")), "{retired:?}");
     assert!(!root.join("projects/alpha/messages/2025/12").exists());
     assert!(!root.join("projects/beta/agents/GreenCastle/inbox/2025/12").exists());
+    assert!(!root.join("projects/beta/messages/threads/2025/12").exists());
     assert!(root.join("projects/alpha/messages/2026/01").exists());
-    assert_eq!(repo.index_entries(), 23, "each directory held one file: one sparse entry now");
+    assert!(root.join("projects/alpha/messages/threads/2026/01/t.md").exists());
+    assert_eq!(repo.index_entries(), 29, "each directory held one file: one sparse entry now");
     budget.keep(&mut repo);
-    assert_eq!(repo.retired_directories().count(), 6, "one look per interval");
+    assert_eq!(repo.retired_directories().count(), 8, "one look per interval");
 
     assert_eq!(
         retire_oldest_month(&mut repo).expect("retire").map(|m| m.0),
@@ -68,7 +73,7 @@ fn the_oldest_month_leaves_the_work_tree_first_in_every_project() {
     assert_eq!(retire_oldest_month(&mut repo).expect("retire"), None, "no month left");
     let mut budget = WorkTreeBudget::new(10);
     budget.keep(&mut repo);
-    assert_eq!(budget.full_at, Some(23), "nothing to retire: the next look waits for growth");
+    assert_eq!(budget.full_at, Some(29), "nothing to retire: the next look waits for growth");
     assert!(root.join("projects/alpha/messages/threads/t.md").exists());
     assert!(root.join("projects/beta/agents/BlueLake/profile.json").exists());
     assert_eq!(status(&root), "");
