@@ -28,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0015_webhooks.sql"),
     include_str!("migrations/0016_webhook_due_per_webhook.sql"),
     include_str!("migrations/0017_search_changes.sql"),
+    include_str!("migrations/0018_contentless_fts.sql"),
 ];
 
 /// PostgreSQL's migrations, in order; their own sequence (the first is SQLite's 0001-0016 as
@@ -157,6 +158,74 @@ mod tests {
         super::super::search::index_pending_messages(&super::super::Db::new(&conn, false))
             .expect("index pending");
         assert_eq!(hits("project_scope : p2 AND {subject body} : (shared)"), vec![2, 3]);
+    }
+
+    /// 0018 drops FTS5's copy of every subject and body: the index keeps only itself, finds
+    /// what it found, and still takes deletions and edits by rowid (a message still waiting to
+    /// be indexed included).
+    #[test]
+    fn the_full_text_index_keeps_no_copy_of_the_text() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        for sql in &MIGRATIONS[..17] {
+            conn.execute_batch(sql).expect("old migration");
+        }
+        conn.pragma_update(None, "user_version", 17_i64).expect("version");
+        conn.execute_batch(
+            "INSERT INTO projects (id, slug, human_key, created_at) VALUES (1, 'a', '/a', '2026-01-01');
+             INSERT INTO agents (id, project_id, name, program, model, inception_ts, last_active_ts)
+                 VALUES (1, 1, 'BlueLake', 'p', 'm', '2026-01-01', '2026-01-01');
+             INSERT INTO messages (id, project_id, sender_id, subject, body_md, created_ts) VALUES
+                 (1, 1, 1, 'deploy', 'shared words', '2026-01-01'),
+                 (2, 1, 1, 'deploy', 'other words', '2026-01-01');",
+        )
+        .expect("seed");
+        let db =
+            |conn: &Connection| super::super::search::index_pending_messages(&Db::new(conn, false));
+        db(&conn).expect("indexed");
+        conn.execute(
+            "INSERT INTO messages (id, project_id, sender_id, subject, body_md, created_ts)
+             VALUES (3, 1, 1, 'deploy', 'pending words', '2026-01-02')",
+            [],
+        )
+        .expect("a message not yet indexed");
+        migrate(&mut conn).expect("migrate");
+        let hits = |conn: &Connection, query: &str| -> Vec<i64> {
+            let mut stmt = conn
+                .prepare(
+                    "SELECT rowid FROM fts_messages WHERE fts_messages MATCH ?1 ORDER BY rowid",
+                )
+                .expect("prepare");
+            let rows = stmt.query_map([query], |row| row.get(0)).expect("query");
+            rows.collect::<rusqlite::Result<_>>().expect("rows")
+        };
+        let one = |conn: &Connection, sql: &str| -> i64 {
+            conn.query_row(sql, [], |row| row.get(0)).expect(sql)
+        };
+        assert_eq!(hits(&conn, "deploy"), vec![1, 2], "the pending message waits for its turn");
+        assert_eq!(
+            one(&conn, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'fts_messages_content'"),
+            0
+        );
+        db(&conn).expect("indexed");
+        assert_eq!(hits(&conn, "words"), vec![1, 2, 3]);
+
+        conn.execute_batch(
+            "DELETE FROM messages WHERE id = 2;
+             UPDATE messages SET subject = 'rollback' WHERE id = 1;
+             INSERT INTO messages (id, project_id, sender_id, subject, body_md, created_ts)
+                 VALUES (4, 1, 1, 'deploy', 'gone before indexing', '2026-01-02');
+             DELETE FROM messages WHERE id = 4;",
+        )
+        .expect("deletions and an edit");
+        db(&conn).expect("indexed");
+        assert_eq!(hits(&conn, "deploy"), vec![3]);
+        assert_eq!(hits(&conn, "rollback"), vec![1]);
+        assert_eq!(hits(&conn, "words"), vec![1, 3]);
+        assert_eq!(hits(&conn, "indexing"), Vec::<i64>::new());
+        assert_eq!(one(&conn, "SELECT COUNT(*) FROM fts_messages_docsize"), 2);
+        assert_eq!(one(&conn, "SELECT COUNT(*) FROM fts_messages"), 2, "what doctor counts");
+        conn.execute("INSERT INTO fts_messages (fts_messages) VALUES ('integrity-check')", [])
+            .expect("the index is whole");
     }
 
     /// 0010 moves the years earlier versions stored past 9999 (or before 1) to the last (or
