@@ -85,6 +85,24 @@ async fn wait_for_metric(url: &str, series: &str, value: f64) {
     wait_for(&format!("{series} = {value}"), async || metric(url, series).await == value).await;
 }
 
+/// Waits until `log` holds `count` validly signed deliveries; giving up, the test's failure
+/// shows the project's deliveries (attempts, last errors) and what the receiver recorded, so a
+/// failure under load says why.
+async fn wait_for_deliveries(url: &str, log: &Path, count: usize) {
+    let started = Instant::now();
+    while unique_ids(log).len() < count {
+        if started.elapsed() >= PATIENCE {
+            let view = DeliveriesCall::new(PROJECT).status("all").ok_at(url).await;
+            panic!(
+                "gave up waiting for {count} deliveries; the receiver recorded {:#?}; the \
+                 deliveries: {view:#}",
+                received(log)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Waits until the deliveries `call` views (with every status) count `[pending, failed,
 /// delivered]`.
 async fn wait_for_counts(url: &str, call: DeliveriesCall, expected: Value) {
@@ -224,7 +242,7 @@ async fn with_the_receiver_down_deliveries_queue_visibly_and_all_arrive_once_it_
 
     let log = dir.path().join("received.jsonl");
     let receiver = Receiver::start(port, "ok", &log);
-    wait_for("6 deliveries", async || unique_ids(&log).len() >= 6).await;
+    wait_for_deliveries(&url, &log, 6).await;
     wait_for("an empty queue", async || {
         DeliveriesCall::new(PROJECT).ok_at(&url).await["counts"]["pending"] == 0
     })
@@ -257,7 +275,7 @@ async fn queued_deliveries_survive_a_stop_and_a_sigkill_of_mailroom() {
     let log = dir.path().join("received.jsonl");
     let receiver = Receiver::start(port, "ok", &log);
     let (server, url) = start(dir.path(), &[]);
-    wait_for("10 deliveries after the restart", async || unique_ids(&log).len() >= 10).await;
+    wait_for_deliveries(&url, &log, 10).await;
     wait_for_counts(&url, DeliveriesCall::new(PROJECT), json!([0, 0, 10])).await;
     assert_eq!(received(&log).len(), 10, "none twice: nothing was in flight at the kill");
     drop(receiver);

@@ -99,7 +99,9 @@ pub fn move_project(
     let carried = files.len();
     let mut slugs = vec![new.to_string()];
     slugs.extend(touched.iter().filter(|s| *s != new && *s != old).cloned());
-    let regenerated = rebuild::regenerate(db, root, &head, Projects::Only(&slugs), &mut |_, _| {})?;
+    // One commit moves the project: everything regenerated is returned, none handed over.
+    let regenerated =
+        rebuild::regenerate(db, root, &head, Projects::Only(&slugs), &mut |_, _| {}, None)?;
     let rendered = regenerated.files.len();
     files.extend(regenerated.files);
     let mut aliases = former_slugs(&head, new)?;

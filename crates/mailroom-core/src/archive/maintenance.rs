@@ -55,12 +55,24 @@ pub fn rebuild(config: &CoreConfig, progress: Progress<'_>) -> Result<RebuildRep
     let mut repo =
         ArchiveRepo::open_or_init(root, ArchiveSettings::from_config(config).author, LAYOUT)?;
     let head = committed_files(root)?;
-    let regenerated =
-        reader.read(|db| rebuild::regenerate(db, root, &head, Projects::All, progress))?;
-    let mut report = regenerated.report;
+    // What differs is committed a chunk at a time (a lost archive differs everywhere): memory
+    // follows the chunk, not the archive.
+    let mut commit = None;
+    let mut commit_chunk = |files: Vec<(String, Vec<u8>)>| -> Result<()> {
+        if let Some(committed) = repo.commit_files(&files, REBUILD_COMMIT_MESSAGE)? {
+            commit = Some(committed.id.to_string());
+        }
+        Ok(())
+    };
+    let regenerated = reader.read(|db| {
+        rebuild::regenerate(db, root, &head, Projects::All, progress, Some(&mut commit_chunk))
+    })?;
     if !regenerated.files.is_empty() {
-        let commit = repo.commit_files(&regenerated.files, REBUILD_COMMIT_MESSAGE)?;
-        report.commit = commit.map(|committed| committed.id.to_string());
+        commit_chunk(regenerated.files)?;
+    }
+    let mut report = regenerated.report;
+    report.commit = commit;
+    if report.commit.is_some() {
         repo.sync_index()?;
     }
     Ok(report)

@@ -3,9 +3,10 @@
 //! Messages (canonical, outbox and inbox copies) and profiles are rendered exactly as the
 //! archive writer renders them; thread digests are written from scratch (header, then one
 //! entry per message of the thread and month in id order) instead of appended to, without
-//! the entries an archive from before the monthly digests holds in the thread's flat digest. Only files whose
-//! bytes differ from HEAD are kept, so the commit shows just what was repaired and memory
-//! holds only that; a profile that differs only in `last_active_ts` counts as unchanged.
+//! the entries an archive from before the monthly digests holds in the thread's flat digest.
+//! Only files whose bytes differ from HEAD are kept, so the commit shows just what was
+//! repaired; they are committed 64 MB at a time, so memory holds at most that (a lost archive
+//! differs everywhere). A profile that differs only in `last_active_ts` counts as unchanged.
 //! File-reservation artifacts missing from HEAD are written again. Files the database knows
 //! nothing of are left alone.
 
@@ -51,7 +52,16 @@ pub struct RebuildReport {
     pub commit: Option<String>,
 }
 
-/// The files that differ from HEAD, with the report's counts filled in (but no commit yet).
+/// Bytes of kept files past which a regeneration given a sink hands them over (`rebuild`
+/// commits them): a rebuild of a lost archive keeps every file, and held until the end its
+/// memory grew with the archive.
+const CHUNK_BYTES: usize = if cfg!(test) { 1024 } else { 64 << 20 };
+
+/// Where a regeneration hands each chunk of kept files; `None`: they are all returned.
+pub(super) type Chunks<'a> = Option<&'a mut dyn FnMut(Vec<(String, Vec<u8>)>) -> Result<()>>;
+
+/// The files that differ from HEAD (those not handed to the sink), with the report's counts
+/// filled in (but no commit yet).
 pub(super) struct Regenerated {
     pub files: Vec<(String, Vec<u8>)>,
     pub report: RebuildReport,
@@ -81,17 +91,19 @@ impl Projects<'_> {
 }
 
 /// Renders every archive file the database accounts for (in `projects`) and keeps those HEAD
-/// lacks.
+/// lacks; with `chunks`, they are handed there each time they reach [`CHUNK_BYTES`].
 pub(super) fn regenerate(
     db: &Db<'_>,
     root: &Path,
     head: &CommittedFiles,
     projects: Projects<'_>,
     progress: Progress<'_>,
+    mut chunks: Chunks<'_>,
 ) -> Result<Regenerated> {
     let mut out = Collector {
         head,
         files: Vec::new(),
+        bytes: 0,
         report: RebuildReport::default(),
         legacy_digests: Digests::new(DIGEST_CACHE_BYTES),
     };
@@ -107,6 +119,12 @@ pub(super) fn regenerate(
         done += 1;
         if projects.has_slug(&slug) {
             out.message(db, root, id, &mut digests, &last_of_thread, &mut attachments_seen)?;
+            if out.bytes >= CHUNK_BYTES
+                && let Some(sink) = chunks.as_mut()
+            {
+                out.bytes = 0;
+                sink(std::mem::take(&mut out.files))?;
+            }
         }
         Ok(())
     })?;
@@ -140,13 +158,14 @@ pub(super) fn regenerate(
     for (path, bytes) in reservation_files {
         out.keep_unless(head.contains(&path), path, bytes);
     }
-    out.report.files_written = out.files.len();
     Ok(Regenerated { files: out.files, report: out.report })
 }
 
 struct Collector<'a> {
     head: &'a CommittedFiles,
+    /// Files kept and not yet handed over, and their bytes.
     files: Vec<(String, Vec<u8>)>,
+    bytes: usize,
     report: RebuildReport,
     /// The reference's flat digests read (archives from before the monthly digests).
     legacy_digests: Digests,
@@ -225,6 +244,8 @@ impl Collector<'_> {
         if unchanged {
             self.report.files_unchanged += 1;
         } else {
+            self.report.files_written += 1;
+            self.bytes += path.len() + bytes.len();
             self.files.push((path, bytes));
         }
     }
