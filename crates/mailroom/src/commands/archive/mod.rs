@@ -37,7 +37,8 @@ pub enum ArchiveCommand {
     /// Regenerate the archive from the database, or the database from the archive.
     ///
     /// Without flags: renders every message copy, thread digest and profile from the
-    /// database and commits those that differ in one commit; other files stay. With
+    /// database and commits those that differ (one commit per 64 MB of them, so a lost
+    /// archive is not held in memory whole); other files stay. With
     /// --reconstruct-database: builds a new database from the archive's committed files.
     /// Refused while a server runs on the data directory.
     Rebuild(RebuildArgs),
