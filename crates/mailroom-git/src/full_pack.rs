@@ -320,6 +320,31 @@ mod tests {
     /// The writer's packs (one per commit, each holding the month trees whole) become one
     /// pack with the growing trees stored as deltas; a kept pack and every object stay, and
     /// `git fsck --strict` finds nothing wrong.
+    /// A stop while `git rev-list` prints nothing (here a child that prints nothing for 30 s)
+    /// kills it at once: the copy ends with `Stopped`, and the child died of the kill, not of
+    /// old age (before, the stop waited for its first line).
+    #[test]
+    fn a_stop_kills_a_silent_lister() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut silent =
+            Command::new("sleep").arg("30").stdout(Stdio::piped()).spawn().expect("sleep");
+        let mut packer =
+            Command::new("cat").stdin(Stdio::piped()).stdout(Stdio::null()).spawn().expect("cat");
+        let mut feed = packer.stdin.take().map(BufWriter::new);
+        let stop = AtomicBool::new(false);
+        let result = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                std::thread::sleep(Duration::from_millis(200));
+                stop.store(true, Ordering::Relaxed);
+            });
+            feed_and_wait(&mut silent, &mut packer, &mut feed, &stop)
+        });
+        assert!(matches!(result, Err(Error::Stopped)), "{:?}", result.err());
+        let status = silent.wait().expect("reaped");
+        assert_eq!(status.signal(), Some(9), "killed, not ended: {status:?}");
+        end(&mut packer);
+    }
+
     #[test]
     fn the_archive_becomes_one_pack_of_deltas() {
         let dir = tempfile::tempdir().expect("temp dir");
