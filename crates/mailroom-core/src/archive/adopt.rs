@@ -84,7 +84,9 @@ pub fn move_project(
     for path in &removals {
         let rest = &path[old_dir.len()..];
         let moved = format!("{new_dir}{rest}");
-        if rest == ALIASES_FILE || head.contains(&moved) {
+        // Thread digests are rendered again below, for the moved messages' new paths (a
+        // flat digest of the reference's layout would keep links to the old directory).
+        if rest == ALIASES_FILE || rest.starts_with("messages/threads/") || head.contains(&moved) {
             continue;
         }
         let bytes = head.read(path)?.unwrap_or_default();

@@ -44,7 +44,7 @@ pub fn verify(config: &CoreConfig) -> Result<VerifyReport> {
 }
 
 /// Regenerates every archive file the database accounts for and commits those that differ
-/// from HEAD in one commit (none when nothing differs). Other files stay as they are.
+/// from HEAD, in commits of at most 64 MB of them (none when nothing differs). Other files stay as they are.
 /// `progress` hears how many messages were rendered of how many.
 pub fn rebuild(config: &CoreConfig, progress: Progress<'_>) -> Result<RebuildReport> {
     let root = &config.storage_root;
@@ -55,12 +55,14 @@ pub fn rebuild(config: &CoreConfig, progress: Progress<'_>) -> Result<RebuildRep
     let mut repo =
         ArchiveRepo::open_or_init(root, ArchiveSettings::from_config(config).author, LAYOUT)?;
     let head = committed_files(root)?;
-    // What differs is committed a chunk at a time (a lost archive differs everywhere): memory
-    // follows the chunk, not the archive.
+    // What differs is committed a chunk at a time (a lost archive differs everywhere), and
+    // Git's index written after each (it holds what it still has to take in): memory follows
+    // the chunk, not the archive.
     let mut commit = None;
     let mut commit_chunk = |files: Vec<(String, Vec<u8>)>| -> Result<()> {
         if let Some(committed) = repo.commit_files(&files, REBUILD_COMMIT_MESSAGE)? {
             commit = Some(committed.id.to_string());
+            repo.sync_index()?;
         }
         Ok(())
     };
@@ -72,9 +74,6 @@ pub fn rebuild(config: &CoreConfig, progress: Progress<'_>) -> Result<RebuildRep
     }
     let mut report = regenerated.report;
     report.commit = commit;
-    if report.commit.is_some() {
-        repo.sync_index()?;
-    }
     Ok(report)
 }
 

@@ -107,10 +107,11 @@ pub(super) fn regenerate(
         report: RebuildReport::default(),
         legacy_digests: Digests::new(DIGEST_CACHE_BYTES),
     };
-    // A thread's digest is kept only until its last message is in it, and messages are read
-    // a page at a time: memory follows the threads open at once, not the archive.
+    // A thread's digest of a month is kept only until its last message of that month is in
+    // it, and messages are read a page at a time: memory follows the threads open at once,
+    // not the archive.
     let mut digests: HashMap<String, String> = HashMap::new();
-    let last_of_thread = db.last_message_of_each_thread()?;
+    let last_of_thread = db.last_message_of_each_thread_month()?;
     let mut attachments_seen = HashSet::new();
     let total = db.message_count()?;
     let mut done = 0;
@@ -255,7 +256,7 @@ impl Collector<'_> {
     fn restore_attachment(&mut self, path: String, read: std::io::Result<Vec<u8>>) {
         match read {
             Ok(bytes) => {
-                self.files.push((path, bytes));
+                self.keep_unless(false, path, bytes);
                 self.report.attachments_restored += 1;
             }
             Err(_) => self.report.attachments_missing.push(path),

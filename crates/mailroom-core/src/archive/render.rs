@@ -241,6 +241,15 @@ fn append_digest(
     sources: &mut Sources<'_>,
     files: &mut BTreeMap<String, Vec<u8>>,
 ) -> Result<()> {
+    // A replay of work an earlier version committed may have its entry in the thread's flat
+    // digest of the reference's layout.
+    if maybe_present
+        && let Some(legacy) = format::legacy_digest_path(doc)
+        && let Some(text) = sources.repo.committed_file(&legacy)?
+        && format::digest_contains(&String::from_utf8_lossy(&text), canonical)
+    {
+        return Ok(());
+    }
     let mut digest = match files.remove(&path) {
         Some(bytes) => bytes,
         None => match sources.digests.remove(&path) {

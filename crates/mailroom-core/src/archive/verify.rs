@@ -192,6 +192,7 @@ pub(super) fn check(
         files,
         report: VerifyReport::default(),
         digests: Digests::new(DIGEST_CACHE_BYTES),
+        missing_digests: HashSet::new(),
     };
     for aside in set_aside {
         let SetAside { work, error, .. } = aside;
@@ -267,6 +268,8 @@ struct Checker<'a> {
     files: &'a CommittedFiles,
     report: VerifyReport,
     digests: Digests,
+    /// Digests reported missing.
+    missing_digests: HashSet<String>,
 }
 
 /// The digests read: a thread's messages are mostly close together, so its digest is kept
@@ -294,11 +297,11 @@ impl Digests {
         }
     }
 
-    /// The committed text of the digest at `path` (`None`: not committed), and whether this
-    /// is the first look at a missing one.
-    pub(super) fn text(&mut self, files: &CommittedFiles, path: &str) -> (Option<&str>, bool) {
+    /// The committed text of the digest at `path` (`None`: not committed; a missing one is
+    /// looked for once).
+    pub(super) fn text(&mut self, files: &CommittedFiles, path: &str) -> Option<&str> {
         if self.missing.contains(path) {
-            return (None, false);
+            return None;
         }
         if !self.newer.contains_key(path) {
             let text = match self.older.remove(path) {
@@ -308,7 +311,7 @@ impl Digests {
                     Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                     None => {
                         self.missing.insert(path.to_owned());
-                        return (None, true);
+                        return None;
                     }
                 },
             };
@@ -319,7 +322,7 @@ impl Digests {
             self.newer_bytes += text.len();
             self.newer.insert(path.to_owned(), text);
         }
-        (self.newer.get(path).map(String::as_str), false)
+        self.newer.get(path).map(String::as_str)
     }
 
     /// Whether the reference's flat digest of the message's thread (where an archive from
@@ -334,7 +337,6 @@ impl Digests {
         files.contains(&legacy)
             && self
                 .text(files, &legacy)
-                .0
                 .is_some_and(|text| format::digest_contains(text, canonical))
     }
 }
@@ -382,24 +384,21 @@ impl Checker<'_> {
     /// of the reference's layout (an archive from before the monthly digests, which is read
     /// only when the month's digest lacks the entry).
     fn digest_entry(&mut self, doc: &MessageDoc, path: String, thread_id: &str, canonical: &str) {
-        let (text, first_look) = self.digests.text(self.files, &path);
-        let found = text.map(|text| format::digest_contains(text, canonical));
-        if found == Some(true) {
+        let found =
+            self.digests.text(self.files, &path).map(|t| format::digest_contains(t, canonical));
+        if found == Some(true) || self.digests.legacy_holds(self.files, doc, canonical) {
             return;
         }
-        if self.digests.legacy_holds(self.files, doc, canonical) {
-            // The month's digest may still be missing for a later message of the thread,
-            // which then has to be reported.
-            self.digests.missing.remove(&path);
-            return;
-        }
-        self.differ(match found {
-            None if first_look => {
+        // A missing digest is reported once, by the first message it lacks (messages whose
+        // entry is in the flat digest may come between).
+        let difference = match found {
+            None if self.missing_digests.insert(path.clone()) => {
                 Difference::MissingDigest { path, thread_id: thread_id.to_owned() }
             }
             None => return,
             Some(_) => Difference::MissingDigestEntry { path, message_id: doc.id },
-        });
+        };
+        self.differ(difference);
     }
 
     fn profile(&mut self, path: String, expected: &[u8], agent: String) {
@@ -512,15 +511,15 @@ mod tests {
     }
 
     /// Past its budget the cache drops its older generation: a digest needed again is read
-    /// again, with the same text, and a missing one is reported once however often asked.
+    /// again, with the same text, and a missing one is looked for once however often asked.
     #[test]
-    fn digests_are_read_again_past_the_budget_and_missing_ones_reported_once() {
+    fn digests_are_read_again_past_the_budget_and_missing_ones_looked_for_once() {
         let (_dir, files) = committed(&[("t/a.md", "aaaa"), ("t/b.md", "bbbbbb")]);
         let mut digests = Digests::new(8);
         for round in 0..3 {
-            assert_eq!(digests.text(&files, "t/a.md"), (Some("aaaa"), false));
-            assert_eq!(digests.text(&files, "t/b.md"), (Some("bbbbbb"), false));
-            assert_eq!(digests.text(&files, "t/none.md"), (None, round == 0), "round {round}");
+            assert_eq!(digests.text(&files, "t/a.md"), Some("aaaa"));
+            assert_eq!(digests.text(&files, "t/b.md"), Some("bbbbbb"));
+            assert_eq!(digests.text(&files, "t/none.md"), None, "round {round}");
             let kept: usize =
                 digests.newer.values().chain(digests.older.values()).map(String::len).sum();
             assert!(kept <= 8 + 6, "{kept} bytes kept");

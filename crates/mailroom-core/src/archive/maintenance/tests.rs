@@ -217,6 +217,20 @@ fn an_archive_with_the_references_flat_digests_still_verifies_and_rebuilds() {
     check("the month's digest rewritten", rebuilt.files_written, 1);
     let report = verify(&config).expect("verify");
     assert!(report.is_clean(), "{:#?}", report.differences);
+
+    // The month's digest gone, the flat one lacking message 1 but holding message 2: the
+    // missing digest is reported once, although message 2 (found) comes between 1 and 3.
+    git(&root, &["rm", "-q", &monthly]);
+    git(&root, &["commit", "-qm", "the month's digest lost"]);
+    edit_and_commit(&root, &flat, |text| {
+        let entries: Vec<&str> = text.split("\n---\n\n").collect();
+        let kept: Vec<&str> = entries.into_iter().filter(|e| !e.contains("__1.md)")).collect();
+        let mut kept = kept.join("\n---\n\n");
+        kept.insert_str(0, "# Thread T-1\n\n");
+        kept
+    });
+    let expected = [format!("missing: {monthly} (digest of thread T-1)")];
+    check("reported once", lines(&verify(&config).expect("verify")), expected.to_vec());
 }
 
 /// A lost archive (every project file removed from HEAD) is rebuilt a chunk at a time (1 KB
@@ -242,6 +256,14 @@ fn a_lost_archive_is_rebuilt_a_chunk_at_a_time() {
     let rebuilt = rebuild(&config, &mut |_, _| {}).expect("rebuild");
     check("written", rebuilt.files_written, 11);
     assert!(commits() - before >= 3, "{} commits for 11 files", commits() - before);
+    let head = CommittedFiles::open(&root).expect("open").expect("repository").head();
+    check("the last chunk's commit", rebuilt.commit, head.map(|id| id.to_string()));
+    let status = Command::new("git").arg("-C").arg(&root).args(["status", "--porcelain"]).output();
+    check(
+        "git status",
+        String::from_utf8_lossy(&status.expect("git").stdout).into_owned(),
+        String::new(),
+    );
     let report = verify(&config).expect("verify");
     assert!(report.is_clean(), "{:#?}", report.differences);
 }

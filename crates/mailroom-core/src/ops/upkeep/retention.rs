@@ -131,7 +131,11 @@ fn measure(
         .filter_map(|(path, files)| Some((path.strip_prefix(&prefix)?, *files)))
         .collect();
     for (path, files) in &retired {
-        let Some(month) = path.strip_prefix("messages/") else { continue };
+        // A month's thread digests (`messages/threads/YYYY/MM`) are not messages.
+        let Some(month) = path.strip_prefix("messages/").filter(|m| !m.starts_with("threads/"))
+        else {
+            continue;
+        };
         figures.messages += files;
         if month_of(month).is_some_and(|month| month < cutoff.month) {
             figures.old_messages += files;
@@ -236,6 +240,7 @@ mod tests {
             ("projects/p/messages/2025/12".to_string(), 40),
             ("projects/p/messages/2026/05".to_string(), 7),
             ("projects/p/agents/GreenCastle/inbox/2025/12".to_string(), 5),
+            ("projects/p/messages/threads/2025/12".to_string(), 9),
             ("projects/q/messages/2025/12".to_string(), 1000),
         ];
         let figures = measure(&project, "p", &retired, cutoff, quota);

@@ -193,7 +193,7 @@ impl Db<'_> {
     /// ends with the pending messages indexed); how many messages it holds.
     pub fn rebuild_search_index(&self) -> Result<usize> {
         self.execute_batch(
-            "DELETE FROM fts_messages; \
+            "INSERT INTO fts_messages (fts_messages) VALUES ('delete-all'); \
              INSERT OR IGNORE INTO fts_pending (message_id) SELECT id FROM messages;",
         )?;
         super::search::index_pending_messages(self)?;

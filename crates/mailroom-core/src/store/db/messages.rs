@@ -223,13 +223,14 @@ impl Db<'_> {
         self.query_value("SELECT count(*) FROM messages", args![])
     }
 
-    /// The newest message of each thread (by project and thread id): a thread's digest is
-    /// complete once that message is written into it.
-    pub fn last_message_of_each_thread(&self) -> Result<HashSet<MessageId>> {
+    /// The newest message of each thread in each month (by project, thread id and the
+    /// `YYYY-MM` of `created_ts`): a thread's digest of that month (docs/compat/archive.md §4)
+    /// is complete once that message is written into it.
+    pub fn last_message_of_each_thread_month(&self) -> Result<HashSet<MessageId>> {
         let mut last = HashSet::new();
         self.query_each(
             "SELECT max(id) FROM messages WHERE thread_id IS NOT NULL
-             GROUP BY project_id, thread_id",
+             GROUP BY project_id, thread_id, substr(created_ts, 1, 7)",
             args![],
             |r| {
                 last.insert(r.get(0)?);
