@@ -369,6 +369,9 @@ async fn hostile_content_is_neutralised_on_every_page() {
             mail(&slug, &long).body(&long).thread("T-x").ok(&app).await;
         }
     }
+    // The thread's digest of this month (docs/compat/archive.md §4).
+    let (year, month) = mailroom_core::model::time::Timestamp::now().year_month();
+    let digest = format!("messages/threads/{year:04}/{month:02}/T-x.md");
     // Each page with the status it must answer; those marked `true` must show hostile text
     // (escaped), so a page that stopped rendering it cannot pass.
     let mut paths = vec![
@@ -390,7 +393,7 @@ async fn hostile_content_is_neutralised_on_every_page() {
         (format!("/mail/archive/timeline?project={slug}"), 200, false),
         (format!("/mail/archive/network?project={slug}"), 200, false),
         (format!("/mail/archive/browser?project={slug}&path=agents/BlueLake"), 200, false),
-        (format!("/mail/archive/browser?project={slug}&path=messages/threads/T-x.md"), 200, true),
+        (format!("/mail/archive/browser?project={slug}&path={digest}"), 200, true),
         (
             format!(
                 "/mail/archive/time-travel?project={slug}&agent=GreenCastle&timestamp=2100-01-01T00:00"
