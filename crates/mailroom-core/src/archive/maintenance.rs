@@ -44,7 +44,8 @@ pub fn verify(config: &CoreConfig) -> Result<VerifyReport> {
 }
 
 /// Regenerates every archive file the database accounts for and commits those that differ
-/// from HEAD, in commits of at most 64 MB of them (none when nothing differs). Other files stay as they are.
+/// from HEAD, in commits of at most 64 MB of them (none when nothing differs). Other files
+/// stay as they are.
 /// `progress` hears how many messages were rendered of how many.
 pub fn rebuild(config: &CoreConfig, progress: Progress<'_>) -> Result<RebuildReport> {
     let root = &config.storage_root;

@@ -4,11 +4,8 @@
 -- third of the database (issue 40's ten million messages would not fit the disk with it).
 -- A contentless table (`content=''`) with `contentless_delete=1` (SQLite 3.43) keeps only the
 -- index and still deletes a row by its rowid; ranking (`bm25`) reads the index's own sizes and
--- is unchanged. Messages are indexed again here, in one statement; the triggers are those of
--- migration 0006.
-DROP TRIGGER fts_messages_ai;
-DROP TRIGGER fts_messages_ad;
-DROP TRIGGER fts_messages_au;
+-- is unchanged. Messages are indexed again here, in one statement. The triggers of migration
+-- 0006 stay: they name the table, which SQLite looks up when they run.
 DROP TABLE fts_messages;
 
 CREATE VIRTUAL TABLE fts_messages USING fts5(
@@ -17,15 +14,3 @@ CREATE VIRTUAL TABLE fts_messages USING fts5(
 INSERT INTO fts_messages (rowid, message_id, subject, body, project_scope)
     SELECT id, id, subject, body_md, 'p' || project_id FROM messages
     WHERE id NOT IN (SELECT message_id FROM fts_pending);
-
-CREATE TRIGGER fts_messages_ai AFTER INSERT ON messages BEGIN
-    INSERT OR IGNORE INTO fts_pending (message_id) VALUES (new.id);
-END;
-CREATE TRIGGER fts_messages_ad AFTER DELETE ON messages BEGIN
-    DELETE FROM fts_pending WHERE message_id = old.id;
-    DELETE FROM fts_messages WHERE rowid = old.id;
-END;
-CREATE TRIGGER fts_messages_au AFTER UPDATE ON messages BEGIN
-    DELETE FROM fts_messages WHERE rowid = old.id;
-    INSERT OR IGNORE INTO fts_pending (message_id) VALUES (new.id);
-END;
