@@ -144,6 +144,42 @@ impl CommittedFiles {
         Ok(Some(blob.content().to_vec()))
     }
 
+    /// The blob ids of many files at once, in the order of `paths` (`None` where HEAD has no
+    /// file). Each directory they name is read once for all of them and not kept, so a batch
+    /// spread over a month's large directories (a check of every message: its canonical,
+    /// outbox and inbox copies, its thread's digest) costs one read of each, where one path
+    /// at a time would read them again whenever they outgrew the cache.
+    pub fn blob_ids(&self, paths: &[&str]) -> Result<Vec<Option<Oid>>> {
+        let mut order: Vec<(&str, &str, usize)> = paths
+            .iter()
+            .enumerate()
+            .map(|(at, path)| {
+                let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+                (parent, name, at)
+            })
+            .collect();
+        order.sort_unstable();
+        let mut found = vec![None; paths.len()];
+        let odb = self.repo.odb().map_err(|e| git_err("odb", e))?;
+        for group in order.chunk_by(|a, b| a.0 == b.0) {
+            let parent = group[0].0;
+            let Some(id) = self.directory_id(parent)? else { continue };
+            let object = odb.read(id).map_err(|e| git_err("tree", e))?;
+            let tree = TreeBytes::parse(object.data().to_vec())?;
+            drop(object);
+            for (_, name, at) in group {
+                found[*at] = tree.find(name.as_bytes()).filter(|(_, dir)| !dir).map(|(id, _)| id);
+            }
+        }
+        Ok(found)
+    }
+
+    /// The bytes of the blob `id` (one [`Self::blob_ids`] gave).
+    pub fn read_blob(&self, id: Oid) -> Result<Vec<u8>> {
+        let blob = self.repo.find_blob(id).map_err(|e| git_err("blob", e))?;
+        Ok(blob.content().to_vec())
+    }
+
     /// Calls `visit` with every committed file under the directory `under` (`""`: all of
     /// HEAD) with its repo-relative path (`/` separators) and blob id, in Git's order (the
     /// paths' byte order), keeping none of them.
@@ -331,6 +367,24 @@ mod tests {
             assert!(!files.contains(absent), "{absent}");
             assert_eq!(files.read(absent).expect("read"), None, "{absent}");
         }
+    }
+
+    /// A batch finds what one lookup at a time finds, in the order asked, keeping no
+    /// directory.
+    #[test]
+    fn a_batch_finds_each_path_as_one_lookup_does() {
+        let (_dir, files) = archive();
+        let mut paths: Vec<&str> = FILES.iter().rev().copied().collect();
+        paths.extend(["a", "a/y", "a/missing.md", "a.md/x", "b", "", "messages/2026", "a.md"]);
+        let found = files.blob_ids(&paths).expect("looked up");
+        let kept = files.directories.borrow().trees.contains_key("messages/2026/11");
+        assert!(!kept, "the files' directory is not kept");
+        for (path, id) in paths.iter().zip(&found) {
+            assert_eq!(*id, files.blob(path).expect("one lookup"), "{path}");
+            assert_eq!(id.is_some(), FILES.contains(path), "{path}");
+        }
+        let id = found[0].expect("a file");
+        assert_eq!(files.read_blob(id).expect("read"), format!("{}\n", paths[0]).into_bytes());
     }
 
     /// With a cache budget of one byte, every lookup reads its directories again and finds

@@ -12,12 +12,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
+use std::rc::Rc;
 
 use mailroom_git::CommittedFiles;
 
 use super::format;
 use super::maintenance::{Progress, for_each_message};
-use super::verify::{DIGEST_CACHE_BYTES, Digests};
+use super::verify::{CHECKS_PER_BATCH, DIGEST_CACHE_BYTES, Digests};
 use super::{render, verify};
 use crate::error::Result;
 use crate::records::MessageId;
@@ -56,6 +57,10 @@ pub struct RebuildReport {
 /// commits them): a rebuild of a lost archive keeps every file, and held until the end its
 /// memory grew with the archive.
 const CHUNK_BYTES: usize = if cfg!(test) { 1024 } else { 64 << 20 };
+
+/// Bytes of rendered files (a message's once for all its copies) past which they are
+/// compared with HEAD, before the kept ones count towards a chunk.
+const OFFERED_BYTES: usize = if cfg!(test) { 256 } else { 64 << 20 };
 
 /// Where a regeneration hands each chunk of kept files; `None`: they are all returned.
 pub(super) type Chunks<'a> = Option<&'a mut dyn FnMut(Vec<(String, Vec<u8>)>) -> Result<()>>;
@@ -106,6 +111,8 @@ pub(super) fn regenerate(
         bytes: 0,
         report: RebuildReport::default(),
         legacy_digests: Digests::new(DIGEST_CACHE_BYTES),
+        offered: Vec::new(),
+        offered_bytes: 0,
     };
     // A thread's digest of a month is kept only until its last message of that month is in
     // it, and messages are read a page at a time: memory follows the threads open at once,
@@ -120,6 +127,9 @@ pub(super) fn regenerate(
         done += 1;
         if projects.has_slug(&slug) {
             out.message(db, root, id, &mut digests, &last_of_thread, &mut attachments_seen)?;
+            if out.offered.len() >= CHECKS_PER_BATCH || out.offered_bytes >= OFFERED_BYTES {
+                out.settle()?;
+            }
             if out.bytes >= CHUNK_BYTES
                 && let Some(sink) = chunks.as_mut()
             {
@@ -136,6 +146,7 @@ pub(super) fn regenerate(
     for (path, text) in left {
         out.digest(path, text);
     }
+    out.settle()?;
     for agent_id in db.agent_ids()? {
         if let Some((path, bytes, _)) = render::profile_file(db, agent_id)?
             && projects.has_path(&path)
@@ -170,6 +181,11 @@ struct Collector<'a> {
     report: RebuildReport,
     /// The reference's flat digests read (archives from before the monthly digests).
     legacy_digests: Digests,
+    /// Rendered files not yet compared with HEAD, a message's bytes shared by its copies,
+    /// and their bytes (a message's once): compared in batches, each directory read once
+    /// per batch (see `verify::CHECKS_PER_BATCH`).
+    offered: Vec<(String, Rc<Vec<u8>>)>,
+    offered_bytes: usize,
 }
 
 impl Collector<'_> {
@@ -185,10 +201,11 @@ impl Collector<'_> {
         attachments_seen: &mut HashSet<String>,
     ) -> Result<()> {
         let Some((doc, sender_is_local)) = render::message_doc(db, id)? else { return Ok(()) };
-        let bytes = format::render_message(&doc).into_bytes();
+        let bytes = Rc::new(format::render_message(&doc).into_bytes());
+        self.offered_bytes += bytes.len();
         let paths = format::message_paths(&doc, sender_is_local);
         for path in paths.all() {
-            self.offer(path.clone(), bytes.clone());
+            self.offered.push((path.clone(), Rc::clone(&bytes)));
             self.report.message_files += 1;
         }
         if let (Some(path), Some(thread_id)) =
@@ -220,13 +237,28 @@ impl Collector<'_> {
     /// Offers a thread's complete digest.
     fn digest(&mut self, path: String, text: String) {
         self.report.digests += 1;
-        self.offer(path, text.into_bytes());
+        self.offered_bytes += text.len();
+        self.offered.push((path, Rc::new(text.into_bytes())));
     }
 
-    /// Keeps a rendered file unless HEAD already holds exactly these bytes.
-    fn offer(&mut self, path: String, bytes: Vec<u8>) {
-        let unchanged = self.head.holds(&path, &bytes);
-        self.keep_unless(unchanged, path, bytes);
+    /// Keeps each offered file unless HEAD already holds exactly its bytes.
+    fn settle(&mut self) -> Result<()> {
+        let offered = std::mem::take(&mut self.offered);
+        self.offered_bytes = 0;
+        let paths: Vec<&str> = offered.iter().map(|(path, _)| path.as_str()).collect();
+        let committed = self.head.blob_ids(&paths)?;
+        drop(paths);
+        for ((path, bytes), committed) in offered.into_iter().zip(committed) {
+            let unchanged = committed.is_some()
+                && committed == git2::Oid::hash_object(git2::ObjectType::Blob, &bytes).ok();
+            if unchanged {
+                self.report.files_unchanged += 1;
+                continue;
+            }
+            let bytes = Rc::try_unwrap(bytes).unwrap_or_else(|shared| (*shared).clone());
+            self.keep_unless(false, path, bytes);
+        }
+        Ok(())
     }
 
     /// Keeps a rendered profile unless HEAD's has the same identity. Like the archive writer,

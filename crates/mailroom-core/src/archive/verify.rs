@@ -193,6 +193,7 @@ pub(super) fn check(
         report: VerifyReport::default(),
         digests: Digests::new(DIGEST_CACHE_BYTES),
         missing_digests: HashSet::new(),
+        pending: Vec::new(),
     };
     for aside in set_aside {
         let SetAside { work, error, .. } = aside;
@@ -212,8 +213,12 @@ pub(super) fn check(
             Ok(None) => {}
             Err(e) => checker.unrenderable(format!("message {id}"), e),
         }
+        if checker.pending.len() >= CHECKS_PER_BATCH {
+            checker.settle()?;
+        }
         Ok(())
     })?;
+    checker.settle()?;
     for agent_id in db.agent_ids()? {
         if queued_profiles.contains(&agent_id.0) {
             checker.report.queued_profiles += 1;
@@ -264,12 +269,39 @@ pub(super) fn recheck_unknown(db: &Db<'_>, report: &mut VerifyReport) -> Result<
 /// Bytes of digest texts kept for the next messages of their threads.
 pub(super) const DIGEST_CACHE_BYTES: usize = 32 << 20;
 
+/// Paths of messages' files checked together ([`CommittedFiles::blob_ids`]): each directory
+/// they name is read once per batch. A month's directories together (its canonical copies,
+/// every mailbox's copies, its digests) outgrow any cache of single lookups in a busy month:
+/// 543k messages of one month kept a check re-reading the 38 MB canonical directory for
+/// every message. About 50 MB of paths.
+pub(super) const CHECKS_PER_BATCH: usize = 256 * 1024;
+
 struct Checker<'a> {
     files: &'a CommittedFiles,
     report: VerifyReport,
+    /// The reference's flat digests read (archives from before the monthly digests).
     digests: Digests,
     /// Digests reported missing.
     missing_digests: HashSet<String>,
+    /// The messages' checks not settled yet, in message order.
+    pending: Vec<Pending>,
+}
+
+/// A file a message should have in HEAD, checked in the next batch.
+struct Pending {
+    path: String,
+    message_id: MessageId,
+    check: Check,
+}
+
+enum Check {
+    /// A copy of the message, with the blob id of its rendered bytes.
+    Copy { role: CopyRole, expected: Option<git2::Oid> },
+    /// The month's digest of its thread, which must link `canonical`; else the flat one at
+    /// `legacy` (an archive from before the monthly digests) must.
+    Digest { thread_id: String, canonical: String, legacy: Option<String> },
+    /// A file of its stored image.
+    Attachment,
 }
 
 /// The digests read: a thread's messages are mostly close together, so its digest is kept
@@ -333,10 +365,15 @@ impl Digests {
         doc: &MessageDoc,
         canonical: &str,
     ) -> bool {
-        let Some(legacy) = format::legacy_digest_path(doc) else { return false };
-        files.contains(&legacy)
+        format::legacy_digest_path(doc)
+            .is_some_and(|legacy| self.flat_digest_holds(files, &legacy, canonical))
+    }
+
+    /// Whether the flat digest at `legacy` is committed and links `canonical`.
+    fn flat_digest_holds(&mut self, files: &CommittedFiles, legacy: &str, canonical: &str) -> bool {
+        files.contains(legacy)
             && self
-                .text(files, &legacy)
+                .text(files, legacy)
                 .is_some_and(|text| format::digest_contains(text, canonical))
     }
 }
@@ -350,55 +387,100 @@ impl Checker<'_> {
         self.differ(Difference::Unrenderable { what, error: error.message });
     }
 
+    /// Queues the checks of a message's files for the next batch.
     fn message(&mut self, doc: &MessageDoc, sender_is_local: bool) {
         let bytes = format::render_message(doc).into_bytes();
+        let expected = git2::Oid::hash_object(git2::ObjectType::Blob, &bytes).ok();
         let paths = format::message_paths(doc, sender_is_local);
-        self.copy(&paths.canonical, CopyRole::Canonical, doc.id, &bytes);
-        if let Some(outbox) = &paths.outbox {
-            self.copy(outbox, CopyRole::Outbox, doc.id, &bytes);
+        let message_id = doc.id;
+        let mut check = |path: String, check: Check| {
+            self.pending.push(Pending { path, message_id, check });
+        };
+        check(paths.canonical.clone(), Check::Copy { role: CopyRole::Canonical, expected });
+        if let Some(outbox) = paths.outbox {
+            check(outbox, Check::Copy { role: CopyRole::Outbox, expected });
         }
-        for inbox in &paths.inboxes {
-            self.copy(inbox, CopyRole::Inbox, doc.id, &bytes);
+        for inbox in paths.inboxes {
+            check(inbox, Check::Copy { role: CopyRole::Inbox, expected });
         }
         if let (Some(path), Some(thread_id)) = (format::digest_path(doc), doc.thread_id.as_deref())
         {
-            self.digest_entry(doc, path, thread_id, &paths.canonical);
+            let thread_id = thread_id.to_owned();
+            let legacy = format::legacy_digest_path(doc);
+            check(path, Check::Digest { thread_id, canonical: paths.canonical, legacy });
         }
         for path in render::attachment_files(doc) {
-            if !self.files.contains(&path) {
-                self.differ(Difference::MissingAttachment { path, message_id: doc.id });
+            check(path, Check::Attachment);
+        }
+    }
+
+    /// Looks up the pending checks' files in one batch and reports what differs, in the
+    /// order the checks were queued.
+    fn settle(&mut self) -> Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        let paths: Vec<&str> = pending.iter().map(|p| p.path.as_str()).collect();
+        let found = self.files.blob_ids(&paths)?;
+        let mut differences: Vec<(usize, Difference)> = Vec::new();
+        let mut digests: Vec<usize> = Vec::new();
+        for (at, (check, id)) in pending.iter().zip(&found).enumerate() {
+            let (path, message_id) = (check.path.clone(), check.message_id);
+            let difference = match (&check.check, id) {
+                (Check::Copy { role, .. }, None) => {
+                    Difference::MissingCopy { path, role: *role, message_id }
+                }
+                (Check::Copy { role, expected }, Some(id)) if Some(*id) != *expected => {
+                    Difference::ChangedCopy { path, role: *role, message_id }
+                }
+                (Check::Attachment, None) => Difference::MissingAttachment { path, message_id },
+                (Check::Digest { .. }, _) => {
+                    digests.push(at);
+                    continue;
+                }
+                _ => continue,
+            };
+            differences.push((at, difference));
+        }
+        // Each digest read once for the messages of its thread in the batch.
+        digests.sort_by(|a, b| pending[*a].path.cmp(&pending[*b].path).then(a.cmp(b)));
+        for group in digests.chunk_by(|a, b| pending[*a].path == pending[*b].path) {
+            let text = match found[group[0]] {
+                // An unreadable blob counts as missing; the error would say no more.
+                Some(id) => self.files.read_blob(id).ok().map(|b| String::from_utf8_lossy(&b).into_owned()),
+                None => None,
+            };
+            for at in group {
+                if let Some(difference) = self.digest_entry(&pending[*at], text.as_deref()) {
+                    differences.push((*at, difference));
+                }
             }
         }
+        differences.sort_by_key(|(at, _)| *at);
+        self.report.differences.extend(differences.into_iter().map(|(_, d)| d));
+        Ok(())
     }
 
-    fn copy(&mut self, path: &str, role: CopyRole, message_id: MessageId, bytes: &[u8]) {
-        let path = path.to_owned();
-        if !self.files.contains(&path) {
-            self.differ(Difference::MissingCopy { path, role, message_id });
-        } else if !self.files.holds(&path, bytes) {
-            self.differ(Difference::ChangedCopy { path, role, message_id });
+    /// What a message's digest check finds, its month's digest being `text` (`None`: not
+    /// committed): its entry must be there, or else in its thread's flat digest of the
+    /// reference's layout (an archive from before the monthly digests, read only when the
+    /// month's digest lacks the entry).
+    fn digest_entry(&mut self, pending: &Pending, text: Option<&str>) -> Option<Difference> {
+        let Check::Digest { thread_id, canonical, legacy } = &pending.check else { return None };
+        let found = text.map(|t| format::digest_contains(t, canonical));
+        let files = self.files;
+        let in_flat = |flat: &String| self.digests.flat_digest_holds(files, flat, canonical);
+        if found == Some(true) || legacy.as_ref().is_some_and(in_flat) {
+            return None;
         }
-    }
-
-    /// The message's entry must be in its month's digest, or else in its thread's flat digest
-    /// of the reference's layout (an archive from before the monthly digests, which is read
-    /// only when the month's digest lacks the entry).
-    fn digest_entry(&mut self, doc: &MessageDoc, path: String, thread_id: &str, canonical: &str) {
-        let found =
-            self.digests.text(self.files, &path).map(|t| format::digest_contains(t, canonical));
-        if found == Some(true) || self.digests.legacy_holds(self.files, doc, canonical) {
-            return;
-        }
+        let (path, message_id) = (pending.path.clone(), pending.message_id);
         // A missing digest is reported once, by the first message it lacks (messages whose
         // entry is in the flat digest may come between).
-        let difference = match found {
+        match found {
             None if self.missing_digests.insert(path.clone()) => {
-                Difference::MissingDigest { path, thread_id: thread_id.to_owned() }
+                Some(Difference::MissingDigest { path, thread_id: thread_id.clone() })
             }
-            None => return,
-            Some(_) => Difference::MissingDigestEntry { path, message_id: doc.id },
-        };
-        self.differ(difference);
+            None => None,
+            Some(_) => Some(Difference::MissingDigestEntry { path, message_id }),
+        }
     }
 
     fn profile(&mut self, path: String, expected: &[u8], agent: String) {
