@@ -44,7 +44,7 @@ pub enum Error {
     /// A `git` command could not be run, or failed.
     #[error("{0}")]
     Command(String),
-    /// A full pack was told to stop before it ended; it removed nothing.
+    /// A full pack or a merge was told to stop before it ended; it removed nothing.
     #[error("stopped")]
     Stopped,
 }

@@ -48,20 +48,23 @@
 //!   pack is written, and deletes only the packs whose every object it copied, once its own
 //!   pack is in place. A full pack deletes only the packs listed on the committing thread
 //!   right after a commit moved HEAD, and only if the new pack's index holds that commit;
-//!   packs written meanwhile and packs with a `.keep` file stay. A merge takes only packs
-//!   the repacker itself wrote beside a running full pack (never the full pack's own, a
-//!   human's, or one repeating an object), copies every entry of each, checked against its
-//!   CRC, and deletes them once its pack is in place. Only a complete object list reaches
-//!   the end of `git pack-objects`' input, and a stopped full pack kills its `git`
-//!   children and removes nothing.
-//! - **Repacks never meet on a pack.** One roll-up, merge or geometric repack at a time;
-//!   roll-ups, and merges of the packs they wrote meanwhile, go on beside a full pack,
+//!   packs written meanwhile and packs with a `.keep` file stay. A merge takes, beside a
+//!   running full pack, only packs the repacker itself wrote since its listing (never the
+//!   full pack's own or a human's), and otherwise the settled packs (none with a `.keep`
+//!   file, none of a commit waiting for a roll-up); never one repeating an object. It copies
+//!   every entry of each, checked against its CRC, and deletes them once its pack is in
+//!   place. Only a complete object list reaches the end of `git pack-objects`' input, and a
+//!   stopped full pack or merge kills its `git` children or removes its temporary pack, and
+//!   removes nothing else.
+//! - **Repacks never meet on a pack.** One roll-up, merge or geometric repack at a time,
+//!   and no full pack starts while one runs; roll-ups, and merges of the packs they wrote
+//!   meanwhile, go on beside a full pack,
 //!   which first takes the commits' packs it replaces off the roll-up list; a geometric
 //!   repack never runs beside a full pack. `git` runs without the caller's `GIT_*`
 //!   variables, so it cannot be pointed at another repository.
 //! - **The repository is reopened after every repack**, at the first commit after it ended
 //!   (libgit2 keeps each pack it read open, mapped and with its delta cache), and at
-//!   [`Repacker::finish`] a roll-up, merge or geometric repack is awaited, a full pack
+//!   [`Repacker::finish`] a roll-up or geometric repack is awaited, a merge or full pack
 //!   stopped, and the commits' packs still waiting rolled up.
 
 // The public API is small and every item of it is documented; this keeps it so.

@@ -4,13 +4,16 @@
 //! commit (`repo.rs`), and the reference's layout puts a month's messages in one directory
 //! (`messages/YYYY/MM/`), so each commit rewrites a tree that grows with the month. Every
 //! 32 commits, the writer rolls their packs up into one, on a thread beside it
-//! (`roll_up.rs`: each path's older versions become deltas of its newest). Once the packs
-//! have doubled since the last full pack, the run is a full pack instead (`full_pack.rs`:
-//! the whole archive in one pack, `git` pairing versions across roll-ups), and when the
-//! packs are many (small roll-ups add up slowly to a doubling), Git's geometric repack
-//! merges them, loose objects included. Roll-ups go on beside a full pack (they take only
-//! packs written after its listing), and when their packs grow many meanwhile (a full pack
-//! of a large archive runs for minutes), the smallest of those are merged (`merge.rs`);
+//! (`roll_up.rs`: each path's older versions become deltas of its newest). When the packs
+//! are many, the smallest are merged into one by copying their entries (`merge.rs`), up to
+//! a gigabyte at a time, so their number stays logarithmic in their bytes whatever else
+//! runs or is cut short: before any full pack (a server restarted more often than its full
+//! pack takes would otherwise keep every roll-up), and, beside a running full pack, among
+//! the packs written since its listing. Once the packs have doubled since the last full
+//! pack, the run is a full pack (`full_pack.rs`: the whole archive in one pack, `git`
+//! pairing versions across roll-ups, which shrinks it many times), and Git's geometric
+//! repack takes the packs no merge can (loose objects, a human's packs repeating objects).
+//! Roll-ups go on beside a full pack (they take only packs written after its listing);
 //! otherwise one run at a time, and while one is going the commits' packs wait for the next
 //! roll-up.
 
@@ -42,10 +45,15 @@ const COMMITS_PER_CHECK: u32 = 32;
 /// a roll-up shrinks them tenfold and more.
 const FULL_PACK_GROWTH: u64 = 16 << 20;
 
-/// Packs (besides the commits' packs waiting for a roll-up) past which Git's geometric
-/// repack merges them, or, while a full pack runs, past which the packs written since its
-/// listing are merged into one.
+/// Packs (besides the commits' packs waiting for a roll-up) past which the smallest are
+/// merged (while a full pack runs, among the packs written since its listing), or else
+/// Git's geometric repack merges them.
 const MAX_PACKS: usize = 24;
+
+/// Most bytes one merge copies: a merge is awaited by nothing but its own end (a stop ends
+/// it early), holds an entry per object it copies (about 30 MB a gigabyte), and the packs
+/// it leaves at most this large are few (32 at ten million messages, until the full pack).
+const MERGE_BYTES: u64 = 1 << 30;
 
 /// Most commits' packs one roll-up takes (it holds each open while it runs); when more
 /// wait (behind a long geometric repack), the rest go to the next roll-ups.
@@ -90,8 +98,9 @@ pub struct Repacker {
     /// full pack runs: the only ones a merge takes. Not the full pack's own new pack, nor a
     /// human's, nor the ones the full pack replaces.
     beside_full: HashSet<OsString>,
-    /// How many packs were beside the full pack when a merge last merged nothing (its packs
-    /// repeated objects): no merge is tried again until there are more, so roll-ups go on.
+    /// How many packs a merge could take (those beside the running full pack, or else the
+    /// settled ones) when one last merged nothing (its packs repeated objects): no merge is
+    /// tried again until there are more, so other runs go on.
     fruitless_merge_at: usize,
     /// The packs of the commits since the last roll-up (or full pack), in order.
     unrolled: Vec<CommitPack>,
@@ -193,7 +202,21 @@ impl Repacker {
         self.commits_since_check = 0;
         let sizes = self.pack_sizes();
         let git_may_run = self.git_runs && self.full.is_none();
-        if git_may_run && sizes.iter().sum::<u64>() >= 2 * self.packed_after_full + FULL_PACK_GROWTH
+        // The commits' packs, which libgit2 searches one by one, are rolled up first when a
+        // roll-up's worth of them waits (a merge or full pack took the last turns).
+        let roll_up_first = self.unrolled.len() >= MAX_ROLLED;
+        // Packs to merge next: a full pack replaces them too, but one cut short (a stop)
+        // leaves them all.
+        let merged_first = match self.full {
+            None if !roll_up_first => self.mergeable(self.settled_packs()),
+            _ => Vec::new(),
+        };
+        if roll_up_first {
+            self.start_roll_up();
+        } else if !merged_first.is_empty() {
+            self.start_merge(merged_first);
+        } else if git_may_run
+            && sizes.iter().sum::<u64>() >= 2 * self.packed_after_full + FULL_PACK_GROWTH
         {
             self.start_full_pack(head);
         } else if git_may_run && (sizes.len() > MAX_PACKS || self.unrolled.is_empty()) {
@@ -205,24 +228,32 @@ impl Repacker {
                     self.git_runs = false;
                 }
             }
-        } else if self.full.is_some()
-            && self.packs_beside_full().len() > MAX_PACKS.max(self.fruitless_merge_at)
+        } else if let Some(packs) = self.full.as_ref().map(|_| self.packs_beside_full())
+            && let beside = self.mergeable(packs)
+            && !beside.is_empty()
         {
-            self.start_merge();
+            self.start_merge(beside);
         } else if self.unrolled.len() >= 2 {
             self.start_roll_up();
         }
         finished
     }
 
-    /// Merges packs written beside the running full pack into one, on a thread
-    /// (`merge.rs`): the smallest, as many as keep each pack at least twice the size of all
-    /// smaller ones together, so that a byte is copied a logarithmic number of times.
-    fn start_merge(&mut self) {
-        let packs = geometric_prefix(self.packs_beside_full());
-        let pack_dir = self.pack_dir();
-        // Never stopped: it copies roll-ups' packs, and at stop it is awaited.
-        let started = self.spawn("merge", move || merge::merge(&pack_dir, &packs));
+    /// Which of `packs` to merge: none while they are at most `MAX_PACKS` (or no more than
+    /// when a merge last merged nothing), else the smallest, as many as keep each pack at
+    /// least twice the size of all smaller ones together (so that a byte is copied a
+    /// logarithmic number of times) and `MERGE_BYTES` together; none when fewer than two.
+    fn mergeable(&self, packs: Vec<PathBuf>) -> Vec<PathBuf> {
+        if packs.len() <= MAX_PACKS.max(self.fruitless_merge_at) {
+            return Vec::new();
+        }
+        geometric_prefix(packs, MERGE_BYTES)
+    }
+
+    /// Merges `packs` into one on a thread (`merge.rs`).
+    fn start_merge(&mut self, packs: Vec<PathBuf>) {
+        let (pack_dir, stop) = (self.pack_dir(), Arc::clone(&self.stop));
+        let started = self.spawn("merge", move || merge::merge(&pack_dir, &packs, &stop));
         self.running = started.map(Running::Merge);
     }
 
@@ -277,10 +308,11 @@ impl Repacker {
     }
 
     /// At stop: waits for a running geometric repack or roll-up to finish (a half-written
-    /// pack would only be garbage; they are short), stops a full pack (on a large archive it
-    /// runs for many seconds), and rolls up the commits' packs still waiting, so that the
-    /// archive is left with few packs: the list of them lives in memory only.
+    /// pack would only be garbage; they are short), stops a merge or a full pack (on a large
+    /// archive they run for many seconds), and rolls up the commits' packs still waiting, so
+    /// that the archive is left with few packs: the list of them lives in memory only.
     pub fn finish(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
         match self.running.take() {
             Some(Running::Geometric(mut child)) => match child.wait() {
                 Ok(status) if !status.success() => {
@@ -293,7 +325,6 @@ impl Repacker {
             Some(Running::Merge(handle)) => self.merge_ended(handle),
             None => {}
         }
-        self.stop.store(true, Ordering::Relaxed);
         if let Some(handle) = self.full.take() {
             self.full_pack_ended(handle);
         }
@@ -361,11 +392,17 @@ impl Repacker {
         }
     }
 
-    /// A failed merge's packs stay as they were, for the next full or geometric pack.
+    /// A failed or stopped merge's packs stay as they were, for the next run.
     fn merge_ended(&mut self, handle: JoinHandle<Result<Option<PathBuf>>>) {
         match handle.join() {
-            Ok(Ok(None)) => self.fruitless_merge_at = self.packs_beside_full().len(),
+            Ok(Ok(None)) => {
+                self.fruitless_merge_at = match self.full {
+                    Some(_) => self.packs_beside_full().len(),
+                    None => self.settled_packs().len(),
+                };
+            }
             Ok(Ok(merged)) => self.note_beside_full(merged),
+            Ok(Err(crate::Error::Stopped)) => {}
             Ok(Err(e)) => tracing::warn!(error = %e, "the archive's pack merge failed"),
             Err(_) => tracing::warn!("the archive's pack merge panicked"),
         }
@@ -393,21 +430,29 @@ impl Repacker {
     }
 }
 
-/// The smallest of `packs`, at least two: each next one in size order while it is at most
-/// twice the size of those taken before it together.
-fn geometric_prefix(packs: Vec<PathBuf>) -> Vec<PathBuf> {
+/// The smallest of `packs`: each next one in size order while it is at most twice the size
+/// of those taken before it together and all taken stay within `most` bytes; none when
+/// fewer than two.
+fn geometric_prefix(packs: Vec<PathBuf>, most: u64) -> Vec<PathBuf> {
     let size = |p: &PathBuf| p.metadata().map(|m| m.len()).unwrap_or(0);
     let mut sized: Vec<(u64, PathBuf)> = packs.into_iter().map(|p| (size(&p), p)).collect();
     sized.sort();
     let (mut taken, mut total) = (0, 0);
     for (size, _) in &sized {
-        if total > 0 && *size > 2 * total {
+        if (total > 0 && *size > 2 * total) || total + size > most {
             break;
         }
         taken += 1;
         total += size;
     }
-    sized.truncate(taken.max(2));
+    // A tiny pack beside larger ones still goes with the next smallest.
+    if taken < 2 {
+        match sized.as_slice() {
+            [(first, _), (second, _), ..] if first + second <= most => taken = 2,
+            _ => return Vec::new(),
+        }
+    }
+    sized.truncate(taken);
     sized.into_iter().map(|(_, p)| p).collect()
 }
 
@@ -638,6 +683,77 @@ mod tests {
         std::fs::write(pack_dir.join(merge::TEMP_PACK), b"cut short").expect("leftover");
         let _ = Repacker::new(root, || {});
         assert!(!pack_dir.join(merge::TEMP_PACK).exists());
+    }
+
+    /// Many packs left by earlier runs (a server restarted before its full pack ended keeps
+    /// the roll-ups it made) are merged by copying before any full pack or geometric repack,
+    /// the commits' packs waiting are rolled up alongside, and every file still reads back.
+    #[test]
+    fn many_packs_are_merged_before_anything_else() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = &crate::testing::relative(dir.path());
+        let (mut repo, mut packer) = archive_and_packer(root);
+        let mut round = 0;
+        // As a restart leaves them: roll-ups no repacker knows of.
+        while pack_files(root).len() <= 2 * MAX_PACKS {
+            for _ in 0..2 {
+                commit_round(&mut repo, &mut packer, round);
+                round += 1;
+            }
+            packer.finish();
+            packer = Repacker::new(root, || {});
+        }
+        let left = pack_files(root).len();
+        let mut merges = 0;
+        while packer.settled_packs().len() > MAX_PACKS {
+            commit_round(&mut repo, &mut packer, round);
+            round += 1;
+            match packer.running.take() {
+                Some(Running::Merge(handle)) => {
+                    packer.merge_ended(handle);
+                    merges += 1;
+                }
+                Some(Running::RollUp(handle)) => packer.roll_up_ended(handle),
+                None => {}
+                Some(Running::Geometric(_)) => panic!("no geometric repack while merges can run"),
+            }
+            assert!(round < 64 * COMMITS_PER_CHECK, "the packs were not merged");
+        }
+        assert!(merges > 0, "{left} packs merged");
+        packer.finish();
+        let after = pack_files(root).len();
+        assert!(after <= MAX_PACKS + 1, "{left} packs became {after}");
+        let files = crate::CommittedFiles::open(root).expect("readable").expect("a HEAD");
+        for round in 0..round {
+            let path = format!("messages/2026/11/2026-11-23T10-{round:04}__note__{round}.md");
+            assert!(files.contains(&path), "{path}");
+        }
+        crate::testing::assert_fsck_clean(root);
+    }
+
+    /// The merge's prefix: the smallest packs while each is at most twice the ones before it
+    /// together, within the bytes given; a tiny one goes with the next; none when no two fit.
+    #[test]
+    fn the_merged_packs_are_a_geometric_prefix_within_the_bytes() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let pack = |name: &str, size: usize| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, vec![0u8; size]).expect("written");
+            path
+        };
+        let packs =
+            vec![pack("e", 200), pack("a", 10), pack("b", 10), pack("c", 30), pack("d", 40)];
+        let names = |taken: Vec<PathBuf>| -> Vec<String> {
+            taken
+                .iter()
+                .map(|p| p.file_name().expect("a name").to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(names(geometric_prefix(packs.clone(), 1000)), ["a", "b", "c", "d"]);
+        assert_eq!(names(geometric_prefix(packs.clone(), 50)), ["a", "b", "c"]);
+        assert_eq!(names(geometric_prefix(packs.clone(), 19)), Vec::<String>::new());
+        let tiny = vec![pack("t", 1), pack("u", 100), pack("v", 100)];
+        assert_eq!(names(geometric_prefix(tiny, 1000)), ["t", "u"]);
     }
 
     /// Packs of similar size that no roll-up knows of (written before a restart) are merged

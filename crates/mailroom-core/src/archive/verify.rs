@@ -372,9 +372,7 @@ impl Digests {
     /// Whether the flat digest at `legacy` is committed and links `canonical`.
     fn flat_digest_holds(&mut self, files: &CommittedFiles, legacy: &str, canonical: &str) -> bool {
         files.contains(legacy)
-            && self
-                .text(files, legacy)
-                .is_some_and(|text| format::digest_contains(text, canonical))
+            && self.text(files, legacy).is_some_and(|text| format::digest_contains(text, canonical))
     }
 }
 
@@ -445,7 +443,9 @@ impl Checker<'_> {
         for group in digests.chunk_by(|a, b| pending[*a].path == pending[*b].path) {
             let text = match found[group[0]] {
                 // An unreadable blob counts as missing; the error would say no more.
-                Some(id) => self.files.read_blob(id).ok().map(|b| String::from_utf8_lossy(&b).into_owned()),
+                Some(id) => {
+                    self.files.read_blob(id).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
+                }
                 None => None,
             };
             for at in group {
