@@ -56,11 +56,11 @@
 //!   place. Only a complete object list reaches the end of `git pack-objects`' input, and a
 //!   stopped full pack or merge kills its `git` children or removes its temporary pack, and
 //!   removes nothing else.
-//! - **Repacks never meet on a pack.** One roll-up, merge or geometric repack at a time,
-//!   and no full pack starts while one runs; roll-ups, and merges of the packs they wrote
-//!   meanwhile, go on beside a full pack,
-//!   which first takes the commits' packs it replaces off the roll-up list; a geometric
-//!   repack never runs beside a full pack. `git` runs without the caller's `GIT_*`
+//! - **Repacks never meet on a pack.** One roll-up or geometric repack at a time, and one
+//!   merge, which may run beside a roll-up (it takes no commit's pack) but not beside a
+//!   geometric repack; no full pack starts beside a merge or geometric repack. Roll-ups,
+//!   and merges of the packs written since its listing, go on beside a full pack, which
+//!   first takes the commits' packs it replaces off the roll-up list. `git` runs without the caller's `GIT_*`
 //!   variables, so it cannot be pointed at another repository.
 //! - **The repository is reopened after every repack**, at the first commit after it ended
 //!   (libgit2 keeps each pack it read open, mapped and with its delta cache), and at

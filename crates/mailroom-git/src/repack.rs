@@ -13,9 +13,9 @@
 //! pack, the run is a full pack (`full_pack.rs`: the whole archive in one pack, `git`
 //! pairing versions across roll-ups, which shrinks it many times), and Git's geometric
 //! repack takes the packs no merge can (loose objects, a human's packs repeating objects).
-//! Roll-ups go on beside a full pack (they take only packs written after its listing);
-//! otherwise one run at a time, and while one is going the commits' packs wait for the next
-//! roll-up.
+//! Roll-ups go on beside a full pack (they take only packs written after its listing) and
+//! beside a merge (which takes no commit's pack); otherwise one run at a time, and while
+//! one is going the commits' packs wait for the next roll-up.
 
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
@@ -59,28 +59,19 @@ const MERGE_BYTES: u64 = 1 << 30;
 /// wait (behind a long geometric repack), the rest go to the next roll-ups.
 const MAX_ROLLED: usize = 64;
 
-/// A run that is not a full pack.
+/// A run that is neither a full pack nor a merge.
 enum Running {
     /// `git repack --geometric`.
     Geometric(Child),
     /// `roll_up::roll_up` on its own thread.
     RollUp(JoinHandle<Result<Option<PathBuf>>>),
-    /// `merge::merge` of packs written beside a full pack, on its own thread.
-    Merge(JoinHandle<Result<Option<PathBuf>>>),
-}
-
-impl Running {
-    /// Whether a run on a thread of its own has ended (a `git` child is asked otherwise).
-    fn thread_finished(&self) -> bool {
-        match self {
-            Running::RollUp(handle) | Running::Merge(handle) => handle.is_finished(),
-            Running::Geometric(_) => false,
-        }
-    }
 }
 
 /// `full_pack::pack_everything` on its own thread.
 type FullPack = JoinHandle<Result<()>>;
+
+/// `merge::merge` on its own thread: the merged pack, if any.
+type Merge = JoinHandle<Result<Option<PathBuf>>>;
 
 /// Keeps a repository's packs few and small, beside the one thread that commits to it (see
 /// the module's documentation): told of every commit, it rolls up, fully packs or
@@ -94,6 +85,9 @@ pub struct Repacker {
     /// packs written after the full pack listed the packs it replaces.
     running: Option<Running>,
     full: Option<FullPack>,
+    /// A merge, beside a roll-up or a full pack (it takes neither's packs), never beside a
+    /// geometric repack, and no full pack starts while it runs.
+    merging: Option<Merge>,
     /// The file names of the packs this repacker wrote (roll-ups, merges) while the running
     /// full pack runs: the only ones a merge takes. Not the full pack's own new pack, nor a
     /// human's, nor the ones the full pack replaces.
@@ -127,6 +121,7 @@ impl Repacker {
             commits_since_check: 0,
             running: None,
             full: None,
+            merging: None,
             beside_full: HashSet::new(),
             fruitless_merge_at: 0,
             unrolled: Vec::new(),
@@ -189,34 +184,37 @@ impl Repacker {
     }
 
     /// Notes a commit, HEAD now naming `head`, with the commit's own pack (`None` if its
-    /// objects were written otherwise); starts a run every `COMMITS_PER_CHECK` commits: a full
-    /// pack or a geometric repack when nothing runs, a roll-up unless one runs. Says whether
-    /// a run finished since the last call.
+    /// objects were written otherwise). Every `COMMITS_PER_CHECK` commits it starts a merge
+    /// when the packs are many and none runs, then, unless a roll-up or geometric repack
+    /// runs, a full pack or a geometric repack (neither beside a merge) or a roll-up. Says
+    /// whether a run finished since the last call.
     fn note_commit(&mut self, head: Oid, pack: Option<CommitPack>) -> bool {
         let finished = self.reap();
         self.unrolled.extend(pack);
         self.commits_since_check += 1;
-        if self.running.is_some() || self.commits_since_check < COMMITS_PER_CHECK {
+        if self.commits_since_check < COMMITS_PER_CHECK {
             return finished;
         }
         self.commits_since_check = 0;
+        if self.merging.is_none() && !matches!(self.running, Some(Running::Geometric(_))) {
+            // Beside a full pack, only the packs written since its listing; otherwise the
+            // settled ones, before any full pack (which would replace them too, but one cut
+            // short by a stop leaves them all).
+            let candidates = match self.full {
+                Some(_) => self.packs_beside_full(),
+                None => self.settled_packs(),
+            };
+            let packs = self.mergeable(candidates);
+            if !packs.is_empty() {
+                self.start_merge(packs);
+            }
+        }
+        if self.running.is_some() {
+            return finished;
+        }
         let sizes = self.pack_sizes();
-        let git_may_run = self.git_runs && self.full.is_none();
-        // The commits' packs, which libgit2 searches one by one, are rolled up first when a
-        // roll-up's worth of them waits (a merge or full pack took the last turns).
-        let roll_up_first = self.unrolled.len() >= MAX_ROLLED;
-        // Packs to merge next: a full pack replaces them too, but one cut short (a stop)
-        // leaves them all.
-        let merged_first = match self.full {
-            None if !roll_up_first => self.mergeable(self.settled_packs()),
-            _ => Vec::new(),
-        };
-        if roll_up_first {
-            self.start_roll_up();
-        } else if !merged_first.is_empty() {
-            self.start_merge(merged_first);
-        } else if git_may_run
-            && sizes.iter().sum::<u64>() >= 2 * self.packed_after_full + FULL_PACK_GROWTH
+        let git_may_run = self.git_runs && self.full.is_none() && self.merging.is_none();
+        if git_may_run && sizes.iter().sum::<u64>() >= 2 * self.packed_after_full + FULL_PACK_GROWTH
         {
             self.start_full_pack(head);
         } else if git_may_run && (sizes.len() > MAX_PACKS || self.unrolled.is_empty()) {
@@ -228,11 +226,6 @@ impl Repacker {
                     self.git_runs = false;
                 }
             }
-        } else if let Some(packs) = self.full.as_ref().map(|_| self.packs_beside_full())
-            && let beside = self.mergeable(packs)
-            && !beside.is_empty()
-        {
-            self.start_merge(beside);
         } else if self.unrolled.len() >= 2 {
             self.start_roll_up();
         }
@@ -253,8 +246,7 @@ impl Repacker {
     /// Merges `packs` into one on a thread (`merge.rs`).
     fn start_merge(&mut self, packs: Vec<PathBuf>) {
         let (pack_dir, stop) = (self.pack_dir(), Arc::clone(&self.stop));
-        let started = self.spawn("merge", move || merge::merge(&pack_dir, &packs, &stop));
-        self.running = started.map(Running::Merge);
+        self.merging = self.spawn("merge", move || merge::merge(&pack_dir, &packs, &stop));
     }
 
     /// The oldest commits' packs waiting, as many as one roll-up takes.
@@ -322,8 +314,10 @@ impl Repacker {
                 Err(e) => tracing::warn!(error = %e, "`git repack` not awaited"),
             },
             Some(Running::RollUp(handle)) => self.roll_up_ended(handle),
-            Some(Running::Merge(handle)) => self.merge_ended(handle),
             None => {}
+        }
+        if let Some(handle) = self.merging.take() {
+            self.merge_ended(handle);
         }
         if let Some(handle) = self.full.take() {
             self.full_pack_ended(handle);
@@ -350,36 +344,44 @@ impl Repacker {
                 false
             }
         };
-        let finished = match self.running.take() {
-            None => false,
-            Some(Running::Geometric(mut child)) => {
-                match child.try_wait() {
-                    Ok(None) => {
-                        self.running = Some(Running::Geometric(child));
-                        return full_finished;
-                    }
-                    Ok(Some(status)) if !status.success() => {
-                        tracing::warn!(%status, "`git repack` failed");
-                    }
-                    Ok(Some(_)) => {}
-                    Err(e) => tracing::warn!(error = %e, "`git repack` lost"),
-                }
+        let merge_finished = match self.merging.take() {
+            Some(handle) if handle.is_finished() => {
+                self.merge_ended(handle);
                 true
             }
-            Some(run @ (Running::RollUp(_) | Running::Merge(_))) if !run.thread_finished() => {
-                self.running = Some(run);
+            still_running => {
+                self.merging = still_running;
+                false
+            }
+        };
+        let finished = match self.running.take() {
+            None => false,
+            Some(Running::Geometric(mut child)) => match child.try_wait() {
+                Ok(None) => {
+                    self.running = Some(Running::Geometric(child));
+                    false
+                }
+                Ok(Some(status)) => {
+                    if !status.success() {
+                        tracing::warn!(%status, "`git repack` failed");
+                    }
+                    true
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "`git repack` lost");
+                    true
+                }
+            },
+            Some(Running::RollUp(handle)) if !handle.is_finished() => {
+                self.running = Some(Running::RollUp(handle));
                 false
             }
             Some(Running::RollUp(handle)) => {
                 self.roll_up_ended(handle);
                 true
             }
-            Some(Running::Merge(handle)) => {
-                self.merge_ended(handle);
-                true
-            }
         };
-        finished || full_finished
+        finished || full_finished || merge_finished
     }
 
     /// A failed roll-up's packs stay as they were, for the next full or geometric pack.
@@ -393,7 +395,7 @@ impl Repacker {
     }
 
     /// A failed or stopped merge's packs stay as they were, for the next run.
-    fn merge_ended(&mut self, handle: JoinHandle<Result<Option<PathBuf>>>) {
+    fn merge_ended(&mut self, handle: Merge) {
         match handle.join() {
             Ok(Ok(None)) => {
                 self.fruitless_merge_at = match self.full {
@@ -626,20 +628,21 @@ mod tests {
         let merge = loop {
             commit_round(&mut repo, &mut packer, round);
             round += 1;
-            match packer.running.take() {
-                Some(Running::Merge(handle)) => break handle,
-                Some(Running::RollUp(handle)) => {
-                    // As if the roll-up ended before the next check.
-                    packer.roll_up_ended(handle);
-                }
-                other => packer.running = other,
+            if let Some(Running::RollUp(handle)) = packer.running.take() {
+                // As if the roll-up ended before the next check.
+                packer.roll_up_ended(handle);
+            }
+            if let Some(handle) = packer.merging.take() {
+                break handle;
             }
             assert!(round < 64 * COMMITS_PER_CHECK, "no merge started");
         };
         let beside = packer.packs_beside_full().len();
         assert!(beside > MAX_PACKS, "{beside} packs beside the full pack");
         packer.merge_ended(merge);
-        assert_eq!(packer.packs_beside_full().len(), 1, "the roll-ups' packs became one");
+        // The roll-up started at the merge's check ran beside it, and its pack stays.
+        let after = packer.packs_beside_full().len();
+        assert!(after <= 2, "the roll-ups' packs became one, and the last roll-up: {after}");
         assert!(listed.iter().all(|p| p.exists()), "the full pack's packs are left to it");
         crate::testing::assert_fsck_clean(root);
         release.send(()).expect("released");
@@ -669,13 +672,13 @@ mod tests {
         for round in 0..COMMITS_PER_CHECK {
             commit_round(&mut repo, &mut packer, round);
         }
-        let Some(Running::Merge(merge)) = packer.running.take() else { panic!("a merge runs") };
+        let Some(merge) = packer.merging.take() else { panic!("a merge runs") };
         packer.merge_ended(merge);
         assert_eq!(packer.fruitless_merge_at, MAX_PACKS + 1, "it merged nothing");
         for round in COMMITS_PER_CHECK..2 * COMMITS_PER_CHECK {
             commit_round(&mut repo, &mut packer, round);
         }
-        assert!(matches!(packer.running, Some(Running::RollUp(_))), "a roll-up runs instead");
+        assert!(matches!(packer.running, Some(Running::RollUp(_))), "a roll-up runs");
         release.send(()).expect("released");
         packer.finish();
         crate::testing::assert_fsck_clean(root);
@@ -708,11 +711,11 @@ mod tests {
         while packer.settled_packs().len() > MAX_PACKS {
             commit_round(&mut repo, &mut packer, round);
             round += 1;
+            if let Some(handle) = packer.merging.take() {
+                packer.merge_ended(handle);
+                merges += 1;
+            }
             match packer.running.take() {
-                Some(Running::Merge(handle)) => {
-                    packer.merge_ended(handle);
-                    merges += 1;
-                }
                 Some(Running::RollUp(handle)) => packer.roll_up_ended(handle),
                 None => {}
                 Some(Running::Geometric(_)) => panic!("no geometric repack while merges can run"),
