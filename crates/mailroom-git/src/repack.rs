@@ -12,7 +12,9 @@
 //! the packs written since its listing. Once the packs have doubled since the last full
 //! pack, the run is a full pack (`full_pack.rs`: the whole archive in one pack, `git`
 //! pairing versions across roll-ups, which shrinks it many times), and Git's geometric
-//! repack takes the packs no merge can (loose objects, a human's packs repeating objects).
+//! repack takes the packs no merge can (loose objects, a human's packs repeating objects);
+//! neither starts once the packs pass a quarter of the machine's memory (`git` reads them
+//! all into its own).
 //! Roll-ups go on beside a full pack (they take only packs written after its listing) and
 //! beside a merge (which takes no commit's pack); otherwise one run at a time, and while
 //! one is going the commits' packs wait for the next roll-up.
@@ -108,6 +110,14 @@ pub struct Repacker {
     /// Cleared when `git` cannot be started: the full and geometric packs are then left to
     /// the humans (the roll-ups need no `git`).
     git_runs: bool,
+    /// Bytes of packs past which no full or geometric pack starts: a quarter of the
+    /// machine's memory. Both read every object through `git`, whose anonymous memory grew
+    /// with the packs: at ten million messages (30 GB of packs) the full pack's
+    /// `git rev-list` reached 24 GB and was killed for want of memory, the geometric
+    /// repack's `git pack-objects` 2.8 GB within 36 s and rising. Past it the merges alone
+    /// keep the packs few (about one per `MERGE_BYTES`), and the disk keeps what the
+    /// roll-ups left (no version paired across roll-ups).
+    git_bytes: u64,
 }
 
 impl Repacker {
@@ -129,6 +139,7 @@ impl Repacker {
             packed_after_full: 0,
             stop: Arc::new(AtomicBool::new(false)),
             git_runs: true,
+            git_bytes: memory_total().map_or(u64::MAX, |bytes| bytes / 4),
         };
         // What a merge a crash cut short left (`merge.rs`).
         let _ = std::fs::remove_file(repacker.pack_dir().join(merge::TEMP_PACK));
@@ -206,7 +217,10 @@ impl Repacker {
             return finished;
         }
         let sizes = self.pack_sizes();
-        let git_may_run = self.git_runs && self.full.is_none() && self.merging.is_none();
+        let git_may_run = self.git_runs
+            && self.full.is_none()
+            && self.merging.is_none()
+            && sizes.iter().sum::<u64>() <= self.git_bytes;
         if git_may_run && sizes.iter().sum::<u64>() >= 2 * self.packed_after_full + FULL_PACK_GROWTH
         {
             self.start_full_pack(head);
@@ -468,6 +482,14 @@ fn geometric_prefix(packs: Vec<PathBuf>, most: u64) -> Vec<PathBuf> {
     }
     sized.truncate(taken);
     sized.into_iter().map(|(_, p)| p).collect()
+}
+
+/// The machine's memory (`MemTotal` of `/proc/meminfo`); `None` where it cannot be read.
+fn memory_total() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|line| line.starts_with("MemTotal:"))?;
+    let kilobytes: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kilobytes * 1024)
 }
 
 /// `git repack --geometric=2 -d` for the archive: merges the smaller packs so that each pack
@@ -832,8 +854,9 @@ mod tests {
         assert!(status.success());
     }
 
-    /// Once the packs pass `FULL_PACK_GROWTH`, the run is a full pack: the two packs become
-    /// one new pack, and its size is what the next full pack waits to see doubled. A new
+    /// Once the packs pass `FULL_PACK_GROWTH`, the run is a full pack (unless they pass
+    /// `git_bytes`): the two packs become one new pack, and its size is what the next full
+    /// pack waits to see doubled. A new
     /// repacker on the same archive does not take the packed archive for grown.
     #[test]
     fn large_packs_get_a_full_pack() {
@@ -863,6 +886,15 @@ mod tests {
         assert_eq!(before.len(), 2);
         assert!(packer.pack_bytes() >= FULL_PACK_GROWTH);
 
+        // Past a quarter of the machine's memory in packs, `git` would read them all into
+        // its own: neither a full pack nor a geometric repack starts.
+        assert_eq!(Some(packer.git_bytes), memory_total().map(|total| total / 4));
+        packer.git_bytes = packer.pack_bytes() - 1;
+        for _ in 0..COMMITS_PER_CHECK {
+            packer.note_commit(commit, None);
+        }
+        assert!(packer.full.is_none() && packer.running.is_none(), "no git repack");
+        packer.git_bytes = u64::MAX;
         for _ in 0..COMMITS_PER_CHECK {
             packer.note_commit(commit, None);
         }
