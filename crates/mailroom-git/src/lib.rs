@@ -60,8 +60,8 @@
 //!   merge, which may run beside a roll-up (it takes no commit's pack) but not beside a
 //!   geometric repack; no full pack starts beside a merge or geometric repack. Roll-ups,
 //!   and merges of the packs written since its listing, go on beside a full pack, which
-//!   first takes the commits' packs it replaces off the roll-up list. `git` runs without the caller's `GIT_*`
-//!   variables, so it cannot be pointed at another repository.
+//!   first takes the commits' packs it replaces off the roll-up list. `git` runs without
+//!   the caller's `GIT_*` variables, so it cannot be pointed at another repository.
 //! - **The repository is reopened after every repack**, at the first commit after it ended
 //!   (libgit2 keeps each pack it read open, mapped and with its delta cache), and at
 //!   [`Repacker::finish`] a roll-up or geometric repack is awaited, a merge or full pack
@@ -90,7 +90,9 @@ mod testing;
 pub use atomic_file::{write_atomically, write_atomically_with_mode};
 pub use digest::sha1;
 pub use error::{Error, Result};
-pub use read::{CommitInfo, CommittedFiles, current_branch, recent_commits, retired_directories};
+pub use read::{
+    CommitInfo, CommittedFiles, blob_id, current_branch, recent_commits, retired_directories,
+};
 pub use repack::Repacker;
 pub use repo::{ArchiveRepo, Author, Committed, Layout};
 

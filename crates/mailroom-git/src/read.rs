@@ -248,8 +248,9 @@ impl CommittedFiles {
     }
 }
 
-/// The blob id Git gives `bytes` (no object is written).
-fn blob_id(bytes: &[u8]) -> Option<Oid> {
+/// The blob id Git gives `bytes` (no object is written): what [`CommittedFiles::blob_ids`]
+/// finds for a file committed with these bytes.
+pub fn blob_id(bytes: &[u8]) -> Option<Oid> {
     Oid::hash_object(ObjectType::Blob, bytes).ok()
 }
 

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::rc::Rc;
 
-use mailroom_git::CommittedFiles;
+use mailroom_git::{CommittedFiles, blob_id};
 
 use super::format;
 use super::maintenance::{Progress, for_each_message};
@@ -181,11 +181,19 @@ struct Collector<'a> {
     report: RebuildReport,
     /// The reference's flat digests read (archives from before the monthly digests).
     legacy_digests: Digests,
-    /// Rendered files not yet compared with HEAD, a message's bytes shared by its copies,
-    /// and their bytes (a message's once): compared in batches, each directory read once
-    /// per batch (see `verify::CHECKS_PER_BATCH`).
-    offered: Vec<(String, Rc<Vec<u8>>)>,
+    /// Rendered files not yet compared with HEAD, and their bytes (a message's once):
+    /// compared in batches, each directory read once per batch (see
+    /// `verify::CHECKS_PER_BATCH`).
+    offered: Vec<Offered>,
     offered_bytes: usize,
+}
+
+/// A rendered file not yet compared with HEAD: its bytes (a message's shared by its
+/// copies) and their blob id, computed once.
+struct Offered {
+    path: String,
+    bytes: Rc<Vec<u8>>,
+    id: Option<git2::Oid>,
 }
 
 impl Collector<'_> {
@@ -203,9 +211,11 @@ impl Collector<'_> {
         let Some((doc, sender_is_local)) = render::message_doc(db, id)? else { return Ok(()) };
         let bytes = Rc::new(format::render_message(&doc).into_bytes());
         self.offered_bytes += bytes.len();
+        let blob = blob_id(&bytes);
         let paths = format::message_paths(&doc, sender_is_local);
         for path in paths.all() {
-            self.offered.push((path.clone(), Rc::clone(&bytes)));
+            let (path, bytes) = (path.clone(), Rc::clone(&bytes));
+            self.offered.push(Offered { path, bytes, id: blob });
             self.report.message_files += 1;
         }
         if let (Some(path), Some(thread_id)) =
@@ -238,20 +248,19 @@ impl Collector<'_> {
     fn digest(&mut self, path: String, text: String) {
         self.report.digests += 1;
         self.offered_bytes += text.len();
-        self.offered.push((path, Rc::new(text.into_bytes())));
+        let bytes = Rc::new(text.into_bytes());
+        self.offered.push(Offered { path, id: blob_id(&bytes), bytes });
     }
 
     /// Keeps each offered file unless HEAD already holds exactly its bytes.
     fn settle(&mut self) -> Result<()> {
         let offered = std::mem::take(&mut self.offered);
         self.offered_bytes = 0;
-        let paths: Vec<&str> = offered.iter().map(|(path, _)| path.as_str()).collect();
+        let paths: Vec<&str> = offered.iter().map(|offer| offer.path.as_str()).collect();
         let committed = self.head.blob_ids(&paths)?;
         drop(paths);
-        for ((path, bytes), committed) in offered.into_iter().zip(committed) {
-            let unchanged = committed.is_some()
-                && committed == git2::Oid::hash_object(git2::ObjectType::Blob, &bytes).ok();
-            if unchanged {
+        for (Offered { path, bytes, id }, committed) in offered.into_iter().zip(committed) {
+            if committed.is_some() && committed == id {
                 self.report.files_unchanged += 1;
                 continue;
             }

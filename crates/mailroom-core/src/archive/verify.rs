@@ -388,7 +388,7 @@ impl Checker<'_> {
     /// Queues the checks of a message's files for the next batch.
     fn message(&mut self, doc: &MessageDoc, sender_is_local: bool) {
         let bytes = format::render_message(doc).into_bytes();
-        let expected = git2::Oid::hash_object(git2::ObjectType::Blob, &bytes).ok();
+        let expected = mailroom_git::blob_id(&bytes);
         let paths = format::message_paths(doc, sender_is_local);
         let message_id = doc.id;
         let mut check = |path: String, check: Check| {
@@ -415,21 +415,26 @@ impl Checker<'_> {
     /// Looks up the pending checks' files in one batch and reports what differs, in the
     /// order the checks were queued.
     fn settle(&mut self) -> Result<()> {
-        let pending = std::mem::take(&mut self.pending);
+        let mut pending = std::mem::take(&mut self.pending);
         let paths: Vec<&str> = pending.iter().map(|p| p.path.as_str()).collect();
         let found = self.files.blob_ids(&paths)?;
+        drop(paths);
         let mut differences: Vec<(usize, Difference)> = Vec::new();
         let mut digests: Vec<usize> = Vec::new();
-        for (at, (check, id)) in pending.iter().zip(&found).enumerate() {
-            let (path, message_id) = (check.path.clone(), check.message_id);
+        for (at, (check, id)) in pending.iter_mut().zip(&found).enumerate() {
+            let message_id = check.message_id;
+            // A copy's or attachment's path is needed again only by its difference.
+            let mut path = || std::mem::take(&mut check.path);
             let difference = match (&check.check, id) {
                 (Check::Copy { role, .. }, None) => {
-                    Difference::MissingCopy { path, role: *role, message_id }
+                    Difference::MissingCopy { path: path(), role: *role, message_id }
                 }
                 (Check::Copy { role, expected }, Some(id)) if Some(*id) != *expected => {
-                    Difference::ChangedCopy { path, role: *role, message_id }
+                    Difference::ChangedCopy { path: path(), role: *role, message_id }
                 }
-                (Check::Attachment, None) => Difference::MissingAttachment { path, message_id },
+                (Check::Attachment, None) => {
+                    Difference::MissingAttachment { path: path(), message_id }
+                }
                 (Check::Digest { .. }, _) => {
                     digests.push(at);
                     continue;
